@@ -1,0 +1,168 @@
+/**
+ * pi-gateway's offline demo model: a pi provider with its own `streamSimple`, so real pi runs
+ * real turns, tools and events with no API key and no network.
+ *
+ * The reply is chosen from the last user message (the trigger is case-insensitive):
+ *   bash: CMD     calls pi's bash tool with CMD, then reports the tool's output
+ *   echo: TEXT    replies TEXT exactly, a few characters per delta
+ *   count: N      replies "1 2 … N", one delta per number (long streams)
+ *   slow: N       N deltas 100 ms apart (time to steer, abort or disconnect mid-run)
+ *   fail: TEXT    the provider fails with TEXT as the error message
+ *   anything else a short greeting that quotes the prompt, one delta per word
+ * PI_GATEWAY_DEMO_DELAY_MS sets a pause between ordinary deltas (default 0).
+ */
+import {
+	type AssistantMessage,
+	type AssistantMessageEventStream,
+	createAssistantMessageEventStream,
+	type Model,
+	type SimpleStreamOptions,
+} from "@earendil-works/pi-ai";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+type Block = { type: string; text?: string };
+type AnyMessage = { role: string; content: string | Block[] };
+
+const SLOW_DELTA_MS = 100;
+
+function textOf(message: AnyMessage | undefined): string {
+	if (!message) return "";
+	if (typeof message.content === "string") return message.content;
+	return message.content.map((block) => (block.type === "text" ? (block.text ?? "") : "")).join("");
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+	if (ms <= 0) return Promise.resolve();
+	return new Promise((resolve) => {
+		const timer = setTimeout(resolve, ms);
+		signal?.addEventListener("abort", () => {
+			clearTimeout(timer);
+			resolve();
+		});
+	});
+}
+
+/** Splits into chunks of `size` code points, so no delta ends inside a surrogate pair. */
+function chunks(text: string, size: number): string[] {
+	const points = Array.from(text);
+	const out: string[] = [];
+	for (let i = 0; i < points.length; i += size) out.push(points.slice(i, i + size).join(""));
+	return out;
+}
+
+type Plan = { deltas: string[]; delayMs: number } | { toolCommand: string } | { error: string };
+
+function plan(messages: AnyMessage[]): Plan {
+	const delay = Number(process.env.PI_GATEWAY_DEMO_DELAY_MS ?? 0) || 0;
+	const last = messages.filter((m) => m.role !== "system").at(-1);
+	if (last?.role === "toolResult") {
+		const output = textOf(last).trim();
+		return { deltas: chunks(`The command finished. Output:\n${output}`, 8), delayMs: delay };
+	}
+	const prompt = textOf(last);
+	const match = /^\s*(bash|echo|count|slow|fail):\s?([\s\S]*)$/i.exec(prompt);
+	const verb = match?.[1]?.toLowerCase();
+	const arg = match?.[2] ?? "";
+	if (verb === "bash") return { toolCommand: arg.trim() };
+	if (verb === "echo") return { deltas: chunks(arg, 4), delayMs: delay };
+	if (verb === "fail") return { error: arg || "demo failure" };
+	if (verb === "count" || verb === "slow") {
+		const n = Math.max(1, Math.min(100_000, Number.parseInt(arg, 10) || 10));
+		const deltas = Array.from({ length: n }, (_, i) => (i === 0 ? "1" : ` ${i + 1}`));
+		return { deltas, delayMs: verb === "slow" ? SLOW_DELTA_MS : delay };
+	}
+	const words = `Hello from the pi-gateway demo model. You said: ${prompt}`.split(/(?<= )/);
+	return { deltas: words, delayMs: delay };
+}
+
+function streamDemo(model: Model<string>, context: { messages: unknown[] }, options?: SimpleStreamOptions) {
+	const stream: AssistantMessageEventStream = createAssistantMessageEventStream();
+	const signal = options?.signal;
+	const output: AssistantMessage = {
+		role: "assistant",
+		content: [],
+		api: model.api,
+		provider: model.provider,
+		model: model.id,
+		usage: {
+			input: 0,
+			output: 0,
+			cacheRead: 0,
+			cacheWrite: 0,
+			totalTokens: 0,
+			cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+		},
+		stopReason: "pending",
+		timestamp: Date.now(),
+	};
+
+	const run = async () => {
+		const step = plan(context.messages as AnyMessage[]);
+		if ("error" in step) throw new Error(step.error);
+		stream.push({ type: "start", partial: output });
+		if ("toolCommand" in step) {
+			const toolCall = {
+				type: "toolCall" as const,
+				id: `demo_${Date.now().toString(36)}`,
+				name: "bash",
+				arguments: { command: step.toolCommand },
+			};
+			output.content.push(toolCall);
+			stream.push({ type: "toolcall_start", contentIndex: 0, partial: output });
+			stream.push({
+				type: "toolcall_delta",
+				contentIndex: 0,
+				delta: JSON.stringify(toolCall.arguments),
+				partial: output,
+			});
+			stream.push({ type: "toolcall_end", contentIndex: 0, toolCall, partial: output });
+			output.stopReason = "toolUse";
+		} else {
+			const block = { type: "text" as const, text: "" };
+			output.content.push(block);
+			stream.push({ type: "text_start", contentIndex: 0, partial: output });
+			for (const delta of step.deltas) {
+				await sleep(step.delayMs, signal);
+				if (signal?.aborted) throw new Error("Request was aborted");
+				block.text += delta;
+				output.usage.output += 1;
+				stream.push({ type: "text_delta", contentIndex: 0, delta, partial: output });
+			}
+			stream.push({ type: "text_end", contentIndex: 0, content: block.text, partial: output });
+			output.stopReason = "stop";
+		}
+		output.usage.input = context.messages.length;
+		output.usage.totalTokens = output.usage.input + output.usage.output;
+		stream.push({ type: "done", reason: output.stopReason, message: output });
+		stream.end();
+	};
+
+	run().catch((error: unknown) => {
+		output.stopReason = signal?.aborted ? "aborted" : "error";
+		output.errorMessage = error instanceof Error ? error.message : String(error);
+		stream.push({ type: "error", reason: output.stopReason, error: output });
+		stream.end();
+	});
+	return stream;
+}
+
+export default function demoModel(pi: ExtensionAPI) {
+	pi.registerProvider("pi-gateway-demo", {
+		name: "pi-gateway demo (offline)",
+		baseUrl: "http://127.0.0.1:9/unused",
+		apiKey: "offline-demo",
+		api: "pi-gateway-demo",
+		models: [
+			{
+				id: "demo",
+				name: "Offline demo model",
+				reasoning: false,
+				input: ["text", "image"],
+				cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+				contextWindow: 128000,
+				maxTokens: 8192,
+			},
+		],
+		streamSimple: streamDemo as never,
+	});
+}

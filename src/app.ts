@@ -1,0 +1,102 @@
+import { bodyLimit } from "hono/body-limit";
+import { cors } from "hono/cors";
+import { HTTPException } from "hono/http-exception";
+import type { Logger } from "pino";
+import { stringify } from "yaml";
+import { ZodError } from "zod";
+import type { Config } from "./config.ts";
+import type { Deps } from "./http/deps.ts";
+import { accessLog, bearerAuth, hostCheck, requestId } from "./http/middleware.ts";
+import { createRouter, invalid } from "./http/openapi.ts";
+import { ApiError } from "./http/problem.ts";
+import { approvalsRouter } from "./http/routes/approvals/approvals.index.ts";
+import { commandsRouter } from "./http/routes/commands/commands.index.ts";
+import { rpcRouter } from "./http/routes/commands/rpc.index.ts";
+import { StreamEvent } from "./http/routes/events/event-schemas.ts";
+import { eventsRouter } from "./http/routes/events/events.index.ts";
+import { runsRouter } from "./http/routes/runs/runs.index.ts";
+import { sessionsRouter } from "./http/routes/sessions/sessions.index.ts";
+import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.ts";
+import type { SessionRegistry } from "./sessions/registry.ts";
+
+const openPaths = new Set(["/healthz", "/readyz"]);
+
+export function openApiDocument(app: ReturnType<typeof createRouter>) {
+	app.openAPIRegistry.register("StreamEvent", StreamEvent);
+	app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+	return app.getOpenAPI31Document({
+		openapi: "3.1.0",
+		info: {
+			title: "pi-gateway",
+			version: gatewayVersion,
+			description:
+				"HTTP REST + Server-Sent Events in front of the pi coding agent's RPC mode. Each session is one `pi --mode rpc` process; commands go to it in order under a per-session queue; its events come back as SSE; extension dialogs become approvals. Errors are RFC 9457 problem+json.",
+		},
+		servers: [{ url: "http://127.0.0.1:8787" }],
+		security: [{ bearer: [] }],
+		tags: [
+			{ name: "sessions", description: "pi processes" },
+			{ name: "runs", description: "Prompts, steering and follow-ups, with streaming and wait modes" },
+			{ name: "commands", description: "pi's other RPC commands, one operation each" },
+			{ name: "events", description: "Server-Sent Events" },
+			{ name: "approvals", description: "Extension dialogs as resources, and UI state" },
+			{ name: "system", description: "Health, info, metrics, docs" },
+		],
+	});
+}
+
+/** Builds the whole HTTP app; listening is main.ts's job, so tests can drive it directly. */
+export function createApp(config: Config, registry: SessionRegistry, logger: Logger) {
+	const deps: Deps = { config, registry, logger };
+	const app = createRouter();
+	app.use(requestId());
+	app.use(accessLog(logger));
+	app.use(hostCheck([...config.allowedHosts, config.host]));
+	if (config.corsOrigins.length > 0)
+		app.use(cors({ origin: config.corsOrigins, exposeHeaders: ["Location", "X-Request-Id"] }));
+	app.use(bearerAuth(config.token, openPaths));
+	app.use(
+		bodyLimit({
+			maxSize: config.maxBodyBytes,
+			onError: () => {
+				throw new ApiError(413, "body_too_large", `Request bodies are limited to ${config.maxBodyBytes} bytes`);
+			},
+		}),
+	);
+
+	app.route("/", systemRouter(deps));
+	app.route("/", sessionsRouter(deps));
+	app.route("/", runsRouter(deps));
+	app.route("/", commandsRouter(deps));
+	app.route("/", rpcRouter(deps));
+	app.route("/", eventsRouter(deps));
+	app.route("/", approvalsRouter(deps));
+
+	const document = openApiDocument(app);
+	app.get("/openapi.json", (c) => c.json(document));
+	app.get("/openapi.yaml", (c) => c.body(stringify(document), 200, { "Content-Type": "application/yaml" }));
+
+	app.notFound((c) => {
+		throw new ApiError(404, "not_found", `No route for ${c.req.method} ${c.req.path}`);
+	});
+	app.onError((error, c) => {
+		const problem = toApiError(error, logger, c.get("requestId")).toProblem(c.get("requestId"));
+		return c.json(problem, problem.status as 400, { "Content-Type": "application/problem+json" });
+	});
+	return app;
+}
+
+function toApiError(error: unknown, logger: Logger, requestId: string): ApiError {
+	if (error instanceof ApiError) return error;
+	if (error instanceof ZodError) return invalid(error.issues);
+	if (error instanceof HTTPException) {
+		// Hono's own 400s: a body that is not JSON, or a wrong content type.
+		if (error.status === 400) return new ApiError(400, "invalid_body", error.message || "The body is not valid JSON");
+		return new ApiError(error.status, "http_error", error.message || "HTTP error");
+	}
+	logger.error({ err: error, requestId }, "unhandled error");
+	return new ApiError(500, "internal_error", "Internal error; the log has the details under this request id");
+}
+
+export type App = ReturnType<typeof createApp>;
+export type { Config, SessionRegistry };

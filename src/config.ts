@@ -1,0 +1,66 @@
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import { z } from "zod";
+
+const int = (min: number) => z.coerce.number().int().min(min);
+
+/** Every setting in one place; flags and env vars (PI_GATEWAY_*) both land here. */
+export const ConfigSchema = z.object({
+	host: z.string().default("127.0.0.1").describe("Address to listen on"),
+	port: int(0).max(65535).default(8787).describe("Port to listen on (0 picks a free one)"),
+	token: z.string().min(16).optional().describe("Bearer token required on every route but /healthz and /readyz"),
+	allowedHosts: z
+		.array(z.string())
+		.default([])
+		.describe("Host header values accepted besides loopback names (DNS-rebinding guard)"),
+	corsOrigins: z.array(z.string()).default([]).describe("Origins allowed by CORS (off when empty)"),
+	workspaceRoot: z.string().default(process.cwd()).describe("Session cwds must lie inside this folder"),
+	dataDir: z.string().default(join(homedir(), ".pi-gateway")).describe("Where the gateway keeps pi session files"),
+	piCommand: z
+		.array(z.string())
+		.min(1)
+		.optional()
+		.describe("Command that starts pi (default: the bundled pi on this Node); `--mode rpc` is appended"),
+	piAgentDir: z.string().optional().describe("PI_CODING_AGENT_DIR for the children (pi's config folder)"),
+	demo: z.boolean().default(false).describe("Use the built-in offline demo model (default when no provider is set)"),
+	provider: z.string().optional().describe("Default provider for new sessions"),
+	model: z.string().optional().describe("Default model for new sessions"),
+	extensions: z.record(z.string(), z.string()).default({}).describe("Extensions sessions may load, by name: name=path"),
+	maxSessions: int(1).default(64).describe("Live sessions at most"),
+	maxQueued: int(1).default(32).describe("Queued commands per session at most"),
+	commandTimeoutMs: int(1).default(120_000).describe("How long pi may take to answer a command"),
+	startupTimeoutMs: int(1).default(30_000).describe("How long pi may take to start"),
+	shutdownGraceMs: int(1).default(3_000).describe("Wait after stdin close before SIGTERM, and again before SIGKILL"),
+	eventLogMaxEvents: int(1).default(10_000).describe("Events kept per session for replay"),
+	eventLogMaxBytes: int(1024)
+		.default(16 * 1024 * 1024)
+		.describe("Bytes of events kept per session for replay"),
+	sseHeartbeatMs: int(100).default(15_000).describe("Interval of SSE heartbeat comments"),
+	sseMaxBufferedBytes: int(1024)
+		.default(4 * 1024 * 1024)
+		.describe("Unsent bytes a slow SSE subscriber may hold before it is cut off"),
+	maxSubscribers: int(1).default(64).describe("SSE subscribers per session at most"),
+	maxBodyBytes: int(1024)
+		.default(8 * 1024 * 1024)
+		.describe("Largest request body"),
+	maxLineChars: int(1024)
+		.default(64 * 1024 * 1024)
+		.describe("Longest line accepted from pi's stdout"),
+	stderrTailBytes: int(256).default(8192).describe("Bytes of pi's stderr kept per session"),
+	approvalTimeoutMs: int(0).default(0).describe("Cancel unanswered dialogs after this long (0: never)"),
+	maxNotifications: int(1).default(50).describe("Notifications kept per session in its UI state"),
+	waitTimeoutMs: int(1).default(300_000).describe("Longest wait mode (Prefer: wait) before 202"),
+	logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+export type ConfigInput = z.input<typeof ConfigSchema>;
+
+export function parseConfig(input: ConfigInput): Config {
+	const config = ConfigSchema.parse(input);
+	config.workspaceRoot = resolve(config.workspaceRoot);
+	config.dataDir = resolve(config.dataDir);
+	// The demo model is the default so a fresh install does something real without an API key.
+	if (!config.provider && !config.model) config.demo = true;
+	return config;
+}

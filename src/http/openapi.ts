@@ -1,0 +1,56 @@
+import { OpenAPIHono, type z } from "@hono/zod-openapi";
+import type { ZodType } from "zod";
+import { ApiError, Problem } from "./problem.ts";
+
+export type AppEnv = { Variables: { requestId: string } };
+
+/** A router whose validation failures become 400 problem+json listing each issue. */
+export function createRouter(): OpenAPIHono<AppEnv> {
+	return new OpenAPIHono<AppEnv>({
+		defaultHook: (result) => {
+			if (result.success) return;
+			throw invalid(result.error.issues);
+		},
+	});
+}
+
+export function invalid(issues: readonly z.core.$ZodIssue[]): ApiError {
+	const listed = issues.map((issue) => ({ path: issue.path.join(".") || "(body)", message: issue.message }));
+	const detail = listed.map((i) => `${i.path}: ${i.message}`).join("; ");
+	return new ApiError(400, "invalid_input", detail || "Invalid input", { issues: listed });
+}
+
+const problemDescriptions: Record<number, string> = {
+	400: "Invalid input; nothing reached pi",
+	401: "Missing or wrong bearer token",
+	403: "A path lies outside the allowed roots",
+	404: "No such session or approval",
+	409: "Conflict: the agent is busy, or the approval was already answered",
+	410: "Gone: the approval expired or was cancelled",
+	413: "Request body too large",
+	422: "pi refused the command (its message is in `detail`)",
+	429: "A limit was reached (sessions, queued commands, subscribers)",
+	502: "pi exited, crashed or could not start (the tail of its stderr is in `stderr`)",
+	503: "The gateway is shutting down",
+	504: "pi did not answer in time",
+};
+
+/** The shared problem+json responses, spread into each route's `responses`. */
+export function problems(...statuses: number[]) {
+	return Object.fromEntries(
+		statuses.map((status) => [
+			status,
+			{
+				description: problemDescriptions[status] ?? "Error",
+				content: { "application/problem+json": { schema: Problem } },
+			},
+		]),
+	);
+}
+
+/** Statuses every session-scoped command can meet. */
+export const commandProblems = [400, 401, 404, 422, 429, 502, 503, 504];
+
+export function json<T extends ZodType>(schema: T, description: string) {
+	return { description, content: { "application/json": { schema } } };
+}

@@ -1,0 +1,84 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { Approval, ApprovalAnswer, ApprovalStatus } from "../../../sessions/approvals.ts";
+import { UiState } from "../../../sessions/ui-state.ts";
+import { json, problems } from "../../openapi.ts";
+import { SessionParams } from "../sessions/sessions.routes.ts";
+
+const ApprovalParams = SessionParams.extend({
+	approvalId: z.string().openapi({ param: { name: "approvalId", in: "path" } }),
+});
+
+const ApprovalList = z
+	.object({
+		approvals: z.array(Approval),
+		nextCursor: z.string().nullable().openapi({ description: "Pass as `cursor` for the next page; null on the last" }),
+	})
+	.openapi("ApprovalList");
+
+export const inbox = createRoute({
+	operationId: "approvals.inbox",
+	method: "get",
+	path: "/v1/approvals",
+	tags: ["approvals"],
+	summary: "Approvals across all sessions, oldest first (the inbox)",
+	request: {
+		query: z.object({
+			status: ApprovalStatus.optional(),
+			limit: z.coerce.number().int().min(1).max(500).default(100),
+			cursor: z.string().regex(/^\d+$/).optional(),
+			wait: z.coerce
+				.number()
+				.min(0)
+				.max(300)
+				.optional()
+				.openapi({ description: "Seconds to long-poll while the page would be empty" }),
+		}),
+	},
+	responses: { 200: json(ApprovalList, "A page of approvals"), ...problems(400, 401) },
+});
+
+export const sessionApprovals = createRoute({
+	operationId: "approvals.list",
+	method: "get",
+	path: "/v1/sessions/{id}/approvals",
+	tags: ["approvals"],
+	summary: "The session's approvals, oldest first",
+	request: { params: SessionParams, query: z.object({ status: ApprovalStatus.optional() }) },
+	responses: { 200: json(ApprovalList, "The session's approvals"), ...problems(400, 401, 404) },
+});
+
+export const getApproval = createRoute({
+	operationId: "approvals.get",
+	method: "get",
+	path: "/v1/sessions/{id}/approvals/{approvalId}",
+	tags: ["approvals"],
+	summary: "One approval",
+	request: { params: ApprovalParams },
+	responses: { 200: json(Approval, "The approval"), ...problems(401, 404) },
+});
+
+export const answerApproval = createRoute({
+	operationId: "approvals.answer",
+	method: "post",
+	path: "/v1/sessions/{id}/approvals/{approvalId}",
+	tags: ["approvals"],
+	summary: "Answer a dialog; the answer goes to pi at once, never behind the command queue",
+	request: {
+		params: ApprovalParams,
+		body: { required: true, content: { "application/json": { schema: ApprovalAnswer } } },
+	},
+	responses: {
+		200: json(Approval, "The resolved approval"),
+		...problems(400, 401, 404, 409, 410, 422),
+	},
+});
+
+export const getUi = createRoute({
+	operationId: "sessions.getUi",
+	method: "get",
+	path: "/v1/sessions/{id}/ui",
+	tags: ["approvals"],
+	summary: "The latest fire-and-forget UI state: title, statuses, widgets, editor text, notifications",
+	request: { params: SessionParams },
+	responses: { 200: json(UiState, "The UI state"), ...problems(401, 404) },
+});

@@ -1,0 +1,81 @@
+import { dirname, resolve } from "node:path";
+import { createRoute, type RouteConfig } from "@hono/zod-openapi";
+import type { Config } from "../../../config.ts";
+import { confine } from "../../../sessions/spawn.ts";
+import type { Deps } from "../../deps.ts";
+import { commandProblems, createRouter, json, problems } from "../../openapi.ts";
+import { unwrap } from "../../pi-result.ts";
+import { SessionParams } from "../sessions/sessions.routes.ts";
+import { type CommandSpec, commandSpecs, fieldsSchema } from "./commands.table.ts";
+
+function routeOf(spec: CommandSpec): RouteConfig {
+	const fields = fieldsSchema(spec);
+	const request: RouteConfig["request"] = { params: SessionParams };
+	if (spec.fields === "body") request.body = { required: true, content: { "application/json": { schema: fields } } };
+	if (spec.fields === "query") request.query = fields;
+	const ok: RouteConfig["responses"] =
+		spec.data === null
+			? { 204: { description: "pi accepted the command" } }
+			: { 200: json(spec.data, "pi's answer (its `data`)") };
+	return createRoute({
+		operationId: spec.operationId,
+		method: spec.method,
+		path: `/v1/sessions/{id}${spec.path}`,
+		tags: ["commands"],
+		summary: spec.summary,
+		description: `Sends pi's \`${spec.type}\` command.`,
+		request,
+		responses: { ...ok, ...problems(...commandProblems) },
+	});
+}
+
+/** Paths a command names must stay inside the gateway's roots before pi sees them. */
+function confineFields(config: Config, spec: CommandSpec, fields: Record<string, unknown>): Record<string, unknown> {
+	const out = { ...fields };
+	for (const [key, rule] of Object.entries(spec.confine ?? {})) {
+		const value = out[key];
+		if (typeof value !== "string") continue;
+		if (rule === "output") {
+			const target = resolve(config.workspaceRoot, value);
+			out[key] = resolve(
+				confine(config.workspaceRoot, dirname(target), "outputPath's folder"),
+				target.slice(dirname(target).length + 1),
+			);
+		} else {
+			out[key] = confineAny([config.dataDir, config.workspaceRoot], value, key);
+		}
+	}
+	return out;
+}
+
+function confineAny(roots: string[], path: string, what: string): string {
+	let last: unknown;
+	for (const root of roots) {
+		try {
+			return confine(root, path, what);
+		} catch (error) {
+			last = error;
+		}
+	}
+	throw last;
+}
+
+export function commandsRouter({ registry, config }: Deps) {
+	const router = createRouter();
+	for (const spec of commandSpecs) {
+		router.openapi(routeOf(spec), async (c) => {
+			const session = registry.get(c.req.param("id") as string);
+			const raw =
+				spec.fields === "body"
+					? c.req.valid("json" as never)
+					: spec.fields === "query"
+						? c.req.valid("query" as never)
+						: {};
+			const fields = confineFields(config, spec, raw as Record<string, unknown>);
+			const data = unwrap(await session.request({ type: spec.type, ...fields }));
+			if (spec.data === null) return c.body(null, 204);
+			return c.json((data ?? null) as never, 200);
+		});
+	}
+	return router;
+}

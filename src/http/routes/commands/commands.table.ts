@@ -1,0 +1,300 @@
+import { z } from "@hono/zod-openapi";
+import { type CommandType, commandFields } from "../../../pi/protocol.ts";
+import {
+	AgentMessage,
+	BashResult,
+	Cancelled,
+	CompactResult,
+	PiModel,
+	PiState,
+	SessionEntry,
+	SessionStats,
+	SlashCommand,
+	TreeNode,
+} from "../../schemas.ts";
+
+/**
+ * Every pi RPC command but prompt/steer/follow_up (runs.routes.ts: streaming and wait modes) as one HTTP
+ * operation. `data: null` means pi answers with no data: the operation answers 204.
+ * `fields` says where the command's fields come from: the JSON body or the query string.
+ */
+export interface CommandSpec {
+	type: CommandType;
+	operationId: string;
+	method: "get" | "post" | "put";
+	path: string;
+	summary: string;
+	data: z.ZodType | null;
+	fields?: "body" | "query";
+	/** Extra checks that need the gateway's config (paths inside roots). */
+	confine?: Partial<Record<string, "output" | "session-file">>;
+}
+
+const messages = z.object({ messages: z.array(AgentMessage) }).openapi("Messages");
+
+export const commandSpecs: CommandSpec[] = [
+	{
+		type: "abort",
+		operationId: "sessions.abort",
+		method: "post",
+		path: "/abort",
+		summary: "Abort the current run and wait until pi is idle (pending dialogs are cancelled)",
+		data: null,
+	},
+	{
+		type: "clear_queue",
+		operationId: "sessions.clearQueue",
+		method: "post",
+		path: "/queue/clear",
+		summary: "Remove queued steering and follow-up messages and return their text",
+		data: z.object({ steering: z.array(z.string()), followUp: z.array(z.string()) }).openapi("ClearedQueue"),
+	},
+	{
+		type: "new_session",
+		operationId: "sessions.newSession",
+		method: "post",
+		path: "/new",
+		summary: "Start a fresh pi session in this process",
+		data: Cancelled,
+		fields: "body",
+		confine: { parentSession: "session-file" },
+	},
+	{
+		type: "get_state",
+		operationId: "sessions.getState",
+		method: "get",
+		path: "/state",
+		summary: "pi's current state (model, streaming, queue modes, session file)",
+		data: PiState,
+	},
+	{
+		type: "get_messages",
+		operationId: "sessions.getMessages",
+		method: "get",
+		path: "/messages",
+		summary: "All messages of the conversation",
+		data: messages,
+	},
+	{
+		type: "get_entries",
+		operationId: "sessions.getEntries",
+		method: "get",
+		path: "/entries",
+		summary: "Session entries in append order, optionally after an entry id",
+		data: z.object({ entries: z.array(SessionEntry), leafId: z.string().nullable() }).openapi("Entries"),
+		fields: "query",
+	},
+	{
+		type: "get_tree",
+		operationId: "sessions.getTree",
+		method: "get",
+		path: "/tree",
+		summary: "The session as a tree of entries",
+		data: z.object({ tree: z.array(TreeNode), leafId: z.string().nullable() }).openapi("Tree"),
+	},
+	{
+		type: "set_model",
+		operationId: "sessions.setModel",
+		method: "put",
+		path: "/model",
+		summary: "Switch to a model",
+		data: PiModel,
+		fields: "body",
+	},
+	{
+		type: "cycle_model",
+		operationId: "sessions.cycleModel",
+		method: "post",
+		path: "/model/cycle",
+		summary: "Cycle to the next available model (null when there is only one)",
+		data: z
+			.object({ model: PiModel, thinkingLevel: z.string(), isScoped: z.boolean() })
+			.nullable()
+			.openapi("CycledModel"),
+	},
+	{
+		type: "get_available_models",
+		operationId: "sessions.getModels",
+		method: "get",
+		path: "/models",
+		summary: "Every configured model",
+		data: z.object({ models: z.array(PiModel) }).openapi("Models"),
+	},
+	{
+		type: "set_thinking_level",
+		operationId: "sessions.setThinkingLevel",
+		method: "put",
+		path: "/thinking-level",
+		summary: "Set the thinking level",
+		data: null,
+		fields: "body",
+	},
+	{
+		type: "cycle_thinking_level",
+		operationId: "sessions.cycleThinkingLevel",
+		method: "post",
+		path: "/thinking-level/cycle",
+		summary: "Cycle the thinking level (null when the model does not think)",
+		data: z.object({ level: z.string() }).nullable().openapi("CycledThinkingLevel"),
+	},
+	{
+		type: "get_available_thinking_levels",
+		operationId: "sessions.getThinkingLevels",
+		method: "get",
+		path: "/thinking-levels",
+		summary: "Thinking levels the current model supports",
+		data: z.object({ levels: z.array(z.string()) }).openapi("ThinkingLevels"),
+	},
+	{
+		type: "set_steering_mode",
+		operationId: "sessions.setSteeringMode",
+		method: "put",
+		path: "/steering-mode",
+		summary: "How steering messages are delivered",
+		data: null,
+		fields: "body",
+	},
+	{
+		type: "set_follow_up_mode",
+		operationId: "sessions.setFollowUpMode",
+		method: "put",
+		path: "/follow-up-mode",
+		summary: "How follow-up messages are delivered",
+		data: null,
+		fields: "body",
+	},
+	{
+		type: "compact",
+		operationId: "sessions.compact",
+		method: "post",
+		path: "/compact",
+		summary: "Compact the conversation context",
+		data: CompactResult,
+		fields: "body",
+	},
+	{
+		type: "set_auto_compaction",
+		operationId: "sessions.setAutoCompaction",
+		method: "put",
+		path: "/auto-compaction",
+		summary: "Turn automatic compaction on or off",
+		data: null,
+		fields: "body",
+	},
+	{
+		type: "set_auto_retry",
+		operationId: "sessions.setAutoRetry",
+		method: "put",
+		path: "/auto-retry",
+		summary: "Turn automatic retry on transient errors on or off",
+		data: null,
+		fields: "body",
+	},
+	{
+		type: "abort_retry",
+		operationId: "sessions.abortRetry",
+		method: "post",
+		path: "/retry/abort",
+		summary: "Cancel an in-progress retry",
+		data: null,
+	},
+	{
+		type: "bash",
+		operationId: "sessions.bash",
+		method: "post",
+		path: "/bash",
+		summary: "Run a shell command and add its output to the context of the next prompt",
+		data: BashResult,
+		fields: "body",
+	},
+	{
+		type: "abort_bash",
+		operationId: "sessions.abortBash",
+		method: "post",
+		path: "/bash/abort",
+		summary: "Abort a running bash command",
+		data: null,
+	},
+	{
+		type: "get_session_stats",
+		operationId: "sessions.getStats",
+		method: "get",
+		path: "/stats",
+		summary: "Token usage, cost and context-window usage",
+		data: SessionStats,
+	},
+	{
+		type: "export_html",
+		operationId: "sessions.exportHtml",
+		method: "post",
+		path: "/export-html",
+		summary: "Export the session to an HTML file (inside the workspace root)",
+		data: z.object({ path: z.string() }).openapi("ExportedFile"),
+		fields: "body",
+		confine: { outputPath: "output" },
+	},
+	{
+		type: "switch_session",
+		operationId: "sessions.switchSession",
+		method: "post",
+		path: "/switch",
+		summary: "Load another pi session file",
+		data: Cancelled,
+		fields: "body",
+		confine: { sessionPath: "session-file" },
+	},
+	{
+		type: "fork",
+		operationId: "sessions.fork",
+		method: "post",
+		path: "/fork",
+		summary: "Fork from an earlier user message",
+		data: z.looseObject({ text: z.string().optional(), cancelled: z.boolean() }).openapi("ForkResult"),
+		fields: "body",
+	},
+	{
+		type: "clone",
+		operationId: "sessions.clone",
+		method: "post",
+		path: "/clone",
+		summary: "Duplicate the active branch into a new pi session",
+		data: Cancelled,
+	},
+	{
+		type: "get_fork_messages",
+		operationId: "sessions.getForkMessages",
+		method: "get",
+		path: "/fork-messages",
+		summary: "User messages available for forking",
+		data: z.object({ messages: z.array(z.object({ entryId: z.string(), text: z.string() })) }).openapi("ForkMessages"),
+	},
+	{
+		type: "get_last_assistant_text",
+		operationId: "sessions.getLastAssistantText",
+		method: "get",
+		path: "/last-assistant-text",
+		summary: "Text of the last assistant message",
+		data: z.object({ text: z.string().nullable() }).openapi("LastAssistantText"),
+	},
+	{
+		type: "set_session_name",
+		operationId: "sessions.setName",
+		method: "put",
+		path: "/name",
+		summary: "Set the session's display name",
+		data: null,
+		fields: "body",
+	},
+	{
+		type: "get_commands",
+		operationId: "sessions.getSlashCommands",
+		method: "get",
+		path: "/slash-commands",
+		summary: "Extension commands, prompt templates and skills (run them with prompt '/name')",
+		data: z.object({ commands: z.array(SlashCommand) }).openapi("SlashCommands"),
+	},
+];
+
+export function fieldsSchema(spec: CommandSpec) {
+	return commandFields[spec.type];
+}

@@ -1,0 +1,32 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { RawCommand } from "../../../pi/protocol.ts";
+import type { Deps } from "../../deps.ts";
+import { commandProblems, createRouter, json, problems } from "../../openapi.ts";
+import { unwrap } from "../../pi-result.ts";
+import { SessionParams } from "../sessions/sessions.routes.ts";
+
+export const rawCommand = createRoute({
+	operationId: "sessions.rpc",
+	method: "post",
+	path: "/v1/sessions/{id}/rpc",
+	tags: ["commands"],
+	summary: "Send a raw pi RPC command (for commands newer than this gateway)",
+	description:
+		"Known command types are validated field by field; unknown ones must be objects with a snake_case `type`. The gateway assigns the `id`. Queued unless the type is a read (`get_*`) or a control (`abort*`, `clear_queue`).",
+	request: {
+		params: SessionParams,
+		body: { required: true, content: { "application/json": { schema: RawCommand, example: { type: "get_state" } } } },
+	},
+	responses: {
+		200: json(z.unknown().openapi({ description: "pi's `data` for the command" }), "pi's answer"),
+		...problems(...commandProblems, 409),
+	},
+});
+
+export function rpcRouter({ registry }: Deps) {
+	return createRouter().openapi(rawCommand, async (c) => {
+		const session = registry.get(c.req.valid("param").id);
+		const data = unwrap(await session.request(c.req.valid("json")));
+		return c.json((data ?? null) as never, 200);
+	});
+}

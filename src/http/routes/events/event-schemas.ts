@@ -1,0 +1,160 @@
+import { z } from "@hono/zod-openapi";
+import { Approval } from "../../../sessions/approvals.ts";
+import { SessionStatus } from "../../../sessions/session.ts";
+import { AgentMessage, Usage } from "../../schemas.ts";
+
+/**
+ * The `data:` of each SSE frame, one schema per event type, so generated clients know what can
+ * arrive. pi's events are documented in its docs/json.md; they are loose here because pi may add
+ * fields. The SSE `event:` field always equals `type`.
+ */
+const ev = <T extends string, S extends z.ZodRawShape>(type: T, shape: S, description: string) =>
+	z.looseObject({ type: z.literal(type), ...shape }).openapi(`Event_${type}`, { description });
+
+const piEvents = [
+	ev(
+		"response",
+		{
+			id: z.string().optional(),
+			command: z.string(),
+			success: z.boolean(),
+			data: z.unknown().optional(),
+			error: z.string().optional(),
+		},
+		"pi's answer to a command that changes the session (answers to reads are not logged)",
+	),
+	ev("agent_start", {}, "A low-level agent run started"),
+	ev(
+		"agent_end",
+		{ messages: z.array(AgentMessage), willRetry: z.boolean().optional() },
+		"A low-level run ended (retries, compaction or queued messages may follow)",
+	),
+	ev("agent_settled", { aborted: z.boolean() }, "pi will do nothing more on its own: the end of a user-visible run"),
+	ev("turn_start", {}, "An assistant turn started"),
+	ev(
+		"turn_end",
+		{ message: AgentMessage, toolResults: z.array(AgentMessage) },
+		"An assistant turn and its tool calls finished",
+	),
+	ev("message_start", { message: AgentMessage }, "A message started"),
+	ev(
+		"message_update",
+		{
+			usage: Usage.optional(),
+			assistantMessageEvent: z.looseObject({
+				type: z.string(),
+				contentIndex: z.number().optional(),
+				delta: z.string().optional(),
+			}),
+		},
+		"A delta of the assistant message (text_delta, thinking_delta, toolcall_delta, …)",
+	),
+	ev("message_end", { message: AgentMessage }, "A message completed: the authoritative final message"),
+	ev("tool_execution_start", { toolCallId: z.string(), toolName: z.string(), args: z.unknown() }, "A tool started"),
+	ev(
+		"tool_execution_update",
+		{ toolCallId: z.string(), toolName: z.string(), partialResult: z.unknown() },
+		"A tool reported partial output",
+	),
+	ev(
+		"tool_execution_end",
+		{ toolCallId: z.string(), toolName: z.string(), result: z.unknown(), isError: z.boolean() },
+		"A tool finished",
+	),
+	ev(
+		"queue_update",
+		{ steering: z.array(z.string()), followUp: z.array(z.string()) },
+		"The steering or follow-up queue changed",
+	),
+	ev("compaction_start", { reason: z.string() }, "Compaction began"),
+	ev(
+		"compaction_end",
+		{ reason: z.string(), aborted: z.boolean(), willRetry: z.boolean().optional() },
+		"Compaction ended",
+	),
+	ev(
+		"auto_retry_start",
+		{ attempt: z.number(), maxAttempts: z.number(), delayMs: z.number() },
+		"An automatic retry was scheduled",
+	),
+	ev("auto_retry_end", { success: z.boolean(), attempt: z.number() }, "Automatic retrying ended"),
+	ev(
+		"bash_execution_update",
+		{ id: z.string().optional(), delta: z.string() },
+		"Output of a `bash` command, chunk by chunk",
+	),
+	ev(
+		"extension_ui_request",
+		{ id: z.string(), method: z.string() },
+		"An extension asked for UI: dialogs also become approvals",
+	),
+	ev(
+		"extension_error",
+		{ extensionPath: z.string(), event: z.string(), error: z.string() },
+		"An extension handler threw",
+	),
+	ev("session_info_changed", { name: z.string().optional() }, "The session's display name changed"),
+	ev("thinking_level_changed", { level: z.string() }, "The thinking level changed"),
+	ev("entry_appended", { entry: z.unknown() }, "An extension appended a custom session entry"),
+];
+
+const gatewayEvents = [
+	ev(
+		"stream_open",
+		{
+			sessionId: z.string().optional(),
+			after: z.number().optional(),
+			lastEventId: z.number().optional(),
+			firstAvailable: z.number().optional(),
+			status: SessionStatus.optional(),
+		},
+		"Gateway: the first frame; where this stream joined the log",
+	),
+	ev("session_status", { sessionId: z.string(), status: SessionStatus }, "Gateway: the session's status changed"),
+	ev(
+		"session_exit",
+		{
+			sessionId: z.string(),
+			code: z.number().nullable(),
+			signal: z.string().nullable(),
+			reason: z.string(),
+			stderrTail: z.string(),
+		},
+		"Gateway: pi exited; the stream ends after this frame",
+	),
+	ev(
+		"approval_requested",
+		{ sessionId: z.string(), approval: Approval },
+		"Gateway: a dialog opened and waits for an answer",
+	),
+	ev(
+		"approval_resolved",
+		{ sessionId: z.string(), approval: Approval },
+		"Gateway: a dialog was answered, expired or cancelled",
+	),
+	ev(
+		"gap",
+		{ after: z.number(), firstAvailable: z.number(), lost: z.number() },
+		"Gateway: the asked-for position is older than the log; `lost` events are gone",
+	),
+	ev(
+		"dropped",
+		{ reason: z.string(), detail: z.string(), resumeFrom: z.union([z.number(), z.string()]).nullable() },
+		"Gateway: this client fell too far behind and is cut off; reconnect with Last-Event-ID",
+	),
+	ev(
+		"line_dropped",
+		{ sessionId: z.string(), chars: z.number(), reason: z.string() },
+		"Gateway: pi printed a line longer than the cap; it was skipped",
+	),
+	ev("shutdown", { reason: z.string() }, "Gateway: the gateway is shutting down; the stream ends"),
+];
+
+export const StreamEvent = z.union([...piEvents, ...gatewayEvents]).openapi("StreamEvent");
+
+export const EventStreamDoc = z.string().openapi({
+	description:
+		"text/event-stream frames `id: N\\nevent: TYPE\\ndata: JSON\\n\\n`. The JSON of each frame is a StreamEvent (see components/schemas/StreamEvent).",
+	example:
+		'id: 7\nevent: message_update\ndata: {"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"Hello "}}\n\n',
+});

@@ -1,0 +1,55 @@
+import { z } from "@hono/zod-openapi";
+import { type Session, SessionStatus } from "../../../sessions/session.ts";
+
+export const SessionView = z
+	.object({
+		id: z.string().openapi({ example: "ses_Qm9wYXJ0aWFs" }),
+		name: z.string().nullable(),
+		status: SessionStatus,
+		pid: z.number().int().nullable(),
+		cwd: z.string(),
+		persist: z.boolean(),
+		createdAt: z.string().openapi({ format: "date-time" }),
+		lastActivityAt: z.string().openapi({ format: "date-time" }),
+		piSessionId: z.string().nullable(),
+		piSessionFile: z.string().nullable(),
+		model: z.object({ provider: z.string(), id: z.string() }).nullable(),
+		thinkingLevel: z.string().nullable(),
+		currentRunId: z.string().nullable().openapi({ description: "Run id of the prompt that started the active run" }),
+		queuedCommands: z.number().int(),
+		pendingApprovals: z.number().int(),
+		lastEventId: z.number().int().openapi({ description: "Sequence number of the newest event" }),
+		exit: z
+			.object({
+				code: z.number().int().nullable(),
+				signal: z.string().nullable(),
+				at: z.string().openapi({ format: "date-time" }),
+				stderrTail: z.string(),
+			})
+			.nullable(),
+	})
+	.openapi("Session");
+export type SessionView = z.infer<typeof SessionView>;
+
+export function viewOf(session: Session): SessionView {
+	const { piState, exit } = session;
+	return {
+		id: session.id,
+		name: session.name ?? null,
+		status: session.status,
+		pid: session.pid ?? null,
+		cwd: session.cwd,
+		persist: session.persist,
+		createdAt: session.createdAt.toISOString(),
+		lastActivityAt: new Date(session.lastActivityAt).toISOString(),
+		piSessionId: piState.sessionId ?? null,
+		piSessionFile: piState.sessionFile ?? null,
+		model: piState.model ?? null,
+		thinkingLevel: piState.thinkingLevel ?? null,
+		currentRunId: session.currentRunId ?? null,
+		queuedCommands: session.queueDepth,
+		pendingApprovals: session.approvals.pendingCount,
+		lastEventId: session.log.lastSeq,
+		exit: exit ? { code: exit.code, signal: exit.signal, at: exit.at, stderrTail: exit.stderrTail } : null,
+	};
+}

@@ -1,0 +1,61 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { CreateSessionBody } from "../../../sessions/spawn.ts";
+import { json, problems } from "../../openapi.ts";
+import { SessionView } from "./session-view.ts";
+
+export const SessionParams = z.object({
+	id: z.string().openapi({ param: { name: "id", in: "path" }, example: "ses_Qm9wYXJ0aWFs" }),
+});
+
+export const createSession = createRoute({
+	operationId: "sessions.create",
+	method: "post",
+	path: "/v1/sessions",
+	tags: ["sessions"],
+	summary: "Start a pi session (answers once pi is ready)",
+	request: {
+		body: {
+			required: false,
+			content: { "application/json": { schema: CreateSessionBody, example: { name: "demo" } } },
+		},
+	},
+	responses: {
+		201: {
+			...json(SessionView, "The session, ready for commands"),
+			headers: z.object({ Location: z.string().openapi({ example: "/v1/sessions/ses_Qm9wYXJ0aWFs" }) }),
+		},
+		...problems(400, 401, 403, 413, 429, 502, 503),
+	},
+});
+
+export const listSessions = createRoute({
+	operationId: "sessions.list",
+	method: "get",
+	path: "/v1/sessions",
+	tags: ["sessions"],
+	summary: "All sessions",
+	responses: {
+		200: json(z.object({ sessions: z.array(SessionView) }).openapi("SessionList"), "Sessions, oldest first"),
+		...problems(401),
+	},
+});
+
+export const getSession = createRoute({
+	operationId: "sessions.get",
+	method: "get",
+	path: "/v1/sessions/{id}",
+	tags: ["sessions"],
+	summary: "One session",
+	request: { params: SessionParams },
+	responses: { 200: json(SessionView, "The session"), ...problems(401, 404) },
+});
+
+export const deleteSession = createRoute({
+	operationId: "sessions.delete",
+	method: "delete",
+	path: "/v1/sessions/{id}",
+	tags: ["sessions"],
+	summary: "Stop pi (stdin close, then SIGTERM, then SIGKILL) and forget the session",
+	request: { params: SessionParams },
+	responses: { 204: { description: "Stopped and removed" }, ...problems(401, 404) },
+});

@@ -1,0 +1,45 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { json, problems } from "../../openapi.ts";
+
+export const healthz = createRoute({
+	operationId: "system.health",
+	method: "get",
+	path: "/healthz",
+	tags: ["system"],
+	summary: "Liveness: the process answers",
+	responses: { 200: json(z.object({ status: z.literal("ok") }), "Alive") },
+});
+
+export const readyz = createRoute({
+	operationId: "system.ready",
+	method: "get",
+	path: "/readyz",
+	tags: ["system"],
+	summary: "Readiness: accepting new sessions",
+	responses: {
+		200: json(z.object({ status: z.literal("ready") }), "Ready"),
+		...problems(503),
+	},
+});
+
+export const Info = z
+	.object({
+		name: z.literal("pi-gateway"),
+		version: z.string(),
+		piVersion: z.string(),
+		node: z.string(),
+		demo: z.boolean(),
+		extensions: z.array(z.string()).openapi({ description: "Names sessions may pass in `extensions`" }),
+		limits: z.record(z.string(), z.number()),
+		sessions: z.number().int(),
+	})
+	.openapi("Info");
+
+export const info = createRoute({
+	operationId: "system.info",
+	method: "get",
+	path: "/v1/info",
+	tags: ["system"],
+	summary: "Versions, limits and the extension allow-list",
+	responses: { 200: json(Info, "About this gateway"), ...problems(401) },
+});

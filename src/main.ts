@@ -1,0 +1,101 @@
+import { parseArgs } from "node:util";
+import { type ConfigInput, ConfigSchema } from "./config.ts";
+import { startGateway } from "./server.ts";
+
+/** Flag name (kebab-case) ↔ config key ↔ env var PI_GATEWAY_<SNAKE>. */
+const kebab = (key: string) => key.replace(/[A-Z]/g, (ch) => `-${ch.toLowerCase()}`);
+const envName = (key: string) => `PI_GATEWAY_${kebab(key).replaceAll("-", "_").toUpperCase()}`;
+const shape = ConfigSchema.shape;
+type Key = keyof typeof shape;
+const keys = Object.keys(shape) as Key[];
+const booleans = new Set<Key>(["demo"]);
+const lists = new Set<Key>(["allowedHosts", "corsOrigins", "piCommand"]);
+
+function help(): string {
+	const lines = keys.map((key) => {
+		const schema = shape[key];
+		const fallback = (() => {
+			try {
+				return JSON.stringify(schema.parse(undefined));
+			} catch {
+				return "none";
+			}
+		})();
+		const flag = booleans.has(key) ? `--${kebab(key)}` : `--${kebab(key)} <value>`;
+		return `  ${flag.padEnd(34)} ${schema.description ?? ""}\n  ${"".padEnd(34)} env ${envName(key)}, default ${fallback}`;
+	});
+	return [
+		"pi-gateway — HTTP REST + SSE for pi's RPC mode",
+		"",
+		"Usage: pi-gateway [options]",
+		"",
+		...lines,
+		`  ${"--extension <name=path>".padEnd(34)} Same as --extensions; repeatable`,
+		`  ${"--help".padEnd(34)} This text`,
+		"",
+		"Lists (allowed hosts, CORS origins) are comma-separated; --pi-command splits on spaces.",
+		"With no --provider/--model the offline demo model is used.",
+	].join("\n");
+}
+
+function readInput(argv: string[]): ConfigInput {
+	const options = Object.fromEntries(
+		keys.map((key) => [kebab(key), { type: booleans.has(key) ? ("boolean" as const) : ("string" as const) }]),
+	);
+	const { values } = parseArgs({
+		args: argv,
+		options: { ...options, extension: { type: "string", multiple: true }, help: { type: "boolean", short: "h" } },
+		strict: true,
+	});
+	if (values.help) {
+		console.log(help());
+		process.exit(0);
+	}
+	const input: Record<string, unknown> = {};
+	for (const key of keys) {
+		const raw = (values as Record<string, string | boolean | undefined>)[kebab(key)] ?? process.env[envName(key)];
+		if (raw === undefined) continue;
+		if (booleans.has(key)) input[key] = raw === true || raw === "true" || raw === "1";
+		else if (key === "piCommand") input[key] = String(raw).split(" ").filter(Boolean);
+		else if (lists.has(key))
+			input[key] = String(raw)
+				.split(",")
+				.map((s) => s.trim())
+				.filter(Boolean);
+		else if (key === "extensions") input[key] = parsePairs(String(raw).split(","));
+		else input[key] = raw;
+	}
+	if (values.extension)
+		input.extensions = { ...(input.extensions as object), ...parsePairs(values.extension as string[]) };
+	return input as ConfigInput;
+}
+
+function parsePairs(pairs: string[]): Record<string, string> {
+	return Object.fromEntries(
+		pairs.map((pair) => {
+			const at = pair.indexOf("=");
+			if (at < 1) throw new Error(`Expected name=path, got ${JSON.stringify(pair)}`);
+			return [pair.slice(0, at), pair.slice(at + 1)];
+		}),
+	);
+}
+
+async function main(): Promise<void> {
+	let gateway: Awaited<ReturnType<typeof startGateway>>;
+	try {
+		gateway = await startGateway(readInput(process.argv.slice(2)));
+	} catch (error) {
+		console.error(`pi-gateway: ${(error as Error).message}`);
+		process.exit(2);
+	}
+	let signals = 0;
+	const stop = (signal: string) => {
+		if (++signals > 1) process.exit(1);
+		console.error(`pi-gateway: ${signal}, stopping every session…`);
+		gateway.close().then(() => process.exit(0));
+	};
+	process.on("SIGTERM", () => stop("SIGTERM"));
+	process.on("SIGINT", () => stop("SIGINT"));
+}
+
+await main();

@@ -1,0 +1,123 @@
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { once } from "node:events";
+import { JsonlDecoder } from "./jsonl.ts";
+
+export interface PiProcessOptions {
+	command: string;
+	args: string[];
+	cwd: string;
+	env: NodeJS.ProcessEnv;
+	maxLineChars: number;
+	stderrTailBytes: number;
+	onLine(line: string): void;
+	onOverflow(droppedChars: number): void;
+}
+
+export interface ExitInfo {
+	code: number | null;
+	signal: NodeJS.Signals | null;
+	/** True when the gateway asked it to stop (close()); false for a crash or an exit of pi's own. */
+	requested: boolean;
+}
+
+/**
+ * One `pi --mode rpc` child: spawned without a shell, stdout read continuously through the
+ * JSONL decoder, stdin writes that respect backpressure, stderr kept as a bounded tail.
+ */
+export class PiProcess {
+	readonly #options: PiProcessOptions;
+	#child: ChildProcessWithoutNullStreams | undefined;
+	#stderr: Buffer[] = [];
+	#stderrBytes = 0;
+	#closeRequested = false;
+	#exitInfo: ExitInfo | undefined;
+	readonly exited: Promise<ExitInfo>;
+	#resolveExit!: (info: ExitInfo) => void;
+
+	constructor(options: PiProcessOptions) {
+		this.#options = options;
+		this.exited = new Promise((resolve) => {
+			this.#resolveExit = resolve;
+		});
+	}
+
+	get pid(): number | undefined {
+		return this.#child?.pid;
+	}
+
+	get exitInfo(): ExitInfo | undefined {
+		return this.#exitInfo;
+	}
+
+	get stderrTail(): string {
+		return Buffer.concat(this.#stderr).toString("utf8");
+	}
+
+	/** Resolves once the OS started the process; rejects when it could not (ENOENT, EACCES). */
+	async start(): Promise<void> {
+		const { command, args, cwd, env } = this.#options;
+		const child = spawn(command, args, { cwd, env, stdio: ["pipe", "pipe", "pipe"], shell: false });
+		this.#child = child;
+		const decoder = new JsonlDecoder(this.#options.maxLineChars, {
+			onLine: this.#options.onLine,
+			onOverflow: this.#options.onOverflow,
+		});
+		child.stdout.on("data", (chunk: Buffer) => decoder.push(chunk));
+		child.stdout.on("end", () => decoder.end());
+		child.stderr.on("data", (chunk: Buffer) => this.#keepStderr(chunk));
+		// A dead child's stdin raises EPIPE; the exit handler reports the death, so these are noise.
+		child.stdin.on("error", () => {});
+		child.on("close", (code, signal) => {
+			this.#exitInfo = { code, signal, requested: this.#closeRequested };
+			this.#resolveExit(this.#exitInfo);
+		});
+		await Promise.race([
+			once(child, "spawn"),
+			once(child, "error").then(([error]) => {
+				throw error;
+			}),
+		]);
+	}
+
+	/** Writes one framed record; resolves when the pipe accepted it (waits for `drain` when full). */
+	async write(line: string): Promise<void> {
+		const stdin = this.#child?.stdin;
+		if (!stdin || this.#exitInfo || stdin.writableEnded || stdin.destroyed) throw new Error("pi is not running");
+		if (stdin.write(line)) return;
+		await Promise.race([once(stdin, "drain"), this.exited]);
+	}
+
+	/** Orderly stop: close stdin (pi's shutdown request), then SIGTERM, then SIGKILL. */
+	async close(graceMs: number): Promise<ExitInfo> {
+		const child = this.#child;
+		if (!child || this.#exitInfo) return this.exited;
+		this.#closeRequested = true;
+		child.stdin.end();
+		const step = (signal: NodeJS.Signals, afterMs: number) =>
+			setTimeout(() => {
+				if (!this.#exitInfo) child.kill(signal);
+			}, afterMs).unref();
+		step("SIGTERM", graceMs);
+		step("SIGKILL", graceMs * 2);
+		return this.exited;
+	}
+
+	/** Immediate kill, for tests and for a child that failed to start. */
+	kill(signal: NodeJS.Signals = "SIGKILL"): void {
+		if (this.#child && !this.#exitInfo) this.#child.kill(signal);
+	}
+
+	#keepStderr(chunk: Buffer): void {
+		this.#stderr.push(chunk);
+		this.#stderrBytes += chunk.length;
+		const limit = this.#options.stderrTailBytes;
+		while (this.#stderrBytes > limit && this.#stderr.length > 1) {
+			this.#stderrBytes -= (this.#stderr.shift() as Buffer).length;
+		}
+		const first = this.#stderr[0];
+		if (first && this.#stderrBytes > limit) {
+			this.#stderr[0] = first.subarray(this.#stderrBytes - limit);
+			this.#stderrBytes = limit;
+		}
+	}
+}

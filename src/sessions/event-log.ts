@@ -1,0 +1,89 @@
+/** One frame of a session's event stream: `data` is pi's line unchanged, or a gateway event's JSON. */
+export interface LoggedEvent {
+	seq: number;
+	type: string;
+	data: string;
+}
+
+export type Listener = (event: LoggedEvent) => void;
+
+export interface Replay {
+	events: LoggedEvent[];
+	/** Set when the asked-for position is older than the log: what was lost and where the log starts. */
+	gap?: { after: number; firstAvailable: number; lost: number };
+}
+
+/**
+ * A bounded, append-only log with live listeners. Sequence numbers start at 1 and never repeat;
+ * the oldest events fall off when the log passes its count or byte bound. Appending never waits
+ * for a listener: each listener buffers on its own.
+ */
+export class EventLog {
+	readonly #maxEvents: number;
+	readonly #maxBytes: number;
+	#events: LoggedEvent[] = [];
+	#head = 0;
+	#bytes = 0;
+	#lastSeq = 0;
+	readonly #listeners = new Set<Listener>();
+
+	constructor(maxEvents: number, maxBytes: number) {
+		this.#maxEvents = maxEvents;
+		this.#maxBytes = maxBytes;
+	}
+
+	get lastSeq(): number {
+		return this.#lastSeq;
+	}
+
+	get firstSeq(): number {
+		return this.#events[this.#head]?.seq ?? this.#lastSeq + 1;
+	}
+
+	get size(): number {
+		return this.#events.length - this.#head;
+	}
+
+	get bytes(): number {
+		return this.#bytes;
+	}
+
+	get listenerCount(): number {
+		return this.#listeners.size;
+	}
+
+	append(type: string, data: string): LoggedEvent {
+		const event: LoggedEvent = { seq: ++this.#lastSeq, type, data };
+		this.#events.push(event);
+		this.#bytes += data.length;
+		this.#evict();
+		for (const listener of this.#listeners) listener(event);
+		return event;
+	}
+
+	/** Everything after `after`; a gap when events after it have already fallen off. */
+	since(after: number): Replay {
+		const first = this.firstSeq;
+		const from = Math.max(after + 1, first);
+		const events = this.#events.slice(this.#head + (from - first));
+		if (after + 1 >= first) return { events };
+		return { events, gap: { after, firstAvailable: first, lost: first - after - 1 } };
+	}
+
+	subscribe(listener: Listener): () => void {
+		this.#listeners.add(listener);
+		return () => this.#listeners.delete(listener);
+	}
+
+	#evict(): void {
+		while (this.size > this.#maxEvents || (this.#bytes > this.#maxBytes && this.size > 1)) {
+			const old = this.#events[this.#head++] as LoggedEvent;
+			this.#bytes -= old.data.length;
+		}
+		// Compact the array once the dead prefix dominates, so eviction stays O(1) amortised.
+		if (this.#head > 1024 && this.#head * 2 > this.#events.length) {
+			this.#events = this.#events.slice(this.#head);
+			this.#head = 0;
+		}
+	}
+}

@@ -1,0 +1,123 @@
+import { existsSync, realpathSync } from "node:fs";
+import { dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { z } from "@hono/zod-openapi";
+import type { Config } from "../config.ts";
+import { ApiError } from "../http/problem.ts";
+import { ThinkingLevel } from "../pi/protocol.ts";
+
+const name = z.string().min(1).max(200);
+const cliSafe = z.string().regex(/^[A-Za-z0-9][\w.:/@+-]*$/, "letters, digits and . : / @ + - _ only");
+
+export const CreateSessionBody = z
+	.strictObject({
+		name: name.optional().openapi({ example: "refactor-auth" }),
+		cwd: z.string().min(1).optional().openapi({
+			description: "Working folder, inside the gateway's workspace root (default: the root itself)",
+		}),
+		provider: cliSafe.max(100).optional().openapi({ example: "pi-gateway-demo" }),
+		model: cliSafe.max(200).optional().openapi({ example: "demo" }),
+		thinkingLevel: ThinkingLevel.optional(),
+		systemPrompt: z.string().max(100_000).optional(),
+		appendSystemPrompt: z.string().max(100_000).optional(),
+		tools: z
+			.array(z.string().regex(/^[A-Za-z0-9_*-]+$/))
+			.max(100)
+			.optional()
+			.openapi({ description: "Allow-list of tool names (pi's --tools)", example: ["read", "bash"] }),
+		extensions: z
+			.array(z.string().min(1))
+			.max(50)
+			.optional()
+			.openapi({ description: "Names from the gateway's extension allow-list (GET /v1/info)" }),
+		persist: z.boolean().default(true).openapi({ description: "Keep a pi session file (false: --no-session)" }),
+		resume: z
+			.string()
+			.regex(/^[0-9a-fA-F-]{8,64}$/)
+			.optional()
+			.openapi({ description: "A pi session id (from a session's piSessionId) to continue" }),
+	})
+	.openapi("CreateSession");
+export type CreateSessionBody = z.infer<typeof CreateSessionBody>;
+
+export interface SpawnPlan {
+	command: string;
+	args: string[];
+	env: NodeJS.ProcessEnv;
+	cwd: string;
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const demoExtensionPath = resolve(here, "../../extensions/demo-model.ts");
+
+/** The installed pi package's folder (its package.json is not exported, so found from its main entry). */
+export function piPackageDir(): string {
+	const main = fileURLToPath(import.meta.resolve("@earendil-works/pi-coding-agent"));
+	let dir = dirname(main);
+	while (!existsSync(join(dir, "package.json"))) dir = dirname(dir);
+	return dir;
+}
+
+export function bundledPiCli(): string {
+	return join(piPackageDir(), "dist/bundle/cli.js");
+}
+
+/** True when `child` (already real) is `root` or lies below it. */
+export function isInside(root: string, child: string): boolean {
+	const rel = relative(root, child);
+	return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
+}
+
+/** Resolves a user path (symlinks followed) and insists it stays inside `root`. */
+export function confine(root: string, path: string, what: string): string {
+	const realRoot = realpathSync(root);
+	let real: string;
+	try {
+		real = realpathSync(resolve(realRoot, path));
+	} catch {
+		throw new ApiError(400, "path_not_found", `${what} ${JSON.stringify(path)} does not exist`);
+	}
+	if (!isInside(realRoot, real)) throw new ApiError(403, "path_outside_root", `${what} must lie inside ${realRoot}`);
+	return real;
+}
+
+/** Turns validated create options into pi's argv: nothing user-supplied reaches it unchecked. */
+export function planSpawn(config: Config, body: CreateSessionBody): SpawnPlan {
+	const cwd = body.cwd ? confine(config.workspaceRoot, body.cwd, "cwd") : realpathSync(config.workspaceRoot);
+	const [command, ...prefix] = config.piCommand ?? [process.execPath, bundledPiCli()];
+	const args = [...prefix, "--mode", "rpc"];
+	if (body.persist) args.push("--session-dir", join(config.dataDir, "pi-sessions"));
+	else args.push("--no-session");
+	if (body.resume) args.push("--session", body.resume);
+	if (config.demo) args.push("-e", demoExtensionPath);
+	for (const ext of body.extensions ?? []) {
+		const path = config.extensions[ext];
+		if (!path)
+			throw new ApiError(400, "extension_not_allowed", `Extension ${JSON.stringify(ext)} is not in the allow-list`);
+		args.push("-e", path);
+	}
+	const provider = body.provider ?? (body.model ? undefined : config.provider);
+	const model = body.model ?? config.model;
+	if (provider || model) {
+		if (provider) args.push("--provider", provider);
+		if (model) args.push("--model", model);
+	} else if (config.demo) args.push("--provider", "pi-gateway-demo", "--model", "demo");
+	if (body.thinkingLevel) args.push("--thinking", body.thinkingLevel);
+	// pi reads a prompt argument that names an existing file as that file: never let a path through.
+	for (const [flag, text] of [
+		["--system-prompt", body.systemPrompt],
+		["--append-system-prompt", body.appendSystemPrompt],
+	] as const) {
+		if (text === undefined) continue;
+		if (existsSync(resolve(cwd, text))) {
+			throw new ApiError(400, "prompt_is_a_path", `${flag.slice(2)} must be text, not the name of a file`);
+		}
+		args.push(flag, text);
+	}
+	if (body.tools) args.push("--tools", body.tools.join(","));
+	if (body.name) args.push("--name", body.name);
+	const env: NodeJS.ProcessEnv = { ...process.env, PI_OFFLINE: config.demo ? "1" : process.env.PI_OFFLINE };
+	if (config.piAgentDir) env.PI_CODING_AGENT_DIR = config.piAgentDir;
+	if (env.PI_OFFLINE === undefined) delete env.PI_OFFLINE;
+	return { command: command as string, args, env, cwd };
+}

@@ -1,0 +1,64 @@
+import { z } from "@hono/zod-openapi";
+import type { UiRequest } from "../pi/protocol.ts";
+
+export const UiState = z
+	.object({
+		title: z.string().nullable(),
+		statuses: z.record(z.string(), z.string()),
+		widgets: z.record(
+			z.string(),
+			z.object({ lines: z.array(z.string()), placement: z.enum(["aboveEditor", "belowEditor"]) }),
+		),
+		editorText: z.string().nullable(),
+		notifications: z.array(
+			z.object({ message: z.string(), level: z.enum(["info", "warning", "error"]), at: z.string() }),
+		),
+	})
+	.openapi("UiState");
+export type UiState = z.infer<typeof UiState>;
+
+export const fireAndForgetMethods: ReadonlySet<string> = new Set([
+	"notify",
+	"setStatus",
+	"setWidget",
+	"setTitle",
+	"set_editor_text",
+]);
+
+/** The latest state of an extension's fire-and-forget UI calls, as a client would render it. */
+export function emptyUiState(): UiState {
+	return { title: null, statuses: {}, widgets: {}, editorText: null, notifications: [] };
+}
+
+export function applyUiRequest(state: UiState, request: UiRequest, maxNotifications: number): void {
+	switch (request.method) {
+		case "notify":
+			state.notifications.push({
+				message: request.message ?? "",
+				level: request.notifyType ?? "info",
+				at: new Date().toISOString(),
+			});
+			if (state.notifications.length > maxNotifications) state.notifications.shift();
+			return;
+		case "setStatus":
+			if (!request.statusKey) return;
+			if (request.statusText === undefined) delete state.statuses[request.statusKey];
+			else state.statuses[request.statusKey] = request.statusText;
+			return;
+		case "setWidget":
+			if (!request.widgetKey) return;
+			if (request.widgetLines === undefined) delete state.widgets[request.widgetKey];
+			else
+				state.widgets[request.widgetKey] = {
+					lines: request.widgetLines,
+					placement: request.widgetPlacement ?? "aboveEditor",
+				};
+			return;
+		case "setTitle":
+			state.title = request.title ?? null;
+			return;
+		case "set_editor_text":
+			state.editorText = request.text ?? null;
+			return;
+	}
+}

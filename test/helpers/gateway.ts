@@ -1,0 +1,85 @@
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import type { ConfigInput } from "../../src/config.ts";
+import { type Gateway, startGateway } from "../../src/server.ts";
+
+export const fixtures = resolve(import.meta.dirname, "../fixtures");
+
+export interface TestGateway extends Gateway {
+	root: string;
+	workspace: string;
+	/** fetch against the gateway with JSON in and out; the raw Response too. */
+	api<T = any>(
+		path: string,
+		init?: RequestInit & { json?: unknown },
+	): Promise<{ status: number; body: T; res: Response }>;
+	/** Creates a session and returns its id. */
+	session(body?: Record<string, unknown>): Promise<string>;
+	stop(): Promise<void>;
+}
+
+/** A gateway on 127.0.0.1:0 with its own workspace, data dir and pi config dir, all temporary. */
+export async function startTestGateway(overrides: Partial<ConfigInput> = {}): Promise<TestGateway> {
+	const root = mkdtempSync(join(tmpdir(), "pi-gateway-test-"));
+	const workspace = join(root, "workspace");
+	mkdirSync(workspace);
+	mkdirSync(join(root, "agent"));
+	const gateway = await startGateway({
+		host: "127.0.0.1",
+		port: 0,
+		workspaceRoot: workspace,
+		dataDir: join(root, "data"),
+		piAgentDir: join(root, "agent"),
+		logLevel: "silent",
+		...overrides,
+	});
+	const api: TestGateway["api"] = async (path, init = {}) => {
+		const headers = new Headers(init.headers);
+		let body = init.body;
+		if (init.json !== undefined) {
+			headers.set("content-type", "application/json");
+			body = JSON.stringify(init.json);
+		}
+		if (gateway.config.token && !headers.has("authorization"))
+			headers.set("authorization", `Bearer ${gateway.config.token}`);
+		const res = await fetch(gateway.url + path, { ...init, headers, body });
+		const text = await res.text();
+		let parsed: unknown = text;
+		try {
+			parsed = text ? JSON.parse(text) : undefined;
+		} catch {}
+		return { status: res.status, body: parsed as never, res };
+	};
+	return {
+		...gateway,
+		root,
+		workspace,
+		api,
+		async session(body = {}) {
+			const { status, body: created } = await api("/v1/sessions", { method: "POST", json: body });
+			if (status !== 201) throw new Error(`create session: ${status} ${JSON.stringify(created)}`);
+			return created.id as string;
+		},
+		async stop() {
+			await gateway.close();
+			rmSync(root, { recursive: true, force: true });
+		},
+	};
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `check` until it returns a truthy value or `ms` passes. */
+export async function until<T>(
+	check: () => Promise<T | undefined | false> | T | undefined | false,
+	ms = 10_000,
+): Promise<T> {
+	const deadline = Date.now() + ms;
+	for (;;) {
+		const value = await check();
+		if (value) return value;
+		if (Date.now() > deadline) throw new Error("condition not met in time");
+		await sleep(25);
+	}
+}
