@@ -192,6 +192,25 @@ describe("a conversation", () => {
 	});
 });
 
+describe("a crash", () => {
+	it("pi killed → the session shows crashed and the next command gets 502 with pi's stderr", async () => {
+		const victim = await gw.session({ persist: false });
+		const { body } = await gw.api(`/v1/sessions/${victim}`);
+		process.kill(body.pid, "SIGKILL");
+		const after = await until(async () => {
+			const s = (await gw.api(`/v1/sessions/${victim}`)).body;
+			return s.status === "crashed" && s;
+		});
+		expect(after.exit).toMatchObject({ code: null, signal: "SIGKILL" });
+		const next = await gw.api(`/v1/sessions/${victim}/state`);
+		expect(next.status).toBe(502);
+		expect(next.body).toMatchObject({ code: "pi_crashed", status: 502 });
+		expect(typeof next.body.stderr).toBe("string");
+		// The other session is untouched.
+		expect((await get("/state")).status).toBe(200);
+	});
+});
+
 describe("invalid input never reaches pi", () => {
 	it("400s bad bodies with the issues listed, and pi's stdin never sees them", async () => {
 		const before = sent().length;

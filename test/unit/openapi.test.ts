@@ -1,0 +1,46 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import SwaggerParser from "@apidevtools/swagger-parser";
+import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { generateSpec } from "../../scripts/openapi.ts";
+import { commandTypes } from "../../src/pi/protocol.ts";
+
+const file = join(import.meta.dirname, "../../openapi.yaml");
+const checkedIn = readFileSync(file, "utf8");
+const spec = parse(checkedIn);
+const operations = Object.entries(spec.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
+	Object.entries(item).map(([method, op]) => ({ path, method, op })),
+);
+
+describe("openapi.yaml", () => {
+	it("is exactly what the route definitions generate (run `npm run spec` after changing routes)", async () => {
+		expect(checkedIn).toBe(await generateSpec());
+	});
+
+	it("is a valid OpenAPI 3.1 document", async () => {
+		const api = await SwaggerParser.validate(structuredClone(spec));
+		expect(api.openapi).toBe("3.1.0");
+	});
+
+	it("gives every operation a unique operationId, a summary and problem+json errors", () => {
+		const ids = operations.map((o) => o.op.operationId);
+		expect(new Set(ids).size).toBe(ids.length);
+		for (const { path, method, op } of operations) {
+			expect(op.operationId, `${method} ${path}`).toMatch(/^[a-z]+\.[a-zA-Z]+$/);
+			expect(op.summary, `${method} ${path}`).toBeTruthy();
+			const errors = Object.entries(op.responses).filter(([status]) => Number(status) >= 400);
+			for (const [, response] of errors) expect(Object.keys((response as any).content)).toEqual(["application/problem+json"]);
+		}
+	});
+
+	it("has an operation for every one of pi's 33 RPC commands", () => {
+		expect(commandTypes).toHaveLength(33);
+		const described = operations.map((o) => `${o.op.description ?? ""} ${o.op.operationId}`).join("\n");
+		const byPath: Record<string, string> = { prompt: "sessions.prompt", steer: "sessions.steer", follow_up: "sessions.followUp" };
+		for (const type of commandTypes) {
+			const found = byPath[type] ? described.includes(byPath[type]) : described.includes(`\`${type}\``);
+			expect(found, type).toBe(true);
+		}
+	});
+});
