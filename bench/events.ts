@@ -1,0 +1,129 @@
+/**
+ * Benchmarks 1–3: what the gateway adds between pi's stdout and a client, with a stub pi that
+ * emits timestamped events. Baseline: a client reading the stub's stdout pipe directly (split
+ * on LF + JSON.parse, as any pi client must). Measured: SSE clients of the gateway.
+ */
+import { api, type GatewayProcess, now, readPipe, readSse, spawnStub, summarize } from "./lib.ts";
+
+export interface EmitSpec {
+	count: number;
+	rate: number;
+	size: number;
+}
+
+/** Latencies (ns) and bytes of one emission read straight from the pipe. */
+export async function viaPipe(spec: EmitSpec) {
+	const child = spawnStub();
+	const latencies: number[] = [];
+	// Ready first, so the clock measures events, not the stub's start.
+	const ready = readPipe(child, (record) => record.type === "response");
+	child.stdin?.write(`${JSON.stringify({ id: "0", type: "get_state" })}\n`);
+	await ready;
+	const started = now();
+	const done = readPipe(child, (record) => {
+		if (record.type === "message_update") latencies.push(Number(now() - BigInt(record.t)));
+		return record.type === "agent_settled";
+	});
+	child.stdin?.write(`${JSON.stringify({ id: "1", type: "emit", ...spec })}\n`);
+	const bytes = await done;
+	const seconds = Number(now() - started) / 1e9;
+	child.stdin?.end();
+	await new Promise((r) => child.once("exit", r));
+	return { latencies, bytes, seconds };
+}
+
+/** The same emission through the gateway to `subscribers` SSE clients at once. */
+export async function viaGateway(gateway: GatewayProcess, spec: EmitSpec, subscribers = 1) {
+	const session = await api(`${gateway.url}/v1/sessions`, "POST", { persist: false });
+	const results = await Promise.all(
+		Array.from({ length: subscribers }, async () => {
+			const res = await fetch(`${gateway.url}/v1/sessions/${session.id}/events?types=message_update,agent_settled`, {
+				headers: { accept: "text/event-stream" },
+			});
+			const latencies: number[] = [];
+			let started = 0n;
+			const ready = { resolve: () => {} };
+			const opened = new Promise<void>((r) => {
+				ready.resolve = r;
+			});
+			const done = readSse(res, (event, data) => {
+				if (event === "stream_open") {
+					ready.resolve();
+					return false;
+				}
+				if (started === 0n) started = now();
+				const t = data.slice(data.lastIndexOf('"t":"') + 5, -2);
+				if (event === "message_update") latencies.push(Number(now() - BigInt(t)));
+				return event === "agent_settled";
+			});
+			await opened;
+			return { done, latencies, startedAt: () => started };
+		}),
+	);
+	const started = now();
+	await api(`${gateway.url}/v1/sessions/${session.id}/rpc`, "POST", { type: "emit", ...spec });
+	const bytes = await Promise.all(results.map((r) => r.done));
+	const seconds = Number(now() - started) / 1e9;
+	await api(`${gateway.url}/v1/sessions/${session.id}`, "DELETE");
+	return { perSubscriber: results.map((r, i) => ({ latencies: r.latencies, bytes: bytes[i] as number })), seconds };
+}
+
+export async function latency(gateway: GatewayProcess, rates: number[], count: (rate: number) => number) {
+	const rows = [];
+	for (const rate of rates) {
+		const spec = { count: count(rate), rate, size: 200 };
+		const pipe = summarize((await viaPipe(spec)).latencies);
+		const gw = summarize((await viaGateway(gateway, spec)).perSubscriber[0]?.latencies ?? []);
+		rows.push({
+			"events/s": rate,
+			events: spec.count,
+			"pipe p50 ms": pipe.p50,
+			"pipe p99 ms": pipe.p99,
+			"SSE p50 ms": gw.p50,
+			"SSE p99 ms": gw.p99,
+			"SSE max ms": gw.max,
+			"added p50 ms": gw.p50 - pipe.p50,
+			"added p99 ms": gw.p99 - pipe.p99,
+		});
+	}
+	return rows;
+}
+
+export async function throughput(gateway: GatewayProcess, sizes: number[], count: number) {
+	const rows = [];
+	for (const size of sizes) {
+		const spec = { count, rate: 0, size };
+		const pipe = await viaPipe(spec);
+		const gw = await viaGateway(gateway, spec);
+		const pipeRate = count / pipe.seconds;
+		const gwRate = count / gw.seconds;
+		rows.push({
+			"event bytes": size,
+			events: count,
+			"pipe events/s": Math.round(pipeRate),
+			"pipe MB/s": pipe.bytes / pipe.seconds / 1e6,
+			"SSE events/s": Math.round(gwRate),
+			"SSE MB/s": (gw.perSubscriber[0]?.bytes ?? 0) / gw.seconds / 1e6,
+			"SSE / pipe": gwRate / pipeRate,
+		});
+	}
+	return rows;
+}
+
+export async function fanout(gateway: GatewayProcess, counts: number[], rate: number, events: number) {
+	const rows = [];
+	for (const subscribers of counts) {
+		const run = await viaGateway(gateway, { count: events, rate, size: 200 }, subscribers);
+		const delivered = run.perSubscriber.reduce((n, s) => n + s.latencies.length, 0);
+		const all = summarize(run.perSubscriber.flatMap((s) => s.latencies));
+		rows.push({
+			subscribers,
+			"events/s": rate,
+			"delivered/expected": `${delivered}/${events * subscribers}`,
+			"p50 ms": all.p50,
+			"p99 ms": all.p99,
+			"max ms": all.max,
+		});
+	}
+	return rows;
+}

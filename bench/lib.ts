@@ -1,0 +1,146 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+export const stubPi = join(root, "bench", "stub-pi.mjs");
+export const now = () => process.hrtime.bigint();
+
+export interface GatewayProcess {
+	url: string;
+	pid: number;
+	child: ChildProcess;
+	stop(): Promise<void>;
+}
+
+/** The gateway as its own process (as users run it), so its CPU and memory are its own. */
+export async function startGatewayProcess(args: string[]): Promise<GatewayProcess> {
+	const child = spawn(process.execPath, [join(root, "src/main.ts"), "--port", "0", "--log-level", "info", ...args], {
+		stdio: ["ignore", "pipe", "inherit"],
+	});
+	const url = await new Promise<string>((resolve, reject) => {
+		let buffered = "";
+		const onData = (chunk: Buffer) => {
+			buffered += chunk.toString("utf8");
+			const match = /"url":"(http:[^"]+)".*"msg":"pi-gateway listening"/.exec(buffered);
+			if (match) {
+				child.stdout?.off("data", onData);
+				child.stdout?.resume();
+				resolve(match[1] as string);
+			}
+		};
+		child.stdout?.on("data", onData);
+		child.once("exit", (code) => reject(new Error(`gateway exited with ${code}`)));
+	});
+	child.stdout?.on("data", () => {});
+	return {
+		url,
+		pid: child.pid as number,
+		child,
+		stop: () =>
+			new Promise((resolve) => {
+				child.once("exit", () => resolve());
+				child.kill("SIGTERM");
+			}),
+	};
+}
+
+export async function api(url: string, method: string, body?: unknown): Promise<any> {
+	const res = await fetch(url, {
+		method,
+		headers: body === undefined ? {} : { "content-type": "application/json" },
+		body: body === undefined ? undefined : JSON.stringify(body),
+	});
+	const text = await res.text();
+	if (res.status >= 400) throw new Error(`${method} ${url}: ${res.status} ${text}`);
+	return text ? JSON.parse(text) : undefined;
+}
+
+/** Reads an SSE response, calling `onData(event, data)` per frame; resolves when `done` says so. */
+export async function readSse(
+	res: Response,
+	onData: (event: string, data: string) => boolean | undefined,
+): Promise<number> {
+	const decoder = new TextDecoder();
+	let buffer = "";
+	let bytes = 0;
+	for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+		bytes += chunk.length;
+		buffer += decoder.decode(chunk, { stream: true });
+		let end = buffer.indexOf("\n\n");
+		let start = 0;
+		while (end !== -1) {
+			const block = buffer.slice(start, end);
+			start = end + 2;
+			end = buffer.indexOf("\n\n", start);
+			if (block.startsWith(":")) continue;
+			const ev = block.indexOf("event: ");
+			const da = block.indexOf("\ndata: ");
+			if (ev === -1 || da === -1) continue;
+			if (onData(block.slice(ev + 7, block.indexOf("\n", ev)), block.slice(da + 7))) return bytes;
+		}
+		buffer = buffer.slice(start);
+	}
+	return bytes;
+}
+
+/** Reads a child's stdout as any pi client must: split on LF, JSON.parse each line. */
+export function readPipe(child: ChildProcess, onRecord: (record: any, line: string) => boolean | undefined): Promise<number> {
+	return new Promise((resolve) => {
+		let buffer = "";
+		let bytes = 0;
+		const onData = (chunk: Buffer) => {
+			bytes += chunk.length;
+			buffer += chunk.toString("utf8");
+			let start = 0;
+			for (let lf = buffer.indexOf("\n"); lf !== -1; lf = buffer.indexOf("\n", start)) {
+				const line = buffer.slice(start, lf);
+				start = lf + 1;
+				if (onRecord(JSON.parse(line), line)) {
+					child.stdout?.off("data", onData);
+					resolve(bytes);
+					return;
+				}
+			}
+			buffer = buffer.slice(start);
+		};
+		child.stdout?.on("data", onData);
+	});
+}
+
+export function spawnStub(): ChildProcess {
+	return spawn(process.execPath, [stubPi, "--mode", "rpc"], { stdio: ["pipe", "pipe", "inherit"] });
+}
+
+export function percentile(sorted: number[], p: number): number {
+	if (sorted.length === 0) return Number.NaN;
+	return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+}
+
+export function summarize(latenciesNs: number[]) {
+	const ms = latenciesNs.map((n) => n / 1e6).sort((a, b) => a - b);
+	return { n: ms.length, p50: percentile(ms, 50), p99: percentile(ms, 99), max: ms.at(-1) ?? Number.NaN };
+}
+
+/** CPU seconds (user+system) and RSS bytes of a process, from /proc. */
+export function procStats(pid: number): { cpuSeconds: number; rssBytes: number } {
+	const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+	const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+	const ticks = Number(fields[11]) + Number(fields[12]);
+	const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+	return { cpuSeconds: ticks / 100, rssBytes: rssKb * 1024 };
+}
+
+export function table(title: string, rows: Record<string, string | number>[]): string {
+	const cols = Object.keys(rows[0] ?? {});
+	const fmt = (v: string | number) => (typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toFixed(3)) : v);
+	const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => fmt(r[c] ?? "").length)));
+	const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i] as number)).join(" | ")} |`;
+	return [
+		`\n### ${title}\n`,
+		line(cols),
+		`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`,
+		...rows.map((r) => line(cols.map((c) => fmt(r[c] ?? "")))),
+	].join("\n");
+}

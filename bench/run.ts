@@ -1,0 +1,34 @@
+/**
+ * `npm run bench` prints the benchmark tables; `npm run bench -- --smoke` runs each benchmark
+ * tiny, so CI proves they still work without spending minutes. Figures, not pass/fail.
+ */
+import { cpus, totalmem } from "node:os";
+import { fanout, latency, throughput } from "./events.ts";
+import { startGatewayProcess, stubPi, table } from "./lib.ts";
+
+const smoke = process.argv.includes("--smoke");
+const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
+const want = (name: string) => !only || only.split(",").includes(name);
+
+console.log(`# pi-gateway benchmarks${smoke ? " (smoke)" : ""}`);
+console.log(
+	`\n${new Date().toISOString()} · node ${process.version} · ${cpus().length} × ${cpus()[0]?.model ?? "cpu"} · ${Math.round(totalmem() / 2 ** 30)} GiB · \`npm run bench${smoke ? " -- --smoke" : ""}\``,
+);
+
+const stubGateway = await startGatewayProcess(["--pi-command", `${process.execPath} ${stubPi}`, "--max-sessions", "500"]);
+try {
+	if (want("latency")) {
+		const rows = await latency(stubGateway, smoke ? [1000] : [1000, 10000], (rate) => (smoke ? 200 : rate * 5));
+		console.log(table("1. Added latency per event (200 B events, stub pi → client)", rows));
+	}
+	if (want("throughput")) {
+		const rows = await throughput(stubGateway, [200, 2048], smoke ? 2000 : 200_000);
+		console.log(table("2. Throughput ceiling (stub floods events)", rows));
+	}
+	if (want("fanout")) {
+		const rows = await fanout(stubGateway, smoke ? [1, 10] : [1, 10, 100], 5000, smoke ? 500 : 25_000);
+		console.log(table("3. Fan-out: one session, N SSE subscribers at 5k events/s", rows));
+	}
+} finally {
+	await stubGateway.stop();
+}
