@@ -2,9 +2,12 @@
  * `npm run bench` prints the benchmark tables; `npm run bench -- --smoke` runs each benchmark
  * tiny, so CI proves they still work without spending minutes. Figures, not pass/fail.
  */
-import { cpus, totalmem } from "node:os";
+import { mkdtempSync } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
 import { fanout, latency, throughput } from "./events.ts";
 import { startGatewayProcess, stubPi, table } from "./lib.ts";
+import { fullRun, scale, sessionStart } from "./real-pi.ts";
 
 const smoke = process.argv.includes("--smoke");
 const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
@@ -31,4 +34,22 @@ try {
 	}
 } finally {
 	await stubGateway.stop();
+}
+
+const piGateway = await startGatewayProcess(["--max-sessions", "500", "--data-dir", mkdtempSync(join(tmpdir(), "pi-bench-data-"))]);
+try {
+	if (want("start")) {
+		const rows = [await sessionStart(piGateway, smoke ? 2 : 10)];
+		console.log(table("4. Session start (real pi, demo model)", rows));
+	}
+	if (want("scale")) {
+		const rows = [await scale(piGateway, smoke ? 3 : 50)];
+		console.log(table("5. Scale: concurrent sessions, each running a prompt (real pi, demo model)", rows));
+	}
+	if (want("run")) {
+		const rows = await fullRun(piGateway, smoke ? 200 : 2000);
+		console.log(table("6. One real run (demo model): direct pipe vs gateway SSE", rows));
+	}
+} finally {
+	await piGateway.stop();
 }

@@ -20,7 +20,7 @@ describe("openapi.yaml", () => {
 
 	it("is a valid OpenAPI 3.1 document", async () => {
 		const api = await SwaggerParser.validate(structuredClone(spec));
-		expect(api.openapi).toBe("3.1.0");
+		expect((api as { openapi?: string }).openapi).toBe("3.1.0");
 	});
 
 	it("gives every operation a unique operationId, a summary and problem+json errors", () => {

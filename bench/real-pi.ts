@@ -1,0 +1,138 @@
+/**
+ * Benchmarks 4–6 with real pi and the offline demo model: session start, many sessions at
+ * once, and one long run through the gateway against the same run read from pi's pipe.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { bundledPiCli, demoExtensionPath } from "../src/sessions/spawn.ts";
+import { api, type GatewayProcess, now, percentile, procStats, readPipe, readSse } from "./lib.ts";
+
+const ms = (ns: bigint) => Number(ns) / 1e6;
+
+async function timeToFirstDelta(gateway: GatewayProcess, id: string): Promise<{ firstDeltaMs: number; totalMs: number }> {
+	const started = now();
+	let first = 0n;
+	const res = await fetch(`${gateway.url}/v1/sessions/${id}/prompt`, {
+		method: "POST",
+		headers: { "content-type": "application/json", accept: "text/event-stream" },
+		body: JSON.stringify({ message: "count: 20" }),
+	});
+	await readSse(res, (event, data) => {
+		if (!first && event === "message_update" && data.includes('"text_delta"')) first = now();
+		return event === "agent_settled";
+	});
+	return { firstDeltaMs: ms(first - started), totalMs: ms(now() - started) };
+}
+
+export async function sessionStart(gateway: GatewayProcess, samples: number, label = "cold") {
+	const starts: number[] = [];
+	const firsts: number[] = [];
+	for (let i = 0; i < samples; i++) {
+		const t0 = now();
+		const session = await api(`${gateway.url}/v1/sessions`, "POST", { persist: false });
+		starts.push(ms(now() - t0));
+		firsts.push((await timeToFirstDelta(gateway, session.id)).firstDeltaMs);
+		await api(`${gateway.url}/v1/sessions/${session.id}`, "DELETE");
+	}
+	starts.sort((a, b) => a - b);
+	firsts.sort((a, b) => a - b);
+	return {
+		start: label,
+		samples,
+		"POST /v1/sessions p50 ms": percentile(starts, 50),
+		"p99 ms": percentile(starts, 99),
+		"prompt → first text_delta p50 ms": percentile(firsts, 50),
+	};
+}
+
+export async function scale(gateway: GatewayProcess, sessions: number) {
+	const before = procStats(gateway.pid);
+	const t0 = now();
+	const ids: string[] = await Promise.all(
+		Array.from({ length: sessions }, async () => (await api(`${gateway.url}/v1/sessions`, "POST", { persist: false })).id),
+	);
+	const started = ms(now() - t0);
+	const idle = procStats(gateway.pid);
+	const runs = await Promise.all(
+		ids.map((id) =>
+			api(`${gateway.url}/v1/sessions/${id}/prompt?wait=true`, "POST", { message: "count: 200" }).then((r) => r.text.length),
+		),
+	);
+	const total = ms(now() - t0);
+	const after = procStats(gateway.pid);
+	await Promise.all(ids.map((id) => api(`${gateway.url}/v1/sessions/${id}`, "DELETE")));
+	return {
+		sessions,
+		"all started s": started / 1000,
+		"all prompts settled s": total / 1000,
+		replies: runs.filter((n) => n > 0).length,
+		"gateway CPU s": after.cpuSeconds - before.cpuSeconds,
+		"gateway RSS MB (idle sessions)": idle.rssBytes / 2 ** 20,
+		"RSS per idle session KB": (idle.rssBytes - before.rssBytes) / sessions / 1024,
+		"gateway RSS MB (after runs)": after.rssBytes / 2 ** 20,
+	};
+}
+
+/** pi read directly from its pipe, as a client without the gateway would. */
+async function directRun(deltas: number) {
+	const agentDir = mkdtempSync(join(tmpdir(), "pi-bench-agent-"));
+	const child = spawn(
+		process.execPath,
+		[bundledPiCli(), "--mode", "rpc", "--no-session", "-e", demoExtensionPath, "--provider", "pi-gateway-demo", "--model", "demo"],
+		{ stdio: ["pipe", "pipe", "ignore"], env: { ...process.env, PI_OFFLINE: "1", PI_CODING_AGENT_DIR: agentDir } },
+	);
+	const ready = readPipe(child, (r) => r.type === "response");
+	child.stdin?.write(`${JSON.stringify({ id: "0", type: "get_state" })}\n`);
+	await ready;
+	const t0 = now();
+	let text = "";
+	const done = readPipe(child, (r) => {
+		if (r.type === "message_update" && r.assistantMessageEvent?.type === "text_delta") text += r.assistantMessageEvent.delta;
+		return r.type === "agent_settled";
+	});
+	child.stdin?.write(`${JSON.stringify({ id: "1", type: "prompt", message: `count: ${deltas}` })}\n`);
+	const bytes = await done;
+	const elapsed = ms(now() - t0);
+	child.stdin?.end();
+	await new Promise((r) => child.once("exit", r));
+	return { bytes, elapsed, text };
+}
+
+async function gatewayRun(gateway: GatewayProcess, deltas: number) {
+	const session = await api(`${gateway.url}/v1/sessions`, "POST", { persist: false });
+	const t0 = now();
+	let text = "";
+	const res = await fetch(`${gateway.url}/v1/sessions/${session.id}/prompt`, {
+		method: "POST",
+		headers: { "content-type": "application/json", accept: "text/event-stream" },
+		body: JSON.stringify({ message: `count: ${deltas}` }),
+	});
+	const bytes = await readSse(res, (event, data) => {
+		if (event === "message_update") {
+			const update = JSON.parse(data).assistantMessageEvent;
+			if (update.type === "text_delta") text += update.delta;
+		}
+		return event === "agent_settled";
+	});
+	const elapsed = ms(now() - t0);
+	await api(`${gateway.url}/v1/sessions/${session.id}`, "DELETE");
+	return { bytes, elapsed, text };
+}
+
+export async function fullRun(gateway: GatewayProcess, deltas: number) {
+	const direct = await directRun(deltas);
+	const viaGateway = await gatewayRun(gateway, deltas);
+	if (direct.text !== viaGateway.text) throw new Error("the gateway delivered a different text than pi printed");
+	return [
+		{ path: "direct pipe", deltas, "bytes on the wire": direct.bytes, "time ms": direct.elapsed },
+		{ path: "gateway SSE", deltas, "bytes on the wire": viaGateway.bytes, "time ms": viaGateway.elapsed },
+		{
+			path: "gateway / pipe",
+			deltas,
+			"bytes on the wire": (viaGateway.bytes / direct.bytes).toFixed(3),
+			"time ms": (viaGateway.elapsed / direct.elapsed).toFixed(3),
+		},
+	];
+}
