@@ -41,7 +41,7 @@ export const Approval = z
 		expiresAt: z.string().nullable().openapi({
 			format: "date-time",
 			description:
-				"When it stops waiting unanswered: pi's own `timeout` (→ expired) or the gateway's approvalTimeoutMs (→ cancelled); null if never",
+				"When it stops waiting unanswered: just before pi's own `timeout` runs out (→ expired; pi gets `cancelled`, which gives the extension the same default) or at the gateway's approvalTimeoutMs (→ cancelled); null if never",
 		}),
 		status: ApprovalStatus,
 		answer: z
