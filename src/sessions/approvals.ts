@@ -4,18 +4,28 @@ import { type DialogMethod, dialogMethods, type UiRequest } from "../pi/protocol
 
 export const ApprovalStatus = z.enum(["pending", "answered", "expired", "cancelled"]).openapi("ApprovalStatus");
 
+const by = z.string().min(1).max(200).optional().openapi({ description: "Who answers (recorded as `resolvedBy`)" });
+
 export const ApprovalAnswer = z
 	.union([
-		z.strictObject({ confirmed: z.boolean(), by: z.string().max(200).optional() }),
-		z.strictObject({ value: z.string(), by: z.string().max(200).optional() }),
-		z.strictObject({ cancelled: z.literal(true), by: z.string().max(200).optional() }),
+		z.strictObject({ confirmed: z.boolean(), by }),
+		z.strictObject({ value: z.string(), by }),
+		z.strictObject({ cancelled: z.literal(true), by }),
 	])
 	.openapi("ApprovalAnswer", {
 		description:
-			"`confirmed` answers a confirm dialog, `value` a select (one of the options) or an input/editor (any text), `cancelled` dismisses any dialog. `by` records who answered.",
-		example: { confirmed: true, by: "alice" },
+			"`confirmed` answers a confirm dialog, `value` a select (one of its options) or an input/editor (any text), `cancelled: true` dismisses any dialog. `by` records who answered.",
+		example: { value: "Allow", by: "alice" },
 	});
 export type ApprovalAnswer = z.infer<typeof ApprovalAnswer>;
+
+/** Who settles an approval when no client answered it. */
+export const resolvers = {
+	piTimeout: "pi-timeout",
+	policy: "gateway-policy",
+	abort: "gateway-abort",
+	exit: "pi-exit",
+} as const;
 
 export const Approval = z
 	.object({
@@ -23,30 +33,46 @@ export const Approval = z
 		sessionId: z.string(),
 		method: z.enum(dialogMethods),
 		title: z.string(),
-		message: z.string().optional(),
-		options: z.array(z.string()).optional(),
-		placeholder: z.string().optional(),
-		prefill: z.string().optional(),
+		message: z.string().optional().openapi({ description: "confirm only" }),
+		options: z.array(z.string()).optional().openapi({ description: "select only: the allowed values" }),
+		placeholder: z.string().optional().openapi({ description: "input only" }),
+		prefill: z.string().optional().openapi({ description: "editor only" }),
 		createdAt: z.string().openapi({ format: "date-time" }),
-		expiresAt: z.string().nullable().openapi({ format: "date-time", description: "When pi's own timeout resolves it" }),
+		expiresAt: z.string().nullable().openapi({
+			format: "date-time",
+			description:
+				"When it stops waiting unanswered: just before pi's own `timeout` runs out (→ expired; pi gets `cancelled`, which gives the extension the same default) or at the gateway's approvalTimeoutMs (→ cancelled); null if never",
+		}),
 		status: ApprovalStatus,
 		answer: z
 			.object({ confirmed: z.boolean().optional(), value: z.string().optional(), cancelled: z.boolean().optional() })
-			.nullable(),
+			.nullable()
+			.openapi({ description: "The answer a client posted; null while pending or when nobody answered" }),
 		resolvedAt: z.string().nullable().openapi({ format: "date-time" }),
-		resolvedBy: z.string().nullable().openapi({
-			description:
-				"Who settled it: the `by` of the answer, `pi-timeout`, or `gateway` (pi exited, run aborted, policy)",
-		}),
+		resolvedBy: z
+			.string()
+			.nullable()
+			.openapi({
+				description: `Who settled it: the answer's \`by\` (default \`api\`), or when nobody answered: \`${resolvers.piTimeout}\`, \`${resolvers.policy}\` (approvalTimeoutMs), \`${resolvers.abort}\` (the run was aborted) or \`${resolvers.exit}\` (pi exited)`,
+			}),
 	})
 	.openapi("Approval");
 export type Approval = z.infer<typeof Approval>;
 
 export interface ApprovalEvents {
 	requested(approval: Approval): void;
-	/** `response` is what pi must be told; absent when pi already resolved it itself. */
+	/** `response` is the line pi must get; absent when pi is gone. */
 	resolved(approval: Approval, response: Record<string, unknown> | undefined): void;
 }
+
+/** Settled approvals kept per session (the oldest go first); pending ones are always kept. */
+const keepSettled = 1000;
+/** pi's clock for a timed dialog starts before its request reaches us: expire this much early. */
+const expiryMarginMs = 100;
+/** Gateway-wide creation order: the inbox sorts and pages by it (createdAt ties within a ms). */
+let lastSeq = 0;
+const seqs = new WeakMap<Approval, number>();
+export const approvalSeq = (approval: Approval): number => seqs.get(approval) ?? 0;
 
 /**
  * A session's extension dialogs as resources. Every state change is synchronous, so of two
@@ -76,30 +102,40 @@ export class Approvals {
 
 	open(request: UiRequest): Approval {
 		const now = Date.now();
+		const piMs = request.timeout && request.timeout > 0 ? request.timeout : undefined;
+		const policyMs = this.#policyTimeoutMs > 0 ? this.#policyTimeoutMs : undefined;
+		// Whichever clock runs out first settles it: pi's own timeout, or the gateway's policy.
+		const piFirst = piMs !== undefined && (policyMs === undefined || piMs <= policyMs);
+		const afterMs = piFirst ? Math.max(0, piMs - Math.min(expiryMarginMs, piMs / 10)) : policyMs;
 		const approval: Approval = {
 			id: request.id,
 			sessionId: this.#sessionId,
 			method: request.method as DialogMethod,
 			title: request.title ?? "",
-			message: request.message,
-			options: request.options,
-			placeholder: request.placeholder,
-			prefill: request.prefill,
+			...(request.method === "confirm" && { message: request.message ?? "" }),
+			...(request.method === "select" && { options: request.options ?? [] }),
+			...(request.method === "input" && request.placeholder !== undefined && { placeholder: request.placeholder }),
+			...(request.method === "editor" && request.prefill !== undefined && { prefill: request.prefill }),
 			createdAt: new Date(now).toISOString(),
-			expiresAt: request.timeout ? new Date(now + request.timeout).toISOString() : null,
+			expiresAt: afterMs === undefined ? null : new Date(now + afterMs).toISOString(),
 			status: "pending",
 			answer: null,
 			resolvedAt: null,
 			resolvedBy: null,
 		};
+		seqs.set(approval, ++lastSeq);
 		this.#items.set(approval.id, approval);
 		this.#pending++;
-		// pi resolves a timed dialog itself and says nothing, so the gateway keeps the same clock.
-		if (request.timeout)
-			this.#arm(approval.id, request.timeout, () => this.#settle(approval, "expired", null, "pi-timeout"));
-		else if (this.#policyTimeoutMs > 0)
-			this.#arm(approval.id, this.#policyTimeoutMs, () => this.cancel(approval.id, "gateway"));
+		if (afterMs !== undefined) {
+			const timer = setTimeout(() => {
+				if (piFirst) this.#settle(approval, "expired", null, resolvers.piTimeout);
+				else this.#settle(approval, "cancelled", null, resolvers.policy);
+			}, afterMs);
+			timer.unref();
+			this.#timers.set(approval.id, timer);
+		}
 		this.#events.requested(approval);
+		this.#prune();
 		return approval;
 	}
 
@@ -109,60 +145,62 @@ export class Approvals {
 		return approval;
 	}
 
+	/** Oldest first. */
 	list(status?: Approval["status"]): Approval[] {
 		const all = [...this.#items.values()];
 		return status ? all.filter((a) => a.status === status) : all;
 	}
 
+	/** A client's answer: 409 if another client answered first, 410 if nobody can answer it any more. */
 	answer(id: string, answer: ApprovalAnswer): Approval {
 		const approval = this.get(id);
-		if (approval.status === "answered")
-			throw new ApiError(409, "approval_already_answered", "This approval was already answered");
 		if (approval.status !== "pending") {
-			throw new ApiError(410, "approval_gone", `This approval is ${approval.status}; pi no longer waits for it`);
+			if (approval.answer !== null) {
+				throw new ApiError(
+					409,
+					"approval_already_answered",
+					`This approval was already answered by ${approval.resolvedBy}`,
+				);
+			}
+			throw new ApiError(
+				410,
+				"approval_gone",
+				`This approval is ${approval.status} (${approval.resolvedBy}); pi no longer waits for it`,
+			);
 		}
-		const by = answer.by ?? "api";
-		if ("cancelled" in answer) return this.#settle(approval, "cancelled", { cancelled: true }, by);
+		const who = answer.by ?? "api";
+		if ("cancelled" in answer) return this.#settle(approval, "cancelled", { cancelled: true }, who);
 		if ("confirmed" in answer) {
 			if (approval.method !== "confirm") throw mismatch(approval, "`confirmed` answers only a confirm dialog");
-			return this.#settle(approval, "answered", { confirmed: answer.confirmed }, by);
+			return this.#settle(approval, "answered", { confirmed: answer.confirmed }, who);
 		}
-		if (approval.method === "confirm") throw mismatch(approval, "a confirm dialog takes `confirmed: true|false`");
+		if (approval.method === "confirm") throw mismatch(approval, "it takes `confirmed: true|false`");
 		if (approval.method === "select" && !approval.options?.includes(answer.value)) {
-			throw mismatch(approval, `value must be one of: ${JSON.stringify(approval.options ?? [])}`);
+			throw mismatch(approval, `value must be one of ${JSON.stringify(approval.options ?? [])}`);
 		}
-		return this.#settle(approval, "answered", { value: answer.value }, by);
+		return this.#settle(approval, "answered", { value: answer.value }, who);
 	}
 
-	/** Gateway-side dismissal (run aborted, policy timeout); pi is told so the extension unblocks. */
-	cancel(id: string, by: string): void {
-		const approval = this.#items.get(id);
-		if (approval?.status === "pending") this.#settle(approval, "cancelled", { cancelled: true }, by);
-	}
-
+	/** Dismisses every pending dialog and tells pi, so the extensions waiting on them go on. */
 	cancelAll(by: string): void {
-		for (const approval of this.#items.values()) this.cancel(approval.id, by);
+		for (const approval of this.#items.values()) {
+			if (approval.status === "pending") this.#settle(approval, "cancelled", null, by);
+		}
 	}
 
 	/** pi is gone: nothing to tell it, but every pending dialog is over. */
 	abandonAll(): void {
 		for (const approval of this.#items.values()) {
-			if (approval.status === "pending") this.#settle(approval, "cancelled", null, "gateway", false);
+			if (approval.status === "pending") this.#settle(approval, "cancelled", null, resolvers.exit, false);
 		}
-	}
-
-	#arm(id: string, ms: number, fire: () => void): void {
-		const timer = setTimeout(fire, ms);
-		timer.unref();
-		this.#timers.set(id, timer);
 	}
 
 	#settle(
 		approval: Approval,
-		status: Approval["status"],
+		status: Exclude<Approval["status"], "pending">,
 		answer: Approval["answer"],
 		by: string,
-		tellPi = status !== "expired",
+		tellPi = true,
 	): Approval {
 		clearTimeout(this.#timers.get(approval.id));
 		this.#timers.delete(approval.id);
@@ -171,12 +209,41 @@ export class Approvals {
 		approval.resolvedAt = new Date().toISOString();
 		approval.resolvedBy = by;
 		this.#pending--;
-		const response = tellPi && answer ? { type: "extension_ui_response", id: approval.id, ...answer } : undefined;
+		// Unanswered ones are dismissed: pi then resolves the dialog to its default, as on its own timeout.
+		const response = tellPi
+			? { type: "extension_ui_response", id: approval.id, ...(answer ?? { cancelled: true }) }
+			: undefined;
 		this.#events.resolved(approval, response);
 		return approval;
+	}
+
+	#prune(): void {
+		let excess = this.#items.size - this.#pending - keepSettled;
+		for (const [id, approval] of this.#items) {
+			if (excess <= 0) return;
+			if (approval.status === "pending") continue;
+			this.#items.delete(id);
+			excess--;
+		}
 	}
 }
 
 function mismatch(approval: Approval, detail: string): ApiError {
 	return new ApiError(422, "approval_answer_mismatch", `This is a ${approval.method} dialog: ${detail}`);
+}
+
+/** One page of approvals in creation order: those after `cursor`, at most `limit`. */
+export function pageOf(
+	approvals: Approval[],
+	cursor: number,
+	limit: number,
+): { approvals: Approval[]; nextCursor: string; hasMore: boolean } {
+	const after = approvals.filter((a) => approvalSeq(a) > cursor).sort((a, b) => approvalSeq(a) - approvalSeq(b));
+	const page = after.slice(0, limit);
+	const last = page.at(-1);
+	return {
+		approvals: page,
+		nextCursor: String(last ? approvalSeq(last) : cursor),
+		hasMore: after.length > limit,
+	};
 }

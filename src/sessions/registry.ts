@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import { EventEmitter } from "node:events";
 import { mkdirSync } from "node:fs";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
@@ -17,13 +16,11 @@ export class SessionRegistry {
 	readonly #logger: Logger;
 	readonly #sessions = new Map<string, Session>();
 	readonly #hub = new Set<HubListener>();
-	readonly #approvalsOpened = new EventEmitter();
 	#closing = false;
 
 	constructor(config: Config, logger: Logger) {
 		this.#config = config;
 		this.#logger = logger;
-		this.#approvalsOpened.setMaxListeners(0);
 		mkdirSync(config.dataDir, { recursive: true });
 	}
 
@@ -74,7 +71,6 @@ export class SessionRegistry {
 		this.#sessions.set(id, session);
 		session.log.subscribe((event) => {
 			for (const listener of this.#hub) listener(id, event);
-			if (event.type === "approval_requested") this.#approvalsOpened.emit("opened");
 		});
 		try {
 			await session.start();
@@ -106,25 +102,9 @@ export class SessionRegistry {
 		return () => this.#hub.delete(listener);
 	}
 
+	/** Every session's approvals (each session's oldest first; pageOf orders them across sessions). */
 	approvals(status?: Approval["status"]): Approval[] {
-		return this.list()
-			.flatMap((s) => s.approvals.list(status))
-			.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
-	}
-
-	/** Resolves when a new approval opens or after `ms`, whichever is first (long-poll inbox). */
-	waitForApproval(ms: number, signal?: AbortSignal): Promise<void> {
-		return new Promise((resolve) => {
-			const done = () => {
-				clearTimeout(timer);
-				this.#approvalsOpened.off("opened", done);
-				signal?.removeEventListener("abort", done);
-				resolve();
-			};
-			const timer = setTimeout(done, ms);
-			this.#approvalsOpened.on("opened", done);
-			signal?.addEventListener("abort", done);
-		});
+		return this.list().flatMap((s) => s.approvals.list(status));
 	}
 
 	/** Stops every child (stdin end → SIGTERM → SIGKILL) and refuses new sessions. */

@@ -5,7 +5,7 @@ import { ApiError } from "../http/problem.ts";
 import { type ExitInfo, PiProcess } from "../pi/child.ts";
 import { encodeLine } from "../pi/jsonl.ts";
 import { commandKind, type PiCommand, type PiResponse, type UiRequest } from "../pi/protocol.ts";
-import { Approvals } from "./approvals.ts";
+import { Approvals, resolvers } from "./approvals.ts";
 import { EventLog } from "./event-log.ts";
 import { applyUiRequest, emptyUiState, fireAndForgetMethods, type UiState } from "./ui-state.ts";
 
@@ -192,9 +192,10 @@ export class Session {
 		this.lastActivityAt = Date.now();
 		const timeout = this.#init.limits.commandTimeoutMs;
 		if (command.type === "abort") {
-			// Send abort first so the run is marked aborted, then release any dialog that holds it.
+			// pi's abort waits for the run to end, and a run blocked in a dialog only ends once the
+			// dialog is answered: send abort first (so the run counts as aborted), then dismiss them.
 			const answered = this.#dispatch(command, timeout);
-			this.approvals.cancelAll("gateway");
+			this.approvals.cancelAll(resolvers.abort);
 			return answered;
 		}
 		if (commandKind(command.type) !== "queued") return this.#dispatch(command, timeout);
@@ -360,10 +361,6 @@ export class Session {
 	#setRunning(running: boolean): void {
 		if (this.#running === running) return;
 		this.#running = running;
-		if (!running) {
-			// A settled run no longer waits on its dialogs: pi abandoned them.
-			this.approvals.cancelAll("gateway");
-		}
 		this.#updateStatus();
 	}
 

@@ -25,9 +25,19 @@ export const fireAndForgetMethods: ReadonlySet<string> = new Set([
 	"set_editor_text",
 ]);
 
+type Level = UiState["notifications"][number]["level"];
+const levels: ReadonlySet<string> = new Set<Level>(["info", "warning", "error"]);
+
 /** The latest state of an extension's fire-and-forget UI calls, as a client would render it. */
 export function emptyUiState(): UiState {
-	return { title: null, statuses: {}, widgets: {}, editorText: null, notifications: [] };
+	// Null-prototype maps: a key such as "__proto__" is just another key.
+	return {
+		title: null,
+		statuses: Object.create(null),
+		widgets: Object.create(null),
+		editorText: null,
+		notifications: [],
+	};
 }
 
 export function applyUiRequest(state: UiState, request: UiRequest, maxNotifications: number): void {
@@ -35,23 +45,24 @@ export function applyUiRequest(state: UiState, request: UiRequest, maxNotificati
 		case "notify":
 			state.notifications.push({
 				message: request.message ?? "",
-				level: request.notifyType ?? "info",
+				// pi passes the extension's value through unchecked; anything unknown renders as info.
+				level: levels.has(request.notifyType as string) ? (request.notifyType as Level) : "info",
 				at: new Date().toISOString(),
 			});
 			if (state.notifications.length > maxNotifications) state.notifications.shift();
 			return;
 		case "setStatus":
 			if (!request.statusKey) return;
-			if (request.statusText === undefined) delete state.statuses[request.statusKey];
-			else state.statuses[request.statusKey] = request.statusText;
+			if (request.statusText == null) delete state.statuses[request.statusKey];
+			else state.statuses[request.statusKey] = String(request.statusText);
 			return;
 		case "setWidget":
 			if (!request.widgetKey) return;
-			if (request.widgetLines === undefined) delete state.widgets[request.widgetKey];
+			if (!Array.isArray(request.widgetLines)) delete state.widgets[request.widgetKey];
 			else
 				state.widgets[request.widgetKey] = {
-					lines: request.widgetLines,
-					placement: request.widgetPlacement ?? "aboveEditor",
+					lines: request.widgetLines.map(String),
+					placement: request.widgetPlacement === "belowEditor" ? "belowEditor" : "aboveEditor",
 				};
 			return;
 		case "setTitle":

@@ -1,3 +1,5 @@
+import { pageOf } from "../../../sessions/approvals.ts";
+import type { SessionRegistry } from "../../../sessions/registry.ts";
 import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
 import { answerApproval, getApproval, getUi, inbox, sessionApprovals } from "./approvals.routes.ts";
@@ -6,17 +8,18 @@ export function approvalsRouter({ registry }: Deps) {
 	return createRouter()
 		.openapi(inbox, async (c) => {
 			const { status, limit, cursor, wait } = c.req.valid("query");
-			const start = Number(cursor ?? 0);
-			const page = () => registry.approvals(status).slice(start, start + limit);
-			if (wait && page().length === 0) await registry.waitForApproval(wait * 1000, c.req.raw.signal);
-			const all = registry.approvals(status);
-			const approvals = all.slice(start, start + limit);
-			const nextCursor = start + limit < all.length ? String(start + limit) : null;
-			return c.json({ approvals, nextCursor }, 200);
+			const page = () => pageOf(registry.approvals(status), Number(cursor ?? 0), limit);
+			let result = page();
+			if (wait && result.approvals.length === 0) {
+				await approvalChange(registry, wait * 1000, c.req.raw.signal, () => page().approvals.length > 0);
+				result = page();
+			}
+			return c.json(result, 200);
 		})
 		.openapi(sessionApprovals, (c) => {
+			const { status, limit, cursor } = c.req.valid("query");
 			const session = registry.get(c.req.valid("param").id);
-			return c.json({ approvals: session.approvals.list(c.req.valid("query").status), nextCursor: null }, 200);
+			return c.json(pageOf(session.approvals.list(status), Number(cursor ?? 0), limit), 200);
 		})
 		.openapi(getApproval, (c) => {
 			const { id, approvalId } = c.req.valid("param");
@@ -27,4 +30,21 @@ export function approvalsRouter({ registry }: Deps) {
 			return c.json(registry.get(id).approvals.answer(approvalId, c.req.valid("json")), 200);
 		})
 		.openapi(getUi, (c) => c.json(registry.get(c.req.valid("param").id).ui, 200));
+}
+
+/** Resolves once an approval opens or settles anywhere and `ready()` holds, after `ms`, or on abort. */
+function approvalChange(registry: SessionRegistry, ms: number, signal: AbortSignal, ready: () => boolean) {
+	return new Promise<void>((resolve) => {
+		const done = () => {
+			clearTimeout(timer);
+			unsubscribe();
+			signal.removeEventListener("abort", done);
+			resolve();
+		};
+		const timer = setTimeout(done, ms);
+		const unsubscribe = registry.subscribeAll((_sessionId, event) => {
+			if ((event.type === "approval_requested" || event.type === "approval_resolved") && ready()) done();
+		});
+		signal.addEventListener("abort", done);
+	});
 }

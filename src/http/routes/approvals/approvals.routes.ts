@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { Approval, ApprovalAnswer, ApprovalStatus } from "../../../sessions/approvals.ts";
 import { UiState } from "../../../sessions/ui-state.ts";
 import { json, problems } from "../../openapi.ts";
+import { Problem } from "../../problem.ts";
 import { SessionParams } from "../sessions/sessions.routes.ts";
 
 const ApprovalParams = SessionParams.extend({
@@ -11,9 +12,23 @@ const ApprovalParams = SessionParams.extend({
 const ApprovalList = z
 	.object({
 		approvals: z.array(Approval),
-		nextCursor: z.string().nullable().openapi({ description: "Pass as `cursor` for the next page; null on the last" }),
+		nextCursor: z.string().openapi({
+			description:
+				"Position after the last approval of this page: pass it as `cursor` for the next page, or with `wait` to long-poll for newer approvals",
+		}),
+		hasMore: z.boolean().openapi({ description: "More approvals already lie beyond `nextCursor`" }),
 	})
 	.openapi("ApprovalList");
+
+const PageQuery = z.object({
+	status: ApprovalStatus.optional(),
+	limit: z.coerce.number().int().min(1).max(500).default(100),
+	cursor: z
+		.string()
+		.regex(/^\d+$/, "a nextCursor from an earlier page")
+		.optional()
+		.openapi({ description: "`nextCursor` of an earlier page: only approvals created after it" }),
+});
 
 export const inbox = createRoute({
 	operationId: "approvals.inbox",
@@ -21,17 +36,16 @@ export const inbox = createRoute({
 	path: "/v1/approvals",
 	tags: ["approvals"],
 	summary: "Approvals across all sessions, oldest first (the inbox)",
+	description:
+		"`?status=pending` is the list of dialogs waiting for someone. With `wait=N` an empty page is held up to N seconds and answered as soon as a matching approval appears (long-poll for clients without SSE).",
 	request: {
-		query: z.object({
-			status: ApprovalStatus.optional(),
-			limit: z.coerce.number().int().min(1).max(500).default(100),
-			cursor: z.string().regex(/^\d+$/).optional(),
+		query: PageQuery.extend({
 			wait: z.coerce
 				.number()
 				.min(0)
 				.max(300)
 				.optional()
-				.openapi({ description: "Seconds to long-poll while the page would be empty" }),
+				.openapi({ description: "Seconds to wait while the page would be empty" }),
 		}),
 	},
 	responses: { 200: json(ApprovalList, "A page of approvals"), ...problems(400, 401) },
@@ -43,8 +57,8 @@ export const sessionApprovals = createRoute({
 	path: "/v1/sessions/{id}/approvals",
 	tags: ["approvals"],
 	summary: "The session's approvals, oldest first",
-	request: { params: SessionParams, query: z.object({ status: ApprovalStatus.optional() }) },
-	responses: { 200: json(ApprovalList, "The session's approvals"), ...problems(400, 401, 404) },
+	request: { params: SessionParams, query: PageQuery },
+	responses: { 200: json(ApprovalList, "A page of the session's approvals"), ...problems(400, 401, 404) },
 });
 
 export const getApproval = createRoute({
@@ -69,7 +83,10 @@ export const answerApproval = createRoute({
 	},
 	responses: {
 		200: json(Approval, "The resolved approval"),
-		...problems(400, 401, 404, 409, 410, 422),
+		...problems(400, 401, 404),
+		409: problem("Another answer won: the approval was already answered"),
+		410: problem("Nobody can answer it any more: pi's timeout ran out, the run was aborted or pi exited"),
+		422: problem("The answer does not fit the dialog: `confirmed` for confirm, one of the options for select"),
 	},
 });
 
@@ -82,3 +99,7 @@ export const getUi = createRoute({
 	request: { params: SessionParams },
 	responses: { 200: json(UiState, "The UI state"), ...problems(401, 404) },
 });
+
+function problem(description: string) {
+	return { description, content: { "application/problem+json": { schema: Problem } } };
+}
