@@ -86,7 +86,10 @@ export async function readSse(
 }
 
 /** Reads a child's stdout as any pi client must: split on LF, JSON.parse each line. */
-export function readPipe(child: ChildProcess, onRecord: (record: any, line: string) => boolean | undefined): Promise<number> {
+export function readPipe(
+	child: ChildProcess,
+	onRecord: (record: any, line: string) => boolean | undefined,
+): Promise<number> {
 	return new Promise((resolve) => {
 		let buffer = "";
 		let bytes = 0;

@@ -11,7 +11,10 @@ import { api, type GatewayProcess, now, percentile, procStats, readPipe, readSse
 
 const ms = (ns: bigint) => Number(ns) / 1e6;
 
-async function timeToFirstDelta(gateway: GatewayProcess, id: string): Promise<{ firstDeltaMs: number; totalMs: number }> {
+async function timeToFirstDelta(
+	gateway: GatewayProcess,
+	id: string,
+): Promise<{ firstDeltaMs: number; totalMs: number }> {
 	const started = now();
 	let first = 0n;
 	const res = await fetch(`${gateway.url}/v1/sessions/${id}/prompt`, {
@@ -51,13 +54,18 @@ export async function scale(gateway: GatewayProcess, sessions: number) {
 	const before = procStats(gateway.pid);
 	const t0 = now();
 	const ids: string[] = await Promise.all(
-		Array.from({ length: sessions }, async () => (await api(`${gateway.url}/v1/sessions`, "POST", { persist: false })).id),
+		Array.from(
+			{ length: sessions },
+			async () => (await api(`${gateway.url}/v1/sessions`, "POST", { persist: false })).id,
+		),
 	);
 	const started = ms(now() - t0);
 	const idle = procStats(gateway.pid);
 	const runs = await Promise.all(
 		ids.map((id) =>
-			api(`${gateway.url}/v1/sessions/${id}/prompt?wait=true`, "POST", { message: "count: 200" }).then((r) => r.text.length),
+			api(`${gateway.url}/v1/sessions/${id}/prompt?wait=true`, "POST", { message: "count: 200" }).then(
+				(r) => r.text.length,
+			),
 		),
 	);
 	const total = ms(now() - t0);
@@ -80,7 +88,18 @@ async function directRun(deltas: number) {
 	const agentDir = mkdtempSync(join(tmpdir(), "pi-bench-agent-"));
 	const child = spawn(
 		process.execPath,
-		[bundledPiCli(), "--mode", "rpc", "--no-session", "-e", demoExtensionPath, "--provider", "pi-gateway-demo", "--model", "demo"],
+		[
+			bundledPiCli(),
+			"--mode",
+			"rpc",
+			"--no-session",
+			"-e",
+			demoExtensionPath,
+			"--provider",
+			"pi-gateway-demo",
+			"--model",
+			"demo",
+		],
 		{ stdio: ["pipe", "pipe", "ignore"], env: { ...process.env, PI_OFFLINE: "1", PI_CODING_AGENT_DIR: agentDir } },
 	);
 	const ready = readPipe(child, (r) => r.type === "response");
@@ -89,7 +108,8 @@ async function directRun(deltas: number) {
 	const t0 = now();
 	let text = "";
 	const done = readPipe(child, (r) => {
-		if (r.type === "message_update" && r.assistantMessageEvent?.type === "text_delta") text += r.assistantMessageEvent.delta;
+		if (r.type === "message_update" && r.assistantMessageEvent?.type === "text_delta")
+			text += r.assistantMessageEvent.delta;
 		return r.type === "agent_settled";
 	});
 	child.stdin?.write(`${JSON.stringify({ id: "1", type: "prompt", message: `count: ${deltas}` })}\n`);

@@ -18,7 +18,12 @@ console.log(
 	`\n${new Date().toISOString()} · node ${process.version} · ${cpus().length} × ${cpus()[0]?.model ?? "cpu"} · ${Math.round(totalmem() / 2 ** 30)} GiB · \`npm run bench${smoke ? " -- --smoke" : ""}\``,
 );
 
-const stubGateway = await startGatewayProcess(["--pi-command", `${process.execPath} ${stubPi}`, "--max-sessions", "500"]);
+const stubGateway = await startGatewayProcess([
+	"--pi-command",
+	`${process.execPath} ${stubPi}`,
+	"--max-sessions",
+	"500",
+]);
 try {
 	if (want("latency")) {
 		const rows = await latency(stubGateway, smoke ? [1000] : [1000, 10000], (rate) => (smoke ? 200 : rate * 5));
@@ -36,7 +41,12 @@ try {
 	await stubGateway.stop();
 }
 
-const piGateway = await startGatewayProcess(["--max-sessions", "500", "--data-dir", mkdtempSync(join(tmpdir(), "pi-bench-data-"))]);
+const piGateway = await startGatewayProcess([
+	"--max-sessions",
+	"500",
+	"--data-dir",
+	mkdtempSync(join(tmpdir(), "pi-bench-data-")),
+]);
 try {
 	if (want("start")) {
 		const rows = [await sessionStart(piGateway, smoke ? 2 : 10)];

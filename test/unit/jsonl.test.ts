@@ -26,7 +26,12 @@ describe("JsonlDecoder", () => {
 	it("keeps a multi-byte character split across chunks", () => {
 		const bytes = Buffer.from('{"t":"héllo 🚀 漢字"}\n');
 		const emoji = bytes.indexOf(0xf0);
-		const chunks = [bytes.subarray(0, 8), bytes.subarray(8, emoji + 2), bytes.subarray(emoji + 2, emoji + 3), bytes.subarray(emoji + 3)];
+		const chunks = [
+			bytes.subarray(0, 8),
+			bytes.subarray(8, emoji + 2),
+			bytes.subarray(emoji + 2, emoji + 3),
+			bytes.subarray(emoji + 3),
+		];
 		const { lines } = decode(chunks);
 		expect(lines).toEqual(['{"t":"héllo 🚀 漢字"}']);
 	});
@@ -45,7 +50,10 @@ describe("JsonlDecoder", () => {
 
 	it("drops a line over the cap, reports it, and goes on with the next", () => {
 		const big = `{"big":"${"y".repeat(2000)}"}`;
-		const { lines, overflows } = decode([Buffer.from(`${big.slice(0, 1500)}`), Buffer.from(`${big.slice(1500)}\n{"ok":1}\n`)], 1024);
+		const { lines, overflows } = decode(
+			[Buffer.from(`${big.slice(0, 1500)}`), Buffer.from(`${big.slice(1500)}\n{"ok":1}\n`)],
+			1024,
+		);
 		expect(lines).toEqual(['{"ok":1}']);
 		expect(overflows).toEqual([big.length]);
 	});

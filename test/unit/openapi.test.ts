@@ -30,14 +30,19 @@ describe("openapi.yaml", () => {
 			expect(op.operationId, `${method} ${path}`).toMatch(/^[a-z]+\.[a-zA-Z]+$/);
 			expect(op.summary, `${method} ${path}`).toBeTruthy();
 			const errors = Object.entries(op.responses).filter(([status]) => Number(status) >= 400);
-			for (const [, response] of errors) expect(Object.keys((response as any).content)).toEqual(["application/problem+json"]);
+			for (const [, response] of errors)
+				expect(Object.keys((response as any).content)).toEqual(["application/problem+json"]);
 		}
 	});
 
 	it("has an operation for every one of pi's 33 RPC commands", () => {
 		expect(commandTypes).toHaveLength(33);
 		const described = operations.map((o) => `${o.op.description ?? ""} ${o.op.operationId}`).join("\n");
-		const byPath: Record<string, string> = { prompt: "sessions.prompt", steer: "sessions.steer", follow_up: "sessions.followUp" };
+		const byPath: Record<string, string> = {
+			prompt: "sessions.prompt",
+			steer: "sessions.steer",
+			follow_up: "sessions.followUp",
+		};
 		for (const type of commandTypes) {
 			const found = byPath[type] ? described.includes(byPath[type]) : described.includes(`\`${type}\``);
 			expect(found, type).toBe(true);

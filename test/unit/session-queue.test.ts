@@ -45,7 +45,9 @@ describe("the per-session queue", () => {
 		const responses = await Promise.all(names.map((name) => session.request({ type: "set_session_name", name })));
 		expect(responses.map((r) => (r.data as { name: string }).name)).toEqual(names);
 		// Each reached pi only after the previous one was answered.
-		expect(responses.map((r) => (r.data as { unansweredOnArrival: number }).unansweredOnArrival)).toEqual([0, 0, 0, 0, 0]);
+		expect(responses.map((r) => (r.data as { unansweredOnArrival: number }).unansweredOnArrival)).toEqual([
+			0, 0, 0, 0, 0,
+		]);
 		const ids = responses.map((r) => r.id);
 		expect(new Set(ids).size).toBe(5);
 		expect(ids.every((id) => /^gw_[0-9a-z]+$/.test(id as string))).toBe(true);
