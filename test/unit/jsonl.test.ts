@@ -6,7 +6,11 @@ function decode(chunks: (Buffer | string)[], max = 1024) {
 	const overflows: number[] = [];
 	const decoder = new JsonlDecoder(max, { onLine: (l) => lines.push(l), onOverflow: (n) => overflows.push(n) });
 	for (const chunk of chunks) decoder.push(chunk);
-	return { lines, overflows, end: () => (decoder.end(), { lines, overflows }) };
+	const end = () => {
+		decoder.end();
+		return { lines, overflows };
+	};
+	return { lines, overflows, end };
 }
 
 describe("JsonlDecoder", () => {
