@@ -11,8 +11,9 @@ import { parse } from "yaml";
  */
 
 // ajv-formats is CommonJS: under Node's ESM loader its default export is the module object.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ??
-	addFormatsModule) as typeof addFormatsModule;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+	ajv: Ajv2020,
+) => Ajv2020;
 
 export const specPath = resolve(import.meta.dirname, "../../openapi.yaml");
 
