@@ -1,6 +1,8 @@
+import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { OpenApiValidator } from "../helpers/openapi-validate.ts";
+import { collect, type Frame, readFrames } from "../helpers/sse.ts";
 
 // The checker that test/helpers/gateway.ts runs on every answer: first that it catches lies,
 // then the system routes no other e2e file calls, checked live.
@@ -90,6 +92,15 @@ describe("the response checker", () => {
 		expect(v.check("GET", "/v1/sessions/ses_1/state", 200, json, state)).toEqual([]);
 	});
 
+	it("checks SSE frames against their event schema", () => {
+		expect(v.checkEvent("agent_settled", { type: "agent_settled", aborted: false })).toEqual([]);
+		expect(v.checkEvent("agent_settled", { type: "agent_settled" })).toHaveLength(1);
+		expect(v.checkEvent("agent_settled", { type: "agent_end", aborted: false })).toEqual([
+			'event agent_settled: body/type must be equal to one of the allowed values {"allowedValues":["agent_settled"]}',
+		]);
+		expect(v.checkEvent("made_up", { type: "made_up" })).toEqual(["event made_up: not documented in openapi.yaml"]);
+	});
+
 	it("holds routes outside the spec to problem+json for errors only", () => {
 		expect(v.check("GET", "/nowhere", 404, "application/problem+json", problem)).toEqual([]);
 		expect(v.check("GET", "/nowhere", 404, "application/problem+json", { detail: "d" })).toHaveLength(4);
@@ -114,5 +125,51 @@ describe("system routes, live", () => {
 		expect((await gw.api("/v1/approvals?limit=0")).status).toBe(400);
 		expect((await gw.api("/v1/nowhere")).status).toBe(404);
 		expect((await gw.api("/v1/info", { headers: { authorization: "Bearer wrong" } })).status).toBe(401);
+	});
+});
+
+describe("event streams, live", () => {
+	let gw: TestGateway;
+	const gate = join(resolve(import.meta.dirname, "../.."), "examples/fixtures/confirm-gate.ts");
+	beforeAll(async () => {
+		gw = await startTestGateway({ extensions: { gate } });
+	});
+	afterAll(() => gw?.stop());
+
+	const stream = (path: string, init: RequestInit = {}) =>
+		fetch(gw.url + path, {
+			...init,
+			headers: { accept: "text/event-stream", "content-type": "application/json", ...init.headers },
+		});
+
+	it("every frame of runs, approvals, failures and an exit fits its documented event", async () => {
+		const id = await gw.session({ extensions: ["gate"] });
+		const whole = collect(await stream(`/v1/sessions/${id}/events?after=0`));
+		const frames: Frame[] = [];
+		const run = await stream(`/v1/sessions/${id}/prompt`, {
+			method: "POST",
+			body: JSON.stringify({ message: "bash: rm -rf ./nothing && echo gone" }),
+		});
+		for await (const frame of readFrames(run)) {
+			frames.push(frame);
+			if (frame.event === "approval_requested") {
+				const answer = { confirmed: true };
+				const path = `/v1/sessions/${id}/approvals/${frame.json.approval.id}`;
+				expect((await gw.api(path, { method: "POST", json: answer })).status).toBe(200);
+			}
+		}
+		const prompt = (message: string) =>
+			stream(`/v1/sessions/${id}/prompt`, { method: "POST", body: JSON.stringify({ message }) });
+		frames.push(...(await collect(await prompt("count: 3"))), ...(await collect(await prompt("fail: on purpose"))));
+		expect((await gw.api(`/v1/sessions/${id}/bash`, { method: "POST", json: { command: "echo hi" } })).status).toBe(
+			200,
+		);
+		expect((await gw.api(`/v1/sessions/${id}`, { method: "DELETE" })).status).toBe(204);
+		frames.push(...(await whole));
+
+		const seen = new Set(frames.map((f) => f.event));
+		for (const type of ["stream_open", "approval_requested", "approval_resolved", "session_exit", "agent_settled"])
+			expect(seen, type).toContain(type);
+		expect(frames.flatMap((f) => v.checkEvent(f.event, f.json))).toEqual([]);
 	});
 });

@@ -109,6 +109,16 @@ export class OpenApiValidator {
 		);
 	}
 
+	/** An SSE frame: its `event:` must be documented (components/schemas/Event_<type>) and its data must fit. */
+	checkEvent(event: string | undefined, data: unknown): string[] {
+		const where = `event ${event}`;
+		if (!event) return ["an SSE frame without an event: field"];
+		const components = (this.spec as { components?: { schemas?: Record<string, unknown> } }).components;
+		if (!components?.schemas?.[`Event_${event}`]) return [`${where}: not documented in openapi.yaml`];
+		// Each Event_<type> pins `type` to its name, so data of another type fails here too.
+		return this.#validate(`#/components/schemas/Event_${event}`, data, where);
+	}
+
 	#validate(ref: string, body: unknown, where: string): string[] {
 		let validate = this.#compiled.get(ref);
 		if (!validate) {
