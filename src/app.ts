@@ -6,6 +6,7 @@ import { stringify } from "yaml";
 import { ZodError } from "zod";
 import type { Config } from "./config.ts";
 import type { Deps } from "./http/deps.ts";
+import { instrument } from "./http/metrics.ts";
 import { accessLog, bearerAuth, hostCheck, requestId } from "./http/middleware.ts";
 import { createRouter, invalid } from "./http/openapi.ts";
 import { ApiError } from "./http/problem.ts";
@@ -16,10 +17,14 @@ import { StreamEvent } from "./http/routes/events/event-schemas.ts";
 import { eventsRouter } from "./http/routes/events/events.index.ts";
 import { runsRouter } from "./http/routes/runs/runs.index.ts";
 import { sessionsRouter } from "./http/routes/sessions/sessions.index.ts";
+import { docsPaths, docsRouter } from "./http/routes/system/docs.index.ts";
+import { metricsRouter } from "./http/routes/system/metrics.index.ts";
 import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.ts";
+import { Metrics } from "./metrics.ts";
 import type { SessionRegistry } from "./sessions/registry.ts";
 
-const openPaths = new Set(["/healthz", "/readyz"]);
+// The API description and its docs page are public (they ship in the package); the API is not.
+const openPaths = new Set(["/healthz", "/readyz", "/openapi.json", "/openapi.yaml", ...docsPaths]);
 
 export function openApiDocument(app: ReturnType<typeof createRouter>) {
 	app.openAPIRegistry.register("StreamEvent", StreamEvent);
@@ -46,11 +51,17 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
 }
 
 /** Builds the whole HTTP app; listening is main.ts's job, so tests can drive it directly. */
-export function createApp(config: Config, registry: SessionRegistry, logger: Logger) {
+export function createApp(
+	config: Config,
+	registry: SessionRegistry,
+	logger: Logger,
+	metrics: Metrics = new Metrics(registry),
+) {
 	const deps: Deps = { config, registry, logger };
 	const app = createRouter();
 	app.use(requestId());
 	app.use(accessLog(logger));
+	app.use(instrument(metrics));
 	app.use(hostCheck([...config.allowedHosts, config.host]));
 	if (config.corsOrigins.length > 0)
 		app.use(cors({ origin: config.corsOrigins, exposeHeaders: ["Location", "X-Request-Id"] }));
@@ -65,6 +76,8 @@ export function createApp(config: Config, registry: SessionRegistry, logger: Log
 	);
 
 	app.route("/", systemRouter(deps));
+	app.route("/", metricsRouter(metrics));
+	app.route("/", docsRouter());
 	app.route("/", sessionsRouter(deps));
 	app.route("/", runsRouter(deps));
 	app.route("/", commandsRouter(deps));

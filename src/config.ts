@@ -50,7 +50,10 @@ export const ConfigSchema = z.object({
 	approvalTimeoutMs: int(0).default(0).describe("Cancel unanswered dialogs after this long (0: never)"),
 	maxNotifications: int(1).default(50).describe("Notifications kept per session in its UI state"),
 	waitTimeoutMs: int(1).default(300_000).describe("Longest wait mode (Prefer: wait) before 202"),
-	logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+	logLevel: z
+		.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
+		.default("info")
+		.describe("Log level: fatal, error, warn, info, debug, trace or silent (JSON lines on stdout)"),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
@@ -60,6 +63,11 @@ export function parseConfig(input: ConfigInput): Config {
 	const config = ConfigSchema.parse(input);
 	config.workspaceRoot = resolve(config.workspaceRoot);
 	config.dataDir = resolve(config.dataDir);
+	// pi resolves an -e path against the session's cwd: pin relative paths to the gateway's own cwd
+	// (sources with a scheme, like builtin:mcp or npm:pkg, pass as they are).
+	for (const [name, path] of Object.entries(config.extensions)) {
+		if (!/^[a-z][\w+.-]*:/i.test(path)) config.extensions[name] = resolve(path);
+	}
 	// The demo model is the default so a fresh install does something real without an API key.
 	if (!config.provider && !config.model) config.demo = true;
 	return config;

@@ -16,7 +16,8 @@ function help(): string {
 		const schema = shape[key];
 		const fallback = (() => {
 			try {
-				return JSON.stringify(schema.parse(undefined));
+				const value = schema.parse(undefined);
+				return value === undefined ? "none" : JSON.stringify(value);
 			} catch {
 				return "none";
 			}
@@ -31,9 +32,10 @@ function help(): string {
 		"",
 		...lines,
 		`  ${"--extension <name=path>".padEnd(34)} Same as --extensions; repeatable`,
-		`  ${"--help".padEnd(34)} This text`,
+		`  ${"-h, --help".padEnd(34)} This text`,
 		"",
-		"Lists (allowed hosts, CORS origins) are comma-separated; --pi-command splits on spaces.",
+		"Lists (allowed hosts, CORS origins, extensions) are comma-separated; --pi-command splits on spaces.",
+		"Relative extension paths are resolved against the current directory.",
 		"With no --provider/--model the offline demo model is used.",
 	].join("\n");
 }

@@ -3,13 +3,17 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { ConfigInput } from "../../src/config.ts";
 import { type Gateway, startGateway } from "../../src/server.ts";
+import { assertConforms } from "./openapi-validate.ts";
 
 export const fixtures = resolve(import.meta.dirname, "../fixtures");
 
 export interface TestGateway extends Gateway {
 	root: string;
 	workspace: string;
-	/** fetch against the gateway with JSON in and out; the raw Response too. */
+	/**
+	 * fetch against the gateway with JSON in and out; the raw Response too. Every answer is
+	 * checked against openapi.yaml (status, content type, JSON body): a lying spec fails the test.
+	 */
 	api<T = any>(
 		path: string,
 		init?: RequestInit & { json?: unknown },
@@ -49,6 +53,7 @@ export async function startTestGateway(overrides: Partial<ConfigInput> = {}): Pr
 		try {
 			parsed = text ? JSON.parse(text) : undefined;
 		} catch {}
+		assertConforms(init.method ?? "GET", path, res.status, res.headers.get("content-type"), parsed);
 		return { status: res.status, body: parsed as never, res };
 	};
 	return {

@@ -25,7 +25,8 @@ function routeOf(spec: CommandSpec): RouteConfig {
 		summary: spec.summary,
 		description: `Sends pi's \`${spec.type}\` command.`,
 		request,
-		responses: { ...ok, ...problems(...commandProblems) },
+		// A command that names a path answers 403 when the path lies outside the gateway's roots.
+		responses: { ...ok, ...problems(...commandProblems, ...(spec.confine ? [403] : [])) },
 	});
 }
 

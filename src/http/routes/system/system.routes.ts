@@ -43,3 +43,24 @@ export const info = createRoute({
 	summary: "Versions, limits and the extension allow-list",
 	responses: { 200: json(Info, "About this gateway"), ...problems(401) },
 });
+
+export const metrics = createRoute({
+	operationId: "system.metrics",
+	method: "get",
+	path: "/metrics",
+	tags: ["system"],
+	summary: "Prometheus metrics: sessions, pi processes, commands, events, approvals, HTTP, process",
+	description:
+		"The Prometheus text exposition format (`text/plain; version=0.0.4`). Series are prefixed `pi_gateway_`, besides prom-client's standard `process_*` and `nodejs_*`.",
+	responses: {
+		200: {
+			description: "The metrics",
+			content: {
+				"text/plain": {
+					schema: z.string().openapi({ example: 'pi_gateway_sessions{status="idle"} 1' }),
+				},
+			},
+		},
+		...problems(401),
+	},
+});

@@ -1,0 +1,9 @@
+import type { Metrics } from "../../../metrics.ts";
+import { createRouter } from "../../openapi.ts";
+import { metrics as metricsRoute } from "./system.routes.ts";
+
+export function metricsRouter(metrics: Metrics) {
+	return createRouter().openapi(metricsRoute, async (c) =>
+		c.text(await metrics.text(), 200, { "Content-Type": metrics.contentType }),
+	);
+}

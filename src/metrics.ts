@@ -1,0 +1,165 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { LoggedEvent } from "./sessions/event-log.ts";
+import type { SessionRegistry } from "./sessions/registry.ts";
+import { SessionStatus } from "./sessions/session.ts";
+
+const statuses = SessionStatus.options;
+
+/**
+ * The gateway's Prometheus metrics, in a registry of its own (not prom-client's global one), so a
+ * process can hold several gateways (tests do). Nothing here is on a hot path: state is read from
+ * the session registry at scrape time, counters come from the all-sessions event hub, and commands
+ * and requests are counted by an HTTP middleware (src/http/metrics.ts).
+ */
+export class Metrics {
+	readonly registry = new Registry();
+	readonly commands: Counter<"command" | "outcome">;
+	readonly commandSeconds: Histogram<"command">;
+	readonly httpRequests: Counter<"method" | "route" | "status">;
+	readonly httpSeconds: Histogram<"method" | "route">;
+	#warmPool: () => number = () => 0;
+
+	constructor(sessions: SessionRegistry) {
+		const registers = [this.registry];
+		collectDefaultMetrics({ register: this.registry });
+
+		new Gauge({
+			name: "pi_gateway_sessions",
+			help: "Sessions by status (exited and crashed ones count until they are deleted)",
+			labelNames: ["status"],
+			registers,
+			collect() {
+				const counts = Object.fromEntries(statuses.map((s) => [s, 0]));
+				for (const session of sessions.list()) counts[session.status] = (counts[session.status] ?? 0) + 1;
+				for (const [status, n] of Object.entries(counts)) this.set({ status }, n);
+			},
+		});
+		new Gauge({
+			name: "pi_gateway_pi_processes",
+			help: "Live pi child processes",
+			registers,
+			collect() {
+				this.set(sessions.list().filter((s) => s.isAlive && s.pid !== undefined).length);
+			},
+		});
+		new Gauge({
+			name: "pi_gateway_sse_subscribers",
+			help: "Open event streams on sessions (session streams and streamed runs)",
+			registers,
+			collect() {
+				this.set(sessions.list().reduce((sum, s) => sum + s.sseSubscribers, 0));
+			},
+		});
+		new Gauge({
+			name: "pi_gateway_approvals_pending",
+			help: "Extension dialogs waiting for an answer",
+			registers,
+			collect() {
+				this.set(sessions.approvals("pending").length);
+			},
+		});
+		const warmPool = () => this.#warmPool();
+		new Gauge({
+			name: "pi_gateway_warm_pool_size",
+			help: "Idle pi processes started ahead of demand (0 without a warm pool)",
+			registers,
+			collect() {
+				this.set(warmPool());
+			},
+		});
+
+		const events = new Counter({
+			name: "pi_gateway_events_total",
+			help: "Events appended to session logs and forwarded to subscribers, by type (pi's and the gateway's)",
+			labelNames: ["type"],
+			registers,
+		});
+		const requested = new Counter({
+			name: "pi_gateway_approvals_requested_total",
+			help: "Extension dialogs opened",
+			registers,
+		});
+		const resolved = new Counter({
+			name: "pi_gateway_approvals_resolved_total",
+			help: "Extension dialogs settled, by how: answered, cancelled or expired",
+			labelNames: ["status"],
+			registers,
+		});
+		const exits = new Counter({
+			name: "pi_gateway_pi_exits_total",
+			help: "pi processes that ended, by reason: stopped (asked to), exited (on its own, code 0) or crashed",
+			labelNames: ["reason"],
+			registers,
+		});
+		const crashes = new Counter({
+			name: "pi_gateway_pi_crashes_total",
+			help: "pi processes that crashed (exited non-zero or by a signal the gateway did not send)",
+			registers,
+		});
+		// Known label values start at 0, so rate() and alerts see a series before the first increment.
+		for (const status of ["answered", "cancelled", "expired"]) resolved.inc({ status }, 0);
+		for (const reason of ["stopped", "exited", "crashed"]) exits.inc({ reason }, 0);
+		sessions.subscribeAll((_sessionId, event) => {
+			events.inc({ type: event.type });
+			if (event.type === "approval_requested") requested.inc();
+			else if (event.type === "approval_resolved") {
+				resolved.inc({ status: field(event, "approval", "status") ?? "unknown" });
+			} else if (event.type === "session_exit") {
+				const reason = field(event, "reason") ?? "unknown";
+				exits.inc({ reason });
+				if (reason === "crashed") crashes.inc();
+			}
+		});
+
+		this.commands = new Counter({
+			name: "pi_gateway_commands_total",
+			help: "pi commands sent through the HTTP API, by pi command type and outcome (ok, or the problem code)",
+			labelNames: ["command", "outcome"],
+			registers,
+		});
+		this.commandSeconds = new Histogram({
+			name: "pi_gateway_command_duration_seconds",
+			help: "Time from request to pi's answer (for streamed and 202 runs: acceptance; wait-mode runs are not included)",
+			labelNames: ["command"],
+			buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+			registers,
+		});
+		this.httpRequests = new Counter({
+			name: "pi_gateway_http_requests_total",
+			help: "HTTP requests by method, route template and status",
+			labelNames: ["method", "route", "status"],
+			registers,
+		});
+		this.httpSeconds = new Histogram({
+			name: "pi_gateway_http_request_duration_seconds",
+			help: "Time to the response headers (an event stream counts until it opens)",
+			labelNames: ["method", "route"],
+			buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+			registers,
+		});
+	}
+
+	/** Where the warm-pool gauge reads its size at scrape time (the pool registers itself here). */
+	setWarmPoolSource(size: () => number): void {
+		this.#warmPool = size;
+	}
+
+	get contentType(): string {
+		return this.registry.contentType;
+	}
+
+	text(): Promise<string> {
+		return this.registry.metrics();
+	}
+}
+
+/** A string field of a gateway event's JSON (`approval.status`, `reason`), read only for the few that need it. */
+function field(event: LoggedEvent, ...path: string[]): string | undefined {
+	try {
+		let value: unknown = JSON.parse(event.data);
+		for (const key of path) value = (value as Record<string, unknown> | undefined)?.[key];
+		return typeof value === "string" ? value : undefined;
+	} catch {
+		return undefined;
+	}
+}

@@ -1,0 +1,148 @@
+import { execFile, execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+
+// The examples in examples/ run as their users run them: as processes, against a live gateway
+// with real pi, the demo model and the confirm gate. A spec that lies breaks the typed SDK example
+// (types or runtime); a README that drifts breaks the walkthrough's transcript.
+const run = promisify(execFile);
+const repo = resolve(import.meta.dirname, "../..");
+const examples = join(repo, "examples");
+const gatePath = join(examples, "fixtures/confirm-gate.ts");
+const token = "clients-test-token-0123456789";
+const has = (command: string) => {
+	try {
+		execFileSync("sh", ["-c", `command -v ${command}`], { stdio: "ignore" });
+		return true;
+	} catch {
+		return false;
+	}
+};
+
+let gw: TestGateway;
+beforeAll(async () => {
+	gw = await startTestGateway({ token, extensions: { gate: gatePath } });
+});
+afterAll(() => gw?.stop());
+
+const env = (g: TestGateway) => ({
+	...process.env,
+	// The examples need Node 22 first on PATH, like a user who has it installed.
+	PATH: `${dirname(process.execPath)}:${process.env.PATH}`,
+	PI_GATEWAY_URL: g.url,
+	PI_GATEWAY_TOKEN: token,
+	PI_GATEWAY_GATE: "gate",
+});
+
+/** What both client examples print, for the session id they print first. */
+const clientTranscript = (id: string) =>
+	[
+		`session ${id} is idle (model demo)`,
+		"> bash: rm -rf ./pi-gateway-scratch && echo removed",
+		"approval requested (confirm): Allow a destructive command? rm -rf ./pi-gateway-scratch && echo removed",
+		'approval answered: {"confirmed":true}',
+		"tool bash finished",
+		"assistant: The command finished. Output:",
+		"removed",
+		"run settled (aborted: false)",
+		`session ${id} deleted (HTTP 204)`,
+		"",
+	].join("\n");
+
+/** Runs a client example and checks what it printed and what it did to the gateway. */
+async function runClient(command: string, args: string[]) {
+	const scratch = join(gw.workspace, "pi-gateway-scratch");
+	mkdirSync(scratch, { recursive: true });
+	const answered = await answeredCount();
+	const { stdout, stderr } = await run(command, args, { env: env(gw), cwd: repo, timeout: 60_000 });
+	const id = /^session (ses_[\w-]+) /.exec(stdout)?.[1] ?? "";
+	expect(stdout, stderr).toBe(clientTranscript(id));
+	// The approved command really ran, the gateway counted one answer, and the session is gone.
+	expect(existsSync(scratch)).toBe(false);
+	expect(await answeredCount()).toBe(answered + 1);
+	expect(gw.registry.list().map((s) => s.id)).not.toContain(id);
+}
+
+async function answeredCount(): Promise<number> {
+	const text: string = (await gw.api("/metrics")).body;
+	const match = /^pi_gateway_approvals_resolved_total\{status="answered"\} (\d+)$/m.exec(text);
+	return Number(match?.[1] ?? Number.NaN);
+}
+
+describe("TypeScript SDK example (openapi-typescript + openapi-fetch)", () => {
+	it("schema.d.ts is what `npm run sdk:types` makes of openapi.yaml", async () => {
+		const script: string = JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).scripts["sdk:types"];
+		const [bin, ...args] = script.split(" ");
+		expect(bin).toBe("openapi-typescript");
+		const out = join(mkdtempSync(join(tmpdir(), "sdk-types-")), "schema.d.ts");
+		const outAt = args.indexOf("-o") + 1;
+		expect(args[outAt]).toBe("examples/typescript/schema.d.ts");
+		args[outAt] = out;
+		await run(join(repo, "node_modules/.bin/openapi-typescript"), args, { cwd: repo, env: env(gw) });
+		const fresh = readFileSync(out, "utf8");
+		rmSync(dirname(out), { recursive: true });
+		expect(fresh === readFileSync(join(examples, "typescript/schema.d.ts"), "utf8"), "run `npm run sdk:types`").toBe(
+			true,
+		);
+	});
+
+	it("compiles under tsc --noEmit (its own tsconfig)", async () => {
+		const tsc = join(repo, "node_modules/.bin/tsc");
+		const result = await run(tsc, ["--noEmit", "-p", join(examples, "typescript/tsconfig.json")], {
+			env: env(gw),
+		}).catch((error) => error);
+		expect(`${result.stdout}${result.stderr ?? ""}`).toBe("");
+	});
+
+	it("creates a session, streams a prompt, answers the approval, deletes the session", async () => {
+		await runClient(process.execPath, [join(examples, "typescript/main.ts")]);
+	});
+});
+
+describe.skipIf(!has("python3"))("Python example (standard library only)", () => {
+	it("creates a session, streams a prompt, answers the approval, deletes the session", async () => {
+		await runClient("python3", [join(examples, "python/client.py")]);
+	});
+
+	it("reports a problem+json answer and exits 1", async () => {
+		const result = await run("python3", [join(examples, "python/client.py")], {
+			env: { ...env(gw), PI_GATEWAY_TOKEN: "not-the-token-0123456789" },
+		}).catch((error) => error);
+		expect(result.code).toBe(1);
+		expect(result.stderr).toBe(
+			"pi-gateway: HTTP 401 unauthorized: A valid bearer token is required (Authorization: Bearer …)\n",
+		);
+	});
+});
+
+describe.skipIf(!has("curl") || !has("jq"))("curl walkthrough (the README's)", () => {
+	const transcriptPath = join(examples, "curl/walkthrough.txt");
+	let transcript = "";
+
+	beforeAll(async () => {
+		// A gateway of its own: the walkthrough shows metrics, which count everything the gateway did.
+		const own = await startTestGateway({ token, extensions: { gate: gatePath } });
+		try {
+			const { stdout } = await run("bash", [join(examples, "curl/walkthrough.sh")], { env: env(own), timeout: 60_000 });
+			// Session ids are random; the transcript shows the spec's example id.
+			transcript = stdout.replace(/ses_[\w-]{12}/g, "ses_Qm9wYXJ0aWFs");
+		} finally {
+			await own.stop();
+		}
+		if (process.env.UPDATE_WALKTHROUGH) writeFileSync(transcriptPath, transcript);
+	});
+
+	it("prints exactly walkthrough.txt", () => {
+		expect(transcript).toBe(readFileSync(transcriptPath, "utf8"));
+	});
+
+	const readme = existsSync(join(repo, "README.md")) ? readFileSync(join(repo, "README.md"), "utf8") : "";
+	const block = /<!-- walkthrough:start -->\n```console\n([\s\S]*?)```\n<!-- walkthrough:end -->/.exec(readme)?.[1];
+	it.skipIf(block === undefined)("the README shows that transcript", () => {
+		expect(block).toBe(transcript);
+	});
+});
