@@ -838,7 +838,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Approvals across all sessions, oldest first (the inbox) */
+        /**
+         * Approvals across all sessions, oldest first (the inbox)
+         * @description `?status=pending` is the list of dialogs waiting for someone. With `wait=N` an empty page is held up to N seconds and answered as soon as a matching approval appears (long-poll for clients without SSE).
+         */
         get: operations["approvals.inbox"];
         put?: never;
         post?: never;
@@ -1184,18 +1187,23 @@ export interface components {
             /** @enum {string} */
             method: "select" | "confirm" | "input" | "editor";
             title: string;
+            /** @description confirm only */
             message?: string;
+            /** @description select only: the allowed values */
             options?: string[];
+            /** @description input only */
             placeholder?: string;
+            /** @description editor only */
             prefill?: string;
             /** Format: date-time */
             createdAt: string;
             /**
              * Format: date-time
-             * @description When pi's own timeout resolves it
+             * @description When it stops waiting unanswered: just before pi's own `timeout` runs out (→ expired; pi gets `cancelled`, which gives the extension the same default) or at the gateway's approvalTimeoutMs (→ cancelled); null if never
              */
             expiresAt: string | null;
             status: components["schemas"]["ApprovalStatus"];
+            /** @description The answer a client posted; null while pending or when nobody answered */
             answer: {
                 confirmed?: boolean;
                 value?: string;
@@ -1203,7 +1211,7 @@ export interface components {
             } | null;
             /** Format: date-time */
             resolvedAt: string | null;
-            /** @description Who settled it: the `by` of the answer, `pi-timeout`, or `gateway` (pi exited, run aborted, policy) */
+            /** @description Who settled it: the answer's `by` (default `api`), or when nobody answered: `pi-timeout`, `gateway-policy` (approvalTimeoutMs), `gateway-abort` (the run was aborted) or `pi-exit` (pi exited) */
             resolvedBy: string | null;
         };
         /** @enum {string} */
@@ -1540,25 +1548,30 @@ export interface components {
         };
         ApprovalList: {
             approvals: components["schemas"]["Approval"][];
-            /** @description Pass as `cursor` for the next page; null on the last */
-            nextCursor: string | null;
+            /** @description Position after the last approval of this page: pass it as `cursor` for the next page, or with `wait` to long-poll for newer approvals */
+            nextCursor: string;
+            /** @description More approvals already lie beyond `nextCursor` */
+            hasMore: boolean;
         };
         /**
-         * @description `confirmed` answers a confirm dialog, `value` a select (one of the options) or an input/editor (any text), `cancelled` dismisses any dialog. `by` records who answered.
+         * @description `confirmed` answers a confirm dialog, `value` a select (one of its options) or an input/editor (any text), `cancelled: true` dismisses any dialog. `by` records who answered.
          * @example {
-         *       "confirmed": true,
+         *       "value": "Allow",
          *       "by": "alice"
          *     }
          */
         ApprovalAnswer: {
             confirmed: boolean;
+            /** @description Who answers (recorded as `resolvedBy`) */
             by?: string;
         } | {
             value: string;
+            /** @description Who answers (recorded as `resolvedBy`) */
             by?: string;
         } | {
             /** @enum {boolean} */
             cancelled: true;
+            /** @description Who answers (recorded as `resolvedBy`) */
             by?: string;
         };
         UiState: {
@@ -5424,8 +5437,9 @@ export interface operations {
             query?: {
                 status?: components["schemas"]["ApprovalStatus"];
                 limit?: number;
+                /** @description `nextCursor` of an earlier page: only approvals created after it */
                 cursor?: string;
-                /** @description Seconds to long-poll while the page would be empty */
+                /** @description Seconds to wait while the page would be empty */
                 wait?: number | null;
             };
             header?: never;
@@ -5467,6 +5481,9 @@ export interface operations {
         parameters: {
             query?: {
                 status?: components["schemas"]["ApprovalStatus"];
+                limit?: number;
+                /** @description `nextCursor` of an earlier page: only approvals created after it */
+                cursor?: string;
             };
             header?: never;
             path: {
@@ -5476,7 +5493,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The session's approvals */
+            /** @description A page of the session's approvals */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -5607,7 +5624,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, or the approval was already answered */
+            /** @description Another answer won: the approval was already answered */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5616,7 +5633,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Gone: the approval expired or was cancelled */
+            /** @description Nobody can answer it any more: pi's timeout ran out, the run was aborted or pi exited */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -5625,7 +5642,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description pi refused the command (its message is in `detail`) */
+            /** @description The answer does not fit the dialog: `confirmed` for confirm, one of the options for select */
             422: {
                 headers: {
                     [name: string]: unknown;
