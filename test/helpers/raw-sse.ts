@@ -1,6 +1,6 @@
 import http from "node:http";
 import type { Socket } from "node:net";
-import type { Frame } from "./sse.ts";
+import { type Frame, readFrames } from "./sse.ts";
 
 /**
  * An SSE stream read over a plain node:http socket, for what fetch hides: stop reading
@@ -62,4 +62,32 @@ export function parseFrames(text: string): Frame[] {
 		frames.push({ ...frame, data: joined, json } as Frame);
 	}
 	return frames;
+}
+
+/** Reads frames in steps from one response: `until` stops without closing the stream, `rest` reads to its end. */
+export function frameReader(res: Response) {
+	const iterator = readFrames(res)[Symbol.asyncIterator]();
+	const frames: Frame[] = [];
+	const step = async () => {
+		const next = await iterator.next();
+		if (next.done) return undefined;
+		frames.push(next.value);
+		return next.value;
+	};
+	return {
+		frames,
+		/** Reads until `stop` holds for a frame (inclusive); throws if the stream ends first. */
+		async until(stop: (frame: Frame) => boolean): Promise<Frame> {
+			for (;;) {
+				const frame = await step();
+				if (!frame) throw new Error("the stream ended first");
+				if (stop(frame)) return frame;
+			}
+		},
+		/** Reads until the server ends the stream. */
+		async rest(): Promise<Frame[]> {
+			while (await step());
+			return frames;
+		},
+	};
 }

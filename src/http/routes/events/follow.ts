@@ -108,13 +108,13 @@ export function followAll(
 ): () => void {
 	let announced = false;
 	const unsubscribe = registry.subscribeAll((sessionId, event) => {
-		if (!accept || accept(event)) {
-			const id = `${sessionId}:${event.seq}`;
-			out.push(frame(event, id), id);
-		}
 		if (registry.closing && !announced) {
 			announced = true;
 			out.push(gatewayFrame("shutdown", { reason: "the gateway is shutting down" }));
+		}
+		if (!accept || accept(event)) {
+			const id = `${sessionId}:${event.seq}`;
+			out.push(frame(event, id), id);
 		}
 		if (registry.closing && event.type === "session_exit" && registry.list().every((s) => !s.isAlive)) {
 			unsubscribe();
