@@ -70,12 +70,17 @@ describe("a small log (50 events) and at most 2 subscribers", () => {
 	});
 });
 
-describe("a reader that stops reading (256 KiB buffer)", () => {
+describe("a reader that stops reading (1 MiB buffer)", () => {
 	let gw: TestGateway;
 	let id: string;
 	beforeAll(async () => {
 		// A long heartbeat also gives the stalled socket a long grace to take its final frame.
-		gw = await startTestGateway({ sseMaxBufferedBytes: 256 * 1024, sseHeartbeatMs: 60_000 });
+		gw = await startTestGateway({
+			sseMaxBufferedBytes: 1024 * 1024,
+			sseHeartbeatMs: 60_000,
+			eventLogMaxEvents: 100_000,
+			eventLogMaxBytes: 64 * 1024 * 1024,
+		});
 		id = await gw.session({ persist: false });
 	});
 	afterAll(() => gw?.stop());
@@ -88,14 +93,16 @@ describe("a reader that stops reading (256 KiB buffer)", () => {
 		const fast = await open(gw, `/v1/sessions/${id}/events`);
 		const fastFrames = collect(fast, (f) => f.event === "agent_settled");
 		expect(session.sseSubscribers).toBe(2);
+		// 50000 deltas, 16 MB of frames: far more than the kernel's socket buffers can hide (about
+		// 4 MB here), so the gateway's own buffer must overflow.
+		const message = "count: 50000";
 		const started = Date.now();
-		expect(
-			(await gw.api(`/v1/sessions/${id}/prompt`, { method: "POST", json: { message: "count: 20000" } })).status,
-		).toBe(202);
+		const accepted = await gw.api(`/v1/sessions/${id}/prompt`, { method: "POST", json: { message } });
+		expect(accepted.status).toBe(202);
 		const all = await fastFrames;
 		const took = Date.now() - started;
 		// The run ended although one reader has not read a byte of it: pi never waited for it.
-		expect(all.filter((f) => f.event === "message_update")).toHaveLength(20002);
+		expect(all.filter((f) => f.event === "message_update")).toHaveLength(50002);
 		expect(took).toBeLessThan(15_000);
 		await until(() => session.status === "idle");
 		// The stalled reader was cut off (unsubscribed) while its socket is still open.
@@ -113,7 +120,7 @@ describe("a reader that stops reading (256 KiB buffer)", () => {
 		expect(dropped?.json).toEqual({
 			type: "dropped",
 			reason: "slow_consumer",
-			detail: "more than 262144 bytes were waiting for this client; reconnect with Last-Event-ID",
+			detail: "more than 1048576 bytes were waiting for this client; reconnect with Last-Event-ID",
 			resumeFrom: Number(lastId),
 		});
 		// What it got is an exact prefix of what the fast reader got.

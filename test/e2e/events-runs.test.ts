@@ -20,7 +20,7 @@ const post = (path: string, json: unknown, headers: Record<string, string> = {},
 		headers: { "content-type": "application/json", ...headers },
 		body: JSON.stringify(json),
 	});
-const json = async (res: Response): Promise<any> => res.json();
+const bodyOf = async (res: Response): Promise<any> => res.json();
 const streamed = (path: string, json: unknown, sid = id) => post(path, json, { accept: "text/event-stream" }, sid);
 const events = (frames: Frame[]) => frames.map((f) => f.event);
 const deltas = (frames: Frame[]) =>
@@ -66,7 +66,7 @@ describe("Accept: text/event-stream on prompt", () => {
 		const refused = await streamed("/prompt", { message: "not now" });
 		expect(refused.status).toBe(409);
 		expect(refused.headers.get("content-type")).toContain("application/problem+json");
-		expect((await json(refused)).code).toBe("agent_busy");
+		expect((await bodyOf(refused)).code).toBe("agent_busy");
 		expect((await post("/abort", {})).status).toBe(204);
 		const frames = await reader.rest();
 		expect(frames.at(-1)?.json).toEqual({ type: "agent_settled", aborted: true });
@@ -170,7 +170,7 @@ describe("wait mode", () => {
 		const res = await post("/prompt", { message: "waited" }, { prefer: "wait" });
 		expect(res.status).toBe(200);
 		expect(res.headers.get("preference-applied")).toBe("wait");
-		const body = await json(res);
+		const body = await bodyOf(res);
 		const log = gw.registry.get(id).log;
 		const settled = log.since(body.firstEventId - 1).events.find((e) => e.type === "agent_settled");
 		expect(body).toMatchObject({
@@ -188,11 +188,22 @@ describe("wait mode", () => {
 		expect(first?.data).toContain(`"id":"${body.runId}"`);
 	});
 
+	it("a handled prompt answers at pi's response; a failed run still settles and says why", async () => {
+		const handled = await post("/prompt", { message: "/hello there" }, { prefer: "wait" });
+		expect(handled.status).toBe(200);
+		expect(await bodyOf(handled)).toMatchObject({ disposition: "handled", messages: [], text: null, aborted: false });
+		const failed = await post("/prompt", { message: "fail: provider down" }, { prefer: "wait" });
+		expect(failed.status).toBe(200);
+		const body = await bodyOf(failed);
+		expect(body).toMatchObject({ disposition: "started", aborted: false, stopReason: "error", text: null });
+		expect(body.messages.at(-1)).toMatchObject({ role: "assistant", errorMessage: "provider down" });
+	});
+
 	it("?wait=true answers 200 too, without Preference-Applied (no Prefer was sent)", async () => {
 		const res = await post("/prompt?wait=true", { message: "echo: q" });
 		expect(res.status).toBe(200);
 		expect(res.headers.get("preference-applied")).toBeNull();
-		expect((await json(res)).text).toBe("q");
+		expect((await bodyOf(res)).text).toBe("q");
 	});
 
 	it("past the wait limit answers 202 with the run id and where to continue", async () => {
@@ -203,7 +214,7 @@ describe("wait mode", () => {
 		expect(res.headers.get("preference-applied")).toBeNull();
 		expect(waited).toBeGreaterThanOrEqual(950);
 		expect(waited).toBeLessThan(1400);
-		const body = await json(res);
+		const body = await bodyOf(res);
 		expect(body).toEqual({ runId: body.runId, disposition: "started", eventsUrl: expect.any(String) });
 		const frames = await collect(await fetch(gw.url + body.eventsUrl), (f) => f.event === "agent_settled");
 		expect(frames.find((f) => f.event === "response")?.json.id).toBe(body.runId);
@@ -211,7 +222,7 @@ describe("wait mode", () => {
 		await idle();
 		const quick = await post("/prompt?wait=0", { message: "slow: 3" });
 		expect(quick.status).toBe(202);
-		expect((await json(quick)).disposition).toBe("started");
+		expect((await bodyOf(quick)).disposition).toBe("started");
 		await idle();
 	});
 
@@ -221,14 +232,35 @@ describe("wait mode", () => {
 		const res = await post("/steer", { message: "steered" }, { prefer: "wait=20" });
 		expect(res.status).toBe(200);
 		expect(res.headers.get("preference-applied")).toBe("wait=20");
-		const body = await json(res);
+		const body = await bodyOf(res);
 		expect(body.disposition).toBe("queued");
 		expect(body.text).toBe("Hello from the pi-gateway demo model. You said: steered");
 		const idleSteer = await post("/follow-up", { message: "later" }, { prefer: "wait" });
 		expect(idleSteer.status).toBe(202);
-		expect(await json(idleSteer)).toMatchObject({ disposition: "queued" });
+		expect(await bodyOf(idleSteer)).toMatchObject({ disposition: "queued" });
 		const cleared = await gw.api(`/v1/sessions/${id}/queue/clear`, { method: "POST" });
 		expect(cleared.body).toEqual({ steering: [], followUp: ["later"] });
+	});
+});
+
+describe("when pi goes away mid-run", () => {
+	it("the run's stream ends with session_exit and a waiting request gets 502", async () => {
+		const other = await gw.session({ persist: false });
+		const reader = frameReader(await streamed("/prompt", { message: "slow: 50" }, other));
+		await reader.until(isDelta);
+		const waited = post("/steer", { message: "never answered" }, { prefer: "wait" }, other);
+		await until(() =>
+			gw.registry
+				.get(other)
+				.log.since(0)
+				.events.some((e) => e.type === "queue_update"),
+		);
+		expect((await gw.api(`/v1/sessions/${other}`, { method: "DELETE" })).status).toBe(204);
+		const frames = await reader.rest();
+		expect(frames.at(-1)?.json).toMatchObject({ type: "session_exit", sessionId: other, reason: "stopped" });
+		const res = await waited;
+		expect(res.status).toBe(502);
+		expect(await bodyOf(res)).toMatchObject({ code: "pi_exited" });
 	});
 });
 

@@ -189,11 +189,35 @@ const gatewayEvents = [
 	),
 ];
 
-export const StreamEvent = z.union([...piEvents, ...gatewayEvents]).openapi("StreamEvent");
+const [firstEvent, ...otherEvents] = [...piEvents, ...gatewayEvents] as [(typeof piEvents)[number], ...typeof piEvents];
+export const StreamEvent = z.discriminatedUnion("type", [firstEvent, ...otherEvents]).openapi("StreamEvent");
 
-export const EventStreamDoc = z.string().openapi({
-	description:
-		"text/event-stream frames `id: N\\nevent: TYPE\\ndata: JSON\\n\\n`, and `: heartbeat` comments. `data` is one line: pi's JSON exactly as pi printed it (or a gateway event's JSON), and its `type` equals `event`. Each frame's JSON is one of the StreamEvent schemas (components/schemas/StreamEvent, one `Event_<type>` per type); pi may add types and fields, so clients should skip what they do not know.",
-	example:
-		'id: 7\nevent: message_update\ndata: {"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"Hello "}}\n\n',
-});
+/**
+ * One frame of a text/event-stream answer, as an SSE parser hands it over. Documented as an object
+ * whose `data` is the StreamEvent union (the convention SSE-aware generators follow); on the wire
+ * `data` is that JSON on one line.
+ */
+export const EventStreamDoc = z
+	.object({
+		id: z.string().optional().openapi({
+			description:
+				"The session's sequence number (`<sessionId>:<seq>` on GET /v1/events); send it back as Last-Event-ID to resume. `dropped`, `shutdown` and `error` frames have none.",
+			example: "7",
+		}),
+		event: z
+			.string()
+			.openapi({ description: "The event type; always equal to `data.type`", example: "message_update" }),
+		data: StreamEvent,
+	})
+	.openapi("StreamFrame", {
+		description:
+			"A text/event-stream frame `id: N\\nevent: TYPE\\ndata: JSON\\n\\n`; `: heartbeat` comments come between frames. `data` is one line: pi's JSON exactly as pi printed it (or a gateway event's JSON). pi may add event types and fields: skip what you do not know.",
+		example: {
+			id: "7",
+			event: "message_update",
+			data: {
+				type: "message_update",
+				assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: "Hello " },
+			},
+		},
+	});
