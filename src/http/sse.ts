@@ -31,8 +31,8 @@ export type Source = () => { text: string; lastId?: string | number } | undefine
 
 /**
  * One subscriber's outbox. Live producers push synchronously and never wait; a pump writes
- * batches to the socket at the client's pace. Past `maxBufferedBytes` of unsent live text the
- * subscriber is cut off: its queue is replaced by one `dropped` frame, `onDrop` lets the owner
+ * batches to the socket at the client's pace. Past `maxBufferedBytes` of unsent live text (in
+ * more than one frame) the subscriber is cut off: its queue is replaced by one `dropped` frame, `onDrop` lets the owner
  * stop feeding it at once, and a stalled reader costs a bounded amount of memory and nobody else
  * anything. A replay is pulled from a Source instead of queued, so its size does not count.
  */
@@ -72,7 +72,8 @@ export class Outbox {
 		this.#chunks.push(text);
 		this.#bytes += text.length;
 		if (id !== undefined) this.#pendingId = id;
-		if (this.#bytes > this.#max) this.#drop();
+		// One frame alone is never too much (a big message_end must reach a reader that keeps up).
+		if (this.#bytes > this.#max && this.#chunks.length > 1) this.#drop();
 		this.#wake?.();
 	}
 

@@ -96,6 +96,21 @@ describe("Outbox", () => {
 		});
 	});
 
+	it("one frame larger than the buffer still goes out to a reader that keeps up", async () => {
+		const out = new Outbox(10);
+		const sink = new FakeSink();
+		const big = "x".repeat(100);
+		out.push(big, 1);
+		expect(out.dropped).toBe(false);
+		const done = out.pump(sink);
+		await tick();
+		out.push(big, 2);
+		out.end();
+		await done;
+		expect(sink.writes).toEqual([big, big]);
+		expect(out.dropped).toBe(false);
+	});
+
 	it("pulls a source after what is queued, at the socket's pace, then goes back to live text", async () => {
 		const out = new Outbox(5);
 		const sink = new FakeSink();

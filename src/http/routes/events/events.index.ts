@@ -6,6 +6,7 @@ import { gatewayFrame, Outbox, type SseOptions, sseStream } from "../../sse.ts";
 import { allEvents, sessionEvents } from "./events.routes.ts";
 import { followAll, followSession, typeFilter } from "./follow.ts";
 
+/** One heartbeat interval is also how long a dropped reader's socket gets to take its last frame. */
 export function sseOptions(config: Config): SseOptions {
 	return {
 		heartbeatMs: config.sseHeartbeatMs,
