@@ -38,7 +38,9 @@ export async function startGateway(input: ConfigInput, logger?: Logger): Promise
 		closing ??= (async () => {
 			const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
 			await registry.shutdown();
-			// Streams ended with their sessions; whatever is left (hub streams, idle keep-alives) goes now.
+			// Streams end with their sessions' session_exit: give them a moment to flush it, then
+			// whatever is left (hub streams without sessions, idle keep-alives) goes.
+			await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, 250).unref())]);
 			(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
 			await stopped;
 			log.info("pi-gateway stopped");

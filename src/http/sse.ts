@@ -1,13 +1,16 @@
 import type { Context } from "hono";
-import { type SSEStreamingApi, streamSSE } from "hono/streaming";
+import { streamSSE } from "hono/streaming";
 import type { LoggedEvent } from "../sessions/event-log.ts";
 
 export interface SseOptions {
 	heartbeatMs: number;
+	/** Unsent text a live subscriber may hold before it is cut off. */
 	maxBufferedBytes: number;
+	/** How long a cut-off subscriber's socket gets to take its final frame before it is closed. */
+	dropGraceMs: number;
 }
 
-/** `id:`, `event:` and pi's line as `data:` (one line: JSON has no raw CR/LF). */
+/** `id:`, `event:` and pi's line as `data:` (one line: JSON has no raw CR or LF; U+2028 is no SSE line break). */
 export function frame(event: LoggedEvent, id: string | number = event.seq): string {
 	return `id: ${id}\nevent: ${event.type}\ndata: ${event.data}\n\n`;
 }
@@ -17,20 +20,35 @@ export function gatewayFrame(type: string, fields: Record<string, unknown>, id?:
 	return `${idLine}event: ${type}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`;
 }
 
+/** What the pump writes to: Hono's SSE stream in the app, a fake in unit tests. */
+export interface Sink {
+	readonly aborted: boolean;
+	write(text: string): Promise<unknown>;
+}
+
+/** Text pulled at the socket's pace (a replay from the log); undefined once there is no more. */
+export type Source = () => { text: string; lastId?: string | number } | undefined;
+
 /**
- * One subscriber's outbox. Producers push synchronously and never wait; a pump writes batches
- * to the socket at the client's pace. Past `maxBufferedBytes` the subscriber is cut off with a
- * final `dropped` frame, so a stalled reader costs a bounded amount of memory and nobody else.
+ * One subscriber's outbox. Live producers push synchronously and never wait; a pump writes
+ * batches to the socket at the client's pace. Past `maxBufferedBytes` of unsent live text (in
+ * more than one frame) the subscriber is cut off: its queue is replaced by one `dropped` frame, `onDrop` lets the owner
+ * stop feeding it at once, and a stalled reader costs a bounded amount of memory and nobody else
+ * anything. A replay is pulled from a Source instead of queued, so its size does not count.
  */
 export class Outbox {
 	readonly #max: number;
 	#chunks: string[] = [];
 	#bytes = 0;
-	#ending = false;
-	#wake: (() => void) | undefined;
-	/** Seq of the last event handed to the socket: where a dropped client should resume. */
-	lastSent: string | number | undefined;
 	#pendingId: string | number | undefined;
+	#ending = false;
+	#dropped = false;
+	#source: Source | undefined;
+	#wake: (() => void) | undefined;
+	/** Id of the last frame handed to the socket: where a dropped client resumes (Last-Event-ID). */
+	lastSent: string | number | undefined;
+	/** Called once when the subscriber is cut off. */
+	onDrop: (() => void) | undefined;
 
 	constructor(maxBufferedBytes: number) {
 		this.#max = maxBufferedBytes;
@@ -40,22 +58,28 @@ export class Outbox {
 		return this.#ending;
 	}
 
+	get dropped(): boolean {
+		return this.#dropped;
+	}
+
+	/** Live text waiting for the socket. */
+	get bufferedBytes(): number {
+		return this.#bytes;
+	}
+
 	push(text: string, id?: string | number): void {
 		if (this.#ending) return;
 		this.#chunks.push(text);
 		this.#bytes += text.length;
 		if (id !== undefined) this.#pendingId = id;
-		if (this.#bytes > this.#max) {
-			this.#chunks = [
-				gatewayFrame("dropped", {
-					reason: "slow_consumer",
-					detail: `more than ${this.#max} bytes were waiting for this client; reconnect with Last-Event-ID`,
-					resumeFrom: this.lastSent ?? null,
-				}),
-			];
-			this.#bytes = 0;
-			this.#ending = true;
-		}
+		// One frame alone is never too much (a big message_end must reach a reader that keeps up).
+		if (this.#bytes > this.#max && this.#chunks.length > 1) this.#drop();
+		this.#wake?.();
+	}
+
+	/** Pull from `source` (after what is queued now) until it runs dry. */
+	pull(source: Source): void {
+		this.#source = source;
 		this.#wake?.();
 	}
 
@@ -65,49 +89,92 @@ export class Outbox {
 		this.#wake?.();
 	}
 
-	async pump(stream: SSEStreamingApi): Promise<void> {
-		while (!stream.aborted) {
+	async pump(sink: Sink): Promise<void> {
+		while (!sink.aborted) {
+			let text: string;
+			let id: string | number | undefined;
 			if (this.#chunks.length > 0) {
-				const batch = this.#chunks.length === 1 ? (this.#chunks[0] as string) : this.#chunks.join("");
-				const id = this.#pendingId;
+				text = this.#chunks.length === 1 ? (this.#chunks[0] as string) : this.#chunks.join("");
+				id = this.#pendingId;
 				this.#chunks = [];
 				this.#bytes = 0;
-				await stream.write(batch);
-				if (id !== undefined) this.lastSent = id;
+				this.#pendingId = undefined;
+			} else if (this.#source && !this.#ending) {
+				const next = this.#source();
+				if (!next) {
+					this.#source = undefined;
+					continue;
+				}
+				({ text, lastId: id } = next);
+				if (text === "") continue;
+			} else if (this.#ending) {
+				return;
+			} else {
+				await new Promise<void>((resolve) => {
+					this.#wake = resolve;
+				});
+				this.#wake = undefined;
 				continue;
 			}
-			if (this.#ending) return;
-			await new Promise<void>((resolve) => {
-				this.#wake = resolve;
-			});
-			this.#wake = undefined;
+			if (id !== undefined) this.lastSent = id;
+			await sink.write(text);
 		}
+	}
+
+	#drop(): void {
+		this.#chunks = [
+			gatewayFrame("dropped", {
+				reason: "slow_consumer",
+				detail: `more than ${this.#max} bytes were waiting for this client; reconnect with Last-Event-ID`,
+				resumeFrom: this.lastSent ?? null,
+			}),
+		];
+		this.#bytes = 0;
+		this.#pendingId = undefined;
+		this.#dropped = true;
+		this.#ending = true;
+		this.onDrop?.();
 	}
 }
 
 /**
- * An SSE response over Hono's streamSSE. `attach` queues the opening frames and subscribes,
- * synchronously, so nothing falls between replay and live events; it returns the unsubscribe.
+ * An SSE response over Hono's streamSSE that pumps `out`, which the caller has already filled
+ * and subscribed (so nothing falls between a command and its stream). `detach` unsubscribes; it
+ * runs once, the moment the client goes, the subscriber is dropped, or the stream ends.
  */
-export function sseStream(c: Context, options: SseOptions, attach: (out: Outbox) => () => void): Response {
-	c.header("X-Accel-Buffering", "no");
-	c.header("Cache-Control", "no-cache, no-transform");
-	return streamSSE(c, async (stream) => {
-		const out = new Outbox(options.maxBufferedBytes);
-		let detach: (() => void) | undefined;
+export function sseStream(c: Context, options: SseOptions, out: Outbox, detach: () => void): Response {
+	const response = streamSSE(c, async (stream) => {
+		let detached = false;
 		const stop = () => {
-			detach?.();
-			detach = undefined;
+			if (detached) return;
+			detached = true;
+			detach();
 			out.end();
+		};
+		let cutOff: NodeJS.Timeout | undefined;
+		out.onDrop = () => {
+			stop();
+			// A reader that takes nothing more cannot be told it was dropped; free its socket.
+			cutOff = setTimeout(() => {
+				stream.abort();
+				(c.env as { outgoing?: { destroy(): void } } | undefined)?.outgoing?.destroy();
+			}, options.dropGraceMs);
+			cutOff.unref();
 		};
 		stream.onAbort(stop);
 		const heartbeat = setInterval(() => out.push(": heartbeat\n\n"), options.heartbeatMs);
+		heartbeat.unref();
 		try {
-			detach = attach(out);
+			if (out.dropped) out.onDrop();
 			await out.pump(stream);
 		} finally {
 			clearInterval(heartbeat);
+			clearTimeout(cutOff);
 			stop();
 		}
 	});
+	// After streamSSE, which sets its own Cache-Control: no-transform keeps proxies from re-encoding.
+	response.headers.set("Cache-Control", "no-cache, no-transform");
+	response.headers.set("X-Accel-Buffering", "no");
+	return response;
 }

@@ -7,16 +7,26 @@ export interface LoggedEvent {
 
 export type Listener = (event: LoggedEvent) => void;
 
+export interface Gap {
+	/** The position the reader asked to resume after. */
+	after: number;
+	/** The oldest sequence number still in the log. */
+	firstAvailable: number;
+	/** How many events between the two are gone. */
+	lost: number;
+}
+
 export interface Replay {
 	events: LoggedEvent[];
 	/** Set when the asked-for position is older than the log: what was lost and where the log starts. */
-	gap?: { after: number; firstAvailable: number; lost: number };
+	gap?: Gap;
 }
 
 /**
  * A bounded, append-only log with live listeners. Sequence numbers start at 1 and never repeat;
- * the oldest events fall off when the log passes its count or byte bound. Appending never waits
- * for a listener: each listener buffers on its own.
+ * the oldest events fall off when the log passes its count or size bound (sizes are counted in
+ * UTF-16 code units, which is what the strings hold in memory). Appending never waits for a
+ * listener: each listener buffers on its own.
  */
 export class EventLog {
 	readonly #maxEvents: number;
@@ -36,6 +46,7 @@ export class EventLog {
 		return this.#lastSeq;
 	}
 
+	/** The oldest sequence number still held (lastSeq + 1 while the log is empty). */
 	get firstSeq(): number {
 		return this.#events[this.#head]?.seq ?? this.#lastSeq + 1;
 	}
@@ -57,19 +68,32 @@ export class EventLog {
 		this.#events.push(event);
 		this.#bytes += data.length;
 		this.#evict();
-		for (const listener of this.#listeners) listener(event);
+		for (const listener of this.#listeners) {
+			try {
+				listener(event);
+			} catch (error) {
+				// A broken listener must not cost the others (or pi's reader) this event: it goes, they stay.
+				this.#listeners.delete(listener);
+				process.emitWarning(error as Error);
+			}
+		}
 		return event;
 	}
 
-	/** Everything after `after`; a gap when events after it have already fallen off. */
-	since(after: number): Replay {
+	/**
+	 * Events after `after`, at most `limit` of them, and a gap when events after it have fallen
+	 * off already. Cost is proportional to what is returned, not to the size of the log.
+	 */
+	since(after: number, limit = Number.POSITIVE_INFINITY): Replay {
 		const first = this.firstSeq;
 		const from = Math.max(after + 1, first);
-		const events = this.#events.slice(this.#head + (from - first));
+		const start = this.#head + (from - first);
+		const events = this.#events.slice(start, start + Math.min(limit, this.#events.length));
 		if (after + 1 >= first) return { events };
 		return { events, gap: { after, firstAvailable: first, lost: first - after - 1 } };
 	}
 
+	/** Listeners see every append from now on, synchronously and in order. */
 	subscribe(listener: Listener): () => void {
 		this.#listeners.add(listener);
 		return () => this.#listeners.delete(listener);

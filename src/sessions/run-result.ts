@@ -1,6 +1,67 @@
 import type { LoggedEvent } from "./event-log.ts";
 import type { Session } from "./session.ts";
 
+export type Disposition = "started" | "queued" | "handled";
+
+/**
+ * How a command's run ended: `settled` (agent_settled), `handled` (an extension command consumed
+ * the prompt: no run), `idle` (a steer or follow-up queued while no run was active: it waits for
+ * the next prompt), `refused` (pi answered success:false), `exited` (pi exited first).
+ */
+export type RunOutcome = "settled" | "handled" | "idle" | "refused" | "exited";
+
+const leadingId = /^\{"id":"((?:[^"\\]|\\.)*)"/;
+
+/** The `id` of a logged `response` (pi writes it first, so usually no parse is needed). */
+export function responseId(event: LoggedEvent): string | undefined {
+	if (event.type !== "response") return undefined;
+	const match = leadingId.exec(event.data);
+	if (match) return match[1];
+	return (JSON.parse(event.data) as { id?: string }).id;
+}
+
+/**
+ * Decides, event by event in log order, where the run that command `id` started or joined ends:
+ * after pi's response to it for a handled, refused or idle-queued command, else at the next
+ * `agent_settled` after that response. Fed from a log listener, so the session's state is read
+ * at the moment the response is appended.
+ */
+export class RunWatch {
+	readonly #session: Session;
+	readonly #id: string;
+	disposition: Disposition | undefined;
+	outcome: RunOutcome | undefined;
+	responded = false;
+
+	constructor(session: Session, id: string) {
+		this.#session = session;
+		this.#id = id;
+	}
+
+	/** True when `event` is the run's last. */
+	feed(event: LoggedEvent): boolean {
+		if (this.outcome) return false;
+		if (event.type === "session_exit") return this.#end("exited");
+		if (!this.responded) {
+			if (event.type !== "response" || responseId(event) !== this.#id) return false;
+			this.responded = true;
+			const response = JSON.parse(event.data) as { success: boolean; data?: { disposition?: Disposition } };
+			if (!response.success) return this.#end("refused");
+			this.disposition = response.data?.disposition ?? "queued";
+			if (this.disposition === "handled") return this.#end("handled");
+			if (this.disposition === "queued" && !this.#session.isRunning && this.#session.currentRunId === undefined)
+				return this.#end("idle");
+			return false;
+		}
+		return event.type === "agent_settled" && this.#end("settled");
+	}
+
+	#end(outcome: RunOutcome): true {
+		this.outcome = outcome;
+		return true;
+	}
+}
+
 export interface RunResult {
 	runId: string;
 	aborted: boolean;
@@ -14,90 +75,55 @@ export interface RunResult {
 
 type Message = { role?: string; content?: unknown; stopReason?: string; usage?: unknown };
 
-/** Folds a run's events into what a caller of wait mode wants: new messages, final text, usage. */
+function textOf(message: Message | undefined): string | null {
+	if (!Array.isArray(message?.content)) return null;
+	const blocks = message.content as { type: string; text?: string }[];
+	return blocks
+		.filter((b) => b.type === "text")
+		.map((b) => b.text)
+		.join("");
+}
+
+/**
+ * Folds a run's events into what a caller of wait mode wants: the messages completed since the
+ * command was sent, the last assistant text, stop reason and usage. Parses only message_end and
+ * agent_settled, never the deltas.
+ */
 export class RunCollector {
 	readonly #runId: string;
-	readonly #firstEventId: number;
+	#firstEventId: number | undefined;
+	#lastEventId: number;
 	#messages: Message[] = [];
 	#aborted = false;
-	#lastEventId: number;
 
-	constructor(runId: string, firstEventId: number) {
+	constructor(runId: string, startSeq: number) {
 		this.#runId = runId;
-		this.#firstEventId = firstEventId;
-		this.#lastEventId = firstEventId;
+		this.#lastEventId = startSeq;
 	}
 
-	/** Returns true once the run settled. */
-	add(event: LoggedEvent): boolean {
+	add(event: LoggedEvent): void {
+		this.#firstEventId ??= event.seq;
 		this.#lastEventId = event.seq;
 		if (event.type === "message_end") {
 			const message = (JSON.parse(event.data) as { message: Message }).message;
 			if (message.role !== "system") this.#messages.push(message);
 		} else if (event.type === "agent_settled") {
 			this.#aborted = (JSON.parse(event.data) as { aborted?: boolean }).aborted === true;
-			return true;
 		}
-		return false;
 	}
 
 	result(): RunResult {
-		const last = this.#messages.findLast((m) => m.role === "assistant");
-		const textOf = (m: Message | undefined) =>
-			Array.isArray(m?.content)
-				? (m.content as { type: string; text?: string }[])
-						.filter((b) => b.type === "text")
-						.map((b) => b.text)
-						.join("")
-				: null;
-		const lastWithText = this.#messages.findLast((m) => m.role === "assistant" && textOf(m));
+		const assistants = this.#messages.filter((m) => m.role === "assistant");
+		const last = assistants.at(-1);
 		return {
 			runId: this.#runId,
 			aborted: this.#aborted,
 			messages: this.#messages,
-			text: textOf(lastWithText) ?? null,
+			text: textOf(assistants.findLast((m) => textOf(m))) ?? null,
 			stopReason: last?.stopReason ?? null,
 			usage: last?.usage ?? null,
-			firstEventId: this.#firstEventId,
+			firstEventId: this.#firstEventId ?? this.#lastEventId,
 			lastEventId: this.#lastEventId,
 		};
 	}
-}
-
-/** Index of the response to command `id` within `events`, or -1. */
-export function responseIndex(events: LoggedEvent[], id: string): number {
-	const needle = `"id":"${id}"`;
-	return events.findIndex((e) => e.type === "response" && e.data.includes(needle));
-}
-
-/**
- * Waits for the run that command `runId` joined to settle, scanning from `startSeq`.
- * Resolves undefined when `timeoutMs` passes first (the run goes on).
- */
-export function waitForRun(session: Session, runId: string, startSeq: number, timeoutMs: number, signal?: AbortSignal) {
-	return new Promise<RunResult | undefined>((resolve) => {
-		let collector: RunCollector | undefined;
-		const feed = (event: LoggedEvent): boolean => {
-			if (!collector) {
-				if (event.type === "response" && event.data.includes(`"id":"${runId}"`))
-					collector = new RunCollector(runId, event.seq);
-				return false;
-			}
-			return collector.add(event) || event.type === "session_exit";
-		};
-		let unsubscribe = () => {};
-		const finish = (settled: boolean) => {
-			clearTimeout(timer);
-			unsubscribe();
-			signal?.removeEventListener("abort", onAbort);
-			resolve(settled && collector ? collector.result() : undefined);
-		};
-		const onAbort = () => finish(false);
-		const timer = setTimeout(() => finish(false), timeoutMs);
-		for (const event of session.log.since(startSeq).events) if (feed(event)) return finish(true);
-		unsubscribe = session.log.subscribe((event) => {
-			if (feed(event)) finish(true);
-		});
-		signal?.addEventListener("abort", onAbort);
-	});
 }

@@ -151,6 +151,11 @@ export class Session {
 		return this.exit === undefined;
 	}
 
+	/** Between agent_start and agent_settled, as of the last line read from pi. */
+	get isRunning(): boolean {
+		return this.#running;
+	}
+
 	get queueDepth(): number {
 		return this.#queue.size + this.#queue.pending;
 	}

@@ -1,10 +1,13 @@
 import { dirname, resolve } from "node:path";
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
+import type { ZodType } from "zod";
 import type { Config } from "../../../config.ts";
 import { confine } from "../../../sessions/spawn.ts";
 import type { Deps } from "../../deps.ts";
 import { commandProblems, createRouter, json, problems } from "../../openapi.ts";
 import { unwrap } from "../../pi-result.ts";
+import { sseOptions } from "../events/events.index.ts";
+import { streamedDescription, streamedResponse, streamOwnEvents, wantsStream } from "../runs/command-stream.ts";
 import { SessionParams } from "../sessions/sessions.routes.ts";
 import { type CommandSpec, commandSpecs, fieldsSchema } from "./commands.table.ts";
 
@@ -17,13 +20,14 @@ function routeOf(spec: CommandSpec): RouteConfig {
 		spec.data === null
 			? { 204: { description: "pi accepted the command" } }
 			: { 200: json(spec.data, "pi's answer (its `data`)") };
+	if (spec.streams) ok[200] = streamedResponse(spec.data as ZodType, spec.streams);
 	return createRoute({
 		operationId: spec.operationId,
 		method: spec.method,
 		path: `/v1/sessions/{id}${spec.path}`,
 		tags: ["commands"],
 		summary: spec.summary,
-		description: `Sends pi's \`${spec.type}\` command.`,
+		description: spec.streams ? streamedDescription(spec.type, spec.streams) : `Sends pi's \`${spec.type}\` command.`,
 		request,
 		// A command that names a path answers 403 when the path lies outside the gateway's roots.
 		responses: { ...ok, ...problems(...commandProblems, ...(spec.confine ? [403] : [])) },
@@ -62,6 +66,7 @@ function confineAny(roots: string[], path: string, what: string): string {
 }
 
 export function commandsRouter({ registry, config }: Deps) {
+	const sse = sseOptions(config);
 	const router = createRouter();
 	for (const spec of commandSpecs) {
 		router.openapi(routeOf(spec), async (c) => {
@@ -73,6 +78,7 @@ export function commandsRouter({ registry, config }: Deps) {
 						? c.req.valid("query" as never)
 						: {};
 			const fields = confineFields(config, spec, raw as Record<string, unknown>);
+			if (spec.streams && wantsStream(c)) return streamOwnEvents(c, sse, session, spec.type, fields, spec.streams);
 			const data = unwrap(await session.request({ type: spec.type, ...fields }));
 			if (spec.data === null) return c.body(null, 204);
 			return c.json((data ?? null) as never, 200);

@@ -28,6 +28,8 @@ export interface CommandSpec {
 	fields?: "body" | "query";
 	/** Extra checks that need the gateway's config (paths inside roots). */
 	confine?: Partial<Record<string, "output" | "session-file">>;
+	/** With Accept: text/event-stream, streams the events of this type that carry the command's id. */
+	streams?: string;
 }
 
 const messages = z.object({ messages: z.array(AgentMessage) }).openapi("Messages");
@@ -206,6 +208,7 @@ export const commandSpecs: CommandSpec[] = [
 		summary: "Run a shell command and add its output to the context of the next prompt",
 		data: BashResult,
 		fields: "body",
+		streams: "bash_execution_update",
 	},
 	{
 		type: "abort_bash",

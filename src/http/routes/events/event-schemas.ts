@@ -69,15 +69,36 @@ const piEvents = [
 	ev("compaction_start", { reason: z.string() }, "Compaction began"),
 	ev(
 		"compaction_end",
-		{ reason: z.string(), aborted: z.boolean(), willRetry: z.boolean().optional() },
-		"Compaction ended",
+		{
+			reason: z.string(),
+			result: z.unknown().optional(),
+			aborted: z.boolean(),
+			willRetry: z.boolean().optional(),
+			errorMessage: z.string().optional(),
+		},
+		"Compaction ended (`result` when it succeeded, `errorMessage` when it failed)",
 	),
 	ev(
 		"auto_retry_start",
-		{ attempt: z.number(), maxAttempts: z.number(), delayMs: z.number() },
+		{ attempt: z.number(), maxAttempts: z.number(), delayMs: z.number(), errorMessage: z.string().optional() },
 		"An automatic retry was scheduled",
 	),
-	ev("auto_retry_end", { success: z.boolean(), attempt: z.number() }, "Automatic retrying ended"),
+	ev(
+		"auto_retry_end",
+		{ success: z.boolean(), attempt: z.number(), finalError: z.string().optional() },
+		"Automatic retrying ended",
+	),
+	ev(
+		"summarization_retry_scheduled",
+		{ attempt: z.number(), maxAttempts: z.number(), delayMs: z.number(), errorMessage: z.string().optional() },
+		"A compaction or branch summary will be retried",
+	),
+	ev(
+		"summarization_retry_attempt_start",
+		{ source: z.string(), reason: z.string().optional() },
+		"A summarization retry started",
+	),
+	ev("summarization_retry_finished", {}, "Summarization retrying ended"),
 	ev(
 		"bash_execution_update",
 		{ id: z.string().optional(), delta: z.string() },
@@ -103,12 +124,25 @@ const gatewayEvents = [
 		"stream_open",
 		{
 			sessionId: z.string().optional(),
-			after: z.number().optional(),
-			lastEventId: z.number().optional(),
-			firstAvailable: z.number().optional(),
+			after: z.number().optional().openapi({ description: "The stream holds every event after this position" }),
+			lastEventId: z.number().optional().openapi({ description: "The session's last sequence number on joining" }),
+			firstAvailable: z.number().optional().openapi({ description: "The oldest sequence number the log still holds" }),
 			status: SessionStatus.optional(),
+			runId: z.string().optional().openapi({ description: "Streamed prompt/steer/follow-up: the command's id" }),
+			commandId: z.string().optional().openapi({ description: "Streamed bash: the command's id" }),
+			sessions: z
+				.array(
+					z.object({
+						id: z.string(),
+						lastEventId: z.number(),
+						firstAvailable: z.number(),
+						status: SessionStatus,
+					}),
+				)
+				.optional()
+				.openapi({ description: "GET /v1/events: every session and its position on joining" }),
 		},
-		"Gateway: the first frame; where this stream joined the log",
+		"Gateway: always the first frame; where this stream joined the log",
 	),
 	ev("session_status", { sessionId: z.string(), status: SessionStatus }, "Gateway: the session's status changed"),
 	ev(
@@ -134,27 +168,56 @@ const gatewayEvents = [
 	),
 	ev(
 		"gap",
-		{ after: z.number(), firstAvailable: z.number(), lost: z.number() },
-		"Gateway: the asked-for position is older than the log; `lost` events are gone",
+		{ sessionId: z.string(), after: z.number(), firstAvailable: z.number(), lost: z.number() },
+		"Gateway: the asked-for position is older than the log; the `lost` events after `after` are gone and the stream goes on from `firstAvailable` (the frame's id is `firstAvailable - 1`)",
 	),
 	ev(
 		"dropped",
 		{ reason: z.string(), detail: z.string(), resumeFrom: z.union([z.number(), z.string()]).nullable() },
-		"Gateway: this client fell too far behind and is cut off; reconnect with Last-Event-ID",
+		"Gateway: this client fell more than the gateway's buffer behind and is cut off (the last frame; it has no id); reconnect with Last-Event-ID = `resumeFrom`, the id of the last frame it was sent",
 	),
 	ev(
 		"line_dropped",
 		{ sessionId: z.string(), chars: z.number(), reason: z.string() },
 		"Gateway: pi printed a line longer than the cap; it was skipped",
 	),
-	ev("shutdown", { reason: z.string() }, "Gateway: the gateway is shutting down; the stream ends"),
+	ev("shutdown", { reason: z.string() }, "Gateway (GET /v1/events): the gateway is shutting down; the stream ends"),
+	ev(
+		"error",
+		{ status: z.number(), code: z.string(), detail: z.string() },
+		"Gateway: a streamed command failed after its stream began (pi did not answer in time, or exited); the last frame",
+	),
 ];
 
-export const StreamEvent = z.union([...piEvents, ...gatewayEvents]).openapi("StreamEvent");
+const [firstEvent, ...otherEvents] = [...piEvents, ...gatewayEvents] as [(typeof piEvents)[number], ...typeof piEvents];
+export const StreamEvent = z.discriminatedUnion("type", [firstEvent, ...otherEvents]).openapi("StreamEvent");
 
-export const EventStreamDoc = z.string().openapi({
-	description:
-		"text/event-stream frames `id: N\\nevent: TYPE\\ndata: JSON\\n\\n`. The JSON of each frame is a StreamEvent (see components/schemas/StreamEvent).",
-	example:
-		'id: 7\nevent: message_update\ndata: {"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"Hello "}}\n\n',
-});
+/**
+ * One frame of a text/event-stream answer, as an SSE parser hands it over. Documented as an object
+ * whose `data` is the StreamEvent union (the convention SSE-aware generators follow); on the wire
+ * `data` is that JSON on one line.
+ */
+export const EventStreamDoc = z
+	.object({
+		id: z.string().optional().openapi({
+			description:
+				"The session's sequence number (`<sessionId>:<seq>` on GET /v1/events); send it back as Last-Event-ID to resume. `dropped`, `shutdown` and `error` frames have none.",
+			example: "7",
+		}),
+		event: z
+			.string()
+			.openapi({ description: "The event type; always equal to `data.type`", example: "message_update" }),
+		data: StreamEvent,
+	})
+	.openapi("StreamFrame", {
+		description:
+			"A text/event-stream frame `id: N\\nevent: TYPE\\ndata: JSON\\n\\n`; `: heartbeat` comments come between frames. `data` is one line: pi's JSON exactly as pi printed it (or a gateway event's JSON). pi may add event types and fields: skip what you do not know.",
+		example: {
+			id: "7",
+			event: "message_update",
+			data: {
+				type: "message_update",
+				assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: "Hello " },
+			},
+		},
+	});

@@ -6,7 +6,7 @@ import { EventStreamDoc } from "./event-schemas.ts";
 export const StreamQuery = z.object({
 	after: z.coerce.number().int().min(0).optional().openapi({
 		description:
-			"Replay events after this sequence number (Last-Event-ID wins when both are sent); 0 replays the whole log",
+			"Replay events after this sequence number (Last-Event-ID wins when both are sent); 0 replays the whole log; past the last event is a 400",
 	}),
 	types: z
 		.string()
@@ -14,6 +14,14 @@ export const StreamQuery = z.object({
 		.optional()
 		.openapi({ description: "Comma-separated event types to receive", example: "message_update,agent_settled" }),
 });
+
+export const SseHeaders = {
+	"Cache-Control": { description: "`no-cache, no-transform`", schema: { type: "string" as const } },
+	"X-Accel-Buffering": {
+		description: "`no`: tells nginx-style proxies not to buffer the stream",
+		schema: { type: "string" as const },
+	},
+};
 
 const LastEventId = z.object({
 	"last-event-id": z
@@ -30,10 +38,14 @@ export const sessionEvents = createRoute({
 	tags: ["events"],
 	summary: "The session's events as Server-Sent Events, resumable with Last-Event-ID",
 	description:
-		"Every frame: `id:` the session's sequence number, `event:` the type, `data:` pi's JSON unchanged (or the gateway event's JSON). The first frame, `stream_open`, says where the stream joined. A position older than the log gets a `gap` frame first. Heartbeat comments keep proxies open. The stream ends after `session_exit`.",
+		"Every frame: `id:` the session's sequence number, `event:` the type, `data:` pi's JSON line unchanged (or the gateway event's JSON). The first frame, `stream_open`, says where the stream joined (`after`) and what the log holds (`firstAvailable`..`lastEventId`). Without a position the stream starts live; with `Last-Event-ID` or `after` it replays everything after that position from the bounded per-session log, then goes live, with nothing lost or repeated; a position older than the log gets a `gap` frame (what was lost, where the log starts now) and the stream continues. Heartbeat comments (`: heartbeat`) keep proxies from timing out. A client that falls more than the gateway's buffer behind gets a final `dropped` frame and is cut off: reconnect with `Last-Event-ID`. The stream ends after `session_exit` (pi exited or the session was deleted). With `types`, only those events are sent; `stream_open`, `gap`, `dropped` and `session_exit` always are.",
 	request: { params: SessionParams, query: StreamQuery, headers: LastEventId },
 	responses: {
-		200: { description: "The event stream", content: { "text/event-stream": { schema: EventStreamDoc } } },
+		200: {
+			description: "The event stream",
+			headers: SseHeaders,
+			content: { "text/event-stream": { schema: EventStreamDoc } },
+		},
 		...problems(400, 401, 404, 429),
 	},
 });
@@ -45,10 +57,14 @@ export const allEvents = createRoute({
 	tags: ["events"],
 	summary: "Live events of every session (for dashboards)",
 	description:
-		"Frames carry `id: <sessionId>:<seq>`, so each names its session; the data is the same as on the session's own stream. Live only: to replay, use the session's stream with `after`.",
+		"The live events of every session in one stream. Each frame's `id:` is `<sessionId>:<seq>`: it names the session (pi's own JSON does not) and that session's sequence number, and the data is the same as on the session's own stream. The first frame, `stream_open`, lists every session with its last sequence number. This stream is live only (Last-Event-ID is ignored): to fill a hole after a reconnect, read `/v1/sessions/{id}/events?after=<seq>` for each session. A `shutdown` frame says the gateway is stopping; the stream ends once every session has exited.",
 	request: { query: StreamQuery.pick({ types: true }) },
 	responses: {
-		200: { description: "The event stream", content: { "text/event-stream": { schema: EventStreamDoc } } },
+		200: {
+			description: "The event stream",
+			headers: SseHeaders,
+			content: { "text/event-stream": { schema: EventStreamDoc } },
+		},
 		...problems(400, 401),
 	},
 });

@@ -1,76 +1,80 @@
 import type { Context } from "hono";
+import type { PiCommand } from "../../../pi/protocol.ts";
 import type { LoggedEvent } from "../../../sessions/event-log.ts";
-import { RunCollector, responseIndex, waitForRun } from "../../../sessions/run-result.ts";
+import { RunCollector, RunWatch } from "../../../sessions/run-result.ts";
 import type { Session } from "../../../sessions/session.ts";
 import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
 import { unwrap } from "../../pi-result.ts";
-import { gatewayFrame, sseStream } from "../../sse.ts";
-import { followSession } from "../events/events.index.ts";
+import { ApiError } from "../../problem.ts";
+import type { SseOptions } from "../../sse.ts";
+import { sseOptions } from "../events/events.index.ts";
+import { streamCommand, wantsStream } from "./command-stream.ts";
 import { followUp, prompt, steer } from "./runs.routes.ts";
+import { requestedWait, type WaitRequest } from "./wait.ts";
 
-type Disposition = "started" | "queued" | "handled";
+type RunCommand = PiCommand & { id: string };
 
-/** Wait mode in seconds, from `Prefer: wait[=N]` or `?wait=true|N`; undefined when not asked. */
-export function requestedWait(
-	prefer: string | undefined,
-	query: string | undefined,
-	maxMs: number,
-): number | undefined {
-	const fromPrefer = prefer
-		?.split(",")
-		.map((p) => p.trim())
-		.find((p) => p === "wait" || p.startsWith("wait="));
-	const raw = fromPrefer !== undefined ? (fromPrefer.split("=")[1] ?? "true") : query;
-	if (raw === undefined || raw === "false") return undefined;
-	const seconds = raw === "true" ? Number.POSITIVE_INFINITY : Number(raw);
-	return Math.min(seconds * 1000, maxMs);
+/** Accept: text/event-stream — the run's events from this command to the run's end. */
+function streamRun(c: Context, sse: SseOptions, session: Session, command: RunCommand): Promise<Response> {
+	const watch = new RunWatch(session, command.id);
+	let dialogOpened!: () => void;
+	const commitEarly = new Promise<void>((resolve) => {
+		dialogOpened = resolve;
+	});
+	const until = (event: LoggedEvent) => {
+		// An extension command's dialog holds pi's response: the client must see it to answer it.
+		if (!watch.responded && event.type === "approval_requested") dialogOpened();
+		return watch.feed(event);
+	};
+	return streamCommand(c, sse, { session, command, open: { runId: command.id }, until, commitEarly });
 }
 
-function wantsStream(c: Context): boolean {
-	return (c.req.header("accept") ?? "").includes("text/event-stream");
+/** Prefer: wait — 200 with the run's result once it ends, or 202 with where to follow it. */
+async function waitRun(c: Context, session: Session, command: RunCommand, wait: WaitRequest): Promise<Response> {
+	const deadline = Date.now() + wait.ms;
+	const startSeq = session.log.lastSeq;
+	const watch = new RunWatch(session, command.id);
+	const collector = new RunCollector(command.id, startSeq);
+	let ended!: () => void;
+	const over = new Promise<boolean>((resolve) => {
+		ended = () => resolve(true);
+	});
+	// Subscribed before the command is sent, so even a run that ends at once is seen whole.
+	const unsubscribe = session.log.subscribe((event) => {
+		if (watch.outcome) return;
+		collector.add(event);
+		if (watch.feed(event)) ended();
+	});
+	let timer: NodeJS.Timeout | undefined;
+	const onAbort = () => ended();
+	try {
+		const data = unwrap(await session.request(command)) as { disposition?: string };
+		const timedOut = new Promise<boolean>((resolve) => {
+			timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()));
+		});
+		c.req.raw.signal.addEventListener("abort", onAbort);
+		const finished = await Promise.race([over, timedOut]);
+		const disposition = watch.disposition ?? data?.disposition ?? "queued";
+		if (watch.outcome === "exited") {
+			throw new ApiError(502, "pi_exited", `Session ${session.id} exited before the run settled`);
+		}
+		if (!finished || watch.outcome === "idle" || !watch.outcome) {
+			return c.json({ runId: command.id, disposition, eventsUrl: eventsUrl(session, startSeq) }, 202);
+		}
+		if (wait.applied) c.header("Preference-Applied", wait.applied);
+		return c.json({ ...collector.result(), disposition }, 200);
+	} finally {
+		clearTimeout(timer);
+		c.req.raw.signal.removeEventListener("abort", onAbort);
+		unsubscribe();
+	}
 }
+
+const eventsUrl = (session: Session, after: number) => `/v1/sessions/${session.id}/events?after=${after}`;
 
 export function runsRouter({ registry, config }: Deps) {
-	const sse = { heartbeatMs: config.sseHeartbeatMs, maxBufferedBytes: config.sseMaxBufferedBytes };
-
-	const handle = async (
-		c: Context,
-		session: Session,
-		type: string,
-		fields: Record<string, unknown>,
-		waitMs: number | undefined,
-	) => {
-		const runId = session.nextCommandId();
-		const startSeq = session.log.lastSeq;
-		const eventsUrl = `/v1/sessions/${session.id}/events?after=${startSeq}`;
-		// Sent before anything is streamed: a refusal is an HTTP error, not a stream that ends at once.
-		const data = unwrap(await session.request({ type, id: runId, ...fields })) as { disposition?: Disposition };
-		const disposition = data?.disposition ?? "queued";
-		const endsWithRun = disposition !== "handled";
-		if (wantsStream(c)) {
-			return sseStream(c, sse, (out) => {
-				out.push(gatewayFrame("stream_open", { sessionId: session.id, runId, after: startSeq, disposition }, startSeq));
-				let seenResponse = false;
-				const until = (event: LoggedEvent) => {
-					if (!seenResponse) {
-						seenResponse = event.type === "response" && responseIndex([event], runId) === 0;
-						return seenResponse && !endsWithRun;
-					}
-					return event.type === "agent_settled";
-				};
-				return followSession(session, out, startSeq, undefined, until);
-			});
-		}
-		if (waitMs === undefined) return c.json({ runId, disposition, eventsUrl }, 202);
-		const result = endsWithRun
-			? await waitForRun(session, runId, startSeq, waitMs, c.req.raw.signal)
-			: new RunCollector(runId, session.log.lastSeq).result();
-		if (!result) return c.json({ runId, disposition, eventsUrl }, 202);
-		c.header("Preference-Applied", "wait");
-		return c.json({ ...result, disposition }, 200);
-	};
-
+	const sse = sseOptions(config);
 	const router = createRouter();
 	for (const [route, type] of [
 		[prompt, "prompt"],
@@ -80,8 +84,14 @@ export function runsRouter({ registry, config }: Deps) {
 		router.openapi(route, (async (c: Context) => {
 			const session = registry.get(c.req.param("id") as string);
 			const body = (c.req as unknown as { valid(t: "json"): Record<string, unknown> }).valid("json");
-			const waitMs = requestedWait(c.req.header("prefer"), c.req.query("wait"), config.waitTimeoutMs);
-			return handle(c, session, type, body, waitMs);
+			const command: RunCommand = { type, ...body, id: session.nextCommandId() };
+			if (wantsStream(c)) return streamRun(c, sse, session, command);
+			const wait = requestedWait(c.req.header("prefer"), c.req.query("wait"), config.waitTimeoutMs);
+			if (wait) return waitRun(c, session, command, wait);
+			const startSeq = session.log.lastSeq;
+			const data = unwrap(await session.request(command)) as { disposition?: string };
+			const disposition = data?.disposition ?? "queued";
+			return c.json({ runId: command.id, disposition, eventsUrl: eventsUrl(session, startSeq) }, 202);
 		}) as never);
 	}
 	return router;

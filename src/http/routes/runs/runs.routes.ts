@@ -3,6 +3,7 @@ import { commandFields } from "../../../pi/protocol.ts";
 import { commandProblems, json, problems } from "../../openapi.ts";
 import { AgentMessage } from "../../schemas.ts";
 import { EventStreamDoc } from "../events/event-schemas.ts";
+import { SseHeaders } from "../events/events.routes.ts";
 import { SessionParams } from "../sessions/sessions.routes.ts";
 
 export const RunAccepted = z
@@ -27,8 +28,14 @@ export const RunResult = z
 		text: z.string().nullable().openapi({ description: "Text of the last assistant message that had text" }),
 		stopReason: z.string().nullable(),
 		usage: z.unknown().nullable(),
-		firstEventId: z.number().int(),
-		lastEventId: z.number().int(),
+		firstEventId: z
+			.number()
+			.int()
+			.openapi({ description: "Sequence number of the first event after the command was sent" }),
+		lastEventId: z
+			.number()
+			.int()
+			.openapi({ description: "Sequence number of the event that ended the run (its agent_settled)" }),
 	})
 	.openapi("RunResult");
 
@@ -55,7 +62,7 @@ function messageRoute(operationId: string, path: string, type: "prompt" | "steer
 		tags: ["runs"],
 		summary,
 		description:
-			"Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted it. `Accept: text/event-stream`: the events from this command's response to the run's `agent_settled`, then the stream ends (a `handled` command ends after its response). `Prefer: wait` / `?wait=true`: 200 after `agent_settled` with the run's messages and text; past the wait limit 202 with where to continue.",
+			"Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command.",
 		request: {
 			params: SessionParams,
 			query: WaitQuery,
@@ -64,10 +71,17 @@ function messageRoute(operationId: string, path: string, type: "prompt" | "steer
 		},
 		responses: {
 			200: {
-				description: "Wait mode: the run settled",
+				description: "Wait mode: the run ended (JSON). Accept: text/event-stream: the run's events (SSE).",
+				headers: {
+					...SseHeaders,
+					"Preference-Applied": {
+						description: "Wait mode: the `wait` preference that was applied",
+						schema: { type: "string" as const },
+					},
+				},
 				content: { "application/json": { schema: RunResult }, "text/event-stream": { schema: EventStreamDoc } },
 			},
-			202: json(RunAccepted, "pi accepted it; follow the run on the event stream"),
+			202: json(RunAccepted, "pi accepted it (or the wait ran out first); follow the run on the event stream"),
 			...problems(...commandProblems, 409),
 		},
 	});

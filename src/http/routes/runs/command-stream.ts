@@ -1,0 +1,113 @@
+import type { Context } from "hono";
+import type { ZodType } from "zod";
+import type { PiCommand } from "../../../pi/protocol.ts";
+import type { LoggedEvent } from "../../../sessions/event-log.ts";
+import { responseId } from "../../../sessions/run-result.ts";
+import type { Session } from "../../../sessions/session.ts";
+import { unwrap } from "../../pi-result.ts";
+import { ApiError } from "../../problem.ts";
+import { gatewayFrame, Outbox, type SseOptions, sseStream } from "../../sse.ts";
+import { EventStreamDoc } from "../events/event-schemas.ts";
+import { SseHeaders } from "../events/events.routes.ts";
+import { followSession } from "../events/follow.ts";
+
+export interface CommandStreamPlan {
+	session: Session;
+	command: PiCommand & { id: string };
+	/** Extra fields of the `stream_open` frame (the run or command id). */
+	open: Record<string, unknown>;
+	/** Which events reach the client (default: all of the session's). */
+	accept?: (event: LoggedEvent) => boolean;
+	/** The stream ends after this event. */
+	until: (event: LoggedEvent) => boolean;
+	/**
+	 * Resolves when the answer must become a stream before pi's response: pi holds the response
+	 * while a dialog waits for an answer, and a bash command answers only once it has finished.
+	 */
+	commitEarly: Promise<void>;
+}
+
+/** Accept: text/event-stream (an explicit SSE request; `*\/*` does not count). */
+export function wantsStream(c: Context): boolean {
+	return (c.req.header("accept") ?? "").includes("text/event-stream");
+}
+
+/** A next-macrotask promise: by then a command that fails at once (queue full, pi gone) has failed. */
+export const nextTick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Subscribes first, then sends the command, so the stream holds everything from the moment pi
+ * sees it. While pi has not answered, a refusal is still an HTTP error (nothing streamed); once
+ * the stream has begun, pi's answer arrives as its `response` frame and a gateway failure (504,
+ * 502) as a final `error` frame.
+ */
+export async function streamCommand(c: Context, sse: SseOptions, plan: CommandStreamPlan): Promise<Response> {
+	const { session, command } = plan;
+	const startSeq = session.log.lastSeq;
+	const out = new Outbox(sse.maxBufferedBytes);
+	out.push(gatewayFrame("stream_open", { sessionId: session.id, ...plan.open, after: startSeq }, startSeq));
+	const detach = followSession(session, out, { after: startSeq, accept: plan.accept, until: plan.until });
+	const request = session.request(command);
+	const first = await Promise.race([
+		request.then(
+			(response) => ({ response }),
+			(error: unknown) => ({ error }),
+		),
+		plan.commitEarly.then(() => undefined),
+	]);
+	if (first) {
+		try {
+			if ("error" in first) throw first.error;
+			unwrap(first.response);
+		} catch (error) {
+			detach();
+			throw error;
+		}
+	} else {
+		request.catch((error: unknown) => {
+			const problem = error instanceof ApiError ? error : new ApiError(500, "internal_error", String(error));
+			out.push(gatewayFrame("error", { status: problem.status, code: problem.code, detail: problem.message }));
+			out.end();
+		});
+	}
+	return sseStream(c, sse, out, detach);
+}
+
+/**
+ * A command that is not a run but streams events of its own (`bash` → `bash_execution_update`,
+ * which pi tags with the command's id): those events, then pi's response to it, then the end.
+ */
+export function streamOwnEvents(
+	c: Context,
+	sse: SseOptions,
+	session: Session,
+	type: string,
+	fields: Record<string, unknown>,
+	eventType: string,
+): Promise<Response> {
+	const id = session.nextCommandId();
+	// pi writes `"id":"<id>"` unescaped only as a key of the event itself: quotes inside strings are escaped.
+	const tag = `"id":"${id}"`;
+	const ours = (event: LoggedEvent) =>
+		(event.type === eventType && event.data.includes(tag)) || (event.type === "response" && responseId(event) === id);
+	return streamCommand(c, sse, {
+		session,
+		command: { ...fields, type, id },
+		open: { commandId: id },
+		accept: ours,
+		until: (event) => event.type === "response" && responseId(event) === id,
+		commitEarly: nextTick(),
+	});
+}
+
+export function streamedResponse(data: ZodType, eventType: string) {
+	return {
+		description: `pi's answer (its \`data\`), or with Accept: text/event-stream the \`${eventType}\` events and then pi's response`,
+		headers: SseHeaders,
+		content: { "application/json": { schema: data }, "text/event-stream": { schema: EventStreamDoc } },
+	};
+}
+
+export function streamedDescription(type: string, eventType: string): string {
+	return `Sends pi's \`${type}\` command. With \`Accept: text/event-stream\` the answer is a stream: \`stream_open\`, then each \`${eventType}\` event of this command as pi prints it, then pi's \`response\` frame (the same data as the JSON answer), then the stream ends. A command that fails at once (queue full, pi gone) is still an HTTP error.`;
+}

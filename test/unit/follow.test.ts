@@ -1,0 +1,120 @@
+import { describe, expect, it } from "vitest";
+import { followSession } from "../../src/http/routes/events/follow.ts";
+import { Outbox, type Sink } from "../../src/http/sse.ts";
+import { EventLog } from "../../src/sessions/event-log.ts";
+import type { Session } from "../../src/sessions/session.ts";
+
+/** The part of a Session that followSession reads. */
+function fakeSession(maxEvents = 10_000) {
+	return { id: "ses_t", log: new EventLog(maxEvents, 1 << 30), isAlive: true, sseSubscribers: 0 };
+}
+const asSession = (s: ReturnType<typeof fakeSession>) => s as unknown as Session;
+
+class HeldSink implements Sink {
+	aborted = false;
+	text = "";
+	held = true;
+	#waiting: (() => void)[] = [];
+	write(text: string): Promise<void> {
+		this.text += text;
+		return this.held ? new Promise((r) => this.#waiting.push(r)) : Promise.resolve();
+	}
+	release(): void {
+		this.held = false;
+		for (const r of this.#waiting.splice(0)) r();
+	}
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+const ids = (text: string) => [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+describe("followSession", () => {
+	it("replays, then goes live, with every event exactly once even when appends race the replay", async () => {
+		const session = fakeSession();
+		for (let i = 0; i < 1000; i++) session.log.append("e", `{"i":${i}}`);
+		const out = new Outbox(1 << 20);
+		const sink = new HeldSink();
+		const detach = followSession(asSession(session), out, { after: 10 });
+		expect(session.sseSubscribers).toBe(1);
+		const done = out.pump(sink);
+		await tick(); // the first replay batch is on the (held) socket
+		for (let i = 0; i < 10; i++) session.log.append("e", "{}");
+		sink.release();
+		await tick();
+		for (let i = 0; i < 5; i++) session.log.append("e", "{}");
+		await tick();
+		expect(ids(sink.text)).toEqual(range(11, 1015));
+		detach();
+		expect(session.sseSubscribers).toBe(0);
+		expect(session.log.listenerCount).toBe(0);
+		out.end();
+		await done;
+	});
+
+	it("a position older than the log gets a gap frame, then the rest", async () => {
+		const session = fakeSession(50);
+		for (let i = 0; i < 120; i++) session.log.append("e", "{}");
+		const out = new Outbox(1 << 20);
+		const sink = new HeldSink();
+		sink.release();
+		followSession(asSession(session), out, { after: 3 });
+		const done = out.pump(sink);
+		await tick();
+		const first = sink.text.slice(0, sink.text.indexOf("\n\n") + 2);
+		expect(first).toBe(
+			'id: 70\nevent: gap\ndata: {"type":"gap","sessionId":"ses_t","after":3,"firstAvailable":71,"lost":67}\n\n',
+		);
+		expect(ids(sink.text)).toEqual([70, ...range(71, 120)]);
+		out.end();
+		await done;
+	});
+
+	it("filters by type but always sends session_exit, and ends after it", async () => {
+		const session = fakeSession();
+		const out = new Outbox(1 << 20);
+		const sink = new HeldSink();
+		sink.release();
+		followSession(asSession(session), out, { after: 0, accept: (e) => e.type === "keep" });
+		const done = out.pump(sink);
+		session.log.append("keep", "{}");
+		session.log.append("skip", "{}");
+		session.log.append("keep", "{}");
+		session.isAlive = false;
+		session.log.append("session_exit", "{}");
+		session.log.append("keep", "{}"); // never reaches a stream that has ended
+		await done;
+		expect(ids(sink.text)).toEqual([1, 3, 4]);
+		expect(sink.text).toContain("event: session_exit");
+		expect(session.sseSubscribers).toBe(0);
+	});
+
+	it("ends after `until`, whether the event comes from the replay or live", async () => {
+		for (const live of [false, true]) {
+			const session = fakeSession();
+			if (!live) for (const t of ["a", "stop", "b"]) session.log.append(t, "{}");
+			const out = new Outbox(1 << 20);
+			const sink = new HeldSink();
+			sink.release();
+			followSession(asSession(session), out, { after: 0, until: (e) => e.type === "stop" });
+			const done = out.pump(sink);
+			if (live) for (const t of ["a", "stop", "b"]) session.log.append(t, "{}");
+			await done;
+			expect(ids(sink.text)).toEqual([1, 2]);
+			expect(session.log.listenerCount).toBe(0);
+		}
+	});
+
+	it("a session that has already exited ends the stream after its log", async () => {
+		const session = fakeSession();
+		session.log.append("e", "{}");
+		session.isAlive = false;
+		const out = new Outbox(1 << 20);
+		const sink = new HeldSink();
+		sink.release();
+		followSession(asSession(session), out, { after: 1 });
+		await out.pump(sink);
+		expect(sink.text).toBe("");
+		expect(session.sseSubscribers).toBe(0);
+	});
+});

@@ -1,0 +1,181 @@
+import { describe, expect, it } from "vitest";
+import { frame, gatewayFrame, Outbox, type Sink } from "../../src/http/sse.ts";
+
+/** A socket stand-in: records writes; while `held`, each write waits until released. */
+class FakeSink implements Sink {
+	aborted = false;
+	writes: string[] = [];
+	held = false;
+	#release: (() => void)[] = [];
+	write(text: string): Promise<void> {
+		this.writes.push(text);
+		if (!this.held) return Promise.resolve();
+		return new Promise((resolve) => this.#release.push(resolve));
+	}
+	release(): void {
+		this.held = false;
+		for (const r of this.#release.splice(0)) r();
+	}
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe("frames", () => {
+	it("carry id, event and pi's line unchanged as one data line", () => {
+		const line = '{"type":"message_update","delta":"a\u2028b 😀 中"}';
+		expect(frame({ seq: 7, type: "message_update", data: line })).toBe(
+			`id: 7\nevent: message_update\ndata: ${line}\n\n`,
+		);
+		expect(frame({ seq: 7, type: "x", data: "{}" }, "ses_a:7")).toBe("id: ses_a:7\nevent: x\ndata: {}\n\n");
+		expect(gatewayFrame("gap", { after: 1 }, 4)).toBe('id: 4\nevent: gap\ndata: {"type":"gap","after":1}\n\n');
+		expect(gatewayFrame("dropped", {})).toBe('event: dropped\ndata: {"type":"dropped"}\n\n');
+	});
+});
+
+describe("Outbox", () => {
+	it("writes pushed text in order and stops after end()", async () => {
+		const out = new Outbox(1000);
+		const sink = new FakeSink();
+		out.push("a", 1);
+		const done = out.pump(sink);
+		out.push("b", 2);
+		await tick();
+		out.push("c", 3);
+		out.end();
+		out.push("ignored", 4);
+		await done;
+		expect(sink.writes.join("")).toBe("abc");
+		expect(out.lastSent).toBe(3);
+	});
+
+	it("batches what arrives while the socket is busy into one write", async () => {
+		const out = new Outbox(1000);
+		const sink = new FakeSink();
+		sink.held = true;
+		out.push("1", 1);
+		const done = out.pump(sink);
+		await tick();
+		for (const t of ["2", "3", "4"]) out.push(t, Number(t));
+		expect(out.bufferedBytes).toBe(3);
+		sink.release();
+		out.end();
+		await done;
+		expect(sink.writes).toEqual(["1", "234"]);
+		expect(out.lastSent).toBe(4);
+	});
+
+	it("a subscriber past its buffer gets one final dropped frame naming the last id it was sent", async () => {
+		const out = new Outbox(10);
+		const sink = new FakeSink();
+		sink.held = true;
+		let drops = 0;
+		out.onDrop = () => drops++;
+		out.push("first", 1);
+		const done = out.pump(sink);
+		await tick(); // "first" is on the socket (in flight)
+		out.push("12345", 2);
+		out.push("67890", 3);
+		expect(out.dropped).toBe(false);
+		out.push("x", 4); // 11 > 10
+		expect(out.dropped).toBe(true);
+		expect(out.ended).toBe(true);
+		expect(drops).toBe(1);
+		out.push("after", 5);
+		expect(drops).toBe(1);
+		sink.release();
+		await done;
+		expect(sink.writes[0]).toBe("first");
+		expect(sink.writes).toHaveLength(2);
+		const last = sink.writes[1] as string;
+		expect(last.startsWith("event: dropped\ndata: ")).toBe(true);
+		expect(JSON.parse(last.slice("event: dropped\ndata: ".length))).toEqual({
+			type: "dropped",
+			reason: "slow_consumer",
+			detail: "more than 10 bytes were waiting for this client; reconnect with Last-Event-ID",
+			resumeFrom: 1,
+		});
+	});
+
+	it("one frame larger than the buffer still goes out to a reader that keeps up", async () => {
+		const out = new Outbox(10);
+		const sink = new FakeSink();
+		const big = "x".repeat(100);
+		out.push(big, 1);
+		expect(out.dropped).toBe(false);
+		const done = out.pump(sink);
+		await tick();
+		out.push(big, 2);
+		out.end();
+		await done;
+		expect(sink.writes).toEqual([big, big]);
+		expect(out.dropped).toBe(false);
+	});
+
+	it("pulls a source after what is queued, at the socket's pace, then goes back to live text", async () => {
+		const out = new Outbox(5);
+		const sink = new FakeSink();
+		const batches = ["r1", "r2", "r3"];
+		let pulls = 0;
+		out.push("open");
+		out.pull(() => {
+			pulls++;
+			const text = batches.shift();
+			return text === undefined ? undefined : { text, lastId: pulls };
+		});
+		sink.held = true;
+		const done = out.pump(sink);
+		await tick();
+		// The replay is larger than the buffer, but it is pulled, not queued: no drop.
+		expect(sink.writes).toEqual(["open"]);
+		expect(pulls).toBe(0);
+		sink.release();
+		await tick();
+		expect(sink.writes).toEqual(["open", "r1", "r2", "r3"]);
+		expect(out.lastSent).toBe(3);
+		expect(out.dropped).toBe(false);
+		out.push("live", 9);
+		out.end();
+		await done;
+		expect(sink.writes.at(-1)).toBe("live");
+		expect(pulls).toBe(4);
+	});
+
+	it("skips empty source batches and keeps lastSent at the last frame written", async () => {
+		const out = new Outbox(100);
+		const sink = new FakeSink();
+		const batches = [{ text: "a", lastId: 1 }, { text: "", lastId: 2 }, undefined];
+		out.pull(() => batches.shift());
+		const done = out.pump(sink);
+		await tick();
+		expect(batches).toEqual([]);
+		out.end();
+		await done;
+		expect(sink.writes).toEqual(["a"]);
+		expect(out.lastSent).toBe(1);
+	});
+
+	it("end() stops a replay that is still pulling (client gone, or dropped)", async () => {
+		const out = new Outbox(100);
+		const sink = new FakeSink();
+		sink.held = true;
+		out.pull(() => ({ text: "r", lastId: 1 }));
+		const done = out.pump(sink);
+		await tick();
+		out.end();
+		sink.release();
+		await done;
+		expect(sink.writes).toEqual(["r"]);
+	});
+
+	it("stops writing when the socket is gone", async () => {
+		const out = new Outbox(100);
+		const sink = new FakeSink();
+		const done = out.pump(sink);
+		out.push("a");
+		await tick();
+		sink.aborted = true;
+		out.push("b");
+		await done;
+		expect(sink.writes).toEqual(["a"]);
+	});
+});
