@@ -122,7 +122,7 @@ export interface paths {
         put?: never;
         /**
          * Send a prompt: starts a run, or joins one with streamingBehavior
-         * @description Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted it. `Accept: text/event-stream`: the events from this command's response to the run's `agent_settled`, then the stream ends (a `handled` command ends after its response). `Prefer: wait` / `?wait=true`: 200 after `agent_settled` with the run's messages and text; past the wait limit 202 with where to continue.
+         * @description Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command.
          */
         post: operations["sessions.prompt"];
         delete?: never;
@@ -142,7 +142,7 @@ export interface paths {
         put?: never;
         /**
          * Steer the running agent (delivered after the current turn's tool calls)
-         * @description Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted it. `Accept: text/event-stream`: the events from this command's response to the run's `agent_settled`, then the stream ends (a `handled` command ends after its response). `Prefer: wait` / `?wait=true`: 200 after `agent_settled` with the run's messages and text; past the wait limit 202 with where to continue.
+         * @description Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command.
          */
         post: operations["sessions.steer"];
         delete?: never;
@@ -162,7 +162,7 @@ export interface paths {
         put?: never;
         /**
          * Queue a message for when the agent finishes
-         * @description Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted it. `Accept: text/event-stream`: the events from this command's response to the run's `agent_settled`, then the stream ends (a `handled` command ends after its response). `Prefer: wait` / `?wait=true`: 200 after `agent_settled` with the run's messages and text; past the wait limit 202 with where to continue.
+         * @description Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command.
          */
         post: operations["sessions.followUp"];
         delete?: never;
@@ -562,7 +562,7 @@ export interface paths {
         put?: never;
         /**
          * Run a shell command and add its output to the context of the next prompt
-         * @description Sends pi's `bash` command.
+         * @description Sends pi's `bash` command. With `Accept: text/event-stream` the answer is a stream: `stream_open`, then each `bash_execution_update` event of this command as pi prints it, then pi's `response` frame (the same data as the JSON answer), then the stream ends. A command that fails at once (queue full, pi gone) is still an HTTP error.
          */
         post: operations["sessions.bash"];
         delete?: never;
@@ -800,7 +800,7 @@ export interface paths {
         };
         /**
          * The session's events as Server-Sent Events, resumable with Last-Event-ID
-         * @description Every frame: `id:` the session's sequence number, `event:` the type, `data:` pi's JSON unchanged (or the gateway event's JSON). The first frame, `stream_open`, says where the stream joined. A position older than the log gets a `gap` frame first. Heartbeat comments keep proxies open. The stream ends after `session_exit`.
+         * @description Every frame: `id:` the session's sequence number, `event:` the type, `data:` pi's JSON line unchanged (or the gateway event's JSON). The first frame, `stream_open`, says where the stream joined (`after`) and what the log holds (`firstAvailable`..`lastEventId`). Without a position the stream starts live; with `Last-Event-ID` or `after` it replays everything after that position from the bounded per-session log, then goes live, with nothing lost or repeated; a position older than the log gets a `gap` frame (what was lost, where the log starts now) and the stream continues. Heartbeat comments (`: heartbeat`) keep proxies from timing out. A client that falls more than the gateway's buffer behind gets a final `dropped` frame and is cut off: reconnect with `Last-Event-ID`. The stream ends after `session_exit` (pi exited or the session was deleted). With `types`, only those events are sent; `stream_open`, `gap`, `dropped` and `session_exit` always are.
          */
         get: operations["events.session"];
         put?: never;
@@ -820,7 +820,7 @@ export interface paths {
         };
         /**
          * Live events of every session (for dashboards)
-         * @description Frames carry `id: <sessionId>:<seq>`, so each names its session; the data is the same as on the session's own stream. Live only: to replay, use the session's stream with `after`.
+         * @description The live events of every session in one stream. Each frame's `id:` is `<sessionId>:<seq>`: it names the session (pi's own JSON does not) and that session's sequence number, and the data is the same as on the session's own stream. The first frame, `stream_open`, lists every session with its last sequence number. This stream is live only (Last-Event-ID is ignored): to fill a hole after a reconnect, read `/v1/sessions/{id}/events?after=<seq>` for each session. A `shutdown` frame says the gateway is stopping; the stream ends once every session has exited.
          */
         get: operations["events.all"];
         put?: never;
@@ -907,10 +907,13 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        StreamEvent: components["schemas"]["Event_response"] | components["schemas"]["Event_agent_start"] | components["schemas"]["Event_agent_end"] | components["schemas"]["Event_agent_settled"] | components["schemas"]["Event_turn_start"] | components["schemas"]["Event_turn_end"] | components["schemas"]["Event_message_start"] | components["schemas"]["Event_message_update"] | components["schemas"]["Event_message_end"] | components["schemas"]["Event_tool_execution_start"] | components["schemas"]["Event_tool_execution_update"] | components["schemas"]["Event_tool_execution_end"] | components["schemas"]["Event_queue_update"] | components["schemas"]["Event_compaction_start"] | components["schemas"]["Event_compaction_end"] | components["schemas"]["Event_auto_retry_start"] | components["schemas"]["Event_auto_retry_end"] | components["schemas"]["Event_bash_execution_update"] | components["schemas"]["Event_extension_ui_request"] | components["schemas"]["Event_extension_error"] | components["schemas"]["Event_session_info_changed"] | components["schemas"]["Event_thinking_level_changed"] | components["schemas"]["Event_entry_appended"] | components["schemas"]["Event_stream_open"] | components["schemas"]["Event_session_status"] | components["schemas"]["Event_session_exit"] | components["schemas"]["Event_approval_requested"] | components["schemas"]["Event_approval_resolved"] | components["schemas"]["Event_gap"] | components["schemas"]["Event_dropped"] | components["schemas"]["Event_line_dropped"] | components["schemas"]["Event_shutdown"];
+        StreamEvent: components["schemas"]["Event_response"] | components["schemas"]["Event_agent_start"] | components["schemas"]["Event_agent_end"] | components["schemas"]["Event_agent_settled"] | components["schemas"]["Event_turn_start"] | components["schemas"]["Event_turn_end"] | components["schemas"]["Event_message_start"] | components["schemas"]["Event_message_update"] | components["schemas"]["Event_message_end"] | components["schemas"]["Event_tool_execution_start"] | components["schemas"]["Event_tool_execution_update"] | components["schemas"]["Event_tool_execution_end"] | components["schemas"]["Event_queue_update"] | components["schemas"]["Event_compaction_start"] | components["schemas"]["Event_compaction_end"] | components["schemas"]["Event_auto_retry_start"] | components["schemas"]["Event_auto_retry_end"] | components["schemas"]["Event_summarization_retry_scheduled"] | components["schemas"]["Event_summarization_retry_attempt_start"] | components["schemas"]["Event_summarization_retry_finished"] | components["schemas"]["Event_bash_execution_update"] | components["schemas"]["Event_extension_ui_request"] | components["schemas"]["Event_extension_error"] | components["schemas"]["Event_session_info_changed"] | components["schemas"]["Event_thinking_level_changed"] | components["schemas"]["Event_entry_appended"] | components["schemas"]["Event_stream_open"] | components["schemas"]["Event_session_status"] | components["schemas"]["Event_session_exit"] | components["schemas"]["Event_approval_requested"] | components["schemas"]["Event_approval_resolved"] | components["schemas"]["Event_gap"] | components["schemas"]["Event_dropped"] | components["schemas"]["Event_line_dropped"] | components["schemas"]["Event_shutdown"] | components["schemas"]["Event_error"];
         /** @description pi's answer to a command that changes the session (answers to reads are not logged) */
         Event_response: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "response";
             id?: string;
             command: string;
@@ -922,14 +925,20 @@ export interface components {
         };
         /** @description A low-level agent run started */
         Event_agent_start: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "agent_start";
         } & {
             [key: string]: unknown;
         };
         /** @description A low-level run ended (retries, compaction or queued messages may follow) */
         Event_agent_end: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "agent_end";
             messages: components["schemas"]["AgentMessage"][];
             willRetry?: boolean;
@@ -946,7 +955,10 @@ export interface components {
         };
         /** @description pi will do nothing more on its own: the end of a user-visible run */
         Event_agent_settled: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "agent_settled";
             aborted: boolean;
         } & {
@@ -954,14 +966,20 @@ export interface components {
         };
         /** @description An assistant turn started */
         Event_turn_start: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "turn_start";
         } & {
             [key: string]: unknown;
         };
         /** @description An assistant turn and its tool calls finished */
         Event_turn_end: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "turn_end";
             message: components["schemas"]["AgentMessage"];
             toolResults: components["schemas"]["AgentMessage"][];
@@ -970,7 +988,10 @@ export interface components {
         };
         /** @description A message started */
         Event_message_start: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "message_start";
             message: components["schemas"]["AgentMessage"];
         } & {
@@ -978,7 +999,10 @@ export interface components {
         };
         /** @description A delta of the assistant message (text_delta, thinking_delta, toolcall_delta, …) */
         Event_message_update: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "message_update";
             usage?: {
                 input: number;
@@ -1001,7 +1025,10 @@ export interface components {
         };
         /** @description A message completed: the authoritative final message */
         Event_message_end: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "message_end";
             message: components["schemas"]["AgentMessage"];
         } & {
@@ -1009,7 +1036,10 @@ export interface components {
         };
         /** @description A tool started */
         Event_tool_execution_start: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "tool_execution_start";
             toolCallId: string;
             toolName: string;
@@ -1019,7 +1049,10 @@ export interface components {
         };
         /** @description A tool reported partial output */
         Event_tool_execution_update: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "tool_execution_update";
             toolCallId: string;
             toolName: string;
@@ -1029,7 +1062,10 @@ export interface components {
         };
         /** @description A tool finished */
         Event_tool_execution_end: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "tool_execution_end";
             toolCallId: string;
             toolName: string;
@@ -1040,7 +1076,10 @@ export interface components {
         };
         /** @description The steering or follow-up queue changed */
         Event_queue_update: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "queue_update";
             steering: string[];
             followUp: string[];
@@ -1049,44 +1088,99 @@ export interface components {
         };
         /** @description Compaction began */
         Event_compaction_start: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "compaction_start";
             reason: string;
         } & {
             [key: string]: unknown;
         };
-        /** @description Compaction ended */
+        /** @description Compaction ended (`result` when it succeeded, `errorMessage` when it failed) */
         Event_compaction_end: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "compaction_end";
             reason: string;
+            result?: unknown;
             aborted: boolean;
             willRetry?: boolean;
+            errorMessage?: string;
         } & {
             [key: string]: unknown;
         };
         /** @description An automatic retry was scheduled */
         Event_auto_retry_start: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "auto_retry_start";
             attempt: number;
             maxAttempts: number;
             delayMs: number;
+            errorMessage?: string;
         } & {
             [key: string]: unknown;
         };
         /** @description Automatic retrying ended */
         Event_auto_retry_end: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "auto_retry_end";
             success: boolean;
             attempt: number;
+            finalError?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A compaction or branch summary will be retried */
+        Event_summarization_retry_scheduled: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "summarization_retry_scheduled";
+            attempt: number;
+            maxAttempts: number;
+            delayMs: number;
+            errorMessage?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A summarization retry started */
+        Event_summarization_retry_attempt_start: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "summarization_retry_attempt_start";
+            source: string;
+            reason?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description Summarization retrying ended */
+        Event_summarization_retry_finished: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "summarization_retry_finished";
         } & {
             [key: string]: unknown;
         };
         /** @description Output of a `bash` command, chunk by chunk */
         Event_bash_execution_update: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "bash_execution_update";
             id?: string;
             delta: string;
@@ -1095,7 +1189,10 @@ export interface components {
         };
         /** @description An extension asked for UI: dialogs also become approvals */
         Event_extension_ui_request: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "extension_ui_request";
             id: string;
             method: string;
@@ -1104,7 +1201,10 @@ export interface components {
         };
         /** @description An extension handler threw */
         Event_extension_error: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "extension_error";
             extensionPath: string;
             event: string;
@@ -1114,7 +1214,10 @@ export interface components {
         };
         /** @description The session's display name changed */
         Event_session_info_changed: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "session_info_changed";
             name?: string;
         } & {
@@ -1122,7 +1225,10 @@ export interface components {
         };
         /** @description The thinking level changed */
         Event_thinking_level_changed: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "thinking_level_changed";
             level: string;
         } & {
@@ -1130,21 +1236,41 @@ export interface components {
         };
         /** @description An extension appended a custom session entry */
         Event_entry_appended: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "entry_appended";
             entry?: unknown;
         } & {
             [key: string]: unknown;
         };
-        /** @description Gateway: the first frame; where this stream joined the log */
+        /** @description Gateway: always the first frame; where this stream joined the log */
         Event_stream_open: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "stream_open";
             sessionId?: string;
+            /** @description The stream holds every event after this position */
             after?: number;
+            /** @description The session's last sequence number on joining */
             lastEventId?: number;
+            /** @description The oldest sequence number the log still holds */
             firstAvailable?: number;
             status?: components["schemas"]["SessionStatus"];
+            /** @description Streamed prompt/steer/follow-up: the command's id */
+            runId?: string;
+            /** @description Streamed bash: the command's id */
+            commandId?: string;
+            /** @description GET /v1/events: every session and its position on joining */
+            sessions?: {
+                id: string;
+                lastEventId: number;
+                firstAvailable: number;
+                status: components["schemas"]["SessionStatus"];
+            }[];
         } & {
             [key: string]: unknown;
         };
@@ -1152,7 +1278,10 @@ export interface components {
         SessionStatus: "starting" | "idle" | "running" | "waiting" | "exited" | "crashed";
         /** @description Gateway: the session's status changed */
         Event_session_status: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "session_status";
             sessionId: string;
             status: components["schemas"]["SessionStatus"];
@@ -1161,7 +1290,10 @@ export interface components {
         };
         /** @description Gateway: pi exited; the stream ends after this frame */
         Event_session_exit: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "session_exit";
             sessionId: string;
             code: number | null;
@@ -1173,7 +1305,10 @@ export interface components {
         };
         /** @description Gateway: a dialog opened and waits for an answer */
         Event_approval_requested: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "approval_requested";
             sessionId: string;
             approval: components["schemas"]["Approval"];
@@ -1218,26 +1353,36 @@ export interface components {
         ApprovalStatus: "pending" | "answered" | "expired" | "cancelled";
         /** @description Gateway: a dialog was answered, expired or cancelled */
         Event_approval_resolved: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "approval_resolved";
             sessionId: string;
             approval: components["schemas"]["Approval"];
         } & {
             [key: string]: unknown;
         };
-        /** @description Gateway: the asked-for position is older than the log; `lost` events are gone */
+        /** @description Gateway: the asked-for position is older than the log; the `lost` events after `after` are gone and the stream goes on from `firstAvailable` (the frame's id is `firstAvailable - 1`) */
         Event_gap: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "gap";
+            sessionId: string;
             after: number;
             firstAvailable: number;
             lost: number;
         } & {
             [key: string]: unknown;
         };
-        /** @description Gateway: this client fell too far behind and is cut off; reconnect with Last-Event-ID */
+        /** @description Gateway: this client fell more than the gateway's buffer behind and is cut off (the last frame; it has no id); reconnect with Last-Event-ID = `resumeFrom`, the id of the last frame it was sent */
         Event_dropped: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "dropped";
             reason: string;
             detail: string;
@@ -1247,7 +1392,10 @@ export interface components {
         };
         /** @description Gateway: pi printed a line longer than the cap; it was skipped */
         Event_line_dropped: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "line_dropped";
             sessionId: string;
             chars: number;
@@ -1255,11 +1403,27 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description Gateway: the gateway is shutting down; the stream ends */
+        /** @description Gateway (GET /v1/events): the gateway is shutting down; the stream ends */
         Event_shutdown: {
-            /** @enum {string} */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "shutdown";
             reason: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description Gateway: a streamed command failed after its stream began (pi did not answer in time, or exited); the last frame */
+        Event_error: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "error";
+            status: number;
+            code: string;
+            detail: string;
         } & {
             [key: string]: unknown;
         };
@@ -1377,8 +1541,38 @@ export interface components {
             text: string | null;
             stopReason: string | null;
             usage?: unknown;
+            /** @description Sequence number of the first event after the command was sent */
             firstEventId: number;
+            /** @description Sequence number of the event that ended the run (its agent_settled) */
             lastEventId: number;
+        };
+        /**
+         * @description A text/event-stream frame `id: N\nevent: TYPE\ndata: JSON\n\n`; `: heartbeat` comments come between frames. `data` is one line: pi's JSON exactly as pi printed it (or a gateway event's JSON). pi may add event types and fields: skip what you do not know.
+         * @example {
+         *       "id": "7",
+         *       "event": "message_update",
+         *       "data": {
+         *         "type": "message_update",
+         *         "assistantMessageEvent": {
+         *           "type": "text_delta",
+         *           "contentIndex": 0,
+         *           "delta": "Hello "
+         *         }
+         *       }
+         *     }
+         */
+        StreamFrame: {
+            /**
+             * @description The session's sequence number (`<sessionId>:<seq>` on GET /v1/events); send it back as Last-Event-ID to resume. `dropped`, `shutdown` and `error` frames have none.
+             * @example 7
+             */
+            id?: string;
+            /**
+             * @description The event type; always equal to `data.type`
+             * @example message_update
+             */
+            event: string;
+            data: components["schemas"]["StreamEvent"];
         };
         RunAccepted: {
             /** @description The gateway's id for this command; the run it started or joined */
@@ -1943,17 +2137,23 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Wait mode: the run settled */
+            /** @description Wait mode: the run ended (JSON). Accept: text/event-stream: the run's events (SSE). */
             200: {
                 headers: {
+                    /** @description `no-cache, no-transform` */
+                    "Cache-Control"?: string;
+                    /** @description `no`: tells nginx-style proxies not to buffer the stream */
+                    "X-Accel-Buffering"?: string;
+                    /** @description Wait mode: the `wait` preference that was applied */
+                    "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RunResult"];
-                    "text/event-stream": string;
+                    "text/event-stream": components["schemas"]["StreamFrame"];
                 };
             };
-            /** @description pi accepted it; follow the run on the event stream */
+            /** @description pi accepted it (or the wait ran out first); follow the run on the event stream */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -2070,17 +2270,23 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Wait mode: the run settled */
+            /** @description Wait mode: the run ended (JSON). Accept: text/event-stream: the run's events (SSE). */
             200: {
                 headers: {
+                    /** @description `no-cache, no-transform` */
+                    "Cache-Control"?: string;
+                    /** @description `no`: tells nginx-style proxies not to buffer the stream */
+                    "X-Accel-Buffering"?: string;
+                    /** @description Wait mode: the `wait` preference that was applied */
+                    "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RunResult"];
-                    "text/event-stream": string;
+                    "text/event-stream": components["schemas"]["StreamFrame"];
                 };
             };
-            /** @description pi accepted it; follow the run on the event stream */
+            /** @description pi accepted it (or the wait ran out first); follow the run on the event stream */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -2197,17 +2403,23 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Wait mode: the run settled */
+            /** @description Wait mode: the run ended (JSON). Accept: text/event-stream: the run's events (SSE). */
             200: {
                 headers: {
+                    /** @description `no-cache, no-transform` */
+                    "Cache-Control"?: string;
+                    /** @description `no`: tells nginx-style proxies not to buffer the stream */
+                    "X-Accel-Buffering"?: string;
+                    /** @description Wait mode: the `wait` preference that was applied */
+                    "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RunResult"];
-                    "text/event-stream": string;
+                    "text/event-stream": components["schemas"]["StreamFrame"];
                 };
             };
-            /** @description pi accepted it; follow the run on the event stream */
+            /** @description pi accepted it (or the wait ran out first); follow the run on the event stream */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -4152,13 +4364,18 @@ export interface operations {
             };
         };
         responses: {
-            /** @description pi's answer (its `data`) */
+            /** @description pi's answer (its `data`), or with Accept: text/event-stream the `bash_execution_update` events and then pi's response */
             200: {
                 headers: {
+                    /** @description `no-cache, no-transform` */
+                    "Cache-Control"?: string;
+                    /** @description `no`: tells nginx-style proxies not to buffer the stream */
+                    "X-Accel-Buffering"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["BashResult"];
+                    "text/event-stream": components["schemas"]["StreamFrame"];
                 };
             };
             /** @description Invalid input; nothing reached pi */
@@ -5328,7 +5545,7 @@ export interface operations {
     "events.session": {
         parameters: {
             query?: {
-                /** @description Replay events after this sequence number (Last-Event-ID wins when both are sent); 0 replays the whole log */
+                /** @description Replay events after this sequence number (Last-Event-ID wins when both are sent); 0 replays the whole log; past the last event is a 400 */
                 after?: number | null;
                 /** @description Comma-separated event types to receive */
                 types?: string;
@@ -5347,10 +5564,14 @@ export interface operations {
             /** @description The event stream */
             200: {
                 headers: {
+                    /** @description `no-cache, no-transform` */
+                    "Cache-Control"?: string;
+                    /** @description `no`: tells nginx-style proxies not to buffer the stream */
+                    "X-Accel-Buffering"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": string;
+                    "text/event-stream": components["schemas"]["StreamFrame"];
                 };
             };
             /** @description Invalid input; nothing reached pi */
@@ -5406,10 +5627,14 @@ export interface operations {
             /** @description The event stream */
             200: {
                 headers: {
+                    /** @description `no-cache, no-transform` */
+                    "Cache-Control"?: string;
+                    /** @description `no`: tells nginx-style proxies not to buffer the stream */
+                    "X-Accel-Buffering"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": string;
+                    "text/event-stream": components["schemas"]["StreamFrame"];
                 };
             };
             /** @description Invalid input; nothing reached pi */

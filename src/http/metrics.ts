@@ -5,7 +5,7 @@ import { commandFields } from "../pi/protocol.ts";
 import type { AppEnv } from "./openapi.ts";
 import { ApiError } from "./problem.ts";
 import { commandSpecs } from "./routes/commands/commands.table.ts";
-import { requestedWait } from "./routes/runs/runs.index.ts";
+import { requestedWait } from "./routes/runs/wait.ts";
 
 const session = "/v1/sessions/:id";
 
