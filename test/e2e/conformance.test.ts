@@ -121,7 +121,11 @@ describe("system routes, live", () => {
 		expect((await gw.api("/readyz")).body).toEqual({ status: "ready" });
 		expect((await gw.api("/v1/info")).body).toMatchObject({ name: "pi-gateway", demo: true, sessions: 0 });
 		expect((await gw.api("/metrics")).status).toBe(200);
-		expect((await gw.api("/v1/approvals?status=pending")).body).toEqual({ approvals: [], nextCursor: null });
+		expect((await gw.api("/v1/approvals?status=pending")).body).toEqual({
+			approvals: [],
+			nextCursor: "0",
+			hasMore: false,
+		});
 		expect((await gw.api("/v1/approvals?limit=0")).status).toBe(400);
 		expect((await gw.api("/v1/nowhere")).status).toBe(404);
 		expect((await gw.api("/v1/info", { headers: { authorization: "Bearer wrong" } })).status).toBe(401);
