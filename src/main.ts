@@ -8,7 +8,7 @@ const envName = (key: string) => `PI_GATEWAY_${kebab(key).replaceAll("-", "_").t
 const shape = ConfigSchema.shape;
 type Key = keyof typeof shape;
 const keys = Object.keys(shape) as Key[];
-const booleans = new Set<Key>(["demo"]);
+const booleans = new Set<Key>(["demo", "autoResume"]);
 const lists = new Set<Key>(["allowedHosts", "corsOrigins", "piCommand"]);
 
 function help(): string {
@@ -21,7 +21,7 @@ function help(): string {
 				return "none";
 			}
 		})();
-		const flag = booleans.has(key) ? `--${kebab(key)}` : `--${kebab(key)} <value>`;
+		const flag = booleans.has(key) ? `--[no-]${kebab(key)}` : `--${kebab(key)} <value>`;
 		return `  ${flag.padEnd(34)} ${schema.description ?? ""}\n  ${"".padEnd(34)} env ${envName(key)}, default ${fallback}`;
 	});
 	return [
@@ -44,6 +44,7 @@ function readInput(argv: string[]): ConfigInput {
 	);
 	const { values } = parseArgs({
 		args: argv,
+		allowNegative: true,
 		options: { ...options, extension: { type: "string", multiple: true }, help: { type: "boolean", short: "h" } },
 		strict: true,
 	});
@@ -88,11 +89,22 @@ async function main(): Promise<void> {
 		console.error(`pi-gateway: ${(error as Error).message}`);
 		process.exit(2);
 	}
+	// Whatever ends this process, no pi child outlives it unasked (they would also exit on stdin EOF).
+	process.on("exit", () => gateway.registry.killAll());
 	let signals = 0;
 	const stop = (signal: string) => {
-		if (++signals > 1) process.exit(1);
+		if (++signals > 1) {
+			console.error(`pi-gateway: second ${signal}, killing every pi process now`);
+			process.exit(1);
+		}
 		console.error(`pi-gateway: ${signal}, stopping every session…`);
-		gateway.close().then(() => process.exit(0));
+		gateway.close().then(
+			() => process.exit(0),
+			(error) => {
+				console.error(`pi-gateway: shutdown failed: ${(error as Error).message}`);
+				process.exit(1);
+			},
+		);
 	};
 	process.on("SIGTERM", () => stop("SIGTERM"));
 	process.on("SIGINT", () => stop("SIGINT"));

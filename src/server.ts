@@ -23,11 +23,19 @@ export async function startGateway(input: ConfigInput, logger?: Logger): Promise
 	}
 	const log = logger ?? pino({ level: config.logLevel });
 	const registry = new SessionRegistry(config, log);
+	// Before listening: a data dir held by another gateway fails here, and restored sessions are listed from the first request.
+	registry.open();
 	const app = createApp(config, registry, log);
-	const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-		const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
-		s.once("error", reject);
-	});
+	let server: ReturnType<typeof serve>;
+	try {
+		server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+			const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
+			s.once("error", reject);
+		});
+	} catch (error) {
+		await registry.shutdown();
+		throw error;
+	}
 	const port = (server.address() as AddressInfo).port;
 	const host = config.host.includes(":") && !config.host.startsWith("[") ? `[${config.host}]` : config.host;
 	const url = `http://${host}:${port}`;

@@ -10,7 +10,7 @@ export interface PiProcessOptions {
 	maxLineChars: number;
 	stderrTailBytes: number;
 	onLine(line: string): void;
-	onOverflow(droppedChars: number): void;
+	onOverflow(droppedChars: number, head: string): void;
 }
 
 export interface ExitInfo {
@@ -19,6 +19,8 @@ export interface ExitInfo {
 	/** True when the gateway asked it to stop (close()); false for a crash or an exit of pi's own. */
 	requested: boolean;
 }
+
+const stdoutClosedGraceMs = 1000;
 
 /**
  * One `pi --mode rpc` child: spawned without a shell, stdout read continuously through the
@@ -56,14 +58,29 @@ export class PiProcess {
 	/** Resolves once the OS started the process; rejects when it could not (ENOENT, EACCES). */
 	async start(): Promise<void> {
 		const { command, args, cwd, env } = this.#options;
-		const child = spawn(command, args, { cwd, env, stdio: ["pipe", "pipe", "pipe"], shell: false });
+		let child: ChildProcessWithoutNullStreams;
+		try {
+			child = spawn(command, args, { cwd, env, stdio: ["pipe", "pipe", "pipe"], shell: false });
+		} catch (error) {
+			// Refused before any process existed (an argument Node will not pass): nothing to wait for.
+			this.#exitInfo = { code: null, signal: null, requested: false };
+			this.#resolveExit(this.#exitInfo);
+			throw error;
+		}
 		this.#child = child;
 		const decoder = new JsonlDecoder(this.#options.maxLineChars, {
 			onLine: this.#options.onLine,
 			onOverflow: this.#options.onOverflow,
 		});
 		child.stdout.on("data", (chunk: Buffer) => decoder.push(chunk));
-		child.stdout.on("end", () => decoder.end());
+		child.stdout.on("end", () => {
+			decoder.end();
+			// pi answers only on stdout: a child that closed it can never answer again. A normal
+			// exit closes stdout a moment before the process ends, so give it that moment first.
+			setTimeout(() => {
+				if (!this.#exitInfo) child.kill("SIGKILL");
+			}, stdoutClosedGraceMs).unref();
+		});
 		child.stderr.on("data", (chunk: Buffer) => this.#keepStderr(chunk));
 		// A dead child's stdin raises EPIPE; the exit handler reports the death, so these are noise.
 		child.stdin.on("error", () => {});
