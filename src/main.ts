@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { ZodError } from "zod";
 import { type ConfigInput, ConfigSchema } from "./config.ts";
 import { startGateway } from "./server.ts";
 
@@ -55,7 +56,8 @@ function readInput(argv: string[]): ConfigInput {
 	const input: Record<string, unknown> = {};
 	for (const key of keys) {
 		const raw = (values as Record<string, string | boolean | undefined>)[kebab(key)] ?? process.env[envName(key)];
-		if (raw === undefined) continue;
+		// An empty env var means unset (PI_GATEWAY_TOKEN= in a unit file must not be a token).
+		if (raw === undefined || raw === "") continue;
 		if (booleans.has(key)) input[key] = raw === true || raw === "true" || raw === "1";
 		else if (key === "piCommand") input[key] = String(raw).split(" ").filter(Boolean);
 		else if (lists.has(key))
@@ -86,7 +88,11 @@ async function main(): Promise<void> {
 	try {
 		gateway = await startGateway(readInput(process.argv.slice(2)));
 	} catch (error) {
-		console.error(`pi-gateway: ${(error as Error).message}`);
+		const message =
+			error instanceof ZodError
+				? error.issues.map((i) => `--${i.path.map(String).map(kebab).join(".")}: ${i.message}`).join("\n")
+				: (error as Error).message;
+		console.error(`pi-gateway: ${message}`);
 		process.exit(2);
 	}
 	// Whatever ends this process, no pi child outlives it unasked (they would also exit on stdin EOF).

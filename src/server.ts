@@ -14,6 +14,9 @@ export interface Gateway {
 	close(): Promise<void>;
 }
 
+/** How long open streams get to deliver their final frames at shutdown. */
+const drainMs = 1000;
+
 const loopback = /^(127\.\d+\.\d+\.\d+|localhost|::1|\[::1\])$/;
 
 export async function startGateway(input: ConfigInput, logger?: Logger): Promise<Gateway> {
@@ -44,10 +47,19 @@ export async function startGateway(input: ConfigInput, logger?: Logger): Promise
 	let closing: Promise<void> | undefined;
 	const close = () => {
 		closing ??= (async () => {
-			const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+			let done = false;
+			const stopped = new Promise<void>((resolve) => server.close(() => resolve())).then(() => {
+				done = true;
+			});
 			await registry.shutdown();
-			// Streams ended with their sessions; whatever is left (hub streams, idle keep-alives) goes now.
-			(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+			// Session streams end with their session_exit frame; let them drain, closing each
+			// connection as it falls idle. What is left after that (hub streams) is cut.
+			const http = server as unknown as { closeIdleConnections(): void; closeAllConnections(): void };
+			for (const deadline = Date.now() + drainMs; !done && Date.now() < deadline; ) {
+				http.closeIdleConnections();
+				await Promise.race([stopped, new Promise((r) => setTimeout(r, 25))]);
+			}
+			http.closeAllConnections();
 			await stopped;
 			log.info("pi-gateway stopped");
 		})();

@@ -33,6 +33,8 @@ export class PiProcess {
 	#stderrBytes = 0;
 	#closeRequested = false;
 	#exitInfo: ExitInfo | undefined;
+	/** Escalation timers: cleared at exit, or each would keep this object (and its session) alive for seconds. */
+	readonly #timers = new Set<NodeJS.Timeout>();
 	readonly exited: Promise<ExitInfo>;
 	#resolveExit!: (info: ExitInfo) => void;
 
@@ -77,14 +79,14 @@ export class PiProcess {
 			decoder.end();
 			// pi answers only on stdout: a child that closed it can never answer again. A normal
 			// exit closes stdout a moment before the process ends, so give it that moment first.
-			setTimeout(() => {
-				if (!this.#exitInfo) child.kill("SIGKILL");
-			}, stdoutClosedGraceMs).unref();
+			this.#after(stdoutClosedGraceMs, () => child.kill("SIGKILL"));
 		});
 		child.stderr.on("data", (chunk: Buffer) => this.#keepStderr(chunk));
 		// A dead child's stdin raises EPIPE; the exit handler reports the death, so these are noise.
 		child.stdin.on("error", () => {});
 		child.on("close", (code, signal) => {
+			for (const timer of this.#timers) clearTimeout(timer);
+			this.#timers.clear();
 			this.#exitInfo = { code, signal, requested: this.#closeRequested };
 			this.#resolveExit(this.#exitInfo);
 		});
@@ -110,13 +112,18 @@ export class PiProcess {
 		if (!child || this.#exitInfo) return this.exited;
 		this.#closeRequested = true;
 		child.stdin.end();
-		const step = (signal: NodeJS.Signals, afterMs: number) =>
-			setTimeout(() => {
-				if (!this.#exitInfo) child.kill(signal);
-			}, afterMs).unref();
-		step("SIGTERM", graceMs);
-		step("SIGKILL", graceMs * 2);
+		this.#after(graceMs, () => child.kill("SIGTERM"));
+		this.#after(graceMs * 2, () => child.kill("SIGKILL"));
 		return this.exited;
+	}
+
+	/** Runs `action` after `ms` unless the child has exited by then. */
+	#after(ms: number, action: () => void): void {
+		const timer = setTimeout(() => {
+			this.#timers.delete(timer);
+			if (!this.#exitInfo) action();
+		}, ms).unref();
+		this.#timers.add(timer);
 	}
 
 	/** Immediate kill, for tests and for a child that failed to start. */

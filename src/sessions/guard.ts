@@ -21,8 +21,9 @@ function confineAny(roots: string[], path: string, what: string): string {
 		try {
 			return confine(root, path, what);
 		} catch (error) {
-			// A root that does not exist (yet) refuses nothing by itself; try the next one.
-			if (error instanceof ApiError) refusal ??= error;
+			// A root that does not exist (yet) refuses nothing by itself. A path that exists but
+			// lies outside (403) says more than one that is missing under some root (400).
+			if (error instanceof ApiError && (refusal === undefined || error.status === 403)) refusal = error;
 		}
 	}
 	throw refusal ?? new ApiError(403, "path_outside_root", `${what} must lie inside the allowed roots`);
