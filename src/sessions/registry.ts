@@ -331,7 +331,10 @@ export class SessionRegistry {
 		for (const timer of this.#timers) clearInterval(timer);
 		await Promise.all(this.list().map((s) => s.stop("shutdown")));
 		this.#flush();
-		this.#store?.close();
+		// Nothing writes after this (a late exit event, a second shutdown): the store is gone.
+		const store = this.#store;
+		this.#store = undefined;
+		store?.close();
 	}
 
 	/** Last resort on process exit: no child may outlive the gateway unasked. Synchronous. */
