@@ -16,17 +16,21 @@ export function base64Bytes(data: string): number {
 }
 
 function confineAny(roots: string[], path: string, what: string): string {
-	let refusal: ApiError | undefined;
+	let missing: ApiError | undefined;
+	let outside = false;
 	for (const root of roots) {
 		try {
 			return confine(root, path, what);
 		} catch (error) {
-			// A root that does not exist (yet) refuses nothing by itself. A path that exists but
-			// lies outside (403) says more than one that is missing under some root (400).
-			if (error instanceof ApiError && (refusal === undefined || error.status === 403)) refusal = error;
+			// A root that does not exist (yet) refuses nothing by itself.
+			if (!(error instanceof ApiError)) continue;
+			if (error.status === 403) outside = true;
+			else missing ??= error;
 		}
 	}
-	throw refusal ?? new ApiError(403, "path_outside_root", `${what} must lie inside the allowed roots`);
+	// A path that exists but lies outside (403) says more than one missing under some root (400).
+	if (missing && !outside) throw missing;
+	throw new ApiError(403, "path_outside_root", `${what} must lie inside ${roots.join(" or ")}`);
 }
 
 /** An output file: its folder must exist inside the workspace (symlinks followed); the file may be new. */
