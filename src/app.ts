@@ -65,7 +65,7 @@ export function createApp(
 	app.use(hostCheck([...config.allowedHosts, config.host]));
 	if (config.corsOrigins.length > 0)
 		app.use(cors({ origin: config.corsOrigins, exposeHeaders: ["Location", "X-Request-Id"] }));
-	app.use(bearerAuth(config.token, openPaths));
+	app.use(bearerAuth(config.token, openPaths, registry.tickets));
 	app.use(
 		bodyLimit({
 			maxSize: config.maxBodyBytes,

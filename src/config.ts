@@ -15,7 +15,10 @@ export const ConfigSchema = z.object({
 		.describe("Host header values accepted besides loopback names (DNS-rebinding guard)"),
 	corsOrigins: z.array(z.string()).default([]).describe("Origins allowed by CORS (off when empty)"),
 	workspaceRoot: z.string().default(process.cwd()).describe("Session cwds must lie inside this folder"),
-	dataDir: z.string().default(join(homedir(), ".pi-gateway")).describe("Where the gateway keeps pi session files"),
+	dataDir: z
+		.string()
+		.default(join(homedir(), ".pi-gateway"))
+		.describe("Where the gateway keeps its session registry (gateway.db) and pi's session files"),
 	piCommand: z
 		.array(z.string())
 		.min(1)
@@ -26,7 +29,18 @@ export const ConfigSchema = z.object({
 	provider: z.string().optional().describe("Default provider for new sessions"),
 	model: z.string().optional().describe("Default model for new sessions"),
 	extensions: z.record(z.string(), z.string()).default({}).describe("Extensions sessions may load, by name: name=path"),
-	maxSessions: int(1).default(64).describe("Live sessions at most"),
+	maxSessions: int(1).default(1000).describe("Sessions at most, stopped ones included"),
+	maxLiveSessions: int(1)
+		.default(32)
+		.describe("pi processes at most; past it the least recently used idle session is hibernated"),
+	idleTimeoutMs: int(0)
+		.default(1_800_000)
+		.describe("Stop pi after this long without activity: hibernated, or reaped if ephemeral (0: never)"),
+	autoResume: z.boolean().default(true).describe("A command to a stopped session starts pi again first"),
+	maxImageBytes: int(1)
+		.default(5 * 1024 * 1024)
+		.describe("Largest image in a prompt (decoded bytes)"),
+	streamTicketTtlMs: int(1000).default(60_000).describe("How long an event-stream ticket stays valid"),
 	maxQueued: int(1).default(32).describe("Queued commands per session at most"),
 	commandTimeoutMs: int(1).default(120_000).describe("How long pi may take to answer a command"),
 	startupTimeoutMs: int(1).default(30_000).describe("How long pi may take to start"),

@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { ZodError } from "zod";
 import { type ConfigInput, ConfigSchema } from "./config.ts";
 import { startGateway } from "./server.ts";
 
@@ -8,7 +9,7 @@ const envName = (key: string) => `PI_GATEWAY_${kebab(key).replaceAll("-", "_").t
 const shape = ConfigSchema.shape;
 type Key = keyof typeof shape;
 const keys = Object.keys(shape) as Key[];
-const booleans = new Set<Key>(["demo"]);
+const booleans = new Set<Key>(["demo", "autoResume"]);
 const lists = new Set<Key>(["allowedHosts", "corsOrigins", "piCommand"]);
 
 function help(): string {
@@ -22,7 +23,7 @@ function help(): string {
 				return "none";
 			}
 		})();
-		const flag = booleans.has(key) ? `--${kebab(key)}` : `--${kebab(key)} <value>`;
+		const flag = booleans.has(key) ? `--[no-]${kebab(key)}` : `--${kebab(key)} <value>`;
 		return `  ${flag.padEnd(34)} ${schema.description ?? ""}\n  ${"".padEnd(34)} env ${envName(key)}, default ${fallback}`;
 	});
 	return [
@@ -46,6 +47,7 @@ function readInput(argv: string[]): ConfigInput {
 	);
 	const { values } = parseArgs({
 		args: argv,
+		allowNegative: true,
 		options: { ...options, extension: { type: "string", multiple: true }, help: { type: "boolean", short: "h" } },
 		strict: true,
 	});
@@ -56,7 +58,8 @@ function readInput(argv: string[]): ConfigInput {
 	const input: Record<string, unknown> = {};
 	for (const key of keys) {
 		const raw = (values as Record<string, string | boolean | undefined>)[kebab(key)] ?? process.env[envName(key)];
-		if (raw === undefined) continue;
+		// An empty env var means unset (PI_GATEWAY_TOKEN= in a unit file must not be a token).
+		if (raw === undefined || raw === "") continue;
 		if (booleans.has(key)) input[key] = raw === true || raw === "true" || raw === "1";
 		else if (key === "piCommand") input[key] = String(raw).split(" ").filter(Boolean);
 		else if (lists.has(key))
@@ -87,14 +90,29 @@ async function main(): Promise<void> {
 	try {
 		gateway = await startGateway(readInput(process.argv.slice(2)));
 	} catch (error) {
-		console.error(`pi-gateway: ${(error as Error).message}`);
+		const message =
+			error instanceof ZodError
+				? error.issues.map((i) => `--${i.path.map(String).map(kebab).join(".")}: ${i.message}`).join("\n")
+				: (error as Error).message;
+		console.error(`pi-gateway: ${message}`);
 		process.exit(2);
 	}
+	// Whatever ends this process, no pi child outlives it unasked (they would also exit on stdin EOF).
+	process.on("exit", () => gateway.registry.killAll());
 	let signals = 0;
 	const stop = (signal: string) => {
-		if (++signals > 1) process.exit(1);
+		if (++signals > 1) {
+			console.error(`pi-gateway: second ${signal}, killing every pi process now`);
+			process.exit(1);
+		}
 		console.error(`pi-gateway: ${signal}, stopping every session…`);
-		gateway.close().then(() => process.exit(0));
+		gateway.close().then(
+			() => process.exit(0),
+			(error) => {
+				console.error(`pi-gateway: shutdown failed: ${(error as Error).message}`);
+				process.exit(1);
+			},
+		);
 	};
 	process.on("SIGTERM", () => stop("SIGTERM"));
 	process.on("SIGINT", () => stop("SIGINT"));

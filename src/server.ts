@@ -14,6 +14,9 @@ export interface Gateway {
 	close(): Promise<void>;
 }
 
+/** How long open streams get to deliver their final frames at shutdown. */
+const drainMs = 1000;
+
 const loopback = /^(127\.\d+\.\d+\.\d+|localhost|::1|\[::1\])$/;
 
 export async function startGateway(input: ConfigInput, logger?: Logger): Promise<Gateway> {
@@ -23,11 +26,19 @@ export async function startGateway(input: ConfigInput, logger?: Logger): Promise
 	}
 	const log = logger ?? pino({ level: config.logLevel });
 	const registry = new SessionRegistry(config, log);
+	// Before listening: a data dir held by another gateway fails here, and restored sessions are listed from the first request.
+	registry.open();
 	const app = createApp(config, registry, log);
-	const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-		const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
-		s.once("error", reject);
-	});
+	let server: ReturnType<typeof serve>;
+	try {
+		server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+			const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
+			s.once("error", reject);
+		});
+	} catch (error) {
+		await registry.shutdown();
+		throw error;
+	}
 	const port = (server.address() as AddressInfo).port;
 	const host = config.host.includes(":") && !config.host.startsWith("[") ? `[${config.host}]` : config.host;
 	const url = `http://${host}:${port}`;
@@ -36,12 +47,19 @@ export async function startGateway(input: ConfigInput, logger?: Logger): Promise
 	let closing: Promise<void> | undefined;
 	const close = () => {
 		closing ??= (async () => {
-			const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+			let done = false;
+			const stopped = new Promise<void>((resolve) => server.close(() => resolve())).then(() => {
+				done = true;
+			});
 			await registry.shutdown();
-			// Streams end with their sessions' session_exit: give them a moment to flush it, then
-			// whatever is left (hub streams without sessions, idle keep-alives) goes.
-			await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, 250).unref())]);
-			(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+			// Session streams end with their session_exit frame; let them drain, closing each
+			// connection as it falls idle. What is left after that (hub streams) is cut.
+			const http = server as unknown as { closeIdleConnections(): void; closeAllConnections(): void };
+			for (const deadline = Date.now() + drainMs; !done && Date.now() < deadline; ) {
+				http.closeIdleConnections();
+				await Promise.race([stopped, new Promise((r) => setTimeout(r, 25))]);
+			}
+			http.closeAllConnections();
 			await stopped;
 			log.info("pi-gateway stopped");
 		})();

@@ -104,8 +104,48 @@ export interface paths {
         get: operations["sessions.get"];
         put?: never;
         post?: never;
-        /** Stop pi (stdin close, then SIGTERM, then SIGKILL) and forget the session */
+        /** Stop pi (stdin close, then SIGTERM, then SIGKILL) and forget the session (pi's session file stays) */
         delete: operations["sessions.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start pi again on the session's file (after hibernation, a crash or a gateway restart)
+         * @description Answers once pi is ready, with the conversation as it was. A session that already has a pi process is returned unchanged. Commands sent to a `stopped` session do this by themselves unless the gateway runs with auto-resume off. Ephemeral sessions (`persist:false`) cannot be resumed (409).
+         */
+        post: operations["sessions.resume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/events/ticket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A short-lived ticket that opens this session's event stream without a header
+         * @description For browsers: EventSource cannot send `Authorization`. The ticket goes in `?ticket=` of `GET /v1/sessions/{id}/events` only, for this session only, and stops working at `expiresAt` (and when the gateway restarts). Within that time it can be used again, so EventSource's reconnects work. Keep the long-lived token out of URLs.
+         */
+        post: operations["sessions.streamTicket"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1274,8 +1314,11 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @enum {string} */
-        SessionStatus: "starting" | "idle" | "running" | "waiting" | "exited" | "crashed";
+        /**
+         * @description `stopped`: no pi process (hibernated, or restored after a gateway restart); the next command or POST …/resume starts pi again on the same session file
+         * @enum {string}
+         */
+        SessionStatus: "starting" | "idle" | "running" | "waiting" | "stopped" | "exited" | "crashed";
         /** @description Gateway: the session's status changed */
         Event_session_status: {
             /**
@@ -1470,6 +1513,8 @@ export interface components {
             pid: number | null;
             cwd: string;
             persist: boolean;
+            /** @description pi can be started again on this session's file (POST …/resume); false for persist:false */
+            resumable: boolean;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1529,6 +1574,17 @@ export interface components {
         ThinkingLevel: "off" | "minimal" | "low" | "medium" | "high" | "xhigh" | "max";
         SessionList: {
             sessions: components["schemas"]["Session"][];
+        };
+        StreamTicket: {
+            /** @example mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE */
+            ticket: string;
+            /** Format: date-time */
+            expiresAt: string;
+            /**
+             * @description The session's event stream with the ticket in its query: give this to EventSource
+             * @example /v1/sessions/ses_Qm9wYXJ0aWFs/events?ticket=mbc1x2kq.4Jq2…
+             */
+            eventsUrl: string;
         };
         RunResult: {
             runId: string;
@@ -1994,7 +2050,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request body too large */
+            /** @description Request body or an image in it too large */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2003,7 +2059,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2070,6 +2126,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "sessions.delete": {
@@ -2101,6 +2166,167 @@ export interface operations {
             };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "sessions.resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session, with pi running */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi exited, crashed or could not start (the tail of its stderr is in `stderr`) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "sessions.streamTicket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ticket */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StreamTicket"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2180,6 +2406,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
                 headers: {
@@ -2189,8 +2424,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, or the approval was already answered */
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2207,7 +2460,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2313,6 +2566,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
                 headers: {
@@ -2322,8 +2584,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, or the approval was already answered */
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2340,7 +2620,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2446,6 +2726,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
                 headers: {
@@ -2455,8 +2744,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, or the approval was already answered */
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2473,7 +2780,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2547,8 +2854,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2565,7 +2908,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2641,8 +2984,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2659,7 +3038,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2759,6 +3138,33 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description pi refused the command (its message is in `detail`) */
             422: {
                 headers: {
@@ -2768,7 +3174,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2844,8 +3250,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2862,7 +3304,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -2938,8 +3380,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2956,7 +3434,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3034,8 +3512,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3052,7 +3566,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3128,8 +3642,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3146,7 +3696,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3231,8 +3781,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3249,7 +3835,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3325,8 +3911,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3343,7 +3965,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3419,8 +4041,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3437,7 +4095,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3517,8 +4175,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3535,7 +4229,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3611,8 +4305,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3629,7 +4359,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3705,8 +4435,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3723,7 +4489,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3803,8 +4569,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3821,7 +4623,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3901,8 +4703,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3919,7 +4757,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4001,8 +4839,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4019,7 +4893,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4099,8 +4973,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4117,7 +5027,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4197,8 +5107,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4215,7 +5161,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4289,8 +5235,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4307,7 +5289,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4396,8 +5378,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4414,7 +5432,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4488,8 +5506,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4506,7 +5560,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4582,8 +5636,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4600,7 +5690,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4700,6 +5790,33 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description pi refused the command (its message is in `detail`) */
             422: {
                 headers: {
@@ -4709,7 +5826,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4809,6 +5926,33 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description pi refused the command (its message is in `detail`) */
             422: {
                 headers: {
@@ -4818,7 +5962,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4900,8 +6044,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4918,7 +6098,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4994,8 +6174,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5012,7 +6228,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5088,8 +6304,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5106,7 +6358,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5182,8 +6434,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5200,7 +6488,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5280,8 +6568,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5298,7 +6622,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5374,8 +6698,44 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5392,7 +6752,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5477,6 +6837,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
                 headers: {
@@ -5486,8 +6855,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, or the approval was already answered */
+            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5504,7 +6891,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -5601,7 +6988,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A limit was reached (sessions, queued commands, subscribers) */
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
                     [name: string]: unknown;

@@ -1,8 +1,9 @@
-import { randomUUID, timingSafeEqual } from "node:crypto";
+import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import type { AppEnv } from "./openapi.ts";
 import { ApiError } from "./problem.ts";
+import type { StreamTickets } from "./tickets.ts";
 
 /** X-Request-Id in and out: a caller's id (if sane) or a fresh one; problem+json `instance` uses it. */
 export function requestId(): MiddlewareHandler<AppEnv> {
@@ -33,18 +34,36 @@ export function accessLog(logger: Logger): MiddlewareHandler<AppEnv> {
 	};
 }
 
-/** Bearer token in constant time; `open` paths (health checks) pass without one. */
-export function bearerAuth(token: string | undefined, open: ReadonlySet<string>): MiddlewareHandler<AppEnv> {
-	const expected = token ? Buffer.from(token) : undefined;
+const digest = (value: string) => createHash("sha256").update(value).digest();
+const streamPath = /^\/v1\/sessions\/([^/]+)\/events$/;
+
+/**
+ * Bearer token, compared in constant time (both sides hashed first, so not even the length
+ * leaks). `open` paths (health checks) pass without one; a session's event stream also accepts
+ * a stream ticket in `?ticket=` (EventSource cannot send headers).
+ */
+export function bearerAuth(
+	token: string | undefined,
+	open: ReadonlySet<string>,
+	tickets?: StreamTickets,
+): MiddlewareHandler<AppEnv> {
+	const expected = token ? digest(token) : undefined;
 	return async function bearerAuthMiddleware(c, next) {
 		if (!expected || open.has(c.req.path)) return next();
 		const header = c.req.header("authorization") ?? "";
-		const given = Buffer.from(header.startsWith("Bearer ") ? header.slice(7) : "");
-		if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-			c.header("WWW-Authenticate", 'Bearer realm="pi-gateway"');
-			throw new ApiError(401, "unauthorized", "A valid bearer token is required (Authorization: Bearer …)");
-		}
-		return next();
+		const scheme = /^bearer +/i.exec(header);
+		if (scheme && timingSafeEqual(digest(header.slice(scheme[0].length)), expected)) return next();
+		const ticket = c.req.query("ticket");
+		const session = streamPath.exec(c.req.path)?.[1];
+		if (ticket !== undefined && session && c.req.method === "GET" && tickets?.verify(ticket, session)) return next();
+		c.header("WWW-Authenticate", 'Bearer realm="pi-gateway"');
+		throw new ApiError(
+			401,
+			"unauthorized",
+			ticket === undefined
+				? "A valid bearer token is required (Authorization: Bearer …)"
+				: "The stream ticket is invalid, expired or for another session",
+		);
 	};
 }
 

@@ -25,11 +25,11 @@ const problemDescriptions: Record<number, string> = {
 	401: "Missing or wrong bearer token",
 	403: "A path lies outside the allowed roots",
 	404: "No such session or approval",
-	409: "Conflict: the agent is busy, or the approval was already answered",
-	410: "Gone: the approval expired or was cancelled",
-	413: "Request body too large",
+	409: "Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off)",
+	410: "Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping",
+	413: "Request body or an image in it too large",
 	422: "pi refused the command (its message is in `detail`)",
-	429: "A limit was reached (sessions, queued commands, subscribers)",
+	429: "A limit was reached (sessions, live pi processes, queued commands, subscribers)",
 	502: "pi exited, crashed or could not start (the tail of its stderr is in `stderr`)",
 	503: "The gateway is shutting down",
 	504: "pi did not answer in time",
@@ -49,7 +49,7 @@ export function problems(...statuses: number[]) {
 }
 
 /** Statuses every session-scoped command can meet. */
-export const commandProblems = [400, 401, 404, 422, 429, 502, 503, 504];
+export const commandProblems = [400, 401, 403, 404, 409, 410, 413, 422, 429, 502, 503, 504];
 
 export function json<T extends ZodType>(schema: T, description: string) {
 	return { description, content: { "application/json": { schema } } };

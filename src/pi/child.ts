@@ -10,7 +10,7 @@ export interface PiProcessOptions {
 	maxLineChars: number;
 	stderrTailBytes: number;
 	onLine(line: string): void;
-	onOverflow(droppedChars: number): void;
+	onOverflow(droppedChars: number, head: string): void;
 }
 
 export interface ExitInfo {
@@ -19,6 +19,8 @@ export interface ExitInfo {
 	/** True when the gateway asked it to stop (close()); false for a crash or an exit of pi's own. */
 	requested: boolean;
 }
+
+const stdoutClosedGraceMs = 1000;
 
 /**
  * One `pi --mode rpc` child: spawned without a shell, stdout read continuously through the
@@ -31,6 +33,8 @@ export class PiProcess {
 	#stderrBytes = 0;
 	#closeRequested = false;
 	#exitInfo: ExitInfo | undefined;
+	/** Escalation timers: cleared at exit, or each would keep this object (and its session) alive for seconds. */
+	readonly #timers = new Set<NodeJS.Timeout>();
 	readonly exited: Promise<ExitInfo>;
 	#resolveExit!: (info: ExitInfo) => void;
 
@@ -56,18 +60,33 @@ export class PiProcess {
 	/** Resolves once the OS started the process; rejects when it could not (ENOENT, EACCES). */
 	async start(): Promise<void> {
 		const { command, args, cwd, env } = this.#options;
-		const child = spawn(command, args, { cwd, env, stdio: ["pipe", "pipe", "pipe"], shell: false });
+		let child: ChildProcessWithoutNullStreams;
+		try {
+			child = spawn(command, args, { cwd, env, stdio: ["pipe", "pipe", "pipe"], shell: false });
+		} catch (error) {
+			// Refused before any process existed (an argument Node will not pass): nothing to wait for.
+			this.#exitInfo = { code: null, signal: null, requested: false };
+			this.#resolveExit(this.#exitInfo);
+			throw error;
+		}
 		this.#child = child;
 		const decoder = new JsonlDecoder(this.#options.maxLineChars, {
 			onLine: this.#options.onLine,
 			onOverflow: this.#options.onOverflow,
 		});
 		child.stdout.on("data", (chunk: Buffer) => decoder.push(chunk));
-		child.stdout.on("end", () => decoder.end());
+		child.stdout.on("end", () => {
+			decoder.end();
+			// pi answers only on stdout: a child that closed it can never answer again. A normal
+			// exit closes stdout a moment before the process ends, so give it that moment first.
+			this.#after(stdoutClosedGraceMs, () => child.kill("SIGKILL"));
+		});
 		child.stderr.on("data", (chunk: Buffer) => this.#keepStderr(chunk));
 		// A dead child's stdin raises EPIPE; the exit handler reports the death, so these are noise.
 		child.stdin.on("error", () => {});
 		child.on("close", (code, signal) => {
+			for (const timer of this.#timers) clearTimeout(timer);
+			this.#timers.clear();
 			this.#exitInfo = { code, signal, requested: this.#closeRequested };
 			this.#resolveExit(this.#exitInfo);
 		});
@@ -93,13 +112,18 @@ export class PiProcess {
 		if (!child || this.#exitInfo) return this.exited;
 		this.#closeRequested = true;
 		child.stdin.end();
-		const step = (signal: NodeJS.Signals, afterMs: number) =>
-			setTimeout(() => {
-				if (!this.#exitInfo) child.kill(signal);
-			}, afterMs).unref();
-		step("SIGTERM", graceMs);
-		step("SIGKILL", graceMs * 2);
+		this.#after(graceMs, () => child.kill("SIGTERM"));
+		this.#after(graceMs * 2, () => child.kill("SIGKILL"));
 		return this.exited;
+	}
+
+	/** Runs `action` after `ms` unless the child has exited by then. */
+	#after(ms: number, action: () => void): void {
+		const timer = setTimeout(() => {
+			this.#timers.delete(timer);
+			if (!this.#exitInfo) action();
+		}, ms).unref();
+		this.#timers.add(timer);
 	}
 
 	/** Immediate kill, for tests and for a child that failed to start. */

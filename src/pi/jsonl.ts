@@ -2,8 +2,11 @@ import { StringDecoder } from "node:string_decoder";
 
 export interface JsonlHandlers {
 	onLine(line: string): void;
-	/** A line grew past the cap; its bytes up to the next LF are dropped. */
-	onOverflow(droppedBytes: number): void;
+	/**
+	 * A line grew past the cap; its characters up to the next LF are dropped. `head` is its
+	 * beginning, enough to tell whose answer it was.
+	 */
+	onOverflow(droppedChars: number, head: string): void;
 }
 
 /**
@@ -11,6 +14,8 @@ export interface JsonlHandlers {
  * Not `readline`, which also splits on U+2028/U+2029 (legal inside JSON strings).
  * The decoder keeps a multi-byte character that straddles two chunks whole.
  */
+const headChars = 256;
+
 export class JsonlDecoder {
 	readonly #decoder = new StringDecoder("utf8");
 	readonly #maxLineChars: number;
@@ -18,6 +23,7 @@ export class JsonlDecoder {
 	#buffer = "";
 	#discarding = false;
 	#dropped = 0;
+	#head = "";
 
 	constructor(maxLineChars: number, handlers: JsonlHandlers) {
 		this.#maxLineChars = maxLineChars;
@@ -45,7 +51,7 @@ export class JsonlDecoder {
 			} else {
 				const line = this.#buffer.length > 0 ? this.#buffer + text.slice(start, lf) : text.slice(start, lf);
 				this.#buffer = "";
-				if (line.length > this.#maxLineChars) this.#handlers.onOverflow(line.length);
+				if (line.length > this.#maxLineChars) this.#handlers.onOverflow(line.length, line.slice(0, headChars));
 				else this.#emit(line);
 			}
 			start = lf + 1;
@@ -57,16 +63,19 @@ export class JsonlDecoder {
 		}
 		this.#buffer += text.slice(start);
 		if (this.#buffer.length > this.#maxLineChars) {
+			// From here on the line is counted, not kept: memory stays at the cap whatever pi prints.
 			this.#discarding = true;
 			this.#dropped = this.#buffer.length;
+			this.#head = this.#buffer.slice(0, headChars);
 			this.#buffer = "";
 		}
 	}
 
 	#finishDiscard(): void {
-		this.#handlers.onOverflow(this.#dropped);
+		this.#handlers.onOverflow(this.#dropped, this.#head);
 		this.#discarding = false;
 		this.#dropped = 0;
+		this.#head = "";
 	}
 
 	#emit(line: string): void {

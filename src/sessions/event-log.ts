@@ -37,9 +37,11 @@ export class EventLog {
 	#lastSeq = 0;
 	readonly #listeners = new Set<Listener>();
 
-	constructor(maxEvents: number, maxBytes: number) {
+	/** `startSeq`: the last seq of an earlier log this one continues (a session restored after a restart). */
+	constructor(maxEvents: number, maxBytes: number, startSeq = 0) {
 		this.#maxEvents = maxEvents;
 		this.#maxBytes = maxBytes;
+		this.#lastSeq = startSeq;
 	}
 
 	get lastSeq(): number {

@@ -3,25 +3,69 @@ import { mkdirSync } from "node:fs";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import { ApiError } from "../http/problem.ts";
+import { StreamTickets } from "../http/tickets.ts";
 import type { Approval } from "./approvals.ts";
 import type { LoggedEvent } from "./event-log.ts";
-import { Session, type SessionLimits } from "./session.ts";
+import { guardCommand, piSessionDir } from "./guard.ts";
+import { Session, type SessionInit, type SessionLimits, type SpawnCommand } from "./session.ts";
 import { type CreateSessionBody, planSpawn } from "./spawn.ts";
+import { SessionStore, type StoredSession } from "./store.ts";
 
 export type HubListener = (sessionId: string, event: LoggedEvent) => void;
 
-/** All live sessions, and the cross-session views: approval inbox and the all-sessions event hub. */
+/** Sequence numbers skipped after an unclean stop: the last second of events may not be on disk. */
+const unsafeSeqMargin = 100_000;
+const flushEveryMs = 1000;
+
+/**
+ * All sessions — with a pi process or `stopped` — and the cross-session views: approval inbox
+ * and the all-sessions event hub. Owns the live-process cap (least recently used idle session
+ * hibernated first), idle reaping, and the on-disk registry that lets sessions outlive a restart.
+ */
 export class SessionRegistry {
 	readonly #config: Config;
 	readonly #logger: Logger;
 	readonly #sessions = new Map<string, Session>();
+	readonly #options = new Map<string, CreateSessionBody>();
+	readonly #saved = new Map<string, string>();
+	readonly #waking = new Map<string, Promise<void>>();
 	readonly #hub = new Set<HubListener>();
+	readonly tickets: StreamTickets;
+	#store: SessionStore | undefined;
+	#timers: NodeJS.Timeout[] = [];
+	/** Process slots promised to a start that waits for its LRU victim to exit. */
+	#reserved = 0;
 	#closing = false;
 
 	constructor(config: Config, logger: Logger) {
 		this.#config = config;
 		this.#logger = logger;
-		mkdirSync(config.dataDir, { recursive: true });
+		this.tickets = new StreamTickets(config.streamTicketTtlMs);
+		mkdirSync(piSessionDir(config), { recursive: true });
+	}
+
+	/**
+	 * Opens the on-disk registry, brings back the previous run's sessions as `stopped`, and starts
+	 * the housekeeping timers. startGateway calls it; an app built in-process may skip it.
+	 */
+	open(): void {
+		const store = new SessionStore(this.#config.dataDir);
+		this.#store = store;
+		const margin = store.previousRunClean ? 0 : unsafeSeqMargin;
+		for (const record of store.restore()) {
+			const restored = {
+				createdAt: new Date(record.createdAt),
+				lastActivityAt: record.lastActivityAt,
+				lastSeq: record.lastSeq + margin,
+				piState: record.piState,
+			};
+			this.#register(record.id, record.options, record.cwd, { restored, name: record.name });
+			this.#save(this.get(record.id));
+		}
+		if (this.#sessions.size > 0) this.#logger.info({ sessions: this.#sessions.size }, "sessions restored (stopped)");
+		const idle = this.#config.idleTimeoutMs;
+		this.#timers.push(setInterval(() => this.#flush(), flushEveryMs).unref());
+		if (idle > 0) this.#timers.push(setInterval(() => this.#reap(), Math.min(Math.max(idle / 4, 50), 30_000)).unref());
 	}
 
 	get closing(): boolean {
@@ -30,6 +74,13 @@ export class SessionRegistry {
 
 	get size(): number {
 		return this.#sessions.size;
+	}
+
+	/** Sessions with a pi process that is not on its way out, plus slots promised to starts. */
+	get liveCount(): number {
+		let live = this.#reserved;
+		for (const s of this.#sessions.values()) if (s.hasProcess && !s.isStopping) live++;
+		return live;
 	}
 
 	limits(): SessionLimits {
@@ -50,51 +101,195 @@ export class SessionRegistry {
 
 	async create(body: CreateSessionBody): Promise<Session> {
 		if (this.#closing) throw new ApiError(503, "shutting_down", "The gateway is shutting down");
-		const live = [...this.#sessions.values()].filter((s) => s.isAlive).length;
-		if (live >= this.#config.maxSessions) {
-			throw new ApiError(429, "too_many_sessions", `At most ${this.#config.maxSessions} live sessions`);
+		if (this.#sessions.size >= this.#config.maxSessions) {
+			throw new ApiError(429, "too_many_sessions", `At most ${this.#config.maxSessions} sessions (stopped ones count)`);
 		}
 		const plan = planSpawn(this.#config, body);
 		const id = `ses_${randomBytes(9).toString("base64url")}`;
-		const session = new Session({
-			id,
-			name: body.name,
-			cwd: plan.cwd,
-			persist: body.persist,
-			command: plan.command,
-			args: plan.args,
-			env: plan.env,
-			limits: this.limits(),
-			logger: this.#logger,
-		});
 		// Registered before start so that shutdown() also stops a child that is still starting.
-		this.#sessions.set(id, session);
-		session.log.subscribe((event) => {
-			for (const listener of this.#hub) listener(id, event);
-		});
+		const session = this.#register(id, body, plan.cwd);
 		try {
-			await session.start();
+			await this.#launch(session, plan);
 		} catch (error) {
-			this.#sessions.delete(id);
+			this.#forget(id);
 			throw error;
 		}
+		this.#save(session);
+		return session;
+	}
+
+	/**
+	 * Starts pi again on the session's file: after a hibernation, a crash or a gateway restart.
+	 * Concurrent callers share one start; a session that has a process is returned as it is.
+	 */
+	async resume(id: string): Promise<Session> {
+		const session = this.get(id);
+		if (this.#closing) throw new ApiError(503, "shutting_down", "The gateway is shutting down");
+		let waking = this.#waking.get(id);
+		if (!waking) {
+			if (session.hasProcess && !session.isStopping) return session;
+			if (!session.resumable) {
+				throw new ApiError(
+					409,
+					"not_resumable",
+					`Session ${id} is ${session.status} and has no pi session file to continue (it was created with persist:false)`,
+				);
+			}
+			waking = this.#restart(session).finally(() => this.#waking.delete(id));
+			this.#waking.set(id, waking);
+		}
+		await waking;
+		return session;
+	}
+
+	async #restart(session: Session): Promise<void> {
+		if (session.isStopping) await session.stop();
+		const options = this.#options.get(session.id) as CreateSessionBody;
+		await this.#launch(session, planSpawn(this.#config, options, session.piState.sessionFile));
+		this.#logger.info({ sessionId: session.id, pid: session.pid }, "session resumed");
+		this.#save(session);
+	}
+
+	/** Starts a child within the live-process cap: past it, the least recently used idle session hibernates first. */
+	async #launch(session: Session, plan: SpawnCommand): Promise<void> {
+		if (this.liveCount >= this.#config.maxLiveSessions) {
+			const victim = [...this.#sessions.values()]
+				.filter((s) => s.canHibernate)
+				.sort((a, b) => a.lastActivityAt - b.lastActivityAt)[0];
+			if (!victim) {
+				throw new ApiError(
+					429,
+					"too_many_live_sessions",
+					`All ${this.#config.maxLiveSessions} pi processes are busy and none is idle enough to hibernate`,
+				);
+			}
+			this.#reserved++;
+			try {
+				await victim.stop("lru");
+			} finally {
+				this.#reserved--;
+			}
+			if (this.#closing) throw new ApiError(503, "shutting_down", "The gateway is shutting down");
+		}
+		// Same tick as the reservation's release: the child counts as live before anyone else looks.
+		await session.start(plan);
+	}
+
+	#register(
+		id: string,
+		options: CreateSessionBody,
+		cwd: string,
+		extra: Pick<SessionInit, "restored" | "name"> = {},
+	): Session {
+		const session = new Session({
+			id,
+			name: extra.name ?? options.name,
+			cwd,
+			persist: options.persist,
+			limits: this.limits(),
+			logger: this.#logger,
+			restored: extra.restored,
+			guard: (command) => guardCommand(this.#config, command),
+			wake: async (s) => {
+				// Without auto-resume the command meets 409 session_stopped.
+				if (this.#config.autoResume) await this.resume(s.id);
+			},
+		});
+		this.#sessions.set(id, session);
+		this.#options.set(id, options);
+		session.log.subscribe((event) => {
+			for (const listener of this.#hub) listener(id, event);
+			if (event.type === "session_exit") this.#save(session);
+		});
 		return session;
 	}
 
 	get(id: string): Session {
 		const session = this.#sessions.get(id);
-		if (!session) throw new ApiError(404, "session_not_found", `No session ${id}`);
-		return session;
+		if (session) return session;
+		const gone = this.#store?.tombstone(id);
+		if (gone) {
+			const why =
+				gone.reason === "restart"
+					? `did not survive the gateway restart at ${gone.at}`
+					: `was stopped at ${gone.at} after ${this.#config.idleTimeoutMs} ms without activity`;
+			throw new ApiError(410, "session_gone", `Session ${id} was ephemeral (persist:false) and ${why}`);
+		}
+		throw new ApiError(404, "session_not_found", `No session ${id}`);
 	}
 
 	list(): Session[] {
 		return [...this.#sessions.values()];
 	}
 
+	/** Stops pi and forgets the session (its pi session file stays on disk). */
 	async delete(id: string): Promise<void> {
 		const session = this.get(id);
 		await session.stop();
+		this.#forget(id);
+	}
+
+	#forget(id: string): void {
 		this.#sessions.delete(id);
+		this.#options.delete(id);
+		this.#saved.delete(id);
+		this.#store?.remove(id);
+	}
+
+	/** Idle past the limit: a persistent session hibernates (`stopped`), an ephemeral one is reaped. */
+	#reap(): void {
+		const cutoff = Date.now() - this.#config.idleTimeoutMs;
+		for (const [id, session] of this.#sessions) {
+			if (this.#closing || session.lastActivityAt > cutoff || !session.isQuiet || this.#waking.has(id)) continue;
+			if (session.resumable) {
+				void session.stop("idle");
+				continue;
+			}
+			void session.stop("idle").then(() => {
+				this.#forget(id);
+				this.#store?.bury(id, "idle");
+			});
+		}
+	}
+
+	#record(session: Session): StoredSession {
+		return {
+			id: session.id,
+			name: session.name,
+			cwd: session.cwd,
+			persist: session.persist,
+			options: this.#options.get(session.id) as CreateSessionBody,
+			piState: session.piState,
+			createdAt: session.createdAt.toISOString(),
+			lastActivityAt: session.lastActivityAt,
+			lastSeq: session.log.lastSeq,
+		};
+	}
+
+	/** What changes over a session's life, cheap to compare: seq, activity, name, pi's file and model. */
+	#changeKey(session: Session): string {
+		const { piState: p } = session;
+		return JSON.stringify([
+			session.log.lastSeq,
+			session.lastActivityAt,
+			session.name,
+			p.sessionFile,
+			p.model?.id,
+			p.thinkingLevel,
+		]);
+	}
+
+	#save(session: Session): void {
+		if (!this.#store || !this.#sessions.has(session.id)) return;
+		this.#saved.set(session.id, this.#changeKey(session));
+		this.#store.save(this.#record(session));
+	}
+
+	/** Writes the sessions that changed since their last write. */
+	#flush(): void {
+		for (const session of this.#sessions.values()) {
+			if (this.#saved.get(session.id) !== this.#changeKey(session)) this.#save(session);
+		}
 	}
 
 	subscribeAll(listener: HubListener): () => void {
@@ -107,9 +302,23 @@ export class SessionRegistry {
 		return this.list().flatMap((s) => s.approvals.list(status));
 	}
 
-	/** Stops every child (stdin end → SIGTERM → SIGKILL) and refuses new sessions. */
+	/**
+	 * Stops every child (stdin end → SIGTERM → SIGKILL) and refuses new work. Persistent sessions
+	 * end `stopped` and come back after a restart; the registry is written and its lock released.
+	 */
 	async shutdown(): Promise<void> {
 		this.#closing = true;
-		await Promise.all(this.list().map((s) => s.stop()));
+		for (const timer of this.#timers) clearInterval(timer);
+		await Promise.all(this.list().map((s) => s.stop("shutdown")));
+		this.#flush();
+		// Nothing writes after this (a late exit event, a second shutdown): the store is gone.
+		const store = this.#store;
+		this.#store = undefined;
+		store?.close();
+	}
+
+	/** Last resort on process exit: no child may outlive the gateway unasked. Synchronous. */
+	killAll(): void {
+		for (const session of this.#sessions.values()) session.kill("SIGKILL");
 	}
 }

@@ -10,8 +10,11 @@ import { EventLog } from "./event-log.ts";
 import { applyUiRequest, emptyUiState, fireAndForgetMethods, type UiState } from "./ui-state.ts";
 
 export const SessionStatus = z
-	.enum(["starting", "idle", "running", "waiting", "exited", "crashed"])
-	.openapi("SessionStatus");
+	.enum(["starting", "idle", "running", "waiting", "stopped", "exited", "crashed"])
+	.openapi("SessionStatus", {
+		description:
+			"`stopped`: no pi process (hibernated, or restored after a gateway restart); the next command or POST …/resume starts pi again on the same session file",
+	});
 export type SessionStatus = z.infer<typeof SessionStatus>;
 
 export interface SessionLimits {
@@ -27,16 +30,29 @@ export interface SessionLimits {
 	maxNotifications: number;
 }
 
+/** How to start one pi process for this session (a resume starts a new one with other args). */
+export interface SpawnCommand {
+	command: string;
+	args: string[];
+	env: NodeJS.ProcessEnv;
+}
+
+/** Why the gateway stopped pi: `stopped` (DELETE), `idle`/`lru` (hibernation), `shutdown`. */
+export type StopReason = "stopped" | "idle" | "lru" | "shutdown";
+
 export interface SessionInit {
 	id: string;
 	name?: string;
 	cwd: string;
 	persist: boolean;
-	command: string;
-	args: string[];
-	env: NodeJS.ProcessEnv;
 	limits: SessionLimits;
 	logger: Logger;
+	/** A session read back from the store: it starts `stopped`, and its log continues after lastSeq. */
+	restored?: { createdAt: Date; lastActivityAt: number; lastSeq: number; piState: PiState };
+	/** Checks (and rewrites) every command before anything else happens to it: limits, paths. */
+	guard?(command: PiCommand): PiCommand;
+	/** Starts pi again for a `stopped` session before a command (the registry minds the process cap). */
+	wake?(session: Session): Promise<void>;
 }
 
 interface Pending {
@@ -77,7 +93,7 @@ export class Session {
 	readonly id: string;
 	readonly cwd: string;
 	readonly persist: boolean;
-	readonly createdAt = new Date();
+	readonly createdAt: Date;
 	readonly log: EventLog;
 	readonly approvals: Approvals;
 	readonly ui: UiState = emptyUiState();
@@ -90,7 +106,13 @@ export class Session {
 	exit: (ExitInfo & { at: string; stderrTail: string }) | undefined;
 
 	readonly #init: SessionInit;
-	readonly #process: PiProcess;
+	/** The current pi child; undefined while stopped. A resume puts a new one here. */
+	#process: PiProcess | undefined;
+	#ready: Promise<void> | undefined;
+	/** Set when the gateway asked the current child to stop, and why. */
+	#stopping: StopReason | undefined;
+	/** Requests between entry and answer: a session with any is never hibernated. */
+	#inflight = 0;
 	readonly #queue = new PQueue({ concurrency: 1 });
 	readonly #pending = new Map<string, Pending>();
 	#nextId = 0;
@@ -105,7 +127,7 @@ export class Session {
 		this.name = init.name;
 		this.cwd = init.cwd;
 		this.persist = init.persist;
-		this.log = new EventLog(init.limits.eventLogMaxEvents, init.limits.eventLogMaxBytes);
+		this.log = new EventLog(init.limits.eventLogMaxEvents, init.limits.eventLogMaxBytes, init.restored?.lastSeq);
 		this.approvals = new Approvals(
 			init.id,
 			{
@@ -115,7 +137,7 @@ export class Session {
 					this.#updateStatus();
 				},
 				resolved: (approval, response) => {
-					if (response && this.isAlive) this.#write(response).catch(() => {});
+					if (response && this.#process) this.#write(response).catch(() => {});
 					this.#gatewayEvent("approval_resolved", { approval });
 					if (this.approvals.pendingCount === 0) this.#resumeDeadlines();
 					this.#updateStatus();
@@ -123,20 +145,13 @@ export class Session {
 			},
 			init.limits.approvalTimeoutMs,
 		);
-		this.#process = new PiProcess({
-			command: init.command,
-			args: init.args,
-			cwd: init.cwd,
-			env: init.env,
-			maxLineChars: init.limits.maxLineChars,
-			stderrTailBytes: init.limits.stderrTailBytes,
-			onLine: (line) => this.#onLine(line),
-			onOverflow: (chars) => {
-				init.logger.warn({ sessionId: this.id, chars }, "pi printed a line over the cap; dropped");
-				this.#gatewayEvent("line_dropped", { chars, reason: "line exceeds maxLineChars" });
-			},
-		});
-		this.#process.exited.then((info) => this.#onExit(info));
+		const restored = init.restored;
+		this.createdAt = restored?.createdAt ?? new Date();
+		if (restored) {
+			this.lastActivityAt = restored.lastActivityAt;
+			this.piState = restored.piState;
+			this.#status = "stopped";
+		}
 	}
 
 	get status(): SessionStatus {
@@ -144,11 +159,44 @@ export class Session {
 	}
 
 	get pid(): number | undefined {
-		return this.#process.pid;
+		return this.#process?.pid;
 	}
 
+	/** Not finished: running, starting, or stopped and able to start again. */
 	get isAlive(): boolean {
-		return this.exit === undefined;
+		return this.#status !== "exited" && this.#status !== "crashed";
+	}
+
+	/** A pi child exists (starting, running or being stopped). */
+	get hasProcess(): boolean {
+		return this.#process !== undefined;
+	}
+
+	get isStopping(): boolean {
+		return this.#stopping !== undefined;
+	}
+
+	/** pi can be started again on this session's file (after a stop, a crash or a restart). */
+	get resumable(): boolean {
+		return this.persist && this.piState.sessionFile !== undefined;
+	}
+
+	/** Idle with nothing in flight: stopping its process now interrupts nothing. */
+	get isQuiet(): boolean {
+		return (
+			this.#process !== undefined &&
+			this.#stopping === undefined &&
+			this.#status === "idle" &&
+			this.#inflight === 0 &&
+			this.#pending.size === 0 &&
+			this.queueDepth === 0 &&
+			this.approvals.pendingCount === 0
+		);
+	}
+
+	/** Quiet, and pi can be started again on its file: stopping it now loses nothing. */
+	get canHibernate(): boolean {
+		return this.isQuiet && this.resumable;
 	}
 
 	/** Between agent_start and agent_settled, as of the last line read from pi. */
@@ -164,23 +212,54 @@ export class Session {
 		this.#onStatus = listener;
 	}
 
-	/** Spawns pi and waits for its first get_state: only then is the session usable. */
-	async start(): Promise<void> {
+	/**
+	 * Spawns pi and waits for its first get_state: only then is the session usable. A stopped
+	 * session starts again the same way, with a new child and the same id, log and approvals.
+	 */
+	start(plan: SpawnCommand): Promise<void> {
+		if (this.#process) throw new Error(`Session ${this.id} already has a pi process`);
+		const { limits, logger } = this.#init;
+		const child: PiProcess = new PiProcess({
+			...plan,
+			cwd: this.cwd,
+			maxLineChars: limits.maxLineChars,
+			stderrTailBytes: limits.stderrTailBytes,
+			onLine: (line) => {
+				if (child === this.#process) this.#onLine(line);
+			},
+			onOverflow: (chars, head) => {
+				logger.warn({ sessionId: this.id, chars }, "pi printed a line over the cap; dropped");
+				this.#gatewayEvent("line_dropped", { chars, reason: "line exceeds maxLineChars" });
+				this.#refuseOversized(chars, head);
+			},
+		});
+		// Synchronously, so the registry counts this child from now on.
+		this.#process = child;
+		this.exit = undefined;
+		this.#started = false;
+		this.#setStatus("starting");
+		child.exited.then((info) => this.#onExit(child, info));
+		this.#ready = this.#start(child);
+		return this.#ready;
+	}
+
+	async #start(child: PiProcess): Promise<void> {
 		const { logger, limits } = this.#init;
 		try {
-			await this.#process.start();
+			await child.start();
 		} catch (error) {
+			await child.exited;
 			throw new ApiError(502, "pi_spawn_failed", `Could not start pi: ${(error as Error).message}`);
 		}
 		try {
 			const state = await this.#dispatch({ type: "get_state" }, limits.startupTimeoutMs);
 			this.#takeState(state.data);
 		} catch (error) {
-			this.#process.kill();
-			await this.#process.exited;
+			child.kill();
+			await child.exited;
 			const detail = error instanceof ApiError ? error.message : String(error);
 			throw new ApiError(502, "pi_start_failed", `pi did not start: ${detail}`, {
-				stderr: this.#process.stderrTail,
+				stderr: child.stderrTail,
 			});
 		}
 		this.#started = true;
@@ -193,8 +272,30 @@ export class Session {
 	 * reads and controls go straight to pi so a stuck run can always be inspected and stopped.
 	 */
 	async request(command: PiCommand): Promise<PiResponse> {
-		this.#assertAlive();
+		const checked = this.#init.guard ? this.#init.guard(command) : command;
 		this.lastActivityAt = Date.now();
+		this.#inflight++;
+		try {
+			await this.#ensureRunning();
+			return await this.#send(checked);
+		} finally {
+			this.#inflight--;
+			this.lastActivityAt = Date.now();
+		}
+	}
+
+	/** A stopped session starts again first (when the gateway allows it); a starting one is awaited. */
+	async #ensureRunning(): Promise<void> {
+		if (this.#stopping) await this.#process?.exited;
+		if (this.#process) {
+			if (!this.#started) await this.#ready?.catch(() => {});
+			return;
+		}
+		if (this.#status === "stopped" && this.#init.wake) await this.#init.wake(this);
+	}
+
+	async #send(command: PiCommand): Promise<PiResponse> {
+		this.#assertAlive();
 		const timeout = this.#init.limits.commandTimeoutMs;
 		if (command.type === "abort") {
 			// pi's abort waits for the run to end, and a run blocked in a dialog only ends once the
@@ -212,13 +313,19 @@ export class Session {
 		return response;
 	}
 
-	/** Stops pi (stdin end → SIGTERM → SIGKILL) and waits for it to exit. */
-	async stop(): Promise<void> {
-		await this.#process.close(this.#init.limits.shutdownGraceMs);
+	/**
+	 * Stops pi (stdin end → SIGTERM → SIGKILL) and waits for it to exit. `idle`, `lru` and
+	 * `shutdown` leave a persistent session `stopped` (resumable); `stopped` (DELETE) ends it.
+	 */
+	async stop(reason: StopReason = "stopped"): Promise<void> {
+		const child = this.#process;
+		if (!child) return;
+		this.#stopping ??= reason;
+		await child.close(this.#init.limits.shutdownGraceMs);
 	}
 
 	kill(signal: NodeJS.Signals = "SIGKILL"): void {
-		this.#process.kill(signal);
+		this.#process?.kill(signal);
 	}
 
 	nextCommandId(): string {
@@ -243,7 +350,28 @@ export class Session {
 	}
 
 	#write(record: string | Record<string, unknown>): Promise<void> {
+		if (!this.#process) return Promise.reject(new Error("pi is not running"));
 		return this.#process.write(typeof record === "string" ? record : encodeLine(record));
+	}
+
+	/**
+	 * A line over the cap is dropped unread; if it was the answer to a pending command, that
+	 * command fails now (502) instead of waiting for its deadline.
+	 */
+	#refuseOversized(chars: number, head: string): void {
+		if (!/"type"\s*:\s*"response"/.test(head)) return;
+		const id = /"id"\s*:\s*"([^"\\]{1,64})"/.exec(head)?.[1];
+		const pending = id ? this.#pending.get(id) : undefined;
+		if (!id || !pending) return;
+		const limit = this.#init.limits.maxLineChars;
+		this.#fail(
+			id,
+			new ApiError(
+				502,
+				"pi_answer_too_large",
+				`pi's answer to ${pending.command.type} was ${chars} characters, over the gateway's limit of ${limit} (maxLineChars)`,
+			),
+		);
 	}
 
 	#arm(id: string, pending: Pending): void {
@@ -333,8 +461,12 @@ export class Session {
 			applyUiRequest(this.ui, request, this.#init.limits.maxNotifications);
 	}
 
-	#onExit(info: ExitInfo): void {
-		this.exit = { ...info, at: new Date().toISOString(), stderrTail: this.#process.stderrTail };
+	#onExit(child: PiProcess, info: ExitInfo): void {
+		if (child !== this.#process) return;
+		this.#process = undefined;
+		const reason = this.#stopping;
+		this.#stopping = undefined;
+		this.exit = { ...info, at: new Date().toISOString(), stderrTail: child.stderrTail };
 		const crashed = !info.requested && !(info.code === 0 && info.signal === null);
 		const error = new ApiError(
 			502,
@@ -348,19 +480,19 @@ export class Session {
 		this.#queue.clear();
 		this.approvals.abandonAll();
 		this.#running = false;
-		this.#status = crashed ? "crashed" : "exited";
-		this.#gatewayEvent("session_status", { status: this.#status });
+		// A persistent session the gateway put to sleep keeps its place and starts again on demand.
+		const asleep = !crashed && reason !== undefined && reason !== "stopped" && this.resumable;
+		this.#setStatus(crashed ? "crashed" : asleep ? "stopped" : "exited");
 		this.#gatewayEvent("session_exit", {
 			code: info.code,
 			signal: info.signal,
-			reason: crashed ? "crashed" : info.requested ? "stopped" : "exited",
+			reason: crashed ? "crashed" : (reason ?? (info.requested ? "stopped" : "exited")),
+			resumable: this.resumable,
 			stderrTail: this.exit.stderrTail,
 		});
-		this.#onStatus?.(this);
-		const log = crashed
-			? this.#init.logger.warn.bind(this.#init.logger)
-			: this.#init.logger.info.bind(this.#init.logger);
-		log({ sessionId: this.id, code: info.code, signal: info.signal }, `session ${this.#status}`);
+		const { logger } = this.#init;
+		const log = crashed ? logger.warn.bind(logger) : logger.info.bind(logger);
+		log({ sessionId: this.id, code: info.code, signal: info.signal, reason }, `session ${this.#status}`);
 	}
 
 	#setRunning(running: boolean): void {
@@ -370,14 +502,13 @@ export class Session {
 	}
 
 	#updateStatus(): void {
-		if (!this.isAlive) return;
-		const next: SessionStatus = !this.#started
-			? "starting"
-			: this.approvals.pendingCount > 0
-				? "waiting"
-				: this.#running
-					? "running"
-					: "idle";
+		if (!this.#process) return;
+		this.#setStatus(
+			!this.#started ? "starting" : this.approvals.pendingCount > 0 ? "waiting" : this.#running ? "running" : "idle",
+		);
+	}
+
+	#setStatus(next: SessionStatus): void {
 		if (next === this.#status) return;
 		this.#status = next;
 		this.#gatewayEvent("session_status", { status: next });
@@ -415,6 +546,14 @@ export class Session {
 	}
 
 	#assertAlive(): void {
+		if (this.#process) return;
+		if (this.#status === "stopped") {
+			throw new ApiError(
+				409,
+				"session_stopped",
+				`Session ${this.id} is stopped; POST /v1/sessions/${this.id}/resume starts pi again`,
+			);
+		}
 		if (this.exit) {
 			throw new ApiError(
 				502,

@@ -6,20 +6,36 @@ import type { Config } from "../config.ts";
 import { ApiError } from "../http/problem.ts";
 import { ThinkingLevel } from "../pi/protocol.ts";
 
-const name = z.string().min(1).max(200);
+// pi's argument parser takes a flag's next argument whatever it looks like, so a value cannot turn
+// into a flag; what Node itself refuses (NUL) or a terminal would misread (control characters) is refused here.
+const name = z
+	.string()
+	.min(1)
+	.max(200)
+	.regex(/^[^\p{Cc}]*$/u, "no control characters");
+const promptText = z
+	.string()
+	.max(100_000)
+	.regex(/^[^\0]*$/, "no NUL characters");
 const cliSafe = z.string().regex(/^[A-Za-z0-9][\w.:/@+-]*$/, "letters, digits and . : / @ + - _ only");
 
 export const CreateSessionBody = z
 	.strictObject({
 		name: name.optional().openapi({ example: "refactor-auth" }),
-		cwd: z.string().min(1).optional().openapi({
-			description: "Working folder, inside the gateway's workspace root (default: the root itself)",
-		}),
+		cwd: z
+			.string()
+			.min(1)
+			.max(4096)
+			.regex(/^[^\0]*$/, "no NUL characters")
+			.optional()
+			.openapi({
+				description: "Working folder, inside the gateway's workspace root (default: the root itself)",
+			}),
 		provider: cliSafe.max(100).optional().openapi({ example: "pi-gateway-demo" }),
 		model: cliSafe.max(200).optional().openapi({ example: "demo" }),
 		thinkingLevel: ThinkingLevel.optional(),
-		systemPrompt: z.string().max(100_000).optional(),
-		appendSystemPrompt: z.string().max(100_000).optional(),
+		systemPrompt: promptText.optional(),
+		appendSystemPrompt: promptText.optional(),
 		tools: z
 			.array(z.string().regex(/^[A-Za-z0-9_*-]+$/))
 			.max(100)
@@ -81,14 +97,21 @@ export function confine(root: string, path: string, what: string): string {
 	return real;
 }
 
-/** Turns validated create options into pi's argv: nothing user-supplied reaches it unchecked. */
-export function planSpawn(config: Config, body: CreateSessionBody): SpawnPlan {
+/**
+ * Turns validated create options into pi's argv: nothing user-supplied reaches it unchecked.
+ * `resumeFile` starts pi again on a session file the gateway kept; once that file exists it
+ * knows its own model, thinking level and name, so those flags are left out.
+ */
+export function planSpawn(config: Config, body: CreateSessionBody, resumeFile?: string): SpawnPlan {
+	const restoring = resumeFile !== undefined && existsSync(resumeFile);
+	if (restoring) body = { ...body, provider: undefined, model: undefined, thinkingLevel: undefined, name: undefined };
 	const cwd = body.cwd ? confine(config.workspaceRoot, body.cwd, "cwd") : realpathSync(config.workspaceRoot);
 	const [command, ...prefix] = config.piCommand ?? [process.execPath, bundledPiCli()];
 	const args = [...prefix, "--mode", "rpc"];
 	if (body.persist) args.push("--session-dir", join(config.dataDir, "pi-sessions"));
 	else args.push("--no-session");
-	if (body.resume) args.push("--session", body.resume);
+	if (resumeFile) args.push("--session", resumeFile);
+	else if (body.resume) args.push("--session", body.resume);
 	if (config.demo) args.push("-e", demoExtensionPath);
 	for (const ext of body.extensions ?? []) {
 		const path = config.extensions[ext];
@@ -98,7 +121,9 @@ export function planSpawn(config: Config, body: CreateSessionBody): SpawnPlan {
 	}
 	const provider = body.provider ?? (body.model ? undefined : config.provider);
 	const model = body.model ?? config.model;
-	if (provider || model) {
+	if (restoring) {
+		// pi takes the model from the file
+	} else if (provider || model) {
 		if (provider) args.push("--provider", provider);
 		if (model) args.push("--model", model);
 	} else if (config.demo) args.push("--provider", "pi-gateway-demo", "--model", "demo");

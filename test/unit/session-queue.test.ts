@@ -23,14 +23,15 @@ async function start(overrides: Partial<SessionLimits> = {}): Promise<Session> {
 		id: "ses_test",
 		cwd: process.cwd(),
 		persist: false,
-		command: process.execPath,
-		args: [join(fixtures, "echo-pi.mjs"), "--mode", "rpc"],
-		env: process.env,
 		limits: { ...limits, ...overrides },
 		logger: pino({ level: "silent" }),
 	});
 	sessions.push(session);
-	await session.start();
+	await session.start({
+		command: process.execPath,
+		args: [join(fixtures, "echo-pi.mjs"), "--mode", "rpc"],
+		env: process.env,
+	});
 	return session;
 }
 

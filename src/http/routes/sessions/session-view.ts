@@ -9,6 +9,9 @@ export const SessionView = z
 		pid: z.number().int().nullable(),
 		cwd: z.string(),
 		persist: z.boolean(),
+		resumable: z.boolean().openapi({
+			description: "pi can be started again on this session's file (POST …/resume); false for persist:false",
+		}),
 		createdAt: z.string().openapi({ format: "date-time" }),
 		lastActivityAt: z.string().openapi({ format: "date-time" }),
 		piSessionId: z.string().nullable(),
@@ -40,6 +43,7 @@ export function viewOf(session: Session): SessionView {
 		pid: session.pid ?? null,
 		cwd: session.cwd,
 		persist: session.persist,
+		resumable: session.resumable,
 		createdAt: session.createdAt.toISOString(),
 		lastActivityAt: new Date(session.lastActivityAt).toISOString(),
 		piSessionId: piState.sessionId ?? null,

@@ -1,6 +1,7 @@
 import { CreateSessionBody } from "../../../sessions/spawn.ts";
 import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
+import { createStreamTicket, resumeSession } from "./lifecycle.routes.ts";
 import { viewOf } from "./session-view.ts";
 import { createSession, deleteSession, getSession, listSessions } from "./sessions.routes.ts";
 
@@ -18,5 +19,12 @@ export function sessionsRouter({ registry }: Deps) {
 		.openapi(deleteSession, async (c) => {
 			await registry.delete(c.req.valid("param").id);
 			return c.body(null, 204);
+		})
+		.openapi(resumeSession, async (c) => c.json(viewOf(await registry.resume(c.req.valid("param").id)), 200))
+		.openapi(createStreamTicket, (c) => {
+			const session = registry.get(c.req.valid("param").id);
+			const { ticket, expiresAt } = registry.tickets.issue(session.id);
+			const eventsUrl = `/v1/sessions/${session.id}/events?ticket=${ticket}`;
+			return c.json({ ticket, expiresAt, eventsUrl }, 201);
 		});
 }

@@ -47,7 +47,7 @@ export const getSession = createRoute({
 	tags: ["sessions"],
 	summary: "One session",
 	request: { params: SessionParams },
-	responses: { 200: json(SessionView, "The session"), ...problems(401, 404) },
+	responses: { 200: json(SessionView, "The session"), ...problems(401, 404, 410) },
 });
 
 export const deleteSession = createRoute({
@@ -55,7 +55,7 @@ export const deleteSession = createRoute({
 	method: "delete",
 	path: "/v1/sessions/{id}",
 	tags: ["sessions"],
-	summary: "Stop pi (stdin close, then SIGTERM, then SIGKILL) and forget the session",
+	summary: "Stop pi (stdin close, then SIGTERM, then SIGKILL) and forget the session (pi's session file stays)",
 	request: { params: SessionParams },
-	responses: { 204: { description: "Stopped and removed" }, ...problems(401, 404) },
+	responses: { 204: { description: "Stopped and removed" }, ...problems(401, 404, 410) },
 });

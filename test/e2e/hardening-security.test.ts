@@ -1,0 +1,210 @@
+import { spawnSync } from "node:child_process";
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
+import { join, resolve } from "node:path";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApp } from "../../src/app.ts";
+import { parseConfig } from "../../src/config.ts";
+import { startGateway } from "../../src/server.ts";
+import { SessionRegistry } from "../../src/sessions/registry.ts";
+import { bundledPiCli } from "../../src/sessions/spawn.ts";
+import { fixtures, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { readFrames } from "../helpers/sse.ts";
+
+// Real pi behind a stdin recorder (tee-pi.mjs), with a token: what is refused must never reach pi.
+const token = "s3cret-token-0123456789";
+let gw: TestGateway;
+let id: string;
+let record: string;
+let outside: string;
+const sent = () => readFileSync(record, "utf8");
+const as = (auth: string | undefined): Record<string, string> => (auth ? { authorization: auth } : {});
+
+beforeAll(async () => {
+	record = join(process.env.TMPDIR ?? "/tmp", `pi-stdin-sec-${process.pid}-${Date.now()}.jsonl`);
+	writeFileSync(record, "");
+	gw = await startTestGateway({
+		token,
+		piCommand: [process.execPath, join(fixtures, "tee-pi.mjs"), record, bundledPiCli()],
+	});
+	// Outside the workspace, reachable from inside it only through symlinks.
+	outside = join(gw.root, "outside");
+	mkdirSync(outside);
+	writeFileSync(join(outside, "secret.jsonl"), "{}\n");
+	symlinkSync(outside, join(gw.workspace, "escape"));
+	symlinkSync(join(outside, "secret.jsonl"), join(gw.workspace, "secret.jsonl"));
+	id = await gw.session({ name: "sec" });
+});
+afterAll(() => gw?.stop());
+
+describe("bearer token", () => {
+	it("every route in the OpenAPI document answers 401 problem+json without it, and with a wrong one", async () => {
+		const doc = (await gw.api("/openapi.json")).body;
+		const operations = Object.entries(doc.paths as Record<string, object>).flatMap(([path, ops]) =>
+			Object.keys(ops).map((method) => [
+				method.toUpperCase(),
+				path.replace("{id}", id).replace("{approvalId}", "apr_1"),
+			]),
+		);
+		expect(operations.length).toBeGreaterThan(40);
+		const open = ["/healthz", "/readyz"];
+		for (const [method, path] of operations) {
+			for (const auth of [undefined, "Bearer wrong-token-0123456789", `Basic ${token}`, token]) {
+				const res = await fetch(gw.url + path, { method, headers: as(auth) });
+				if (open.includes(path as string)) {
+					expect(res.status, `${method} ${path}`).toBe(200);
+					continue;
+				}
+				expect(res.status, `${method} ${path} ${auth}`).toBe(401);
+				expect(res.headers.get("content-type")).toBe("application/problem+json");
+				expect(res.headers.get("www-authenticate")).toBe('Bearer realm="pi-gateway"');
+				expect(await res.json()).toMatchObject({ status: 401, code: "unauthorized" });
+			}
+		}
+		for (const path of ["/openapi.yaml", "/docs", "/nope", "/v1/sessions/ses_unknown"]) {
+			expect((await fetch(gw.url + path)).status, path).toBe(401);
+		}
+		// The scheme is case-insensitive (RFC 9110), the token is not.
+		expect((await fetch(`${gw.url}/v1/sessions`, { headers: as(`bearer ${token}`) })).status).toBe(200);
+		expect((await fetch(`${gw.url}/v1/sessions`, { headers: as(`Bearer ${token.toUpperCase()}`) })).status).toBe(401);
+	});
+
+	it("a stream ticket opens that session's event stream, and nothing else", async () => {
+		const issued = await gw.api(`/v1/sessions/${id}/events/ticket`, { method: "POST" });
+		expect(issued.status).toBe(201);
+		const { ticket, expiresAt, eventsUrl } = issued.body;
+		expect(eventsUrl).toBe(`/v1/sessions/${id}/events?ticket=${ticket}`);
+		expect(Date.parse(expiresAt) - Date.now()).toBeGreaterThan(50_000);
+		const controller = new AbortController();
+		const stream = await fetch(gw.url + eventsUrl, { signal: controller.signal });
+		expect(stream.status).toBe(200);
+		const first = (await readFrames(stream).next()).value;
+		expect(first?.json).toMatchObject({ type: "stream_open", sessionId: id });
+		controller.abort();
+		const other = await gw.session({ persist: false });
+		const refusals = [
+			`/v1/sessions/${other}/events?ticket=${ticket}`,
+			`/v1/sessions/${id}?ticket=${ticket}`,
+			`/v1/sessions/${id}/messages?ticket=${ticket}`,
+			`/v1/events?ticket=${ticket}`,
+			`/v1/sessions/${id}/events?ticket=${ticket.slice(0, -1)}A`,
+			`/v1/sessions/${id}/events?ticket=${(Date.now() + 3_600_000).toString(36)}.${ticket.split(".")[1]}`,
+		];
+		for (const path of refusals) {
+			const res = await fetch(gw.url + path);
+			expect(res.status, path).toBe(401);
+		}
+		expect((await fetch(`${gw.url}/v1/sessions/${id}/events?ticket=x`)).status).toBe(401);
+		expect((await gw.api(`/v1/sessions/${other}`, { method: "DELETE" })).status).toBe(204);
+	});
+});
+
+describe("host and origin", () => {
+	const withHost = (host: string) =>
+		new Promise<number>((done, fail) => {
+			const url = new URL(`${gw.url}/healthz`);
+			request({ host: url.hostname, port: url.port, path: "/healthz", headers: { host } }, (res) => {
+				res.resume();
+				done(res.statusCode ?? 0);
+			})
+				.on("error", fail)
+				.end();
+		});
+
+	it("only loopback names pass the Host check (DNS rebinding)", async () => {
+		const port = new URL(gw.url).port;
+		for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, "[::1]", "localhost"])
+			expect(await withHost(host)).toBe(200);
+		for (const host of [`evil.example:${port}`, "attacker.test", "127.0.0.1.evil.example"]) {
+			expect(await withHost(host), host).toBe(421);
+		}
+	});
+
+	it("CORS is off by default and answers only configured origins", async () => {
+		const plain = await fetch(`${gw.url}/healthz`, { headers: { origin: "https://app.example" } });
+		expect(plain.headers.get("access-control-allow-origin")).toBeNull();
+		const config = parseConfig({ corsOrigins: ["https://app.example"], token, dataDir: join(gw.root, "cors") });
+		const logger = pino({ level: "silent" });
+		const app = createApp(config, new SessionRegistry(config, logger), logger);
+		const preflight = (origin: string) =>
+			app.request("/v1/sessions", {
+				method: "OPTIONS",
+				headers: { origin, host: "localhost", "access-control-request-method": "POST" },
+			});
+		const allowed = await preflight("https://app.example");
+		expect(allowed.status).toBe(204);
+		expect(allowed.headers.get("access-control-allow-origin")).toBe("https://app.example");
+		const refused = await preflight("https://evil.example");
+		expect(refused.headers.get("access-control-allow-origin")).toBeNull();
+	});
+
+	it("refuses to listen beyond loopback without a token", async () => {
+		await expect(startGateway({ host: "0.0.0.0", port: 0, dataDir: join(gw.root, "lan") })).rejects.toThrow(
+			"Refusing to listen on 0.0.0.0 without a token: set --token (or PI_GATEWAY_TOKEN)",
+		);
+		const cli = spawnSync(process.execPath, ["src/main.ts", "--host", "0.0.0.0"], {
+			cwd: resolve(import.meta.dirname, "../.."),
+			encoding: "utf8",
+			env: { ...process.env, PI_GATEWAY_TOKEN: "", PI_GATEWAY_DATA_DIR: join(gw.root, "cli") },
+		});
+		expect(cli.status).toBe(2);
+		expect(cli.stderr).toContain("Refusing to listen on 0.0.0.0 without a token");
+	});
+});
+
+describe("confinement: paths resolve (symlinks followed) inside the roots, else nothing reaches pi", () => {
+	const post = (path: string, json: unknown) => gw.api(`/v1/sessions/${id}${path}`, { method: "POST", json });
+
+	it("refuses cwd, outputPath, sessionPath and parentSession outside, on typed routes and /rpc", async () => {
+		const before = sent();
+		const cases: [string, unknown, number][] = [
+			["/export-html", { outputPath: "escape/out.html" }, 403],
+			["/export-html", { outputPath: "../out.html" }, 403],
+			["/export-html", { outputPath: "missing/out.html" }, 400],
+			["/switch", { sessionPath: "secret.jsonl" }, 403],
+			["/switch", { sessionPath: join(outside, "secret.jsonl") }, 403],
+			["/switch", { sessionPath: join(gw.config.dataDir, "gateway.db") }, 403],
+			["/new", { parentSession: "escape/secret.jsonl" }, 403],
+			["/rpc", { type: "export_html", outputPath: "/tmp/out.html" }, 403],
+			["/rpc", { type: "switch_session", sessionPath: "escape/secret.jsonl" }, 403],
+			["/rpc", { type: "new_session", parentSession: "/etc/passwd" }, 403],
+		];
+		for (const [path, json, status] of cases) {
+			const res = await post(path, json);
+			expect(res.status, `${path} ${JSON.stringify(json)}`).toBe(status);
+			expect(res.body.code).toBe(status === 403 ? "path_outside_root" : "path_not_found");
+		}
+		for (const cwd of ["escape", "..", "/", "missing"]) {
+			const res = await gw.api("/v1/sessions", { method: "POST", json: { cwd } });
+			expect(res.status, cwd).toBe(cwd === "missing" ? 400 : 403);
+		}
+		expect(sent()).toBe(before);
+	});
+
+	it("extensions only from the allow-list; CLI-bound strings are validated, and stay values", async () => {
+		const count = (await gw.api("/v1/sessions")).body.sessions.length;
+		const refused = await gw.api("/v1/sessions", { method: "POST", json: { extensions: ["../../evil.ts"] } });
+		expect(refused.status).toBe(400);
+		expect(refused.body).toMatchObject({ code: "extension_not_allowed" });
+		for (const json of [
+			{ name: "a\u0000b" },
+			{ name: "line\nbreak" },
+			{ systemPrompt: "x\u0000" },
+			{ model: "--help" },
+		]) {
+			const res = await gw.api("/v1/sessions", { method: "POST", json });
+			expect(res.status, JSON.stringify(json)).toBe(400);
+			expect(res.body.code).toBe("invalid_input");
+		}
+		expect((await gw.api("/v1/sessions")).body.sessions.length).toBe(count);
+		// A value that looks like a flag is still the value of the flag before it.
+		const flagLike = await gw.api("/v1/sessions", {
+			method: "POST",
+			json: { name: "--help", appendSystemPrompt: "--version", persist: false },
+		});
+		expect(flagLike.status).toBe(201);
+		expect(flagLike.body).toMatchObject({ name: "--help", status: "idle" });
+		await gw.api(`/v1/sessions/${flagLike.body.id}`, { method: "DELETE" });
+	});
+});

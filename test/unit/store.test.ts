@@ -1,0 +1,75 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { SessionStore, type StoredSession } from "../../src/sessions/store.ts";
+
+let dir: string;
+beforeEach(() => {
+	dir = mkdtempSync(join(tmpdir(), "pi-gateway-store-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const record = (id: string, persist: boolean, createdAt: string): StoredSession => ({
+	id,
+	name: `n-${id}`,
+	cwd: "/w",
+	persist,
+	options: { persist },
+	piState: { sessionFile: `/s/${id}.jsonl`, sessionId: id },
+	createdAt,
+	lastActivityAt: 5,
+	lastSeq: 42,
+});
+
+describe("SessionStore", () => {
+	it("restores persistent sessions in creation order and turns ephemeral ones into tombstones", () => {
+		const first = new SessionStore(dir);
+		expect(first.previousRunClean).toBe(true);
+		first.save(record("b", true, "2026-01-02T00:00:00.000Z"));
+		first.save(record("a", true, "2026-01-01T00:00:00.000Z"));
+		first.save(record("e", false, "2026-01-03T00:00:00.000Z"));
+		first.save({ ...record("gone", true, "2026-01-04T00:00:00.000Z") });
+		first.remove("gone");
+		first.close();
+
+		const second = new SessionStore(dir);
+		expect(second.previousRunClean).toBe(true);
+		expect(second.restore()).toEqual([
+			record("a", true, "2026-01-01T00:00:00.000Z"),
+			record("b", true, "2026-01-02T00:00:00.000Z"),
+		]);
+		expect(second.tombstone("e")).toMatchObject({ id: "e", reason: "restart" });
+		expect(second.tombstone("gone")).toBeUndefined();
+		expect(second.tombstone("a")).toBeUndefined();
+		second.close();
+	});
+
+	it("holds the data dir: a second store fails while the first is open", () => {
+		const first = new SessionStore(dir);
+		expect(() => new SessionStore(dir)).toThrow(`The data directory ${dir} is in use by another pi-gateway`);
+		first.bury("x", "idle");
+		expect(first.tombstone("x")).toMatchObject({ id: "x", reason: "idle" });
+		first.close();
+		new SessionStore(dir).close();
+	});
+
+	it("notices when the previous run ended without closing (killed): the lock is free, the run unclean", () => {
+		const store = new URL("../../src/sessions/store.ts", import.meta.url).href;
+		const killed = spawnSync(
+			process.execPath,
+			[
+				"--input-type=module",
+				"-e",
+				`const { SessionStore } = await import(${JSON.stringify(store)}); new SessionStore(${JSON.stringify(dir)}); process.kill(process.pid, "SIGKILL");`,
+			],
+			{ encoding: "utf8" },
+		);
+		expect(killed.signal).toBe("SIGKILL");
+		const after = new SessionStore(dir);
+		expect(after.previousRunClean).toBe(false);
+		after.close();
+		expect(new SessionStore(dir).previousRunClean).toBe(true);
+	});
+});
