@@ -10,6 +10,7 @@ const v = new OpenApiValidator();
 const problem = { type: "urn:pi-gateway:problem:x", title: "Not Found", status: 404, code: "x", detail: "d" };
 const session = {
 	id: "ses_Qm9wYXJ0aWFs",
+	resumable: true,
 	name: null,
 	status: "idle",
 	pid: 42,

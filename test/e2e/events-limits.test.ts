@@ -145,7 +145,7 @@ describe("gateway shutdown", () => {
 			await gw.close();
 			const [own, hub] = await Promise.all([sessionFrames, hubFrames]);
 			expect(own.map((f) => f.event)).toEqual(["stream_open", "session_status", "session_exit"]);
-			expect(own.at(-1)?.json).toMatchObject({ sessionId: id, reason: "stopped" });
+			expect(own.at(-1)?.json).toMatchObject({ sessionId: id, reason: "shutdown" });
 			expect(hub.map((f) => f.event)).toEqual(["stream_open", "shutdown", "session_status", "session_exit"]);
 			expect(hub[1]?.json).toEqual({ type: "shutdown", reason: "the gateway is shutting down" });
 		} finally {

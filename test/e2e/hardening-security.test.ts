@@ -62,8 +62,12 @@ describe("bearer token", () => {
 				expect(await res.json()).toMatchObject({ status: 401, code: "unauthorized" });
 			}
 		}
-		for (const path of ["/openapi.yaml", "/docs", "/nope", "/v1/sessions/ses_unknown"]) {
+		for (const path of ["/nope", "/v1/sessions/ses_unknown", "/metrics"]) {
 			expect((await fetch(gw.url + path)).status, path).toBe(401);
+		}
+		// The contract and its reference page are public (SDK generators fetch them); the API is not.
+		for (const path of ["/openapi.yaml", "/openapi.json", "/docs"]) {
+			expect((await fetch(gw.url + path)).status, path).toBe(200);
 		}
 		// The scheme is case-insensitive (RFC 9110), the token is not.
 		expect((await fetch(`${gw.url}/v1/sessions`, { headers: as(`bearer ${token}`) })).status).toBe(200);

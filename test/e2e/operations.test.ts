@@ -252,9 +252,10 @@ describe("pi-gateway --help", () => {
 		for (const key of Object.keys(ConfigSchema.shape)) {
 			const flag = kebab(key);
 			const env = `PI_GATEWAY_${flag.replaceAll("-", "_").toUpperCase()}`;
-			const entry = new RegExp(`^  --${flag}(?: <value>)? +(\\S.*)\\n {37}env ${env}, default (\\S.*)$`, "m").exec(
-				stdout,
-			);
+			const entry = new RegExp(
+				`^  --(?:\\[no-\\])?${flag}(?: <value>)? +(\\S.*)\\n {37}env ${env}, default (\\S.*)$`,
+				"m",
+			).exec(stdout);
 			expect(entry, `--${flag}`).not.toBeNull();
 		}
 		expect(stdout).toContain(`  --port <value>                     Port to listen on (0 picks a free one)
