@@ -62,6 +62,10 @@ export function createApp(
 	app.use(requestId());
 	app.use(accessLog(logger));
 	app.use(instrument(metrics));
+	if (registry.pool) {
+		const pool = registry.pool;
+		metrics.setWarmPoolSource(() => pool.readyCount);
+	}
 	app.use(hostCheck([...config.allowedHosts, config.host]));
 	if (config.corsOrigins.length > 0)
 		app.use(cors({ origin: config.corsOrigins, exposeHeaders: ["Location", "X-Request-Id"] }));

@@ -36,6 +36,9 @@ export const ConfigSchema = z.object({
 	idleTimeoutMs: int(0)
 		.default(1_800_000)
 		.describe("Stop pi after this long without activity: hibernated, or reaped if ephemeral (0: never)"),
+	warmPool: int(0)
+		.default(0)
+		.describe("pi processes kept started with the default options, so a plain new session starts at once"),
 	autoResume: z.boolean().default(true).describe("A command to a stopped session starts pi again first"),
 	maxImageBytes: int(1)
 		.default(5 * 1024 * 1024)

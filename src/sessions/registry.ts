@@ -10,8 +10,17 @@ import { guardCommand, piSessionDir } from "./guard.ts";
 import { Session, type SessionInit, type SessionLimits, type SpawnCommand } from "./session.ts";
 import { type CreateSessionBody, planSpawn } from "./spawn.ts";
 import { SessionStore, type StoredSession } from "./store.ts";
+import { WarmPool } from "./warm-pool.ts";
 
 export type HubListener = (sessionId: string, event: LoggedEvent) => void;
+
+const defaultBody: CreateSessionBody = { persist: true };
+const newSessionId = () => `ses_${randomBytes(9).toString("base64url")}`;
+
+/** A create request a warm-pool process can serve: nothing but (optionally) a name. */
+export function isDefaultRequest(body: CreateSessionBody): boolean {
+	return Object.entries(body).every(([key, value]) => (key === "persist" ? value === true : key === "name"));
+}
 
 /** Sequence numbers skipped after an unclean stop: the last second of events may not be on disk. */
 const unsafeSeqMargin = 100_000;
@@ -36,12 +45,14 @@ export class SessionRegistry {
 	/** Process slots promised to a start that waits for its LRU victim to exit. */
 	#reserved = 0;
 	#closing = false;
+	readonly pool: WarmPool | undefined;
 
 	constructor(config: Config, logger: Logger) {
 		this.#config = config;
 		this.#logger = logger;
 		this.tickets = new StreamTickets(config.streamTicketTtlMs);
 		mkdirSync(piSessionDir(config), { recursive: true });
+		if (config.warmPool > 0) this.pool = new WarmPool(config.warmPool, () => this.#startPooled(), logger);
 	}
 
 	/**
@@ -66,6 +77,7 @@ export class SessionRegistry {
 		const idle = this.#config.idleTimeoutMs;
 		this.#timers.push(setInterval(() => this.#flush(), flushEveryMs).unref());
 		if (idle > 0) this.#timers.push(setInterval(() => this.#reap(), Math.min(Math.max(idle / 4, 50), 30_000)).unref());
+		this.pool?.fill();
 	}
 
 	get closing(): boolean {
@@ -76,9 +88,9 @@ export class SessionRegistry {
 		return this.#sessions.size;
 	}
 
-	/** Sessions with a pi process that is not on its way out, plus slots promised to starts. */
+	/** Sessions with a pi process that is not on its way out, plus slots promised to starts and the warm pool. */
 	get liveCount(): number {
-		let live = this.#reserved;
+		let live = this.#reserved + (this.pool?.size ?? 0);
 		for (const s of this.#sessions.values()) if (s.hasProcess && !s.isStopping) live++;
 		return live;
 	}
@@ -104,8 +116,10 @@ export class SessionRegistry {
 		if (this.#sessions.size >= this.#config.maxSessions) {
 			throw new ApiError(429, "too_many_sessions", `At most ${this.#config.maxSessions} sessions (stopped ones count)`);
 		}
+		const warm = isDefaultRequest(body) ? this.pool?.take() : undefined;
+		if (warm) return this.#adoptPooled(warm, body);
 		const plan = planSpawn(this.#config, body);
-		const id = `ses_${randomBytes(9).toString("base64url")}`;
+		const id = newSessionId();
 		// Registered before start so that shutdown() also stops a child that is still starting.
 		const session = this.#register(id, body, plan.cwd);
 		try {
@@ -175,13 +189,43 @@ export class SessionRegistry {
 		await session.start(plan);
 	}
 
+	/** A pool process: a session started with the default options, not yet in the registry. */
+	async #startPooled(): Promise<Session> {
+		const plan = planSpawn(this.#config, defaultBody);
+		const session = this.#build(newSessionId(), defaultBody, plan.cwd);
+		await session.start(plan);
+		return session;
+	}
+
+	/** A pooled session becomes the caller's: registered, named, saved. */
+	async #adoptPooled(session: Session, body: CreateSessionBody): Promise<Session> {
+		this.#adopt(session, body);
+		if (body.name) {
+			session.name = body.name;
+			const named = await session.request({ type: "set_session_name", name: body.name });
+			if (!named.success)
+				this.#logger.warn({ sessionId: session.id, error: named.error }, "warm session: naming failed");
+		}
+		this.#save(session);
+		return session;
+	}
+
 	#register(
 		id: string,
 		options: CreateSessionBody,
 		cwd: string,
 		extra: Pick<SessionInit, "restored" | "name"> = {},
 	): Session {
-		const session = new Session({
+		return this.#adopt(this.#build(id, options, cwd, extra), options);
+	}
+
+	#build(
+		id: string,
+		options: CreateSessionBody,
+		cwd: string,
+		extra: Pick<SessionInit, "restored" | "name"> = {},
+	): Session {
+		return new Session({
 			id,
 			name: extra.name ?? options.name,
 			cwd,
@@ -195,6 +239,10 @@ export class SessionRegistry {
 				if (this.#config.autoResume) await this.resume(s.id);
 			},
 		});
+	}
+
+	#adopt(session: Session, options: CreateSessionBody): Session {
+		const id = session.id;
 		this.#sessions.set(id, session);
 		this.#options.set(id, options);
 		session.log.subscribe((event) => {
@@ -309,6 +357,7 @@ export class SessionRegistry {
 	async shutdown(): Promise<void> {
 		this.#closing = true;
 		for (const timer of this.#timers) clearInterval(timer);
+		await this.pool?.close();
 		await Promise.all(this.list().map((s) => s.stop("shutdown")));
 		this.#flush();
 		// Nothing writes after this (a late exit event, a second shutdown): the store is gone.
@@ -320,5 +369,6 @@ export class SessionRegistry {
 	/** Last resort on process exit: no child may outlive the gateway unasked. Synchronous. */
 	killAll(): void {
 		for (const session of this.#sessions.values()) session.kill("SIGKILL");
+		this.pool?.killAll();
 	}
 }
