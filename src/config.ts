@@ -1,5 +1,6 @@
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { z } from "zod";
 
 const int = (min: number) => z.coerce.number().int().min(min);
@@ -28,7 +29,10 @@ export const ConfigSchema = z.object({
 	demo: z.boolean().default(false).describe("Use the built-in offline demo model (default when no provider is set)"),
 	provider: z.string().optional().describe("Default provider for new sessions"),
 	model: z.string().optional().describe("Default model for new sessions"),
-	extensions: z.record(z.string(), z.string()).default({}).describe("Extensions sessions may load, by name: name=path"),
+	extensions: z
+		.record(z.string(), z.string())
+		.default({})
+		.describe("Extensions sessions may load, by name: name=path (permission-gate is always there)"),
 	maxSessions: int(1).default(1000).describe("Sessions at most, stopped ones included"),
 	maxLiveSessions: int(1)
 		.default(32)
@@ -76,6 +80,8 @@ export const ConfigSchema = z.object({
 export type Config = z.infer<typeof ConfigSchema>;
 export type ConfigInput = z.input<typeof ConfigSchema>;
 
+const permissionGatePath = fileURLToPath(new URL("../extensions/permission-gate.ts", import.meta.url));
+
 export function parseConfig(input: ConfigInput): Config {
 	const config = ConfigSchema.parse(input);
 	config.workspaceRoot = resolve(config.workspaceRoot);
@@ -85,6 +91,8 @@ export function parseConfig(input: ConfigInput): Config {
 	for (const [name, path] of Object.entries(config.extensions)) {
 		if (!/^[a-z][\w+.-]*:/i.test(path)) config.extensions[name] = resolve(path);
 	}
+	// The shipped permission gate is always on the allow-list; a session loads it only when it asks.
+	config.extensions = { "permission-gate": permissionGatePath, ...config.extensions };
 	// The demo model is the default so a fresh install does something real without an API key.
 	if (!config.provider && !config.model) config.demo = true;
 	return config;

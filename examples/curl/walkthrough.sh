@@ -3,18 +3,18 @@
 # The test suite runs it against a live gateway and compares the output with walkthrough.txt, so
 # the README (which shows that transcript) cannot drift from what the gateway does.
 #
-#   pi-gateway --extension gate=examples/fixtures/confirm-gate.ts &   # the demo model, no API key
+#   npm start &   # the demo model, no API key; the permission gate is always on the allow-list
 #   examples/curl/walkthrough.sh
 #
 # PI_GATEWAY_URL    the gateway (default http://127.0.0.1:8787)
 # PI_GATEWAY_TOKEN  its bearer token, if it has one (an empty one is ignored by a gateway without)
-# PI_GATEWAY_GATE   the allow-list name of the extension that asks before `rm -rf` (default gate)
+# PI_GATEWAY_GATE   the allow-list name of the extension that asks before `rm -rf` (default permission-gate, shipped in extensions/)
 # Needs curl 7.82+ (--json) and jq.
 set -euo pipefail
 
 GW=${PI_GATEWAY_URL:-http://127.0.0.1:8787}
 AUTH="Authorization: Bearer ${PI_GATEWAY_TOKEN:-}"
-GATE=${PI_GATEWAY_GATE:-gate}
+GATE=${PI_GATEWAY_GATE:-permission-gate}
 command -v jq >/dev/null || {
 	echo "walkthrough.sh needs jq" >&2
 	exit 2
@@ -72,14 +72,14 @@ run <<'SH'
 APPROVAL=$(curl -s -H "$AUTH" "$GW/v1/approvals?status=pending&wait=10" | jq -r --arg id $ID 'first(.approvals[] | select(.sessionId == $id)) | .id')
 SH
 run <<'SH'
-curl -s -H "$AUTH" $GW/v1/sessions/$ID/approvals/$APPROVAL | jq -c '{method, title, message, status}'
+curl -s -H "$AUTH" $GW/v1/sessions/$ID/approvals/$APPROVAL | jq -c '{method, title, options, status}'
 SH
 run <<'SH'
 curl -s -H "$AUTH" $GW/v1/sessions/$ID | jq -c '{status, pendingApprovals}'
 SH
 step "Answer it; pi gets the answer at once and the run goes on"
 run <<'SH'
-curl -s -H "$AUTH" --json '{"confirmed":true,"by":"walkthrough"}' $GW/v1/sessions/$ID/approvals/$APPROVAL | jq -c '{status, answer, resolvedBy}'
+curl -s -H "$AUTH" --json '{"value":"Allow","by":"walkthrough"}' $GW/v1/sessions/$ID/approvals/$APPROVAL | jq -c '{status, answer, resolvedBy}'
 SH
 run <<'SH'
 wait; grep -E '^event: (approval|tool_execution_end|agent_settled)' run.sse

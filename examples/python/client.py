@@ -8,7 +8,7 @@ it when the dialog shows up in the stream, prints the reply as it streams, delet
 
 PI_GATEWAY_URL    the gateway (default http://127.0.0.1:8787)
 PI_GATEWAY_TOKEN  its bearer token, if it has one
-PI_GATEWAY_GATE   the allow-list name of the extension that asks before `rm -rf` (default gate)
+PI_GATEWAY_GATE   the allow-list name of the extension that asks before `rm -rf` (default permission-gate)
 """
 
 import json
@@ -20,7 +20,7 @@ import urllib.request
 
 BASE_URL = os.environ.get("PI_GATEWAY_URL", "http://127.0.0.1:8787").rstrip("/")
 TOKEN = os.environ.get("PI_GATEWAY_TOKEN")
-GATE = os.environ.get("PI_GATEWAY_GATE", "gate")
+GATE = os.environ.get("PI_GATEWAY_GATE", "permission-gate")
 PROMPT = "bash: rm -rf ./pi-gateway-scratch && echo removed"
 
 

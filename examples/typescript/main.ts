@@ -8,7 +8,7 @@
  *
  * PI_GATEWAY_URL    the gateway (default http://127.0.0.1:8787)
  * PI_GATEWAY_TOKEN  its bearer token, if it has one
- * PI_GATEWAY_GATE   the allow-list name of the extension that asks before `rm -rf` (default gate)
+ * PI_GATEWAY_GATE   the allow-list name of the extension that asks before `rm -rf` (default permission-gate)
  */
 import createClient from "openapi-fetch";
 import type { components, paths } from "./schema.d.ts";
@@ -19,7 +19,7 @@ type ApprovalAnswer = components["schemas"]["ApprovalAnswer"];
 
 const baseUrl = process.env.PI_GATEWAY_URL ?? "http://127.0.0.1:8787";
 const token = process.env.PI_GATEWAY_TOKEN;
-const gate = process.env.PI_GATEWAY_GATE ?? "gate";
+const gate = process.env.PI_GATEWAY_GATE ?? "permission-gate";
 const prompt = "bash: rm -rf ./pi-gateway-scratch && echo removed";
 
 const client = createClient<paths>({ baseUrl, headers: token ? { Authorization: `Bearer ${token}` } : {} });

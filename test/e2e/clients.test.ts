@@ -7,12 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // The examples in examples/ run as their users run them: as processes, against a live gateway
-// with real pi, the demo model and the confirm gate. A spec that lies breaks the typed SDK example
+// with real pi, the demo model and the shipped permission gate. A spec that lies breaks the typed SDK example
 // (types or runtime); a README that drifts breaks the walkthrough's transcript.
 const run = promisify(execFile);
 const repo = resolve(import.meta.dirname, "../..");
 const examples = join(repo, "examples");
-const gatePath = join(examples, "fixtures/confirm-gate.ts");
 const token = "clients-test-token-0123456789";
 const has = (command: string) => {
 	try {
@@ -25,7 +24,7 @@ const has = (command: string) => {
 
 let gw: TestGateway;
 beforeAll(async () => {
-	gw = await startTestGateway({ token, extensions: { gate: gatePath } });
+	gw = await startTestGateway({ token });
 });
 afterAll(() => gw?.stop());
 
@@ -35,7 +34,6 @@ const env = (g: TestGateway) => ({
 	PATH: `${dirname(process.execPath)}:${process.env.PATH}`,
 	PI_GATEWAY_URL: g.url,
 	PI_GATEWAY_TOKEN: token,
-	PI_GATEWAY_GATE: "gate",
 });
 
 /** What both client examples print, for the session id they print first. */
@@ -43,8 +41,10 @@ const clientTranscript = (id: string) =>
 	[
 		`session ${id} is idle (model demo)`,
 		"> bash: rm -rf ./pi-gateway-scratch && echo removed",
-		"approval requested (confirm): Allow a destructive command? rm -rf ./pi-gateway-scratch && echo removed",
-		'approval answered: {"confirmed":true}',
+		"approval requested (select): Allow this bash command?",
+		"",
+		"  rm -rf ./pi-gateway-scratch && echo removed",
+		'approval answered: {"value":"Allow"}',
 		"tool bash finished",
 		"assistant: The command finished. Output:",
 		"removed",
@@ -125,7 +125,7 @@ describe.skipIf(!has("curl") || !has("jq"))("curl walkthrough (the README's)", (
 
 	beforeAll(async () => {
 		// A gateway of its own: the walkthrough shows metrics, which count everything the gateway did.
-		const own = await startTestGateway({ token, extensions: { gate: gatePath } });
+		const own = await startTestGateway({ token });
 		try {
 			const { stdout } = await run("bash", [join(examples, "curl/walkthrough.sh")], { env: env(own), timeout: 60_000 });
 			// Session ids are random; the transcript shows the spec's example id.
