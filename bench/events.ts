@@ -3,7 +3,7 @@
  * emits timestamped events. Baseline: a client reading the stub's stdout pipe directly (split
  * on LF + JSON.parse, as any pi client must). Measured: SSE clients of the gateway.
  */
-import { api, type GatewayProcess, now, readPipe, readSse, spawnStub, summarize } from "./lib.ts";
+import { api, type GatewayProcess, now, openSse, readPipe, readSse, spawnStub, summarize } from "./lib.ts";
 
 export interface EmitSpec {
 	count: number;
@@ -37,9 +37,7 @@ export async function viaGateway(gateway: GatewayProcess, spec: EmitSpec, subscr
 	const session = await api(`${gateway.url}/v1/sessions`, "POST", { persist: false });
 	const results = await Promise.all(
 		Array.from({ length: subscribers }, async () => {
-			const res = await fetch(`${gateway.url}/v1/sessions/${session.id}/events?types=message_update,agent_settled`, {
-				headers: { accept: "text/event-stream" },
-			});
+			const res = await openSse(`${gateway.url}/v1/sessions/${session.id}/events?types=message_update,agent_settled`);
 			const latencies: number[] = [];
 			let started = 0n;
 			const ready = { resolve: () => {} };
@@ -52,8 +50,9 @@ export async function viaGateway(gateway: GatewayProcess, spec: EmitSpec, subscr
 					return false;
 				}
 				if (started === 0n) started = now();
-				const t = data.slice(data.lastIndexOf('"t":"') + 5, -2);
-				if (event === "message_update") latencies.push(Number(now() - BigInt(t)));
+				// Parsed, as the pipe reader parses each line: any client must.
+				const record = JSON.parse(data);
+				if (event === "message_update") latencies.push(Number(now() - BigInt(record.t)));
 				return event === "agent_settled";
 			});
 			await opened;
@@ -70,6 +69,9 @@ export async function viaGateway(gateway: GatewayProcess, spec: EmitSpec, subscr
 
 export async function latency(gateway: GatewayProcess, rates: number[], count: (rate: number) => number) {
 	const rows = [];
+	// Warm-up (discarded): the first frames through a fresh process pay for lazy compilation.
+	await viaGateway(gateway, { count: 3000, rate: 0, size: 200 });
+	await viaPipe({ count: 3000, rate: 0, size: 200 });
 	for (const rate of rates) {
 		const spec = { count: count(rate), rate, size: 200 };
 		const pipe = summarize((await viaPipe(spec)).latencies);

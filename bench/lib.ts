@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { type IncomingMessage, request } from "node:http";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -16,9 +17,21 @@ export interface GatewayProcess {
 
 /** The gateway as its own process (as users run it), so its CPU and memory are its own. */
 export async function startGatewayProcess(args: string[]): Promise<GatewayProcess> {
-	const child = spawn(process.execPath, [join(root, "src/main.ts"), "--port", "0", "--log-level", "info", ...args], {
-		stdio: ["ignore", "pipe", "inherit"],
-	});
+	const child = spawn(
+		process.execPath,
+		[
+			...(process.env.GW_NODE_ARGS ?? "").split(" ").filter(Boolean),
+			join(root, "src/main.ts"),
+			"--port",
+			"0",
+			"--log-level",
+			"info",
+			...args,
+		],
+		{
+			stdio: ["ignore", "pipe", "inherit"],
+		},
+	);
 	const url = await new Promise<string>((resolve, reject) => {
 		let buffered = "";
 		const onData = (chunk: Buffer) => {
@@ -57,32 +70,61 @@ export async function api(url: string, method: string, body?: unknown): Promise<
 	return text ? JSON.parse(text) : undefined;
 }
 
-/** Reads an SSE response, calling `onData(event, data)` per frame; resolves when `done` says so. */
-export async function readSse(
-	res: Response,
+/**
+ * Opens an SSE response with node:http (a plain socket reader, as efficient as the pipe reader it
+ * is compared with; fetch's web streams would measure the client more than the gateway).
+ */
+export function openSse(url: string, init: { method?: string; body?: unknown } = {}): Promise<IncomingMessage> {
+	const body = init.body === undefined ? undefined : JSON.stringify(init.body);
+	return new Promise((resolve, reject) => {
+		const req = request(url, {
+			method: init.method ?? "GET",
+			headers: { accept: "text/event-stream", ...(body ? { "content-type": "application/json" } : {}) },
+		});
+		req.once("response", resolve);
+		req.once("error", reject);
+		req.end(body);
+	});
+}
+
+/** Reads an SSE response, calling `onData(event, data)` per frame, until it returns true. Resolves with the bytes read. */
+export function readSse(
+	res: IncomingMessage,
 	onData: (event: string, data: string) => boolean | undefined,
 ): Promise<number> {
-	const decoder = new TextDecoder();
-	let buffer = "";
-	let bytes = 0;
-	for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-		bytes += chunk.length;
-		buffer += decoder.decode(chunk, { stream: true });
-		let end = buffer.indexOf("\n\n");
-		let start = 0;
-		while (end !== -1) {
-			const block = buffer.slice(start, end);
-			start = end + 2;
-			end = buffer.indexOf("\n\n", start);
-			if (block.startsWith(":")) continue;
-			const ev = block.indexOf("event: ");
-			const da = block.indexOf("\ndata: ");
-			if (ev === -1 || da === -1) continue;
-			if (onData(block.slice(ev + 7, block.indexOf("\n", ev)), block.slice(da + 7))) return bytes;
+	return new Promise((resolve, reject) => {
+		if (res.statusCode !== 200) {
+			reject(new Error(`SSE: HTTP ${res.statusCode}`));
+			res.resume();
+			return;
 		}
-		buffer = buffer.slice(start);
-	}
-	return bytes;
+		res.setEncoding("utf8");
+		let buffer = "";
+		let bytes = 0;
+		const onChunk = (chunk: string) => {
+			bytes += Buffer.byteLength(chunk);
+			buffer += chunk;
+			let start = 0;
+			for (let end = buffer.indexOf("\n\n"); end !== -1; end = buffer.indexOf("\n\n", start)) {
+				const block = buffer.slice(start, end);
+				start = end + 2;
+				if (block.startsWith(":")) continue;
+				const ev = block.indexOf("event: ");
+				const da = block.indexOf("\ndata: ");
+				if (ev === -1 || da === -1) continue;
+				if (onData(block.slice(ev + 7, block.indexOf("\n", ev)), block.slice(da + 7))) {
+					res.off("data", onChunk);
+					res.destroy();
+					resolve(bytes);
+					return;
+				}
+			}
+			buffer = buffer.slice(start);
+		};
+		res.on("data", onChunk);
+		res.once("end", () => resolve(bytes));
+		res.once("error", reject);
+	});
 }
 
 /** Reads a child's stdout as any pi client must: split on LF, JSON.parse each line. */

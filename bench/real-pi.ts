@@ -7,7 +7,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bundledPiCli, demoExtensionPath } from "../src/sessions/spawn.ts";
-import { api, type GatewayProcess, now, percentile, procStats, readPipe, readSse } from "./lib.ts";
+import { api, type GatewayProcess, now, openSse, percentile, procStats, readPipe, readSse } from "./lib.ts";
 
 const ms = (ns: bigint) => Number(ns) / 1e6;
 
@@ -17,10 +17,9 @@ async function timeToFirstDelta(
 ): Promise<{ firstDeltaMs: number; totalMs: number }> {
 	const started = now();
 	let first = 0n;
-	const res = await fetch(`${gateway.url}/v1/sessions/${id}/prompt`, {
+	const res = await openSse(`${gateway.url}/v1/sessions/${id}/prompt`, {
 		method: "POST",
-		headers: { "content-type": "application/json", accept: "text/event-stream" },
-		body: JSON.stringify({ message: "count: 20" }),
+		body: { message: "count: 20" },
 	});
 	await readSse(res, (event, data) => {
 		if (!first && event === "message_update" && data.includes('"text_delta"')) first = now();
@@ -124,10 +123,9 @@ async function gatewayRun(gateway: GatewayProcess, deltas: number) {
 	const session = await api(`${gateway.url}/v1/sessions`, "POST", { persist: false });
 	const t0 = now();
 	let text = "";
-	const res = await fetch(`${gateway.url}/v1/sessions/${session.id}/prompt`, {
+	const res = await openSse(`${gateway.url}/v1/sessions/${session.id}/prompt`, {
 		method: "POST",
-		headers: { "content-type": "application/json", accept: "text/event-stream" },
-		body: JSON.stringify({ message: `count: ${deltas}` }),
+		body: { message: `count: ${deltas}` },
 	});
 	const bytes = await readSse(res, (event, data) => {
 		if (event === "message_update") {

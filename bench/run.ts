@@ -23,6 +23,8 @@ const stubGateway = await startGatewayProcess([
 	`${process.execPath} ${stubPi}`,
 	"--max-sessions",
 	"500",
+	"--max-subscribers",
+	"1000",
 ]);
 try {
 	if (want("latency")) {

@@ -407,6 +407,14 @@ export class Session {
 	}
 
 	#onLine(line: string): void {
+		// Hot path: pi writes events as {"type":"…",…}. For all but two types the gateway needs only
+		// the type, so the line is forwarded as it is, without a JSON.parse per delta.
+		const fast = typeOf(line);
+		if (fast !== undefined && fast !== "response" && fast !== "extension_ui_request") {
+			this.lastActivityAt = Date.now();
+			this.#onEvent(fast, line);
+			return;
+		}
 		let record: { type?: unknown; id?: unknown; command?: unknown; method?: unknown };
 		try {
 			record = JSON.parse(line);
@@ -429,6 +437,11 @@ export class Session {
 			this.#onUiRequest(record as UiRequest);
 			return;
 		}
+		this.#onEvent(type, line);
+	}
+
+	/** A session event: logged as pi printed it; run boundaries move the status. */
+	#onEvent(type: string, line: string): void {
 		if (type === "agent_start") this.#setRunning(true);
 		this.log.append(type, line);
 		if (type === "agent_settled") {
@@ -565,4 +578,15 @@ export class Session {
 			);
 		}
 	}
+}
+
+const typePrefix = '{"type":"';
+
+/** The type of a record that starts `{"type":"…"` and ends `}` (pi's own layout), else undefined. */
+export function typeOf(line: string): string | undefined {
+	if (!line.startsWith(typePrefix) || line.charCodeAt(line.length - 1) !== 125) return undefined;
+	const end = line.indexOf('"', typePrefix.length);
+	if (end === -1) return undefined;
+	const type = line.slice(typePrefix.length, end);
+	return /^[a-z_]+$/.test(type) ? type : undefined;
 }

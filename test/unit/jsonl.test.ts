@@ -72,3 +72,15 @@ describe("JsonlDecoder", () => {
 		expect(decode([Buffer.from('\n{"a":1}\n\n')]).lines).toEqual(["", '{"a":1}', ""]);
 	});
 });
+
+describe("typeOf (the hot path's type sniffing)", () => {
+	it("reads the type of pi's own layout and refuses anything else", async () => {
+		const { typeOf } = await import("../../src/sessions/session.ts");
+		expect(typeOf('{"type":"message_update","x":1}')).toBe("message_update");
+		expect(typeOf('{"id":"gw_1","type":"response"}')).toBeUndefined();
+		expect(typeOf('{"type":"message_update","x":1')).toBeUndefined();
+		expect(typeOf('{"type":"Bad Type","x":1}')).toBeUndefined();
+		expect(typeOf("not json")).toBeUndefined();
+		expect(typeOf('{ "type": "agent_start" }')).toBeUndefined();
+	});
+});
