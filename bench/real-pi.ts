@@ -28,12 +28,15 @@ async function timeToFirstDelta(
 	return { firstDeltaMs: ms(first - started), totalMs: ms(now() - started) };
 }
 
-export async function sessionStart(gateway: GatewayProcess, samples: number, label = "cold") {
+export async function sessionStart(gateway: GatewayProcess, samples: number, label = "cold", pauseMs = 0) {
 	const starts: number[] = [];
 	const firsts: number[] = [];
 	for (let i = 0; i < samples; i++) {
+		// A pause lets a warm pool refill between samples (its processes take pi's cold start).
+		await new Promise((r) => setTimeout(r, pauseMs));
 		const t0 = now();
-		const session = await api(`${gateway.url}/v1/sessions`, "POST", { persist: false });
+		// An empty body: the default options, which a warm pool serves.
+		const session = await api(`${gateway.url}/v1/sessions`, "POST", {});
 		starts.push(ms(now() - t0));
 		firsts.push((await timeToFirstDelta(gateway, session.id)).firstDeltaMs);
 		await api(`${gateway.url}/v1/sessions/${session.id}`, "DELETE");

@@ -44,6 +44,8 @@ try {
 }
 
 const piGateway = await startGatewayProcess([
+	"--max-live-sessions",
+	"100",
 	"--max-sessions",
 	"500",
 	"--data-dir",
@@ -52,6 +54,17 @@ const piGateway = await startGatewayProcess([
 try {
 	if (want("start")) {
 		const rows = [await sessionStart(piGateway, smoke ? 2 : 10)];
+		const pooled = await startGatewayProcess([
+			"--warm-pool",
+			"2",
+			"--data-dir",
+			mkdtempSync(join(tmpdir(), "pi-bench-pool-")),
+		]);
+		try {
+			rows.push(await sessionStart(pooled, smoke ? 2 : 10, "warm (--warm-pool 2)", 1500));
+		} finally {
+			await pooled.stop();
+		}
 		console.log(table("4. Session start (real pi, demo model)", rows));
 	}
 	if (want("scale")) {

@@ -39,7 +39,8 @@ export class WarmPool {
 		while (session && !(session.isAlive && session.hasProcess)) session = this.#ready.shift();
 		// The registry's own listener takes over (or none): the pool no longer watches it.
 		session?.onStatusChange(() => {});
-		this.fill();
+		// Spawning blocks the event loop for a few ms: refill after this session's answer is out.
+		setTimeout(() => this.fill(), 25).unref();
 		return session;
 	}
 

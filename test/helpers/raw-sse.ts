@@ -1,6 +1,6 @@
 import http from "node:http";
 import type { Socket } from "node:net";
-import { type Frame, readFrames } from "./sse.ts";
+import { type Frame, parseBlock, readFrames } from "./sse.ts";
 
 /**
  * An SSE stream read over a plain node:http socket, for what fetch hides: stop reading
@@ -40,28 +40,11 @@ export function openRaw(url: string, headers: Record<string, string> = {}): Prom
 
 /** Splits complete SSE frames out of raw text (comments skipped), like test/helpers/sse.ts. */
 export function parseFrames(text: string): Frame[] {
-	const frames: Frame[] = [];
-	for (const block of text.split("\n\n").slice(0, -1)) {
-		const frame: Partial<Frame> = {};
-		const data: string[] = [];
-		for (const line of block.split("\n")) {
-			if (line.startsWith(":")) continue;
-			const colon = line.indexOf(":");
-			const field = colon === -1 ? line : line.slice(0, colon);
-			const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "");
-			if (field === "id") frame.id = value;
-			else if (field === "event") frame.event = value;
-			else if (field === "data") data.push(value);
-		}
-		if (data.length === 0 && frame.event === undefined) continue;
-		const joined = data.join("\n");
-		let json: unknown;
-		try {
-			json = JSON.parse(joined);
-		} catch {}
-		frames.push({ ...frame, data: joined, json } as Frame);
-	}
-	return frames;
+	return text
+		.split("\n\n")
+		.slice(0, -1)
+		.map(parseBlock)
+		.filter((frame): frame is Frame => frame !== undefined);
 }
 
 /** Reads frames in steps from one response: `until` stops without closing the stream, `rest` reads to its end. */

@@ -19,26 +19,32 @@ export async function* readFrames(res: Response): AsyncGenerator<Frame> {
 		for (let end = buffer.indexOf("\n\n"); end !== -1; end = buffer.indexOf("\n\n")) {
 			const block = buffer.slice(0, end);
 			buffer = buffer.slice(end + 2);
-			const frame: Partial<Frame> = {};
-			const data: string[] = [];
-			for (const line of block.split("\n")) {
-				if (line.startsWith(":")) continue;
-				const colon = line.indexOf(":");
-				const field = colon === -1 ? line : line.slice(0, colon);
-				const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "");
-				if (field === "id") frame.id = value;
-				else if (field === "event") frame.event = value;
-				else if (field === "data") data.push(value);
-			}
-			if (data.length === 0 && frame.event === undefined) continue;
-			const text = data.join("\n");
-			let json: unknown;
-			try {
-				json = JSON.parse(text);
-			} catch {}
-			yield { ...frame, data: text, json } as Frame;
+			const frame = parseBlock(block);
+			if (frame) yield frame;
 		}
 	}
+}
+
+/** One SSE block (the text between blank lines) as a frame; undefined for comments only. */
+export function parseBlock(block: string): Frame | undefined {
+	const frame: Partial<Frame> = {};
+	const data: string[] = [];
+	for (const line of block.split("\n")) {
+		if (line.startsWith(":")) continue;
+		const colon = line.indexOf(":");
+		const field = colon === -1 ? line : line.slice(0, colon);
+		const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "");
+		if (field === "id") frame.id = value;
+		else if (field === "event") frame.event = value;
+		else if (field === "data") data.push(value);
+	}
+	if (data.length === 0 && frame.event === undefined) return undefined;
+	const text = data.join("\n");
+	let json: unknown;
+	try {
+		json = JSON.parse(text);
+	} catch {}
+	return { ...frame, data: text, json } as Frame;
 }
 
 /** Reads frames until `stop` returns true (inclusive) or the stream ends. */

@@ -29,6 +29,11 @@ export function systemRouter({ registry, config }: Deps) {
 					extensions: Object.keys(config.extensions),
 					limits: {
 						maxSessions: config.maxSessions,
+						maxLiveSessions: config.maxLiveSessions,
+						idleTimeoutMs: config.idleTimeoutMs,
+						warmPool: config.warmPool,
+						maxImageBytes: config.maxImageBytes,
+						streamTicketTtlMs: config.streamTicketTtlMs,
 						maxQueued: config.maxQueued,
 						maxSubscribers: config.maxSubscribers,
 						maxBodyBytes: config.maxBodyBytes,
