@@ -3,7 +3,7 @@
  * emits timestamped events. Baseline: a client reading the stub's stdout pipe directly (split
  * on LF + JSON.parse, as any pi client must). Measured: SSE clients of the gateway.
  */
-import { api, type GatewayProcess, now, openSse, readPipe, readSse, spawnStub, summarize } from "./lib.ts";
+import { api, type GatewayProcess, now, openSse, procStats, readPipe, readSse, spawnStub, summarize } from "./lib.ts";
 
 export interface EmitSpec {
 	count: number;
@@ -129,4 +129,27 @@ export async function fanout(gateway: GatewayProcess, counts: number[], rate: nu
 		});
 	}
 	return rows;
+}
+
+/** Gateway memory per idle SSE subscriber: open N streams on one quiet session, compare RSS. */
+export async function idleSubscribers(gateway: GatewayProcess, count: number) {
+	const session = await api(`${gateway.url}/v1/sessions`, "POST", { persist: false });
+	const settle = () => new Promise((r) => setTimeout(r, 500));
+	await settle();
+	const before = procStats(gateway.pid).rssBytes;
+	const streams = await Promise.all(
+		Array.from({ length: count }, () => openSse(`${gateway.url}/v1/sessions/${session.id}/events`)),
+	);
+	await settle();
+	const after = procStats(gateway.pid).rssBytes;
+	for (const res of streams) res.destroy();
+	await api(`${gateway.url}/v1/sessions/${session.id}`, "DELETE");
+	return [
+		{
+			"idle subscribers": count,
+			"gateway RSS before MB": before / 2 ** 20,
+			"gateway RSS after MB": after / 2 ** 20,
+			"RSS per subscriber KB": (after - before) / count / 1024,
+		},
+	];
 }

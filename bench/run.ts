@@ -5,7 +5,7 @@
 import { mkdtempSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
-import { fanout, latency, throughput } from "./events.ts";
+import { fanout, idleSubscribers, latency, throughput } from "./events.ts";
 import { startGatewayProcess, stubPi, table } from "./lib.ts";
 import { fullRun, scale, sessionStart } from "./real-pi.ts";
 
@@ -38,6 +38,10 @@ try {
 	if (want("fanout")) {
 		const rows = await fanout(stubGateway, smoke ? [1, 10] : [1, 10, 100], 5000, smoke ? 500 : 25_000);
 		console.log(table("3. Fan-out: one session, N SSE subscribers at 5k events/s", rows));
+	}
+	if (want("idle")) {
+		const rows = await idleSubscribers(stubGateway, smoke ? 20 : 500);
+		console.log(table("3b. Memory per idle SSE subscriber", rows));
 	}
 } finally {
 	await stubGateway.stop();

@@ -15,6 +15,15 @@ export function frame(event: LoggedEvent, id: string | number = event.seq): stri
 	return `id: ${id}\nevent: ${event.type}\ndata: ${event.data}\n\n`;
 }
 
+/**
+ * frame(event) as UTF-8 bytes, encoded once per event and shared by every live subscriber, so
+ * fan-out costs a buffer copy per client, not an encode.
+ */
+export function frameBytes(event: LoggedEvent): Uint8Array {
+	event.frame ??= Buffer.from(frame(event));
+	return event.frame;
+}
+
 export function gatewayFrame(type: string, fields: Record<string, unknown>, id?: string | number): string {
 	const idLine = id === undefined ? "" : `id: ${id}\n`;
 	return `${idLine}event: ${type}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`;
@@ -23,7 +32,7 @@ export function gatewayFrame(type: string, fields: Record<string, unknown>, id?:
 /** What the pump writes to: Hono's SSE stream in the app, a fake in unit tests. */
 export interface Sink {
 	readonly aborted: boolean;
-	write(text: string): Promise<unknown>;
+	write(chunk: string | Uint8Array): Promise<unknown>;
 }
 
 /** Text pulled at the socket's pace (a replay from the log); undefined once there is no more. */
@@ -38,7 +47,7 @@ export type Source = () => { text: string; lastId?: string | number } | undefine
  */
 export class Outbox {
 	readonly #max: number;
-	#chunks: string[] = [];
+	#chunks: (string | Uint8Array)[] = [];
 	#bytes = 0;
 	#pendingId: string | number | undefined;
 	#ending = false;
@@ -67,10 +76,10 @@ export class Outbox {
 		return this.#bytes;
 	}
 
-	push(text: string, id?: string | number): void {
+	push(text: string | Uint8Array, id?: string | number): void {
 		if (this.#ending) return;
 		this.#chunks.push(text);
-		this.#bytes += text.length;
+		this.#bytes += typeof text === "string" ? text.length : text.byteLength;
 		if (id !== undefined) this.#pendingId = id;
 		// One frame alone is never too much (a big message_end must reach a reader that keeps up).
 		if (this.#bytes > this.#max && this.#chunks.length > 1) this.#drop();
@@ -91,10 +100,10 @@ export class Outbox {
 
 	async pump(sink: Sink): Promise<void> {
 		while (!sink.aborted) {
-			let text: string;
+			let text: string | Uint8Array;
 			let id: string | number | undefined;
 			if (this.#chunks.length > 0) {
-				text = this.#chunks.length === 1 ? (this.#chunks[0] as string) : this.#chunks.join("");
+				text = this.#chunks.length === 1 ? (this.#chunks[0] as string | Uint8Array) : joinChunks(this.#chunks);
 				id = this.#pendingId;
 				this.#chunks = [];
 				this.#bytes = 0;
@@ -177,4 +186,10 @@ export function sseStream(c: Context, options: SseOptions, out: Outbox, detach: 
 	response.headers.set("Cache-Control", "no-cache, no-transform");
 	response.headers.set("X-Accel-Buffering", "no");
 	return response;
+}
+
+/** One write for a batch: strings joined, or everything as one buffer when bytes are mixed in. */
+function joinChunks(chunks: (string | Uint8Array)[]): string | Uint8Array {
+	if (chunks.every((c) => typeof c === "string")) return chunks.join("");
+	return Buffer.concat(chunks.map((c) => (typeof c === "string" ? Buffer.from(c) : c)));
 }

@@ -3,6 +3,8 @@ export interface LoggedEvent {
 	seq: number;
 	type: string;
 	data: string;
+	/** The session-stream SSE frame as wire bytes, built once for all its subscribers (sse.ts). */
+	frame?: Uint8Array;
 }
 
 export type Listener = (event: LoggedEvent) => void;

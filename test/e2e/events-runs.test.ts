@@ -227,6 +227,8 @@ describe("wait mode", () => {
 	});
 
 	it("a waited steer answers when the run it joined settles; with no run it answers 202 (still queued)", async () => {
+		// The previous test's run may still be settling on a loaded machine.
+		await until(() => gw.registry.get(id).status === "idle");
 		expect((await post("/prompt", { message: "slow: 4" })).status).toBe(202);
 		await until(() => gw.registry.get(id).isRunning);
 		const res = await post("/steer", { message: "steered" }, { prefer: "wait=20" });

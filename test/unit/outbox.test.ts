@@ -7,8 +7,8 @@ class FakeSink implements Sink {
 	writes: string[] = [];
 	held = false;
 	#release: (() => void)[] = [];
-	write(text: string): Promise<void> {
-		this.writes.push(text);
+	write(chunk: string | Uint8Array): Promise<void> {
+		this.writes.push(typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8"));
 		if (!this.held) return Promise.resolve();
 		return new Promise((resolve) => this.#release.push(resolve));
 	}

@@ -1,7 +1,7 @@
 import type { LoggedEvent } from "../../../sessions/event-log.ts";
 import type { SessionRegistry } from "../../../sessions/registry.ts";
 import type { Session } from "../../../sessions/session.ts";
-import { frame, gatewayFrame, type Outbox } from "../../sse.ts";
+import { frame, frameBytes, gatewayFrame, type Outbox } from "../../sse.ts";
 
 /** Events per replay batch: big enough to fill a socket write, small enough to keep the loop responsive. */
 const REPLAY_BATCH = 256;
@@ -34,20 +34,19 @@ export function followSession(session: Session, out: Outbox, { after, accept, un
 	let done = false;
 	out.lastSent ??= after;
 
-	/** The frame for `event` ("" when filtered out); finishes the stream when it is the last one. */
-	const take = (event: LoggedEvent): string => {
+	/** Whether `event` reaches the client; finishes the stream when it is the last one. */
+	const take = (event: LoggedEvent): boolean => {
 		cursor = event.seq;
 		const exit = event.type === "session_exit";
-		const text = exit || !accept || accept(event) ? frame(event) : "";
+		const include = exit || !accept || accept(event);
 		if (exit || until?.(event)) done = true;
-		return text;
+		return include;
 	};
 
 	const unsubscribe = session.log.subscribe((event) => {
 		// Before going live the replay pulls this event from the log; seq guards against doubles.
 		if (!live || done || event.seq <= cursor) return;
-		const text = take(event);
-		if (text) out.push(text, event.seq);
+		if (take(event)) out.push(frameBytes(event), event.seq);
 		if (done) finish();
 	});
 	session.sseSubscribers++;
@@ -78,9 +77,8 @@ export function followSession(session: Session, out: Outbox, { after, accept, un
 		}
 		let lastId: number | undefined = gap ? cursor : undefined;
 		for (const event of events) {
-			const next = take(event);
-			if (next) {
-				text += next;
+			if (take(event)) {
+				text += frame(event);
 				lastId = event.seq;
 			}
 			if (done) break;
