@@ -3,7 +3,18 @@
  * emits timestamped events. Baseline: a client reading the stub's stdout pipe directly (split
  * on LF + JSON.parse, as any pi client must). Measured: SSE clients of the gateway.
  */
-import { api, type GatewayProcess, now, openSse, procStats, readPipe, readSse, spawnStub, summarize } from "./lib.ts";
+import {
+	api,
+	type GatewayProcess,
+	heapUsed,
+	now,
+	openSse,
+	procStats,
+	readPipe,
+	readSse,
+	spawnStub,
+	summarize,
+} from "./lib.ts";
 
 export interface EmitSpec {
 	count: number;
@@ -137,11 +148,13 @@ export async function idleSubscribers(gateway: GatewayProcess, count: number) {
 	const settle = () => new Promise((r) => setTimeout(r, 500));
 	await settle();
 	const before = procStats(gateway.pid).rssBytes;
+	const heapBefore = await heapUsed(gateway);
 	const streams = await Promise.all(
 		Array.from({ length: count }, () => openSse(`${gateway.url}/v1/sessions/${session.id}/events`)),
 	);
 	await settle();
 	const after = procStats(gateway.pid).rssBytes;
+	const heapAfter = await heapUsed(gateway);
 	for (const res of streams) res.destroy();
 	await api(`${gateway.url}/v1/sessions/${session.id}`, "DELETE");
 	return [
@@ -150,6 +163,7 @@ export async function idleSubscribers(gateway: GatewayProcess, count: number) {
 			"gateway RSS before MB": before / 2 ** 20,
 			"gateway RSS after MB": after / 2 ** 20,
 			"RSS per subscriber KB": (after - before) / count / 1024,
+			"JS heap per subscriber KB": (heapAfter - heapBefore) / count / 1024,
 		},
 	];
 }

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { type IncomingMessage, request } from "node:http";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -17,6 +18,8 @@ export interface GatewayProcess {
 
 /** The gateway as its own process (as users run it), so its CPU and memory are its own. */
 export async function startGatewayProcess(args: string[]): Promise<GatewayProcess> {
+	// Each gateway its own data directory (one gateway per directory; none in the user's home).
+	if (!args.includes("--data-dir")) args = [...args, "--data-dir", mkdtempSync(join(tmpdir(), "pi-bench-data-"))];
 	const child = spawn(
 		process.execPath,
 		[
@@ -188,4 +191,10 @@ export function table(title: string, rows: Record<string, string | number>[]): s
 		`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`,
 		...rows.map((r) => line(cols.map((c) => fmt(r[c] ?? "")))),
 	].join("\n");
+}
+
+/** The gateway's used JS heap, from its own /metrics (prom-client's default metrics). */
+export async function heapUsed(gateway: GatewayProcess): Promise<number> {
+	const text = await (await fetch(`${gateway.url}/metrics`)).text();
+	return Number(/^nodejs_heap_size_used_bytes (\d+)/m.exec(text)?.[1] ?? Number.NaN);
 }

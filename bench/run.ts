@@ -40,8 +40,19 @@ try {
 		console.log(table("3. Fan-out: one session, N SSE subscribers at 5k events/s", rows));
 	}
 	if (want("idle")) {
-		const rows = await idleSubscribers(stubGateway, smoke ? 20 : 500);
-		console.log(table("3b. Memory per idle SSE subscriber", rows));
+		// A fresh gateway: after the floods above its heap has room to spare, which hides growth.
+		const fresh = await startGatewayProcess([
+			"--pi-command",
+			`${process.execPath} ${stubPi}`,
+			"--max-subscribers",
+			"1000",
+		]);
+		try {
+			const rows = await idleSubscribers(fresh, smoke ? 20 : 500);
+			console.log(table("3b. Memory per idle SSE subscriber (fresh gateway)", rows));
+		} finally {
+			await fresh.stop();
+		}
 	}
 } finally {
 	await stubGateway.stop();
@@ -72,7 +83,19 @@ try {
 		console.log(table("4. Session start (real pi, demo model)", rows));
 	}
 	if (want("scale")) {
-		const rows = [await scale(piGateway, smoke ? 3 : 50)];
+		// A fresh gateway, so its memory before the sessions is its own baseline.
+		const fresh = await startGatewayProcess([
+			"--max-live-sessions",
+			"100",
+			"--data-dir",
+			mkdtempSync(join(tmpdir(), "pi-bench-scale-")),
+		]);
+		let rows: Record<string, string | number>[];
+		try {
+			rows = [await scale(fresh, smoke ? 3 : 50)];
+		} finally {
+			await fresh.stop();
+		}
 		console.log(table("5. Scale: concurrent sessions, each running a prompt (real pi, demo model)", rows));
 	}
 	if (want("run")) {
