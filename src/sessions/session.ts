@@ -7,6 +7,7 @@ import { encodeLine } from "../pi/jsonl.ts";
 import { commandKind, type PiCommand, type PiResponse, type UiRequest } from "../pi/protocol.ts";
 import { Approvals, resolvers } from "./approvals.ts";
 import { EventLog } from "./event-log.ts";
+import { InFlight } from "./in-flight.ts";
 import { applyUiRequest, emptyUiState, fireAndForgetMethods, type UiState } from "./ui-state.ts";
 
 export const SessionStatus = z
@@ -53,15 +54,6 @@ export interface SessionInit {
 	guard?(command: PiCommand): PiCommand;
 	/** Starts pi again for a `stopped` session before a command (the registry minds the process cap). */
 	wake?(session: Session): Promise<void>;
-}
-
-interface Pending {
-	command: PiCommand;
-	resolve(response: PiResponse): void;
-	reject(error: Error): void;
-	remainingMs: number;
-	startedAt: number;
-	timer?: NodeJS.Timeout;
 }
 
 /** What pi last told us about itself (get_state), kept for the session representation. */
@@ -114,7 +106,7 @@ export class Session {
 	/** Requests between entry and answer: a session with any is never hibernated. */
 	#inflight = 0;
 	readonly #queue = new PQueue({ concurrency: 1 });
-	readonly #pending = new Map<string, Pending>();
+	readonly #inFlight = new InFlight();
 	#nextId = 0;
 	#started = false;
 	#running = false;
@@ -133,13 +125,13 @@ export class Session {
 			{
 				requested: (approval) => {
 					this.#gatewayEvent("approval_requested", { approval });
-					this.#pauseDeadlines();
+					this.#inFlight.pause();
 					this.#updateStatus();
 				},
 				resolved: (approval, response) => {
 					if (response && this.#process) this.#write(response).catch(() => {});
 					this.#gatewayEvent("approval_resolved", { approval });
-					if (this.approvals.pendingCount === 0) this.#resumeDeadlines();
+					if (this.approvals.pendingCount === 0) this.#inFlight.resume();
 					this.#updateStatus();
 				},
 			},
@@ -188,7 +180,7 @@ export class Session {
 			this.#stopping === undefined &&
 			this.#status === "idle" &&
 			this.#inflight === 0 &&
-			this.#pending.size === 0 &&
+			this.#inFlight.size === 0 &&
 			this.queueDepth === 0 &&
 			this.approvals.pendingCount === 0
 		);
@@ -336,15 +328,11 @@ export class Session {
 		this.#assertAlive();
 		const id = command.id ?? this.nextCommandId();
 		const line = encodeLine({ ...command, id });
-		const response = new Promise<PiResponse>((resolve, reject) => {
-			const pending: Pending = { command, resolve, reject, remainingMs: timeoutMs, startedAt: Date.now() };
-			this.#pending.set(id, pending);
-			if (this.approvals.pendingCount === 0) this.#arm(id, pending);
-		});
+		const response = this.#inFlight.add(id, command, timeoutMs);
 		try {
 			await this.#write(line);
 		} catch {
-			this.#fail(id, new ApiError(502, "pi_exited", "pi exited before it read the command"));
+			this.#inFlight.fail(id, new ApiError(502, "pi_exited", "pi exited before it read the command"));
 		}
 		return response;
 	}
@@ -361,49 +349,17 @@ export class Session {
 	#refuseOversized(chars: number, head: string): void {
 		if (!/"type"\s*:\s*"response"/.test(head)) return;
 		const id = /"id"\s*:\s*"([^"\\]{1,64})"/.exec(head)?.[1];
-		const pending = id ? this.#pending.get(id) : undefined;
-		if (!id || !pending) return;
+		const command = id ? this.#inFlight.commandOf(id) : undefined;
+		if (!id || !command) return;
 		const limit = this.#init.limits.maxLineChars;
-		this.#fail(
+		this.#inFlight.fail(
 			id,
 			new ApiError(
 				502,
 				"pi_answer_too_large",
-				`pi's answer to ${pending.command.type} was ${chars} characters, over the gateway's limit of ${limit} (maxLineChars)`,
+				`pi's answer to ${command.type} was ${chars} characters, over the gateway's limit of ${limit} (maxLineChars)`,
 			),
 		);
-	}
-
-	#arm(id: string, pending: Pending): void {
-		pending.startedAt = Date.now();
-		pending.timer = setTimeout(() => {
-			const seconds = Math.round(this.#init.limits.commandTimeoutMs / 100) / 10;
-			this.#fail(id, new ApiError(504, "pi_timeout", `pi did not answer ${pending.command.type} within ${seconds}s`));
-		}, pending.remainingMs);
-		pending.timer.unref();
-	}
-
-	/** A dialog is open: pi may be holding a response until a person answers, so the clock stops. */
-	#pauseDeadlines(): void {
-		const now = Date.now();
-		for (const pending of this.#pending.values()) {
-			if (!pending.timer) continue;
-			clearTimeout(pending.timer);
-			pending.timer = undefined;
-			pending.remainingMs = Math.max(0, pending.remainingMs - (now - pending.startedAt));
-		}
-	}
-
-	#resumeDeadlines(): void {
-		for (const [id, pending] of this.#pending) if (!pending.timer) this.#arm(id, pending);
-	}
-
-	#fail(id: string, error: Error): void {
-		const pending = this.#pending.get(id);
-		if (!pending) return;
-		clearTimeout(pending.timer);
-		this.#pending.delete(id);
-		pending.reject(error);
 	}
 
 	#onLine(line: string): void {
@@ -457,15 +413,9 @@ export class Session {
 			const disposition = (response.data as { disposition?: string } | undefined)?.disposition;
 			if (disposition === "started" && response.id) this.currentRunId = response.id;
 		}
-		const pending = response.id ? this.#pending.get(response.id) : undefined;
-		if (!pending) {
-			if (response.command === "parse")
-				this.#init.logger.error({ sessionId: this.id, response }, "pi could not parse a command");
-			return;
+		if (!this.#inFlight.settle(response) && response.command === "parse") {
+			this.#init.logger.error({ sessionId: this.id, response }, "pi could not parse a command");
 		}
-		clearTimeout(pending.timer);
-		this.#pending.delete(response.id as string);
-		pending.resolve(response);
 	}
 
 	#onUiRequest(request: UiRequest): void {
@@ -489,7 +439,7 @@ export class Session {
 				stderr: this.exit.stderrTail,
 			},
 		);
-		for (const id of [...this.#pending.keys()]) this.#fail(id, error);
+		this.#inFlight.failAll(error);
 		this.#queue.clear();
 		this.approvals.abandonAll();
 		this.#running = false;
