@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { alive, fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { collect } from "../helpers/sse.ts";
 
 // Fault injection with a stub pi (test/fixtures/stub-pi.mjs): real pi cannot be made to crash,
@@ -10,14 +10,6 @@ const stub = join(fixtures, "stub-pi.mjs");
 let gw: TestGateway;
 let healthy: string;
 
-const alive = (pid: number) => {
-	try {
-		process.kill(pid, 0);
-		return true;
-	} catch {
-		return false;
-	}
-};
 const view = async (id: string) => (await gw.api(`/v1/sessions/${id}`)).body;
 const post = (id: string, path: string, json: unknown = {}) =>
 	gw.api(`/v1/sessions/${id}${path}`, { method: "POST", json });

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config.ts";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { alive, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { collect } from "../helpers/sse.ts";
 
 // Real pi with the demo model: the conversation must come back from pi's own session file.
@@ -20,14 +20,6 @@ async function stop(gw: TestGateway) {
 	await gw.stop();
 	open.splice(open.indexOf(gw), 1);
 }
-const alive = (pid: number) => {
-	try {
-		process.kill(pid, 0);
-		return true;
-	} catch {
-		return false;
-	}
-};
 
 beforeAll(() => {
 	root = mkdtempSync(join(tmpdir(), "pi-gateway-persist-"));

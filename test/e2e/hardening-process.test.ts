@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { alive, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { collect, readFrames } from "../helpers/sse.ts";
 
 // Real pi, and the gateway as its own OS process (node src/main.ts) so it can be signalled.
@@ -12,14 +12,6 @@ const repo = resolve(import.meta.dirname, "../..");
 let root: string;
 const launched: ChildProcess[] = [];
 
-const alive = (pid: number) => {
-	try {
-		process.kill(pid, 0);
-		return true;
-	} catch {
-		return false;
-	}
-};
 const dirs = (name: string) => ({
 	workspaceRoot: join(root, "workspace"),
 	dataDir: join(root, `data-${name}`),

@@ -73,6 +73,16 @@ export async function startTestGateway(overrides: Partial<ConfigInput> = {}): Pr
 	};
 }
 
+/** Whether a process with this pid exists (signal 0 checks without sending anything). */
+export function alive(pid: number): boolean {
+	try {
+		process.kill(pid, 0);
+		return true;
+	} catch {
+		return false;
+	}
+}
+
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `check` until it returns a truthy value or `ms` passes. */
