@@ -6936,6 +6936,8 @@ export interface operations {
                 after?: number | null;
                 /** @description Comma-separated event types to receive */
                 types?: string;
+                /** @description A stream ticket from POST …/events/ticket, instead of the Authorization header (for the browser's EventSource) */
+                ticket?: string;
             };
             header?: {
                 /** @description Resume after this sequence number (sent by EventSource on reconnect) */

@@ -39,7 +39,16 @@ export const sessionEvents = createRoute({
 	summary: "The session's events as Server-Sent Events, resumable with Last-Event-ID",
 	description:
 		"Every frame: `id:` the session's sequence number, `event:` the type, `data:` pi's JSON line unchanged (or the gateway event's JSON). The first frame, `stream_open`, says where the stream joined (`after`) and what the log holds (`firstAvailable`..`lastEventId`). Without a position the stream starts live; with `Last-Event-ID` or `after` it replays everything after that position from the bounded per-session log, then goes live, with nothing lost or repeated; a position older than the log gets a `gap` frame (what was lost, where the log starts now) and the stream continues. Heartbeat comments (`: heartbeat`) keep proxies from timing out. A client that falls more than the gateway's buffer behind gets a final `dropped` frame and is cut off: reconnect with `Last-Event-ID`. The stream ends after `session_exit` (pi exited or the session was deleted). With `types`, only those events are sent; `stream_open`, `gap`, `dropped` and `session_exit` always are.",
-	request: { params: SessionParams, query: StreamQuery, headers: LastEventId },
+	request: {
+		params: SessionParams,
+		query: StreamQuery.extend({
+			ticket: z.string().optional().openapi({
+				description:
+					"A stream ticket from POST …/events/ticket, instead of the Authorization header (for the browser's EventSource)",
+			}),
+		}),
+		headers: LastEventId,
+	},
 	responses: {
 		200: {
 			description: "The event stream",
