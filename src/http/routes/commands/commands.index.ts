@@ -1,8 +1,5 @@
-import { dirname, resolve } from "node:path";
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import type { ZodType } from "zod";
-import type { Config } from "../../../config.ts";
-import { confine } from "../../../sessions/spawn.ts";
 import type { Deps } from "../../deps.ts";
 import { commandProblems, createRouter, json, problems } from "../../openapi.ts";
 import { unwrap } from "../../pi-result.ts";
@@ -29,40 +26,8 @@ function routeOf(spec: CommandSpec): RouteConfig {
 		summary: spec.summary,
 		description: spec.streams ? streamedDescription(spec.type, spec.streams) : `Sends pi's \`${spec.type}\` command.`,
 		request,
-		// A command that names a path answers 403 when the path lies outside the gateway's roots.
-		responses: { ...ok, ...problems(...commandProblems, ...(spec.confine ? [403] : [])) },
+		responses: { ...ok, ...problems(...commandProblems) },
 	});
-}
-
-/** Paths a command names must stay inside the gateway's roots before pi sees them. */
-function confineFields(config: Config, spec: CommandSpec, fields: Record<string, unknown>): Record<string, unknown> {
-	const out = { ...fields };
-	for (const [key, rule] of Object.entries(spec.confine ?? {})) {
-		const value = out[key];
-		if (typeof value !== "string") continue;
-		if (rule === "output") {
-			const target = resolve(config.workspaceRoot, value);
-			out[key] = resolve(
-				confine(config.workspaceRoot, dirname(target), "outputPath's folder"),
-				target.slice(dirname(target).length + 1),
-			);
-		} else {
-			out[key] = confineAny([config.dataDir, config.workspaceRoot], value, key);
-		}
-	}
-	return out;
-}
-
-function confineAny(roots: string[], path: string, what: string): string {
-	let last: unknown;
-	for (const root of roots) {
-		try {
-			return confine(root, path, what);
-		} catch (error) {
-			last = error;
-		}
-	}
-	throw last;
 }
 
 export function commandsRouter({ registry, config }: Deps) {
@@ -77,7 +42,8 @@ export function commandsRouter({ registry, config }: Deps) {
 					: spec.fields === "query"
 						? c.req.valid("query" as never)
 						: {};
-			const fields = confineFields(config, spec, raw as Record<string, unknown>);
+			// Paths and image sizes are checked by the session's guard, for typed routes and /rpc alike.
+			const fields = raw as Record<string, unknown>;
 			if (spec.streams && wantsStream(c)) return streamOwnEvents(c, sse, session, spec.type, fields, spec.streams);
 			const data = unwrap(await session.request({ type: spec.type, ...fields }));
 			if (spec.data === null) return c.body(null, 204);

@@ -26,8 +26,6 @@ export interface CommandSpec {
 	summary: string;
 	data: z.ZodType | null;
 	fields?: "body" | "query";
-	/** Extra checks that need the gateway's config (paths inside roots). */
-	confine?: Partial<Record<string, "output" | "session-file">>;
 	/** With Accept: text/event-stream, streams the events of this type that carry the command's id. */
 	streams?: string;
 }
@@ -59,7 +57,6 @@ export const commandSpecs: CommandSpec[] = [
 		summary: "Start a fresh pi session in this process",
 		data: Cancelled,
 		fields: "body",
-		confine: { parentSession: "session-file" },
 	},
 	{
 		type: "get_state",
@@ -234,7 +231,6 @@ export const commandSpecs: CommandSpec[] = [
 		summary: "Export the session to an HTML file (inside the workspace root)",
 		data: z.object({ path: z.string() }).openapi("ExportedFile"),
 		fields: "body",
-		confine: { outputPath: "output" },
 	},
 	{
 		type: "switch_session",
@@ -244,7 +240,6 @@ export const commandSpecs: CommandSpec[] = [
 		summary: "Load another pi session file",
 		data: Cancelled,
 		fields: "body",
-		confine: { sessionPath: "session-file" },
 	},
 	{
 		type: "fork",
