@@ -109,6 +109,13 @@ function toApiError(error: unknown, logger: Logger, requestId: string): ApiError
 	if (error instanceof HTTPException) {
 		// Hono's own 400s: a body that is not JSON, or a wrong content type.
 		if (error.status === 400) return new ApiError(400, "invalid_body", error.message || "The body is not valid JSON");
+		if (error.status === 415) {
+			return new ApiError(
+				415,
+				"unsupported_media_type",
+				"Send the request body as JSON (Content-Type: application/json)",
+			);
+		}
 		return new ApiError(error.status, "http_error", error.message || "HTTP error");
 	}
 	logger.error({ err: error, requestId }, "unhandled error");

@@ -99,8 +99,15 @@ export class Metrics {
 		// Known label values start at 0, so rate() and alerts see a series before the first increment.
 		for (const status of ["answered", "cancelled", "expired"]) resolved.inc({ status }, 0);
 		for (const reason of ["stopped", "exited", "crashed"]) exits.inc({ reason }, 0);
+		// Per event: a cached child per type, not prom-client's label hashing on every inc().
+		const byType = new Map<string, { inc(): void }>();
 		sessions.subscribeAll((_sessionId, event) => {
-			events.inc({ type: event.type });
+			let counter = byType.get(event.type);
+			if (!counter) {
+				counter = events.labels(event.type);
+				byType.set(event.type, counter);
+			}
+			counter.inc();
 			if (event.type === "approval_requested") requested.inc();
 			else if (event.type === "approval_resolved") {
 				resolved.inc({ status: field(event, "approval", "status") ?? "unknown" });

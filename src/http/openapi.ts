@@ -28,6 +28,7 @@ const problemDescriptions: Record<number, string> = {
 	409: "Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off)",
 	410: "Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping",
 	413: "Request body or an image in it too large",
+	415: "The body is not sent as application/json",
 	422: "pi refused the command (its message is in `detail`)",
 	429: "A limit was reached (sessions, live pi processes, queued commands, subscribers)",
 	502: "pi exited, crashed or could not start (the tail of its stderr is in `stderr`)",
@@ -49,7 +50,7 @@ export function problems(...statuses: number[]) {
 }
 
 /** Statuses every session-scoped command can meet. */
-export const commandProblems = [400, 401, 403, 404, 409, 410, 413, 422, 429, 502, 503, 504];
+export const commandProblems = [400, 401, 403, 404, 409, 410, 413, 415, 422, 429, 502, 503, 504];
 
 export function json<T extends ZodType>(schema: T, description: string) {
 	return { description, content: { "application/json": { schema } } };

@@ -7,11 +7,17 @@ export const ApprovalStatus = z.enum(["pending", "answered", "expired", "cancell
 const by = z.string().min(1).max(200).optional().openapi({ description: "Who answers (recorded as `resolvedBy`)" });
 
 export const ApprovalAnswer = z
-	.union([
-		z.strictObject({ confirmed: z.boolean(), by }),
-		z.strictObject({ value: z.string(), by }),
-		z.strictObject({ cancelled: z.literal(true), by }),
-	])
+	.union(
+		[
+			z.strictObject({ confirmed: z.boolean(), by }),
+			z.strictObject({ value: z.string(), by }),
+			z.strictObject({ cancelled: z.literal(true), by }),
+		],
+		{
+			error:
+				"An answer is one of {confirmed: boolean}, {value: string} or {cancelled: true} (each with an optional by)",
+		},
+	)
 	.openapi("ApprovalAnswer", {
 		description:
 			"`confirmed` answers a confirm dialog, `value` a select (one of its options) or an input/editor (any text), `cancelled: true` dismisses any dialog. `by` records who answered.",

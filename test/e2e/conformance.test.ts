@@ -178,3 +178,24 @@ describe("event streams, live", () => {
 		expect(frames.flatMap((f) => v.checkEvent(f.event, f.json))).toEqual([]);
 	});
 });
+
+describe("bodies a client gets wrong", () => {
+	it("come back as clear problem+json: not JSON, not an object, a misfit answer", async () => {
+		const gw = await startTestGateway();
+		try {
+			const id = await gw.session({ persist: false });
+			const asText = await gw.api(`/v1/sessions/${id}/prompt`, {
+				method: "POST",
+				body: "hello",
+				headers: { "content-type": "text/plain" },
+			});
+			expect(asText.status).toBe(415);
+			expect(asText.body).toMatchObject({ code: "unsupported_media_type" });
+			const answer = await gw.api(`/v1/sessions/${id}/approvals/none`, { method: "POST", json: { confirmed: "yes" } });
+			expect(answer.status).toBe(400);
+			expect(answer.body.detail).toContain("{confirmed: boolean}, {value: string} or {cancelled: true}");
+		} finally {
+			await gw.stop();
+		}
+	});
+});

@@ -83,7 +83,7 @@ export const answerApproval = createRoute({
 	},
 	responses: {
 		200: json(Approval, "The resolved approval"),
-		...problems(400, 401, 404),
+		...problems(400, 401, 404, 413, 415),
 		409: problem("Another answer won: the approval was already answered"),
 		410: problem("Nobody can answer it any more: pi's timeout ran out, the run was aborted or pi exited"),
 		422: problem("The answer does not fit the dialog: `confirmed` for confirm, one of the options for select"),
