@@ -2,22 +2,18 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundledPiCli } from "../../src/sessions/spawn.ts";
-import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { fixtures, startTestGateway, stdinRecord, type TestGateway, until } from "../helpers/gateway.ts";
 
 // Real pi (behind a stdin recorder) with the offline demo model, over real HTTP.
 let gw: TestGateway;
 let id: string;
-let record: string;
-const sent = () =>
-	readFileSync(record, "utf8")
-		.split("\n")
-		.filter(Boolean)
-		.map((l) => JSON.parse(l));
+const record = stdinRecord("core");
+const sent = record.commands;
 
 beforeAll(async () => {
-	record = join(process.env.TMPDIR ?? "/tmp", `pi-stdin-${process.pid}-${Date.now()}.jsonl`);
-	writeFileSync(record, "");
-	gw = await startTestGateway({ piCommand: [process.execPath, join(fixtures, "tee-pi.mjs"), record, bundledPiCli()] });
+	gw = await startTestGateway({
+		piCommand: [process.execPath, join(fixtures, "tee-pi.mjs"), record.path, bundledPiCli()],
+	});
 	// A tiny keep-recent budget lets /compact summarise this short conversation (with the demo model).
 	writeFileSync(join(gw.root, "agent", "settings.json"), JSON.stringify({ compaction: { keepRecentTokens: 5 } }));
 	id = await gw.session({ name: "core" });

@@ -1,26 +1,19 @@
-import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { fixtures, startTestGateway, stdinRecord, type TestGateway, until } from "../helpers/gateway.ts";
 import { collect } from "../helpers/sse.ts";
 
 // Each limit answered with its own problem+json. A stub pi that records its stdin proves that
 // refused input never reached it; limits themselves are the gateway's, so the stub is enough.
 const stub = join(fixtures, "stub-pi.mjs");
 let gw: TestGateway;
-let record: string;
 let id: string;
-const sent = () =>
-	readFileSync(record, "utf8")
-		.split("\n")
-		.filter(Boolean)
-		.map((l) => JSON.parse(l));
+const record = stdinRecord("limits");
+const sent = record.commands;
 
 beforeAll(async () => {
-	record = join(process.env.TMPDIR ?? "/tmp", `stub-stdin-${process.pid}-${Date.now()}.jsonl`);
-	writeFileSync(record, "");
 	gw = await startTestGateway({
-		piCommand: [process.execPath, stub, "ok", `record=${record}`],
+		piCommand: [process.execPath, stub, "ok", `record=${record.path}`],
 		maxSessions: 3,
 		maxLiveSessions: 2,
 		maxQueued: 2,

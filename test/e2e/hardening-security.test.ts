@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join, resolve } from "node:path";
 import pino from "pino";
@@ -9,24 +9,22 @@ import { parseConfig } from "../../src/config.ts";
 import { startGateway } from "../../src/server.ts";
 import { SessionRegistry } from "../../src/sessions/registry.ts";
 import { bundledPiCli } from "../../src/sessions/spawn.ts";
-import { fixtures, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { fixtures, startTestGateway, stdinRecord, type TestGateway } from "../helpers/gateway.ts";
 import { readFrames } from "../helpers/sse.ts";
 
 // Real pi behind a stdin recorder (tee-pi.mjs), with a token: what is refused must never reach pi.
 const token = "s3cret-token-0123456789";
 let gw: TestGateway;
 let id: string;
-let record: string;
+const record = stdinRecord("security");
 let outside: string;
-const sent = () => readFileSync(record, "utf8");
+const sent = record.text;
 const as = (auth: string | undefined): Record<string, string> => (auth ? { authorization: auth } : {});
 
 beforeAll(async () => {
-	record = join(process.env.TMPDIR ?? "/tmp", `pi-stdin-sec-${process.pid}-${Date.now()}.jsonl`);
-	writeFileSync(record, "");
 	gw = await startTestGateway({
 		token,
-		piCommand: [process.execPath, join(fixtures, "tee-pi.mjs"), record, bundledPiCli()],
+		piCommand: [process.execPath, join(fixtures, "tee-pi.mjs"), record.path, bundledPiCli()],
 	});
 	// Outside the workspace, reachable from inside it only through symlinks.
 	outside = join(gw.root, "outside");

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { ConfigInput } from "../../src/config.ts";
@@ -70,6 +70,25 @@ export async function startTestGateway(overrides: Partial<ConfigInput> = {}): Pr
 			await gateway.close();
 			rmSync(root, { recursive: true, force: true });
 		},
+	};
+}
+
+/**
+ * A file a recording pi appends every stdin line to (tee-pi.mjs takes it as its first argument,
+ * stub-pi.mjs as `record=PATH`): what a test reads back is exactly what reached pi.
+ */
+export function stdinRecord(name: string) {
+	const path = join(tmpdir(), `pi-stdin-${name}-${process.pid}-${Date.now()}.jsonl`);
+	writeFileSync(path, "");
+	const text = () => readFileSync(path, "utf8");
+	return {
+		path,
+		text,
+		commands: () =>
+			text()
+				.split("\n")
+				.filter(Boolean)
+				.map((l) => JSON.parse(l)),
 	};
 }
 
