@@ -43,25 +43,35 @@ beforeAll(async () => {
 });
 afterAll(() => gw?.stop());
 
-it("1,000 create/delete cycles leave fds, child processes and memory flat", { timeout: 60_000 }, async () => {
+it("create/delete cycles leave fds, child processes and memory flat", { timeout: 90_000 }, async () => {
 	// Warm-up: JIT, connection pool, SQLite caches and the first heap growth happen here.
-	await cycles(100);
-	const before = { fds: fds(), children: children(), ...memory() };
+	await cycles(200);
+	const batch = 500;
+	const samples = [{ fds: fds(), children: children(), ...memory() }];
 	const started = Date.now();
-	await cycles(1000);
+	for (let i = 0; i < 3; i++) {
+		await cycles(batch);
+		samples.push({ fds: fds(), children: children(), ...memory() });
+	}
 	const took = Date.now() - started;
-	const after = { fds: fds(), children: children(), ...memory() };
+	const mib = (n: number) => (n / 2 ** 20).toFixed(2);
+	const growth = samples.slice(1).map((s, i) => s.heapUsed - (samples[i]?.heapUsed ?? 0));
 	console.log(
-		`1000 cycles in ${took} ms; fds ${before.fds}→${after.fds}, children ${before.children}→${after.children}, ` +
-			`rss ${(before.rss / 2 ** 20).toFixed(1)}→${(after.rss / 2 ** 20).toFixed(1)} MiB, ` +
-			`heap ${(before.heapUsed / 2 ** 20).toFixed(1)}→${(after.heapUsed / 2 ** 20).toFixed(1)} MiB`,
+		`${3 * batch} cycles in ${took} ms; fds ${samples.map((s) => s.fds).join("→")}, ` +
+			`children ${samples.map((s) => s.children).join("→")}, rss ${samples.map((s) => mib(s.rss)).join("→")} MiB, ` +
+			`heap growth per batch ${growth.map(mib).join(", ")} MiB`,
 	);
 	expect(gw.registry.size).toBe(0);
-	expect(after.children).toBe(0);
-	expect(before.children).toBe(0);
+	for (const s of samples) expect(s.children).toBe(0);
+	const first = samples[0];
+	const last = samples.at(-1);
+	if (!first || !last) throw new Error("no samples");
 	// Keep-alive sockets come and go; a leak would be ~3 fds (pipes) per cycle, i.e. thousands.
-	expect(Math.abs(after.fds - before.fds)).toBeLessThanOrEqual(4);
-	// A leak of even 5 KiB per session would show as 5 MiB of heap.
-	expect(after.heapUsed - before.heapUsed).toBeLessThan(3 * 2 ** 20);
-	expect(after.rss - before.rss).toBeLessThan(32 * 2 ** 20);
+	expect(Math.abs(last.fds - first.fds)).toBeLessThanOrEqual(4);
+	// A leak grows the heap in every batch; noise (GC timing, a busy machine, lazily grown
+	// caches) shows in one batch and not the next. So the smallest per-batch growth is the figure:
+	// a leak of 4 KiB per session is 2 MiB per batch in each of them, and fails (checked by
+	// injecting one: 5 KiB per cycle gave 2.6–3.3 MiB per batch; without it, -0.5–1.5 MiB).
+	expect(Math.min(...growth)).toBeLessThan(1.5 * 2 ** 20);
+	expect(last.rss - first.rss).toBeLessThan(48 * 2 ** 20);
 });
