@@ -2050,6 +2050,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Request body or an image in it too large */
             413: {
                 headers: {
@@ -2088,6 +2097,15 @@ export interface operations {
             };
             /** @description The gateway is shutting down */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway cannot write its session registry (disk full or unwritable); live sessions go on */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2249,7 +2267,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2433,7 +2451,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2602,7 +2620,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2771,7 +2789,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2908,7 +2926,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3047,7 +3065,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3192,7 +3210,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3331,7 +3349,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3470,7 +3488,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3611,7 +3629,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3750,7 +3768,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3898,7 +3916,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4037,7 +4055,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4176,7 +4194,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4319,7 +4337,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4458,7 +4476,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4597,7 +4615,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4740,7 +4758,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4883,7 +4901,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5028,7 +5046,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5171,7 +5189,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5314,7 +5332,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5451,7 +5469,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5603,7 +5621,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5740,7 +5758,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5879,7 +5897,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6024,7 +6042,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6169,7 +6187,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6314,7 +6332,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6453,7 +6471,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6592,7 +6610,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6731,7 +6749,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6874,7 +6892,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7013,7 +7031,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7161,7 +7179,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7352,6 +7370,15 @@ export interface operations {
             };
             /** @description Missing or wrong bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -6,7 +6,7 @@ import { ApiError } from "../http/problem.ts";
 import { StreamTickets } from "../http/tickets.ts";
 import type { Approval } from "./approvals.ts";
 import type { LoggedEvent } from "./event-log.ts";
-import { guardCommand, piSessionDir } from "./guard.ts";
+import { guardCommand, piSessionDir, sessionFileCwd } from "./guard.ts";
 import { Session, type SessionInit, type SessionLimits, type SpawnCommand } from "./session.ts";
 import { type CreateSessionBody, planSpawn } from "./spawn.ts";
 import { SessionStore, type StoredSession } from "./store.ts";
@@ -116,6 +116,7 @@ export class SessionRegistry {
 		if (this.#sessions.size >= this.#config.maxSessions) {
 			throw new ApiError(429, "too_many_sessions", `At most ${this.#config.maxSessions} sessions (stopped ones count)`);
 		}
+		if (body.resume) this.#assertFileFree(body.resume);
 		const warm = isDefaultRequest(body) ? this.pool?.take() : undefined;
 		if (warm) return this.#adoptPooled(warm, body);
 		const plan = planSpawn(this.#config, body);
@@ -130,6 +131,24 @@ export class SessionRegistry {
 		}
 		this.#save(session);
 		return session;
+	}
+
+	/**
+	 * One writer per pi session file: two pi processes appending to one file fork it, and a reader
+	 * sees one branch. A file a registered session holds — live or stopped, since a stopped one
+	 * starts again on it — is resumed through that session (POST …/resume), never by a second one.
+	 * `resume` may be a prefix of pi's id, as pi's --session accepts.
+	 */
+	#assertFileFree(resume: string): void {
+		for (const [id, session] of this.#sessions) {
+			const holds = session.piState.sessionId?.startsWith(resume) || this.#options.get(id)?.resume === resume;
+			if (!holds) continue;
+			throw new ApiError(
+				409,
+				"session_file_in_use",
+				`pi session ${resume} belongs to gateway session ${id} (${session.status}); use that session, or POST /v1/sessions/${id}/resume if it is stopped`,
+			);
+		}
 	}
 
 	/**
@@ -234,6 +253,7 @@ export class SessionRegistry {
 			logger: this.#logger,
 			restored: extra.restored,
 			guard: (command) => guardCommand(this.#config, command),
+			cwdOf: sessionFileCwd,
 			wake: async (s) => {
 				// Without auto-resume the command meets 409 session_stopped.
 				if (this.#config.autoResume) await this.resume(s.id);

@@ -52,6 +52,8 @@ export interface SessionInit {
 	restored?: { createdAt: Date; lastActivityAt: number; lastSeq: number; piState: PiState };
 	/** Checks (and rewrites) every command before anything else happens to it: limits, paths. */
 	guard?(command: PiCommand): PiCommand;
+	/** The working folder a pi session file records (its header), so the view follows a switch. */
+	cwdOf?(sessionFile: string): string | undefined;
 	/** Starts pi again for a `stopped` session before a command (the registry minds the process cap). */
 	wake?(session: Session): Promise<void>;
 }
@@ -83,7 +85,8 @@ const stateChangingCommands = new Set([
  */
 export class Session {
 	readonly id: string;
-	readonly cwd: string;
+	/** pi's working folder; a switch_session to a file from another folder moves it. */
+	cwd: string;
 	readonly persist: boolean;
 	readonly createdAt: Date;
 	readonly log: EventLog;
@@ -108,6 +111,7 @@ export class Session {
 	readonly #queue = new PQueue({ concurrency: 1 });
 	readonly #inFlight = new InFlight();
 	#nextId = 0;
+	#piQueued = 0;
 	#started = false;
 	#running = false;
 	#status: SessionStatus = "starting";
@@ -297,12 +301,34 @@ export class Session {
 			return answered;
 		}
 		if (commandKind(command.type) !== "queued") return this.#dispatch(command, timeout);
-		if (this.queueDepth >= this.#init.limits.maxQueued) {
-			throw new ApiError(429, "queue_full", `Session ${this.id} already has ${this.queueDepth} commands queued`);
-		}
-		const response = (await this.#queue.add(() => this.#dispatch(command, timeout))) as PiResponse;
+		const queuesInPi = queuesMessage(command);
+		this.#assertRoom(queuesInPi);
+		const response = (await this.#queue.add(() => {
+			// pi's own queue may have grown while this waited its turn.
+			if (queuesInPi) this.#assertRoom(true, 1);
+			return this.#dispatch(command, timeout);
+		})) as PiResponse;
 		if (stateChangingCommands.has(command.type) && response.success) this.#refreshState();
 		return response;
+	}
+
+	/**
+	 * --max-queued bounds what waits: the gateway's queue, and for steer/follow-up messages also
+	 * pi's own steering and follow-up queue (which they join, and which the gateway's queue
+	 * never sees grow: pi accepts each at once). `self` is 1 when the command is itself counted.
+	 */
+	#assertRoom(queuesInPi: boolean, self = 0): void {
+		const max = this.#init.limits.maxQueued;
+		const waiting = this.queueDepth - self + (queuesInPi ? this.#piQueued : 0);
+		if (waiting < max) return;
+		const inPi =
+			queuesInPi && this.#piQueued > 0 ? ` (${this.#piQueued} of them steer/follow-up messages inside pi)` : "";
+		throw new ApiError(429, "queue_full", `Session ${this.id} already has ${waiting} commands queued${inPi}`);
+	}
+
+	/** Messages waiting in pi's steering and follow-up queues, as of its last queue_update. */
+	get piQueued(): number {
+		return this.#piQueued;
 	}
 
 	/**
@@ -399,6 +425,7 @@ export class Session {
 	/** A session event: logged as pi printed it; run boundaries move the status. */
 	#onEvent(type: string, line: string): void {
 		if (type === "agent_start") this.#setRunning(true);
+		else if (type === "queue_update") this.#piQueued = queueLength(line);
 		this.log.append(type, line);
 		if (type === "agent_settled") {
 			this.currentRunId = undefined;
@@ -443,6 +470,7 @@ export class Session {
 		this.#queue.clear();
 		this.approvals.abandonAll();
 		this.#running = false;
+		this.#piQueued = 0;
 		// A persistent session the gateway put to sleep keeps its place and starts again on demand.
 		const asleep = !crashed && reason !== undefined && reason !== "stopped" && this.resumable;
 		this.#setStatus(crashed ? "crashed" : asleep ? "stopped" : "exited");
@@ -498,6 +526,10 @@ export class Session {
 			model?: { provider: string; id: string };
 			thinkingLevel?: string;
 		};
+		if (state.sessionFile && state.sessionFile !== this.piState.sessionFile) {
+			const cwd = this.#init.cwdOf?.(state.sessionFile);
+			if (cwd) this.cwd = cwd;
+		}
 		this.piState = {
 			sessionId: state.sessionId,
 			sessionFile: state.sessionFile,
@@ -527,6 +559,25 @@ export class Session {
 				},
 			);
 		}
+	}
+}
+
+/** Commands that add a message to pi's steering or follow-up queue (a prompt only while a run streams). */
+function queuesMessage(command: PiCommand): boolean {
+	return (
+		command.type === "steer" ||
+		command.type === "follow_up" ||
+		(command.type === "prompt" && command.streamingBehavior !== undefined)
+	);
+}
+
+/** Entries in a queue_update event (both queues hold the complete current lists). */
+function queueLength(line: string): number {
+	try {
+		const { steering, followUp } = JSON.parse(line) as { steering?: unknown; followUp?: unknown };
+		return (Array.isArray(steering) ? steering.length : 0) + (Array.isArray(followUp) ? followUp.length : 0);
+	} catch {
+		return 0;
 	}
 }
 

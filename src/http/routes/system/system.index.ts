@@ -26,7 +26,7 @@ export function systemRouter({ registry, config }: Deps) {
 					piVersion,
 					node: process.version,
 					demo: config.demo,
-					extensions: Object.keys(config.extensions),
+					extensions: [...config.extensions.keys()],
 					limits: {
 						maxSessions: config.maxSessions,
 						maxLiveSessions: config.maxLiveSessions,
