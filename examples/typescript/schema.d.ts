@@ -28,7 +28,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: accepting new sessions */
+        /** Readiness: accepting new sessions (503 while shutting down or while the session registry cannot be written) */
         get: operations["system.ready"];
         put?: never;
         post?: never;
@@ -1894,6 +1894,16 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         status: "ready";
+                        registry?: {
+                            writable: boolean;
+                            /** @description Failed registry writes since start */
+                            writeErrors: number;
+                            /**
+                             * Format: date-time
+                             * @description When gateway.db, deleted while running, was last recreated from memory
+                             */
+                            recreatedAt?: string;
+                        };
                     };
                 };
             };

@@ -65,6 +65,8 @@ export interface PiState {
 	sessionName?: string;
 	model?: { provider: string; id: string };
 	thinkingLevel?: string;
+	/** The gateway saw sessionFile on disk (pi writes it lazily): from then on its absence is a loss. */
+	fileSeen?: boolean;
 }
 
 const stateChangingCommands = new Set([
@@ -112,6 +114,8 @@ export class Session {
 	readonly #inFlight = new InFlight();
 	#nextId = 0;
 	#piQueued = 0;
+	/** How the last pi ended, for the commands that were queued for it. */
+	#exitError: ApiError | undefined;
 	#started = false;
 	#running = false;
 	#status: SessionStatus = "starting";
@@ -303,7 +307,10 @@ export class Session {
 		if (commandKind(command.type) !== "queued") return this.#dispatch(command, timeout);
 		const queuesInPi = queuesMessage(command);
 		this.#assertRoom(queuesInPi);
+		const child = this.#process;
 		const response = (await this.#queue.add(() => {
+			// The pi this command was queued for is gone: it gets that pi's end, not the next pi.
+			if (this.#process !== child) throw this.#exitError ?? new ApiError(502, "pi_exited", "pi exited");
 			// pi's own queue may have grown while this waited its turn.
 			if (queuesInPi) this.#assertRoom(true, 1);
 			return this.#dispatch(command, timeout);
@@ -458,16 +465,21 @@ export class Session {
 		this.#stopping = undefined;
 		this.exit = { ...info, at: new Date().toISOString(), stderrTail: child.stderrTail };
 		const crashed = !info.requested && !(info.code === 0 && info.signal === null);
-		const error = new ApiError(
-			502,
-			crashed ? "pi_crashed" : "pi_exited",
-			`pi ${crashed ? "crashed" : "exited"} (code ${info.code}, signal ${info.signal})`,
-			{
-				stderr: this.exit.stderrTail,
-			},
-		);
+		const error =
+			reason === "stopped" && !crashed
+				? new ApiError(410, "session_deleted", `Session ${this.id} was deleted before pi answered this command`)
+				: reason === "shutdown" && !crashed
+					? new ApiError(503, "shutting_down", "The gateway is shutting down")
+					: new ApiError(
+							502,
+							crashed ? "pi_crashed" : "pi_exited",
+							`pi ${crashed ? "crashed" : "exited"} (code ${info.code}, signal ${info.signal})`,
+							{ stderr: this.exit.stderrTail },
+						);
+		this.#exitError = error;
+		// In flight: failed now. Queued: each meets this error when its turn comes (see #send), at
+		// once, since nothing ahead of it waits any more; p-queue's clear() would reject with AbortError.
 		this.#inFlight.failAll(error);
-		this.#queue.clear();
 		this.approvals.abandonAll();
 		this.#running = false;
 		this.#piQueued = 0;
@@ -536,6 +548,7 @@ export class Session {
 			sessionName: state.sessionName,
 			model: state.model ? { provider: state.model.provider, id: state.model.id } : undefined,
 			thinkingLevel: state.thinkingLevel,
+			fileSeen: state.sessionFile === this.piState.sessionFile ? this.piState.fileSeen : undefined,
 		};
 		if (state.sessionName) this.name = state.sessionName;
 	}
