@@ -65,6 +65,18 @@ export const ConfigSchema = z.object({
 		.describe("Unsent bytes a slow SSE subscriber may hold before it is cut off"),
 	maxSubscribers: int(1).default(64).describe("SSE subscribers per session at most"),
 	maxEventStreams: int(1).default(64).describe("Subscribers of the all-sessions stream (GET /v1/events) at most"),
+	headersTimeoutMs: int(1000)
+		.default(10_000)
+		.describe("Time a client has to send a request's headers (Node's default is 60 s); SSE streams are not affected"),
+	requestTimeoutMs: int(1000)
+		.default(30_000)
+		.describe("Time a client has to send a whole request, body included; responses and SSE streams are not affected"),
+	maxConnections: int(1)
+		.default(1000)
+		.describe("Open HTTP connections at most; past it the oldest half-open one is closed, else 503"),
+	maxHalfOpenConnections: int(1)
+		.default(100)
+		.describe("New connections that have not sent complete headers yet at most; past it the oldest is closed"),
 	maxBodyBytes: int(1024)
 		.default(8 * 1024 * 1024)
 		.describe("Largest request body"),
