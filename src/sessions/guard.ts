@@ -1,4 +1,4 @@
-import { closeSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, type Stats } from "node:fs";
+import { closeSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, type Stats } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Config } from "../config.ts";
 import { ApiError } from "../http/problem.ts";
@@ -102,6 +102,24 @@ function confineSessionCwd(config: Config, file: string): void {
 			"path_outside_root",
 			`The session file's cwd ${JSON.stringify(cwd)} lies outside ${config.workspaceRoot}`,
 		);
+	}
+}
+
+/**
+ * `resume` at create: pi finds the file by id in its session folder and starts in the folder its
+ * header names, so every file that id could mean is held to the same rule as switch_session.
+ */
+export function guardResume(config: Config, resume: string): void {
+	const dir = piSessionDir(config);
+	let names: string[];
+	try {
+		names = readdirSync(dir);
+	} catch {
+		return;
+	}
+	for (const name of names) {
+		const id = /_([0-9a-fA-F-]+)\.jsonl$/.exec(name)?.[1];
+		if (id?.startsWith(resume)) confineSessionCwd(config, join(dir, name));
 	}
 }
 

@@ -6,7 +6,7 @@ import { ApiError } from "../http/problem.ts";
 import { StreamTickets } from "../http/tickets.ts";
 import type { Approval } from "./approvals.ts";
 import type { LoggedEvent } from "./event-log.ts";
-import { guardCommand, piSessionDir, sessionFileCwd } from "./guard.ts";
+import { guardCommand, guardResume, piSessionDir, sessionFileCwd } from "./guard.ts";
 import { Session, type SessionInit, type SessionLimits, type SpawnCommand } from "./session.ts";
 import { type CreateSessionBody, planSpawn } from "./spawn.ts";
 import { SessionStore, type StoredSession } from "./store.ts";
@@ -178,7 +178,10 @@ export class SessionRegistry {
 		if (this.#sessions.size >= this.#config.maxSessions) {
 			throw new ApiError(429, "too_many_sessions", `At most ${this.#config.maxSessions} sessions (stopped ones count)`);
 		}
-		if (body.resume) this.#assertFileFree(body.resume);
+		if (body.resume) {
+			this.#assertFileFree(body.resume);
+			guardResume(this.#config, body.resume);
+		}
 		this.#assertStorable();
 		const warm = isDefaultRequest(body) ? this.pool?.take() : undefined;
 		if (warm) return this.#adoptPooled(warm, body);

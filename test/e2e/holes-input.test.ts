@@ -180,6 +180,7 @@ describe("item 8: switch_session stays inside the roots", () => {
 		const switched = await gw.api(`/v1/sessions/${s}/switch`, { method: "POST", json: { sessionPath: good } });
 		expect(switched.status).toBe(200);
 		const moved = await gw.api(`/v1/sessions/${s}/bash`, { method: "POST", json: { command: "pwd" } });
+		expect(moved.body.output.trim()).toBe(sub);
 		const view = await until(async () => {
 			const v = (await gw.api(`/v1/sessions/${s}`)).body;
 			return v.piSessionFile === good && v;
@@ -246,5 +247,20 @@ describe("item 14: bounds", () => {
 			return res.status === 200;
 		});
 		for (const ac of streams) ac.abort();
+	});
+});
+
+describe("item 8: resume by id stays inside the roots too", () => {
+	it("a session file in pi's folder whose header names a cwd outside is 403 on create with resume", async () => {
+		const sid = "0b9e4f5a-3333-4c3e-9a7e-000000000003";
+		const header = { type: "session", version: 3, id: sid, timestamp: new Date().toISOString(), cwd: outside };
+		writeFileSync(
+			join(gw.config.dataDir, "pi-sessions", `2026-01-01T00-00-00-000Z_${sid}.jsonl`),
+			`${JSON.stringify(header)}\n`,
+		);
+		const before = gw.registry.size;
+		const { status, body } = await gw.api("/v1/sessions", { method: "POST", json: { resume: sid } });
+		expect(status, JSON.stringify(body)).toBe(403);
+		expect(gw.registry.size).toBe(before);
 	});
 });
