@@ -38,6 +38,8 @@ function confineAny(roots: string[], path: string, what: string): string {
  * An output file: its folder must exist inside the workspace (symlinks followed), and so must the
  * file itself when it exists. pi writes with a plain writeFile, which follows a symlink in the last
  * component and writes through a hard link: a link to a file outside would be written outside.
+ * This is a check before the write, not an atomic write: an agent that can run shell commands
+ * could still swap a link in between; only the sandbox takes the outside out of its reach.
  */
 function confineOutput(config: Config, path: string, hops = 0): string {
 	const target = resolve(config.workspaceRoot, path);
