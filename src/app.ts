@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import { stringify } from "yaml";
 import { ZodError } from "zod";
 import type { Config } from "./config.ts";
+import { BodyRoutes, bodyGuard } from "./http/body-guard.ts";
 import type { Deps } from "./http/deps.ts";
 import { instrument } from "./http/metrics.ts";
 import { accessLog, bearerAuth, hostCheck, requestId } from "./http/middleware.ts";
@@ -78,6 +79,8 @@ export function createApp(
 			},
 		}),
 	);
+	const bodyRoutes = new BodyRoutes();
+	app.use(bodyGuard(bodyRoutes));
 
 	app.route("/", systemRouter(deps));
 	app.route("/", metricsRouter(metrics));
@@ -90,6 +93,7 @@ export function createApp(
 	app.route("/", approvalsRouter(deps));
 
 	const document = openApiDocument(app);
+	bodyRoutes.load(document as never);
 	app.get("/openapi.json", (c) => c.json(document));
 	app.get("/openapi.yaml", (c) => c.body(stringify(document), 200, { "Content-Type": "application/yaml" }));
 

@@ -29,9 +29,12 @@ export const ConfigSchema = z.object({
 	demo: z.boolean().default(false).describe("Use the built-in offline demo model (default when no provider is set)"),
 	provider: z.string().optional().describe("Default provider for new sessions"),
 	model: z.string().optional().describe("Default model for new sessions"),
+	// A Map, not an object: a session's extension names are user strings, and `__proto__` or
+	// `constructor` must never find something through Object.prototype.
 	extensions: z
 		.record(z.string(), z.string())
 		.default({})
+		.transform((pairs) => new Map(Object.entries(pairs)))
 		.describe("Extensions sessions may load, by name: name=path (permission-gate is always there)"),
 	maxSessions: int(1).default(1000).describe("Sessions at most, stopped ones included"),
 	maxLiveSessions: int(1)
@@ -61,6 +64,19 @@ export const ConfigSchema = z.object({
 		.default(4 * 1024 * 1024)
 		.describe("Unsent bytes a slow SSE subscriber may hold before it is cut off"),
 	maxSubscribers: int(1).default(64).describe("SSE subscribers per session at most"),
+	maxEventStreams: int(1).default(64).describe("Subscribers of the all-sessions stream (GET /v1/events) at most"),
+	headersTimeoutMs: int(1000)
+		.default(10_000)
+		.describe("Time a client has to send a request's headers (Node's default is 60 s); SSE streams are not affected"),
+	requestTimeoutMs: int(1000)
+		.default(30_000)
+		.describe("Time a client has to send a whole request, body included; responses and SSE streams are not affected"),
+	maxConnections: int(1)
+		.default(1000)
+		.describe("Open HTTP connections at most; past it the oldest half-open one is closed, else 503"),
+	maxHalfOpenConnections: int(1)
+		.default(100)
+		.describe("New connections that have not sent complete headers yet at most; past it the oldest is closed"),
 	maxBodyBytes: int(1024)
 		.default(8 * 1024 * 1024)
 		.describe("Largest request body"),
@@ -88,11 +104,11 @@ export function parseConfig(input: ConfigInput): Config {
 	config.dataDir = resolve(config.dataDir);
 	// pi resolves an -e path against the session's cwd: pin relative paths to the gateway's own cwd
 	// (sources with a scheme, like builtin:mcp or npm:pkg, pass as they are).
-	for (const [name, path] of Object.entries(config.extensions)) {
-		if (!/^[a-z][\w+.-]*:/i.test(path)) config.extensions[name] = resolve(path);
-	}
 	// The shipped permission gate is always on the allow-list; a session loads it only when it asks.
-	config.extensions = { "permission-gate": permissionGatePath, ...config.extensions };
+	const extensions = new Map([["permission-gate", permissionGatePath]]);
+	for (const [name, path] of config.extensions)
+		extensions.set(name, /^[a-z][\w+.-]*:/i.test(path) ? path : resolve(path));
+	config.extensions = extensions;
 	// The demo model is the default so a fresh install does something real without an API key.
 	if (!config.provider && !config.model) config.demo = true;
 	return config;

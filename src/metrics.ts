@@ -35,6 +35,23 @@ export class Metrics {
 			},
 		});
 		new Gauge({
+			name: "pi_gateway_registry_writable",
+			help: "1 while the session registry (gateway.db) can be written; 0 while writes fail (disk full): new sessions get 507",
+			registers,
+			collect() {
+				this.set(sessions.storeHealth().writable ? 1 : 0);
+			},
+		});
+		new Counter({
+			name: "pi_gateway_registry_write_errors_total",
+			help: "Session registry writes that failed (each is retried until it passes)",
+			registers,
+			collect() {
+				this.reset();
+				this.inc(sessions.storeHealth().writeErrors);
+			},
+		});
+		new Gauge({
 			name: "pi_gateway_pi_processes",
 			help: "Live pi child processes",
 			registers,

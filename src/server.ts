@@ -1,8 +1,10 @@
+import type { Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import { createApp } from "./app.ts";
 import { type Config, type ConfigInput, parseConfig } from "./config.ts";
+import { ConnectionGuard } from "./http/connections.ts";
 import { SessionRegistry } from "./sessions/registry.ts";
 
 export interface Gateway {
@@ -10,6 +12,8 @@ export interface Gateway {
 	port: number;
 	config: Config;
 	registry: SessionRegistry;
+	/** Open and half-open HTTP connections (the slowloris bounds). */
+	connections: ConnectionGuard;
 	/** Stop accepting, end streams, stop every child. Idempotent. */
 	close(): Promise<void>;
 }
@@ -29,10 +33,26 @@ export async function startGateway(input: ConfigInput, logger?: Logger): Promise
 	// Before listening: a data dir held by another gateway fails here, and restored sessions are listed from the first request.
 	registry.open();
 	const app = createApp(config, registry, log);
+	const connections = new ConnectionGuard(config, log);
 	let server: ReturnType<typeof serve>;
 	try {
 		server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-			const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
+			const s = serve(
+				{
+					fetch: app.fetch,
+					hostname: config.host,
+					port: config.port,
+					// Bounds on receiving a request only: a long response (SSE) is never cut by them.
+					serverOptions: {
+						headersTimeout: Math.min(config.headersTimeoutMs, config.requestTimeoutMs),
+						requestTimeout: config.requestTimeoutMs,
+						// Node checks both timeouts on this interval (30 s by default, which would stretch them).
+						connectionsCheckingInterval: Math.min(1000, config.headersTimeoutMs),
+					},
+				},
+				() => resolve(s),
+			);
+			connections.attach(s as HttpServer);
 			s.once("error", reject);
 		});
 	} catch (error) {
@@ -65,5 +85,5 @@ export async function startGateway(input: ConfigInput, logger?: Logger): Promise
 		})();
 		return closing;
 	};
-	return { url, port, config, registry, close };
+	return { url, port, config, registry, connections, close };
 }

@@ -28,7 +28,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: accepting new sessions */
+        /** Readiness: accepting new sessions (503 while shutting down or while the session registry cannot be written) */
         get: operations["system.ready"];
         put?: never;
         post?: never;
@@ -1894,6 +1894,16 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         status: "ready";
+                        registry?: {
+                            writable: boolean;
+                            /** @description Failed registry writes since start */
+                            writeErrors: number;
+                            /**
+                             * Format: date-time
+                             * @description When gateway.db, deleted while running, was last recreated from memory
+                             */
+                            recreatedAt?: string;
+                        };
                     };
                 };
             };
@@ -2050,6 +2060,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Request body or an image in it too large */
             413: {
                 headers: {
@@ -2088,6 +2107,15 @@ export interface operations {
             };
             /** @description The gateway is shutting down */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway cannot write its session registry (disk full or unwritable); live sessions go on */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2249,7 +2277,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2433,7 +2461,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2602,7 +2630,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2771,7 +2799,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2908,7 +2936,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3047,7 +3075,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3192,7 +3220,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3331,7 +3359,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3470,7 +3498,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3611,7 +3639,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3750,7 +3778,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3898,7 +3926,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4037,7 +4065,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4176,7 +4204,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4319,7 +4347,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4458,7 +4486,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4597,7 +4625,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4740,7 +4768,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4883,7 +4911,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5028,7 +5056,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5171,7 +5199,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5314,7 +5342,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5451,7 +5479,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5603,7 +5631,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5740,7 +5768,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5879,7 +5907,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6024,7 +6052,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6169,7 +6197,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6314,7 +6342,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6453,7 +6481,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6592,7 +6620,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6731,7 +6759,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6874,7 +6902,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7013,7 +7041,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7161,7 +7189,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off) */
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7352,6 +7380,15 @@ export interface operations {
             };
             /** @description Missing or wrong bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

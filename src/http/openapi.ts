@@ -25,7 +25,7 @@ const problemDescriptions: Record<number, string> = {
 	401: "Missing or wrong bearer token",
 	403: "A path lies outside the allowed roots",
 	404: "No such session or approval",
-	409: "Conflict: the agent is busy, the approval was already answered, or the session is stopped (auto-resume off)",
+	409: "Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume",
 	410: "Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping",
 	413: "Request body or an image in it too large",
 	415: "The body is not sent as application/json",
@@ -34,6 +34,7 @@ const problemDescriptions: Record<number, string> = {
 	502: "pi exited, crashed or could not start (the tail of its stderr is in `stderr`)",
 	503: "The gateway is shutting down",
 	504: "pi did not answer in time",
+	507: "The gateway cannot write its session registry (disk full or unwritable); live sessions go on",
 };
 
 /** The shared problem+json responses, spread into each route's `responses`. */

@@ -18,6 +18,16 @@ export const ThinkingLevel = z
 export const QueueMode = z.enum(["all", "one-at-a-time"]).openapi("QueueMode");
 export const StreamingBehavior = z.enum(["steer", "followUp"]);
 
+/**
+ * A session's display name, wherever one is set (create, PUT …/name, raw set_session_name): what
+ * Node refuses in argv (NUL) or a terminal would misread (control characters) is refused.
+ */
+export const SessionName = z
+	.string()
+	.min(1)
+	.max(200)
+	.regex(/^[^\p{Cc}]*$/u, "no control characters");
+
 const message = z.string().openapi({ example: "List the files in this folder" });
 const none = z.strictObject({});
 const userMessage = z.strictObject({ message, images: z.array(ImageContent).optional() });
@@ -60,12 +70,17 @@ export const commandFields = {
 	get_entries: z.strictObject({ since: z.string().min(1).optional() }),
 	get_tree: none,
 	get_last_assistant_text: none,
-	set_session_name: z.strictObject({ name: z.string().min(1).max(200) }),
+	set_session_name: z.strictObject({ name: SessionName }),
 	get_commands: none,
 } as const;
 
 export type CommandType = keyof typeof commandFields;
 export const commandTypes = Object.keys(commandFields) as CommandType[];
+
+/** The fields schema of a known command; own keys only, so `constructor` is just an unknown type. */
+export function fieldsOf(type: string): (typeof commandFields)[CommandType] | undefined {
+	return Object.hasOwn(commandFields, type) ? commandFields[type as CommandType] : undefined;
+}
 
 /**
  * How a command meets the per-session queue. `queued`: changes the session, one at a time in
@@ -120,7 +135,7 @@ export const RawCommand = z
 		if (value.type === "extension_ui_response") {
 			ctx.addIssue({ code: "custom", path: ["type"], message: "answer dialogs through the approvals resource" });
 		}
-		const schema = commandFields[value.type as CommandType];
+		const schema = fieldsOf(value.type);
 		if (!schema) return;
 		const { type: _type, ...fields } = value;
 		const result = schema.safeParse(fields);

@@ -1,8 +1,9 @@
-import { dirname, join, resolve } from "node:path";
+import { closeSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, type Stats } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
 import type { Config } from "../config.ts";
 import { ApiError } from "../http/problem.ts";
 import type { PiCommand } from "../pi/protocol.ts";
-import { confine } from "./spawn.ts";
+import { confine, isInside } from "./spawn.ts";
 
 /** Where pi keeps the gateway's session files (its --session-dir). */
 export function piSessionDir(config: Config): string {
@@ -33,11 +34,95 @@ function confineAny(roots: string[], path: string, what: string): string {
 	throw new ApiError(403, "path_outside_root", `${what} must lie inside ${roots.join(" or ")}`);
 }
 
-/** An output file: its folder must exist inside the workspace (symlinks followed); the file may be new. */
-function confineOutput(config: Config, path: string): string {
+/**
+ * An output file: its folder must exist inside the workspace (symlinks followed), and so must the
+ * file itself when it exists. pi writes with a plain writeFile, which follows a symlink in the last
+ * component and writes through a hard link: a link to a file outside would be written outside.
+ * This is a check before the write, not an atomic write: an agent that can run shell commands
+ * could still swap a link in between; only the sandbox takes the outside out of its reach.
+ */
+function confineOutput(config: Config, path: string, hops = 0): string {
 	const target = resolve(config.workspaceRoot, path);
 	const folder = confine(config.workspaceRoot, dirname(target), "outputPath's folder");
-	return resolve(folder, target.slice(dirname(target).length + 1));
+	const file = join(folder, basename(target));
+	let stat: Stats;
+	try {
+		stat = lstatSync(file);
+	} catch {
+		return file; // a new file
+	}
+	const outside = () => new ApiError(403, "path_outside_root", `outputPath must lie inside ${config.workspaceRoot}`);
+	let real = file;
+	if (stat.isSymbolicLink()) {
+		try {
+			real = realpathSync(file);
+			stat = lstatSync(real);
+		} catch {
+			// Dangling: writing creates its target, so the target is judged like any output path.
+			if (hops >= 8) throw outside();
+			return confineOutput(config, resolve(dirname(file), readlinkSync(file)), hops + 1);
+		}
+		if (!isInside(realpathSync(config.workspaceRoot), real)) throw outside();
+	}
+	if (stat.isFile() && stat.nlink > 1) {
+		throw new ApiError(403, "path_outside_root", "outputPath has other hard links; writing it would change them too");
+	}
+	return real;
+}
+
+/** The working folder a pi session file's header names (`{"type":"session",…,"cwd":…}`), if any. */
+export function sessionFileCwd(file: string): string | undefined {
+	let fd: number | undefined;
+	try {
+		fd = openSync(file, "r");
+		const buffer = Buffer.alloc(64 * 1024);
+		const read = readSync(fd, buffer, 0, buffer.length, 0);
+		const first = buffer.toString("utf8", 0, read).split("\n", 1)[0] as string;
+		const header = JSON.parse(first) as { type?: unknown; cwd?: unknown };
+		return header.type === "session" && typeof header.cwd === "string" ? header.cwd : undefined;
+	} catch {
+		return undefined;
+	} finally {
+		if (fd !== undefined) closeSync(fd);
+	}
+}
+
+/**
+ * pi moves its working folder to the one a session file's header names when it switches to that
+ * file: that folder must lie inside the workspace root like any session cwd. A folder that no longer
+ * exists is judged by its path.
+ */
+function confineSessionCwd(config: Config, file: string): void {
+	const cwd = sessionFileCwd(file);
+	if (cwd === undefined) return;
+	try {
+		confine(config.workspaceRoot, cwd, "The session file's cwd");
+	} catch (error) {
+		if (error instanceof ApiError && error.status === 400 && isInside(config.workspaceRoot, resolve(cwd))) return;
+		throw new ApiError(
+			403,
+			"path_outside_root",
+			`The session file's cwd ${JSON.stringify(cwd)} lies outside ${config.workspaceRoot}`,
+		);
+	}
+}
+
+/**
+ * `resume` at create: pi finds the file by id in its session folder and starts in the folder its
+ * header names, so every file that id could mean is held to the same rule as switch_session.
+ */
+export function guardResume(config: Config, resume: string): void {
+	const dir = piSessionDir(config);
+	let names: string[];
+	try {
+		names = readdirSync(dir);
+	} catch {
+		return;
+	}
+	for (const name of names) {
+		const id = /_([0-9a-fA-F-]+)\.jsonl$/.exec(name)?.[1];
+		if (id?.startsWith(resume)) confineSessionCwd(config, join(dir, name));
+	}
 }
 
 /**
@@ -68,5 +153,7 @@ export function guardCommand(config: Config, command: PiCommand): PiCommand {
 		// pi's session folder, not the whole data dir: gateway.db is no session file.
 		if (typeof value === "string") out[key] = confineAny([piSessionDir(config), config.workspaceRoot], value, key);
 	}
+	if (command.type === "switch_session" && typeof out.sessionPath === "string")
+		confineSessionCwd(config, out.sessionPath);
 	return out;
 }

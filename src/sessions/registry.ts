@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import { ApiError } from "../http/problem.ts";
 import { StreamTickets } from "../http/tickets.ts";
 import type { Approval } from "./approvals.ts";
 import type { LoggedEvent } from "./event-log.ts";
-import { guardCommand, piSessionDir } from "./guard.ts";
+import { guardCommand, guardResume, piSessionDir, sessionFileCwd } from "./guard.ts";
 import { Session, type SessionInit, type SessionLimits, type SpawnCommand } from "./session.ts";
 import { type CreateSessionBody, planSpawn } from "./spawn.ts";
 import { SessionStore, type StoredSession } from "./store.ts";
@@ -42,6 +42,7 @@ export class SessionRegistry {
 	readonly tickets: StreamTickets;
 	#store: SessionStore | undefined;
 	#timers: NodeJS.Timeout[] = [];
+	readonly #storeHealth: { error?: string; writeErrors: number; recreatedAt?: string } = { writeErrors: 0 };
 	/** Process slots promised to a start that waits for its LRU victim to exit. */
 	#reserved = 0;
 	#closing = false;
@@ -60,7 +61,7 @@ export class SessionRegistry {
 	 * the housekeeping timers. startGateway calls it; an app built in-process may skip it.
 	 */
 	open(): void {
-		const store = new SessionStore(this.#config.dataDir);
+		const store = this.#openStore();
 		this.#store = store;
 		const margin = store.previousRunClean ? 0 : unsafeSeqMargin;
 		for (const record of store.restore()) {
@@ -78,6 +79,67 @@ export class SessionRegistry {
 		this.#timers.push(setInterval(() => this.#flush(), flushEveryMs).unref());
 		if (idle > 0) this.#timers.push(setInterval(() => this.#reap(), Math.min(Math.max(idle / 4, 50), 30_000)).unref());
 		this.pool?.fill();
+	}
+
+	#openStore(): SessionStore {
+		const log = this.#logger;
+		return new SessionStore(this.#config.dataDir, {
+			writeFailed: (error) => {
+				this.#storeHealth.writeErrors++;
+				if (this.#storeHealth.error === undefined) {
+					log.error({ err: error }, "registry: write failed; new sessions are refused until it works again");
+				}
+				this.#storeHealth.error = error.message;
+			},
+			writable: () => {
+				log.info({ after: this.#storeHealth.error }, "registry: writes work again");
+				this.#storeHealth.error = undefined;
+			},
+			skipped: (sessionId, reason) => log.error({ sessionId, reason }, "registry: unreadable session skipped"),
+		});
+	}
+
+	/**
+	 * The registry's disk, checked now: a gateway.db deleted or replaced under the open connection
+	 * is recreated from memory (and its lock taken again), failed writes are retried.
+	 */
+	storeHealth(): { writable: boolean; error?: string; writeErrors: number; recreatedAt?: string } {
+		this.#checkStore();
+		const { error, writeErrors, recreatedAt } = this.#storeHealth;
+		return { writable: error === undefined, error, writeErrors, recreatedAt };
+	}
+
+	#checkStore(): void {
+		const store = this.#store;
+		if (!store) return;
+		if (store.detached) {
+			try {
+				store.close();
+			} catch {}
+			try {
+				this.#store = this.#openStore();
+			} catch (error) {
+				this.#store = store;
+				this.#storeHealth.error = `gateway.db is gone and cannot be recreated: ${(error as Error).message}`;
+				return;
+			}
+			this.#storeHealth.recreatedAt = new Date().toISOString();
+			this.#storeHealth.error = undefined;
+			this.#logger.error(
+				{ sessions: this.#sessions.size },
+				"registry: gateway.db was deleted or replaced; recreated from memory",
+			);
+			// Everything is written again on this flush (tombstones of reaped sessions are lost).
+			this.#saved.clear();
+			for (const session of this.#sessions.values()) this.#save(session);
+			return;
+		}
+		store.retry();
+	}
+
+	/** The on-disk registry (undefined before open() and after shutdown); tests reach its database through it. */
+	get store(): SessionStore | undefined {
+		return this.#store;
 	}
 
 	get closing(): boolean {
@@ -116,6 +178,11 @@ export class SessionRegistry {
 		if (this.#sessions.size >= this.#config.maxSessions) {
 			throw new ApiError(429, "too_many_sessions", `At most ${this.#config.maxSessions} sessions (stopped ones count)`);
 		}
+		if (body.resume) {
+			this.#assertFileFree(body.resume);
+			guardResume(this.#config, body.resume);
+		}
+		this.#assertStorable();
 		const warm = isDefaultRequest(body) ? this.pool?.take() : undefined;
 		if (warm) return this.#adoptPooled(warm, body);
 		const plan = planSpawn(this.#config, body);
@@ -128,8 +195,42 @@ export class SessionRegistry {
 			this.#forget(id);
 			throw error;
 		}
-		this.#save(session);
+		if (!this.#save(session)) {
+			// A session the registry cannot hold would vanish at the next restart: refuse it now.
+			await session.stop();
+			this.#forget(id);
+			this.#assertStorable("a write failed");
+		}
 		return session;
+	}
+
+	/** New sessions need the registry's disk: with writes failing they are refused (507), live ones go on. */
+	#assertStorable(fallback?: string): void {
+		const error = this.#storeHealth.error ?? fallback;
+		if (error === undefined) return;
+		throw new ApiError(
+			507,
+			"insufficient_storage",
+			`The gateway cannot write its session registry (${error}); live sessions go on, new ones wait until it can`,
+		);
+	}
+
+	/**
+	 * One writer per pi session file: two pi processes appending to one file fork it, and a reader
+	 * sees one branch. A file a registered session holds — live or stopped, since a stopped one
+	 * starts again on it — is resumed through that session (POST …/resume), never by a second one.
+	 * `resume` may be a prefix of pi's id, as pi's --session accepts.
+	 */
+	#assertFileFree(resume: string): void {
+		for (const [id, session] of this.#sessions) {
+			const holds = session.piState.sessionId?.startsWith(resume) || this.#options.get(id)?.resume === resume;
+			if (!holds) continue;
+			throw new ApiError(
+				409,
+				"session_file_in_use",
+				`pi session ${resume} belongs to gateway session ${id} (${session.status}); use that session, or POST /v1/sessions/${id}/resume if it is stopped`,
+			);
+		}
 	}
 
 	/**
@@ -158,6 +259,16 @@ export class SessionRegistry {
 
 	async #restart(session: Session): Promise<void> {
 		if (session.isStopping) await session.stop();
+		const file = session.piState.sessionFile;
+		// pi writes its file only once there is something to keep, so a file never seen may just not
+		// exist yet; one seen and gone now would make pi start an empty conversation under the old id.
+		if (file && session.piState.fileSeen && !existsSync(file)) {
+			throw new ApiError(
+				409,
+				"session_file_missing",
+				`Session ${session.id}'s pi session file ${file} is gone; its conversation cannot be continued (DELETE it, or restore the file)`,
+			);
+		}
 		const options = this.#options.get(session.id) as CreateSessionBody;
 		await this.#launch(session, planSpawn(this.#config, options, session.piState.sessionFile));
 		this.#logger.info({ sessionId: session.id, pid: session.pid }, "session resumed");
@@ -234,6 +345,7 @@ export class SessionRegistry {
 			logger: this.#logger,
 			restored: extra.restored,
 			guard: (command) => guardCommand(this.#config, command),
+			cwdOf: sessionFileCwd,
 			wake: async (s) => {
 				// Without auto-resume the command meets 409 session_stopped.
 				if (this.#config.autoResume) await this.resume(s.id);
@@ -301,6 +413,8 @@ export class SessionRegistry {
 	}
 
 	#record(session: Session): StoredSession {
+		const p = session.piState;
+		if (p.sessionFile && !p.fileSeen && existsSync(p.sessionFile)) p.fileSeen = true;
 		return {
 			id: session.id,
 			name: session.name,
@@ -327,14 +441,16 @@ export class SessionRegistry {
 		]);
 	}
 
-	#save(session: Session): void {
-		if (!this.#store || !this.#sessions.has(session.id)) return;
+	/** False when the write failed (the store retries it). */
+	#save(session: Session): boolean {
+		if (!this.#store || !this.#sessions.has(session.id)) return true;
 		this.#saved.set(session.id, this.#changeKey(session));
-		this.#store.save(this.#record(session));
+		return this.#store.save(this.#record(session));
 	}
 
-	/** Writes the sessions that changed since their last write. */
+	/** Writes the sessions that changed since their last write. Never throws: it runs on a timer. */
 	#flush(): void {
+		this.#checkStore();
 		for (const session of this.#sessions.values()) {
 			if (this.#saved.get(session.id) !== this.#changeKey(session)) this.#save(session);
 		}

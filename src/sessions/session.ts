@@ -52,6 +52,8 @@ export interface SessionInit {
 	restored?: { createdAt: Date; lastActivityAt: number; lastSeq: number; piState: PiState };
 	/** Checks (and rewrites) every command before anything else happens to it: limits, paths. */
 	guard?(command: PiCommand): PiCommand;
+	/** The working folder a pi session file records (its header), so the view follows a switch. */
+	cwdOf?(sessionFile: string): string | undefined;
 	/** Starts pi again for a `stopped` session before a command (the registry minds the process cap). */
 	wake?(session: Session): Promise<void>;
 }
@@ -63,6 +65,8 @@ export interface PiState {
 	sessionName?: string;
 	model?: { provider: string; id: string };
 	thinkingLevel?: string;
+	/** The gateway saw sessionFile on disk (pi writes it lazily): from then on its absence is a loss. */
+	fileSeen?: boolean;
 }
 
 const stateChangingCommands = new Set([
@@ -83,7 +87,8 @@ const stateChangingCommands = new Set([
  */
 export class Session {
 	readonly id: string;
-	readonly cwd: string;
+	/** pi's working folder; a switch_session to a file from another folder moves it. */
+	cwd: string;
 	readonly persist: boolean;
 	readonly createdAt: Date;
 	readonly log: EventLog;
@@ -108,6 +113,9 @@ export class Session {
 	readonly #queue = new PQueue({ concurrency: 1 });
 	readonly #inFlight = new InFlight();
 	#nextId = 0;
+	#piQueued = 0;
+	/** How the last pi ended, for the commands that were queued for it. */
+	#exitError: ApiError | undefined;
 	#started = false;
 	#running = false;
 	#status: SessionStatus = "starting";
@@ -297,12 +305,37 @@ export class Session {
 			return answered;
 		}
 		if (commandKind(command.type) !== "queued") return this.#dispatch(command, timeout);
-		if (this.queueDepth >= this.#init.limits.maxQueued) {
-			throw new ApiError(429, "queue_full", `Session ${this.id} already has ${this.queueDepth} commands queued`);
-		}
-		const response = (await this.#queue.add(() => this.#dispatch(command, timeout))) as PiResponse;
+		const queuesInPi = queuesMessage(command);
+		this.#assertRoom(queuesInPi);
+		const child = this.#process;
+		const response = (await this.#queue.add(() => {
+			// The pi this command was queued for is gone: it gets that pi's end, not the next pi.
+			if (this.#process !== child) throw this.#exitError ?? new ApiError(502, "pi_exited", "pi exited");
+			// pi's own queue may have grown while this waited its turn.
+			if (queuesInPi) this.#assertRoom(true, 1);
+			return this.#dispatch(command, timeout);
+		})) as PiResponse;
 		if (stateChangingCommands.has(command.type) && response.success) this.#refreshState();
 		return response;
+	}
+
+	/**
+	 * --max-queued bounds what waits: the gateway's queue, and for steer/follow-up messages also
+	 * pi's own steering and follow-up queue (which they join, and which the gateway's queue
+	 * never sees grow: pi accepts each at once). `self` is 1 when the command is itself counted.
+	 */
+	#assertRoom(queuesInPi: boolean, self = 0): void {
+		const max = this.#init.limits.maxQueued;
+		const waiting = this.queueDepth - self + (queuesInPi ? this.#piQueued : 0);
+		if (waiting < max) return;
+		const inPi =
+			queuesInPi && this.#piQueued > 0 ? ` (${this.#piQueued} of them steer/follow-up messages inside pi)` : "";
+		throw new ApiError(429, "queue_full", `Session ${this.id} already has ${waiting} commands queued${inPi}`);
+	}
+
+	/** Messages waiting in pi's steering and follow-up queues, as of its last queue_update. */
+	get piQueued(): number {
+		return this.#piQueued;
 	}
 
 	/**
@@ -399,6 +432,7 @@ export class Session {
 	/** A session event: logged as pi printed it; run boundaries move the status. */
 	#onEvent(type: string, line: string): void {
 		if (type === "agent_start") this.#setRunning(true);
+		else if (type === "queue_update") this.#piQueued = queueLength(line);
 		this.log.append(type, line);
 		if (type === "agent_settled") {
 			this.currentRunId = undefined;
@@ -431,18 +465,24 @@ export class Session {
 		this.#stopping = undefined;
 		this.exit = { ...info, at: new Date().toISOString(), stderrTail: child.stderrTail };
 		const crashed = !info.requested && !(info.code === 0 && info.signal === null);
-		const error = new ApiError(
-			502,
-			crashed ? "pi_crashed" : "pi_exited",
-			`pi ${crashed ? "crashed" : "exited"} (code ${info.code}, signal ${info.signal})`,
-			{
-				stderr: this.exit.stderrTail,
-			},
-		);
+		const error =
+			reason === "stopped" && !crashed
+				? new ApiError(410, "session_deleted", `Session ${this.id} was deleted before pi answered this command`)
+				: reason === "shutdown" && !crashed
+					? new ApiError(503, "shutting_down", "The gateway is shutting down")
+					: new ApiError(
+							502,
+							crashed ? "pi_crashed" : "pi_exited",
+							`pi ${crashed ? "crashed" : "exited"} (code ${info.code}, signal ${info.signal})`,
+							{ stderr: this.exit.stderrTail },
+						);
+		this.#exitError = error;
+		// In flight: failed now. Queued: each meets this error when its turn comes (see #send), at
+		// once, since nothing ahead of it waits any more; p-queue's clear() would reject with AbortError.
 		this.#inFlight.failAll(error);
-		this.#queue.clear();
 		this.approvals.abandonAll();
 		this.#running = false;
+		this.#piQueued = 0;
 		// A persistent session the gateway put to sleep keeps its place and starts again on demand.
 		const asleep = !crashed && reason !== undefined && reason !== "stopped" && this.resumable;
 		this.#setStatus(crashed ? "crashed" : asleep ? "stopped" : "exited");
@@ -498,12 +538,17 @@ export class Session {
 			model?: { provider: string; id: string };
 			thinkingLevel?: string;
 		};
+		if (state.sessionFile && state.sessionFile !== this.piState.sessionFile) {
+			const cwd = this.#init.cwdOf?.(state.sessionFile);
+			if (cwd) this.cwd = cwd;
+		}
 		this.piState = {
 			sessionId: state.sessionId,
 			sessionFile: state.sessionFile,
 			sessionName: state.sessionName,
 			model: state.model ? { provider: state.model.provider, id: state.model.id } : undefined,
 			thinkingLevel: state.thinkingLevel,
+			fileSeen: state.sessionFile === this.piState.sessionFile ? this.piState.fileSeen : undefined,
 		};
 		if (state.sessionName) this.name = state.sessionName;
 	}
@@ -527,6 +572,25 @@ export class Session {
 				},
 			);
 		}
+	}
+}
+
+/** Commands that add a message to pi's steering or follow-up queue (a prompt only while a run streams). */
+function queuesMessage(command: PiCommand): boolean {
+	return (
+		command.type === "steer" ||
+		command.type === "follow_up" ||
+		(command.type === "prompt" && command.streamingBehavior !== undefined)
+	);
+}
+
+/** Entries in a queue_update event (both queues hold the complete current lists). */
+function queueLength(line: string): number {
+	try {
+		const { steering, followUp } = JSON.parse(line) as { steering?: unknown; followUp?: unknown };
+		return (Array.isArray(steering) ? steering.length : 0) + (Array.isArray(followUp) ? followUp.length : 0);
+	} catch {
+		return 0;
 	}
 }
 

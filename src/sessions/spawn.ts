@@ -4,15 +4,10 @@ import { fileURLToPath } from "node:url";
 import { z } from "@hono/zod-openapi";
 import type { Config } from "../config.ts";
 import { ApiError } from "../http/problem.ts";
-import { ThinkingLevel } from "../pi/protocol.ts";
+import { SessionName, ThinkingLevel } from "../pi/protocol.ts";
 
 // pi's argument parser takes a flag's next argument whatever it looks like, so a value cannot turn
-// into a flag; what Node itself refuses (NUL) or a terminal would misread (control characters) is refused here.
-const name = z
-	.string()
-	.min(1)
-	.max(200)
-	.regex(/^[^\p{Cc}]*$/u, "no control characters");
+// into a flag; names share one schema (SessionName) with PUT …/name.
 const promptText = z
 	.string()
 	.max(100_000)
@@ -21,7 +16,7 @@ const cliSafe = z.string().regex(/^[A-Za-z0-9][\w.:/@+-]*$/, "letters, digits an
 
 export const CreateSessionBody = z
 	.strictObject({
-		name: name.optional().openapi({ example: "refactor-auth" }),
+		name: SessionName.optional().openapi({ example: "refactor-auth" }),
 		cwd: z
 			.string()
 			.min(1)
@@ -114,7 +109,7 @@ export function planSpawn(config: Config, body: CreateSessionBody, resumeFile?: 
 	else if (body.resume) args.push("--session", body.resume);
 	if (config.demo) args.push("-e", demoExtensionPath);
 	for (const ext of body.extensions ?? []) {
-		const path = config.extensions[ext];
+		const path = config.extensions.get(ext);
 		if (!path)
 			throw new ApiError(400, "extension_not_allowed", `Extension ${JSON.stringify(ext)} is not in the allow-list`);
 		args.push("-e", path);

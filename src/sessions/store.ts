@@ -1,9 +1,10 @@
-import { mkdirSync } from "node:fs";
+import { mkdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
+import { z } from "zod";
 import type { PiState } from "./session.ts";
-import type { CreateSessionBody } from "./spawn.ts";
+import { CreateSessionBody } from "./spawn.ts";
 
 /** What survives a gateway restart: enough to list a session and start pi again on its file. */
 export interface StoredSession {
@@ -17,6 +18,26 @@ export interface StoredSession {
 	createdAt: string;
 	lastActivityAt: number;
 	lastSeq: number;
+}
+
+/** A row as it must look to come back; anything else is skipped, not fatal. */
+const StoredRecord = z.object({
+	id: z.string().min(1),
+	name: z.string().optional(),
+	cwd: z.string().min(1),
+	persist: z.boolean(),
+	options: CreateSessionBody,
+	piState: z.looseObject({ sessionId: z.string().optional(), sessionFile: z.string().optional() }),
+	createdAt: z.string(),
+	lastActivityAt: z.number(),
+	lastSeq: z.number().int().min(0),
+});
+
+/** What the store tells its owner: a write failed, writes work again, a row could not be read. */
+export interface StoreEvents {
+	writeFailed?(error: Error): void;
+	writable?(): void;
+	skipped?(id: string, reason: string): void;
 }
 
 export interface Tombstone {
@@ -67,13 +88,24 @@ export class SessionStore {
 	readonly #db: DatabaseSync;
 	readonly #upsert;
 	readonly #remove;
+	readonly #path: string;
+	readonly #ino: number;
+	readonly #events: StoreEvents;
+	/**
+	 * Writes that failed (a full disk), by key, in order: retried on every retry() until they
+	 * pass, the latest write of a key replacing an older one.
+	 */
+	readonly #pending = new Map<string, () => void>();
+	#writable = true;
 	/** False when the previous gateway did not shut down cleanly (killed, crashed, power loss). */
 	readonly previousRunClean: boolean;
 
-	constructor(dataDir: string) {
+	constructor(dataDir: string, events: StoreEvents = {}) {
 		mkdirSync(dataDir, { recursive: true });
 		const { DatabaseSync } = loadSqlite();
 		const path = join(dataDir, "gateway.db");
+		this.#path = path;
+		this.#events = events;
 		this.#db = new DatabaseSync(path);
 		try {
 			this.#db.exec("PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
@@ -90,9 +122,78 @@ export class SessionStore {
 		}
 		const clean = this.#db.prepare("SELECT value FROM meta WHERE key = 'clean'").get() as { value: string } | undefined;
 		this.previousRunClean = clean === undefined || clean.value === "1";
-		this.#db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('clean', '0')").run();
+		this.#write("clean", () =>
+			this.#db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('clean', '0')").run(),
+		);
 		this.#upsert = this.#db.prepare("INSERT OR REPLACE INTO sessions (id, record) VALUES (?, ?)");
 		this.#remove = this.#db.prepare("DELETE FROM sessions WHERE id = ?");
+		this.#ino = statSync(path).ino;
+	}
+
+	/** False while writes fail (disk full, read-only); true again once one passes. */
+	get writable(): boolean {
+		return this.#writable;
+	}
+
+	/** The file was deleted or replaced under the open connection: writes would go to a ghost. */
+	get detached(): boolean {
+		try {
+			return statSync(this.#path).ino !== this.#ino;
+		} catch {
+			return true;
+		}
+	}
+
+	/**
+	 * Every write fails soft: a failure (SQLITE_FULL, an I/O error) is reported once, the write is
+	 * kept for retry(), and the gateway goes on from memory.
+	 */
+	#write(key: string, op: () => void): boolean {
+		this.#pending.delete(key);
+		try {
+			op();
+		} catch (error) {
+			this.#pending.set(key, op);
+			this.#failed(error as Error);
+			return false;
+		}
+		// A delete passes on a full disk; writable again means nothing is left waiting.
+		if (this.#pending.size === 0) this.#succeeded();
+		return true;
+	}
+
+	#failed(error: Error): void {
+		this.#writable = false;
+		this.#events.writeFailed?.(error);
+	}
+
+	#succeeded(): void {
+		if (this.#writable) return;
+		this.#writable = true;
+		this.#events.writable?.();
+	}
+
+	/** Retries the writes that failed, in order; with none, probes whether writing works again. */
+	retry(): void {
+		if (this.#writable && this.#pending.size === 0) return;
+		const probe = () => {
+			this.#db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('probe', ?)").run(new Date().toISOString());
+		};
+		for (const [key, op] of [...this.#pending, ...(this.#pending.size === 0 ? [["probe", probe] as const] : [])]) {
+			try {
+				op();
+				this.#pending.delete(key);
+			} catch (error) {
+				this.#failed(error as Error);
+				return;
+			}
+		}
+		this.#succeeded();
+	}
+
+	/** The connection itself: a test hook (a full disk is simulated with PRAGMA max_page_count). */
+	get database(): DatabaseSync {
+		return this.#db;
 	}
 
 	/**
@@ -100,26 +201,54 @@ export class SessionStore {
 	 * they become tombstones so their ids answer 410 instead of 404.
 	 */
 	restore(): StoredSession[] {
-		const rows = this.#db.prepare("SELECT record FROM sessions").all() as { record: string }[];
-		const records = rows.map((row) => JSON.parse(row.record) as StoredSession);
+		const rows = this.#db.prepare("SELECT id, record FROM sessions").all() as { id: string; record: string }[];
+		const records: StoredSession[] = [];
+		// One unreadable row must not keep the others (or the gateway) from coming back: it is
+		// reported and left in place, untouched, for someone to look at.
+		for (const row of rows) {
+			let parsed: unknown;
+			try {
+				parsed = JSON.parse(row.record);
+			} catch (error) {
+				this.#events.skipped?.(row.id, `not JSON: ${(error as Error).message}`);
+				continue;
+			}
+			const result = StoredRecord.safeParse(parsed);
+			if (!result.success || result.data.id !== row.id) {
+				const why = result.success ? "its id does not match its row" : z.prettifyError(result.error);
+				this.#events.skipped?.(row.id, why);
+				continue;
+			}
+			records.push(result.data as StoredSession);
+		}
 		const now = new Date();
 		for (const record of records.filter((r) => !r.persist)) this.bury(record.id, "restart", now);
-		this.#db.prepare("DELETE FROM gone WHERE at < ?").run(new Date(now.getTime() - tombstoneMs).toISOString());
+		this.#write("gc", () =>
+			this.#db.prepare("DELETE FROM gone WHERE at < ?").run(new Date(now.getTime() - tombstoneMs).toISOString()),
+		);
 		return records.filter((r) => r.persist).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
 	}
 
-	save(record: StoredSession): void {
-		this.#upsert.run(record.id, JSON.stringify(record));
+	/** False when the write failed (it is retried later). */
+	save(record: StoredSession): boolean {
+		const text = JSON.stringify(record);
+		return this.#write(`session:${record.id}`, () => this.#upsert.run(record.id, text));
 	}
 
 	remove(id: string): void {
-		this.#remove.run(id);
+		this.#pending.delete(`session:${id}`);
+		this.#write(`remove:${id}`, () => this.#remove.run(id));
 	}
 
 	/** Forgets a session but remembers why, for a 410 on its id. */
 	bury(id: string, reason: Tombstone["reason"], at = new Date()): void {
-		this.#remove.run(id);
-		this.#db.prepare("INSERT OR REPLACE INTO gone (id, reason, at) VALUES (?, ?, ?)").run(id, reason, at.toISOString());
+		this.#pending.delete(`session:${id}`);
+		this.#write(`remove:${id}`, () => {
+			this.#remove.run(id);
+			this.#db
+				.prepare("INSERT OR REPLACE INTO gone (id, reason, at) VALUES (?, ?, ?)")
+				.run(id, reason, at.toISOString());
+		});
 	}
 
 	tombstone(id: string): Tombstone | undefined {
@@ -129,7 +258,13 @@ export class SessionStore {
 	/** Marks the run clean and releases the lock. */
 	close(): void {
 		if (!this.#db.isOpen) return;
-		this.#db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('clean', '1')").run();
+		this.retry();
+		// Clean only if everything reached the disk; else the next run is careful about event numbers.
+		if (this.#pending.size === 0) {
+			this.#write("clean", () =>
+				this.#db.prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('clean', '1')").run(),
+			);
+		}
 		this.#db.close();
 	}
 }

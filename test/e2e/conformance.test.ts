@@ -119,7 +119,7 @@ describe("system routes, live", () => {
 	// gw.api() throws when an answer does not conform; these assert the rest.
 	it("health, readiness, info, metrics, the empty inbox, an unknown route", async () => {
 		expect((await gw.api("/healthz")).body).toEqual({ status: "ok" });
-		expect((await gw.api("/readyz")).body).toEqual({ status: "ready" });
+		expect((await gw.api("/readyz")).body).toMatchObject({ status: "ready", registry: { writable: true } });
 		expect((await gw.api("/v1/info")).body).toMatchObject({ name: "pi-gateway", demo: true, sessions: 0 });
 		expect((await gw.api("/metrics")).status).toBe(200);
 		expect((await gw.api("/v1/approvals?status=pending")).body).toEqual({

@@ -17,6 +17,8 @@ export function sseOptions(config: Config): SseOptions {
 
 export function eventsRouter({ registry, config }: Deps) {
 	const sse = sseOptions(config);
+	// Each all-sessions stream sees every event of every session: bounded like a session's subscribers.
+	let hubStreams = 0;
 	return createRouter()
 		.openapi(sessionEvents, (c) => {
 			const session = registry.get(c.req.valid("param").id);
@@ -50,11 +52,25 @@ export function eventsRouter({ registry, config }: Deps) {
 			return sseStream(c, sse, out, followSession(session, out, { after, accept: typeFilter(types) })) as never;
 		})
 		.openapi(allEvents, (c) => {
+			if (hubStreams >= config.maxEventStreams) {
+				throw new ApiError(
+					429,
+					"too_many_subscribers",
+					`The all-sessions stream already has ${hubStreams} subscribers (--max-event-streams)`,
+				);
+			}
 			const out = new Outbox(sse.maxBufferedBytes);
 			const sessions = registry
 				.list()
 				.map((s) => ({ id: s.id, lastEventId: s.log.lastSeq, firstAvailable: s.log.firstSeq, status: s.status }));
 			out.push(gatewayFrame("stream_open", { sessions }));
-			return sseStream(c, sse, out, followAll(registry, out, typeFilter(c.req.valid("query").types))) as never;
+			const unsubscribe = followAll(registry, out, typeFilter(c.req.valid("query").types));
+			hubStreams++;
+			// sseStream calls this once, whichever way the stream ends.
+			const detach = () => {
+				hubStreams--;
+				unsubscribe();
+			};
+			return sseStream(c, sse, out, detach) as never;
 		});
 }

@@ -74,6 +74,6 @@ export const allEvents = createRoute({
 			headers: SseHeaders,
 			content: { "text/event-stream": { schema: EventStreamDoc } },
 		},
-		...problems(400, 401),
+		...problems(400, 401, 429),
 	},
 });

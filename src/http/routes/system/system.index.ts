@@ -16,7 +16,15 @@ export function systemRouter({ registry, config }: Deps) {
 		.openapi(healthz, (c) => c.json({ status: "ok" as const }, 200))
 		.openapi(readyz, (c) => {
 			if (registry.closing) throw new ApiError(503, "shutting_down", "The gateway is shutting down");
-			return c.json({ status: "ready" as const }, 200);
+			const { writable, error, writeErrors, recreatedAt } = registry.storeHealth();
+			if (!writable) {
+				throw new ApiError(
+					503,
+					"insufficient_storage",
+					`The session registry cannot be written (${error}): new sessions get 507, live ones go on`,
+				);
+			}
+			return c.json({ status: "ready" as const, registry: { writable, writeErrors, recreatedAt } }, 200);
 		})
 		.openapi(info, (c) =>
 			c.json(
@@ -26,7 +34,7 @@ export function systemRouter({ registry, config }: Deps) {
 					piVersion,
 					node: process.version,
 					demo: config.demo,
-					extensions: Object.keys(config.extensions),
+					extensions: [...config.extensions.keys()],
 					limits: {
 						maxSessions: config.maxSessions,
 						maxLiveSessions: config.maxLiveSessions,

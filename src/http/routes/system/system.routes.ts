@@ -15,9 +15,25 @@ export const readyz = createRoute({
 	method: "get",
 	path: "/readyz",
 	tags: ["system"],
-	summary: "Readiness: accepting new sessions",
+	summary:
+		"Readiness: accepting new sessions (503 while shutting down or while the session registry cannot be written)",
 	responses: {
-		200: json(z.object({ status: z.literal("ready") }), "Ready"),
+		200: json(
+			z.object({
+				status: z.literal("ready"),
+				registry: z
+					.object({
+						writable: z.boolean(),
+						writeErrors: z.number().int().openapi({ description: "Failed registry writes since start" }),
+						recreatedAt: z.string().optional().openapi({
+							format: "date-time",
+							description: "When gateway.db, deleted while running, was last recreated from memory",
+						}),
+					})
+					.optional(),
+			}),
+			"Ready",
+		),
 		...problems(503),
 	},
 });

@@ -1,0 +1,84 @@
+import type { MiddlewareHandler } from "hono";
+import type { AppEnv } from "./openapi.ts";
+import { ApiError } from "./problem.ts";
+
+/** Deeper than any command pi knows (images are 3 levels); 10,000 levels made JSON.stringify throw. */
+export const maxJsonDepth = 64;
+
+const jsonType = /^application\/([\w.-]+\+)?json\s*(;|$)/i;
+const bodyMethods = new Set(["POST", "PUT", "PATCH"]);
+
+/** The operations that declare a JSON request body, read from the OpenAPI document once routes exist. */
+export class BodyRoutes {
+	#routes: { method: string; path: RegExp }[] = [];
+
+	load(document: { paths?: Record<string, Record<string, unknown>> }): void {
+		this.#routes = [];
+		for (const [template, operations] of Object.entries(document.paths ?? {})) {
+			const pattern = template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+");
+			for (const [method, operation] of Object.entries(operations)) {
+				if ((operation as { requestBody?: unknown }).requestBody === undefined) continue;
+				this.#routes.push({ method: method.toUpperCase(), path: new RegExp(`^${pattern}$`) });
+			}
+		}
+	}
+
+	has(method: string, path: string): boolean {
+		return this.#routes.some((r) => r.method === method && r.path.test(path));
+	}
+}
+
+/** Nesting depth of JSON text, brackets inside strings not counted; stops counting past `limit`. */
+export function jsonDepth(text: string, limit: number): number {
+	let depth = 0;
+	let deepest = 0;
+	let inString = false;
+	for (let i = 0; i < text.length; i++) {
+		const ch = text.charCodeAt(i);
+		if (inString) {
+			if (ch === 92)
+				i++; // backslash: skip the escaped character
+			else if (ch === 34) inString = false;
+		} else if (ch === 34) inString = true;
+		else if (ch === 91 || ch === 123) {
+			if (++depth > deepest) deepest = depth;
+			if (deepest > limit) return deepest;
+		} else if (ch === 93 || ch === 125) depth--;
+	}
+	return deepest;
+}
+
+/**
+ * Bodies as the routes declare them, checked before any validator or handler sees them:
+ * - an operation with a JSON body schema needs `Content-Type: application/json`, even with an
+ *   empty body. A browser's no-cors form or fetch can only send text/plain, form or no type
+ *   at all, so this closes cross-site request forgery of those operations (415);
+ * - an empty JSON body is `{}` (an optional body may be left out);
+ * - nesting deeper than `maxJsonDepth` is refused (400) before JSON.parse, so nothing recursive
+ *   downstream (zod, JSON.stringify to pi) can blow the stack.
+ */
+export function bodyGuard(routes: BodyRoutes): MiddlewareHandler<AppEnv> {
+	return async function bodyGuardMiddleware(c, next) {
+		if (!bodyMethods.has(c.req.method)) return next();
+		const type = c.req.header("content-type");
+		const isJson = type !== undefined && jsonType.test(type);
+		if (!isJson) {
+			if (routes.has(c.req.method, c.req.path)) {
+				throw new ApiError(
+					415,
+					"unsupported_media_type",
+					"Send the request body as JSON (Content-Type: application/json), an empty one included",
+				);
+			}
+			return next();
+		}
+		const text = await c.req.text();
+		if (text.trim() === "") {
+			// Hono's validators read the body through this cache: an empty body parses as `{}`.
+			(c.req as unknown as { bodyCache: { text?: Promise<string> } }).bodyCache.text = Promise.resolve("{}");
+		} else if (jsonDepth(text, maxJsonDepth) > maxJsonDepth) {
+			throw new ApiError(400, "json_too_deep", `JSON bodies may nest at most ${maxJsonDepth} levels`);
+		}
+		return next();
+	};
+}
