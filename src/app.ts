@@ -37,6 +37,7 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
 			description:
 				"HTTP REST + Server-Sent Events in front of the pi coding agent's RPC mode. Each session is one `pi --mode rpc` process; commands go to it in order under a per-session queue; its events come back as SSE; extension dialogs become approvals. Errors are RFC 9457 problem+json.",
 		},
+		// Replaced per request with the origin the spec is fetched from.
 		servers: [{ url: "http://127.0.0.1:8787" }],
 		security: [{ bearer: [] }],
 		tags: [
@@ -90,8 +91,11 @@ export function createApp(
 	app.route("/", approvalsRouter(deps));
 
 	const document = openApiDocument(app);
-	app.get("/openapi.json", (c) => c.json(document));
-	app.get("/openapi.yaml", (c) => c.body(stringify(document), 200, { "Content-Type": "application/yaml" }));
+	// The served spec names the origin it was fetched from, so an SDK generated from a running
+	// gateway talks to that gateway (the checked-in openapi.yaml is what the default address serves).
+	const served = (url: string) => ({ ...document, servers: [{ url: new URL(url).origin }] });
+	app.get("/openapi.json", (c) => c.json(served(c.req.url)));
+	app.get("/openapi.yaml", (c) => c.body(stringify(served(c.req.url)), 200, { "Content-Type": "application/yaml" }));
 
 	app.notFound((c) => {
 		throw new ApiError(404, "not_found", `No route for ${c.req.method} ${c.req.path}`);

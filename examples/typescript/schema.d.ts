@@ -2349,7 +2349,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description `true` or seconds: answer when the run settles (same as `Prefer: wait=N`) */
-                wait?: string;
+                wait?: boolean | number;
             };
             header?: {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
@@ -2520,7 +2520,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description `true` or seconds: answer when the run settles (same as `Prefer: wait=N`) */
-                wait?: string;
+                wait?: boolean | number;
             };
             header?: {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
@@ -2689,7 +2689,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description `true` or seconds: answer when the run settles (same as `Prefer: wait=N`) */
-                wait?: string;
+                wait?: boolean | number;
             };
             header?: {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
@@ -3139,7 +3139,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     parentSession?: string;
@@ -4975,7 +4975,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     customInstructions?: string;
@@ -5971,7 +5971,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     outputPath?: string;
@@ -7248,7 +7248,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Replay events after this sequence number (Last-Event-ID wins when both are sent); 0 replays the whole log; past the last event is a 400 */
-                after?: number | null;
+                after?: number;
                 /** @description Comma-separated event types to receive */
                 types?: string;
                 /** @description A stream ticket from POST …/events/ticket, instead of the Authorization header (for the browser's EventSource) */
@@ -7369,7 +7369,7 @@ export interface operations {
                 /** @description `nextCursor` of an earlier page: only approvals created after it */
                 cursor?: string;
                 /** @description Seconds to wait while the page would be empty */
-                wait?: number | null;
+                wait?: number;
             };
             header?: never;
             path?: never;

@@ -55,3 +55,25 @@ export const commandProblems = [400, 401, 403, 404, 409, 410, 413, 415, 422, 429
 export function json<T extends ZodType>(schema: T, description: string) {
 	return { description, content: { "application/json": { schema } } };
 }
+
+/**
+ * A JSON request body, required exactly when the gateway refuses a request without one: Hono
+ * validates a missing body as `{}`, so a schema that accepts `{}` makes the body optional.
+ * Generated SDKs then let callers leave it out instead of forcing `body: {}`.
+ */
+export function jsonBody<T extends ZodType>(schema: T, example?: unknown) {
+	return {
+		required: !schema.safeParse({}).success,
+		content: { "application/json": example === undefined ? { schema } : { schema, example } },
+	};
+}
+
+/**
+ * A string checked by `regex`, documented with the bare regex source as its `pattern`. zod writes
+ * a flagged regex as `source/flags`, which matches nothing anywhere else; JSON Schema patterns are
+ * ECMA-262 and read in unicode mode by validators such as ajv, so `/…/u` sources keep their meaning.
+ */
+export function matching<T extends z.ZodString>(schema: T, regex: RegExp, message?: string) {
+	if (regex.flags.replace("u", "") !== "") throw new Error(`pattern ${regex} has flags a spec cannot carry`);
+	return schema.regex(regex, message).openapi({ pattern: regex.source });
+}

@@ -3,16 +3,13 @@ import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "@hono/zod-openapi";
 import type { Config } from "../config.ts";
+import { matching } from "../http/openapi.ts";
 import { ApiError } from "../http/problem.ts";
 import { ThinkingLevel } from "../pi/protocol.ts";
 
 // pi's argument parser takes a flag's next argument whatever it looks like, so a value cannot turn
 // into a flag; what Node itself refuses (NUL) or a terminal would misread (control characters) is refused here.
-const name = z
-	.string()
-	.min(1)
-	.max(200)
-	.regex(/^[^\p{Cc}]*$/u, "no control characters");
+const name = matching(z.string().min(1).max(200), /^[^\p{Cc}]*$/u, "no control characters");
 const promptText = z
 	.string()
 	.max(100_000)

@@ -1,7 +1,7 @@
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import type { ZodType } from "zod";
 import type { Deps } from "../../deps.ts";
-import { commandProblems, createRouter, json, problems } from "../../openapi.ts";
+import { commandProblems, createRouter, json, jsonBody, problems } from "../../openapi.ts";
 import { unwrap } from "../../pi-result.ts";
 import { sseOptions } from "../events/events.index.ts";
 import { streamedDescription, streamedResponse, streamOwnEvents, wantsStream } from "../runs/command-stream.ts";
@@ -11,7 +11,7 @@ import { type CommandSpec, commandSpecs, fieldsSchema } from "./commands.table.t
 function routeOf(spec: CommandSpec): RouteConfig {
 	const fields = fieldsSchema(spec);
 	const request: RouteConfig["request"] = { params: SessionParams };
-	if (spec.fields === "body") request.body = { required: true, content: { "application/json": { schema: fields } } };
+	if (spec.fields === "body") request.body = jsonBody(fields);
 	if (spec.fields === "query") request.query = fields;
 	const ok: RouteConfig["responses"] =
 		spec.data === null
@@ -20,6 +20,8 @@ function routeOf(spec: CommandSpec): RouteConfig {
 	if (spec.streams) ok[200] = streamedResponse(spec.data as ZodType, spec.streams);
 	return createRoute({
 		operationId: spec.operationId,
+		// Which pi command this operation sends: what the "every command has an operation" test checks.
+		"x-pi-command": spec.type,
 		method: spec.method,
 		path: `/v1/sessions/{id}${spec.path}`,
 		tags: ["commands"],

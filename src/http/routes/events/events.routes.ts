@@ -4,7 +4,10 @@ import { SessionParams } from "../sessions/sessions.routes.ts";
 import { EventStreamDoc } from "./event-schemas.ts";
 
 export const StreamQuery = z.object({
+	// z.coerce documents itself as nullable; a query string cannot carry null.
 	after: z.coerce.number().int().min(0).optional().openapi({
+		type: "integer",
+		minimum: 0,
 		description:
 			"Replay events after this sequence number (Last-Event-ID wins when both are sent); 0 replays the whole log; past the last event is a 400",
 	}),

@@ -7,6 +7,7 @@ export const healthz = createRoute({
 	path: "/healthz",
 	tags: ["system"],
 	summary: "Liveness: the process answers",
+	security: [],
 	responses: { 200: json(z.object({ status: z.literal("ok") }), "Alive") },
 });
 
@@ -16,6 +17,7 @@ export const readyz = createRoute({
 	path: "/readyz",
 	tags: ["system"],
 	summary: "Readiness: accepting new sessions",
+	security: [],
 	responses: {
 		200: json(z.object({ status: z.literal("ready") }), "Ready"),
 		...problems(503),
