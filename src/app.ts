@@ -16,6 +16,7 @@ import { rpcRouter } from "./http/routes/commands/rpc.index.ts";
 import { StreamEvent } from "./http/routes/events/event-schemas.ts";
 import { eventsRouter } from "./http/routes/events/events.index.ts";
 import { runsRouter } from "./http/routes/runs/runs.index.ts";
+import { runStreamsRouter } from "./http/routes/runs/streams.index.ts";
 import { sessionsRouter } from "./http/routes/sessions/sessions.index.ts";
 import { docsPaths, docsRouter } from "./http/routes/system/docs.index.ts";
 import { metricsRouter } from "./http/routes/system/metrics.index.ts";
@@ -85,6 +86,7 @@ export function createApp(
 	app.route("/", docsRouter());
 	app.route("/", sessionsRouter(deps));
 	app.route("/", runsRouter(deps));
+	app.route("/", runStreamsRouter(deps));
 	app.route("/", commandsRouter(deps));
 	app.route("/", rpcRouter(deps));
 	app.route("/", eventsRouter(deps));
