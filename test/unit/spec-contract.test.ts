@@ -1,3 +1,4 @@
+import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { createApp } from "../../src/app.ts";
 import { parseConfig } from "../../src/config.ts";
+import { portablePattern } from "../../src/http/openapi.ts";
 import { SessionRegistry } from "../../src/sessions/registry.ts";
 import { OpenApiValidator } from "../helpers/openapi-validate.ts";
 
@@ -25,6 +27,14 @@ const operations = Object.entries(spec.paths as Record<string, Record<string, an
 );
 
 const token = "spec-contract-token-0123456789";
+const hasPython = (() => {
+	try {
+		execFileSync("python3", ["--version"], { stdio: "ignore" });
+		return true;
+	} catch {
+		return false;
+	}
+})();
 function app() {
 	const config = parseConfig({ dataDir: join(tmpdir(), `pi-gateway-spec-contract-${process.pid}`), token });
 	const logger = pino({ level: "silent" });
@@ -51,6 +61,24 @@ describe("patterns", () => {
 			expect(() => new RegExp(node.pattern, "u"), `${at}: ${node.pattern}`).not.toThrow();
 			expect(node.pattern, at).not.toMatch(/\/[a-z]*$/);
 		}
+	});
+
+	it.skipIf(!hasPython)("every pattern also compiles with Python's re (a stdlib client's validator)", () => {
+		const script = "import json, re, sys\nfor p in json.load(sys.stdin):\n    re.compile(p)\nprint('ok')";
+		const result = spawnSync("python3", ["-c", script], { input: JSON.stringify(patterns.map(([, n]) => n.pattern)) });
+		expect(`${result.stdout}${result.stderr}`).toBe("ok\n");
+	});
+
+	it("a spelled-out unicode class means what the zod regex does, on every code point", () => {
+		const zod = /^[^\p{Cc}]*$/u;
+		const spec = new RegExp(portablePattern(zod.source), "u");
+		expect(spec.source).not.toContain("\\p");
+		for (let cp = 0; cp <= 0x10ffff; cp++) {
+			if (cp >= 0xd800 && cp <= 0xdfff) continue;
+			const ch = String.fromCodePoint(cp);
+			if (zod.test(ch) !== spec.test(ch)) expect.fail(`U+${cp.toString(16)}`);
+		}
+		expect(() => portablePattern("^[\\p{Lu}]$")).toThrow();
 	});
 
 	it("every pattern accepts the spec's own examples", () => {
