@@ -85,7 +85,7 @@ const propertyRanges: Record<string, string> = { "\\p{Cc}": "\\x00-\\x1F\\x7F-\\
 export function portablePattern(source: string): string {
 	// Ranges stand in for an escape only inside a character class.
 	const spelled = source.replace(/\[[^\]]*\]/g, (cls) =>
-		cls.replace(/\\p\{\w+\}/g, (escape) => propertyRanges[escape] ?? escape),
+		cls.replace(/\\p\{\w+\}/g, (property) => propertyRanges[property] ?? property),
 	);
 	if (/\\[pP]\{/.test(spelled)) throw new Error(`no portable spelling for the property escape in ${source}`);
 	return spelled;
