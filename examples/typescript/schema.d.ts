@@ -162,7 +162,7 @@ export interface paths {
         put?: never;
         /**
          * Send a prompt: starts a run, or joins one with streamingBehavior
-         * @description JSON answers. Default: 202 with the run id once pi accepted the command. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command. To stream the run, use `POST …/prompt/stream` (its own operation, typed as a stream of events); this path answers `Accept: text/event-stream` the same way, for clients that negotiate.
+         * @description Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command.
          */
         post: operations["sessions.prompt"];
         delete?: never;
@@ -182,7 +182,7 @@ export interface paths {
         put?: never;
         /**
          * Steer the running agent (delivered after the current turn's tool calls)
-         * @description JSON answers. Default: 202 with the run id once pi accepted the command. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command. To stream the run, use `POST …/steer/stream` (its own operation, typed as a stream of events); this path answers `Accept: text/event-stream` the same way, for clients that negotiate.
+         * @description Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command.
          */
         post: operations["sessions.steer"];
         delete?: never;
@@ -202,7 +202,7 @@ export interface paths {
         put?: never;
         /**
          * Queue a message for when the agent finishes
-         * @description JSON answers. Default: 202 with the run id once pi accepted the command. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command. To stream the run, use `POST …/follow-up/stream` (its own operation, typed as a stream of events); this path answers `Accept: text/event-stream` the same way, for clients that negotiate.
+         * @description Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command.
          */
         post: operations["sessions.followUp"];
         delete?: never;
@@ -2424,7 +2424,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Wait mode: the run ended */
+            /** @description Wait mode: the run ended. Only the JSON answers are typed here: the stream that `Accept: text/event-stream` asks for is also the operation `POST …/prompt/stream`, typed as a stream of `StreamEvent`. */
             200: {
                 headers: {
                     /** @description Wait mode: the `wait` preference that was applied */
@@ -2588,7 +2588,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Wait mode: the run ended */
+            /** @description Wait mode: the run ended. Only the JSON answers are typed here: the stream that `Accept: text/event-stream` asks for is also the operation `POST …/steer/stream`, typed as a stream of `StreamEvent`. */
             200: {
                 headers: {
                     /** @description Wait mode: the `wait` preference that was applied */
@@ -2752,7 +2752,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Wait mode: the run ended */
+            /** @description Wait mode: the run ended. Only the JSON answers are typed here: the stream that `Accept: text/event-stream` asks for is also the operation `POST …/follow-up/stream`, typed as a stream of `StreamEvent`. */
             200: {
                 headers: {
                     /** @description Wait mode: the `wait` preference that was applied */

@@ -64,7 +64,8 @@ function messageRoute(operationId: string, path: string, type: "prompt" | "steer
 		path: `/v1/sessions/{id}${path}`,
 		tags: ["runs"],
 		summary,
-		description: `JSON answers. Default: 202 with the run id once pi accepted the command. Wait mode, \`Prefer: wait=N\` (RFC 7240, seconds; a bare \`wait\` means the gateway's limit) or \`?wait=true|N\`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (\`Preference-Applied\` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and \`eventsUrl\`, the session's stream from just before the command. To stream the run, use \`POST …${path}/stream\` (its own operation, typed as a stream of events); this path answers \`Accept: text/event-stream\` the same way, for clients that negotiate.`,
+		description:
+			"Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command.",
 		request: {
 			params: SessionParams,
 			query: WaitQuery,
@@ -73,7 +74,7 @@ function messageRoute(operationId: string, path: string, type: "prompt" | "steer
 		},
 		responses: {
 			200: {
-				description: "Wait mode: the run ended",
+				description: `Wait mode: the run ended. Only the JSON answers are typed here: the stream that \`Accept: text/event-stream\` asks for is also the operation \`POST …${path}/stream\`, typed as a stream of \`StreamEvent\`.`,
 				headers: {
 					"Preference-Applied": {
 						description: "Wait mode: the `wait` preference that was applied",
