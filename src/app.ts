@@ -17,6 +17,7 @@ import { rpcRouter } from "./http/routes/commands/rpc.index.ts";
 import { StreamEvent } from "./http/routes/events/event-schemas.ts";
 import { eventsRouter } from "./http/routes/events/events.index.ts";
 import { runsRouter } from "./http/routes/runs/runs.index.ts";
+import { runStreamsRouter } from "./http/routes/runs/streams.index.ts";
 import { sessionsRouter } from "./http/routes/sessions/sessions.index.ts";
 import { docsPaths, docsRouter } from "./http/routes/system/docs.index.ts";
 import { metricsRouter } from "./http/routes/system/metrics.index.ts";
@@ -38,6 +39,7 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
 			description:
 				"HTTP REST + Server-Sent Events in front of the pi coding agent's RPC mode. Each session is one `pi --mode rpc` process; commands go to it in order under a per-session queue; its events come back as SSE; extension dialogs become approvals. Errors are RFC 9457 problem+json.",
 		},
+		// Replaced per request with the origin the spec is fetched from.
 		servers: [{ url: "http://127.0.0.1:8787" }],
 		security: [{ bearer: [] }],
 		tags: [
@@ -80,13 +82,14 @@ export function createApp(
 		}),
 	);
 	const bodyRoutes = new BodyRoutes();
-	app.use(bodyGuard(bodyRoutes));
+	app.use(bodyGuard(bodyRoutes, { tokenRequired: config.token !== undefined }));
 
 	app.route("/", systemRouter(deps));
 	app.route("/", metricsRouter(metrics));
 	app.route("/", docsRouter());
 	app.route("/", sessionsRouter(deps));
 	app.route("/", runsRouter(deps));
+	app.route("/", runStreamsRouter(deps));
 	app.route("/", commandsRouter(deps));
 	app.route("/", rpcRouter(deps));
 	app.route("/", eventsRouter(deps));
@@ -94,8 +97,11 @@ export function createApp(
 
 	const document = openApiDocument(app);
 	bodyRoutes.load(document as never);
-	app.get("/openapi.json", (c) => c.json(document));
-	app.get("/openapi.yaml", (c) => c.body(stringify(document), 200, { "Content-Type": "application/yaml" }));
+	// The served spec names the origin it was fetched from, so an SDK generated from a running
+	// gateway talks to that gateway (the checked-in openapi.yaml is what the default address serves).
+	const served = (url: string) => ({ ...document, servers: [{ url: new URL(url).origin }] });
+	app.get("/openapi.json", (c) => c.json(served(c.req.url)));
+	app.get("/openapi.yaml", (c) => c.body(stringify(served(c.req.url)), 200, { "Content-Type": "application/yaml" }));
 
 	app.notFound((c) => {
 		throw new ApiError(404, "not_found", `No route for ${c.req.method} ${c.req.path}`);

@@ -70,10 +70,10 @@ const id = created.data.id;
 console.log(`session ${id} is ${created.data.status} (model ${created.data.model?.id})`);
 try {
 	console.log(`> ${prompt}`);
-	const run = await client.POST("/v1/sessions/{id}/prompt", {
+	// The streamed variant of prompt is its own operation, typed as a stream of StreamEvent.
+	const run = await client.POST("/v1/sessions/{id}/prompt/stream", {
 		params: { path: { id } },
 		body: { message: prompt },
-		headers: { Accept: "text/event-stream" },
 		parseAs: "stream",
 	});
 	if (!run.data) fail("prompting", run.error);

@@ -211,6 +211,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/prompt/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a prompt and stream its run until it settles
+         * @description The run as Server-Sent Events. The gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered): `approval_requested` arrives in the stream, and answering it through the approvals resource lets the run go on. A gateway failure after the stream began (pi did not answer in time, or exited) is a final `error` event.
+         */
+        post: operations["sessions.promptStream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/steer/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Steer the running agent and stream the run until it settles
+         * @description The run as Server-Sent Events. The gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered): `approval_requested` arrives in the stream, and answering it through the approvals resource lets the run go on. A gateway failure after the stream began (pi did not answer in time, or exited) is a final `error` event.
+         */
+        post: operations["sessions.steerStream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/follow-up/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Queue a follow-up message and stream the run until it settles
+         * @description The run as Server-Sent Events. The gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered): `approval_requested` arrives in the stream, and answering it through the approvals resource lets the run go on. A gateway failure after the stream began (pi did not answer in time, or exited) is a final `error` event.
+         */
+        post: operations["sessions.followUpStream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/abort": {
         parameters: {
             query?: never;
@@ -602,9 +662,29 @@ export interface paths {
         put?: never;
         /**
          * Run a shell command and add its output to the context of the next prompt
-         * @description Sends pi's `bash` command. With `Accept: text/event-stream` the answer is a stream: `stream_open`, then each `bash_execution_update` event of this command as pi prints it, then pi's `response` frame (the same data as the JSON answer), then the stream ends. A command that fails at once (queue full, pi gone) is still an HTTP error.
+         * @description Sends pi's `bash` command. To stream its `bash_execution_update` events, use `POST …/bash/stream` (its own operation); this path answers `Accept: text/event-stream` the same way.
          */
         post: operations["sessions.bash"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/bash/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a shell command and add its output to the context of the next prompt, streaming its output
+         * @description Sends pi's `bash` command and answers with a stream: `stream_open`, then each `bash_execution_update` event of this command as pi prints it, then pi's `response` (the same data as the JSON answer of the plain operation), then the stream ends. A command that fails at once (queue full, pi gone) is still an HTTP error.
+         */
+        post: operations["sessions.bashStream"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1602,34 +1682,6 @@ export interface components {
             /** @description Sequence number of the event that ended the run (its agent_settled) */
             lastEventId: number;
         };
-        /**
-         * @description A text/event-stream frame `id: N\nevent: TYPE\ndata: JSON\n\n`; `: heartbeat` comments come between frames. `data` is one line: pi's JSON exactly as pi printed it (or a gateway event's JSON). pi may add event types and fields: skip what you do not know.
-         * @example {
-         *       "id": "7",
-         *       "event": "message_update",
-         *       "data": {
-         *         "type": "message_update",
-         *         "assistantMessageEvent": {
-         *           "type": "text_delta",
-         *           "contentIndex": 0,
-         *           "delta": "Hello "
-         *         }
-         *       }
-         *     }
-         */
-        StreamFrame: {
-            /**
-             * @description The session's sequence number (`<sessionId>:<seq>` on GET /v1/events); send it back as Last-Event-ID to resume. `dropped`, `shutdown` and `error` frames have none.
-             * @example 7
-             */
-            id?: string;
-            /**
-             * @description The event type; always equal to `data.type`
-             * @example message_update
-             */
-            event: string;
-            data: components["schemas"]["StreamEvent"];
-        };
         RunAccepted: {
             /** @description The gateway's id for this command; the run it started or joined */
             runId: string;
@@ -2377,7 +2429,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description `true` or seconds: answer when the run settles (same as `Prefer: wait=N`) */
-                wait?: string;
+                wait?: boolean | number;
             };
             header?: {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
@@ -2400,20 +2452,15 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Wait mode: the run ended (JSON). Accept: text/event-stream: the run's events (SSE). */
+            /** @description Wait mode: the run ended. Only the JSON answers are typed here: the stream that `Accept: text/event-stream` asks for is also the operation `POST …/prompt/stream`, typed as a stream of `StreamEvent`. */
             200: {
                 headers: {
-                    /** @description `no-cache, no-transform` */
-                    "Cache-Control"?: string;
-                    /** @description `no`: tells nginx-style proxies not to buffer the stream */
-                    "X-Accel-Buffering"?: string;
                     /** @description Wait mode: the `wait` preference that was applied */
                     "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RunResult"];
-                    "text/event-stream": components["schemas"]["StreamFrame"];
                 };
             };
             /** @description pi accepted it (or the wait ran out first); follow the run on the event stream */
@@ -2548,7 +2595,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description `true` or seconds: answer when the run settles (same as `Prefer: wait=N`) */
-                wait?: string;
+                wait?: boolean | number;
             };
             header?: {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
@@ -2569,20 +2616,15 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Wait mode: the run ended (JSON). Accept: text/event-stream: the run's events (SSE). */
+            /** @description Wait mode: the run ended. Only the JSON answers are typed here: the stream that `Accept: text/event-stream` asks for is also the operation `POST …/steer/stream`, typed as a stream of `StreamEvent`. */
             200: {
                 headers: {
-                    /** @description `no-cache, no-transform` */
-                    "Cache-Control"?: string;
-                    /** @description `no`: tells nginx-style proxies not to buffer the stream */
-                    "X-Accel-Buffering"?: string;
                     /** @description Wait mode: the `wait` preference that was applied */
                     "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RunResult"];
-                    "text/event-stream": components["schemas"]["StreamFrame"];
                 };
             };
             /** @description pi accepted it (or the wait ran out first); follow the run on the event stream */
@@ -2717,7 +2759,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description `true` or seconds: answer when the run settles (same as `Prefer: wait=N`) */
-                wait?: string;
+                wait?: boolean | number;
             };
             header?: {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
@@ -2738,20 +2780,15 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Wait mode: the run ended (JSON). Accept: text/event-stream: the run's events (SSE). */
+            /** @description Wait mode: the run ended. Only the JSON answers are typed here: the stream that `Accept: text/event-stream` asks for is also the operation `POST …/follow-up/stream`, typed as a stream of `StreamEvent`. */
             200: {
                 headers: {
-                    /** @description `no-cache, no-transform` */
-                    "Cache-Control"?: string;
-                    /** @description `no`: tells nginx-style proxies not to buffer the stream */
-                    "X-Accel-Buffering"?: string;
                     /** @description Wait mode: the `wait` preference that was applied */
                     "Preference-Applied"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RunResult"];
-                    "text/event-stream": components["schemas"]["StreamFrame"];
                 };
             };
             /** @description pi accepted it (or the wait ran out first); follow the run on the event stream */
@@ -2761,6 +2798,461 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunAccepted"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi refused the command (its message is in `detail`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi exited, crashed or could not start (the tail of its stderr is in `stderr`) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "sessions.promptStream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example List the files in this folder */
+                    message: string;
+                    images?: components["schemas"]["ImageContent"][];
+                    /** @enum {string} */
+                    streamingBehavior?: "steer" | "followUp";
+                };
+            };
+        };
+        responses: {
+            /** @description The events, as they happen. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
+            200: {
+                headers: {
+                    /** @description `no-cache, no-transform` */
+                    "Cache-Control"?: string;
+                    /** @description `no`: tells nginx-style proxies not to buffer the stream */
+                    "X-Accel-Buffering"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["StreamEvent"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi refused the command (its message is in `detail`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi exited, crashed or could not start (the tail of its stderr is in `stderr`) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "sessions.steerStream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example List the files in this folder */
+                    message: string;
+                    images?: components["schemas"]["ImageContent"][];
+                };
+            };
+        };
+        responses: {
+            /** @description The events, as they happen. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
+            200: {
+                headers: {
+                    /** @description `no-cache, no-transform` */
+                    "Cache-Control"?: string;
+                    /** @description `no`: tells nginx-style proxies not to buffer the stream */
+                    "X-Accel-Buffering"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["StreamEvent"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi refused the command (its message is in `detail`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi exited, crashed or could not start (the tail of its stderr is in `stderr`) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "sessions.followUpStream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example List the files in this folder */
+                    message: string;
+                    images?: components["schemas"]["ImageContent"][];
+                };
+            };
+        };
+        responses: {
+            /** @description The events, as they happen. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
+            200: {
+                headers: {
+                    /** @description `no-cache, no-transform` */
+                    "Cache-Control"?: string;
+                    /** @description `no`: tells nginx-style proxies not to buffer the stream */
+                    "X-Accel-Buffering"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["StreamEvent"];
                 };
             };
             /** @description Invalid input; nothing reached pi */
@@ -3167,7 +3659,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     parentSession?: string;
@@ -5003,7 +5495,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     customInstructions?: string;
@@ -5581,7 +6073,154 @@ export interface operations {
             };
         };
         responses: {
-            /** @description pi's answer (its `data`), or with Accept: text/event-stream the `bash_execution_update` events and then pi's response */
+            /** @description pi's answer (its `data`) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BashResult"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi refused the command (its message is in `detail`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi exited, crashed or could not start (the tail of its stderr is in `stderr`) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "sessions.bashStream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @example ls -la */
+                    command: string;
+                    excludeFromContext?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The events, as they happen. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
             200: {
                 headers: {
                     /** @description `no-cache, no-transform` */
@@ -5591,8 +6230,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["BashResult"];
-                    "text/event-stream": components["schemas"]["StreamFrame"];
+                    "text/event-stream": components["schemas"]["StreamEvent"];
                 };
             };
             /** @description Invalid input; nothing reached pi */
@@ -5999,7 +6637,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": {
                     outputPath?: string;
@@ -7276,7 +7914,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Replay events after this sequence number (Last-Event-ID wins when both are sent); 0 replays the whole log; past the last event is a 400 */
-                after?: number | null;
+                after?: number;
                 /** @description Comma-separated event types to receive */
                 types?: string;
                 /** @description A stream ticket from POST …/events/ticket, instead of the Authorization header (for the browser's EventSource) */
@@ -7293,7 +7931,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The event stream */
+            /** @description The event stream. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
             200: {
                 headers: {
                     /** @description `no-cache, no-transform` */
@@ -7303,7 +7941,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["StreamFrame"];
+                    "text/event-stream": components["schemas"]["StreamEvent"];
                 };
             };
             /** @description Invalid input; nothing reached pi */
@@ -7356,7 +7994,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The event stream */
+            /** @description The event stream. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
             200: {
                 headers: {
                     /** @description `no-cache, no-transform` */
@@ -7366,7 +8004,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": components["schemas"]["StreamFrame"];
+                    "text/event-stream": components["schemas"]["StreamEvent"];
                 };
             };
             /** @description Invalid input; nothing reached pi */
@@ -7406,7 +8044,7 @@ export interface operations {
                 /** @description `nextCursor` of an earlier page: only approvals created after it */
                 cursor?: string;
                 /** @description Seconds to wait while the page would be empty */
-                wait?: number | null;
+                wait?: number;
             };
             header?: never;
             path?: never;

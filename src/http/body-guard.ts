@@ -10,21 +10,27 @@ const bodyMethods = new Set(["POST", "PUT", "PATCH"]);
 
 /** The operations that declare a JSON request body, read from the OpenAPI document once routes exist. */
 export class BodyRoutes {
-	#routes: { method: string; path: RegExp }[] = [];
+	#routes: { method: string; path: RegExp; required: boolean }[] = [];
 
 	load(document: { paths?: Record<string, Record<string, unknown>> }): void {
 		this.#routes = [];
 		for (const [template, operations] of Object.entries(document.paths ?? {})) {
 			const pattern = template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+");
 			for (const [method, operation] of Object.entries(operations)) {
-				if ((operation as { requestBody?: unknown }).requestBody === undefined) continue;
-				this.#routes.push({ method: method.toUpperCase(), path: new RegExp(`^${pattern}$`) });
+				const body = (operation as { requestBody?: { required?: boolean } }).requestBody;
+				if (body === undefined) continue;
+				this.#routes.push({
+					method: method.toUpperCase(),
+					path: new RegExp(`^${pattern}$`),
+					required: !!body.required,
+				});
 			}
 		}
 	}
 
-	has(method: string, path: string): boolean {
-		return this.#routes.some((r) => r.method === method && r.path.test(path));
+	/** `undefined`: the operation takes no body; otherwise whether its body is required. */
+	find(method: string, path: string): { required: boolean } | undefined {
+		return this.#routes.find((r) => r.method === method && r.path.test(path));
 	}
 }
 
@@ -52,18 +58,29 @@ export function jsonDepth(text: string, limit: number): number {
  * Bodies as the routes declare them, checked before any validator or handler sees them:
  * - an operation with a JSON body schema needs `Content-Type: application/json`, even with an
  *   empty body. A browser's no-cors form or fetch can only send text/plain, form or no type
- *   at all, so this closes cross-site request forgery of those operations (415);
+ *   at all, so this closes cross-site request forgery of those operations (415). One exception,
+ *   so that spec and gateway agree: an operation whose body is optional may be called with no
+ *   body at all (what generated SDKs, Prism and curl do with an optional body) when the request
+ *   carries an Authorization header, which a cross-site page cannot add without a CORS preflight.
+ *   A gateway without a token (`--no-auth`) has no such header to lean on and stays strict;
  * - an empty JSON body is `{}` (an optional body may be left out);
  * - nesting deeper than `maxJsonDepth` is refused (400) before JSON.parse, so nothing recursive
  *   downstream (zod, JSON.stringify to pi) can blow the stack.
  */
-export function bodyGuard(routes: BodyRoutes): MiddlewareHandler<AppEnv> {
+export function bodyGuard(routes: BodyRoutes, options: { tokenRequired: boolean }): MiddlewareHandler<AppEnv> {
 	return async function bodyGuardMiddleware(c, next) {
 		if (!bodyMethods.has(c.req.method)) return next();
 		const type = c.req.header("content-type");
 		const isJson = type !== undefined && jsonType.test(type);
 		if (!isJson) {
-			if (routes.has(c.req.method, c.req.path)) {
+			const route = routes.find(c.req.method, c.req.path);
+			const noBody =
+				type === undefined &&
+				c.req.header("transfer-encoding") === undefined &&
+				Number(c.req.header("content-length") ?? 0) === 0;
+			const optionalLeftOut =
+				route !== undefined && !route.required && noBody && options.tokenRequired && !!c.req.header("authorization");
+			if (route && !optionalLeftOut) {
 				throw new ApiError(
 					415,
 					"unsupported_media_type",

@@ -56,3 +56,15 @@ export const commandProblems = [400, 401, 403, 404, 409, 410, 413, 415, 422, 429
 export function json<T extends ZodType>(schema: T, description: string) {
 	return { description, content: { "application/json": { schema } } };
 }
+
+/**
+ * A JSON request body, required exactly when the gateway refuses a request without one: Hono
+ * validates a missing body as `{}`, so a schema that accepts `{}` makes the body optional.
+ * Generated SDKs then let callers leave it out instead of forcing `body: {}`.
+ */
+export function jsonBody<T extends ZodType>(schema: T, example?: unknown) {
+	return {
+		required: !schema.safeParse({}).success,
+		content: { "application/json": example === undefined ? { schema } : { schema, example } },
+	};
+}

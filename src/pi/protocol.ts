@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { matching } from "../patterns.ts";
 
 /**
  * pi's RPC commands (docs/rpc-commands.md of pi 1.6), as zod schemas of their fields without
@@ -22,11 +23,7 @@ export const StreamingBehavior = z.enum(["steer", "followUp"]);
  * A session's display name, wherever one is set (create, PUT …/name, raw set_session_name): what
  * Node refuses in argv (NUL) or a terminal would misread (control characters) is refused.
  */
-export const SessionName = z
-	.string()
-	.min(1)
-	.max(200)
-	.regex(/^[^\p{Cc}]*$/u, "no control characters");
+export const SessionName = matching(z.string().min(1).max(200), /^[^\p{Cc}]*$/u, "no control characters");
 
 const message = z.string().openapi({ example: "List the files in this folder" });
 const none = z.strictObject({});

@@ -101,6 +101,16 @@ describe("TypeScript SDK example (openapi-typescript + openapi-fetch)", () => {
 	it("creates a session, streams a prompt, answers the approval, deletes the session", async () => {
 		await runClient(process.execPath, [join(examples, "typescript/main.ts")]);
 	});
+
+	it("wait.ts: a prompt in wait mode answers a typed JSON result", async () => {
+		const before = gw.registry.size;
+		const { stdout } = await run(process.execPath, [join(examples, "typescript/wait.ts"), "echo: typed"], {
+			env: env(gw),
+			timeout: 60_000,
+		});
+		expect(stdout).toMatch(/^typed \(stop; run gw_\d+\)\n$/);
+		expect(gw.registry.size).toBe(before);
+	});
 });
 
 describe.skipIf(!has("python3"))("Python example (standard library only)", () => {

@@ -42,7 +42,7 @@ describe("the response checker", () => {
 		expect(v.check("GET", "/v1/sessions/ses_1", 200, json, session)).toEqual([]);
 		expect(v.check("GET", "/v1/sessions/ses_1", 404, "application/problem+json", problem)).toEqual([]);
 		expect(v.check("DELETE", "/v1/sessions/ses_1", 204, null, undefined)).toEqual([]);
-		expect(v.check("POST", "/v1/sessions/ses_1/prompt", 200, "text/event-stream", "id: 1\n")).toEqual([]);
+		expect(v.check("POST", "/v1/sessions/ses_1/prompt/stream", 200, "text/event-stream", "id: 1\n")).toEqual([]);
 	});
 
 	it("rejects a status the operation does not declare", () => {

@@ -55,45 +55,64 @@ describe("item 16: one name schema everywhere", () => {
 });
 
 describe("item 15: bodies must be JSON (CSRF through no-cors requests)", () => {
-	it("POST /v1/sessions without a content type, even with no body, is 415 and starts nothing", async () => {
+	// What a cross-site page can send without a preflight: no Authorization header, and a body
+	// that is absent, text/plain or a form. A token-less gateway (--no-auth) has only the content
+	// type to tell such a request from a client's, so there every body operation needs it.
+	it("without a token, POST /v1/sessions without a JSON content type, even with no body, is 415 and starts nothing", async () => {
+		const open = await startTestGateway({ token: undefined });
+		try {
+			if (open.config.token) return expect.fail("this gateway should run without a token");
+			const before = open.registry.size;
+			for (const init of [
+				{ method: "POST" },
+				{ method: "POST", body: "" },
+				{ method: "POST", body: "{}", headers: { "content-type": "text/plain" } },
+				{ method: "POST", body: "name=x", headers: { "content-type": "application/x-www-form-urlencoded" } },
+			]) {
+				const res = await fetch(`${open.url}/v1/sessions`, init);
+				expect(res.status, JSON.stringify(init)).toBe(415);
+				expect(res.headers.get("content-type")).toBe("application/problem+json");
+				expect(((await res.json()) as { code: string }).code).toBe("unsupported_media_type");
+			}
+			expect(open.registry.size).toBe(before);
+		} finally {
+			await open.stop();
+		}
+	});
+
+	it("with a token, a body of another type is 415, and so is a required body left out", async () => {
 		const before = gw.registry.size;
 		for (const init of [
-			{ method: "POST" },
-			{ method: "POST", body: "" },
 			{ method: "POST", body: "{}", headers: { "content-type": "text/plain" } },
 			{ method: "POST", body: "name=x", headers: { "content-type": "application/x-www-form-urlencoded" } },
 		]) {
 			const res = await fetch(`${gw.url}/v1/sessions`, { ...init, headers: { ...auth(), ...init.headers } });
 			expect(res.status, JSON.stringify(init)).toBe(415);
-			expect(res.headers.get("content-type")).toBe("application/problem+json");
-			expect(((await res.json()) as { code: string }).code).toBe("unsupported_media_type");
 		}
 		expect(gw.registry.size).toBe(before);
-	});
-
-	it("PUT …/name and POST …/new without a content type are 415", async () => {
 		for (const [method, path] of [
 			["PUT", "/name"],
-			["POST", "/new"],
 			["POST", "/bash"],
+			["POST", "/prompt"],
 		]) {
 			const res = await fetch(`${gw.url}/v1/sessions/${id}${path}`, { method, headers: auth() });
 			expect(res.status, path).toBe(415);
 		}
 	});
 
-	it("an empty JSON body still creates a session; GET, DELETE and body-less POSTs are unaffected", async () => {
-		const res = await fetch(`${gw.url}/v1/sessions`, {
-			method: "POST",
-			headers: { ...auth(), "content-type": "application/json" },
-		});
-		expect(res.status).toBe(201);
-		const created = (await res.json()) as { id: string };
-		expect((await fetch(`${gw.url}/v1/sessions/${created.id}`, { headers: auth() })).status).toBe(200);
-		const aborted = await fetch(`${gw.url}/v1/sessions/${created.id}/abort`, { method: "POST", headers: auth() });
-		expect(aborted.status).toBe(204);
-		const deleted = await fetch(`${gw.url}/v1/sessions/${created.id}`, { method: "DELETE", headers: auth() });
-		expect(deleted.status).toBe(204);
+	it("with a token, an optional body may be left out (as the spec says); GET, DELETE and body-less POSTs are unaffected", async () => {
+		for (const headers of [auth(), { ...auth(), "content-type": "application/json" }]) {
+			const res = await fetch(`${gw.url}/v1/sessions`, { method: "POST", headers });
+			expect(res.status).toBe(201);
+			const created = (await res.json()) as { id: string };
+			expect((await fetch(`${gw.url}/v1/sessions/${created.id}`, { headers: auth() })).status).toBe(200);
+			const renewed = await fetch(`${gw.url}/v1/sessions/${created.id}/new`, { method: "POST", headers: auth() });
+			expect(renewed.status).toBe(200);
+			const aborted = await fetch(`${gw.url}/v1/sessions/${created.id}/abort`, { method: "POST", headers: auth() });
+			expect(aborted.status).toBe(204);
+			const deleted = await fetch(`${gw.url}/v1/sessions/${created.id}`, { method: "DELETE", headers: auth() });
+			expect(deleted.status).toBe(204);
+		}
 	});
 });
 

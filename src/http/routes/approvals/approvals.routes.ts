@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { Approval, ApprovalAnswer, ApprovalStatus } from "../../../sessions/approvals.ts";
 import { UiState } from "../../../sessions/ui-state.ts";
-import { json, problems } from "../../openapi.ts";
+import { json, jsonBody, problems } from "../../openapi.ts";
 import { Problem } from "../../problem.ts";
 import { SessionParams } from "../sessions/sessions.routes.ts";
 
@@ -45,7 +45,13 @@ export const inbox = createRoute({
 				.min(0)
 				.max(300)
 				.optional()
-				.openapi({ description: "Seconds to wait while the page would be empty" }),
+				// z.coerce documents itself as nullable; a query string cannot carry null.
+				.openapi({
+					type: "number",
+					minimum: 0,
+					maximum: 300,
+					description: "Seconds to wait while the page would be empty",
+				}),
 		}),
 	},
 	responses: { 200: json(ApprovalList, "A page of approvals"), ...problems(400, 401) },
@@ -79,7 +85,7 @@ export const answerApproval = createRoute({
 	summary: "Answer a dialog; the answer goes to pi at once, never behind the command queue",
 	request: {
 		params: ApprovalParams,
-		body: { required: true, content: { "application/json": { schema: ApprovalAnswer } } },
+		body: jsonBody(ApprovalAnswer),
 	},
 	responses: {
 		200: json(Approval, "The resolved approval"),

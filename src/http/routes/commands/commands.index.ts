@@ -1,32 +1,48 @@
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
-import type { ZodType } from "zod";
+import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
-import { commandProblems, createRouter, json, problems } from "../../openapi.ts";
+import { commandProblems, createRouter, json, jsonBody, problems } from "../../openapi.ts";
 import { unwrap } from "../../pi-result.ts";
 import { sseOptions } from "../events/events.index.ts";
-import { streamedDescription, streamedResponse, streamOwnEvents, wantsStream } from "../runs/command-stream.ts";
+import { streamOwnEvents, wantsStream } from "../runs/command-stream.ts";
+import { streamedCommandDescription, streamRoute } from "../runs/streams.routes.ts";
 import { SessionParams } from "../sessions/sessions.routes.ts";
 import { type CommandSpec, commandSpecs, fieldsSchema } from "./commands.table.ts";
 
 function routeOf(spec: CommandSpec): RouteConfig {
 	const fields = fieldsSchema(spec);
 	const request: RouteConfig["request"] = { params: SessionParams };
-	if (spec.fields === "body") request.body = { required: true, content: { "application/json": { schema: fields } } };
+	if (spec.fields === "body") request.body = jsonBody(fields);
 	if (spec.fields === "query") request.query = fields;
 	const ok: RouteConfig["responses"] =
 		spec.data === null
 			? { 204: { description: "pi accepted the command" } }
 			: { 200: json(spec.data, "pi's answer (its `data`)") };
-	if (spec.streams) ok[200] = streamedResponse(spec.data as ZodType, spec.streams);
 	return createRoute({
 		operationId: spec.operationId,
+		// Which pi command this operation sends: what the "every command has an operation" test checks.
+		"x-pi-command": spec.type,
 		method: spec.method,
 		path: `/v1/sessions/{id}${spec.path}`,
 		tags: ["commands"],
 		summary: spec.summary,
-		description: spec.streams ? streamedDescription(spec.type, spec.streams) : `Sends pi's \`${spec.type}\` command.`,
+		description: spec.streams
+			? `Sends pi's \`${spec.type}\` command. To stream its \`${spec.streams}\` events, use \`POST …${spec.path}/stream\` (its own operation); this path answers \`Accept: text/event-stream\` the same way.`
+			: `Sends pi's \`${spec.type}\` command.`,
 		request,
 		responses: { ...ok, ...problems(...commandProblems) },
+	});
+}
+
+/** `POST …/bash/stream`: the streamed variant as an operation of its own (see streams.routes.ts). */
+function streamRouteOf(spec: CommandSpec & { streams: string }) {
+	return streamRoute({
+		operationId: `${spec.operationId}Stream`,
+		path: spec.path,
+		type: spec.type,
+		tag: "commands",
+		summary: `${spec.summary}, streaming its output`,
+		description: streamedCommandDescription(spec.type, spec.streams),
 	});
 }
 
@@ -49,6 +65,13 @@ export function commandsRouter({ registry, config }: Deps) {
 			if (spec.data === null) return c.body(null, 204);
 			return c.json((data ?? null) as never, 200);
 		});
+		const eventType = spec.streams;
+		if (eventType === undefined) continue;
+		router.openapi(streamRouteOf({ ...spec, streams: eventType }), (async (c: Context) => {
+			const session = registry.get(c.req.param("id") as string);
+			const fields = (c.req as unknown as { valid(t: "json"): Record<string, unknown> }).valid("json");
+			return streamOwnEvents(c, sse, session, spec.type, fields, eventType);
+		}) as never);
 	}
 	return router;
 }

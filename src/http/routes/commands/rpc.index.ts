@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { RawCommand } from "../../../pi/protocol.ts";
 import type { Deps } from "../../deps.ts";
-import { commandProblems, createRouter, json, problems } from "../../openapi.ts";
+import { commandProblems, createRouter, json, jsonBody, problems } from "../../openapi.ts";
 import { unwrap } from "../../pi-result.ts";
 import { SessionParams } from "../sessions/sessions.routes.ts";
 
@@ -15,7 +15,7 @@ export const rawCommand = createRoute({
 		"Known command types are validated field by field; unknown ones must be objects with a snake_case `type`. The gateway assigns the `id`. Queued unless the type is a read (`get_*`) or a control (`abort*`, `clear_queue`).",
 	request: {
 		params: SessionParams,
-		body: { required: true, content: { "application/json": { schema: RawCommand, example: { type: "get_state" } } } },
+		body: jsonBody(RawCommand, { type: "get_state" }),
 	},
 	responses: {
 		200: json(z.unknown().openapi({ description: "pi's `data` for the command" }), "pi's answer"),

@@ -193,31 +193,11 @@ const [firstEvent, ...otherEvents] = [...piEvents, ...gatewayEvents] as [(typeof
 export const StreamEvent = z.discriminatedUnion("type", [firstEvent, ...otherEvents]).openapi("StreamEvent");
 
 /**
- * One frame of a text/event-stream answer, as an SSE parser hands it over. Documented as an object
- * whose `data` is the StreamEvent union (the convention SSE-aware generators follow); on the wire
- * `data` is that JSON on one line.
+ * The schema of every text/event-stream answer: what one frame's `data:` holds, which is what SSE
+ * clients (EventSource, hey-api's generated SDKs) hand over per event. The framing around it is
+ * described in words (`eventStreamFraming`): OpenAPI 3.1 has no schema for the frame itself.
  */
-export const EventStreamDoc = z
-	.object({
-		id: z.string().optional().openapi({
-			description:
-				"The session's sequence number (`<sessionId>:<seq>` on GET /v1/events); send it back as Last-Event-ID to resume. `dropped`, `shutdown` and `error` frames have none.",
-			example: "7",
-		}),
-		event: z
-			.string()
-			.openapi({ description: "The event type; always equal to `data.type`", example: "message_update" }),
-		data: StreamEvent,
-	})
-	.openapi("StreamFrame", {
-		description:
-			"A text/event-stream frame `id: N\\nevent: TYPE\\ndata: JSON\\n\\n`; `: heartbeat` comments come between frames. `data` is one line: pi's JSON exactly as pi printed it (or a gateway event's JSON). pi may add event types and fields: skip what you do not know.",
-		example: {
-			id: "7",
-			event: "message_update",
-			data: {
-				type: "message_update",
-				assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: "Hello " },
-			},
-		},
-	});
+export const EventStreamDoc = StreamEvent;
+
+export const eventStreamFraming =
+	"Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know.";

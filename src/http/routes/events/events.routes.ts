@@ -1,10 +1,13 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { problems } from "../../openapi.ts";
 import { SessionParams } from "../sessions/sessions.routes.ts";
-import { EventStreamDoc } from "./event-schemas.ts";
+import { EventStreamDoc, eventStreamFraming } from "./event-schemas.ts";
 
 export const StreamQuery = z.object({
+	// z.coerce documents itself as nullable; a query string cannot carry null.
 	after: z.coerce.number().int().min(0).optional().openapi({
+		type: "integer",
+		minimum: 0,
 		description:
 			"Replay events after this sequence number (Last-Event-ID wins when both are sent); 0 replays the whole log; past the last event is a 400",
 	}),
@@ -51,7 +54,7 @@ export const sessionEvents = createRoute({
 	},
 	responses: {
 		200: {
-			description: "The event stream",
+			description: `The event stream. ${eventStreamFraming}`,
 			headers: SseHeaders,
 			content: { "text/event-stream": { schema: EventStreamDoc } },
 		},
@@ -70,7 +73,7 @@ export const allEvents = createRoute({
 	request: { query: StreamQuery.pick({ types: true }) },
 	responses: {
 		200: {
-			description: "The event stream",
+			description: `The event stream. ${eventStreamFraming}`,
 			headers: SseHeaders,
 			content: { "text/event-stream": { schema: EventStreamDoc } },
 		},

@@ -1,5 +1,4 @@
 import type { Context } from "hono";
-import type { ZodType } from "zod";
 import type { PiCommand } from "../../../pi/protocol.ts";
 import type { LoggedEvent } from "../../../sessions/event-log.ts";
 import { responseId } from "../../../sessions/run-result.ts";
@@ -7,8 +6,6 @@ import type { Session } from "../../../sessions/session.ts";
 import { unwrap } from "../../pi-result.ts";
 import { ApiError } from "../../problem.ts";
 import { gatewayFrame, Outbox, type SseOptions, sseStream } from "../../sse.ts";
-import { EventStreamDoc } from "../events/event-schemas.ts";
-import { SseHeaders } from "../events/events.routes.ts";
 import { followSession } from "../events/follow.ts";
 
 export interface CommandStreamPlan {
@@ -98,16 +95,4 @@ export function streamOwnEvents(
 		until: (event) => event.type === "response" && responseId(event) === id,
 		commitEarly: nextTick(),
 	});
-}
-
-export function streamedResponse(data: ZodType, eventType: string) {
-	return {
-		description: `pi's answer (its \`data\`), or with Accept: text/event-stream the \`${eventType}\` events and then pi's response`,
-		headers: SseHeaders,
-		content: { "application/json": { schema: data }, "text/event-stream": { schema: EventStreamDoc } },
-	};
-}
-
-export function streamedDescription(type: string, eventType: string): string {
-	return `Sends pi's \`${type}\` command. With \`Accept: text/event-stream\` the answer is a stream: \`stream_open\`, then each \`${eventType}\` event of this command as pi prints it, then pi's \`response\` frame (the same data as the JSON answer), then the stream ends. A command that fails at once (queue full, pi gone) is still an HTTP error.`;
 }

@@ -16,7 +16,7 @@ import { requestedWait, type WaitRequest } from "./wait.ts";
 type RunCommand = PiCommand & { id: string };
 
 /** Accept: text/event-stream — the run's events from this command to the run's end. */
-function streamRun(c: Context, sse: SseOptions, session: Session, command: RunCommand): Promise<Response> {
+export function streamRun(c: Context, sse: SseOptions, session: Session, command: RunCommand): Promise<Response> {
 	const watch = new RunWatch(session, command.id);
 	let dialogOpened!: () => void;
 	const commitEarly = new Promise<void>((resolve) => {

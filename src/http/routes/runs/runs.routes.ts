@@ -1,9 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { commandFields } from "../../../pi/protocol.ts";
-import { commandProblems, json, problems } from "../../openapi.ts";
+import { commandProblems, json, jsonBody, problems } from "../../openapi.ts";
 import { AgentMessage } from "../../schemas.ts";
-import { EventStreamDoc } from "../events/event-schemas.ts";
-import { SseHeaders } from "../events/events.routes.ts";
 import { SessionParams } from "../sessions/sessions.routes.ts";
 
 export const RunAccepted = z
@@ -39,10 +37,14 @@ export const RunResult = z
 	})
 	.openapi("RunResult");
 
+/**
+ * `?wait=true|false|N` on the wire, documented as what a caller means: a boolean or seconds, so SDKs
+ * take `wait: true` or `wait: 30` (both serialise to the same query string).
+ */
 const WaitQuery = z.object({
 	wait: z
-		.string()
-		.regex(/^(true|false|\d+)$/)
+		.custom<string>((value) => typeof value === "string" && /^(true|false|\d+)$/.test(value), "true, false or seconds")
+		.openapi({ type: ["boolean", "integer"] as never, minimum: 0 })
 		.optional()
 		.openapi({ description: "`true` or seconds: answer when the run settles (same as `Prefer: wait=N`)" }),
 });
@@ -57,6 +59,7 @@ const PreferHeader = z.object({
 function messageRoute(operationId: string, path: string, type: "prompt" | "steer" | "follow_up", summary: string) {
 	return createRoute({
 		operationId,
+		"x-pi-command": type,
 		method: "post",
 		path: `/v1/sessions/{id}${path}`,
 		tags: ["runs"],
@@ -67,19 +70,18 @@ function messageRoute(operationId: string, path: string, type: "prompt" | "steer
 			params: SessionParams,
 			query: WaitQuery,
 			headers: PreferHeader,
-			body: { required: true, content: { "application/json": { schema: commandFields[type] } } },
+			body: jsonBody(commandFields[type]),
 		},
 		responses: {
 			200: {
-				description: "Wait mode: the run ended (JSON). Accept: text/event-stream: the run's events (SSE).",
+				description: `Wait mode: the run ended. Only the JSON answers are typed here: the stream that \`Accept: text/event-stream\` asks for is also the operation \`POST …${path}/stream\`, typed as a stream of \`StreamEvent\`.`,
 				headers: {
-					...SseHeaders,
 					"Preference-Applied": {
 						description: "Wait mode: the `wait` preference that was applied",
 						schema: { type: "string" as const },
 					},
 				},
-				content: { "application/json": { schema: RunResult }, "text/event-stream": { schema: EventStreamDoc } },
+				content: { "application/json": { schema: RunResult } },
 			},
 			202: json(RunAccepted, "pi accepted it (or the wait ran out first); follow the run on the event stream"),
 			...problems(...commandProblems, 409),

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { CreateSessionBody } from "../../../sessions/spawn.ts";
-import { json, problems } from "../../openapi.ts";
+import { json, jsonBody, problems } from "../../openapi.ts";
 import { SessionView } from "./session-view.ts";
 
 export const SessionParams = z.object({
@@ -14,10 +14,7 @@ export const createSession = createRoute({
 	tags: ["sessions"],
 	summary: "Start a pi session (answers once pi is ready)",
 	request: {
-		body: {
-			required: false,
-			content: { "application/json": { schema: CreateSessionBody, example: { name: "demo" } } },
-		},
+		body: jsonBody(CreateSessionBody, { name: "demo" }),
 	},
 	responses: {
 		201: {

@@ -7,6 +7,7 @@ export const healthz = createRoute({
 	path: "/healthz",
 	tags: ["system"],
 	summary: "Liveness: the process answers",
+	security: [],
 	responses: { 200: json(z.object({ status: z.literal("ok") }), "Alive") },
 });
 
@@ -17,6 +18,7 @@ export const readyz = createRoute({
 	tags: ["system"],
 	summary:
 		"Readiness: accepting new sessions (503 while shutting down or while the session registry cannot be written)",
+	security: [],
 	responses: {
 		200: json(
 			z.object({

@@ -1,0 +1,122 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { alive, until } from "../helpers/gateway.ts";
+
+// The package as a user gets it: `npm pack` (its prepack builds dist/), then `npm i -g` of the
+// tarball into a temporary prefix, then the installed `pi-gateway` binary, which must run from
+// under node_modules, where Node refuses to strip TypeScript types. The dependencies come from
+// npm's cache (filled by `npm ci`) wherever it has them.
+const run = promisify(execFile);
+const repo = resolve(import.meta.dirname, "../..");
+const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}` };
+
+let tmp: string;
+let tarball: string;
+let bin: string;
+let gateway: ChildProcess | undefined;
+
+beforeAll(async () => {
+	tmp = mkdtempSync(join(tmpdir(), "pi-gateway-package-"));
+	await run("npm", ["pack", "--silent", "--pack-destination", tmp], { cwd: repo, env, timeout: 240_000 });
+	const name = readdirSync(tmp).find((f) => f.endsWith(".tgz"));
+	if (!name) throw new Error("npm pack made no tarball");
+	tarball = join(tmp, name);
+	const prefix = join(tmp, "prefix");
+	const install = (mode: string) =>
+		run("npm", ["install", "--global", "--prefix", prefix, tarball, mode, "--no-audit", "--no-fund", "--silent"], {
+			cwd: tmp,
+			env,
+			timeout: 240_000,
+		});
+	// From npm's cache alone when it holds every package's metadata (after one online install);
+	// else the metadata comes from the registry and the tarballs from the cache where it has them.
+	await install("--offline").catch(() => install("--prefer-offline"));
+	bin = join(prefix, "bin", "pi-gateway");
+}, 480_000);
+
+afterAll(async () => {
+	if (gateway && gateway.exitCode === null) {
+		const exited = new Promise((r) => gateway?.once("exit", r));
+		gateway.kill("SIGKILL");
+		await exited;
+	}
+	if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+describe("the npm package", () => {
+	it("ships compiled JavaScript, the extensions and the spec, not the TypeScript sources", async () => {
+		const { stdout } = await run("tar", ["tzf", tarball]);
+		const files = stdout.trim().split("\n");
+		for (const file of [
+			"package/bin/pi-gateway.js",
+			"package/dist/main.js",
+			"package/dist/sessions/spawn.js",
+			"package/extensions/demo-model.ts",
+			"package/extensions/permission-gate.ts",
+			"package/openapi.yaml",
+		]) {
+			expect(files, file).toContain(file);
+		}
+		expect(files.filter((f) => f.startsWith("package/src/") || f.startsWith("package/test/"))).toEqual([]);
+	});
+
+	it("the installed binary prints its help", async () => {
+		const { stdout } = await run(bin, ["--help"], { env, timeout: 60_000 });
+		expect(stdout).toMatch(/^pi-gateway — HTTP REST \+ SSE for pi's RPC mode\n\nUsage: pi-gateway \[options\]/);
+	}, 60_000);
+
+	it("the installed binary serves a real session (pi, demo model, permission gate) and stops cleanly", async () => {
+		const home = join(tmp, "home");
+		mkdirSync(join(home, "workspace"), { recursive: true });
+		mkdirSync(join(home, "agent"), { recursive: true });
+		const token = "package-test-token-0123456789";
+		gateway = spawn(
+			bin,
+			[
+				"--port",
+				"0",
+				"--workspace-root",
+				join(home, "workspace"),
+				"--data-dir",
+				join(home, "data"),
+				"--pi-agent-dir",
+				join(home, "agent"),
+			],
+			{ env: { ...env, PI_GATEWAY_TOKEN: token }, stdio: ["ignore", "pipe", "pipe"] },
+		);
+		let out = "";
+		gateway.stdout?.on("data", (chunk) => {
+			out += chunk;
+		});
+		gateway.stderr?.on("data", (chunk) => {
+			out += chunk;
+		});
+		const url = await until(
+			() => /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(out)?.[1] ?? gateway?.exitCode !== null,
+			60_000,
+		);
+		expect(url, out).toMatch(/^http:/);
+		const api = async (path: string, json?: unknown) => {
+			const res = await fetch(`${url}${path}`, {
+				method: json === undefined ? "GET" : "POST",
+				headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+				body: json === undefined ? undefined : JSON.stringify(json),
+			});
+			return { status: res.status, body: (await res.json()) as any };
+		};
+		const created = await api("/v1/sessions", { name: "packaged", extensions: ["permission-gate"] });
+		expect(created.status, JSON.stringify(created.body)).toBe(201);
+		expect(created.body.model).toEqual({ provider: "pi-gateway-demo", id: "demo" });
+		const waited = await api(`/v1/sessions/${created.body.id}/prompt?wait=true`, { message: "echo: from the package" });
+		expect([waited.status, waited.body.text]).toEqual([200, "from the package"]);
+
+		const exited = new Promise<number | null>((r) => gateway?.once("exit", (code) => r(code)));
+		gateway.kill("SIGTERM");
+		expect(await exited).toBe(0);
+		expect(alive(created.body.pid)).toBe(false);
+	}, 120_000);
+});
