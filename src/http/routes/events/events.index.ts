@@ -46,7 +46,8 @@ export function eventsRouter({ registry, config }: Deps) {
 				firstAvailable: session.log.firstSeq,
 				status: session.status,
 			};
-			out.push(gatewayFrame("stream_open", open, after));
+			// No `id:`: the resume point is an event's id, and an id names exactly one event (README: Events).
+			out.push(gatewayFrame("stream_open", open));
 			return sseStream(c, sse, out, followSession(session, out, { after, accept: typeFilter(types) })) as never;
 		})
 		.openapi(allEvents, (c) => {
