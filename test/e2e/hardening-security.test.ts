@@ -1,15 +1,17 @@
 import { spawnSync } from "node:child_process";
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join, resolve } from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import { createApp } from "../../src/app.ts";
 import { parseConfig } from "../../src/config.ts";
 import { startGateway } from "../../src/server.ts";
 import { SessionRegistry } from "../../src/sessions/registry.ts";
 import { bundledPiCli } from "../../src/sessions/spawn.ts";
 import { fixtures, startTestGateway, stdinRecord, type TestGateway } from "../helpers/gateway.ts";
+import { specPath } from "../helpers/openapi-validate.ts";
 import { readFrames } from "../helpers/sse.ts";
 
 // Real pi behind a stdin recorder (tee-pi.mjs), with a token: what is refused must never reach pi.
@@ -139,6 +141,28 @@ describe("host and origin", () => {
 		expect(allowed.headers.get("access-control-allow-origin")).toBe("https://app.example");
 		const refused = await preflight("https://evil.example");
 		expect(refused.headers.get("access-control-allow-origin")).toBeNull();
+	});
+
+	it("CORS exposes every response header the spec documents (and X-Request-Id) to browser JS", async () => {
+		const spec = parse(readFileSync(specPath, "utf8")) as {
+			paths: Record<string, Record<string, { responses?: Record<string, { headers?: Record<string, unknown> }> }>>;
+		};
+		const documented = new Set<string>(["x-request-id"]);
+		for (const operations of Object.values(spec.paths))
+			for (const operation of Object.values(operations))
+				for (const response of Object.values(operation.responses ?? {}))
+					for (const name of Object.keys(response.headers ?? {})) documented.add(name.toLowerCase());
+		expect(documented).toContain("preference-applied");
+		expect(documented).toContain("location");
+		const config = parseConfig({ corsOrigins: ["https://app.example"], token, dataDir: join(gw.root, "cors-expose") });
+		const logger = pino({ level: "silent" });
+		const app = createApp(config, new SessionRegistry(config, logger), logger);
+		const res = await app.request("/healthz", { headers: { origin: "https://app.example", host: "localhost" } });
+		expect(res.headers.get("access-control-allow-origin")).toBe("https://app.example");
+		const exposed = new Set(
+			(res.headers.get("access-control-expose-headers") ?? "").split(",").map((h) => h.trim().toLowerCase()),
+		);
+		expect([...documented].filter((h) => !exposed.has(h))).toEqual([]);
 	});
 
 	it("refuses to listen beyond loopback without a token", async () => {
