@@ -142,7 +142,7 @@ export interface paths {
         put?: never;
         /**
          * A short-lived ticket that opens this session's event stream without a header
-         * @description For browsers: EventSource cannot send `Authorization`. The ticket goes in `?ticket=` of `GET /v1/sessions/{id}/events` only, for this session only, and stops working at `expiresAt` (and when the gateway restarts). Within that time it can be used again, so EventSource's reconnects work. Keep the long-lived token out of URLs.
+         * @description For browsers: EventSource cannot send `Authorization`. The ticket goes in `?ticket=` of `GET /v1/sessions/{id}/events` only, for this session only, and opens new streams until `expiresAt`; a stream opened with it keeps reconnecting with it after that (EventSource retries the same URL) while the stream is connected or was within the last 5 minutes, for at most 24 hours; a gateway restart revokes it. Keep the long-lived token out of URLs.
          */
         post: operations["sessions.streamTicket"];
         delete?: never;
@@ -865,6 +865,26 @@ export interface paths {
         get: operations["events.all"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/ticket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A short-lived ticket that opens GET /v1/events without a header
+         * @description For browsers: EventSource cannot send `Authorization`. The ticket goes in `?ticket=` of `GET /v1/events` only. It opens new streams until `expiresAt`; a stream opened with it keeps reconnecting with it after that (EventSource retries the same URL) while the stream is connected or was within the last 5 minutes, for at most 24 hours; a gateway restart revokes it. Keep the long-lived token out of URLs.
+         */
+        post: operations["events.allTicket"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1808,6 +1828,17 @@ export interface components {
             type: string;
         } & {
             [key: string]: unknown;
+        };
+        AllEventsTicket: {
+            /** @example mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE */
+            ticket: string;
+            /** Format: date-time */
+            expiresAt: string;
+            /**
+             * @description The all-sessions stream with the ticket in its query: give this to EventSource
+             * @example /v1/events?ticket=mbc1x2kq.4Jq2…
+             */
+            eventsUrl: string;
         };
         ApprovalList: {
             approvals: components["schemas"]["Approval"][];
@@ -7334,6 +7365,8 @@ export interface operations {
             query?: {
                 /** @description Comma-separated event types to receive */
                 types?: string;
+                /** @description A ticket from POST /v1/events/ticket, instead of the Authorization header (for the browser's EventSource) */
+                ticket?: string;
             };
             header?: never;
             path?: never;
@@ -7361,6 +7394,35 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "events.allTicket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ticket */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AllEventsTicket"];
                 };
             };
             /** @description Missing or wrong bearer token */

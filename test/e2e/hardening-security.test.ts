@@ -125,6 +125,28 @@ describe("host and origin", () => {
 		}
 	});
 
+	it("a ticket for GET /v1/events opens that stream only; the token itself is never read from a URL", async () => {
+		const issued = await gw.api("/v1/events/ticket", { method: "POST" });
+		expect(issued.status).toBe(201);
+		const { ticket, eventsUrl } = issued.body;
+		expect(eventsUrl).toBe(`/v1/events?ticket=${ticket}`);
+		const controller = new AbortController();
+		const stream = await fetch(gw.url + eventsUrl, { signal: controller.signal });
+		expect(stream.status).toBe(200);
+		expect((await readFrames(stream).next()).value?.json).toMatchObject({ type: "stream_open" });
+		controller.abort();
+		for (const path of [
+			`/v1/sessions/${id}/events?ticket=${ticket}`,
+			`/v1/sessions?ticket=${ticket}`,
+			`/v1/events?token=${gw.config.token}`,
+			`/v1/events?ticket=${gw.config.token}`,
+			`/v1/events?access_token=${gw.config.token}`,
+		]) {
+			expect((await fetch(gw.url + path)).status, path).toBe(401);
+		}
+		expect((await fetch(`${gw.url}/v1/events/ticket?ticket=${ticket}`, { method: "POST" })).status).toBe(401);
+	});
+
 	it("CORS is off by default and answers only configured origins", async () => {
 		const plain = await fetch(`${gw.url}/healthz`, { headers: { origin: "https://app.example" } });
 		expect(plain.headers.get("access-control-allow-origin")).toBeNull();

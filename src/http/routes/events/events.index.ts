@@ -3,7 +3,8 @@ import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
 import { ApiError } from "../../problem.ts";
 import { gatewayFrame, Outbox, type SseOptions, sseStream } from "../../sse.ts";
-import { allEvents, sessionEvents } from "./events.routes.ts";
+import { allEventsScope } from "../../tickets.ts";
+import { allEvents, createAllEventsTicket, sessionEvents } from "./events.routes.ts";
 import { followAll, followSession, typeFilter } from "./follow.ts";
 
 /** One heartbeat interval is also how long a dropped reader's socket gets to take its last frame. */
@@ -57,5 +58,9 @@ export function eventsRouter({ registry, config }: Deps) {
 				.map((s) => ({ id: s.id, lastEventId: s.log.lastSeq, firstAvailable: s.log.firstSeq, status: s.status }));
 			out.push(gatewayFrame("stream_open", { sessions }));
 			return sseStream(c, sse, out, followAll(registry, out, typeFilter(c.req.valid("query").types))) as never;
+		})
+		.openapi(createAllEventsTicket, (c) => {
+			const { ticket, expiresAt } = registry.tickets.issue(allEventsScope);
+			return c.json({ ticket, expiresAt, eventsUrl: `/v1/events?ticket=${ticket}` }, 201);
 		});
 }
