@@ -176,9 +176,8 @@ describe("answering", () => {
 	it("abort cancels a pending approval (pi's abort would wait for it), the tool is blocked and answering is 410", async () => {
 		const run = gw.api(`${base()}/prompt?wait=true`, { method: "POST", json: { message: "bash: sudo true" } });
 		const pending = await nextPending();
-		const started = Date.now();
+		// pi's abort would wait for the dialog forever; the gateway cancels it first, so this answers.
 		expect((await gw.api(`${base()}/abort`, { method: "POST", json: {} })).status).toBe(204);
-		expect(Date.now() - started).toBeLessThan(3000);
 		expect((await gw.api(`${base()}/approvals/${pending.id}`)).body).toMatchObject({
 			status: "cancelled",
 			answer: null,

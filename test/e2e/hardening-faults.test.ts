@@ -62,11 +62,16 @@ describe("a pi child that misbehaves affects only its own session", () => {
 	it("hang: the command gets 504 at its deadline, and abort still gets through meanwhile", async () => {
 		const id = await gw.session({ name: "hang" });
 		const started = Date.now();
-		const prompt = post(id, "/prompt", { message: "never answered" });
+		let answered = false;
+		const prompt = post(id, "/prompt", { message: "never answered" }).then((res) => {
+			answered = true;
+			return res;
+		});
 		await until(async () => (await view(id)).queuedCommands === 1);
 		const abort = await post(id, "/abort");
 		expect(abort.status).toBe(204);
-		expect(Date.now() - started).toBeLessThan(1000);
+		// A state, not a stopwatch: the abort got through while the prompt still waited for pi.
+		expect(answered).toBe(false);
 		const timedOut = await prompt;
 		expect(timedOut.status).toBe(504);
 		expect(timedOut.body).toMatchObject({ code: "pi_timeout", detail: "pi did not answer prompt within 1.5s" });
@@ -144,7 +149,6 @@ describe("a pi child that misbehaves affects only its own session", () => {
 		const small = await startTestGateway({ piCommand: [process.execPath, stub, "huge"], maxLineChars: 1024 * 1024 });
 		try {
 			const id = await small.session();
-			const started = Date.now();
 			const res = await small.api(`/v1/sessions/${id}/messages`);
 			expect(res.status).toBe(502);
 			expect(res.body.code).toBe("pi_answer_too_large");
@@ -155,7 +159,6 @@ describe("a pi child that misbehaves affects only its own session", () => {
 			const chars = Number(detail.exec(res.body.detail)?.[1]);
 			expect(chars - 50 * 1024 * 1024).toBeGreaterThan(100);
 			expect(chars - 50 * 1024 * 1024).toBeLessThan(200);
-			expect(Date.now() - started).toBeLessThan(10_000);
 			const frames = await collect(
 				await fetch(`${small.url}/v1/sessions/${id}/events?after=0`),
 				(f) => f.event === "line_dropped",
@@ -188,9 +191,8 @@ describe("a pi child that misbehaves affects only its own session", () => {
 		const { pid } = await view(id);
 		const started = Date.now();
 		expect((await gw.api(`/v1/sessions/${id}`, { method: "DELETE" })).status).toBe(204);
-		const took = Date.now() - started;
-		expect(took).toBeGreaterThanOrEqual(400);
-		expect(took).toBeLessThan(2000);
+		// Two grace periods (200 ms each) pass first; a timer never fires early, so the lower bound holds.
+		expect(Date.now() - started).toBeGreaterThanOrEqual(400);
 		expect(alive(pid)).toBe(false);
 		await expectHealthy();
 	});
