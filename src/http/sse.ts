@@ -50,7 +50,9 @@ function checkedType(type: string): string {
 }
 
 function dataLines(data: string): string {
-	return lineBreak.test(data) ? `data: ${data.split(lineBreak).join("\ndata: ")}\n` : `data: ${data}\n`;
+	// indexOf twice is several times cheaper than a regex scan on the hot path (every pi event).
+	if (data.indexOf("\n") === -1 && data.indexOf("\r") === -1) return `data: ${data}\n`;
+	return `data: ${data.split(lineBreak).join("\ndata: ")}\n`;
 }
 
 /** What the pump writes to: Hono's SSE stream in the app, a fake in unit tests. */
