@@ -64,17 +64,16 @@ export function bearerAuth(
 		const ticket = c.req.query("ticket");
 		const scope = c.req.method === "GET" ? ticketScope(c.req.path) : undefined;
 		if (ticket !== undefined && scope !== undefined && tickets?.verify(ticket, scope)) {
+			await next();
+			// Only a stream that opened binds the ticket; it lives on after the handler returns,
+			// and its socket closing is its end.
+			if (c.res.status !== 200) return;
 			const ended = tickets.opened(ticket);
 			const outgoing = (
 				c.env as { outgoing?: { destroyed: boolean; once(e: "close", f: () => void): void } } | undefined
 			)?.outgoing;
-			try {
-				await next();
-			} finally {
-				// The stream lives on after the handler returns; its socket closing is its end.
-				if (outgoing && !outgoing.destroyed && c.res.status === 200) outgoing.once("close", () => ended());
-				else ended();
-			}
+			if (outgoing && !outgoing.destroyed) outgoing.once("close", () => ended());
+			else ended();
 			return;
 		}
 		c.header("WWW-Authenticate", 'Bearer realm="pi-gateway"');
