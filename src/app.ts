@@ -1,3 +1,4 @@
+import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { HTTPException } from "hono/http-exception";
@@ -9,7 +10,7 @@ import { BodyRoutes, bodyGuard } from "./http/body-guard.ts";
 import type { Deps } from "./http/deps.ts";
 import { instrument } from "./http/metrics.ts";
 import { accessLog, bearerAuth, hostCheck, requestId } from "./http/middleware.ts";
-import { createRouter, invalid } from "./http/openapi.ts";
+import { type AppEnv, createRouter, invalid } from "./http/openapi.ts";
 import { ApiError } from "./http/problem.ts";
 import { approvalsRouter } from "./http/routes/approvals/approvals.index.ts";
 import { commandsRouter } from "./http/routes/commands/commands.index.ts";
@@ -70,8 +71,9 @@ export function createApp(
 		metrics.setWarmPoolSource(() => pool.readyCount);
 	}
 	app.use(hostCheck([...config.allowedHosts, config.host]));
-	if (config.corsOrigins.length > 0)
-		app.use(cors({ origin: config.corsOrigins, exposeHeaders: ["Location", "X-Request-Id"] }));
+	// Built once the spec exists: browser JS may read every response header the spec documents.
+	let corsMiddleware: MiddlewareHandler<AppEnv> | undefined;
+	if (config.corsOrigins.length > 0) app.use((c, next) => (corsMiddleware as MiddlewareHandler<AppEnv>)(c, next));
 	app.use(bearerAuth(config.token, openPaths, registry.tickets));
 	app.use(
 		bodyLimit({
@@ -97,6 +99,7 @@ export function createApp(
 
 	const document = openApiDocument(app);
 	bodyRoutes.load(document as never);
+	corsMiddleware = cors({ origin: config.corsOrigins, exposeHeaders: exposedHeaders(document) });
 	// The served spec names the origin it was fetched from, so an SDK generated from a running
 	// gateway talks to that gateway (the checked-in openapi.yaml is what the default address serves).
 	const served = (url: string) => ({ ...document, servers: [{ url: new URL(url).origin }] });
@@ -111,6 +114,20 @@ export function createApp(
 		return c.json(problem, problem.status as 400, { "Content-Type": "application/problem+json" });
 	});
 	return app;
+}
+
+type SpecDocument = ReturnType<typeof openApiDocument>;
+
+/** X-Request-Id (on every answer) and every response header any operation declares. */
+export function exposedHeaders(document: SpecDocument): string[] {
+	const names = new Set(["X-Request-Id"]);
+	for (const item of Object.values(document.paths ?? {}))
+		for (const operation of Object.values(item ?? {})) {
+			const responses = (operation as { responses?: Record<string, { headers?: Record<string, unknown> }> }).responses;
+			for (const response of Object.values(responses ?? {}))
+				for (const name of Object.keys(response.headers ?? {})) names.add(name);
+		}
+	return [...names];
 }
 
 function toApiError(error: unknown, logger: Logger, requestId: string): ApiError {

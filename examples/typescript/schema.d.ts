@@ -142,7 +142,7 @@ export interface paths {
         put?: never;
         /**
          * A short-lived ticket that opens this session's event stream without a header
-         * @description For browsers: EventSource cannot send `Authorization`. The ticket goes in `?ticket=` of `GET /v1/sessions/{id}/events` only, for this session only, and stops working at `expiresAt` (and when the gateway restarts). Within that time it can be used again, so EventSource's reconnects work. Keep the long-lived token out of URLs.
+         * @description For browsers: EventSource cannot send `Authorization`. The ticket goes in `?ticket=` of `GET /v1/sessions/{id}/events` only, for this session only, and opens new streams until `expiresAt`; a stream opened with it keeps reconnecting with it after that (EventSource retries the same URL) while the stream is connected or was within the last 5 minutes, for at most 24 hours; a gateway restart revokes it. Keep the long-lived token out of URLs.
          */
         post: operations["sessions.streamTicket"];
         delete?: never;
@@ -162,7 +162,7 @@ export interface paths {
         put?: never;
         /**
          * Send a prompt: starts a run, or joins one with streamingBehavior
-         * @description Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command.
+         * @description Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command. A dialog that opens before pi answered the command (an extension command that asks first) holds pi's answer until it is answered, so the JSON answer does not wait for it: 202 at once with `disposition: awaiting_approval` and the pending `approvals` (answer each at its `url`); pi's answer follows as the `response` event on `eventsUrl`. Wait mode keeps its deadline even while pi has not answered (then `disposition: pending`).
          */
         post: operations["sessions.prompt"];
         delete?: never;
@@ -182,7 +182,7 @@ export interface paths {
         put?: never;
         /**
          * Steer the running agent (delivered after the current turn's tool calls)
-         * @description Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command.
+         * @description Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command. A dialog that opens before pi answered the command (an extension command that asks first) holds pi's answer until it is answered, so the JSON answer does not wait for it: 202 at once with `disposition: awaiting_approval` and the pending `approvals` (answer each at its `url`); pi's answer follows as the `response` event on `eventsUrl`. Wait mode keeps its deadline even while pi has not answered (then `disposition: pending`).
          */
         post: operations["sessions.steer"];
         delete?: never;
@@ -202,7 +202,7 @@ export interface paths {
         put?: never;
         /**
          * Queue a message for when the agent finishes
-         * @description Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command.
+         * @description Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command. A dialog that opens before pi answered the command (an extension command that asks first) holds pi's answer until it is answered, so the JSON answer does not wait for it: 202 at once with `disposition: awaiting_approval` and the pending `approvals` (answer each at its `url`); pi's answer follows as the `response` event on `eventsUrl`. Wait mode keeps its deadline even while pi has not answered (then `disposition: pending`).
          */
         post: operations["sessions.followUp"];
         delete?: never;
@@ -951,6 +951,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events/ticket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A short-lived ticket that opens GET /v1/events without a header
+         * @description For browsers: EventSource cannot send `Authorization`. The ticket goes in `?ticket=` of `GET /v1/events` only. It opens new streams until `expiresAt`; a stream opened with it keeps reconnecting with it after that (EventSource retries the same URL) while the stream is connected or was within the last 5 minutes, for at most 24 hours; a gateway restart revokes it. Keep the long-lived token out of URLs.
+         */
+        post: operations["events.allTicket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/approvals": {
         parameters: {
             query?: never;
@@ -1685,13 +1705,26 @@ export interface components {
         RunAccepted: {
             /** @description The gateway's id for this command; the run it started or joined */
             runId: string;
-            /** @enum {string} */
-            disposition: "started" | "queued" | "handled";
+            /**
+             * @description pi's `disposition`, or what the gateway answered before pi did: `awaiting_approval` (a dialog opened first and holds pi's answer: answer `approvals`), `pending` (the wait ran out before pi answered). Either way pi's answer comes later as the `response` event on `eventsUrl`
+             * @enum {string}
+             */
+            disposition: "started" | "queued" | "handled" | "awaiting_approval" | "pending";
             /**
              * @description Where to follow the run: the session's stream from just before this command
              * @example /v1/sessions/ses_Qm9wYXJ0aWFs/events?after=41
              */
             eventsUrl: string;
+            /** @description With `awaiting_approval`: the dialogs pi waits on, each with the URL to answer it */
+            approvals?: {
+                id: string;
+                /**
+                 * @description Where to answer it (POST)
+                 * @example /v1/sessions/ses_Qm9wYXJ0aWFs/approvals/3f1c…
+                 */
+                url: string;
+                approval: components["schemas"]["Approval"];
+            }[];
         };
         ImageContent: {
             /** @enum {string} */
@@ -1847,6 +1880,17 @@ export interface components {
             type: string;
         } & {
             [key: string]: unknown;
+        };
+        AllEventsTicket: {
+            /** @example mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE */
+            ticket: string;
+            /** Format: date-time */
+            expiresAt: string;
+            /**
+             * @description The all-sessions stream with the ticket in its query: give this to EventSource
+             * @example /v1/events?ticket=mbc1x2kq.4Jq2…
+             */
+            eventsUrl: string;
         };
         ApprovalList: {
             approvals: components["schemas"]["Approval"][];
@@ -2463,7 +2507,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunResult"];
                 };
             };
-            /** @description pi accepted it (or the wait ran out first); follow the run on the event stream */
+            /** @description pi accepted it, or a dialog holds pi's answer (`awaiting_approval`), or the wait ran out first; follow the run on the event stream */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -2627,7 +2671,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunResult"];
                 };
             };
-            /** @description pi accepted it (or the wait ran out first); follow the run on the event stream */
+            /** @description pi accepted it, or a dialog holds pi's answer (`awaiting_approval`), or the wait ran out first; follow the run on the event stream */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -2791,7 +2835,7 @@ export interface operations {
                     "application/json": components["schemas"]["RunResult"];
                 };
             };
-            /** @description pi accepted it (or the wait ran out first); follow the run on the event stream */
+            /** @description pi accepted it, or a dialog holds pi's answer (`awaiting_approval`), or the wait ran out first; follow the run on the event stream */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -7987,6 +8031,8 @@ export interface operations {
             query?: {
                 /** @description Comma-separated event types to receive */
                 types?: string;
+                /** @description A ticket from POST /v1/events/ticket, instead of the Authorization header (for the browser's EventSource) */
+                ticket?: string;
             };
             header?: never;
             path?: never;
@@ -8027,6 +8073,35 @@ export interface operations {
             };
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "events.allTicket": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ticket */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AllEventsTicket"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -3,7 +3,7 @@ import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import type { AppEnv } from "./openapi.ts";
 import { ApiError } from "./problem.ts";
-import type { StreamTickets } from "./tickets.ts";
+import { allEventsScope, type StreamTickets } from "./tickets.ts";
 
 /** X-Request-Id in and out: a caller's id (if sane) or a fresh one; problem+json `instance` uses it. */
 export function requestId(): MiddlewareHandler<AppEnv> {
@@ -35,12 +35,20 @@ export function accessLog(logger: Logger): MiddlewareHandler<AppEnv> {
 }
 
 const digest = (value: string) => createHash("sha256").update(value).digest();
-const streamPath = /^\/v1\/sessions\/([^/]+)\/events$/;
+const sessionStreamPath = /^\/v1\/sessions\/([^/]+)\/events$/;
+
+/** The ticket scope of a stream a ticket may open: a session's events, or every session's. */
+function ticketScope(path: string): string | undefined {
+	if (path === "/v1/events") return allEventsScope;
+	return sessionStreamPath.exec(path)?.[1];
+}
 
 /**
  * Bearer token, compared in constant time (both sides hashed first, so not even the length
- * leaks). `open` paths (health checks) pass without one; a session's event stream also accepts
- * a stream ticket in `?ticket=` (EventSource cannot send headers).
+ * leaks). `open` paths (health checks) pass without one; an event stream also accepts a stream
+ * ticket in `?ticket=` (EventSource cannot send headers). The long-lived token is never read
+ * from a URL. A stream opened with a ticket binds it until the stream's connection closes, so
+ * EventSource's reconnects to the same URL outlive the ticket's expiry (tickets.ts).
  */
 export function bearerAuth(
 	token: string | undefined,
@@ -54,15 +62,27 @@ export function bearerAuth(
 		const scheme = /^bearer +/i.exec(header);
 		if (scheme && timingSafeEqual(digest(header.slice(scheme[0].length)), expected)) return next();
 		const ticket = c.req.query("ticket");
-		const session = streamPath.exec(c.req.path)?.[1];
-		if (ticket !== undefined && session && c.req.method === "GET" && tickets?.verify(ticket, session)) return next();
+		const scope = c.req.method === "GET" ? ticketScope(c.req.path) : undefined;
+		if (ticket !== undefined && scope !== undefined && tickets?.verify(ticket, scope)) {
+			await next();
+			// Only a stream that opened binds the ticket; it lives on after the handler returns,
+			// and its socket closing is its end.
+			if (c.res.status !== 200) return;
+			const ended = tickets.opened(ticket);
+			const outgoing = (
+				c.env as { outgoing?: { destroyed: boolean; once(e: "close", f: () => void): void } } | undefined
+			)?.outgoing;
+			if (outgoing && !outgoing.destroyed) outgoing.once("close", () => ended());
+			else ended();
+			return;
+		}
 		c.header("WWW-Authenticate", 'Bearer realm="pi-gateway"');
 		throw new ApiError(
 			401,
 			"unauthorized",
 			ticket === undefined
 				? "A valid bearer token is required (Authorization: Bearer …)"
-				: "The stream ticket is invalid, expired or for another session",
+				: "The stream ticket is invalid, expired, or for another stream",
 		);
 	};
 }

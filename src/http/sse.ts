@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import { streamSSE } from "hono/streaming";
+import { isEventType } from "../pi/event-type.ts";
 import type { LoggedEvent } from "../sessions/event-log.ts";
 
 export interface SseOptions {
@@ -10,9 +11,15 @@ export interface SseOptions {
 	dropGraceMs: number;
 }
 
-/** `id:`, `event:` and pi's line as `data:` (one line: JSON has no raw CR or LF; U+2028 is no SSE line break). */
-export function frame(event: LoggedEvent, id: string | number = event.seq): string {
-	return `id: ${id}\nevent: ${event.type}\ndata: ${event.data}\n\n`;
+/**
+ * `id:`, `event:` and pi's line as `data:`. Every field is built so that it cannot hold CR or LF,
+ * the SSE line breaks: the type must pass isEventType, an id is a number or `<session>:<seq>`,
+ * and a line break in the data (pi's lines hold no LF, but a raw CR would break the frame) starts
+ * another `data:` line, which SSE clients join with LF (equal JSON: a raw break is only legal
+ * between tokens). U+2028 is no SSE line break.
+ */
+export function frame(event: LoggedEvent, id: string | number | undefined = event.seq): string {
+	return `${idLine(id)}event: ${checkedType(event.type)}\n${dataLines(event.data)}\n`;
 }
 
 /**
@@ -24,9 +31,28 @@ export function frameBytes(event: LoggedEvent): Uint8Array {
 	return event.frame;
 }
 
+/** A gateway event's frame; without `id` it has no `id:` line (the client keeps its last id). */
 export function gatewayFrame(type: string, fields: Record<string, unknown>, id?: string | number): string {
-	const idLine = id === undefined ? "" : `id: ${id}\n`;
-	return `${idLine}event: ${type}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`;
+	return `${idLine(id)}event: ${checkedType(type)}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`;
+}
+
+const lineBreak = /\r\n|\r|\n/;
+
+function idLine(id: string | number | undefined): string {
+	if (id === undefined) return "";
+	if (typeof id === "string" && !/^[\w:.-]+$/.test(id)) throw new Error(`not an SSE id: ${JSON.stringify(id)}`);
+	return `id: ${id}\n`;
+}
+
+function checkedType(type: string): string {
+	if (!isEventType(type)) throw new Error(`not an event type: ${JSON.stringify(type)}`);
+	return type;
+}
+
+function dataLines(data: string): string {
+	// indexOf twice is several times cheaper than a regex scan on the hot path (every pi event).
+	if (data.indexOf("\n") === -1 && data.indexOf("\r") === -1) return `data: ${data}\n`;
+	return `data: ${data.split(lineBreak).join("\ndata: ")}\n`;
 }
 
 /** What the pump writes to: Hono's SSE stream in the app, a fake in unit tests. */

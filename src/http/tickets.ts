@@ -5,40 +5,121 @@ export interface StreamTicket {
 	expiresAt: string;
 }
 
+/** The scope of a ticket for `GET /v1/events` (session ids never look like this). */
+export const allEventsScope = "*";
+
+export interface TicketLifetimes {
+	/** How long a ticket opens a new stream. */
+	ttlMs: number;
+	/**
+	 * How long after its last connection ended a stream opened with a ticket may reconnect with
+	 * it past `ttlMs`: EventSource retries the same URL after a few seconds (longer while the
+	 * network is down), and a 401 ends it for good.
+	 */
+	reconnectGraceMs?: number;
+	/** No ticket works longer than this after it was issued, reconnects included. */
+	maxLifetimeMs?: number;
+}
+
+interface Bound {
+	/** Streams open with this ticket now. */
+	connections: number;
+	/** When the last of them ended. */
+	lastSeen: number;
+	issuedAt: number;
+}
+
 /**
- * Short-lived credentials for one session's event stream, for clients that cannot send an
- * Authorization header (the browser's EventSource). A ticket is `<expiry>.<hmac>` over the session
- * id and the expiry, under a key that lives only in this process: nothing is stored, a restart
- * revokes every ticket, and a ticket opens no other route and no other session.
+ * Short-lived credentials for one event stream, for clients that cannot send an Authorization
+ * header (the browser's EventSource). A ticket is `<expiry>.<hmac>` over its scope (a session id,
+ * or allEventsScope) and the expiry, under a key that lives only in this process: a restart
+ * revokes every ticket, and a ticket opens no other route and no other stream.
+ *
+ * Within `ttlMs` a ticket opens streams. A stream opened with it is bound to it: its reconnects
+ * (EventSource retries the very same URL) keep working past the expiry, while a stream with that
+ * ticket is connected or ended less than `reconnectGraceMs` ago, up to `maxLifetimeMs` after the
+ * ticket was issued. A ticket that never opened a stream, or whose streams went quiet, is dead at
+ * its expiry. Only what is bound is stored: one entry per ticket with a live or recent stream.
  */
 export class StreamTickets {
 	readonly #key = randomBytes(32);
 	readonly #ttlMs: number;
+	readonly #graceMs: number;
+	readonly #maxLifetimeMs: number;
+	readonly #bound = new Map<string, Bound>();
 
-	constructor(ttlMs: number) {
+	constructor(lifetimes: number | TicketLifetimes) {
+		const {
+			ttlMs,
+			reconnectGraceMs = 5 * 60_000,
+			maxLifetimeMs = 24 * 3_600_000,
+		} = typeof lifetimes === "number" ? { ttlMs: lifetimes } : lifetimes;
 		this.#ttlMs = ttlMs;
+		this.#graceMs = reconnectGraceMs;
+		this.#maxLifetimeMs = Math.max(maxLifetimeMs, ttlMs);
 	}
 
-	issue(sessionId: string, now = Date.now()): StreamTicket {
+	issue(scope: string, now = Date.now()): StreamTicket {
 		const expires = now + this.#ttlMs;
 		return {
-			ticket: `${expires.toString(36)}.${this.#sign(sessionId, expires).toString("base64url")}`,
+			ticket: `${expires.toString(36)}.${this.#sign(scope, expires).toString("base64url")}`,
 			expiresAt: new Date(expires).toISOString(),
 		};
 	}
 
-	/** Valid until it expires, for as many reconnects as the client needs in that time. */
-	verify(ticket: string, sessionId: string, now = Date.now()): boolean {
-		const match = /^([0-9a-z]{1,12})\.([\w-]{43})$/.exec(ticket);
-		if (!match) return false;
-		const expires = Number.parseInt(match[1] as string, 36);
-		if (!(expires > now)) return false;
-		const given = Buffer.from(match[2] as string, "base64url");
-		const expected = this.#sign(sessionId, expires);
-		return given.length === expected.length && timingSafeEqual(given, expected);
+	/** Whether `ticket` opens a stream of `scope` now: before its expiry, or as a bound stream's reconnect. */
+	verify(ticket: string, scope: string, now = Date.now()): boolean {
+		const expires = this.#signedExpiry(ticket, scope);
+		if (expires === undefined) return false;
+		if (expires > now) return true;
+		const bound = this.#bound.get(ticket);
+		if (!bound) return false;
+		if (now - bound.issuedAt >= this.#maxLifetimeMs) return false;
+		return bound.connections > 0 || now - bound.lastSeen < this.#graceMs;
 	}
 
-	#sign(sessionId: string, expires: number): Buffer {
-		return createHmac("sha256", this.#key).update(`${sessionId}\n${expires}`).digest();
+	/**
+	 * A stream opened with `ticket` (already verified): binds it, so its reconnects keep working.
+	 * Returns what to call once that stream has ended (idempotent).
+	 */
+	opened(ticket: string, now = Date.now()): (end?: number) => void {
+		this.#sweep(now);
+		const expires = Number.parseInt(ticket.slice(0, ticket.indexOf(".")), 36);
+		const bound = this.#bound.get(ticket) ?? { connections: 0, lastSeen: now, issuedAt: expires - this.#ttlMs };
+		bound.connections++;
+		this.#bound.set(ticket, bound);
+		let ended = false;
+		return (end = Date.now()) => {
+			if (ended) return;
+			ended = true;
+			bound.connections--;
+			bound.lastSeen = end;
+		};
+	}
+
+	/** Tickets bound now (for tests and leak checks). */
+	get boundCount(): number {
+		return this.#bound.size;
+	}
+
+	#sweep(now: number): void {
+		for (const [ticket, bound] of this.#bound) {
+			const quiet = bound.connections === 0 && now - bound.lastSeen >= this.#graceMs;
+			if (quiet || now - bound.issuedAt >= this.#maxLifetimeMs) this.#bound.delete(ticket);
+		}
+	}
+
+	/** The expiry a well-formed ticket for `scope` carries under this process's key, else undefined. */
+	#signedExpiry(ticket: string, scope: string): number | undefined {
+		const match = /^([0-9a-z]{1,12})\.([\w-]{43})$/.exec(ticket);
+		if (!match) return undefined;
+		const expires = Number.parseInt(match[1] as string, 36);
+		const given = Buffer.from(match[2] as string, "base64url");
+		const expected = this.#sign(scope, expires);
+		return given.length === expected.length && timingSafeEqual(given, expected) ? expires : undefined;
+	}
+
+	#sign(scope: string, expires: number): Buffer {
+		return createHmac("sha256", this.#key).update(`${scope}\n${expires}`).digest();
 	}
 }

@@ -3,6 +3,7 @@ import PQueue from "p-queue";
 import type { Logger } from "pino";
 import { ApiError } from "../http/problem.ts";
 import { type ExitInfo, PiProcess } from "../pi/child.ts";
+import { isEventType } from "../pi/event-type.ts";
 import { encodeLine } from "../pi/jsonl.ts";
 import { commandKind, type PiCommand, type PiResponse, type UiRequest } from "../pi/protocol.ts";
 import { Approvals, resolvers } from "./approvals.ts";
@@ -415,6 +416,10 @@ export class Session {
 			this.#init.logger.warn({ sessionId: this.id, line: line.slice(0, 200) }, "pi printed a record without a type");
 			return;
 		}
+		if (!isEventType(record.type)) {
+			this.#init.logger.warn({ sessionId: this.id, line: line.slice(0, 200) }, "pi printed a record of no valid type");
+			return;
+		}
 		this.lastActivityAt = Date.now();
 		const type = record.type;
 		if (type === "response") {
@@ -602,5 +607,5 @@ export function typeOf(line: string): string | undefined {
 	const end = line.indexOf('"', typePrefix.length);
 	if (end === -1) return undefined;
 	const type = line.slice(typePrefix.length, end);
-	return /^[a-z_]+$/.test(type) ? type : undefined;
+	return isEventType(type) ? type : undefined;
 }

@@ -96,14 +96,11 @@ describe("a reader that stops reading (1 MiB buffer)", () => {
 		// 50000 deltas, 16 MB of frames: far more than the kernel's socket buffers can hide (about
 		// 4 MB here), so the gateway's own buffer must overflow.
 		const message = "count: 50000";
-		const started = Date.now();
 		const accepted = await gw.api(`/v1/sessions/${id}/prompt`, { method: "POST", json: { message } });
 		expect(accepted.status).toBe(202);
 		const all = await fastFrames;
-		const took = Date.now() - started;
 		// The run ended although one reader has not read a byte of it: pi never waited for it.
 		expect(all.filter((f) => f.event === "message_update")).toHaveLength(50002);
-		expect(took).toBeLessThan(15_000);
 		await until(() => session.status === "idle");
 		// The stalled reader was cut off (unsubscribed) while its socket is still open.
 		await until(() => session.sseSubscribers === 0, 2000);

@@ -30,9 +30,11 @@ const deltas = (frames: Frame[]) =>
 		.join("");
 const isDelta = (f: Frame) => f.json?.assistantMessageEvent?.type === "text_delta";
 const idle = () => until(async () => (await gw.api(`/v1/sessions/${id}`)).body.status === "idle");
+/** stream_open has no id; every frame after it has the next one. */
 const contiguous = (frames: Frame[]) => {
-	const first = Number(frames[0]?.id);
-	expect(frames.map((f) => Number(f.id))).toEqual(frames.map((_, i) => first + i));
+	expect([frames[0]?.event, frames[0]?.id]).toEqual(["stream_open", undefined]);
+	const after = Number(frames[0]?.json.after);
+	expect(frames.slice(1).map((f) => Number(f.id))).toEqual(frames.slice(1).map((_, i) => after + 1 + i));
 };
 
 describe("Accept: text/event-stream on prompt", () => {
@@ -44,7 +46,6 @@ describe("Accept: text/event-stream on prompt", () => {
 		const frames = await collect(res); // ends on its own
 		const open = frames[0]?.json;
 		expect(open).toEqual({ type: "stream_open", sessionId: id, runId: open.runId, after: start });
-		expect(frames[0]?.id).toBe(String(start));
 		contiguous(frames);
 		expect(frames[1]?.json).toEqual({
 			id: open.runId,
@@ -207,22 +208,35 @@ describe("wait mode", () => {
 	});
 
 	it("past the wait limit answers 202 with the run id and where to continue", async () => {
+		const before = gw.registry.get(id).log.lastSeq;
 		const started = Date.now();
-		const res = await post("/prompt", { message: "slow: 15" }, { prefer: "respond-async, wait=1" });
-		const waited = Date.now() - started;
+		const res = await post("/prompt", { message: "slow: 30" }, { prefer: "respond-async, wait=1" });
+		// A timer never fires early, so this lower bound holds on any machine; the upper one is a state:
+		// the run (3 s of deltas) had not settled when the 202 came.
+		expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+		const settledYet = gw.registry
+			.get(id)
+			.log.since(before)
+			.events.some((e) => e.type === "agent_settled");
 		expect(res.status).toBe(202);
 		expect(res.headers.get("preference-applied")).toBeNull();
-		expect(waited).toBeGreaterThanOrEqual(950);
-		expect(waited).toBeLessThan(1400);
 		const body = await bodyOf(res);
+		expect(settledYet).toBe(false);
 		expect(body).toEqual({ runId: body.runId, disposition: "started", eventsUrl: expect.any(String) });
 		const frames = await collect(await fetch(gw.url + body.eventsUrl), (f) => f.event === "agent_settled");
 		expect(frames.find((f) => f.event === "response")?.json.id).toBe(body.runId);
-		expect(deltas(frames)).toBe(Array.from({ length: 15 }, (_, i) => i + 1).join(" "));
+		expect(deltas(frames)).toBe(Array.from({ length: 30 }, (_, i) => i + 1).join(" "));
 		await idle();
+		// wait=0: the deadline is now, before pi can even answer: 202 pending, pi's answer follows on the stream.
 		const quick = await post("/prompt?wait=0", { message: "slow: 3" });
 		expect(quick.status).toBe(202);
-		expect((await bodyOf(quick)).disposition).toBe("started");
+		const quickBody = await bodyOf(quick);
+		expect(quickBody.disposition).toBe("pending");
+		const quickFrames = await collect(await fetch(gw.url + quickBody.eventsUrl), (f) => f.event === "agent_settled");
+		expect(quickFrames.find((f) => f.event === "response")?.json).toMatchObject({
+			id: quickBody.runId,
+			data: { disposition: "started" },
+		});
 		await idle();
 	});
 

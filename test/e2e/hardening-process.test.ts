@@ -78,16 +78,13 @@ describe("the gateway process", () => {
 			(await gw.api(`/v1/sessions/${busy}/prompt`, { method: "POST", json: { message: "slow: 100" } })).status,
 		).toBe(202);
 		await until(async () => (await gw.api(`/v1/sessions/${busy}`)).body.status === "running");
-		const started = Date.now();
 		gw.child.kill("SIGTERM");
 		const frames = await collect(stream);
 		expect(frames.at(-2)?.json).toEqual({ type: "session_status", sessionId: busy, status: "stopped" });
 		expect(frames.at(-1)?.json).toMatchObject({ type: "session_exit", reason: "shutdown", resumable: true });
 		const [code, signal] = await once(gw.child, "exit");
 		expect([code, signal]).toEqual([0, null]);
-		// stdin close, then SIGTERM after the 1 s grace at the latest: well before SIGKILL would be needed.
-		const took = Date.now() - started;
-		expect(took).toBeLessThan(4000);
+		// stdin close, then SIGTERM after the grace at the latest: exit 0 and no child left.
 		expect(pids.filter(alive)).toEqual([]);
 		expect(gw.stderr()).toContain("pi-gateway: SIGTERM, stopping every session");
 	});

@@ -1,15 +1,17 @@
 import { spawnSync } from "node:child_process";
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join, resolve } from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import { createApp } from "../../src/app.ts";
 import { parseConfig } from "../../src/config.ts";
 import { startGateway } from "../../src/server.ts";
 import { SessionRegistry } from "../../src/sessions/registry.ts";
 import { bundledPiCli } from "../../src/sessions/spawn.ts";
 import { fixtures, startTestGateway, stdinRecord, type TestGateway } from "../helpers/gateway.ts";
+import { specPath } from "../helpers/openapi-validate.ts";
 import { readFrames } from "../helpers/sse.ts";
 
 // Real pi behind a stdin recorder (tee-pi.mjs), with a token: what is refused must never reach pi.
@@ -90,7 +92,8 @@ describe("bearer token", () => {
 			`/v1/sessions/${id}?ticket=${ticket}`,
 			`/v1/sessions/${id}/messages?ticket=${ticket}`,
 			`/v1/events?ticket=${ticket}`,
-			`/v1/sessions/${id}/events?ticket=${ticket.slice(0, -1)}A`,
+			// The last base64url character of a 32-byte MAC carries 4 bits (A, E, I, …): swap it for another of those.
+			`/v1/sessions/${id}/events?ticket=${ticket.slice(0, -1)}${ticket.endsWith("A") ? "E" : "A"}`,
 			`/v1/sessions/${id}/events?ticket=${(Date.now() + 3_600_000).toString(36)}.${ticket.split(".")[1]}`,
 		];
 		for (const path of refusals) {
@@ -123,6 +126,28 @@ describe("host and origin", () => {
 		}
 	});
 
+	it("a ticket for GET /v1/events opens that stream only; the token itself is never read from a URL", async () => {
+		const issued = await gw.api("/v1/events/ticket", { method: "POST" });
+		expect(issued.status).toBe(201);
+		const { ticket, eventsUrl } = issued.body;
+		expect(eventsUrl).toBe(`/v1/events?ticket=${ticket}`);
+		const controller = new AbortController();
+		const stream = await fetch(gw.url + eventsUrl, { signal: controller.signal });
+		expect(stream.status).toBe(200);
+		expect((await readFrames(stream).next()).value?.json).toMatchObject({ type: "stream_open" });
+		controller.abort();
+		for (const path of [
+			`/v1/sessions/${id}/events?ticket=${ticket}`,
+			`/v1/sessions?ticket=${ticket}`,
+			`/v1/events?token=${gw.config.token}`,
+			`/v1/events?ticket=${gw.config.token}`,
+			`/v1/events?access_token=${gw.config.token}`,
+		]) {
+			expect((await fetch(gw.url + path)).status, path).toBe(401);
+		}
+		expect((await fetch(`${gw.url}/v1/events/ticket?ticket=${ticket}`, { method: "POST" })).status).toBe(401);
+	});
+
 	it("CORS is off by default and answers only configured origins", async () => {
 		const plain = await fetch(`${gw.url}/healthz`, { headers: { origin: "https://app.example" } });
 		expect(plain.headers.get("access-control-allow-origin")).toBeNull();
@@ -139,6 +164,28 @@ describe("host and origin", () => {
 		expect(allowed.headers.get("access-control-allow-origin")).toBe("https://app.example");
 		const refused = await preflight("https://evil.example");
 		expect(refused.headers.get("access-control-allow-origin")).toBeNull();
+	});
+
+	it("CORS exposes every response header the spec documents (and X-Request-Id) to browser JS", async () => {
+		const spec = parse(readFileSync(specPath, "utf8")) as {
+			paths: Record<string, Record<string, { responses?: Record<string, { headers?: Record<string, unknown> }> }>>;
+		};
+		const documented = new Set<string>(["x-request-id"]);
+		for (const operations of Object.values(spec.paths))
+			for (const operation of Object.values(operations))
+				for (const response of Object.values(operation.responses ?? {}))
+					for (const name of Object.keys(response.headers ?? {})) documented.add(name.toLowerCase());
+		expect(documented).toContain("preference-applied");
+		expect(documented).toContain("location");
+		const config = parseConfig({ corsOrigins: ["https://app.example"], token, dataDir: join(gw.root, "cors-expose") });
+		const logger = pino({ level: "silent" });
+		const app = createApp(config, new SessionRegistry(config, logger), logger);
+		const res = await app.request("/healthz", { headers: { origin: "https://app.example", host: "localhost" } });
+		expect(res.headers.get("access-control-allow-origin")).toBe("https://app.example");
+		const exposed = new Set(
+			(res.headers.get("access-control-expose-headers") ?? "").split(",").map((h) => h.trim().toLowerCase()),
+		);
+		expect([...documented].filter((h) => !exposed.has(h))).toEqual([]);
 	});
 
 	it("refuses to listen beyond loopback without a token", async () => {

@@ -1,6 +1,5 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { InFlight } from "../../src/sessions/in-flight.ts";
-import { sleep } from "../helpers/gateway.ts";
 
 const response = (id: string) => ({ type: "response" as const, id, command: "x", success: true });
 
@@ -15,32 +14,47 @@ describe("InFlight", () => {
 		expect(inFlight.size).toBe(0);
 	});
 
+	// Fake timers (Date too): the deadline is checked to the millisecond, whatever the machine's load.
 	it("fails at the deadline with 504, and the clock stops while paused", async () => {
-		const inFlight = new InFlight();
-		const started = Date.now();
-		const answer = inFlight.add("gw_1", { type: "prompt" }, 120);
-		answer.catch(() => {});
-		await sleep(60);
-		inFlight.pause();
-		await sleep(200);
-		expect(inFlight.size).toBe(1);
-		inFlight.resume();
-		await expect(answer).rejects.toMatchObject({
-			status: 504,
-			code: "pi_timeout",
-			message: "pi did not answer prompt within 0.1s",
-		});
-		// 60 ms before the pause + ~60 ms after it; the 200 ms paused did not count, but happened.
-		expect(Date.now() - started).toBeGreaterThanOrEqual(310);
+		vi.useFakeTimers();
+		try {
+			const inFlight = new InFlight();
+			let failed: unknown;
+			inFlight.add("gw_1", { type: "prompt" }, 120).catch((error: unknown) => {
+				failed = error;
+			});
+			await vi.advanceTimersByTimeAsync(60);
+			inFlight.pause();
+			await vi.advanceTimersByTimeAsync(10_000);
+			expect(inFlight.size).toBe(1);
+			inFlight.resume();
+			// 60 ms ran before the pause: 60 are left.
+			await vi.advanceTimersByTimeAsync(59);
+			expect([inFlight.size, failed]).toEqual([1, undefined]);
+			await vi.advanceTimersByTimeAsync(1);
+			expect(inFlight.size).toBe(0);
+			expect(failed).toMatchObject({
+				status: 504,
+				code: "pi_timeout",
+				message: "pi did not answer prompt within 0.1s",
+			});
+		} finally {
+			vi.useRealTimers();
+		}
 	});
 
 	it("a command added while paused gets no clock until resume", async () => {
-		const inFlight = new InFlight();
-		inFlight.pause();
-		const answer = inFlight.add("gw_1", { type: "x" }, 30);
-		await sleep(100);
-		expect(inFlight.settle(response("gw_1"))).toBe(true);
-		await expect(answer).resolves.toBeDefined();
+		vi.useFakeTimers();
+		try {
+			const inFlight = new InFlight();
+			inFlight.pause();
+			const answer = inFlight.add("gw_1", { type: "x" }, 30);
+			await vi.advanceTimersByTimeAsync(10_000);
+			expect(inFlight.settle(response("gw_1"))).toBe(true);
+			await expect(answer).resolves.toBeDefined();
+		} finally {
+			vi.useRealTimers();
+		}
 	});
 
 	it("fails everything at once when pi is gone", async () => {

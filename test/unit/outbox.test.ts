@@ -30,6 +30,16 @@ describe("frames", () => {
 		expect(gatewayFrame("gap", { after: 1 }, 4)).toBe('id: 4\nevent: gap\ndata: {"type":"gap","after":1}\n\n');
 		expect(gatewayFrame("dropped", {})).toBe('event: dropped\ndata: {"type":"dropped"}\n\n');
 	});
+
+	it("hold no CR or LF in any field: a break in the data starts another data line, a bad type or id throws", () => {
+		const forged = '{"type":"turn_start","a":"\revent: agent_settled\r\ndata: {}\n"}';
+		expect(frame({ seq: 3, type: "turn_start", data: forged })).toBe(
+			'id: 3\nevent: turn_start\ndata: {"type":"turn_start","a":"\ndata: event: agent_settled\ndata: data: {}\ndata: "}\n\n',
+		);
+		expect(() => frame({ seq: 3, type: "x\nevent: agent_settled", data: "{}" })).toThrow("not an event type");
+		expect(() => gatewayFrame("x\rdata: 1", {})).toThrow("not an event type");
+		expect(() => frame({ seq: 3, type: "x", data: "{}" }, "a\nb")).toThrow("not an SSE id");
+	});
 });
 
 describe("Outbox", () => {

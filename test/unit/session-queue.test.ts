@@ -2,7 +2,7 @@ import { join } from "node:path";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { Session, type SessionLimits } from "../../src/sessions/session.ts";
-import { fixtures, sleep } from "../helpers/gateway.ts";
+import { fixtures, sleep, until } from "../helpers/gateway.ts";
 
 const limits: SessionLimits = {
 	maxQueued: 5,
@@ -58,7 +58,7 @@ describe("the per-session queue", () => {
 		const session = await start({ commandTimeoutMs: 2_000 });
 		const stuck = session.request({ type: "hang" });
 		stuck.catch(() => {});
-		await sleep(20);
+		await until(() => session.queueDepth === 1);
 		const read = await session.request({ type: "get_state" });
 		expect(read.success).toBe(true);
 		const control = await session.request({ type: "abort_bash" });
@@ -76,9 +76,10 @@ describe("the per-session queue", () => {
 	});
 
 	it("stops the deadline while a dialog waits for an answer", async () => {
-		const session = await start({ commandTimeoutMs: 150 });
+		const session = await start({ commandTimeoutMs: 500 });
 		const held = session.request({ type: "dialog" });
-		await sleep(400); // well past the deadline, but a dialog is open
+		await until(() => session.approvals.list("pending").length === 1);
+		await sleep(800); // well past the deadline, but a dialog is open
 		const [approval] = session.approvals.list("pending");
 		expect(approval?.method).toBe("confirm");
 		expect(session.status).toBe("waiting");
@@ -91,10 +92,9 @@ describe("the per-session queue", () => {
 	it("fails pending commands at once with 502 when pi dies", async () => {
 		const session = await start({ commandTimeoutMs: 10_000 });
 		const stuck = session.request({ type: "hang" });
-		const started = Date.now();
 		session.kill("SIGKILL");
+		// 502 pi_crashed, not the 504 of its 10 s deadline: it failed when pi died.
 		await expect(stuck).rejects.toMatchObject({ status: 502, code: "pi_crashed" });
-		expect(Date.now() - started).toBeLessThan(1_000);
 		expect(session.status).toBe("crashed");
 		await expect(session.request({ type: "get_state" })).rejects.toMatchObject({ status: 502 });
 	});

@@ -25,4 +25,32 @@ describe("StreamTickets", () => {
 			expect(tickets.verify(junk, "ses_a", now)).toBe(false);
 		}
 	});
+
+	it("a stream opened with a ticket keeps reconnecting with it past the expiry, while it is connected or recently was", () => {
+		const bound = new StreamTickets({ ttlMs: 1000, reconnectGraceMs: 30_000, maxLifetimeMs: 3_600_000 });
+		const { ticket } = bound.issue("ses_a", now);
+		const unused = bound.issue("ses_a", now + 1).ticket;
+		const ended = bound.opened(ticket, now + 10);
+		expect(bound.verify(ticket, "ses_a", now + 60_000)).toBe(true); // connected: EventSource may retry any time
+		expect(bound.verify(unused, "ses_a", now + 60_000)).toBe(false); // never opened a stream: dead at expiry
+		expect(bound.verify(ticket, "ses_b", now + 60_000)).toBe(false);
+		ended(now + 60_000);
+		expect(bound.verify(ticket, "ses_a", now + 89_999)).toBe(true); // the reconnect after a cut
+		const again = bound.opened(ticket, now + 89_999);
+		again(now + 100_000);
+		expect(bound.verify(ticket, "ses_a", now + 129_999)).toBe(true);
+		expect(bound.verify(ticket, "ses_a", now + 130_000)).toBe(false); // quiet for the grace: gone
+		bound.opened(bound.issue("ses_c", now + 200_000).ticket, now + 200_000);
+		expect(bound.boundCount).toBe(1); // the quiet one was swept
+	});
+
+	it("no ticket lives past its maximum lifetime, connected or not; scopes do not mix", () => {
+		const bound = new StreamTickets({ ttlMs: 1000, reconnectGraceMs: 30_000, maxLifetimeMs: 60_000 });
+		const { ticket } = bound.issue("*", now);
+		bound.opened(ticket, now);
+		expect(bound.verify(ticket, "*", now + 59_999)).toBe(true);
+		expect(bound.verify(ticket, "*", now + 60_000)).toBe(false);
+		expect(bound.verify(ticket, "ses_a", now)).toBe(false);
+		expect(bound.verify(bound.issue("ses_a", now).ticket, "*", now)).toBe(false);
+	});
 });

@@ -3,7 +3,8 @@ import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
 import { ApiError } from "../../problem.ts";
 import { gatewayFrame, Outbox, type SseOptions, sseStream } from "../../sse.ts";
-import { allEvents, sessionEvents } from "./events.routes.ts";
+import { allEventsScope } from "../../tickets.ts";
+import { allEvents, createAllEventsTicket, sessionEvents } from "./events.routes.ts";
 import { followAll, followSession, typeFilter } from "./follow.ts";
 
 /** One heartbeat interval is also how long a dropped reader's socket gets to take its last frame. */
@@ -48,7 +49,8 @@ export function eventsRouter({ registry, config }: Deps) {
 				firstAvailable: session.log.firstSeq,
 				status: session.status,
 			};
-			out.push(gatewayFrame("stream_open", open, after));
+			// No `id:`: the resume point is an event's id, and an id names exactly one event (README: Events).
+			out.push(gatewayFrame("stream_open", open));
 			return sseStream(c, sse, out, followSession(session, out, { after, accept: typeFilter(types) })) as never;
 		})
 		.openapi(allEvents, (c) => {
@@ -72,5 +74,9 @@ export function eventsRouter({ registry, config }: Deps) {
 				unsubscribe();
 			};
 			return sseStream(c, sse, out, detach) as never;
+		})
+		.openapi(createAllEventsTicket, (c) => {
+			const { ticket, expiresAt } = registry.tickets.issue(allEventsScope);
+			return c.json({ ticket, expiresAt, eventsUrl: `/v1/events?ticket=${ticket}` }, 201);
 		});
 }

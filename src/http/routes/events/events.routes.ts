@@ -70,7 +70,14 @@ export const allEvents = createRoute({
 	summary: "Live events of every session (for dashboards)",
 	description:
 		"The live events of every session in one stream. Each frame's `id:` is `<sessionId>:<seq>`: it names the session (pi's own JSON does not) and that session's sequence number, and the data is the same as on the session's own stream. The first frame, `stream_open`, lists every session with its last sequence number. This stream is live only (Last-Event-ID is ignored): to fill a hole after a reconnect, read `/v1/sessions/{id}/events?after=<seq>` for each session. A `shutdown` frame says the gateway is stopping; the stream ends once every session has exited.",
-	request: { query: StreamQuery.pick({ types: true }) },
+	request: {
+		query: StreamQuery.pick({ types: true }).extend({
+			ticket: z.string().optional().openapi({
+				description:
+					"A ticket from POST /v1/events/ticket, instead of the Authorization header (for the browser's EventSource)",
+			}),
+		}),
+	},
 	responses: {
 		200: {
 			description: `The event stream. ${eventStreamFraming}`,
@@ -78,5 +85,33 @@ export const allEvents = createRoute({
 			content: { "text/event-stream": { schema: EventStreamDoc } },
 		},
 		...problems(400, 401, 429),
+	},
+});
+
+export const AllEventsTicket = z
+	.object({
+		ticket: z.string().openapi({ example: "mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE" }),
+		expiresAt: z.string().openapi({ format: "date-time" }),
+		eventsUrl: z.string().openapi({
+			description: "The all-sessions stream with the ticket in its query: give this to EventSource",
+			example: "/v1/events?ticket=mbc1x2kq.4Jq2…",
+		}),
+	})
+	.openapi("AllEventsTicket");
+
+export const createAllEventsTicket = createRoute({
+	operationId: "events.allTicket",
+	method: "post",
+	path: "/v1/events/ticket",
+	tags: ["events"],
+	summary: "A short-lived ticket that opens GET /v1/events without a header",
+	description:
+		"For browsers: EventSource cannot send `Authorization`. The ticket goes in `?ticket=` of `GET /v1/events` only. It opens new streams until `expiresAt`; a stream opened with it keeps reconnecting with it after that (EventSource retries the same URL) while the stream is connected or was within the last 5 minutes, for at most 24 hours; a gateway restart revokes it. Keep the long-lived token out of URLs.",
+	responses: {
+		201: {
+			description: "The ticket",
+			content: { "application/json": { schema: AllEventsTicket } },
+		},
+		...problems(401),
 	},
 });

@@ -42,7 +42,7 @@ export async function streamCommand(c: Context, sse: SseOptions, plan: CommandSt
 	const { session, command } = plan;
 	const startSeq = session.log.lastSeq;
 	const out = new Outbox(sse.maxBufferedBytes);
-	out.push(gatewayFrame("stream_open", { sessionId: session.id, ...plan.open, after: startSeq }, startSeq));
+	out.push(gatewayFrame("stream_open", { sessionId: session.id, ...plan.open, after: startSeq }));
 	const detach = followSession(session, out, { after: startSeq, accept: plan.accept, until: plan.until });
 	const request = session.request(command);
 	const first = await Promise.race([

@@ -5,11 +5,11 @@ import { RunCollector, RunWatch } from "../../../sessions/run-result.ts";
 import type { Session } from "../../../sessions/session.ts";
 import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
-import { unwrap } from "../../pi-result.ts";
 import { ApiError } from "../../problem.ts";
 import type { SseOptions } from "../../sse.ts";
 import { sseOptions } from "../events/events.index.ts";
 import { streamCommand, wantsStream } from "./command-stream.ts";
+import { type Acceptance, sendUntilHeld } from "./held.ts";
 import { followUp, prompt, steer } from "./runs.routes.ts";
 import { requestedWait, type WaitRequest } from "./wait.ts";
 
@@ -30,7 +30,11 @@ export function streamRun(c: Context, sse: SseOptions, session: Session, command
 	return streamCommand(c, sse, { session, command, open: { runId: command.id }, until, commitEarly });
 }
 
-/** Prefer: wait — 200 with the run's result once it ends, or 202 with where to follow it. */
+/**
+ * Prefer: wait — 200 with the run's result once it ends, or 202 with where to follow it: at the
+ * deadline (even while pi has not answered the command yet) or at once when a dialog holds pi's
+ * answer.
+ */
 async function waitRun(c: Context, session: Session, command: RunCommand, wait: WaitRequest): Promise<Response> {
 	const deadline = Date.now() + wait.ms;
 	const startSeq = session.log.lastSeq;
@@ -49,7 +53,9 @@ async function waitRun(c: Context, session: Session, command: RunCommand, wait: 
 	let timer: NodeJS.Timeout | undefined;
 	const onAbort = () => ended();
 	try {
-		const data = unwrap(await session.request(command)) as { disposition?: string };
+		const accepted = await sendUntilHeld(session, command, deadline);
+		if (accepted.kind !== "answered") return accepted202(c, session, command, startSeq, accepted);
+		const data = accepted.data as { disposition?: string } | undefined;
 		const timedOut = new Promise<boolean>((resolve) => {
 			timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()));
 		});
@@ -71,6 +77,22 @@ async function waitRun(c: Context, session: Session, command: RunCommand, wait: 
 	}
 }
 
+/** The default answer: 202 once pi accepted the command, or at once when a dialog holds pi's answer. */
+async function acceptRun(c: Context, session: Session, command: RunCommand): Promise<Response> {
+	const startSeq = session.log.lastSeq;
+	const accepted = await sendUntilHeld(session, command);
+	return accepted202(c, session, command, startSeq, accepted);
+}
+
+function accepted202(c: Context, session: Session, command: RunCommand, startSeq: number, accepted: Acceptance) {
+	const base = { runId: command.id, eventsUrl: eventsUrl(session, startSeq) };
+	if (accepted.kind === "held")
+		return c.json({ ...base, disposition: "awaiting_approval", approvals: accepted.approvals }, 202);
+	if (accepted.kind === "late") return c.json({ ...base, disposition: "pending" }, 202);
+	const data = accepted.data as { disposition?: string } | undefined;
+	return c.json({ ...base, disposition: data?.disposition ?? "queued" }, 202);
+}
+
 const eventsUrl = (session: Session, after: number) => `/v1/sessions/${session.id}/events?after=${after}`;
 
 export function runsRouter({ registry, config }: Deps) {
@@ -88,10 +110,7 @@ export function runsRouter({ registry, config }: Deps) {
 			if (wantsStream(c)) return streamRun(c, sse, session, command);
 			const wait = requestedWait(c.req.header("prefer"), c.req.query("wait"), config.waitTimeoutMs);
 			if (wait) return waitRun(c, session, command, wait);
-			const startSeq = session.log.lastSeq;
-			const data = unwrap(await session.request(command)) as { disposition?: string };
-			const disposition = data?.disposition ?? "queued";
-			return c.json({ runId: command.id, disposition, eventsUrl: eventsUrl(session, startSeq) }, 202);
+			return acceptRun(c, session, command);
 		}) as never);
 	}
 	return router;

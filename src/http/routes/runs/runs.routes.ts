@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { commandFields } from "../../../pi/protocol.ts";
+import { Approval } from "../../../sessions/approvals.ts";
 import { commandProblems, json, jsonBody, problems } from "../../openapi.ts";
 import { AgentMessage } from "../../schemas.ts";
 import { SessionParams } from "../sessions/sessions.routes.ts";
@@ -7,11 +8,28 @@ import { SessionParams } from "../sessions/sessions.routes.ts";
 export const RunAccepted = z
 	.object({
 		runId: z.string().openapi({ description: "The gateway's id for this command; the run it started or joined" }),
-		disposition: z.enum(["started", "queued", "handled"]),
+		disposition: z.enum(["started", "queued", "handled", "awaiting_approval", "pending"]).openapi({
+			description:
+				"pi's `disposition`, or what the gateway answered before pi did: `awaiting_approval` (a dialog opened first and holds pi's answer: answer `approvals`), `pending` (the wait ran out before pi answered). Either way pi's answer comes later as the `response` event on `eventsUrl`",
+		}),
 		eventsUrl: z.string().openapi({
 			description: "Where to follow the run: the session's stream from just before this command",
 			example: "/v1/sessions/ses_Qm9wYXJ0aWFs/events?after=41",
 		}),
+		// Dialogs that hold pi's answer (issue 11 item 2).
+		approvals: z
+			.array(
+				z.object({
+					id: z.string(),
+					url: z.string().openapi({
+						description: "Where to answer it (POST)",
+						example: "/v1/sessions/ses_Qm9wYXJ0aWFs/approvals/3f1c…",
+					}),
+					approval: Approval,
+				}),
+			)
+			.optional()
+			.openapi({ description: "With `awaiting_approval`: the dialogs pi waits on, each with the URL to answer it" }),
 	})
 	.openapi("RunAccepted");
 
@@ -56,6 +74,10 @@ const PreferHeader = z.object({
 	}),
 });
 
+/** How the JSON answers treat a dialog that holds pi's answer. */
+const heldByDialog =
+	" A dialog that opens before pi answered the command (an extension command that asks first) holds pi's answer until it is answered, so the JSON answer does not wait for it: 202 at once with `disposition: awaiting_approval` and the pending `approvals` (answer each at its `url`); pi's answer follows as the `response` event on `eventsUrl`. Wait mode keeps its deadline even while pi has not answered (then `disposition: pending`).";
+
 function messageRoute(operationId: string, path: string, type: "prompt" | "steer" | "follow_up", summary: string) {
 	return createRoute({
 		operationId,
@@ -65,7 +87,8 @@ function messageRoute(operationId: string, path: string, type: "prompt" | "steer
 		tags: ["runs"],
 		summary,
 		description:
-			"Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command.",
+			"Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command." +
+			heldByDialog,
 		request: {
 			params: SessionParams,
 			query: WaitQuery,
@@ -83,7 +106,10 @@ function messageRoute(operationId: string, path: string, type: "prompt" | "steer
 				},
 				content: { "application/json": { schema: RunResult } },
 			},
-			202: json(RunAccepted, "pi accepted it (or the wait ran out first); follow the run on the event stream"),
+			202: json(
+				RunAccepted,
+				"pi accepted it, or a dialog holds pi's answer (`awaiting_approval`), or the wait ran out first; follow the run on the event stream",
+			),
 			...problems(...commandProblems, 409),
 		},
 	});

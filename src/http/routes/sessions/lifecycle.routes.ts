@@ -36,7 +36,7 @@ export const createStreamTicket = createRoute({
 	tags: ["events"],
 	summary: "A short-lived ticket that opens this session's event stream without a header",
 	description:
-		"For browsers: EventSource cannot send `Authorization`. The ticket goes in `?ticket=` of `GET /v1/sessions/{id}/events` only, for this session only, and stops working at `expiresAt` (and when the gateway restarts). Within that time it can be used again, so EventSource's reconnects work. Keep the long-lived token out of URLs.",
+		"For browsers: EventSource cannot send `Authorization`. The ticket goes in `?ticket=` of `GET /v1/sessions/{id}/events` only, for this session only, and opens new streams until `expiresAt`; a stream opened with it keeps reconnecting with it after that (EventSource retries the same URL) while the stream is connected or was within the last 5 minutes, for at most 24 hours; a gateway restart revokes it. Keep the long-lived token out of URLs.",
 	request: { params: SessionParams },
 	responses: {
 		201: json(StreamTicket, "The ticket"),
