@@ -1,6 +1,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { once } from "node:events";
 import { JsonlDecoder } from "./jsonl.ts";
+import { killGroup, killTagged, newTag, tagVariable } from "./process-tree.ts";
 
 export interface PiProcessOptions {
 	command: string;
@@ -35,6 +36,8 @@ export class PiProcess {
 	#exitInfo: ExitInfo | undefined;
 	/** Escalation timers: cleared at exit, or each would keep this object (and its session) alive for seconds. */
 	readonly #timers = new Set<NodeJS.Timeout>();
+	/** In every descendant's environment: how the processes pi's tools started are found after pi is gone. */
+	readonly #tag = newTag();
 	readonly exited: Promise<ExitInfo>;
 	#resolveExit!: (info: ExitInfo) => void;
 
@@ -62,7 +65,14 @@ export class PiProcess {
 		const { command, args, cwd, env } = this.#options;
 		let child: ChildProcessWithoutNullStreams;
 		try {
-			child = spawn(command, args, { cwd, env, stdio: ["pipe", "pipe", "pipe"], shell: false });
+			// Its own process group (detached), so a signal reaches pi and whatever it did not move elsewhere.
+			child = spawn(command, args, {
+				cwd,
+				env: { ...env, [tagVariable]: this.#tag },
+				stdio: ["pipe", "pipe", "pipe"],
+				shell: false,
+				detached: true,
+			});
 		} catch (error) {
 			// Refused before any process existed (an argument Node will not pass): nothing to wait for.
 			this.#exitInfo = { code: null, signal: null, requested: false };
@@ -79,11 +89,13 @@ export class PiProcess {
 			decoder.end();
 			// pi answers only on stdout: a child that closed it can never answer again. A normal
 			// exit closes stdout a moment before the process ends, so give it that moment first.
-			this.#after(stdoutClosedGraceMs, () => child.kill("SIGKILL"));
+			this.#after(stdoutClosedGraceMs, () => this.#signal(child, "SIGKILL"));
 		});
 		child.stderr.on("data", (chunk: Buffer) => this.#keepStderr(chunk));
 		// A dead child's stdin raises EPIPE; the exit handler reports the death, so these are noise.
 		child.stdin.on("error", () => {});
+		// Tool processes die with their pi, however it ended: exit, crash or stop.
+		child.on("exit", () => killTagged(this.#tag));
 		child.on("close", (code, signal) => {
 			for (const timer of this.#timers) clearTimeout(timer);
 			this.#timers.clear();
@@ -112,8 +124,8 @@ export class PiProcess {
 		if (!child || this.#exitInfo) return this.exited;
 		this.#closeRequested = true;
 		child.stdin.end();
-		this.#after(graceMs, () => child.kill("SIGTERM"));
-		this.#after(graceMs * 2, () => child.kill("SIGKILL"));
+		this.#after(graceMs, () => this.#signal(child, "SIGTERM"));
+		this.#after(graceMs * 2, () => this.#signal(child, "SIGKILL"));
 		return this.exited;
 	}
 
@@ -126,9 +138,16 @@ export class PiProcess {
 		this.#timers.add(timer);
 	}
 
-	/** Immediate kill, for tests and for a child that failed to start. */
+	/** Immediate kill, for tests, for a child that failed to start, and at the gateway's exit. */
 	kill(signal: NodeJS.Signals = "SIGKILL"): void {
-		if (this.#child && !this.#exitInfo) this.#child.kill(signal);
+		if (this.#child && !this.#exitInfo) this.#signal(this.#child, signal);
+		// Synchronous, so it also works from process.on("exit"), where the exit event never comes.
+		if (signal === "SIGKILL") killTagged(this.#tag);
+	}
+
+	/** Signals pi's whole process group (pi and what it did not detach), or pi alone if that fails. */
+	#signal(child: ChildProcessWithoutNullStreams, signal: NodeJS.Signals): void {
+		if (child.pid === undefined || !killGroup(child.pid, signal)) child.kill(signal);
 	}
 
 	#keepStderr(chunk: Buffer): void {

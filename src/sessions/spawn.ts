@@ -5,6 +5,8 @@ import { z } from "@hono/zod-openapi";
 import type { Config } from "../config.ts";
 import { ApiError } from "../http/problem.ts";
 import { ThinkingLevel } from "../pi/protocol.ts";
+import { childEnv } from "./child-env.ts";
+import { wrapCommand } from "./sandbox.ts";
 
 // pi's argument parser takes a flag's next argument whatever it looks like, so a value cannot turn
 // into a flag; what Node itself refuses (NUL) or a terminal would misread (control characters) is refused here.
@@ -59,7 +61,7 @@ export type CreateSessionBody = z.infer<typeof CreateSessionBody>;
 export interface SpawnPlan {
 	command: string;
 	args: string[];
-	env: NodeJS.ProcessEnv;
+	env: Record<string, string>;
 	cwd: string;
 }
 
@@ -112,13 +114,15 @@ export function planSpawn(config: Config, body: CreateSessionBody, resumeFile?: 
 	else args.push("--no-session");
 	if (resumeFile) args.push("--session", resumeFile);
 	else if (body.resume) args.push("--session", body.resume);
-	if (config.demo) args.push("-e", demoExtensionPath);
+	const extensionPaths: string[] = [];
+	if (config.demo) extensionPaths.push(demoExtensionPath);
 	for (const ext of body.extensions ?? []) {
 		const path = config.extensions[ext];
 		if (!path)
 			throw new ApiError(400, "extension_not_allowed", `Extension ${JSON.stringify(ext)} is not in the allow-list`);
-		args.push("-e", path);
+		extensionPaths.push(path);
 	}
+	for (const path of extensionPaths) args.push("-e", path);
 	const provider = body.provider ?? (body.model ? undefined : config.provider);
 	const model = body.model ?? config.model;
 	if (restoring) {
@@ -141,8 +145,18 @@ export function planSpawn(config: Config, body: CreateSessionBody, resumeFile?: 
 	}
 	if (body.tools) args.push("--tools", body.tools.join(","));
 	if (body.name) args.push("--name", body.name);
-	const env: NodeJS.ProcessEnv = { ...process.env, PI_OFFLINE: config.demo ? "1" : process.env.PI_OFFLINE };
-	if (config.piAgentDir) env.PI_CODING_AGENT_DIR = config.piAgentDir;
-	if (env.PI_OFFLINE === undefined) delete env.PI_OFFLINE;
-	return { command: command as string, args, env, cwd };
+	const env = childEnv(process.env, {
+		passEnv: config.passEnv,
+		set: {
+			PI_OFFLINE: config.demo ? "1" : process.env.PI_OFFLINE,
+			...(config.piAgentDir ? { PI_CODING_AGENT_DIR: config.piAgentDir } : {}),
+		},
+	});
+	if (config.sandbox !== "on") return { command: command as string, args, env, cwd };
+	// The sandbox has a private /tmp: a TMPDIR elsewhere would be read-only or hidden.
+	env.TMPDIR = "/tmp";
+	const readable = [command as string, ...prefix, ...extensionPaths].filter((p) => isAbsolute(p));
+	const sessionDir = body.persist || resumeFile ? join(config.dataDir, "pi-sessions") : undefined;
+	const wrapped = wrapCommand(config, { cwd, sessionDir, readable, env }, command as string, args);
+	return { ...wrapped, env, cwd };
 }

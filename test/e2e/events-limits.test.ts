@@ -5,7 +5,7 @@ import { collect, type Frame } from "../helpers/sse.ts";
 
 // The bounds: a log that overflows, a reader that stalls, a subscriber limit, a shutdown.
 const open = (gw: TestGateway, path: string, headers: Record<string, string> = {}) =>
-	fetch(gw.url + path, { headers: { accept: "text/event-stream", ...headers } });
+	gw.fetch(path, { headers: { accept: "text/event-stream", ...headers } });
 const wire = (frames: Frame[]) => frames.map(({ id, event, data }) => ({ id, event, data }));
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => String(from + i));
 

@@ -15,7 +15,7 @@ beforeAll(async () => {
 afterAll(() => gw?.stop());
 
 const post = (path: string, json: unknown, headers: Record<string, string> = {}, sid = id) =>
-	fetch(`${gw.url}/v1/sessions/${sid}${path}`, {
+	gw.fetch(`/v1/sessions/${sid}${path}`, {
 		method: "POST",
 		headers: { "content-type": "application/json", ...headers },
 		body: JSON.stringify(json),
@@ -216,7 +216,7 @@ describe("wait mode", () => {
 		expect(waited).toBeLessThan(1400);
 		const body = await bodyOf(res);
 		expect(body).toEqual({ runId: body.runId, disposition: "started", eventsUrl: expect.any(String) });
-		const frames = await collect(await fetch(gw.url + body.eventsUrl), (f) => f.event === "agent_settled");
+		const frames = await collect(await gw.fetch(body.eventsUrl), (f) => f.event === "agent_settled");
 		expect(frames.find((f) => f.event === "response")?.json.id).toBe(body.runId);
 		expect(deltas(frames)).toBe(Array.from({ length: 15 }, (_, i) => i + 1).join(" "));
 		await idle();

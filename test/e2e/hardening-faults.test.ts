@@ -36,7 +36,7 @@ describe("a pi child that misbehaves affects only its own session", () => {
 	it("crash mid-stream (kill -9): 502 crashed, session_exit on its stream, pid gone", async () => {
 		const id = await gw.session({ name: "crash" });
 		const { pid } = await view(id);
-		const events = await fetch(`${gw.url}/v1/sessions/${id}/events`);
+		const events = await gw.fetch(`/v1/sessions/${id}/events`);
 		const prompt = await post(id, "/prompt", { message: "boom" });
 		expect(prompt.status).toBe(202);
 		const frames = await collect(events, (f) => f.event === "session_exit");
@@ -82,7 +82,7 @@ describe("a pi child that misbehaves affects only its own session", () => {
 		const run = await post(id, "/prompt?wait=true", { message: "hi" });
 		expect(run.status).toBe(200);
 		expect(run.body.text).toBe("stub: hi");
-		const events = await fetch(`${gw.url}/v1/sessions/${id}/events?after=0`);
+		const events = await gw.fetch(`/v1/sessions/${id}/events?after=0`);
 		const types = (await collect(events, (f) => f.event === "agent_settled")).map((f) => f.event);
 		expect(types).toEqual([
 			"stream_open",
@@ -129,7 +129,7 @@ describe("a pi child that misbehaves affects only its own session", () => {
 			expect(chars - 50 * 1024 * 1024).toBeLessThan(200);
 			expect(Date.now() - started).toBeLessThan(10_000);
 			const frames = await collect(
-				await fetch(`${small.url}/v1/sessions/${id}/events?after=0`),
+				await small.fetch(`/v1/sessions/${id}/events?after=0`),
 				(f) => f.event === "line_dropped",
 			);
 			expect(frames.at(-1)?.json).toEqual({

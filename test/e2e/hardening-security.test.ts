@@ -25,6 +25,8 @@ beforeAll(async () => {
 	gw = await startTestGateway({
 		token,
 		piCommand: [process.execPath, join(fixtures, "tee-pi.mjs"), record.path, bundledPiCli()],
+		// The recorder runs where pi runs: in the sandbox, which must let it write its record.
+		sandboxWritable: [record.path],
 	});
 	// Outside the workspace, reachable from inside it only through symlinks.
 	outside = join(gw.root, "outside");

@@ -59,7 +59,7 @@ async function scrape(): Promise<(name: string, labels?: Record<string, string>)
 
 describe("GET /metrics", () => {
 	it("needs the token, and starts at zero", async () => {
-		const res = await fetch(`${gw.url}/metrics`);
+		const res = await gw.fetch(`/metrics`);
 		expect(res.status).toBe(401);
 		const m = await scrape();
 		expect(m("pi_gateway_sessions", { status: "idle" })).toBe(0);
@@ -87,7 +87,7 @@ describe("GET /metrics", () => {
 
 		// An open event stream is a subscriber until it closes.
 		const stream = new AbortController();
-		const res = await fetch(`${gw.url}/v1/sessions/${b}/events`, {
+		const res = await gw.fetch(`/v1/sessions/${b}/events`, {
 			headers: { authorization: `Bearer ${token}` },
 			signal: stream.signal,
 		});
