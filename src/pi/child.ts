@@ -1,7 +1,15 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { once } from "node:events";
 import { JsonlDecoder } from "./jsonl.ts";
-import { killGroup, killTagged, newTag, tagVariable } from "./process-tree.ts";
+import {
+	childrenOf,
+	findExecutable,
+	killGroup,
+	killTagged,
+	newTag,
+	signalFromStatus,
+	tagVariable,
+} from "./process-tree.ts";
 
 export interface PiProcessOptions {
 	command: string;
@@ -12,6 +20,8 @@ export interface PiProcessOptions {
 	stderrTailBytes: number;
 	onLine(line: string): void;
 	onOverflow(droppedChars: number, head: string): void;
+	/** Set when `command` is bwrap running `sandboxed.command`: the sandbox changes how pi's end looks. */
+	sandboxed?: { command: string };
 }
 
 export interface ExitInfo {
@@ -65,6 +75,11 @@ export class PiProcess {
 		const { command, args, cwd, env } = this.#options;
 		let child: ChildProcessWithoutNullStreams;
 		try {
+			// bwrap starts whatever it is given and fails only inside: say ENOENT here, as spawn would.
+			const inner = this.#options.sandboxed?.command;
+			if (inner && !findExecutable(inner, env.PATH)) {
+				throw Object.assign(new Error(`spawn ${inner} ENOENT`), { code: "ENOENT" });
+			}
 			// Its own process group (detached), so a signal reaches pi and whatever it did not move elsewhere.
 			child = spawn(command, args, {
 				cwd,
@@ -99,7 +114,11 @@ export class PiProcess {
 		child.on("close", (code, signal) => {
 			for (const timer of this.#timers) clearTimeout(timer);
 			this.#timers.clear();
-			this.#exitInfo = { code, signal, requested: this.#closeRequested };
+			// bwrap exits 128+N when pi died of signal N: report it as the signal, as without the sandbox.
+			const relayed = this.#options.sandboxed ? signalFromStatus(code) : undefined;
+			this.#exitInfo = relayed
+				? { code: null, signal: relayed, requested: this.#closeRequested }
+				: { code, signal, requested: this.#closeRequested };
 			this.#resolveExit(this.#exitInfo);
 		});
 		await Promise.race([
@@ -138,15 +157,24 @@ export class PiProcess {
 		this.#timers.add(timer);
 	}
 
-	/** Immediate kill, for tests, for a child that failed to start, and at the gateway's exit. */
-	kill(signal: NodeJS.Signals = "SIGKILL"): void {
+	/**
+	 * Immediate kill, for tests and for a child that failed to start. Its tool processes go when
+	 * the exit event comes; `sweepNow` ends them at once, for process.on("exit"), where it never comes.
+	 */
+	kill(signal: NodeJS.Signals = "SIGKILL", sweepNow = false): void {
 		if (this.#child && !this.#exitInfo) this.#signal(this.#child, signal);
-		// Synchronous, so it also works from process.on("exit"), where the exit event never comes.
-		if (signal === "SIGKILL") killTagged(this.#tag);
+		if (sweepNow) killTagged(this.#tag);
 	}
 
 	/** Signals pi's whole process group (pi and what it did not detach), or pi alone if that fails. */
 	#signal(child: ChildProcessWithoutNullStreams, signal: NodeJS.Signals): void {
+		// bwrap dies of a SIGTERM without passing it on (and its namespace with it): a sandboxed pi
+		// gets its SIGTERM directly (bwrap → bwrap, init of the namespace → pi), so it can shut down in order.
+		if (signal !== "SIGKILL" && this.#options.sandboxed && child.pid !== undefined) {
+			const pis = childrenOf(child.pid).flatMap((init) => childrenOf(init));
+			for (const pid of pis) process.kill(pid, signal);
+			if (pis.length > 0) return;
+		}
 		if (child.pid === undefined || !killGroup(child.pid, signal)) child.kill(signal);
 	}
 

@@ -1,5 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { accessSync, constants, readdirSync, readFileSync } from "node:fs";
+import { constants as os } from "node:os";
+import { delimiter, isAbsolute, join } from "node:path";
 
 /**
  * Finding every process a pi started, even after pi is gone. pi's bash tool starts each command
@@ -59,4 +61,41 @@ export function killGroup(pgid: number, signal: NodeJS.Signals): boolean {
 	} catch {
 		return false;
 	}
+}
+
+/** Direct children of `pid` (from /proc/<pid>/stat); empty where there is no /proc. */
+export function childrenOf(pid: number): number[] {
+	const found: number[] = [];
+	let entries: string[] = [];
+	try {
+		entries = readdirSync("/proc");
+	} catch {}
+	for (const entry of entries) {
+		if (!/^\d+$/.test(entry)) continue;
+		try {
+			const stat = readFileSync(`/proc/${entry}/stat`, "latin1");
+			// The name in parentheses may hold spaces; the parent pid is the second field after it.
+			if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid) found.push(Number(entry));
+		} catch {}
+	}
+	return found;
+}
+
+/** Where a command would be found (a path as is, a bare name on PATH); undefined when nowhere. */
+export function findExecutable(command: string, path = ""): string | undefined {
+	const candidates = command.includes("/") ? [command] : path.split(delimiter).map((dir) => join(dir, command));
+	for (const candidate of candidates) {
+		if (!isAbsolute(candidate) && !command.includes("/")) continue;
+		try {
+			accessSync(candidate, constants.X_OK);
+			return candidate;
+		} catch {}
+	}
+	return undefined;
+}
+
+/** A shell-style exit status 128+N back to the signal N, as bwrap reports a signalled child. */
+export function signalFromStatus(code: number | null): NodeJS.Signals | undefined {
+	if (code === null || code <= 128) return undefined;
+	return (Object.entries(os.signals) as [NodeJS.Signals, number][]).find(([, n]) => n === code - 128)?.[0];
 }

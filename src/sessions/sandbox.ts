@@ -98,7 +98,9 @@ export function sandboxArgs(config: Config, paths: SandboxPaths): string[] {
 	const writable = [paths.cwd, agent, ...(paths.sessionDir ? [paths.sessionDir] : []), ...config.sandboxWritable];
 	for (const path of writable) if (existsSync(path)) mounts.push({ path, kind: "rw" });
 	for (const path of paths.readable) {
-		if (existsSync(path) && hidden.some((h) => isInside(h, path))) mounts.push({ path, kind: "ro" });
+		// Only what a hide would take away, and never over something already writable.
+		if (!existsSync(path) || writable.some((w) => isInside(w, path))) continue;
+		if (hidden.some((h) => isInside(h, path))) mounts.push({ path, kind: "ro" });
 	}
 	// The token file is covered by an empty one wherever it lies (a writable folder above it included).
 	if (config.tokenFile && existsSync(config.tokenFile))

@@ -36,6 +36,8 @@ export interface SpawnCommand {
 	command: string;
 	args: string[];
 	env: NodeJS.ProcessEnv;
+	/** The command bwrap runs, when `command` is bwrap. */
+	sandboxed?: { command: string };
 }
 
 /** Why the gateway stopped pi: `stopped` (DELETE), `idle`/`lru` (hibernation), `shutdown`. */
@@ -316,8 +318,8 @@ export class Session {
 		await child.close(this.#init.limits.shutdownGraceMs);
 	}
 
-	kill(signal: NodeJS.Signals = "SIGKILL"): void {
-		this.#process?.kill(signal);
+	kill(signal: NodeJS.Signals = "SIGKILL", sweepNow = false): void {
+		this.#process?.kill(signal, sweepNow);
 	}
 
 	nextCommandId(): string {

@@ -63,6 +63,8 @@ export interface SpawnPlan {
 	args: string[];
 	env: Record<string, string>;
 	cwd: string;
+	/** The command bwrap runs, when `command` is bwrap. */
+	sandboxed?: { command: string };
 }
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -158,5 +160,5 @@ export function planSpawn(config: Config, body: CreateSessionBody, resumeFile?: 
 	const readable = [command as string, ...prefix, ...extensionPaths].filter((p) => isAbsolute(p));
 	const sessionDir = body.persist || resumeFile ? join(config.dataDir, "pi-sessions") : undefined;
 	const wrapped = wrapCommand(config, { cwd, sessionDir, readable, env }, command as string, args);
-	return { ...wrapped, env, cwd };
+	return { ...wrapped, env, cwd, sandboxed: { command: command as string } };
 }

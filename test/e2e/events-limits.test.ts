@@ -87,7 +87,7 @@ describe("a reader that stops reading (1 MiB buffer)", () => {
 
 	it("is dropped with a final frame, while pi and a fast reader go on; it resumes with Last-Event-ID", async () => {
 		const session = gw.registry.get(id);
-		const stalled = await openRaw(`${gw.url}/v1/sessions/${id}/events`);
+		const stalled = await openRaw(`${gw.url}/v1/sessions/${id}/events`, { authorization: `Bearer ${gw.config.token}` });
 		await until(() => stalled.text().includes("stream_open"), 2000);
 		stalled.res.pause();
 		const fast = await open(gw, `/v1/sessions/${id}/events`);

@@ -115,7 +115,7 @@ describe("a session's event stream", () => {
 	});
 
 	it("sends heartbeat comments on a quiet stream", async () => {
-		const raw = await openRaw(`${gw.url}/v1/sessions/${id}/events`);
+		const raw = await openRaw(`${gw.url}/v1/sessions/${id}/events`, { authorization: `Bearer ${gw.config.token}` });
 		await new Promise((r) => setTimeout(r, 500));
 		raw.socket.destroy();
 		expect(raw.text().match(/^: heartbeat\n\n/gm)?.length).toBeGreaterThanOrEqual(2);
@@ -125,7 +125,7 @@ describe("a session's event stream", () => {
 		const log = gw.registry.get(id).log;
 		await until(() => subscribers() === 0, 2000);
 		const listenersBefore = log.listenerCount;
-		const raw = await openRaw(`${gw.url}/v1/sessions/${id}/events`);
+		const raw = await openRaw(`${gw.url}/v1/sessions/${id}/events`, { authorization: `Bearer ${gw.config.token}` });
 		await until(() => raw.text().includes("stream_open"), 2000);
 		expect(subscribers()).toBe(1);
 		expect(log.listenerCount).toBe(listenersBefore + 1);

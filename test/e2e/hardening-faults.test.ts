@@ -146,12 +146,20 @@ describe("a pi child that misbehaves affects only its own session", () => {
 	});
 
 	it("stdout closed early: the child is killed, the session crashed, the neighbour untouched", async () => {
-		const id = await gw.session({ name: "eof" });
-		const { pid } = await view(id);
-		expect((await post(id, "/prompt", { message: "close it" })).status).toBe(202);
-		await until(async () => (await view(id)).status === "crashed", 5000);
-		expect((await view(id)).exit).toMatchObject({ code: null, signal: "SIGKILL" });
-		expect(alive(pid)).toBe(false);
+		// Without the sandbox: bwrap keeps a copy of pi's stdout open, so there a pi that closes it
+		// and lives on is caught by the command deadline (504), not by end-of-file (README, Security).
+		const plain = await startTestGateway({ piCommand: [process.execPath, stub, "ok"], sandbox: "off" });
+		try {
+			const id = await plain.session({ name: "eof" });
+			const { pid } = (await plain.api(`/v1/sessions/${id}`)).body;
+			const prompt = await plain.api(`/v1/sessions/${id}/prompt`, { method: "POST", json: { message: "close it" } });
+			expect(prompt.status).toBe(202);
+			await until(async () => (await plain.api(`/v1/sessions/${id}`)).body.status === "crashed", 5000);
+			expect((await plain.api(`/v1/sessions/${id}`)).body.exit).toMatchObject({ code: null, signal: "SIGKILL" });
+			expect(alive(pid)).toBe(false);
+		} finally {
+			await plain.stop();
+		}
 		await expectHealthy();
 	});
 

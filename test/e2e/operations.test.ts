@@ -59,7 +59,7 @@ async function scrape(): Promise<(name: string, labels?: Record<string, string>)
 
 describe("GET /metrics", () => {
 	it("needs the token, and starts at zero", async () => {
-		const res = await gw.fetch(`/metrics`);
+		const res = await fetch(`${gw.url}/metrics`);
 		expect(res.status).toBe(401);
 		const m = await scrape();
 		expect(m("pi_gateway_sessions", { status: "idle" })).toBe(0);
