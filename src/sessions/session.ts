@@ -331,9 +331,13 @@ export class Session {
 		const id = command.id ?? this.nextCommandId();
 		const line = encodeLine({ ...command, id });
 		const response = this.#inFlight.add(id, command, timeoutMs);
+		const child = this.#process;
 		try {
 			await this.#write(line);
 		} catch {
+			// A pipe that broke means pi is going: its exit (crashed or exited) fails this command
+			// with the right code; the fallback is for a child that was already gone.
+			await child?.exited;
 			this.#inFlight.fail(id, new ApiError(502, "pi_exited", "pi exited before it read the command"));
 		}
 		return response;
