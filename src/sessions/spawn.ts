@@ -1,5 +1,5 @@
 import { existsSync, realpathSync } from "node:fs";
-import { dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "@hono/zod-openapi";
 import type { Config } from "../config.ts";
@@ -76,6 +76,13 @@ export function piPackageDir(): string {
 	let dir = dirname(main);
 	while (!existsSync(join(dir, "package.json"))) dir = dirname(dir);
 	return dir;
+}
+
+/** The node_modules folder pi is installed in (the outermost one on its path). */
+export function installedModules(): string {
+	const dir = piPackageDir();
+	const at = dir.indexOf(`${sep}node_modules${sep}`);
+	return at === -1 ? dirname(dir) : dir.slice(0, at + "/node_modules".length);
 }
 
 export function bundledPiCli(): string {
@@ -157,7 +164,10 @@ export function planSpawn(config: Config, body: CreateSessionBody, resumeFile?: 
 	if (config.sandbox !== "on") return { command: command as string, args, env, cwd };
 	// The sandbox has a private /tmp: a TMPDIR elsewhere would be read-only or hidden.
 	env.TMPDIR = "/tmp";
-	const readable = [command as string, ...prefix, ...extensionPaths].filter((p) => isAbsolute(p));
+	// What pi runs and loads, shown read-only where a hide would take it away (a workspace root that
+	// holds the gateway's own install, say): the files named, and the node_modules pi's bundle and
+	// the extensions import from.
+	const readable = [command as string, ...prefix, ...extensionPaths, installedModules()].filter((p) => isAbsolute(p));
 	const sessionDir = body.persist || resumeFile ? join(config.dataDir, "pi-sessions") : undefined;
 	const wrapped = wrapCommand(config, { cwd, sessionDir, readable, env }, command as string, args);
 	return { ...wrapped, env, cwd, sandboxed: { command: command as string } };

@@ -1,5 +1,5 @@
 import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/server.ts";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
@@ -48,6 +48,18 @@ describe("a sandboxed session", () => {
 		const ps = await sh(a, "ls /proc | grep -c '^[0-9]'");
 		expect(Number(ps.output.trim())).toBeLessThan(10);
 		expect((await sh(a, `test -e /proc/${process.pid} && echo visible || echo hidden`)).output).toBe("hidden\n");
+	});
+
+	it("starts in a sub-folder of a workspace root that holds the gateway's own install (npm start's default)", async () => {
+		const repo = resolve(import.meta.dirname, "../..");
+		const own = await startTestGateway({ sandbox: "on", workspaceRoot: repo });
+		try {
+			const id = await own.session({ cwd: "examples", extensions: ["permission-gate"] });
+			const { body } = await own.api(`/v1/sessions/${id}/bash`, { method: "POST", json: { command: "pwd; ls .." } });
+			expect(body.output).toBe(`${join(repo, "examples")}\nexamples\nextensions\nnode_modules\n`);
+		} finally {
+			await own.stop();
+		}
 	});
 
 	it("--sandbox on refuses to start where bubblewrap cannot run", async () => {
