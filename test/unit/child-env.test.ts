@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config.ts";
 import { checkPassEnvName, childEnv, isAllowedByDefault } from "../../src/sessions/child-env.ts";
 
 const gatewayEnv = {
@@ -53,6 +54,8 @@ describe("childEnv", () => {
 		expect(checkPassEnvName("PI_GATEWAY_TOKEN")).toMatch(/never reach pi/);
 		expect(checkPassEnvName("A=B")).toMatch(/not a variable name/);
 		expect(checkPassEnvName("GITHUB_TOKEN")).toBeUndefined();
+		expect(() => parseConfig({ passEnv: ["PI_GATEWAY_TOKEN"] })).toThrow("--pass-env: PI_GATEWAY_TOKEN");
+		expect(parseConfig({ passEnv: ["GITHUB_TOKEN"] }).passEnv).toEqual(["GITHUB_TOKEN"]);
 	});
 
 	it("sets and removes on top", () => {
