@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { type IncomingMessage, request } from "node:http";
 import { tmpdir } from "node:os";
@@ -8,6 +9,9 @@ import { fileURLToPath } from "node:url";
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const stubPi = join(root, "bench", "stub-pi.mjs");
 export const now = () => process.hrtime.bigint();
+/** Every benchmark gateway's bearer token (given by env, as an operator would). */
+const token = randomBytes(24).toString("base64url");
+const auth = { authorization: `Bearer ${token}` };
 
 export interface GatewayProcess {
 	url: string;
@@ -33,6 +37,7 @@ export async function startGatewayProcess(args: string[]): Promise<GatewayProces
 		],
 		{
 			stdio: ["ignore", "pipe", "inherit"],
+			env: { ...process.env, PI_GATEWAY_TOKEN: token },
 		},
 	);
 	const url = await new Promise<string>((resolve, reject) => {
@@ -65,7 +70,7 @@ export async function startGatewayProcess(args: string[]): Promise<GatewayProces
 export async function api(url: string, method: string, body?: unknown): Promise<any> {
 	const res = await fetch(url, {
 		method,
-		headers: body === undefined ? {} : { "content-type": "application/json" },
+		headers: body === undefined ? auth : { ...auth, "content-type": "application/json" },
 		body: body === undefined ? undefined : JSON.stringify(body),
 	});
 	const text = await res.text();
@@ -82,7 +87,7 @@ export function openSse(url: string, init: { method?: string; body?: unknown } =
 	return new Promise((resolve, reject) => {
 		const req = request(url, {
 			method: init.method ?? "GET",
-			headers: { accept: "text/event-stream", ...(body ? { "content-type": "application/json" } : {}) },
+			headers: { ...auth, accept: "text/event-stream", ...(body ? { "content-type": "application/json" } : {}) },
 		});
 		req.once("response", resolve);
 		req.once("error", reject);
@@ -195,6 +200,6 @@ export function table(title: string, rows: Record<string, string | number>[]): s
 
 /** The gateway's used JS heap, from its own /metrics (prom-client's default metrics). */
 export async function heapUsed(gateway: GatewayProcess): Promise<number> {
-	const text = await (await fetch(`${gateway.url}/metrics`)).text();
+	const text = await (await fetch(`${gateway.url}/metrics`, { headers: auth })).text();
 	return Number(/^nodejs_heap_size_used_bytes (\d+)/m.exec(text)?.[1] ?? Number.NaN);
 }

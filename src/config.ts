@@ -2,6 +2,7 @@ import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
+import { checkPassEnvName } from "./sessions/child-env.ts";
 
 const int = (min: number) => z.coerce.number().int().min(min);
 
@@ -9,7 +10,37 @@ const int = (min: number) => z.coerce.number().int().min(min);
 export const ConfigSchema = z.object({
 	host: z.string().default("127.0.0.1").describe("Address to listen on"),
 	port: int(0).max(65535).default(8787).describe("Port to listen on (0 picks a free one)"),
-	token: z.string().min(16).optional().describe("Bearer token required on every route but /healthz and /readyz"),
+	token: z
+		.string()
+		.min(16)
+		.optional()
+		.describe(
+			"Bearer token for every route but /healthz, /readyz, /openapi.json, /openapi.yaml and /docs; prefer the env var or --token-file (argv is readable in /proc)",
+		),
+	tokenFile: z
+		.string()
+		.optional()
+		.describe(
+			"File holding the bearer token (default: PI_GATEWAY_TOKEN, else <data-dir>/token, generated at first start)",
+		),
+	auth: z
+		.boolean()
+		.default(true)
+		.describe(
+			"Require the bearer token; --no-auth is refused beyond loopback and lets any local process answer approvals",
+		),
+	sandbox: z
+		.enum(["auto", "on", "off"])
+		.default("auto")
+		.describe("Run each pi in bubblewrap (auto: when bwrap works; on: refuse to start without it; off: never)"),
+	sandboxWritable: z
+		.array(z.string())
+		.default([])
+		.describe("Extra paths a sandboxed pi may write (e.g. ~/.npm); its cwd, pi's agent dir and a private /tmp always"),
+	passEnv: z
+		.array(z.string())
+		.default([])
+		.describe("Extra environment variables pi gets besides the allow-list (never PI_GATEWAY_*)"),
 	allowedHosts: z
 		.array(z.string())
 		.default([])
@@ -102,6 +133,12 @@ export function parseConfig(input: ConfigInput): Config {
 	const config = ConfigSchema.parse(input);
 	config.workspaceRoot = resolve(config.workspaceRoot);
 	config.dataDir = resolve(config.dataDir);
+	if (config.tokenFile) config.tokenFile = resolve(config.tokenFile);
+	config.sandboxWritable = config.sandboxWritable.map((path) => resolve(path));
+	for (const name of config.passEnv) {
+		const problem = checkPassEnvName(name);
+		if (problem) throw new Error(`--pass-env: ${problem}`);
+	}
 	// pi resolves an -e path against the session's cwd: pin relative paths to the gateway's own cwd
 	// (sources with a scheme, like builtin:mcp or npm:pkg, pass as they are).
 	// The shipped permission gate is always on the allow-list; a session loads it only when it asks.

@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { ZodError } from "zod";
 import { type ConfigInput, ConfigSchema } from "./config.ts";
 import { startGateway } from "./server.ts";
+import { tokenNotice } from "./token.ts";
 
 /** Flag name (kebab-case) ↔ config key ↔ env var PI_GATEWAY_<SNAKE>. */
 const kebab = (key: string) => key.replace(/[A-Z]/g, (ch) => `-${ch.toLowerCase()}`);
@@ -9,8 +10,8 @@ const envName = (key: string) => `PI_GATEWAY_${kebab(key).replaceAll("-", "_").t
 const shape = ConfigSchema.shape;
 type Key = keyof typeof shape;
 const keys = Object.keys(shape) as Key[];
-const booleans = new Set<Key>(["demo", "autoResume"]);
-const lists = new Set<Key>(["allowedHosts", "corsOrigins", "piCommand"]);
+const booleans = new Set<Key>(["demo", "autoResume", "auth"]);
+const lists = new Set<Key>(["allowedHosts", "corsOrigins", "piCommand", "sandboxWritable", "passEnv"]);
 
 function help(): string {
 	const lines = keys.map((key) => {
@@ -35,13 +36,14 @@ function help(): string {
 		`  ${"--extension <name=path>".padEnd(34)} Same as --extensions; repeatable`,
 		`  ${"-h, --help".padEnd(34)} This text`,
 		"",
-		"Lists (allowed hosts, CORS origins, extensions) are comma-separated; --pi-command splits on spaces.",
+		"Lists (allowed hosts, CORS origins, extensions, pass-env, sandbox-writable) are comma-separated; --pi-command splits on spaces.",
+		"With no token given, one is generated at first start in <data-dir>/token (mode 0600) and reused after.",
 		"Relative extension paths are resolved against the current directory.",
 		"With no --provider/--model the offline demo model is used.",
 	].join("\n");
 }
 
-function readInput(argv: string[]): ConfigInput {
+function readInput(argv: string[]): { input: ConfigInput; tokenOnArgv: boolean } {
 	const options = Object.fromEntries(
 		keys.map((key) => [kebab(key), { type: booleans.has(key) ? ("boolean" as const) : ("string" as const) }]),
 	);
@@ -72,7 +74,7 @@ function readInput(argv: string[]): ConfigInput {
 	}
 	if (values.extension)
 		input.extensions = { ...(input.extensions as object), ...parsePairs(values.extension as string[]) };
-	return input as ConfigInput;
+	return { input: input as ConfigInput, tokenOnArgv: (values as Record<string, unknown>).token !== undefined };
 }
 
 function parsePairs(pairs: string[]): Record<string, string> {
@@ -88,7 +90,8 @@ function parsePairs(pairs: string[]): Record<string, string> {
 async function main(): Promise<void> {
 	let gateway: Awaited<ReturnType<typeof startGateway>>;
 	try {
-		gateway = await startGateway(readInput(process.argv.slice(2)));
+		const { input, tokenOnArgv } = readInput(process.argv.slice(2));
+		gateway = await startGateway(input, undefined, { tokenFrom: tokenOnArgv ? "argv" : "env" });
 	} catch (error) {
 		const message =
 			error instanceof ZodError
@@ -97,6 +100,11 @@ async function main(): Promise<void> {
 		console.error(`pi-gateway: ${message}`);
 		process.exit(2);
 	}
+	// For the person at the terminal (stdout is JSON logs): where the token is, and what is unsafe.
+	const notice = tokenNotice(gateway.tokenSource);
+	if (notice) console.error(notice);
+	if (!gateway.sandbox.enabled)
+		console.error(`pi-gateway: sandbox off (${gateway.sandbox.reason}): pi and its tools run unconfined as this user`);
 	// Whatever ends this process, no pi child outlives it unasked (they would also exit on stdin EOF).
 	process.on("exit", () => gateway.registry.killAll());
 	let signals = 0;

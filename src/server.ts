@@ -6,6 +6,8 @@ import { createApp } from "./app.ts";
 import { type Config, type ConfigInput, parseConfig } from "./config.ts";
 import { ConnectionGuard } from "./http/connections.ts";
 import { SessionRegistry } from "./sessions/registry.ts";
+import { resolveSandbox, type SandboxStatus } from "./sessions/sandbox.ts";
+import { resolveToken, type TokenSource } from "./token.ts";
 
 export interface Gateway {
 	url: string;
@@ -14,6 +16,10 @@ export interface Gateway {
 	registry: SessionRegistry;
 	/** Open and half-open HTTP connections (the slowloris bounds). */
 	connections: ConnectionGuard;
+	/** Where the bearer token came from (never the token itself). */
+	tokenSource: TokenSource;
+	/** Whether pi children run in bubblewrap, and why not when they do not. */
+	sandbox: SandboxStatus;
 	/** Stop accepting, end streams, stop every child. Idempotent. */
 	close(): Promise<void>;
 }
@@ -23,12 +29,28 @@ const drainMs = 1000;
 
 const loopback = /^(127\.\d+\.\d+\.\d+|localhost|::1|\[::1\])$/;
 
-export async function startGateway(input: ConfigInput, logger?: Logger): Promise<Gateway> {
+export interface StartOptions {
+	/** How the CLI got config.token: on argv it is readable from /proc, and that is said loudly. */
+	tokenFrom?: "env" | "argv";
+}
+
+export async function startGateway(input: ConfigInput, logger?: Logger, options: StartOptions = {}): Promise<Gateway> {
 	const config = parseConfig(input);
-	if (!loopback.test(config.host) && !config.token) {
-		throw new Error(`Refusing to listen on ${config.host} without a token: set --token (or PI_GATEWAY_TOKEN)`);
+	if (!loopback.test(config.host) && !config.auth) {
+		throw new Error(`Refusing to listen on ${config.host} with --no-auth: a token is required beyond loopback`);
 	}
 	const log = logger ?? pino({ level: config.logLevel });
+	const tokenSource = resolveToken(config, options.tokenFrom);
+	if (tokenSource.kind === "argv")
+		log.warn(
+			"--token on the command line is readable from /proc/<pid>/cmdline by every local process of this user, pi's tools included; use PI_GATEWAY_TOKEN or --token-file",
+		);
+	if (tokenSource.kind === "none")
+		log.warn("--no-auth: the API has no token; any local process, pi's own tools included, can answer approvals");
+	const sandbox = resolveSandbox(config);
+	// From here on "on" or "off": planSpawn wraps each child when it is "on".
+	config.sandbox = sandbox.enabled ? "on" : "off";
+	if (!sandbox.enabled) log.warn({ reason: sandbox.reason }, "sandbox off: pi children run as this user, unconfined");
 	const registry = new SessionRegistry(config, log);
 	// Before listening: a data dir held by another gateway fails here, and restored sessions are listed from the first request.
 	registry.open();
@@ -62,7 +84,11 @@ export async function startGateway(input: ConfigInput, logger?: Logger): Promise
 	const port = (server.address() as AddressInfo).port;
 	const host = config.host.includes(":") && !config.host.startsWith("[") ? `[${config.host}]` : config.host;
 	const url = `http://${host}:${port}`;
-	log.info({ url, demo: config.demo, workspaceRoot: config.workspaceRoot }, "pi-gateway listening");
+	const tokenFile = "path" in tokenSource ? tokenSource.path : undefined;
+	log.info(
+		{ url, demo: config.demo, workspaceRoot: config.workspaceRoot, sandbox: config.sandbox, tokenFile },
+		"pi-gateway listening",
+	);
 
 	let closing: Promise<void> | undefined;
 	const close = () => {
@@ -85,5 +111,5 @@ export async function startGateway(input: ConfigInput, logger?: Logger): Promise
 		})();
 		return closing;
 	};
-	return { url, port, config, registry, connections, close };
+	return { url, port, config, registry, connections, tokenSource, sandbox, close };
 }

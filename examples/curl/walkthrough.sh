@@ -6,14 +6,16 @@
 #   npm start &   # the demo model, no API key; the permission gate is always on the allow-list
 #   examples/curl/walkthrough.sh
 #
-# PI_GATEWAY_URL    the gateway (default http://127.0.0.1:8787)
-# PI_GATEWAY_TOKEN  its bearer token, if it has one (an empty one is ignored by a gateway without)
+# PI_GATEWAY_URL       the gateway (default http://127.0.0.1:8787)
+# PI_GATEWAY_TOKEN     its bearer token; when unset, read from the token file the gateway wrote at its
+#                      first start: $PI_GATEWAY_DATA_DIR/token (default ~/.pi-gateway/token)
 # PI_GATEWAY_GATE   the allow-list name of the extension that asks before `rm -rf` (default permission-gate, shipped in extensions/)
 # Needs curl 7.82+ (--json) and jq.
 set -euo pipefail
 
 GW=${PI_GATEWAY_URL:-http://127.0.0.1:8787}
-AUTH="Authorization: Bearer ${PI_GATEWAY_TOKEN:-}"
+TOKEN_FILE=${PI_GATEWAY_DATA_DIR:-$HOME/.pi-gateway}/token
+AUTH="Authorization: Bearer ${PI_GATEWAY_TOKEN:-$(cat "$TOKEN_FILE" 2>/dev/null || true)}"
 GATE=${PI_GATEWAY_GATE:-permission-gate}
 command -v jq >/dev/null || {
 	echo "walkthrough.sh needs jq" >&2

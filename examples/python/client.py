@@ -7,7 +7,8 @@ it when the dialog shows up in the stream, prints the reply as it streams, delet
     python3 examples/python/client.py      (Python 3.8+; run a gateway first, see the README)
 
 PI_GATEWAY_URL    the gateway (default http://127.0.0.1:8787)
-PI_GATEWAY_TOKEN  its bearer token, if it has one
+PI_GATEWAY_TOKEN  its bearer token; when unset, read from the file the gateway keeps it in,
+                  $PI_GATEWAY_DATA_DIR/token (default ~/.pi-gateway/token)
 PI_GATEWAY_GATE   the allow-list name of the extension that asks before `rm -rf` (default permission-gate)
 """
 
@@ -19,7 +20,16 @@ import urllib.error
 import urllib.request
 
 BASE_URL = os.environ.get("PI_GATEWAY_URL", "http://127.0.0.1:8787").rstrip("/")
-TOKEN = os.environ.get("PI_GATEWAY_TOKEN")
+def read_token_file():
+    data_dir = os.environ.get("PI_GATEWAY_DATA_DIR") or os.path.join(os.path.expanduser("~"), ".pi-gateway")
+    try:
+        with open(os.path.join(data_dir, "token"), encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+TOKEN = os.environ.get("PI_GATEWAY_TOKEN") or read_token_file()
 GATE = os.environ.get("PI_GATEWAY_GATE", "permission-gate")
 PROMPT = "bash: rm -rf ./pi-gateway-scratch && echo removed"
 

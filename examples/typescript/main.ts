@@ -7,9 +7,13 @@
  *   node examples/typescript/main.ts          (Node 22.19+; run a gateway first, see the README)
  *
  * PI_GATEWAY_URL    the gateway (default http://127.0.0.1:8787)
- * PI_GATEWAY_TOKEN  its bearer token, if it has one
+ * PI_GATEWAY_TOKEN  its bearer token; when unset, read from the file the gateway keeps it in,
+ *                   $PI_GATEWAY_DATA_DIR/token (default ~/.pi-gateway/token)
  * PI_GATEWAY_GATE   the allow-list name of the extension that asks before `rm -rf` (default permission-gate)
  */
+import { readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
 import createClient from "openapi-fetch";
 import type { components, paths } from "./schema.d.ts";
 
@@ -18,11 +22,20 @@ type Approval = components["schemas"]["Approval"];
 type ApprovalAnswer = components["schemas"]["ApprovalAnswer"];
 
 const baseUrl = process.env.PI_GATEWAY_URL ?? "http://127.0.0.1:8787";
-const token = process.env.PI_GATEWAY_TOKEN;
+const tokenFile = join(process.env.PI_GATEWAY_DATA_DIR ?? join(homedir(), ".pi-gateway"), "token");
+const token = process.env.PI_GATEWAY_TOKEN ?? readTokenFile(tokenFile);
 const gate = process.env.PI_GATEWAY_GATE ?? "permission-gate";
 const prompt = "bash: rm -rf ./pi-gateway-scratch && echo removed";
 
 const client = createClient<paths>({ baseUrl, headers: token ? { Authorization: `Bearer ${token}` } : {} });
+
+function readTokenFile(path: string): string | undefined {
+	try {
+		return readFileSync(path, "utf8").trim();
+	} catch {
+		return undefined;
+	}
+}
 
 function fail(what: string, problem: unknown): never {
 	throw new Error(`${what} failed: ${JSON.stringify(problem)}`);

@@ -1,6 +1,15 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { once } from "node:events";
 import { JsonlDecoder } from "./jsonl.ts";
+import {
+	childrenOf,
+	findExecutable,
+	killGroup,
+	killTagged,
+	newTag,
+	signalFromStatus,
+	tagVariable,
+} from "./process-tree.ts";
 
 export interface PiProcessOptions {
 	command: string;
@@ -11,6 +20,8 @@ export interface PiProcessOptions {
 	stderrTailBytes: number;
 	onLine(line: string): void;
 	onOverflow(droppedChars: number, head: string): void;
+	/** Set when `command` is bwrap running `sandboxed.command`: the sandbox changes how pi's end looks. */
+	sandboxed?: { command: string };
 }
 
 export interface ExitInfo {
@@ -35,6 +46,8 @@ export class PiProcess {
 	#exitInfo: ExitInfo | undefined;
 	/** Escalation timers: cleared at exit, or each would keep this object (and its session) alive for seconds. */
 	readonly #timers = new Set<NodeJS.Timeout>();
+	/** In every descendant's environment: how the processes pi's tools started are found after pi is gone. */
+	readonly #tag = newTag();
 	readonly exited: Promise<ExitInfo>;
 	#resolveExit!: (info: ExitInfo) => void;
 
@@ -62,7 +75,19 @@ export class PiProcess {
 		const { command, args, cwd, env } = this.#options;
 		let child: ChildProcessWithoutNullStreams;
 		try {
-			child = spawn(command, args, { cwd, env, stdio: ["pipe", "pipe", "pipe"], shell: false });
+			// bwrap starts whatever it is given and fails only inside: say ENOENT here, as spawn would.
+			const inner = this.#options.sandboxed?.command;
+			if (inner && !findExecutable(inner, env.PATH)) {
+				throw Object.assign(new Error(`spawn ${inner} ENOENT`), { code: "ENOENT" });
+			}
+			// Its own process group (detached), so a signal reaches pi and whatever it did not move elsewhere.
+			child = spawn(command, args, {
+				cwd,
+				env: { ...env, [tagVariable]: this.#tag },
+				stdio: ["pipe", "pipe", "pipe"],
+				shell: false,
+				detached: true,
+			});
 		} catch (error) {
 			// Refused before any process existed (an argument Node will not pass): nothing to wait for.
 			this.#exitInfo = { code: null, signal: null, requested: false };
@@ -79,15 +104,21 @@ export class PiProcess {
 			decoder.end();
 			// pi answers only on stdout: a child that closed it can never answer again. A normal
 			// exit closes stdout a moment before the process ends, so give it that moment first.
-			this.#after(stdoutClosedGraceMs, () => child.kill("SIGKILL"));
+			this.#after(stdoutClosedGraceMs, () => this.#signal(child, "SIGKILL"));
 		});
 		child.stderr.on("data", (chunk: Buffer) => this.#keepStderr(chunk));
 		// A dead child's stdin raises EPIPE; the exit handler reports the death, so these are noise.
 		child.stdin.on("error", () => {});
+		// Tool processes die with their pi, however it ended: exit, crash or stop.
+		child.on("exit", () => killTagged(this.#tag));
 		child.on("close", (code, signal) => {
 			for (const timer of this.#timers) clearTimeout(timer);
 			this.#timers.clear();
-			this.#exitInfo = { code, signal, requested: this.#closeRequested };
+			// bwrap exits 128+N when pi died of signal N: report it as the signal, as without the sandbox.
+			const relayed = this.#options.sandboxed ? signalFromStatus(code) : undefined;
+			this.#exitInfo = relayed
+				? { code: null, signal: relayed, requested: this.#closeRequested }
+				: { code, signal, requested: this.#closeRequested };
 			this.#resolveExit(this.#exitInfo);
 		});
 		await Promise.race([
@@ -112,8 +143,8 @@ export class PiProcess {
 		if (!child || this.#exitInfo) return this.exited;
 		this.#closeRequested = true;
 		child.stdin.end();
-		this.#after(graceMs, () => child.kill("SIGTERM"));
-		this.#after(graceMs * 2, () => child.kill("SIGKILL"));
+		this.#after(graceMs, () => this.#signal(child, "SIGTERM"));
+		this.#after(graceMs * 2, () => this.#signal(child, "SIGKILL"));
 		return this.exited;
 	}
 
@@ -126,9 +157,25 @@ export class PiProcess {
 		this.#timers.add(timer);
 	}
 
-	/** Immediate kill, for tests and for a child that failed to start. */
-	kill(signal: NodeJS.Signals = "SIGKILL"): void {
-		if (this.#child && !this.#exitInfo) this.#child.kill(signal);
+	/**
+	 * Immediate kill, for tests and for a child that failed to start. Its tool processes go when
+	 * the exit event comes; `sweepNow` ends them at once, for process.on("exit"), where it never comes.
+	 */
+	kill(signal: NodeJS.Signals = "SIGKILL", sweepNow = false): void {
+		if (this.#child && !this.#exitInfo) this.#signal(this.#child, signal);
+		if (sweepNow) killTagged(this.#tag);
+	}
+
+	/** Signals pi's whole process group (pi and what it did not detach), or pi alone if that fails. */
+	#signal(child: ChildProcessWithoutNullStreams, signal: NodeJS.Signals): void {
+		// bwrap dies of a SIGTERM without passing it on (and its namespace with it): a sandboxed pi
+		// gets its SIGTERM directly (bwrap → bwrap, init of the namespace → pi), so it can shut down in order.
+		if (signal !== "SIGKILL" && this.#options.sandboxed && child.pid !== undefined) {
+			const pis = childrenOf(child.pid).flatMap((init) => childrenOf(init));
+			for (const pid of pis) process.kill(pid, signal);
+			if (pis.length > 0) return;
+		}
+		if (child.pid === undefined || !killGroup(child.pid, signal)) child.kill(signal);
 	}
 
 	#keepStderr(chunk: Buffer): void {

@@ -484,7 +484,7 @@ export class SessionRegistry {
 
 	/** Last resort on process exit: no child may outlive the gateway unasked. Synchronous. */
 	killAll(): void {
-		for (const session of this.#sessions.values()) session.kill("SIGKILL");
+		for (const session of this.#sessions.values()) session.kill("SIGKILL", true);
 		this.pool?.killAll();
 	}
 }

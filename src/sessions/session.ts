@@ -37,6 +37,8 @@ export interface SpawnCommand {
 	command: string;
 	args: string[];
 	env: NodeJS.ProcessEnv;
+	/** The command bwrap runs, when `command` is bwrap. */
+	sandboxed?: { command: string };
 }
 
 /** Why the gateway stopped pi: `stopped` (DELETE), `idle`/`lru` (hibernation), `shutdown`. */
@@ -350,8 +352,8 @@ export class Session {
 		await child.close(this.#init.limits.shutdownGraceMs);
 	}
 
-	kill(signal: NodeJS.Signals = "SIGKILL"): void {
-		this.#process?.kill(signal);
+	kill(signal: NodeJS.Signals = "SIGKILL", sweepNow = false): void {
+		this.#process?.kill(signal, sweepNow);
 	}
 
 	nextCommandId(): string {
@@ -363,9 +365,13 @@ export class Session {
 		const id = command.id ?? this.nextCommandId();
 		const line = encodeLine({ ...command, id });
 		const response = this.#inFlight.add(id, command, timeoutMs);
+		const child = this.#process;
 		try {
 			await this.#write(line);
 		} catch {
+			// A pipe that broke means pi is going: its exit (crashed or exited) fails this command
+			// with the right code; the fallback is for a child that was already gone.
+			await child?.exited;
 			this.#inFlight.fail(id, new ApiError(502, "pi_exited", "pi exited before it read the command"));
 		}
 		return response;

@@ -1,10 +1,12 @@
 import { existsSync, realpathSync } from "node:fs";
-import { dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "@hono/zod-openapi";
 import type { Config } from "../config.ts";
 import { ApiError } from "../http/problem.ts";
 import { SessionName, ThinkingLevel } from "../pi/protocol.ts";
+import { childEnv } from "./child-env.ts";
+import { wrapCommand } from "./sandbox.ts";
 
 // pi's argument parser takes a flag's next argument whatever it looks like, so a value cannot turn
 // into a flag; names share one schema (SessionName) with PUT …/name.
@@ -54,8 +56,10 @@ export type CreateSessionBody = z.infer<typeof CreateSessionBody>;
 export interface SpawnPlan {
 	command: string;
 	args: string[];
-	env: NodeJS.ProcessEnv;
+	env: Record<string, string>;
 	cwd: string;
+	/** The command bwrap runs, when `command` is bwrap. */
+	sandboxed?: { command: string };
 }
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -67,6 +71,13 @@ export function piPackageDir(): string {
 	let dir = dirname(main);
 	while (!existsSync(join(dir, "package.json"))) dir = dirname(dir);
 	return dir;
+}
+
+/** The node_modules folder pi is installed in (the outermost one on its path). */
+export function installedModules(): string {
+	const dir = piPackageDir();
+	const at = dir.indexOf(`${sep}node_modules${sep}`);
+	return at === -1 ? dirname(dir) : dir.slice(0, at + "/node_modules".length);
 }
 
 export function bundledPiCli(): string {
@@ -107,13 +118,15 @@ export function planSpawn(config: Config, body: CreateSessionBody, resumeFile?: 
 	else args.push("--no-session");
 	if (resumeFile) args.push("--session", resumeFile);
 	else if (body.resume) args.push("--session", body.resume);
-	if (config.demo) args.push("-e", demoExtensionPath);
+	const extensionPaths: string[] = [];
+	if (config.demo) extensionPaths.push(demoExtensionPath);
 	for (const ext of body.extensions ?? []) {
 		const path = config.extensions.get(ext);
 		if (!path)
 			throw new ApiError(400, "extension_not_allowed", `Extension ${JSON.stringify(ext)} is not in the allow-list`);
-		args.push("-e", path);
+		extensionPaths.push(path);
 	}
+	for (const path of extensionPaths) args.push("-e", path);
 	const provider = body.provider ?? (body.model ? undefined : config.provider);
 	const model = body.model ?? config.model;
 	if (restoring) {
@@ -136,8 +149,21 @@ export function planSpawn(config: Config, body: CreateSessionBody, resumeFile?: 
 	}
 	if (body.tools) args.push("--tools", body.tools.join(","));
 	if (body.name) args.push("--name", body.name);
-	const env: NodeJS.ProcessEnv = { ...process.env, PI_OFFLINE: config.demo ? "1" : process.env.PI_OFFLINE };
-	if (config.piAgentDir) env.PI_CODING_AGENT_DIR = config.piAgentDir;
-	if (env.PI_OFFLINE === undefined) delete env.PI_OFFLINE;
-	return { command: command as string, args, env, cwd };
+	const env = childEnv(process.env, {
+		passEnv: config.passEnv,
+		set: {
+			PI_OFFLINE: config.demo ? "1" : process.env.PI_OFFLINE,
+			...(config.piAgentDir ? { PI_CODING_AGENT_DIR: config.piAgentDir } : {}),
+		},
+	});
+	if (config.sandbox !== "on") return { command: command as string, args, env, cwd };
+	// The sandbox has a private /tmp: a TMPDIR elsewhere would be read-only or hidden.
+	env.TMPDIR = "/tmp";
+	// What pi runs and loads, shown read-only where a hide would take it away (a workspace root that
+	// holds the gateway's own install, say): the files named, and the node_modules pi's bundle and
+	// the extensions import from.
+	const readable = [command as string, ...prefix, ...extensionPaths, installedModules()].filter((p) => isAbsolute(p));
+	const sessionDir = body.persist || resumeFile ? join(config.dataDir, "pi-sessions") : undefined;
+	const wrapped = wrapCommand(config, { cwd, sessionDir, readable, env }, command as string, args);
+	return { ...wrapped, env, cwd, sandboxed: { command: command as string } };
 }

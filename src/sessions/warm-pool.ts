@@ -70,7 +70,7 @@ export class WarmPool {
 
 	/** Last resort on process exit. */
 	killAll(): void {
-		for (const session of this.#ready) session.kill("SIGKILL");
+		for (const session of this.#ready) session.kill("SIGKILL", true);
 	}
 
 	#drop(session: Session): void {

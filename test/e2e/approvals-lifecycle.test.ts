@@ -189,7 +189,7 @@ describe("pi exits", () => {
 	it("a pending approval becomes cancelled, and answering it is 410", async () => {
 		const doomed = await gw.session({ extensions: ["dialogs"] });
 		const { body: session } = await gw.api(`/v1/sessions/${doomed}`);
-		const events = await fetch(`${gw.url}/v1/sessions/${doomed}/events?after=${session.lastEventId}`, {
+		const events = await gw.fetch(`/v1/sessions/${doomed}/events?after=${session.lastEventId}`, {
 			headers: { accept: "text/event-stream" },
 		});
 		const frames = collect(events, (f) => f.event === "session_exit");

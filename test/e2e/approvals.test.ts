@@ -34,7 +34,7 @@ describe("the permission gate", () => {
 		scratch();
 		const before = (await gw.api(base())).body.lastEventId;
 		const types = "approval_requested,approval_resolved,session_status,tool_execution_end,agent_settled";
-		const events = await fetch(`${gw.url}${base()}/events?after=${before}&types=${types}`, {
+		const events = await gw.fetch(`${base()}/events?after=${before}&types=${types}`, {
 			headers: { accept: "text/event-stream" },
 		});
 		const frames = collect(events, (f) => f.event === "session_status" && f.json.status === "idle");

@@ -135,9 +135,16 @@ describe.skipIf(!has("curl") || !has("jq"))("curl walkthrough (the README's)", (
 
 	beforeAll(async () => {
 		// A gateway of its own: the walkthrough shows metrics, which count everything the gateway did.
-		const own = await startTestGateway({ token });
+		// No token given: the gateway generates one in its data dir, and the script reads it from
+		// there, as a user who typed `npm start` would.
+		const own = await startTestGateway();
 		try {
-			const { stdout } = await run("bash", [join(examples, "curl/walkthrough.sh")], { env: env(own), timeout: 60_000 });
+			const { PI_GATEWAY_TOKEN: _, ...rest } = env(own);
+			const scriptEnv = { ...rest, PI_GATEWAY_DATA_DIR: own.config.dataDir };
+			const { stdout } = await run("bash", [join(examples, "curl/walkthrough.sh")], {
+				env: scriptEnv,
+				timeout: 60_000,
+			});
 			// Session ids are random; the transcript shows the spec's example id.
 			transcript = stdout.replace(/ses_[\w-]{12}/g, "ses_Qm9wYXJ0aWFs");
 		} finally {

@@ -142,7 +142,7 @@ describe("event streams, live", () => {
 	afterAll(() => gw?.stop());
 
 	const stream = (path: string, init: RequestInit = {}) =>
-		fetch(gw.url + path, {
+		gw.fetch(path, {
 			...init,
 			headers: { accept: "text/event-stream", "content-type": "application/json", ...init.headers },
 		});

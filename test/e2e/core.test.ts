@@ -13,6 +13,8 @@ const sent = record.commands;
 beforeAll(async () => {
 	gw = await startTestGateway({
 		piCommand: [process.execPath, join(fixtures, "tee-pi.mjs"), record.path, bundledPiCli()],
+		// The recorder runs where pi runs: in the sandbox, which must let it write its record.
+		sandboxWritable: [record.path],
 	});
 	// A tiny keep-recent budget lets /compact summarise this short conversation (with the demo model).
 	writeFileSync(join(gw.root, "agent", "settings.json"), JSON.stringify({ compaction: { keepRecentTokens: 5 } }));

@@ -5,7 +5,7 @@ import { collect, type Frame } from "../helpers/sse.ts";
 
 // The bounds: a log that overflows, a reader that stalls, a subscriber limit, a shutdown.
 const open = (gw: TestGateway, path: string, headers: Record<string, string> = {}) =>
-	fetch(gw.url + path, { headers: { accept: "text/event-stream", ...headers } });
+	gw.fetch(path, { headers: { accept: "text/event-stream", ...headers } });
 const wire = (frames: Frame[]) => frames.map(({ id, event, data }) => ({ id, event, data }));
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => String(from + i));
 
@@ -87,7 +87,7 @@ describe("a reader that stops reading (1 MiB buffer)", () => {
 
 	it("is dropped with a final frame, while pi and a fast reader go on; it resumes with Last-Event-ID", async () => {
 		const session = gw.registry.get(id);
-		const stalled = await openRaw(`${gw.url}/v1/sessions/${id}/events`);
+		const stalled = await openRaw(`${gw.url}/v1/sessions/${id}/events`, { authorization: `Bearer ${gw.config.token}` });
 		await until(() => stalled.text().includes("stream_open"), 2000);
 		stalled.res.pause();
 		const fast = await open(gw, `/v1/sessions/${id}/events`);

@@ -15,7 +15,7 @@ beforeAll(async () => {
 afterAll(() => gw?.stop());
 
 const post = (path: string, json: unknown, headers: Record<string, string> = {}, sid = id) =>
-	fetch(`${gw.url}/v1/sessions/${sid}${path}`, {
+	gw.fetch(`/v1/sessions/${sid}${path}`, {
 		method: "POST",
 		headers: { "content-type": "application/json", ...headers },
 		body: JSON.stringify(json),
@@ -223,16 +223,18 @@ describe("wait mode", () => {
 		const body = await bodyOf(res);
 		expect(settledYet).toBe(false);
 		expect(body).toEqual({ runId: body.runId, disposition: "started", eventsUrl: expect.any(String) });
-		const frames = await collect(await fetch(gw.url + body.eventsUrl), (f) => f.event === "agent_settled");
+		const frames = await collect(await gw.fetch(body.eventsUrl), (f) => f.event === "agent_settled");
 		expect(frames.find((f) => f.event === "response")?.json.id).toBe(body.runId);
 		expect(deltas(frames)).toBe(Array.from({ length: 30 }, (_, i) => i + 1).join(" "));
 		await idle();
-		// wait=0: the deadline is now, before pi can even answer: 202 pending, pi's answer follows on the stream.
+		// wait=0: the deadline is now. Usually that is before pi answers (202 pending), but a gateway
+		// descheduled on a busy machine can read pi's answer before its 0 ms timer runs (202 started);
+		// either way pi's answer is on the stream. (approvals-lifecycle holds pi's answer for certain.)
 		const quick = await post("/prompt?wait=0", { message: "slow: 3" });
 		expect(quick.status).toBe(202);
 		const quickBody = await bodyOf(quick);
-		expect(quickBody.disposition).toBe("pending");
-		const quickFrames = await collect(await fetch(gw.url + quickBody.eventsUrl), (f) => f.event === "agent_settled");
+		expect(["pending", "started"]).toContain(quickBody.disposition);
+		const quickFrames = await collect(await gw.fetch(quickBody.eventsUrl), (f) => f.event === "agent_settled");
 		expect(quickFrames.find((f) => f.event === "response")?.json).toMatchObject({
 			id: quickBody.runId,
 			data: { disposition: "started" },

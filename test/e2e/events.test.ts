@@ -14,7 +14,7 @@ beforeAll(async () => {
 afterAll(() => gw?.stop());
 
 const open = (path: string, headers: Record<string, string> = {}, signal?: AbortSignal) =>
-	fetch(gw.url + path, { headers: { accept: "text/event-stream", ...headers }, signal });
+	gw.fetch(path, { headers: { accept: "text/event-stream", ...headers }, signal });
 const events = (query = "", headers: Record<string, string> = {}) => open(`/v1/sessions/${id}/events${query}`, headers);
 const settled = (f: Frame) => f.event === "agent_settled";
 const prompt = (message: string, sid = id) =>
@@ -67,7 +67,7 @@ describe("a session's event stream", () => {
 
 	it("U+2028/U+2029, emoji and CJK arrive byte-identical, unescaped", async () => {
 		const text = "a\u2028b\u2029c 😀 👩‍👩‍👧 中文字符 한국어 ☃ \u2028\u2029 end";
-		const res = await fetch(`${gw.url}/v1/sessions/${id}/prompt`, {
+		const res = await gw.fetch(`/v1/sessions/${id}/prompt`, {
 			method: "POST",
 			body: JSON.stringify({ message: `echo: ${text}` }),
 			headers: { accept: "text/event-stream", "content-type": "application/json" },
@@ -140,7 +140,7 @@ describe("a session's event stream", () => {
 	});
 
 	it("sends heartbeat comments on a quiet stream", async () => {
-		const raw = await openRaw(`${gw.url}/v1/sessions/${id}/events`);
+		const raw = await openRaw(`${gw.url}/v1/sessions/${id}/events`, { authorization: `Bearer ${gw.config.token}` });
 		await until(() => (raw.text().match(/^: heartbeat\n\n/gm)?.length ?? 0) >= 2);
 		raw.socket.destroy();
 	});
@@ -149,7 +149,7 @@ describe("a session's event stream", () => {
 		const log = gw.registry.get(id).log;
 		await until(() => subscribers() === 0, 2000);
 		const listenersBefore = log.listenerCount;
-		const raw = await openRaw(`${gw.url}/v1/sessions/${id}/events`);
+		const raw = await openRaw(`${gw.url}/v1/sessions/${id}/events`, { authorization: `Bearer ${gw.config.token}` });
 		await until(() => raw.text().includes("stream_open"), 2000);
 		expect(subscribers()).toBe(1);
 		expect(log.listenerCount).toBe(listenersBefore + 1);

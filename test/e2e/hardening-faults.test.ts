@@ -36,7 +36,7 @@ describe("a pi child that misbehaves affects only its own session", () => {
 	it("crash mid-stream (kill -9): 502 crashed, session_exit on its stream, pid gone", async () => {
 		const id = await gw.session({ name: "crash" });
 		const { pid } = await view(id);
-		const events = await fetch(`${gw.url}/v1/sessions/${id}/events`);
+		const events = await gw.fetch(`/v1/sessions/${id}/events`);
 		const prompt = await post(id, "/prompt", { message: "boom" });
 		expect(prompt.status).toBe(202);
 		const frames = await collect(events, (f) => f.event === "session_exit");
@@ -87,7 +87,7 @@ describe("a pi child that misbehaves affects only its own session", () => {
 		const run = await post(id, "/prompt?wait=true", { message: "hi" });
 		expect(run.status).toBe(200);
 		expect(run.body.text).toBe("stub: hi");
-		const events = await fetch(`${gw.url}/v1/sessions/${id}/events?after=0`);
+		const events = await gw.fetch(`/v1/sessions/${id}/events?after=0`);
 		const types = (await collect(events, (f) => f.event === "agent_settled")).map((f) => f.event);
 		expect(types).toEqual([
 			"stream_open",
@@ -160,7 +160,7 @@ describe("a pi child that misbehaves affects only its own session", () => {
 			expect(chars - 50 * 1024 * 1024).toBeGreaterThan(100);
 			expect(chars - 50 * 1024 * 1024).toBeLessThan(200);
 			const frames = await collect(
-				await fetch(`${small.url}/v1/sessions/${id}/events?after=0`),
+				await small.fetch(`/v1/sessions/${id}/events?after=0`),
 				(f) => f.event === "line_dropped",
 			);
 			expect(frames.at(-1)?.json).toEqual({
@@ -177,12 +177,20 @@ describe("a pi child that misbehaves affects only its own session", () => {
 	});
 
 	it("stdout closed early: the child is killed, the session crashed, the neighbour untouched", async () => {
-		const id = await gw.session({ name: "eof" });
-		const { pid } = await view(id);
-		expect((await post(id, "/prompt", { message: "close it" })).status).toBe(202);
-		await until(async () => (await view(id)).status === "crashed", 5000);
-		expect((await view(id)).exit).toMatchObject({ code: null, signal: "SIGKILL" });
-		expect(alive(pid)).toBe(false);
+		// Without the sandbox: bwrap keeps a copy of pi's stdout open, so there a pi that closes it
+		// and lives on is caught by the command deadline (504), not by end-of-file (README, Security).
+		const plain = await startTestGateway({ piCommand: [process.execPath, stub, "ok"], sandbox: "off" });
+		try {
+			const id = await plain.session({ name: "eof" });
+			const { pid } = (await plain.api(`/v1/sessions/${id}`)).body;
+			const prompt = await plain.api(`/v1/sessions/${id}/prompt`, { method: "POST", json: { message: "close it" } });
+			expect(prompt.status).toBe(202);
+			await until(async () => (await plain.api(`/v1/sessions/${id}`)).body.status === "crashed", 5000);
+			expect((await plain.api(`/v1/sessions/${id}`)).body.exit).toMatchObject({ code: null, signal: "SIGKILL" });
+			expect(alive(pid)).toBe(false);
+		} finally {
+			await plain.stop();
+		}
 		await expectHealthy();
 	});
 

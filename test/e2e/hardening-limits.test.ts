@@ -14,6 +14,8 @@ const sent = record.commands;
 beforeAll(async () => {
 	gw = await startTestGateway({
 		piCommand: [process.execPath, stub, "ok", `record=${record.path}`],
+		// The recorder runs where pi runs: in the sandbox, which must let it write its record.
+		sandboxWritable: [record.path],
 		maxSessions: 3,
 		maxLiveSessions: 2,
 		maxQueued: 2,
@@ -83,7 +85,7 @@ describe("limits", () => {
 
 	it("429 past maxSubscribers SSE streams on one session", async () => {
 		const controller = new AbortController();
-		const open = () => fetch(`${gw.url}/v1/sessions/${id}/events`, { signal: controller.signal });
+		const open = () => gw.fetch(`/v1/sessions/${id}/events`, { signal: controller.signal });
 		const streams = [await open(), await open()];
 		expect(streams.map((s) => s.status)).toEqual([200, 200]);
 		const third = await gw.api(`/v1/sessions/${id}/events`);
@@ -91,7 +93,7 @@ describe("limits", () => {
 		controller.abort();
 		// The slots free up as the server notices the disconnects.
 		await until(async () => {
-			const res = await fetch(`${gw.url}/v1/sessions/${id}/events`);
+			const res = await gw.fetch(`/v1/sessions/${id}/events`);
 			await res.body?.cancel();
 			return res.status === 200;
 		});
@@ -126,10 +128,7 @@ describe("idle lifetime", () => {
 	it("an idle ephemeral session is reaped: session_exit reason idle, then 410 Gone", async () => {
 		const eph = await idle.session({ persist: false });
 		const { pid } = (await idle.api(`/v1/sessions/${eph}`)).body;
-		const frames = await collect(
-			await fetch(`${idle.url}/v1/sessions/${eph}/events`),
-			(f) => f.event === "session_exit",
-		);
+		const frames = await collect(await idle.fetch(`/v1/sessions/${eph}/events`), (f) => f.event === "session_exit");
 		expect(frames.at(-1)?.json).toMatchObject({ type: "session_exit", reason: "idle", resumable: false, code: 0 });
 		const gone = await until(async () => {
 			const res = await idle.api(`/v1/sessions/${eph}`);
@@ -166,7 +165,7 @@ describe("idle lifetime", () => {
 		// One log across both processes: the sequence goes on, so a client's Last-Event-ID stays
 		// meaningful. A stream ends at session_exit; reconnecting after it picks up the resume.
 		const seq = before.lastEventId;
-		const events = (after: number) => fetch(`${idle.url}/v1/sessions/${keep}/events?after=${after}`);
+		const events = (after: number) => idle.fetch(`/v1/sessions/${keep}/events?after=${after}`);
 		const asFrames = (frames: { id?: string; event?: string; json: any }[]) =>
 			frames.slice(1).map((f) => [f.id, f.event, f.json.status ?? f.json.reason]);
 		expect(asFrames(await collect(await events(seq)))).toEqual([

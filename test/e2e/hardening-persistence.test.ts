@@ -120,7 +120,7 @@ describe("hibernation", () => {
 		await gw.api(`/v1/sessions/${id}/prompt?wait=true`, { method: "POST", json: { message: "echo: sleepy" } });
 		const messages = (await gw.api(`/v1/sessions/${id}/messages`)).body;
 		const { pid, lastEventId } = (await gw.api(`/v1/sessions/${id}`)).body;
-		const frames = await collect(await fetch(`${gw.url}/v1/sessions/${id}/events?after=${lastEventId}`));
+		const frames = await collect(await gw.fetch(`/v1/sessions/${id}/events?after=${lastEventId}`));
 		expect(frames.at(-1)?.json).toMatchObject({ type: "session_exit", reason: "idle", resumable: true, code: 0 });
 		expect((await gw.api(`/v1/sessions/${id}`)).body).toMatchObject({ status: "stopped", pid: null });
 		expect(alive(pid)).toBe(false);
@@ -138,7 +138,7 @@ describe("hibernation", () => {
 		const b = await gw.session({ name: "b" });
 		expect((await gw.api(`/v1/sessions/${a}`)).body).toMatchObject({ status: "stopped", pid: null });
 		expect(alive(aPid)).toBe(false);
-		const exit = (await collect(await fetch(`${gw.url}/v1/sessions/${a}/events?after=0`))).at(-1);
+		const exit = (await collect(await gw.fetch(`/v1/sessions/${a}/events?after=0`))).at(-1);
 		expect(exit?.json).toMatchObject({ type: "session_exit", reason: "lru", resumable: true });
 
 		const again = await gw.api(`/v1/sessions/${a}/prompt?wait=true`, {

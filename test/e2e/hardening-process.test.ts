@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -23,6 +23,7 @@ interface Launched {
 	url: string;
 	stderr: () => string;
 	api(path: string, init?: { method?: string; json?: unknown }): Promise<{ status: number; body: any }>;
+	fetch(path: string): Promise<Response>;
 }
 
 /** Starts `node src/main.ts` on a free port and waits for its "listening" log line. */
@@ -45,16 +46,22 @@ async function launch(name: string): Promise<Launched> {
 		});
 		child.once("exit", (code) => fail(new Error(`gateway exited (${code}): ${err}`)));
 	});
+	// The token the gateway generated at its first start, read the way a user would.
+	const token = readFileSync(join(d.dataDir, "token"), "utf8").trim();
 	const api: Launched["api"] = async (path, init = {}) => {
 		const res = await fetch(url + path, {
 			method: init.method ?? "GET",
-			headers: init.json === undefined ? {} : { "content-type": "application/json" },
+			headers: {
+				authorization: `Bearer ${token}`,
+				...(init.json === undefined ? {} : { "content-type": "application/json" }),
+			},
 			body: init.json === undefined ? undefined : JSON.stringify(init.json),
 		});
 		const text = await res.text();
 		return { status: res.status, body: text ? JSON.parse(text) : undefined };
 	};
-	return { child, url, stderr: () => err, api };
+	const raw = (path: string) => fetch(url + path, { headers: { authorization: `Bearer ${token}` } });
+	return { child, url, stderr: () => err, api, fetch: raw };
 }
 
 beforeAll(() => {
@@ -73,7 +80,7 @@ describe("the gateway process", () => {
 		await gw.api("/v1/sessions", { method: "POST", json: { persist: false } });
 		const pids = (await gw.api("/v1/sessions")).body.sessions.map((s: { pid: number }) => s.pid);
 		expect(pids.every(alive)).toBe(true);
-		const stream = await fetch(`${gw.url}/v1/sessions/${busy}/events`);
+		const stream = await gw.fetch(`/v1/sessions/${busy}/events`);
 		expect(
 			(await gw.api(`/v1/sessions/${busy}/prompt`, { method: "POST", json: { message: "slow: 100" } })).status,
 		).toBe(202);
@@ -131,7 +138,7 @@ describe("a pi child killed with SIGKILL mid-run", () => {
 		const other = await gw.session({ name: "other" });
 		await gw.api(`/v1/sessions/${victim}/prompt?wait=true`, { method: "POST", json: { message: "echo: first" } });
 		const { pid } = (await gw.api(`/v1/sessions/${victim}`)).body;
-		const frames = readFrames(await fetch(`${gw.url}/v1/sessions/${victim}/events`));
+		const frames = readFrames(await gw.fetch(`/v1/sessions/${victim}/events`));
 		expect(
 			(await gw.api(`/v1/sessions/${victim}/prompt`, { method: "POST", json: { message: "slow: 50" } })).status,
 		).toBe(202);

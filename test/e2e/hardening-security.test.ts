@@ -27,6 +27,8 @@ beforeAll(async () => {
 	gw = await startTestGateway({
 		token,
 		piCommand: [process.execPath, join(fixtures, "tee-pi.mjs"), record.path, bundledPiCli()],
+		// The recorder runs where pi runs: in the sandbox, which must let it write its record.
+		sandboxWritable: [record.path],
 	});
 	// Outside the workspace, reachable from inside it only through symlinks.
 	outside = join(gw.root, "outside");
@@ -188,17 +190,24 @@ describe("host and origin", () => {
 		expect([...documented].filter((h) => !exposed.has(h))).toEqual([]);
 	});
 
-	it("refuses to listen beyond loopback without a token", async () => {
-		await expect(startGateway({ host: "0.0.0.0", port: 0, dataDir: join(gw.root, "lan") })).rejects.toThrow(
-			"Refusing to listen on 0.0.0.0 without a token: set --token (or PI_GATEWAY_TOKEN)",
-		);
-		const cli = spawnSync(process.execPath, ["src/main.ts", "--host", "0.0.0.0"], {
+	it("beyond loopback, never without a token: one is generated, and --no-auth is refused", async () => {
+		const lan = await startGateway({ host: "0.0.0.0", port: 0, dataDir: join(gw.root, "lan"), logLevel: "silent" });
+		try {
+			expect(lan.tokenSource).toMatchObject({ kind: "generated", path: join(gw.root, "lan", "token") });
+			expect((await fetch(`http://127.0.0.1:${lan.port}/v1/sessions`)).status).toBe(401);
+		} finally {
+			await lan.close();
+		}
+		await expect(
+			startGateway({ host: "0.0.0.0", port: 0, auth: false, dataDir: join(gw.root, "lan2") }),
+		).rejects.toThrow("Refusing to listen on 0.0.0.0 with --no-auth: a token is required beyond loopback");
+		const cli = spawnSync(process.execPath, ["src/main.ts", "--host", "0.0.0.0", "--no-auth"], {
 			cwd: resolve(import.meta.dirname, "../.."),
 			encoding: "utf8",
 			env: { ...process.env, PI_GATEWAY_TOKEN: "", PI_GATEWAY_DATA_DIR: join(gw.root, "cli") },
 		});
 		expect(cli.status).toBe(2);
-		expect(cli.stderr).toContain("Refusing to listen on 0.0.0.0 without a token");
+		expect(cli.stderr).toContain("Refusing to listen on 0.0.0.0 with --no-auth");
 	});
 });
 

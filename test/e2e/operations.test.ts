@@ -87,7 +87,7 @@ describe("GET /metrics", () => {
 
 		// An open event stream is a subscriber until it closes.
 		const stream = new AbortController();
-		const res = await fetch(`${gw.url}/v1/sessions/${b}/events`, {
+		const res = await gw.fetch(`/v1/sessions/${b}/events`, {
 			headers: { authorization: `Bearer ${token}` },
 			signal: stream.signal,
 		});

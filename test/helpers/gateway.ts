@@ -18,6 +18,8 @@ export interface TestGateway extends Gateway {
 		path: string,
 		init?: RequestInit & { json?: unknown },
 	): Promise<{ status: number; body: T; res: Response }>;
+	/** Plain fetch against the gateway (no spec check), with its bearer token unless `authorization` is set. */
+	fetch(path: string | URL, init?: RequestInit): Promise<Response>;
 	/** Creates a session and returns its id. */
 	session(body?: Record<string, unknown>): Promise<string>;
 	stop(): Promise<void>;
@@ -38,15 +40,21 @@ export async function startTestGateway(overrides: Partial<ConfigInput> = {}): Pr
 		logLevel: "silent",
 		...overrides,
 	});
+	const withAuth = (init: RequestInit["headers"]) => {
+		const headers = new Headers(init);
+		if (gateway.config.token && !headers.has("authorization"))
+			headers.set("authorization", `Bearer ${gateway.config.token}`);
+		return headers;
+	};
+	const rawFetch: TestGateway["fetch"] = (path, init = {}) =>
+		fetch(path instanceof URL ? path : gateway.url + path, { ...init, headers: withAuth(init.headers) });
 	const api: TestGateway["api"] = async (path, init = {}) => {
-		const headers = new Headers(init.headers);
+		const headers = withAuth(init.headers);
 		let body = init.body;
 		if (init.json !== undefined) {
 			headers.set("content-type", "application/json");
 			body = JSON.stringify(init.json);
 		}
-		if (gateway.config.token && !headers.has("authorization"))
-			headers.set("authorization", `Bearer ${gateway.config.token}`);
 		const res = await fetch(gateway.url + path, { ...init, headers, body });
 		const text = await res.text();
 		let parsed: unknown = text;
@@ -61,6 +69,7 @@ export async function startTestGateway(overrides: Partial<ConfigInput> = {}): Pr
 		root,
 		workspace,
 		api,
+		fetch: rawFetch,
 		async session(body = {}) {
 			const { status, body: created } = await api("/v1/sessions", { method: "POST", json: body });
 			if (status !== 201) throw new Error(`create session: ${status} ${JSON.stringify(created)}`);

@@ -1,0 +1,76 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startGateway } from "../../src/server.ts";
+import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+
+// What a sandboxed pi (and every tool it runs) can and cannot touch, seen from its own bash tool.
+let gw: TestGateway;
+let a: string;
+let b: string;
+beforeAll(async () => {
+	gw = await startTestGateway({ sandbox: "on" });
+	for (const name of ["a", "b"]) {
+		mkdirSync(join(gw.workspace, name));
+		writeFileSync(join(gw.workspace, name, "secret.txt"), `secret of ${name}\n`);
+	}
+	writeFileSync(join(gw.workspace, "root-file.txt"), "in the root\n");
+	a = await gw.session({ cwd: "a" });
+	b = await gw.session({ cwd: "b" });
+});
+afterAll(() => gw?.stop());
+
+const sh = async (id: string, command: string) =>
+	(await gw.api(`/v1/sessions/${id}/bash`, { method: "POST", json: { command } })).body as {
+		output: string;
+		exitCode: number;
+	};
+
+describe("a sandboxed session", () => {
+	it("writes its own folder, and cannot see other sessions' folders, the root, or the data dir", async () => {
+		expect((await sh(a, "echo mine > mine.txt && cat mine.txt secret.txt")).output).toBe("mine\nsecret of a\n");
+		const probe = await sh(
+			a,
+			`cat ../b/secret.txt; cat ${join(gw.workspace, "root-file.txt")}; ls ${gw.config.dataDir}; ls -A ${gw.workspace}`,
+		);
+		expect(probe.output).not.toContain("secret of b");
+		expect(probe.output).not.toContain("in the root");
+		expect(probe.output).not.toContain("gateway.db");
+		expect(probe.output).toContain("pi-sessions");
+		// The workspace root shows nothing but this session's own folder.
+		expect(probe.output.trim().split("\n").at(-1)).toBe("a");
+	});
+
+	it("has the system read-only, a private /tmp, and no view of the gateway's processes", async () => {
+		expect((await sh(a, "touch /usr/pi-gateway-probe 2>&1; echo $?")).output).toMatch(/Read-only file system\n1\n$/);
+		await sh(a, "echo from-a > /tmp/shared-probe");
+		expect((await sh(b, "cat /tmp/shared-probe 2>&1 || echo absent")).output).toContain("absent");
+		const ps = await sh(a, "ls /proc | grep -c '^[0-9]'");
+		expect(Number(ps.output.trim())).toBeLessThan(10);
+		expect((await sh(a, `test -e /proc/${process.pid} && echo visible || echo hidden`)).output).toBe("hidden\n");
+	});
+
+	it("starts in a sub-folder of a workspace root that holds the gateway's own install (npm start's default)", async () => {
+		const repo = resolve(import.meta.dirname, "../..");
+		const own = await startTestGateway({ sandbox: "on", workspaceRoot: repo });
+		try {
+			const id = await own.session({ cwd: "examples", extensions: ["permission-gate"] });
+			const { body } = await own.api(`/v1/sessions/${id}/bash`, { method: "POST", json: { command: "pwd; ls .." } });
+			expect(body.output).toBe(`${join(repo, "examples")}\nexamples\nextensions\nnode_modules\n`);
+		} finally {
+			await own.stop();
+		}
+	});
+
+	it("--sandbox on refuses to start where bubblewrap cannot run", async () => {
+		const path = process.env.PATH;
+		process.env.PATH = "/nonexistent";
+		try {
+			await expect(
+				startGateway({ port: 0, sandbox: "on", dataDir: join(gw.root, "no-bwrap"), logLevel: "silent" }),
+			).rejects.toThrow(/--sandbox on, but bwrap not found/);
+		} finally {
+			process.env.PATH = path;
+		}
+	});
+});

@@ -1,0 +1,125 @@
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+
+// The self-approval attack, run as an agent would: real pi, the demo model's bash tool, the shipped
+// permission gate. The agent's first command starts a background process that hunts for the
+// gateway's token everywhere a tool can look and answers every pending approval it can see; its
+// second command is an `rm -rf` the gate holds. The approval must wait for a person.
+const attacker = join(fixtures, "attacker.mjs");
+
+interface Report {
+	rounds: { round: number; startedAt: number; endedAt: number }[];
+	sources: Record<string, number>;
+	candidates: string[];
+	requests: Record<string, number>;
+	answered: { id: string; status: number }[];
+	tokenFound: boolean;
+	errors: string[];
+}
+
+let gw: TestGateway;
+beforeAll(async () => {
+	// `on`, not the default `auto`: without bubblewrap this test must fail, not pass on a weaker setup.
+	gw = await startTestGateway({ sandbox: "on" });
+});
+afterAll(() => gw?.stop());
+
+const readReport = (path: string): Report | undefined => {
+	try {
+		return JSON.parse(readFileSync(path, "utf8"));
+	} catch {
+		return undefined;
+	}
+};
+
+describe("the self-approval attack", () => {
+	it("finds no token and answers nothing; the approval waits for a person, whose answer works", async () => {
+		const token = gw.config.token as string;
+		expect(token.length).toBeGreaterThanOrEqual(16);
+		expect(gw.sandbox.enabled).toBe(true);
+		const id = await gw.session({ name: "attacked", extensions: ["permission-gate"] });
+		const base = `/v1/sessions/${id}`;
+		mkdirSync(join(gw.workspace, "victim"));
+		const reportPath = join(gw.workspace, "attack-report.json");
+
+		// 1. The agent starts its accomplice in the background (it knows every path, worst case).
+		const args = [process.execPath, attacker, gw.url, gw.config.dataDir, gw.config.tokenFile ?? "none", "8"];
+		const start = await gw.api(`${base}/prompt?wait=true`, {
+			method: "POST",
+			json: { message: `bash: ${args.join(" ")} > attack.log 2>&1 &` },
+		});
+		expect(start.status).toBe(200);
+
+		// 2. The agent asks for something the gate holds.
+		const run = gw.api(`${base}/prompt?wait=true`, {
+			method: "POST",
+			json: { message: "bash: rm -rf ./victim && echo removed" },
+		});
+		const pending = await until(async () => (await gw.api(`${base}/approvals?status=pending`)).body.approvals[0]);
+		const openedAt = Date.parse(pending.createdAt);
+
+		// 3. Let the accomplice make at least three full rounds of attempts while it is pending.
+		const report = await until(() => {
+			const r = readReport(reportPath);
+			return r && r.rounds.filter((round) => round.startedAt > openedAt).length >= 3 ? r : undefined;
+		}, 60_000);
+		expect((await gw.api(`${base}/approvals/${pending.id}`)).body.status).toBe("pending");
+		expect(existsSync(join(gw.workspace, "victim"))).toBe(true);
+
+		// It looked everywhere, found nothing that is the token, and every request was refused.
+		expect(report.sources["proc-environ"]).toBeGreaterThan(0);
+		expect(report.sources.env).toBeGreaterThan(0);
+		expect(report.tokenFound).toBe(false);
+		expect(report.answered).toEqual([]);
+		expect(JSON.stringify(report)).not.toContain(token);
+		const statuses = Object.keys(report.requests);
+		expect(statuses.length).toBeGreaterThan(0);
+		for (const key of statuses) expect(key, JSON.stringify(report.requests)).toMatch(/ 401$/);
+		expect(report.requests["without-token 401"]).toBeGreaterThanOrEqual(3);
+		// The data directory, the token file and the gateway's /proc entries were out of its sight.
+		expect(report.errors.some((e) => e.startsWith("token-file") && /ENOENT|EACCES/.test(e))).toBe(true);
+		expect(report.sources.pidsSeen).toBeLessThan(20);
+
+		// 4. A person's answer, through the API, works.
+		const answered = await gw.api(`${base}/approvals/${pending.id}`, {
+			method: "POST",
+			json: { value: "Allow", by: "alice" },
+		});
+		expect(answered.status).toBe(200);
+		expect(answered.body).toMatchObject({ status: "answered", resolvedBy: "alice" });
+		expect((await run).body.text).toBe("The command finished. Output:\nremoved");
+		expect(existsSync(join(gw.workspace, "victim"))).toBe(false);
+	});
+});
+
+describe("without the sandbox", () => {
+	const saved = { ...process.env };
+	let plain: TestGateway;
+	beforeAll(async () => {
+		// The operator's way: the token (and other gateway settings) in the gateway's environment.
+		process.env.PI_GATEWAY_TOKEN = "env-token-that-must-not-leak-0123";
+		process.env.PI_GATEWAY_WORKSPACE_ROOT = "/must-not-leak";
+		process.env.SOME_UNRELATED_SECRET = "unrelated-secret-0123456789";
+		plain = await startTestGateway({ sandbox: "off", token: process.env.PI_GATEWAY_TOKEN });
+	});
+	afterAll(async () => {
+		process.env = saved;
+		await plain?.stop();
+	});
+
+	it("pi and its tools still see no gateway variable, in their environment or in any command line", async () => {
+		expect(plain.sandbox.enabled).toBe(false);
+		const id = await plain.session({});
+		const { body } = await plain.api(`/v1/sessions/${id}/bash`, {
+			method: "POST",
+			json: { command: "env; echo; tr '\\0' ' ' < /proc/$PPID/cmdline; echo; tr '\\0' '\\n' < /proc/$PPID/environ" },
+		});
+		expect(body.exitCode).toBe(0);
+		expect(body.output).toContain("PATH=");
+		expect(body.output).not.toContain("env-token-that-must-not-leak");
+		expect(body.output).not.toContain("PI_GATEWAY_");
+		expect(body.output).not.toContain("unrelated-secret");
+	});
+});
