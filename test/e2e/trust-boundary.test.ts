@@ -35,7 +35,9 @@ const readReport = (path: string): Report | undefined => {
 };
 
 describe("the self-approval attack", () => {
-	it("finds no token and answers nothing; the approval waits for a person, whose answer works", async () => {
+	it("finds no token and answers nothing; the approval waits for a person, whose answer works", {
+		timeout: 120_000,
+	}, async () => {
 		const token = gw.config.token as string;
 		expect(token.length).toBeGreaterThanOrEqual(16);
 		expect(gw.sandbox.enabled).toBe(true);
