@@ -21,30 +21,25 @@ export interface SandboxStatus {
 
 const bwrap = "bwrap";
 
+/** Every child's base: its own PID namespace and session, the system read-only, fresh /dev and /proc. */
+const baseArgs = [
+	"--die-with-parent",
+	"--unshare-pid",
+	"--new-session",
+	"--ro-bind",
+	"/",
+	"/",
+	"--dev",
+	"/dev",
+	"--proc",
+	"/proc",
+];
+
 /** Runs a tiny sandbox with the features the children need; the error says why when it cannot. */
 export function probeSandbox(): SandboxStatus {
 	if (process.platform !== "linux")
 		return { enabled: false, reason: `bubblewrap needs Linux (this is ${process.platform})` };
-	const probe = spawnSync(
-		bwrap,
-		[
-			"--die-with-parent",
-			"--unshare-pid",
-			"--new-session",
-			"--ro-bind",
-			"/",
-			"/",
-			"--dev",
-			"/dev",
-			"--proc",
-			"/proc",
-			"--tmpfs",
-			"/tmp",
-			"--",
-			"true",
-		],
-		{ encoding: "utf8", timeout: 10_000 },
-	);
+	const probe = spawnSync(bwrap, [...baseArgs, "--tmpfs", "/tmp", "--", "true"], { encoding: "utf8", timeout: 10_000 });
 	if (probe.error) {
 		const code = (probe.error as NodeJS.ErrnoException).code;
 		return {
@@ -107,18 +102,7 @@ export function sandboxArgs(config: Config, paths: SandboxPaths): string[] {
 		mounts.push({ path: realpathSync(config.tokenFile), kind: "null" });
 	const order = { hide: 0, rw: 1, ro: 1, null: 2 };
 	mounts.sort((a, b) => depth(a.path) - depth(b.path) || order[a.kind] - order[b.kind]);
-	const args = [
-		"--die-with-parent",
-		"--unshare-pid",
-		"--new-session",
-		"--ro-bind",
-		"/",
-		"/",
-		"--dev",
-		"/dev",
-		"--proc",
-		"/proc",
-	];
+	const args = [...baseArgs];
 	for (const { path, kind } of mounts) {
 		if (kind === "hide") args.push("--tmpfs", path);
 		else if (kind === "rw") args.push("--bind", path, path);
