@@ -1,14 +1,10 @@
-import { closeSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, type Stats } from "node:fs";
+import { closeSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, type Stats } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Config } from "../config.ts";
 import { ApiError } from "../http/problem.ts";
 import type { PiCommand } from "../pi/protocol.ts";
+import { findSessionFiles, piSessionDir } from "./session-files.ts";
 import { confine, isInside } from "./spawn.ts";
-
-/** Where pi keeps the gateway's session files (its --session-dir). */
-export function piSessionDir(config: Config): string {
-	return join(config.dataDir, "pi-sessions");
-}
 
 /** Decoded size of base64 text, without decoding it. */
 export function base64Bytes(data: string): number {
@@ -112,17 +108,7 @@ function confineSessionCwd(config: Config, file: string): void {
  * header names, so every file that id could mean is held to the same rule as switch_session.
  */
 export function guardResume(config: Config, resume: string): void {
-	const dir = piSessionDir(config);
-	let names: string[];
-	try {
-		names = readdirSync(dir);
-	} catch {
-		return;
-	}
-	for (const name of names) {
-		const id = /_([0-9a-fA-F-]+)\.jsonl$/.exec(name)?.[1];
-		if (id?.startsWith(resume)) confineSessionCwd(config, join(dir, name));
-	}
+	for (const file of findSessionFiles(config, resume)) confineSessionCwd(config, file);
 }
 
 /**

@@ -7,6 +7,7 @@ import { ApiError } from "../http/problem.ts";
 import { SessionName, ThinkingLevel } from "../pi/protocol.ts";
 import { childEnv } from "./child-env.ts";
 import { wrapCommand } from "./sandbox.ts";
+import { findSessionFiles, folderFor, newSessionFolder } from "./session-files.ts";
 
 // pi's argument parser takes a flag's next argument whatever it looks like, so a value cannot turn
 // into a flag; names share one schema (SessionName) with PUT …/name.
@@ -114,9 +115,25 @@ export function planSpawn(config: Config, body: CreateSessionBody, resumeFile?: 
 	const cwd = body.cwd ? confine(config.workspaceRoot, body.cwd, "cwd") : realpathSync(config.workspaceRoot);
 	const [command, ...prefix] = config.piCommand ?? [process.execPath, bundledPiCli()];
 	const args = [...prefix, "--mode", "rpc"];
-	if (body.persist) args.push("--session-dir", join(config.dataDir, "pi-sessions"));
+	// Each pi process keeps its files in a folder of its own (session-files.ts): the one of the file
+	// it starts on, or a new one. `resume` names a file by pi id: found here, so pi gets its path.
+	let sessionDir: string | undefined;
+	let sessionFile = resumeFile;
+	const resumeMatches = resumeFile === undefined && body.resume ? findSessionFiles(config, body.resume) : [];
+	if (resumeMatches.length > 1) {
+		throw new ApiError(
+			409,
+			"resume_ambiguous",
+			`pi session id ${body.resume} matches ${resumeMatches.length} files; give more of it`,
+		);
+	}
+	if (resumeMatches[0]) sessionFile = resumeMatches[0];
+	if (sessionFile !== undefined && existsSync(sessionFile))
+		({ folder: sessionDir, file: sessionFile } = folderFor(config, sessionFile));
+	else if (body.persist) sessionDir = newSessionFolder(config);
+	if (sessionDir && (body.persist || sessionFile)) args.push("--session-dir", sessionDir);
 	else args.push("--no-session");
-	if (resumeFile) args.push("--session", resumeFile);
+	if (sessionFile) args.push("--session", sessionFile);
 	else if (body.resume) args.push("--session", body.resume);
 	const extensionPaths: string[] = [];
 	if (config.demo) extensionPaths.push(demoExtensionPath);
@@ -163,7 +180,6 @@ export function planSpawn(config: Config, body: CreateSessionBody, resumeFile?: 
 	// holds the gateway's own install, say): the files named, and the node_modules pi's bundle and
 	// the extensions import from.
 	const readable = [command as string, ...prefix, ...extensionPaths, installedModules()].filter((p) => isAbsolute(p));
-	const sessionDir = body.persist || resumeFile ? join(config.dataDir, "pi-sessions") : undefined;
 	const wrapped = wrapCommand(config, { cwd, sessionDir, readable, env }, command as string, args);
 	return { ...wrapped, env, cwd, sandboxed: { command: command as string } };
 }

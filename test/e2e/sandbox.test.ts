@@ -1,5 +1,5 @@
 import { mkdirSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/server.ts";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
@@ -72,5 +72,38 @@ describe("a sandboxed session", () => {
 		} finally {
 			process.env.PATH = path;
 		}
+	});
+
+	it("sees only its own conversation files; a deleted session's file resumes by pi id in a new session", async () => {
+		const said = await gw.api(`/v1/sessions/${a}/prompt?wait=true`, {
+			method: "POST",
+			json: { message: "echo: a's secret plan" },
+		});
+		expect(said.status).toBe(200);
+		// pi writes its file with the first exchange: b says something too.
+		expect(
+			(await gw.api(`/v1/sessions/${b}/prompt?wait=true`, { method: "POST", json: { message: "echo: b" } })).status,
+		).toBe(200);
+		const fileA = (await gw.api(`/v1/sessions/${a}`)).body.piSessionFile as string;
+		const fileB = (await gw.api(`/v1/sessions/${b}`)).body.piSessionFile as string;
+		expect(fileA.startsWith(join(gw.config.dataDir, "pi-sessions"))).toBe(true);
+		expect(dirname(fileA)).not.toBe(dirname(fileB));
+		// b looks for a's file by every path it could know: the folder above its own, a's exact path.
+		const listing = await sh(b, `ls -R ${join(gw.config.dataDir, "pi-sessions")}`);
+		expect(listing.output).toContain(basename(fileB));
+		expect(listing.output).not.toContain(basename(fileA));
+		const read = await sh(b, `cat ${fileA} 2>&1; grep -r "secret plan" ${gw.config.dataDir} 2>&1`);
+		expect(read.output).toContain("No such file");
+		expect(read.output).not.toContain("secret plan");
+
+		// a goes away; its conversation stays, and a new session picks it up by pi id, in a's folder.
+		const piId = (await gw.api(`/v1/sessions/${a}`)).body.piSessionId as string;
+		expect((await gw.api(`/v1/sessions/${a}`, { method: "DELETE" })).status).toBe(204);
+		const c = await gw.session({ cwd: "a", resume: piId });
+		const view = (await gw.api(`/v1/sessions/${c}`)).body;
+		expect(view.piSessionFile).toBe(fileA);
+		const messages = (await gw.api(`/v1/sessions/${c}/messages`)).body.messages as { content: unknown }[];
+		expect(JSON.stringify(messages)).toContain("a's secret plan");
+		await gw.api(`/v1/sessions/${c}`, { method: "DELETE" });
 	});
 });
