@@ -8,22 +8,22 @@ import { ZodError } from "zod";
 import type { Config } from "./config.ts";
 import { BodyRoutes, bodyGuard } from "./http/body-guard.ts";
 import type { Deps } from "./http/deps.ts";
-import { instrument } from "./http/metrics.ts";
+import { instrument } from "./http/instrument.ts";
 import { accessLog, bearerAuth, hostCheck, requestId } from "./http/middleware.ts";
 import { type AppEnv, createRouter, invalid } from "./http/openapi.ts";
 import { ApiError } from "./http/problem.ts";
+import { Metrics } from "./http/prometheus.ts";
 import { approvalsRouter } from "./http/routes/approvals/approvals.index.ts";
 import { commandsRouter } from "./http/routes/commands/commands.index.ts";
 import { rpcRouter } from "./http/routes/commands/rpc.index.ts";
-import { StreamEvent } from "./http/routes/events/event-schemas.ts";
 import { eventsRouter } from "./http/routes/events/events.index.ts";
 import { runsRouter } from "./http/routes/runs/runs.index.ts";
 import { runStreamsRouter } from "./http/routes/runs/streams.index.ts";
 import { sessionsRouter } from "./http/routes/sessions/sessions.index.ts";
 import { docsPaths, docsRouter } from "./http/routes/system/docs.index.ts";
-import { metricsRouter } from "./http/routes/system/metrics.index.ts";
+import { metricsRouter } from "./http/routes/system/scrape.index.ts";
 import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.ts";
-import { Metrics } from "./metrics.ts";
+import { StreamEvent } from "./http/streams/event-schemas.ts";
 import type { SessionRegistry } from "./sessions/registry.ts";
 
 // The API description and its docs page are public (they ship in the package); the API is not.

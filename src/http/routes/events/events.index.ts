@@ -3,9 +3,9 @@ import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
 import { ApiError } from "../../problem.ts";
 import { gatewayFrame, Outbox, type SseOptions, sseStream } from "../../sse.ts";
+import { followAll, followSession, typeFilter } from "../../streams/follow.ts";
 import { allEventsScope } from "../../tickets.ts";
 import { allEvents, createAllEventsTicket, sessionEvents } from "./events.routes.ts";
-import { followAll, followSession, typeFilter } from "./follow.ts";
 
 /** One heartbeat interval is also how long a dropped reader's socket gets to take its last frame. */
 export function sseOptions(config: Config): SseOptions {

@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { problems } from "../../openapi.ts";
+import { EventStreamDoc, eventStreamFraming } from "../../streams/event-schemas.ts";
 import { SessionParams } from "../sessions/sessions.routes.ts";
-import { EventStreamDoc, eventStreamFraming } from "./event-schemas.ts";
 
 export const StreamQuery = z.object({
 	// z.coerce documents itself as nullable; a query string cannot carry null.

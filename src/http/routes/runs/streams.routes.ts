@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { type CommandType, commandFields } from "../../../pi/protocol.ts";
 import { commandProblems, jsonBody, problems } from "../../openapi.ts";
-import { EventStreamDoc, eventStreamFraming } from "../events/event-schemas.ts";
+import { EventStreamDoc, eventStreamFraming } from "../../streams/event-schemas.ts";
 import { SseHeaders } from "../events/events.routes.ts";
 import { SessionParams } from "../sessions/sessions.routes.ts";
 

@@ -1,12 +1,12 @@
 import type { Context } from "hono";
-import type { PiCommand } from "../../../pi/protocol.ts";
-import type { LoggedEvent } from "../../../sessions/event-log.ts";
-import { responseId } from "../../../sessions/run-result.ts";
-import type { Session } from "../../../sessions/session.ts";
-import { unwrap } from "../../pi-result.ts";
-import { ApiError } from "../../problem.ts";
-import { gatewayFrame, Outbox, type SseOptions, sseStream } from "../../sse.ts";
-import { followSession } from "../events/follow.ts";
+import type { PiCommand } from "../../pi/protocol.ts";
+import type { LoggedEvent } from "../../sessions/event-log.ts";
+import { responseId } from "../../sessions/run-result.ts";
+import type { Session } from "../../sessions/session.ts";
+import { unwrap } from "../pi-result.ts";
+import { ApiError } from "../problem.ts";
+import { gatewayFrame, Outbox, type SseOptions, sseStream } from "../sse.ts";
+import { followSession } from "./follow.ts";
 
 export interface CommandStreamPlan {
 	session: Session;

@@ -1,9 +1,9 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { routePath } from "hono/route";
-import type { Metrics } from "../metrics.ts";
 import { commandFields } from "../pi/protocol.ts";
 import type { AppEnv } from "./openapi.ts";
 import { ApiError } from "./problem.ts";
+import type { Metrics } from "./prometheus.ts";
 import { commandSpecs } from "./routes/commands/commands.table.ts";
 import { requestedWait } from "./routes/runs/wait.ts";
 
