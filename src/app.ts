@@ -20,6 +20,7 @@ import { eventsRouter } from "./http/routes/events/events.index.ts";
 import { runsRouter } from "./http/routes/runs/runs.index.ts";
 import { runStreamsRouter } from "./http/routes/runs/streams.index.ts";
 import { sessionsRouter } from "./http/routes/sessions/sessions.index.ts";
+import { uiRouter } from "./http/routes/sessions/ui.index.ts";
 import { docsPaths, docsRouter } from "./http/routes/system/docs.index.ts";
 import { metricsRouter } from "./http/routes/system/scrape.index.ts";
 import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.ts";
@@ -96,6 +97,7 @@ export function createApp(
 	app.route("/", rpcRouter(deps));
 	app.route("/", eventsRouter(deps));
 	app.route("/", approvalsRouter(deps));
+	app.route("/", uiRouter(deps));
 
 	const document = openApiDocument(app);
 	bodyRoutes.load(document as never);

@@ -2,11 +2,11 @@ import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
 import { commandProblems, createRouter, json, jsonBody, problems } from "../../openapi.ts";
+import { SessionParams } from "../../params.ts";
 import { unwrap } from "../../pi-result.ts";
 import { streamOwnEvents, wantsStream } from "../../streams/command-stream.ts";
-import { sseOptions } from "../events/events.index.ts";
-import { streamedCommandDescription, streamRoute } from "../runs/streams.routes.ts";
-import { SessionParams } from "../sessions/sessions.routes.ts";
+import { sseOptions } from "../../streams/options.ts";
+import { streamedCommandDescription, streamRoute } from "../../streams/stream-routes.ts";
 import { type CommandSpec, commandSpecs, fieldsSchema } from "./commands.table.ts";
 
 function routeOf(spec: CommandSpec): RouteConfig {

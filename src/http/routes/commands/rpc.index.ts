@@ -2,8 +2,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { RawCommand } from "../../../pi/protocol.ts";
 import type { Deps } from "../../deps.ts";
 import { commandProblems, createRouter, json, jsonBody, problems } from "../../openapi.ts";
+import { SessionParams } from "../../params.ts";
 import { unwrap } from "../../pi-result.ts";
-import { SessionParams } from "../sessions/sessions.routes.ts";
 
 export const rawCommand = createRoute({
 	operationId: "sessions.rpc",

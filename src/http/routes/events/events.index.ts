@@ -1,20 +1,11 @@
-import type { Config } from "../../../config.ts";
 import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
 import { ApiError } from "../../problem.ts";
-import { gatewayFrame, Outbox, type SseOptions, sseStream } from "../../sse.ts";
+import { gatewayFrame, Outbox, sseStream } from "../../sse.ts";
 import { followAll, followSession, typeFilter } from "../../streams/follow.ts";
+import { sseOptions } from "../../streams/options.ts";
 import { allEventsScope } from "../../tickets.ts";
 import { allEvents, createAllEventsTicket, sessionEvents } from "./events.routes.ts";
-
-/** One heartbeat interval is also how long a dropped reader's socket gets to take its last frame. */
-export function sseOptions(config: Config): SseOptions {
-	return {
-		heartbeatMs: config.sseHeartbeatMs,
-		maxBufferedBytes: config.sseMaxBufferedBytes,
-		dropGraceMs: config.sseHeartbeatMs,
-	};
-}
 
 export function eventsRouter({ registry, config }: Deps) {
 	const sse = sseOptions(config);

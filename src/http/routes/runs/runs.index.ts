@@ -8,7 +8,7 @@ import { createRouter } from "../../openapi.ts";
 import { ApiError } from "../../problem.ts";
 import type { SseOptions } from "../../sse.ts";
 import { streamCommand, wantsStream } from "../../streams/command-stream.ts";
-import { sseOptions } from "../events/events.index.ts";
+import { sseOptions } from "../../streams/options.ts";
 import { type Acceptance, sendUntilHeld } from "./held.ts";
 import { followUp, prompt, steer } from "./runs.routes.ts";
 import { requestedWait, type WaitRequest } from "./wait.ts";

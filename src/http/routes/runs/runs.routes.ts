@@ -2,8 +2,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { commandFields } from "../../../pi/protocol.ts";
 import { Approval } from "../../../sessions/approvals.ts";
 import { commandProblems, json, jsonBody, problems } from "../../openapi.ts";
+import { SessionParams } from "../../params.ts";
 import { AgentMessage } from "../../schemas.ts";
-import { SessionParams } from "../sessions/sessions.routes.ts";
 
 export const RunAccepted = z
 	.object({

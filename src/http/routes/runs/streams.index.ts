@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
-import { sseOptions } from "../events/events.index.ts";
+import { sseOptions } from "../../streams/options.ts";
 import { streamRun } from "./runs.index.ts";
 import { followUpStream, promptStream, steerStream } from "./streams.routes.ts";
 
