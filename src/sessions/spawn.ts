@@ -2,10 +2,10 @@ import { existsSync, realpathSync } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "@hono/zod-openapi";
+import { childEnv } from "../child-env.ts";
 import type { Config } from "../config.ts";
 import { ApiError } from "../http/problem.ts";
 import { SessionName, ThinkingLevel } from "../pi/protocol.ts";
-import { childEnv } from "./child-env.ts";
 import { wrapCommand } from "./sandbox.ts";
 
 // pi's argument parser takes a flag's next argument whatever it looks like, so a value cannot turn
