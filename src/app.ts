@@ -6,12 +6,13 @@ import type { Logger } from "pino";
 import { stringify } from "yaml";
 import { ZodError } from "zod";
 import type { Config } from "./config.ts";
+import { GatewayError } from "./errors.ts";
 import { BodyRoutes, bodyGuard } from "./http/body-guard.ts";
 import type { Deps } from "./http/deps.ts";
 import { instrument } from "./http/instrument.ts";
 import { accessLog, bearerAuth, hostCheck, requestId } from "./http/middleware.ts";
 import { type AppEnv, createRouter, invalid } from "./http/openapi.ts";
-import { ApiError } from "./http/problem.ts";
+import { ApiError, toProblem } from "./http/problem.ts";
 import { Metrics } from "./http/prometheus.ts";
 import { approvalsRouter } from "./http/routes/approvals/approvals.index.ts";
 import { commandsRouter } from "./http/routes/commands/commands.index.ts";
@@ -112,7 +113,7 @@ export function createApp(
 		throw new ApiError(404, "not_found", `No route for ${c.req.method} ${c.req.path}`);
 	});
 	app.onError((error, c) => {
-		const problem = toApiError(error, logger, c.get("requestId")).toProblem(c.get("requestId"));
+		const problem = toProblem(toGatewayError(error, logger, c.get("requestId")), c.get("requestId"));
 		return c.json(problem, problem.status as 400, { "Content-Type": "application/problem+json" });
 	});
 	return app;
@@ -132,8 +133,8 @@ export function exposedHeaders(document: SpecDocument): string[] {
 	return [...names];
 }
 
-function toApiError(error: unknown, logger: Logger, requestId: string): ApiError {
-	if (error instanceof ApiError) return error;
+function toGatewayError(error: unknown, logger: Logger, requestId: string): GatewayError {
+	if (error instanceof GatewayError) return error;
 	if (error instanceof ZodError) return invalid(error.issues);
 	if (error instanceof HTTPException) {
 		// Hono's own 400s: a body that is not JSON, or a wrong content type.

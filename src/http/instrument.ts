@@ -1,8 +1,8 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { routePath } from "hono/route";
+import { GatewayError } from "../errors.ts";
 import { commandFields } from "../pi/protocol.ts";
 import type { AppEnv } from "./openapi.ts";
-import { ApiError } from "./problem.ts";
 import type { Metrics } from "./prometheus.ts";
 import { commandSpecs } from "./routes/commands/commands.table.ts";
 import { requestedWait } from "./routes/runs/wait.ts";
@@ -41,7 +41,7 @@ export function instrument(metrics: Metrics): MiddlewareHandler<AppEnv> {
 		let command = commandRoutes.get(`${method} ${route}`);
 		if (!command || neverSent.has(c.res.status)) return;
 		if (command === "rpc") command = rawType(c) ?? "rpc";
-		const outcome = c.res.status < 400 ? "ok" : c.error instanceof ApiError ? c.error.code : "error";
+		const outcome = c.res.status < 400 ? "ok" : c.error instanceof GatewayError ? c.error.code : "error";
 		metrics.commands.inc({ command, outcome });
 		// A wait-mode run is as long as the run, not a measure of pi's responsiveness.
 		const waited =

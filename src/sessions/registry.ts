@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync } from "node:fs";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
-import { ApiError } from "../http/problem.ts";
+import { GatewayError } from "../errors.ts";
 import { StreamTickets } from "../http/tickets.ts";
 import type { Approval } from "./approvals.ts";
 import type { LoggedEvent } from "./event-log.ts";
@@ -174,9 +174,13 @@ export class SessionRegistry {
 	}
 
 	async create(body: CreateSessionBody): Promise<Session> {
-		if (this.#closing) throw new ApiError(503, "shutting_down", "The gateway is shutting down");
+		if (this.#closing) throw new GatewayError(503, "shutting_down", "The gateway is shutting down");
 		if (this.#sessions.size >= this.#config.maxSessions) {
-			throw new ApiError(429, "too_many_sessions", `At most ${this.#config.maxSessions} sessions (stopped ones count)`);
+			throw new GatewayError(
+				429,
+				"too_many_sessions",
+				`At most ${this.#config.maxSessions} sessions (stopped ones count)`,
+			);
 		}
 		if (body.resume) {
 			this.#assertFileFree(body.resume);
@@ -208,7 +212,7 @@ export class SessionRegistry {
 	#assertStorable(fallback?: string): void {
 		const error = this.#storeHealth.error ?? fallback;
 		if (error === undefined) return;
-		throw new ApiError(
+		throw new GatewayError(
 			507,
 			"insufficient_storage",
 			`The gateway cannot write its session registry (${error}); live sessions go on, new ones wait until it can`,
@@ -225,7 +229,7 @@ export class SessionRegistry {
 		for (const [id, session] of this.#sessions) {
 			const holds = session.piState.sessionId?.startsWith(resume) || this.#options.get(id)?.resume === resume;
 			if (!holds) continue;
-			throw new ApiError(
+			throw new GatewayError(
 				409,
 				"session_file_in_use",
 				`pi session ${resume} belongs to gateway session ${id} (${session.status}); use that session, or POST /v1/sessions/${id}/resume if it is stopped`,
@@ -239,12 +243,12 @@ export class SessionRegistry {
 	 */
 	async resume(id: string): Promise<Session> {
 		const session = this.get(id);
-		if (this.#closing) throw new ApiError(503, "shutting_down", "The gateway is shutting down");
+		if (this.#closing) throw new GatewayError(503, "shutting_down", "The gateway is shutting down");
 		let waking = this.#waking.get(id);
 		if (!waking) {
 			if (session.hasProcess && !session.isStopping) return session;
 			if (!session.resumable) {
-				throw new ApiError(
+				throw new GatewayError(
 					409,
 					"not_resumable",
 					`Session ${id} is ${session.status} and has no pi session file to continue (it was created with persist:false)`,
@@ -263,7 +267,7 @@ export class SessionRegistry {
 		// pi writes its file only once there is something to keep, so a file never seen may just not
 		// exist yet; one seen and gone now would make pi start an empty conversation under the old id.
 		if (file && session.piState.fileSeen && !existsSync(file)) {
-			throw new ApiError(
+			throw new GatewayError(
 				409,
 				"session_file_missing",
 				`Session ${session.id}'s pi session file ${file} is gone; its conversation cannot be continued (DELETE it, or restore the file)`,
@@ -282,7 +286,7 @@ export class SessionRegistry {
 				.filter((s) => s.canHibernate)
 				.sort((a, b) => a.lastActivityAt - b.lastActivityAt)[0];
 			if (!victim) {
-				throw new ApiError(
+				throw new GatewayError(
 					429,
 					"too_many_live_sessions",
 					`All ${this.#config.maxLiveSessions} pi processes are busy and none is idle enough to hibernate`,
@@ -294,7 +298,7 @@ export class SessionRegistry {
 			} finally {
 				this.#reserved--;
 			}
-			if (this.#closing) throw new ApiError(503, "shutting_down", "The gateway is shutting down");
+			if (this.#closing) throw new GatewayError(503, "shutting_down", "The gateway is shutting down");
 		}
 		// Same tick as the reservation's release: the child counts as live before anyone else looks.
 		await session.start(plan);
@@ -373,9 +377,9 @@ export class SessionRegistry {
 				gone.reason === "restart"
 					? `did not survive the gateway restart at ${gone.at}`
 					: `was stopped at ${gone.at} after ${this.#config.idleTimeoutMs} ms without activity`;
-			throw new ApiError(410, "session_gone", `Session ${id} was ephemeral (persist:false) and ${why}`);
+			throw new GatewayError(410, "session_gone", `Session ${id} was ephemeral (persist:false) and ${why}`);
 		}
-		throw new ApiError(404, "session_not_found", `No session ${id}`);
+		throw new GatewayError(404, "session_not_found", `No session ${id}`);
 	}
 
 	list(): Session[] {

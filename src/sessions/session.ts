@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import PQueue from "p-queue";
 import type { Logger } from "pino";
-import { ApiError } from "../http/problem.ts";
+import { GatewayError } from "../errors.ts";
 import { type ExitInfo, PiProcess } from "../pi/child.ts";
 import { isEventType } from "../pi/event-type.ts";
 import { encodeLine } from "../pi/jsonl.ts";
@@ -118,7 +118,7 @@ export class Session {
 	#nextId = 0;
 	#piQueued = 0;
 	/** How the last pi ended, for the commands that were queued for it. */
-	#exitError: ApiError | undefined;
+	#exitError: GatewayError | undefined;
 	#started = false;
 	#running = false;
 	#status: SessionStatus = "starting";
@@ -252,7 +252,7 @@ export class Session {
 			await child.start();
 		} catch (error) {
 			await child.exited;
-			throw new ApiError(502, "pi_spawn_failed", `Could not start pi: ${(error as Error).message}`);
+			throw new GatewayError(502, "pi_spawn_failed", `Could not start pi: ${(error as Error).message}`);
 		}
 		try {
 			const state = await this.#dispatch({ type: "get_state" }, limits.startupTimeoutMs);
@@ -260,8 +260,8 @@ export class Session {
 		} catch (error) {
 			child.kill();
 			await child.exited;
-			const detail = error instanceof ApiError ? error.message : String(error);
-			throw new ApiError(502, "pi_start_failed", `pi did not start: ${detail}`, {
+			const detail = error instanceof GatewayError ? error.message : String(error);
+			throw new GatewayError(502, "pi_start_failed", `pi did not start: ${detail}`, {
 				stderr: child.stderrTail,
 			});
 		}
@@ -313,7 +313,7 @@ export class Session {
 		const child = this.#process;
 		const response = (await this.#queue.add(() => {
 			// The pi this command was queued for is gone: it gets that pi's end, not the next pi.
-			if (this.#process !== child) throw this.#exitError ?? new ApiError(502, "pi_exited", "pi exited");
+			if (this.#process !== child) throw this.#exitError ?? new GatewayError(502, "pi_exited", "pi exited");
 			// pi's own queue may have grown while this waited its turn.
 			if (queuesInPi) this.#assertRoom(true, 1);
 			return this.#dispatch(command, timeout);
@@ -333,7 +333,7 @@ export class Session {
 		if (waiting < max) return;
 		const inPi =
 			queuesInPi && this.#piQueued > 0 ? ` (${this.#piQueued} of them steer/follow-up messages inside pi)` : "";
-		throw new ApiError(429, "queue_full", `Session ${this.id} already has ${waiting} commands queued${inPi}`);
+		throw new GatewayError(429, "queue_full", `Session ${this.id} already has ${waiting} commands queued${inPi}`);
 	}
 
 	/** Messages waiting in pi's steering and follow-up queues, as of its last queue_update. */
@@ -372,7 +372,7 @@ export class Session {
 			// A pipe that broke means pi is going: its exit (crashed or exited) fails this command
 			// with the right code; the fallback is for a child that was already gone.
 			await child?.exited;
-			this.#inFlight.fail(id, new ApiError(502, "pi_exited", "pi exited before it read the command"));
+			this.#inFlight.fail(id, new GatewayError(502, "pi_exited", "pi exited before it read the command"));
 		}
 		return response;
 	}
@@ -394,7 +394,7 @@ export class Session {
 		const limit = this.#init.limits.maxLineChars;
 		this.#inFlight.fail(
 			id,
-			new ApiError(
+			new GatewayError(
 				502,
 				"pi_answer_too_large",
 				`pi's answer to ${command.type} was ${chars} characters, over the gateway's limit of ${limit} (maxLineChars)`,
@@ -478,10 +478,10 @@ export class Session {
 		const crashed = !info.requested && !(info.code === 0 && info.signal === null);
 		const error =
 			reason === "stopped" && !crashed
-				? new ApiError(410, "session_deleted", `Session ${this.id} was deleted before pi answered this command`)
+				? new GatewayError(410, "session_deleted", `Session ${this.id} was deleted before pi answered this command`)
 				: reason === "shutdown" && !crashed
-					? new ApiError(503, "shutting_down", "The gateway is shutting down")
-					: new ApiError(
+					? new GatewayError(503, "shutting_down", "The gateway is shutting down")
+					: new GatewayError(
 							502,
 							crashed ? "pi_crashed" : "pi_exited",
 							`pi ${crashed ? "crashed" : "exited"} (code ${info.code}, signal ${info.signal})`,
@@ -567,14 +567,14 @@ export class Session {
 	#assertAlive(): void {
 		if (this.#process) return;
 		if (this.#status === "stopped") {
-			throw new ApiError(
+			throw new GatewayError(
 				409,
 				"session_stopped",
 				`Session ${this.id} is stopped; POST /v1/sessions/${this.id}/resume starts pi again`,
 			);
 		}
 		if (this.exit) {
-			throw new ApiError(
+			throw new GatewayError(
 				502,
 				this.#status === "crashed" ? "pi_crashed" : "pi_exited",
 				`Session ${this.id} is ${this.#status}`,

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { z } from "@hono/zod-openapi";
 import { childEnv } from "../child-env.ts";
 import type { Config } from "../config.ts";
-import { ApiError } from "../http/problem.ts";
+import { GatewayError } from "../errors.ts";
 import { SessionName, ThinkingLevel } from "../pi/protocol.ts";
 import { wrapCommand } from "./sandbox.ts";
 
@@ -97,9 +97,10 @@ export function confine(root: string, path: string, what: string): string {
 	try {
 		real = realpathSync(resolve(realRoot, path));
 	} catch {
-		throw new ApiError(400, "path_not_found", `${what} ${JSON.stringify(path)} does not exist`);
+		throw new GatewayError(400, "path_not_found", `${what} ${JSON.stringify(path)} does not exist`);
 	}
-	if (!isInside(realRoot, real)) throw new ApiError(403, "path_outside_root", `${what} must lie inside ${realRoot}`);
+	if (!isInside(realRoot, real))
+		throw new GatewayError(403, "path_outside_root", `${what} must lie inside ${realRoot}`);
 	return real;
 }
 
@@ -123,7 +124,7 @@ export function planSpawn(config: Config, body: CreateSessionBody, resumeFile?: 
 	for (const ext of body.extensions ?? []) {
 		const path = config.extensions.get(ext);
 		if (!path)
-			throw new ApiError(400, "extension_not_allowed", `Extension ${JSON.stringify(ext)} is not in the allow-list`);
+			throw new GatewayError(400, "extension_not_allowed", `Extension ${JSON.stringify(ext)} is not in the allow-list`);
 		extensionPaths.push(path);
 	}
 	for (const path of extensionPaths) args.push("-e", path);
@@ -143,7 +144,7 @@ export function planSpawn(config: Config, body: CreateSessionBody, resumeFile?: 
 	] as const) {
 		if (text === undefined) continue;
 		if (existsSync(resolve(cwd, text))) {
-			throw new ApiError(400, "prompt_is_a_path", `${flag.slice(2)} must be text, not the name of a file`);
+			throw new GatewayError(400, "prompt_is_a_path", `${flag.slice(2)} must be text, not the name of a file`);
 		}
 		args.push(flag, text);
 	}

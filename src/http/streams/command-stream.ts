@@ -1,4 +1,5 @@
 import type { Context } from "hono";
+import { GatewayError } from "../../errors.ts";
 import type { PiCommand } from "../../pi/protocol.ts";
 import type { LoggedEvent } from "../../sessions/event-log.ts";
 import { responseId } from "../../sessions/run-result.ts";
@@ -62,7 +63,7 @@ export async function streamCommand(c: Context, sse: SseOptions, plan: CommandSt
 		}
 	} else {
 		request.catch((error: unknown) => {
-			const problem = error instanceof ApiError ? error : new ApiError(500, "internal_error", String(error));
+			const problem = error instanceof GatewayError ? error : new ApiError(500, "internal_error", String(error));
 			out.push(gatewayFrame("error", { status: problem.status, code: problem.code, detail: problem.message }));
 			out.end();
 		});
