@@ -26,6 +26,7 @@ import { docsPaths, docsRouter } from "./http/routes/system/docs.index.ts";
 import { metricsRouter } from "./http/routes/system/scrape.index.ts";
 import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.ts";
 import { StreamEvent } from "./http/streams/event-schemas.ts";
+import { StreamTickets } from "./http/tickets.ts";
 import type { SessionRegistry } from "./sessions/registry.ts";
 
 // The API description and its docs page are public (they ship in the package); the API is not.
@@ -63,7 +64,7 @@ export function createApp(
 	logger: Logger,
 	metrics: Metrics = new Metrics(registry),
 ) {
-	const deps: Deps = { config, registry, logger };
+	const deps: Deps = { config, registry, logger, tickets: new StreamTickets(config.streamTicketTtlMs) };
 	const app = createRouter();
 	app.use(requestId());
 	app.use(accessLog(logger));
@@ -76,7 +77,7 @@ export function createApp(
 	// Built once the spec exists: browser JS may read every response header the spec documents.
 	let corsMiddleware: MiddlewareHandler<AppEnv> | undefined;
 	if (config.corsOrigins.length > 0) app.use((c, next) => (corsMiddleware as MiddlewareHandler<AppEnv>)(c, next));
-	app.use(bearerAuth(config.token, openPaths, registry.tickets));
+	app.use(bearerAuth(config.token, openPaths, deps.tickets));
 	app.use(
 		bodyLimit({
 			maxSize: config.maxBodyBytes,

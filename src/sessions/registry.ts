@@ -3,7 +3,6 @@ import { existsSync, mkdirSync } from "node:fs";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
-import { StreamTickets } from "../http/tickets.ts";
 import type { Approval } from "./approvals.ts";
 import type { LoggedEvent } from "./event-log.ts";
 import { guardCommand, guardResume, piSessionDir, sessionFileCwd } from "./guard.ts";
@@ -39,7 +38,6 @@ export class SessionRegistry {
 	readonly #saved = new Map<string, string>();
 	readonly #waking = new Map<string, Promise<void>>();
 	readonly #hub = new Set<HubListener>();
-	readonly tickets: StreamTickets;
 	#store: SessionStore | undefined;
 	#timers: NodeJS.Timeout[] = [];
 	readonly #storeHealth: { error?: string; writeErrors: number; recreatedAt?: string } = { writeErrors: 0 };
@@ -51,7 +49,6 @@ export class SessionRegistry {
 	constructor(config: Config, logger: Logger) {
 		this.#config = config;
 		this.#logger = logger;
-		this.tickets = new StreamTickets(config.streamTicketTtlMs);
 		mkdirSync(piSessionDir(config), { recursive: true });
 		if (config.warmPool > 0) this.pool = new WarmPool(config.warmPool, () => this.#startPooled(), logger);
 	}

@@ -7,7 +7,7 @@ import { sseOptions } from "../../streams/options.ts";
 import { allEventsScope } from "../../tickets.ts";
 import { allEvents, createAllEventsTicket, sessionEvents } from "./events.routes.ts";
 
-export function eventsRouter({ registry, config }: Deps) {
+export function eventsRouter({ registry, config, tickets }: Deps) {
 	const sse = sseOptions(config);
 	// Each all-sessions stream sees every event of every session: bounded like a session's subscribers.
 	let hubStreams = 0;
@@ -67,7 +67,7 @@ export function eventsRouter({ registry, config }: Deps) {
 			return sseStream(c, sse, out, detach) as never;
 		})
 		.openapi(createAllEventsTicket, (c) => {
-			const { ticket, expiresAt } = registry.tickets.issue(allEventsScope);
+			const { ticket, expiresAt } = tickets.issue(allEventsScope);
 			return c.json({ ticket, expiresAt, eventsUrl: `/v1/events?ticket=${ticket}` }, 201);
 		});
 }
