@@ -8,7 +8,7 @@ import type { LoggedEvent } from "./event-log.ts";
 import { guardCommand, guardResume, piSessionDir, sessionFileCwd } from "./guard.ts";
 import { Session, type SessionInit, type SessionLimits, type SpawnCommand } from "./session.ts";
 import { type CreateSessionBody, planSpawn } from "./spawn.ts";
-import { SessionStore, type StoredSession } from "./store.ts";
+import { SessionStore, type StoredSession } from "./sqlite-store.ts";
 import { WarmPool } from "./warm-pool.ts";
 
 export type HubListener = (sessionId: string, event: LoggedEvent) => void;

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SessionStore, type StoredSession } from "../../src/sessions/store.ts";
+import { SessionStore, type StoredSession } from "../../src/sessions/sqlite-store.ts";
 
 let dir: string;
 beforeEach(() => {
@@ -56,7 +56,7 @@ describe("SessionStore", () => {
 	});
 
 	it("notices when the previous run ended without closing (killed): the lock is free, the run unclean", () => {
-		const store = new URL("../../src/sessions/store.ts", import.meta.url).href;
+		const store = new URL("../../src/sessions/sqlite-store.ts", import.meta.url).href;
 		const killed = spawnSync(
 			process.execPath,
 			[
