@@ -143,7 +143,7 @@ export class Journal {
 			piState: session.piState,
 			createdAt: session.createdAt.toISOString(),
 			lastActivityAt: session.lastActivityAt,
-			lastSeq: session.log.lastSeq,
+			lastSeq: session.events.lastSeq,
 		};
 	}
 
@@ -151,7 +151,7 @@ export class Journal {
 	#changeKey(session: Session): string {
 		const { piState: p } = session;
 		return JSON.stringify([
-			session.log.lastSeq,
+			session.events.lastSeq,
 			session.lastActivityAt,
 			session.name,
 			p.sessionFile,

@@ -309,7 +309,7 @@ export class SessionRegistry {
 		const id = session.id;
 		this.#sessions.set(id, session);
 		this.#options.set(id, options);
-		session.log.subscribe((event) => {
+		session.events.subscribe((event) => {
 			for (const listener of this.#hub) listener(id, event);
 			if (event.type === "session_exit") this.#journal.save(session);
 		});

@@ -24,7 +24,8 @@ export class Session {
 	cwd: string;
 	readonly persist: boolean;
 	readonly createdAt: Date;
-	readonly log: EventLog;
+	/** Everything pi and the gateway said in this session, numbered and bounded: what SSE streams replay. */
+	readonly events: EventLog;
 	readonly approvals: Approvals;
 	readonly ui: UiState = emptyUiState();
 	name: string | undefined;
@@ -65,7 +66,7 @@ export class Session {
 			assertAlive: () => this.#assertAlive(),
 			takeState: (data) => this.#takeState(data),
 		});
-		this.log = new EventLog(init.limits.eventLogMaxEvents, init.limits.eventLogMaxBytes, init.restored?.lastSeq);
+		this.events = new EventLog(init.limits.eventLogMaxEvents, init.limits.eventLogMaxBytes, init.restored?.lastSeq);
 		this.approvals = new Approvals(
 			init.id,
 			{
@@ -301,7 +302,7 @@ export class Session {
 			return;
 		}
 		if (type === "extension_ui_request") {
-			this.log.append(type, line);
+			this.events.append(type, line);
 			this.#onUiRequest(record as UiRequest);
 			return;
 		}
@@ -312,7 +313,7 @@ export class Session {
 	#onEvent(type: string, line: string): void {
 		if (type === "agent_start") this.#setRunning(true);
 		else if (type === "queue_update") this.#channel.piQueueUpdated(line);
-		this.log.append(type, line);
+		this.events.append(type, line);
 		if (type === "agent_settled") {
 			this.currentRunId = undefined;
 			this.#setRunning(false);
@@ -321,7 +322,7 @@ export class Session {
 
 	#onResponse(response: PiResponse, line: string): void {
 		// Answers to reads belong to the one client that asked; everything else is session history.
-		if (commandKind(response.command) !== "read") this.log.append("response", line);
+		if (commandKind(response.command) !== "read") this.events.append("response", line);
 		if (response.command === "prompt" && response.success) {
 			const disposition = (response.data as { disposition?: string } | undefined)?.disposition;
 			if (disposition === "started" && response.id) this.currentRunId = response.id;
@@ -395,7 +396,7 @@ export class Session {
 	}
 
 	#gatewayEvent(type: string, fields: Record<string, unknown>): void {
-		this.log.append(type, JSON.stringify({ type, sessionId: this.id, ...fields }));
+		this.events.append(type, JSON.stringify({ type, sessionId: this.id, ...fields }));
 	}
 
 	#takeState(data: unknown): void {

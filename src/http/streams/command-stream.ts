@@ -41,7 +41,7 @@ export const nextTick = () => new Promise<void>((resolve) => setImmediate(resolv
  */
 export async function streamCommand(c: Context, sse: SseOptions, plan: CommandStreamPlan): Promise<Response> {
 	const { session, command } = plan;
-	const startSeq = session.log.lastSeq;
+	const startSeq = session.events.lastSeq;
 	const out = new Outbox(sse.maxBufferedBytes);
 	out.push(gatewayFrame("stream_open", { sessionId: session.id, ...plan.open, after: startSeq }));
 	const detach = followSession(session, out, { after: startSeq, accept: plan.accept, until: plan.until });

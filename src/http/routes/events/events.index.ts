@@ -23,7 +23,7 @@ export function eventsRouter({ registry, config, tickets }: Deps) {
 					`Session ${session.id} already has ${session.sseSubscribers} subscribers`,
 				);
 			}
-			const last = session.log.lastSeq;
+			const last = session.events.lastSeq;
 			const after = header !== undefined ? Number(header) : (afterQuery ?? last);
 			if (after > last) {
 				throw new ApiError(
@@ -37,7 +37,7 @@ export function eventsRouter({ registry, config, tickets }: Deps) {
 				sessionId: session.id,
 				after,
 				lastEventId: last,
-				firstAvailable: session.log.firstSeq,
+				firstAvailable: session.events.firstSeq,
 				status: session.status,
 			};
 			// No `id:`: the resume point is an event's id, and an id names exactly one event (README: Events).
@@ -55,7 +55,7 @@ export function eventsRouter({ registry, config, tickets }: Deps) {
 			const out = new Outbox(sse.maxBufferedBytes);
 			const sessions = registry
 				.list()
-				.map((s) => ({ id: s.id, lastEventId: s.log.lastSeq, firstAvailable: s.log.firstSeq, status: s.status }));
+				.map((s) => ({ id: s.id, lastEventId: s.events.lastSeq, firstAvailable: s.events.firstSeq, status: s.status }));
 			out.push(gatewayFrame("stream_open", { sessions }));
 			const unsubscribe = followAll(registry, out, typeFilter(c.req.valid("query").types));
 			hubStreams++;

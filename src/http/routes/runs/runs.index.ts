@@ -37,7 +37,7 @@ export function streamRun(c: Context, sse: SseOptions, session: Session, command
  */
 async function waitRun(c: Context, session: Session, command: RunCommand, wait: WaitRequest): Promise<Response> {
 	const deadline = Date.now() + wait.ms;
-	const startSeq = session.log.lastSeq;
+	const startSeq = session.events.lastSeq;
 	const watch = new RunWatch(session, command.id);
 	const collector = new RunCollector(command.id, startSeq);
 	let ended!: () => void;
@@ -45,7 +45,7 @@ async function waitRun(c: Context, session: Session, command: RunCommand, wait: 
 		ended = () => resolve(true);
 	});
 	// Subscribed before the command is sent, so even a run that ends at once is seen whole.
-	const unsubscribe = session.log.subscribe((event) => {
+	const unsubscribe = session.events.subscribe((event) => {
 		if (watch.outcome) return;
 		collector.add(event);
 		if (watch.feed(event)) ended();
@@ -79,7 +79,7 @@ async function waitRun(c: Context, session: Session, command: RunCommand, wait: 
 
 /** The default answer: 202 once pi accepted the command, or at once when a dialog holds pi's answer. */
 async function acceptRun(c: Context, session: Session, command: RunCommand): Promise<Response> {
-	const startSeq = session.log.lastSeq;
+	const startSeq = session.events.lastSeq;
 	const accepted = await sendUntilHeld(session, command);
 	return accepted202(c, session, command, startSeq, accepted);
 }
