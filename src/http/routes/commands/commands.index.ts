@@ -1,5 +1,4 @@
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
-import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
 import { commandProblems, createRouter, json, jsonBody, problems } from "../../openapi.ts";
 import { SessionParams } from "../../params.ts";
@@ -67,11 +66,10 @@ export function commandsRouter({ registry, config }: Deps) {
 		});
 		const eventType = spec.streams;
 		if (eventType === undefined) continue;
-		router.openapi(streamRouteOf({ ...spec, streams: eventType }), (async (c: Context) => {
-			const session = registry.get(c.req.param("id") as string);
-			const fields = (c.req as unknown as { valid(t: "json"): Record<string, unknown> }).valid("json");
-			return streamOwnEvents(c, sse, session, spec.type, fields, eventType);
-		}) as never);
+		router.openapi(streamRouteOf({ ...spec, streams: eventType }), (c) => {
+			const session = registry.get(c.req.param("id"));
+			return streamOwnEvents(c, sse, session, spec.type, c.req.valid("json"), eventType);
+		});
 	}
 	return router;
 }

@@ -42,7 +42,7 @@ export function eventsRouter({ registry, config, tickets }: Deps) {
 			};
 			// No `id:`: the resume point is an event's id, and an id names exactly one event (README: Events).
 			out.push(gatewayFrame("stream_open", open));
-			return sseStream(c, sse, out, followSession(session, out, { after, accept: typeFilter(types) })) as never;
+			return sseStream(c, sse, out, followSession(session, out, { after, accept: typeFilter(types) }));
 		})
 		.openapi(allEvents, (c) => {
 			if (hubStreams >= config.maxEventStreams) {
@@ -64,7 +64,7 @@ export function eventsRouter({ registry, config, tickets }: Deps) {
 				hubStreams--;
 				unsubscribe();
 			};
-			return sseStream(c, sse, out, detach) as never;
+			return sseStream(c, sse, out, detach);
 		})
 		.openapi(createAllEventsTicket, (c) => {
 			const { ticket, expiresAt } = tickets.issue(allEventsScope);

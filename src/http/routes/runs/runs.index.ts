@@ -97,21 +97,19 @@ const eventsUrl = (session: Session, after: number) => `/v1/sessions/${session.i
 
 export function runsRouter({ registry, config }: Deps) {
 	const sse = sseOptions(config);
-	const router = createRouter();
-	for (const [route, type] of [
-		[prompt, "prompt"],
-		[steer, "steer"],
-		[followUp, "follow_up"],
-	] as const) {
-		router.openapi(route, (async (c: Context) => {
-			const session = registry.get(c.req.param("id") as string);
-			const body = (c.req as unknown as { valid(t: "json"): Record<string, unknown> }).valid("json");
-			const command: RunCommand = { type, ...body, id: session.nextCommandId() };
-			if (wantsStream(c)) return streamRun(c, sse, session, command);
-			const wait = requestedWait(c.req.header("prefer"), c.req.query("wait"), config.waitTimeoutMs);
-			if (wait) return waitRun(c, session, command, wait);
-			return acceptRun(c, session, command);
-		}) as never);
-	}
-	return router;
+	/** One run command: streamed (Accept: text/event-stream), waited for (Prefer: wait) or accepted (202). */
+	const run = (c: Context, type: RunCommand["type"], body: Record<string, unknown>): Promise<Response> => {
+		const session = registry.get(c.req.param("id") as string);
+		const command: RunCommand = { type, ...body, id: session.nextCommandId() };
+		if (wantsStream(c)) return streamRun(c, sse, session, command);
+		const wait = requestedWait(c.req.header("prefer"), c.req.query("wait"), config.waitTimeoutMs);
+		if (wait) return waitRun(c, session, command, wait);
+		return acceptRun(c, session, command);
+	};
+	// The input is typed by the route; the answer is one of three (SSE, 200 result, 202 accepted)
+	// built by the helpers above as plain Responses, which hono's typed responses cannot name.
+	return createRouter()
+		.openapi(prompt, (c) => run(c, "prompt", c.req.valid("json")) as never)
+		.openapi(steer, (c) => run(c, "steer", c.req.valid("json")) as never)
+		.openapi(followUp, (c) => run(c, "follow_up", c.req.valid("json")) as never);
 }
