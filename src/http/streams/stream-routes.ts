@@ -1,6 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
 import { type CommandType, commandFields } from "../../pi/protocol.ts";
-import { commandProblems, jsonBody, problems } from "../openapi.ts";
+import { commandErrors, jsonBody } from "../openapi.ts";
 import { SessionParams } from "../params.ts";
 import { EventStreamDoc, eventStreamFraming } from "./event-schemas.ts";
 
@@ -45,7 +45,7 @@ export function streamRoute(options: {
 		request: { params: SessionParams, body: jsonBody(commandFields[options.type]) },
 		responses: {
 			200: sseResponse("The events, as they happen."),
-			...problems(...commandProblems),
+			...commandErrors(),
 		},
 	});
 }

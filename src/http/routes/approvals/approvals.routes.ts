@@ -1,8 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { Approval, ApprovalAnswer, ApprovalStatus } from "../../../sessions/approvals.ts";
-import { json, jsonBody, problems } from "../../openapi.ts";
+import { json, jsonBody, problem, problems } from "../../openapi.ts";
 import { SessionParams } from "../../params.ts";
-import { Problem } from "../../problem.ts";
 
 const ApprovalParams = SessionParams.extend({
 	approvalId: z.string().openapi({ param: { name: "approvalId", in: "path" } }),
@@ -94,7 +93,3 @@ export const answerApproval = createRoute({
 		422: problem("The answer does not fit the dialog: `confirmed` for confirm, one of the options for select"),
 	},
 });
-
-function problem(description: string) {
-	return { description, content: { "application/problem+json": { schema: Problem } } };
-}

@@ -1,6 +1,6 @@
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import type { Deps } from "../../deps.ts";
-import { commandProblems, createRouter, json, jsonBody, problems } from "../../openapi.ts";
+import { commandErrors, createRouter, json, jsonBody } from "../../openapi.ts";
 import { SessionParams } from "../../params.ts";
 import { unwrap } from "../../pi-result.ts";
 import { streamOwnEvents, wantsStream } from "../../streams/command-stream.ts";
@@ -29,7 +29,7 @@ function routeOf(spec: CommandSpec): RouteConfig {
 			? `Sends pi's \`${spec.type}\` command. To stream its \`${spec.streams}\` events, use \`POST …${spec.path}/stream\` (its own operation); this path answers \`Accept: text/event-stream\` the same way.`
 			: `Sends pi's \`${spec.type}\` command.`,
 		request,
-		responses: { ...ok, ...problems(...commandProblems) },
+		responses: { ...ok, ...commandErrors() },
 	});
 }
 
