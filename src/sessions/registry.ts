@@ -1,3 +1,7 @@
+// Over 300 lines on purpose: the registry is where the cross-session rules meet (session
+// and live-process caps, LRU hibernation, idle reaping, resume, the warm pool, the hub) and each
+// of them needs the same map of sessions. The disk is journal.ts over a SessionStore
+// (session-store.ts; SQLite in sqlite-store.ts), spawning is spawn.ts, paths are guard.ts.
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync } from "node:fs";
 import type { Logger } from "pino";

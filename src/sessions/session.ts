@@ -1,3 +1,9 @@
+// Over 300 lines on purpose: a Session is the state machine of one pi child. Its lifecycle
+// (start, stop, exit), the routing of pi's lines and its status all read and write the same
+// few fields (process, status, running), so splitting them would trade one file for getters
+// between three. What has a job of its own lives beside it: command-channel.ts (queue,
+// in-flight commands, ids, oversized answers, state refresh), session-types.ts, lines.ts,
+// approvals.ts, ui-state.ts, event-log.ts.
 import type { Logger } from "pino";
 import { GatewayError } from "../errors.ts";
 import { type ExitInfo, PiProcess } from "../pi/child.ts";
