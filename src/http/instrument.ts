@@ -5,7 +5,7 @@ import { commandFields } from "../pi/protocol.ts";
 import type { AppEnv } from "./openapi.ts";
 import type { Metrics } from "./prometheus.ts";
 import { commandSpecs } from "./routes/commands/commands.table.ts";
-import { requestedWait } from "./routes/runs/wait.ts";
+import { requestedWait } from "./wait.ts";
 
 const session = "/v1/sessions/:id";
 

@@ -9,9 +9,9 @@ import { ApiError } from "../../problem.ts";
 import type { SseOptions } from "../../sse.ts";
 import { streamCommand, wantsStream } from "../../streams/command-stream.ts";
 import { sseOptions } from "../../streams/options.ts";
+import { requestedWait, type WaitRequest } from "../../wait.ts";
 import { type Acceptance, sendUntilHeld } from "./held.ts";
 import { followUp, prompt, steer } from "./runs.routes.ts";
-import { requestedWait, type WaitRequest } from "./wait.ts";
 
 type RunCommand = PiCommand & { id: string };
 
