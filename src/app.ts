@@ -16,6 +16,7 @@ import { ApiError, toProblem } from "./http/problem.ts";
 import { Metrics } from "./http/prometheus.ts";
 import { approvalsRouter } from "./http/routes/approvals/approvals.index.ts";
 import { commandsRouter } from "./http/routes/commands/commands.index.ts";
+import { commandSpecs } from "./http/routes/commands/commands.table.ts";
 import { rpcRouter } from "./http/routes/commands/rpc.index.ts";
 import { eventsRouter } from "./http/routes/events/events.index.ts";
 import { runsRouter } from "./http/routes/runs/runs.index.ts";
@@ -68,7 +69,7 @@ export function createApp(
 	const app = createRouter();
 	app.use(requestId());
 	app.use(accessLog(logger));
-	app.use(instrument(metrics));
+	app.use(instrument(metrics, commandSpecs));
 	if (registry.pool) {
 		const pool = registry.pool;
 		metrics.setWarmPoolSource(() => pool.readyCount);

@@ -5,8 +5,9 @@ import { describe, expect, it } from "vitest";
 
 /**
  * The layer rule, read from the source itself: every import in src/ (static, type-only,
- * re-export or dynamic) points down or sideways, never up, and no feature folder under
- * src/http/routes reaches into another. README's Development section says the same in prose.
+ * re-export or dynamic) points down or sideways, never up, no feature folder under
+ * src/http/routes reaches into another, and the shared http code (outside routes/) reaches
+ * into none: features build on it, and app.ts wires them. README's Development section says the same in prose.
  *
  *   base      src/config.ts, src/errors.ts, src/patterns.ts, src/child-env.ts
  *   pi        src/pi/**            (the child process and its JSONL protocol)
@@ -75,6 +76,7 @@ function violations(files = sourceFiles(src)): string[] {
 			if (layers.indexOf(to) > layers.indexOf(from)) found.push(`${name}: ${from} imports ${to}, a layer above`);
 			const [a, b] = [featureOf(file), featureOf(target)];
 			if (a && b && a !== b) found.push(`${name}: routes/${a} imports routes/${b}; share it from src/http instead`);
+			if (from === "http" && !a && b) found.push(`${name}: shared http code imports a feature; app.ts wires features`);
 		}
 	}
 	return found;
