@@ -6,24 +6,28 @@ import type { Logger } from "pino";
 import { stringify } from "yaml";
 import { ZodError } from "zod";
 import type { Config } from "./config.ts";
+import { GatewayError } from "./errors.ts";
 import { BodyRoutes, bodyGuard } from "./http/body-guard.ts";
 import type { Deps } from "./http/deps.ts";
-import { instrument } from "./http/metrics.ts";
+import { instrument } from "./http/instrument.ts";
 import { accessLog, bearerAuth, hostCheck, requestId } from "./http/middleware.ts";
 import { type AppEnv, createRouter, invalid } from "./http/openapi.ts";
-import { ApiError } from "./http/problem.ts";
+import { ApiError, toProblem } from "./http/problem.ts";
+import { Metrics } from "./http/prometheus.ts";
 import { approvalsRouter } from "./http/routes/approvals/approvals.index.ts";
 import { commandsRouter } from "./http/routes/commands/commands.index.ts";
+import { commandSpecs } from "./http/routes/commands/commands.table.ts";
 import { rpcRouter } from "./http/routes/commands/rpc.index.ts";
-import { StreamEvent } from "./http/routes/events/event-schemas.ts";
 import { eventsRouter } from "./http/routes/events/events.index.ts";
 import { runsRouter } from "./http/routes/runs/runs.index.ts";
 import { runStreamsRouter } from "./http/routes/runs/streams.index.ts";
 import { sessionsRouter } from "./http/routes/sessions/sessions.index.ts";
+import { uiRouter } from "./http/routes/sessions/ui.index.ts";
 import { docsPaths, docsRouter } from "./http/routes/system/docs.index.ts";
-import { metricsRouter } from "./http/routes/system/metrics.index.ts";
+import { metricsRouter } from "./http/routes/system/scrape.index.ts";
 import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.ts";
-import { Metrics } from "./metrics.ts";
+import { StreamEvent } from "./http/streams/event-schemas.ts";
+import { StreamTickets } from "./http/tickets.ts";
 import type { SessionRegistry } from "./sessions/registry.ts";
 
 // The API description and its docs page are public (they ship in the package); the API is not.
@@ -61,11 +65,11 @@ export function createApp(
 	logger: Logger,
 	metrics: Metrics = new Metrics(registry),
 ) {
-	const deps: Deps = { config, registry, logger };
+	const deps: Deps = { config, registry, logger, tickets: new StreamTickets(config.streamTicketTtlMs) };
 	const app = createRouter();
 	app.use(requestId());
 	app.use(accessLog(logger));
-	app.use(instrument(metrics));
+	app.use(instrument(metrics, commandSpecs));
 	if (registry.pool) {
 		const pool = registry.pool;
 		metrics.setWarmPoolSource(() => pool.readyCount);
@@ -74,7 +78,7 @@ export function createApp(
 	// Built once the spec exists: browser JS may read every response header the spec documents.
 	let corsMiddleware: MiddlewareHandler<AppEnv> | undefined;
 	if (config.corsOrigins.length > 0) app.use((c, next) => (corsMiddleware as MiddlewareHandler<AppEnv>)(c, next));
-	app.use(bearerAuth(config.token, openPaths, registry.tickets));
+	app.use(bearerAuth(config.token, openPaths, deps.tickets));
 	app.use(
 		bodyLimit({
 			maxSize: config.maxBodyBytes,
@@ -96,6 +100,7 @@ export function createApp(
 	app.route("/", rpcRouter(deps));
 	app.route("/", eventsRouter(deps));
 	app.route("/", approvalsRouter(deps));
+	app.route("/", uiRouter(deps));
 
 	const document = openApiDocument(app);
 	bodyRoutes.load(document as never);
@@ -110,7 +115,7 @@ export function createApp(
 		throw new ApiError(404, "not_found", `No route for ${c.req.method} ${c.req.path}`);
 	});
 	app.onError((error, c) => {
-		const problem = toApiError(error, logger, c.get("requestId")).toProblem(c.get("requestId"));
+		const problem = toProblem(toGatewayError(error, logger, c.get("requestId")), c.get("requestId"));
 		return c.json(problem, problem.status as 400, { "Content-Type": "application/problem+json" });
 	});
 	return app;
@@ -130,8 +135,8 @@ export function exposedHeaders(document: SpecDocument): string[] {
 	return [...names];
 }
 
-function toApiError(error: unknown, logger: Logger, requestId: string): ApiError {
-	if (error instanceof ApiError) return error;
+function toGatewayError(error: unknown, logger: Logger, requestId: string): GatewayError {
+	if (error instanceof GatewayError) return error;
 	if (error instanceof ZodError) return invalid(error.issues);
 	if (error instanceof HTTPException) {
 		// Hono's own 400s: a body that is not JSON, or a wrong content type.

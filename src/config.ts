@@ -2,7 +2,7 @@ import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { checkPassEnvName } from "./sessions/child-env.ts";
+import { checkPassEnvName } from "./child-env.ts";
 
 const int = (min: number) => z.coerce.number().int().min(min);
 

@@ -1,10 +1,13 @@
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
+import type { StreamTickets } from "./tickets.ts";
 
 /** What every route factory gets: built once in createApp, no globals. */
 export interface Deps {
 	config: Config;
 	registry: SessionRegistry;
 	logger: Logger;
+	/** Short-lived stream tickets (for EventSource, which cannot send headers): HTTP's own state. */
+	tickets: StreamTickets;
 }

@@ -50,8 +50,18 @@ export function problems(...statuses: number[]) {
 	);
 }
 
-/** Statuses every session-scoped command can meet. */
-export const commandProblems = [400, 401, 403, 404, 409, 410, 413, 415, 422, 429, 502, 503, 504];
+/** Statuses every session-scoped command can meet (409 among them: agent busy, session stopped). */
+const commandProblems = [400, 401, 403, 404, 409, 410, 413, 415, 422, 429, 502, 503, 504];
+
+/** The problem responses of every operation that sends a command to pi (runs, commands, /rpc, streams). */
+export function commandErrors() {
+	return problems(...commandProblems);
+}
+
+/** One problem response whose description is the route's own (a status meaning more there). */
+export function problem(description: string) {
+	return { description, content: { "application/problem+json": { schema: Problem } } };
+}
 
 export function json<T extends ZodType>(schema: T, description: string) {
 	return { description, content: { "application/json": { schema } } };

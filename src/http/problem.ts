@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { GatewayError } from "../errors.ts";
 
 /** RFC 9457 problem details; `code` is a stable machine-readable name, `type` its URI form. */
 export const Problem = z
@@ -39,27 +40,24 @@ const titles: Record<number, string> = {
 	507: "Insufficient Storage",
 };
 
-export class ApiError extends Error {
-	readonly status: number;
-	readonly code: string;
-	readonly extra: Partial<Problem>;
+/** An error raised by the HTTP layer itself (bad input, auth, routing); its extras are problem members. */
+export class ApiError extends GatewayError {
+	declare readonly extra: Partial<Problem>;
 
 	constructor(status: number, code: string, detail: string, extra: Partial<Problem> = {}) {
-		super(detail);
-		this.status = status;
-		this.code = code;
-		this.extra = extra;
+		super(status, code, detail, extra);
 	}
+}
 
-	toProblem(instance?: string): Problem {
-		return {
-			type: `urn:pi-gateway:problem:${this.code}`,
-			title: titles[this.status] ?? "Error",
-			status: this.status,
-			code: this.code,
-			detail: this.message,
-			...(instance ? { instance } : {}),
-			...this.extra,
-		};
-	}
+/** Any GatewayError (the domain's or HTTP's own) as RFC 9457 problem details. */
+export function toProblem(error: GatewayError, instance?: string): Problem {
+	return {
+		type: `urn:pi-gateway:problem:${error.code}`,
+		title: titles[error.status] ?? "Error",
+		status: error.status,
+		code: error.code,
+		detail: error.message,
+		...(instance ? { instance } : {}),
+		...error.extra,
+	};
 }

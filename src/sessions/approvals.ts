@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { ApiError } from "../http/problem.ts";
+import { GatewayError } from "../errors.ts";
 import { type DialogMethod, dialogMethods, type UiRequest } from "../pi/protocol.ts";
 
 export const ApprovalStatus = z.enum(["pending", "answered", "expired", "cancelled"]).openapi("ApprovalStatus");
@@ -147,7 +147,7 @@ export class Approvals {
 
 	get(id: string): Approval {
 		const approval = this.#items.get(id);
-		if (!approval) throw new ApiError(404, "approval_not_found", `No approval ${id} in session ${this.#sessionId}`);
+		if (!approval) throw new GatewayError(404, "approval_not_found", `No approval ${id} in session ${this.#sessionId}`);
 		return approval;
 	}
 
@@ -162,13 +162,13 @@ export class Approvals {
 		const approval = this.get(id);
 		if (approval.status !== "pending") {
 			if (approval.answer !== null) {
-				throw new ApiError(
+				throw new GatewayError(
 					409,
 					"approval_already_answered",
 					`This approval was already answered by ${approval.resolvedBy}`,
 				);
 			}
-			throw new ApiError(
+			throw new GatewayError(
 				410,
 				"approval_gone",
 				`This approval is ${approval.status} (${approval.resolvedBy}); pi no longer waits for it`,
@@ -234,8 +234,8 @@ export class Approvals {
 	}
 }
 
-function mismatch(approval: Approval, detail: string): ApiError {
-	return new ApiError(422, "approval_answer_mismatch", `This is a ${approval.method} dialog: ${detail}`);
+function mismatch(approval: Approval, detail: string): GatewayError {
+	return new GatewayError(422, "approval_answer_mismatch", `This is a ${approval.method} dialog: ${detail}`);
 }
 
 /** One page of approvals in creation order: those after `cursor`, at most `limit`. */

@@ -1,7 +1,7 @@
 import { closeSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, type Stats } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Config } from "../config.ts";
-import { ApiError } from "../http/problem.ts";
+import { GatewayError } from "../errors.ts";
 import type { PiCommand } from "../pi/protocol.ts";
 import { findSessionFiles, piSessionDir } from "./session-files.ts";
 import { confine, isInside } from "./spawn.ts";
@@ -13,21 +13,21 @@ export function base64Bytes(data: string): number {
 }
 
 function confineAny(roots: string[], path: string, what: string): string {
-	let missing: ApiError | undefined;
+	let missing: GatewayError | undefined;
 	let outside = false;
 	for (const root of roots) {
 		try {
 			return confine(root, path, what);
 		} catch (error) {
 			// A root that does not exist (yet) refuses nothing by itself.
-			if (!(error instanceof ApiError)) continue;
+			if (!(error instanceof GatewayError)) continue;
 			if (error.status === 403) outside = true;
 			else missing ??= error;
 		}
 	}
 	// A path that exists but lies outside (403) says more than one missing under some root (400).
 	if (missing && !outside) throw missing;
-	throw new ApiError(403, "path_outside_root", `${what} must lie inside ${roots.join(" or ")}`);
+	throw new GatewayError(403, "path_outside_root", `${what} must lie inside ${roots.join(" or ")}`);
 }
 
 /**
@@ -47,7 +47,8 @@ function confineOutput(config: Config, path: string, hops = 0): string {
 	} catch {
 		return file; // a new file
 	}
-	const outside = () => new ApiError(403, "path_outside_root", `outputPath must lie inside ${config.workspaceRoot}`);
+	const outside = () =>
+		new GatewayError(403, "path_outside_root", `outputPath must lie inside ${config.workspaceRoot}`);
 	let real = file;
 	if (stat.isSymbolicLink()) {
 		try {
@@ -61,7 +62,11 @@ function confineOutput(config: Config, path: string, hops = 0): string {
 		if (!isInside(realpathSync(config.workspaceRoot), real)) throw outside();
 	}
 	if (stat.isFile() && stat.nlink > 1) {
-		throw new ApiError(403, "path_outside_root", "outputPath has other hard links; writing it would change them too");
+		throw new GatewayError(
+			403,
+			"path_outside_root",
+			"outputPath has other hard links; writing it would change them too",
+		);
 	}
 	return real;
 }
@@ -94,8 +99,8 @@ function confineSessionCwd(config: Config, file: string): void {
 	try {
 		confine(config.workspaceRoot, cwd, "The session file's cwd");
 	} catch (error) {
-		if (error instanceof ApiError && error.status === 400 && isInside(config.workspaceRoot, resolve(cwd))) return;
-		throw new ApiError(
+		if (error instanceof GatewayError && error.status === 400 && isInside(config.workspaceRoot, resolve(cwd))) return;
+		throw new GatewayError(
 			403,
 			"path_outside_root",
 			`The session file's cwd ${JSON.stringify(cwd)} lies outside ${config.workspaceRoot}`,
@@ -124,7 +129,7 @@ export function guardCommand(config: Config, command: PiCommand): PiCommand {
 			if (typeof data !== "string") continue;
 			const bytes = base64Bytes(data);
 			if (bytes > config.maxImageBytes) {
-				throw new ApiError(
+				throw new GatewayError(
 					413,
 					"image_too_large",
 					`Image ${index} is ${bytes} bytes; images are limited to ${config.maxImageBytes} bytes`,

@@ -1,4 +1,4 @@
-import { ApiError } from "../http/problem.ts";
+import { GatewayError } from "../errors.ts";
 import type { PiCommand, PiResponse } from "../pi/protocol.ts";
 
 interface Pending {
@@ -79,7 +79,10 @@ export class InFlight {
 		pending.startedAt = Date.now();
 		pending.timer = setTimeout(() => {
 			const seconds = Math.round(pending.timeoutMs / 100) / 10;
-			this.fail(id, new ApiError(504, "pi_timeout", `pi did not answer ${pending.command.type} within ${seconds}s`));
+			this.fail(
+				id,
+				new GatewayError(504, "pi_timeout", `pi did not answer ${pending.command.type} within ${seconds}s`),
+			);
 		}, pending.remainingMs);
 		pending.timer.unref();
 	}

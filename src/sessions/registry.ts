@@ -1,16 +1,21 @@
+// Over 300 lines on purpose: the registry is where the cross-session rules meet (session
+// and live-process caps, LRU hibernation, idle reaping, resume, the warm pool, the hub) and each
+// of them needs the same map of sessions. The disk is journal.ts over a SessionStore
+// (session-store.ts; SQLite in sqlite-store.ts), spawning is spawn.ts, paths are guard.ts.
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync } from "node:fs";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
-import { ApiError } from "../http/problem.ts";
-import { StreamTickets } from "../http/tickets.ts";
+import { GatewayError } from "../errors.ts";
 import type { Approval } from "./approvals.ts";
 import type { LoggedEvent } from "./event-log.ts";
 import { guardCommand, guardResume, sessionFileCwd } from "./guard.ts";
+import { Journal, type StoreHealth } from "./journal.ts";
 import { Session, type SessionInit, type SessionLimits, type SpawnCommand } from "./session.ts";
 import { piSessionDir } from "./session-files.ts";
+import type { OpenStore, SessionStore } from "./session-store.ts";
 import { type CreateSessionBody, planSpawn } from "./spawn.ts";
-import { SessionStore, type StoredSession } from "./store.ts";
+import { SqliteStore } from "./sqlite-store.ts";
 import { WarmPool } from "./warm-pool.ts";
 
 export type HubListener = (sessionId: string, event: LoggedEvent) => void;
@@ -23,8 +28,6 @@ export function isDefaultRequest(body: CreateSessionBody): boolean {
 	return Object.entries(body).every(([key, value]) => (key === "persist" ? value === true : key === "name"));
 }
 
-/** Sequence numbers skipped after an unclean stop: the last second of events may not be on disk. */
-const unsafeSeqMargin = 100_000;
 const flushEveryMs = 1000;
 
 /**
@@ -37,22 +40,24 @@ export class SessionRegistry {
 	readonly #logger: Logger;
 	readonly #sessions = new Map<string, Session>();
 	readonly #options = new Map<string, CreateSessionBody>();
-	readonly #saved = new Map<string, string>();
 	readonly #waking = new Map<string, Promise<void>>();
 	readonly #hub = new Set<HubListener>();
-	readonly tickets: StreamTickets;
-	#store: SessionStore | undefined;
+	readonly #journal: Journal;
 	#timers: NodeJS.Timeout[] = [];
-	readonly #storeHealth: { error?: string; writeErrors: number; recreatedAt?: string } = { writeErrors: 0 };
 	/** Process slots promised to a start that waits for its LRU victim to exit. */
 	#reserved = 0;
 	#closing = false;
 	readonly pool: WarmPool | undefined;
 
-	constructor(config: Config, logger: Logger) {
+	/** `openStore` picks the backend; the default is SQLite in the data directory. */
+	constructor(config: Config, logger: Logger, openStore?: OpenStore) {
 		this.#config = config;
 		this.#logger = logger;
-		this.tickets = new StreamTickets(config.streamTicketTtlMs);
+		this.#journal = new Journal(openStore ?? ((events) => new SqliteStore(config.dataDir, events)), logger, {
+			sessions: () => this.#sessions.values(),
+			has: (id) => this.#sessions.has(id),
+			optionsOf: (id) => this.#options.get(id) as CreateSessionBody,
+		});
 		mkdirSync(piSessionDir(config), { recursive: true });
 		if (config.warmPool > 0) this.pool = new WarmPool(config.warmPool, () => this.#startPooled(), logger);
 	}
@@ -62,10 +67,8 @@ export class SessionRegistry {
 	 * the housekeeping timers. startGateway calls it; an app built in-process may skip it.
 	 */
 	open(): void {
-		const store = this.#openStore();
-		this.#store = store;
-		const margin = store.previousRunClean ? 0 : unsafeSeqMargin;
-		for (const record of store.restore()) {
+		const { records, margin } = this.#journal.restore();
+		for (const record of records) {
 			const restored = {
 				createdAt: new Date(record.createdAt),
 				lastActivityAt: record.lastActivityAt,
@@ -73,74 +76,23 @@ export class SessionRegistry {
 				piState: record.piState,
 			};
 			this.#register(record.id, record.options, record.cwd, { restored, name: record.name });
-			this.#save(this.get(record.id));
+			this.#journal.save(this.get(record.id));
 		}
 		if (this.#sessions.size > 0) this.#logger.info({ sessions: this.#sessions.size }, "sessions restored (stopped)");
 		const idle = this.#config.idleTimeoutMs;
-		this.#timers.push(setInterval(() => this.#flush(), flushEveryMs).unref());
+		this.#timers.push(setInterval(() => this.#journal.flush(), flushEveryMs).unref());
 		if (idle > 0) this.#timers.push(setInterval(() => this.#reap(), Math.min(Math.max(idle / 4, 50), 30_000)).unref());
 		this.pool?.fill();
 	}
 
-	#openStore(): SessionStore {
-		const log = this.#logger;
-		return new SessionStore(this.#config.dataDir, {
-			writeFailed: (error) => {
-				this.#storeHealth.writeErrors++;
-				if (this.#storeHealth.error === undefined) {
-					log.error({ err: error }, "registry: write failed; new sessions are refused until it works again");
-				}
-				this.#storeHealth.error = error.message;
-			},
-			writable: () => {
-				log.info({ after: this.#storeHealth.error }, "registry: writes work again");
-				this.#storeHealth.error = undefined;
-			},
-			skipped: (sessionId, reason) => log.error({ sessionId, reason }, "registry: unreadable session skipped"),
-		});
+	/** The registry's disk, checked now (see Journal.health). */
+	storeHealth(): StoreHealth {
+		return this.#journal.health();
 	}
 
-	/**
-	 * The registry's disk, checked now: a gateway.db deleted or replaced under the open connection
-	 * is recreated from memory (and its lock taken again), failed writes are retried.
-	 */
-	storeHealth(): { writable: boolean; error?: string; writeErrors: number; recreatedAt?: string } {
-		this.#checkStore();
-		const { error, writeErrors, recreatedAt } = this.#storeHealth;
-		return { writable: error === undefined, error, writeErrors, recreatedAt };
-	}
-
-	#checkStore(): void {
-		const store = this.#store;
-		if (!store) return;
-		if (store.detached) {
-			try {
-				store.close();
-			} catch {}
-			try {
-				this.#store = this.#openStore();
-			} catch (error) {
-				this.#store = store;
-				this.#storeHealth.error = `gateway.db is gone and cannot be recreated: ${(error as Error).message}`;
-				return;
-			}
-			this.#storeHealth.recreatedAt = new Date().toISOString();
-			this.#storeHealth.error = undefined;
-			this.#logger.error(
-				{ sessions: this.#sessions.size },
-				"registry: gateway.db was deleted or replaced; recreated from memory",
-			);
-			// Everything is written again on this flush (tombstones of reaped sessions are lost).
-			this.#saved.clear();
-			for (const session of this.#sessions.values()) this.#save(session);
-			return;
-		}
-		store.retry();
-	}
-
-	/** The on-disk registry (undefined before open() and after shutdown); tests reach its database through it. */
+	/** The store (undefined before open() and after shutdown); tests reach its database through it. */
 	get store(): SessionStore | undefined {
-		return this.#store;
+		return this.#journal.store;
 	}
 
 	get closing(): boolean {
@@ -175,9 +127,13 @@ export class SessionRegistry {
 	}
 
 	async create(body: CreateSessionBody): Promise<Session> {
-		if (this.#closing) throw new ApiError(503, "shutting_down", "The gateway is shutting down");
+		if (this.#closing) throw new GatewayError(503, "shutting_down", "The gateway is shutting down");
 		if (this.#sessions.size >= this.#config.maxSessions) {
-			throw new ApiError(429, "too_many_sessions", `At most ${this.#config.maxSessions} sessions (stopped ones count)`);
+			throw new GatewayError(
+				429,
+				"too_many_sessions",
+				`At most ${this.#config.maxSessions} sessions (stopped ones count)`,
+			);
 		}
 		if (body.resume) {
 			this.#assertFileFree(body.resume);
@@ -196,7 +152,7 @@ export class SessionRegistry {
 			this.#forget(id);
 			throw error;
 		}
-		if (!this.#save(session)) {
+		if (!this.#journal.save(session)) {
 			// A session the registry cannot hold would vanish at the next restart: refuse it now.
 			await session.stop();
 			this.#forget(id);
@@ -207,9 +163,9 @@ export class SessionRegistry {
 
 	/** New sessions need the registry's disk: with writes failing they are refused (507), live ones go on. */
 	#assertStorable(fallback?: string): void {
-		const error = this.#storeHealth.error ?? fallback;
+		const error = this.#journal.writeError ?? fallback;
 		if (error === undefined) return;
-		throw new ApiError(
+		throw new GatewayError(
 			507,
 			"insufficient_storage",
 			`The gateway cannot write its session registry (${error}); live sessions go on, new ones wait until it can`,
@@ -226,7 +182,7 @@ export class SessionRegistry {
 		for (const [id, session] of this.#sessions) {
 			const holds = session.piState.sessionId?.startsWith(resume) || this.#options.get(id)?.resume === resume;
 			if (!holds) continue;
-			throw new ApiError(
+			throw new GatewayError(
 				409,
 				"session_file_in_use",
 				`pi session ${resume} belongs to gateway session ${id} (${session.status}); use that session, or POST /v1/sessions/${id}/resume if it is stopped`,
@@ -240,12 +196,12 @@ export class SessionRegistry {
 	 */
 	async resume(id: string): Promise<Session> {
 		const session = this.get(id);
-		if (this.#closing) throw new ApiError(503, "shutting_down", "The gateway is shutting down");
+		if (this.#closing) throw new GatewayError(503, "shutting_down", "The gateway is shutting down");
 		let waking = this.#waking.get(id);
 		if (!waking) {
 			if (session.hasProcess && !session.isStopping) return session;
 			if (!session.resumable) {
-				throw new ApiError(
+				throw new GatewayError(
 					409,
 					"not_resumable",
 					`Session ${id} is ${session.status} and has no pi session file to continue (it was created with persist:false)`,
@@ -264,7 +220,7 @@ export class SessionRegistry {
 		// pi writes its file only once there is something to keep, so a file never seen may just not
 		// exist yet; one seen and gone now would make pi start an empty conversation under the old id.
 		if (file && session.piState.fileSeen && !existsSync(file)) {
-			throw new ApiError(
+			throw new GatewayError(
 				409,
 				"session_file_missing",
 				`Session ${session.id}'s pi session file ${file} is gone; its conversation cannot be continued (DELETE it, or restore the file)`,
@@ -273,7 +229,7 @@ export class SessionRegistry {
 		const options = this.#options.get(session.id) as CreateSessionBody;
 		await this.#launch(session, planSpawn(this.#config, options, session.piState.sessionFile));
 		this.#logger.info({ sessionId: session.id, pid: session.pid }, "session resumed");
-		this.#save(session);
+		this.#journal.save(session);
 	}
 
 	/** Starts a child within the live-process cap: past it, the least recently used idle session hibernates first. */
@@ -283,7 +239,7 @@ export class SessionRegistry {
 				.filter((s) => s.canHibernate)
 				.sort((a, b) => a.lastActivityAt - b.lastActivityAt)[0];
 			if (!victim) {
-				throw new ApiError(
+				throw new GatewayError(
 					429,
 					"too_many_live_sessions",
 					`All ${this.#config.maxLiveSessions} pi processes are busy and none is idle enough to hibernate`,
@@ -295,7 +251,7 @@ export class SessionRegistry {
 			} finally {
 				this.#reserved--;
 			}
-			if (this.#closing) throw new ApiError(503, "shutting_down", "The gateway is shutting down");
+			if (this.#closing) throw new GatewayError(503, "shutting_down", "The gateway is shutting down");
 		}
 		// Same tick as the reservation's release: the child counts as live before anyone else looks.
 		await session.start(plan);
@@ -318,7 +274,7 @@ export class SessionRegistry {
 			if (!named.success)
 				this.#logger.warn({ sessionId: session.id, error: named.error }, "warm session: naming failed");
 		}
-		this.#save(session);
+		this.#journal.save(session);
 		return session;
 	}
 
@@ -358,9 +314,9 @@ export class SessionRegistry {
 		const id = session.id;
 		this.#sessions.set(id, session);
 		this.#options.set(id, options);
-		session.log.subscribe((event) => {
+		session.events.subscribe((event) => {
 			for (const listener of this.#hub) listener(id, event);
-			if (event.type === "session_exit") this.#save(session);
+			if (event.type === "session_exit") this.#journal.save(session);
 		});
 		return session;
 	}
@@ -368,15 +324,15 @@ export class SessionRegistry {
 	get(id: string): Session {
 		const session = this.#sessions.get(id);
 		if (session) return session;
-		const gone = this.#store?.tombstone(id);
+		const gone = this.#journal.tombstone(id);
 		if (gone) {
 			const why =
 				gone.reason === "restart"
 					? `did not survive the gateway restart at ${gone.at}`
 					: `was stopped at ${gone.at} after ${this.#config.idleTimeoutMs} ms without activity`;
-			throw new ApiError(410, "session_gone", `Session ${id} was ephemeral (persist:false) and ${why}`);
+			throw new GatewayError(410, "session_gone", `Session ${id} was ephemeral (persist:false) and ${why}`);
 		}
-		throw new ApiError(404, "session_not_found", `No session ${id}`);
+		throw new GatewayError(404, "session_not_found", `No session ${id}`);
 	}
 
 	list(): Session[] {
@@ -393,8 +349,7 @@ export class SessionRegistry {
 	#forget(id: string): void {
 		this.#sessions.delete(id);
 		this.#options.delete(id);
-		this.#saved.delete(id);
-		this.#store?.remove(id);
+		this.#journal.forget(id);
 	}
 
 	/** Idle past the limit: a persistent session hibernates (`stopped`), an ephemeral one is reaped. */
@@ -408,52 +363,8 @@ export class SessionRegistry {
 			}
 			void session.stop("idle").then(() => {
 				this.#forget(id);
-				this.#store?.bury(id, "idle");
+				this.#journal.bury(id, "idle");
 			});
-		}
-	}
-
-	#record(session: Session): StoredSession {
-		const p = session.piState;
-		if (p.sessionFile && !p.fileSeen && existsSync(p.sessionFile)) p.fileSeen = true;
-		return {
-			id: session.id,
-			name: session.name,
-			cwd: session.cwd,
-			persist: session.persist,
-			options: this.#options.get(session.id) as CreateSessionBody,
-			piState: session.piState,
-			createdAt: session.createdAt.toISOString(),
-			lastActivityAt: session.lastActivityAt,
-			lastSeq: session.log.lastSeq,
-		};
-	}
-
-	/** What changes over a session's life, cheap to compare: seq, activity, name, pi's file and model. */
-	#changeKey(session: Session): string {
-		const { piState: p } = session;
-		return JSON.stringify([
-			session.log.lastSeq,
-			session.lastActivityAt,
-			session.name,
-			p.sessionFile,
-			p.model?.id,
-			p.thinkingLevel,
-		]);
-	}
-
-	/** False when the write failed (the store retries it). */
-	#save(session: Session): boolean {
-		if (!this.#store || !this.#sessions.has(session.id)) return true;
-		this.#saved.set(session.id, this.#changeKey(session));
-		return this.#store.save(this.#record(session));
-	}
-
-	/** Writes the sessions that changed since their last write. Never throws: it runs on a timer. */
-	#flush(): void {
-		this.#checkStore();
-		for (const session of this.#sessions.values()) {
-			if (this.#saved.get(session.id) !== this.#changeKey(session)) this.#save(session);
 		}
 	}
 
@@ -476,11 +387,8 @@ export class SessionRegistry {
 		for (const timer of this.#timers) clearInterval(timer);
 		await this.pool?.close();
 		await Promise.all(this.list().map((s) => s.stop("shutdown")));
-		this.#flush();
 		// Nothing writes after this (a late exit event, a second shutdown): the store is gone.
-		const store = this.#store;
-		this.#store = undefined;
-		store?.close();
+		this.#journal.close();
 	}
 
 	/** Last resort on process exit: no child may outlive the gateway unasked. Synchronous. */

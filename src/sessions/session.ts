@@ -1,88 +1,24 @@
-import { z } from "@hono/zod-openapi";
-import PQueue from "p-queue";
+// Over 300 lines on purpose: a Session is the state machine of one pi child. Its lifecycle
+// (start, stop, exit), the routing of pi's lines and its status all read and write the same
+// few fields (process, status, running), so splitting them would trade one file for getters
+// between three. What has a job of its own lives beside it: command-channel.ts (queue,
+// in-flight commands, ids, oversized answers, state refresh), session-types.ts, lines.ts,
+// approvals.ts, ui-state.ts, event-log.ts.
 import type { Logger } from "pino";
-import { ApiError } from "../http/problem.ts";
+import { GatewayError } from "../errors.ts";
 import { type ExitInfo, PiProcess } from "../pi/child.ts";
 import { isEventType } from "../pi/event-type.ts";
-import { encodeLine } from "../pi/jsonl.ts";
-import { commandKind, type PiCommand, type PiResponse, type UiRequest } from "../pi/protocol.ts";
+import type { PiCommand, PiResponse, UiRequest } from "../pi/protocol.ts";
+import { commandKind } from "../pi/protocol.ts";
 import { Approvals, resolvers } from "./approvals.ts";
+import { CommandChannel } from "./command-channel.ts";
 import { EventLog } from "./event-log.ts";
-import { InFlight } from "./in-flight.ts";
+import { typeOf } from "./lines.ts";
+import type { PiState, SessionInit, SessionStatus, SpawnCommand, StopReason } from "./session-types.ts";
 import { applyUiRequest, emptyUiState, fireAndForgetMethods, type UiState } from "./ui-state.ts";
 
-export const SessionStatus = z
-	.enum(["starting", "idle", "running", "waiting", "stopped", "exited", "crashed"])
-	.openapi("SessionStatus", {
-		description:
-			"`stopped`: no pi process (hibernated, or restored after a gateway restart); the next command or POST …/resume starts pi again on the same session file",
-	});
-export type SessionStatus = z.infer<typeof SessionStatus>;
-
-export interface SessionLimits {
-	maxQueued: number;
-	commandTimeoutMs: number;
-	startupTimeoutMs: number;
-	shutdownGraceMs: number;
-	eventLogMaxEvents: number;
-	eventLogMaxBytes: number;
-	maxLineChars: number;
-	stderrTailBytes: number;
-	approvalTimeoutMs: number;
-	maxNotifications: number;
-}
-
-/** How to start one pi process for this session (a resume starts a new one with other args). */
-export interface SpawnCommand {
-	command: string;
-	args: string[];
-	env: NodeJS.ProcessEnv;
-	/** The command bwrap runs, when `command` is bwrap. */
-	sandboxed?: { command: string };
-}
-
-/** Why the gateway stopped pi: `stopped` (DELETE), `idle`/`lru` (hibernation), `shutdown`. */
-export type StopReason = "stopped" | "idle" | "lru" | "shutdown";
-
-export interface SessionInit {
-	id: string;
-	name?: string;
-	cwd: string;
-	persist: boolean;
-	limits: SessionLimits;
-	logger: Logger;
-	/** A session read back from the store: it starts `stopped`, and its log continues after lastSeq. */
-	restored?: { createdAt: Date; lastActivityAt: number; lastSeq: number; piState: PiState };
-	/** Checks (and rewrites) every command before anything else happens to it: limits, paths. */
-	guard?(command: PiCommand): PiCommand;
-	/** The working folder a pi session file records (its header), so the view follows a switch. */
-	cwdOf?(sessionFile: string): string | undefined;
-	/** Starts pi again for a `stopped` session before a command (the registry minds the process cap). */
-	wake?(session: Session): Promise<void>;
-}
-
-/** What pi last told us about itself (get_state), kept for the session representation. */
-export interface PiState {
-	sessionId?: string;
-	sessionFile?: string;
-	sessionName?: string;
-	model?: { provider: string; id: string };
-	thinkingLevel?: string;
-	/** The gateway saw sessionFile on disk (pi writes it lazily): from then on its absence is a loss. */
-	fileSeen?: boolean;
-}
-
-const stateChangingCommands = new Set([
-	"set_model",
-	"cycle_model",
-	"set_thinking_level",
-	"cycle_thinking_level",
-	"new_session",
-	"switch_session",
-	"fork",
-	"clone",
-	"set_session_name",
-]);
+export type { PiState, SessionInit, SessionLimits, SpawnCommand, StopReason } from "./session-types.ts";
+export { SessionStatus } from "./session-types.ts";
 
 /**
  * One pi child and everything the gateway knows about it: the command queue and its
@@ -94,7 +30,8 @@ export class Session {
 	cwd: string;
 	readonly persist: boolean;
 	readonly createdAt: Date;
-	readonly log: EventLog;
+	/** Everything pi and the gateway said in this session, numbered and bounded: what SSE streams replay. */
+	readonly events: EventLog;
 	readonly approvals: Approvals;
 	readonly ui: UiState = emptyUiState();
 	name: string | undefined;
@@ -112,13 +49,10 @@ export class Session {
 	/** Set when the gateway asked the current child to stop, and why. */
 	#stopping: StopReason | undefined;
 	/** Requests between entry and answer: a session with any is never hibernated. */
-	#inflight = 0;
-	readonly #queue = new PQueue({ concurrency: 1 });
-	readonly #inFlight = new InFlight();
-	#nextId = 0;
-	#piQueued = 0;
-	/** How the last pi ended, for the commands that were queued for it. */
-	#exitError: ApiError | undefined;
+	#openRequests = 0;
+	readonly #channel: CommandChannel;
+	/** pino, with this session's id on every line. */
+	readonly #logger: Logger;
 	#started = false;
 	#running = false;
 	#status: SessionStatus = "starting";
@@ -130,19 +64,27 @@ export class Session {
 		this.name = init.name;
 		this.cwd = init.cwd;
 		this.persist = init.persist;
-		this.log = new EventLog(init.limits.eventLogMaxEvents, init.limits.eventLogMaxBytes, init.restored?.lastSeq);
+		this.#logger = init.logger.child({ sessionId: init.id });
+		this.#channel = new CommandChannel({
+			id: init.id,
+			limits: init.limits,
+			process: () => this.#process,
+			assertAlive: () => this.#assertAlive(),
+			takeState: (data) => this.#takeState(data),
+		});
+		this.events = new EventLog(init.limits.eventLogMaxEvents, init.limits.eventLogMaxBytes, init.restored?.lastSeq);
 		this.approvals = new Approvals(
 			init.id,
 			{
 				requested: (approval) => {
 					this.#gatewayEvent("approval_requested", { approval });
-					this.#inFlight.pause();
+					this.#channel.pause();
 					this.#updateStatus();
 				},
 				resolved: (approval, response) => {
-					if (response && this.#process) this.#write(response).catch(() => {});
+					if (response && this.#process) this.#channel.write(response).catch(() => {});
 					this.#gatewayEvent("approval_resolved", { approval });
-					if (this.approvals.pendingCount === 0) this.#inFlight.resume();
+					if (this.approvals.pendingCount === 0) this.#channel.resume();
 					this.#updateStatus();
 				},
 			},
@@ -190,8 +132,8 @@ export class Session {
 			this.#process !== undefined &&
 			this.#stopping === undefined &&
 			this.#status === "idle" &&
-			this.#inflight === 0 &&
-			this.#inFlight.size === 0 &&
+			this.#openRequests === 0 &&
+			this.#channel.inFlightCount === 0 &&
 			this.queueDepth === 0 &&
 			this.approvals.pendingCount === 0
 		);
@@ -208,7 +150,7 @@ export class Session {
 	}
 
 	get queueDepth(): number {
-		return this.#queue.size + this.#queue.pending;
+		return this.#channel.queueDepth;
 	}
 
 	onStatusChange(listener: (session: Session) => void): void {
@@ -221,7 +163,8 @@ export class Session {
 	 */
 	start(plan: SpawnCommand): Promise<void> {
 		if (this.#process) throw new Error(`Session ${this.id} already has a pi process`);
-		const { limits, logger } = this.#init;
+		const { limits } = this.#init;
+		const logger = this.#logger;
 		const child: PiProcess = new PiProcess({
 			...plan,
 			cwd: this.cwd,
@@ -231,9 +174,9 @@ export class Session {
 				if (child === this.#process) this.#onLine(line);
 			},
 			onOverflow: (chars, head) => {
-				logger.warn({ sessionId: this.id, chars }, "pi printed a line over the cap; dropped");
+				logger.warn({ chars }, "pi printed a line over the cap; dropped");
 				this.#gatewayEvent("line_dropped", { chars, reason: "line exceeds maxLineChars" });
-				this.#refuseOversized(chars, head);
+				this.#channel.refuseOversized(chars, head);
 			},
 		});
 		// Synchronously, so the registry counts this child from now on.
@@ -247,27 +190,27 @@ export class Session {
 	}
 
 	async #start(child: PiProcess): Promise<void> {
-		const { logger, limits } = this.#init;
+		const { limits } = this.#init;
 		try {
 			await child.start();
 		} catch (error) {
 			await child.exited;
-			throw new ApiError(502, "pi_spawn_failed", `Could not start pi: ${(error as Error).message}`);
+			throw new GatewayError(502, "pi_spawn_failed", `Could not start pi: ${(error as Error).message}`);
 		}
 		try {
-			const state = await this.#dispatch({ type: "get_state" }, limits.startupTimeoutMs);
+			const state = await this.#channel.dispatch({ type: "get_state" }, limits.startupTimeoutMs);
 			this.#takeState(state.data);
 		} catch (error) {
 			child.kill();
 			await child.exited;
-			const detail = error instanceof ApiError ? error.message : String(error);
-			throw new ApiError(502, "pi_start_failed", `pi did not start: ${detail}`, {
+			const detail = error instanceof GatewayError ? error.message : String(error);
+			throw new GatewayError(502, "pi_start_failed", `pi did not start: ${detail}`, {
 				stderr: child.stderrTail,
 			});
 		}
 		this.#started = true;
 		this.#updateStatus();
-		logger.info({ sessionId: this.id, pid: this.pid }, "session started");
+		this.#logger.info({ pid: this.pid }, "session started");
 	}
 
 	/**
@@ -277,12 +220,12 @@ export class Session {
 	async request(command: PiCommand): Promise<PiResponse> {
 		const checked = this.#init.guard ? this.#init.guard(command) : command;
 		this.lastActivityAt = Date.now();
-		this.#inflight++;
+		this.#openRequests++;
 		try {
 			await this.#ensureRunning();
 			return await this.#send(checked);
 		} finally {
-			this.#inflight--;
+			this.#openRequests--;
 			this.lastActivityAt = Date.now();
 		}
 	}
@@ -303,42 +246,16 @@ export class Session {
 		if (command.type === "abort") {
 			// pi's abort waits for the run to end, and a run blocked in a dialog only ends once the
 			// dialog is answered: send abort first (so the run counts as aborted), then dismiss them.
-			const answered = this.#dispatch(command, timeout);
+			const answered = this.#channel.dispatch(command, timeout);
 			this.approvals.cancelAll(resolvers.abort);
 			return answered;
 		}
-		if (commandKind(command.type) !== "queued") return this.#dispatch(command, timeout);
-		const queuesInPi = queuesMessage(command);
-		this.#assertRoom(queuesInPi);
-		const child = this.#process;
-		const response = (await this.#queue.add(() => {
-			// The pi this command was queued for is gone: it gets that pi's end, not the next pi.
-			if (this.#process !== child) throw this.#exitError ?? new ApiError(502, "pi_exited", "pi exited");
-			// pi's own queue may have grown while this waited its turn.
-			if (queuesInPi) this.#assertRoom(true, 1);
-			return this.#dispatch(command, timeout);
-		})) as PiResponse;
-		if (stateChangingCommands.has(command.type) && response.success) this.#refreshState();
-		return response;
-	}
-
-	/**
-	 * --max-queued bounds what waits: the gateway's queue, and for steer/follow-up messages also
-	 * pi's own steering and follow-up queue (which they join, and which the gateway's queue
-	 * never sees grow: pi accepts each at once). `self` is 1 when the command is itself counted.
-	 */
-	#assertRoom(queuesInPi: boolean, self = 0): void {
-		const max = this.#init.limits.maxQueued;
-		const waiting = this.queueDepth - self + (queuesInPi ? this.#piQueued : 0);
-		if (waiting < max) return;
-		const inPi =
-			queuesInPi && this.#piQueued > 0 ? ` (${this.#piQueued} of them steer/follow-up messages inside pi)` : "";
-		throw new ApiError(429, "queue_full", `Session ${this.id} already has ${waiting} commands queued${inPi}`);
+		return this.#channel.send(command, timeout);
 	}
 
 	/** Messages waiting in pi's steering and follow-up queues, as of its last queue_update. */
 	get piQueued(): number {
-		return this.#piQueued;
+		return this.#channel.piQueued;
 	}
 
 	/**
@@ -357,49 +274,7 @@ export class Session {
 	}
 
 	nextCommandId(): string {
-		return `gw_${(++this.#nextId).toString(36)}`;
-	}
-
-	async #dispatch(command: PiCommand, timeoutMs: number): Promise<PiResponse> {
-		this.#assertAlive();
-		const id = command.id ?? this.nextCommandId();
-		const line = encodeLine({ ...command, id });
-		const response = this.#inFlight.add(id, command, timeoutMs);
-		const child = this.#process;
-		try {
-			await this.#write(line);
-		} catch {
-			// A pipe that broke means pi is going: its exit (crashed or exited) fails this command
-			// with the right code; the fallback is for a child that was already gone.
-			await child?.exited;
-			this.#inFlight.fail(id, new ApiError(502, "pi_exited", "pi exited before it read the command"));
-		}
-		return response;
-	}
-
-	#write(record: string | Record<string, unknown>): Promise<void> {
-		if (!this.#process) return Promise.reject(new Error("pi is not running"));
-		return this.#process.write(typeof record === "string" ? record : encodeLine(record));
-	}
-
-	/**
-	 * A line over the cap is dropped unread; if it was the answer to a pending command, that
-	 * command fails now (502) instead of waiting for its deadline.
-	 */
-	#refuseOversized(chars: number, head: string): void {
-		if (!/"type"\s*:\s*"response"/.test(head)) return;
-		const id = /"id"\s*:\s*"([^"\\]{1,64})"/.exec(head)?.[1];
-		const command = id ? this.#inFlight.commandOf(id) : undefined;
-		if (!id || !command) return;
-		const limit = this.#init.limits.maxLineChars;
-		this.#inFlight.fail(
-			id,
-			new ApiError(
-				502,
-				"pi_answer_too_large",
-				`pi's answer to ${command.type} was ${chars} characters, over the gateway's limit of ${limit} (maxLineChars)`,
-			),
-		);
+		return this.#channel.nextCommandId();
 	}
 
 	#onLine(line: string): void {
@@ -415,15 +290,15 @@ export class Session {
 		try {
 			record = JSON.parse(line);
 		} catch {
-			this.#init.logger.warn({ sessionId: this.id, line: line.slice(0, 200) }, "pi printed a non-JSON line; skipped");
+			this.#logger.warn({ line: line.slice(0, 200) }, "pi printed a non-JSON line; skipped");
 			return;
 		}
 		if (typeof record !== "object" || record === null || typeof record.type !== "string") {
-			this.#init.logger.warn({ sessionId: this.id, line: line.slice(0, 200) }, "pi printed a record without a type");
+			this.#logger.warn({ line: line.slice(0, 200) }, "pi printed a record without a type");
 			return;
 		}
 		if (!isEventType(record.type)) {
-			this.#init.logger.warn({ sessionId: this.id, line: line.slice(0, 200) }, "pi printed a record of no valid type");
+			this.#logger.warn({ line: line.slice(0, 200) }, "pi printed a record of no valid type");
 			return;
 		}
 		this.lastActivityAt = Date.now();
@@ -433,7 +308,7 @@ export class Session {
 			return;
 		}
 		if (type === "extension_ui_request") {
-			this.log.append(type, line);
+			this.events.append(type, line);
 			this.#onUiRequest(record as UiRequest);
 			return;
 		}
@@ -443,8 +318,8 @@ export class Session {
 	/** A session event: logged as pi printed it; run boundaries move the status. */
 	#onEvent(type: string, line: string): void {
 		if (type === "agent_start") this.#setRunning(true);
-		else if (type === "queue_update") this.#piQueued = queueLength(line);
-		this.log.append(type, line);
+		else if (type === "queue_update") this.#channel.piQueueUpdated(line);
+		this.events.append(type, line);
 		if (type === "agent_settled") {
 			this.currentRunId = undefined;
 			this.#setRunning(false);
@@ -453,13 +328,13 @@ export class Session {
 
 	#onResponse(response: PiResponse, line: string): void {
 		// Answers to reads belong to the one client that asked; everything else is session history.
-		if (commandKind(response.command) !== "read") this.log.append("response", line);
+		if (commandKind(response.command) !== "read") this.events.append("response", line);
 		if (response.command === "prompt" && response.success) {
 			const disposition = (response.data as { disposition?: string } | undefined)?.disposition;
 			if (disposition === "started" && response.id) this.currentRunId = response.id;
 		}
-		if (!this.#inFlight.settle(response) && response.command === "parse") {
-			this.#init.logger.error({ sessionId: this.id, response }, "pi could not parse a command");
+		if (!this.#channel.settle(response) && response.command === "parse") {
+			this.#logger.error({ response }, "pi could not parse a command");
 		}
 	}
 
@@ -478,22 +353,18 @@ export class Session {
 		const crashed = !info.requested && !(info.code === 0 && info.signal === null);
 		const error =
 			reason === "stopped" && !crashed
-				? new ApiError(410, "session_deleted", `Session ${this.id} was deleted before pi answered this command`)
+				? new GatewayError(410, "session_deleted", `Session ${this.id} was deleted before pi answered this command`)
 				: reason === "shutdown" && !crashed
-					? new ApiError(503, "shutting_down", "The gateway is shutting down")
-					: new ApiError(
+					? new GatewayError(503, "shutting_down", "The gateway is shutting down")
+					: new GatewayError(
 							502,
 							crashed ? "pi_crashed" : "pi_exited",
 							`pi ${crashed ? "crashed" : "exited"} (code ${info.code}, signal ${info.signal})`,
 							{ stderr: this.exit.stderrTail },
 						);
-		this.#exitError = error;
-		// In flight: failed now. Queued: each meets this error when its turn comes (see #send), at
-		// once, since nothing ahead of it waits any more; p-queue's clear() would reject with AbortError.
-		this.#inFlight.failAll(error);
+		this.#channel.failAll(error);
 		this.approvals.abandonAll();
 		this.#running = false;
-		this.#piQueued = 0;
 		// A persistent session the gateway put to sleep keeps its place and starts again on demand.
 		const asleep = !crashed && reason !== undefined && reason !== "stopped" && this.resumable;
 		this.#setStatus(crashed ? "crashed" : asleep ? "stopped" : "exited");
@@ -504,9 +375,9 @@ export class Session {
 			resumable: this.resumable,
 			stderrTail: this.exit.stderrTail,
 		});
-		const { logger } = this.#init;
+		const logger = this.#logger;
 		const log = crashed ? logger.warn.bind(logger) : logger.info.bind(logger);
-		log({ sessionId: this.id, code: info.code, signal: info.signal, reason }, `session ${this.#status}`);
+		log({ code: info.code, signal: info.signal, reason }, `session ${this.#status}`);
 	}
 
 	#setRunning(running: boolean): void {
@@ -526,19 +397,12 @@ export class Session {
 		if (next === this.#status) return;
 		this.#status = next;
 		this.#gatewayEvent("session_status", { status: next });
-		this.#init.logger.info({ sessionId: this.id, status: next }, "session status");
+		this.#logger.info({ status: next }, "session status");
 		this.#onStatus?.(this);
 	}
 
 	#gatewayEvent(type: string, fields: Record<string, unknown>): void {
-		this.log.append(type, JSON.stringify({ type, sessionId: this.id, ...fields }));
-	}
-
-	#refreshState(): void {
-		this.#dispatch({ type: "get_state" }, this.#init.limits.commandTimeoutMs).then(
-			(response) => this.#takeState(response.data),
-			() => {},
-		);
+		this.events.append(type, JSON.stringify({ type, sessionId: this.id, ...fields }));
 	}
 
 	#takeState(data: unknown): void {
@@ -567,14 +431,14 @@ export class Session {
 	#assertAlive(): void {
 		if (this.#process) return;
 		if (this.#status === "stopped") {
-			throw new ApiError(
+			throw new GatewayError(
 				409,
 				"session_stopped",
 				`Session ${this.id} is stopped; POST /v1/sessions/${this.id}/resume starts pi again`,
 			);
 		}
 		if (this.exit) {
-			throw new ApiError(
+			throw new GatewayError(
 				502,
 				this.#status === "crashed" ? "pi_crashed" : "pi_exited",
 				`Session ${this.id} is ${this.#status}`,
@@ -584,34 +448,4 @@ export class Session {
 			);
 		}
 	}
-}
-
-/** Commands that add a message to pi's steering or follow-up queue (a prompt only while a run streams). */
-function queuesMessage(command: PiCommand): boolean {
-	return (
-		command.type === "steer" ||
-		command.type === "follow_up" ||
-		(command.type === "prompt" && command.streamingBehavior !== undefined)
-	);
-}
-
-/** Entries in a queue_update event (both queues hold the complete current lists). */
-function queueLength(line: string): number {
-	try {
-		const { steering, followUp } = JSON.parse(line) as { steering?: unknown; followUp?: unknown };
-		return (Array.isArray(steering) ? steering.length : 0) + (Array.isArray(followUp) ? followUp.length : 0);
-	} catch {
-		return 0;
-	}
-}
-
-const typePrefix = '{"type":"';
-
-/** The type of a record that starts `{"type":"…"` and ends `}` (pi's own layout), else undefined. */
-export function typeOf(line: string): string | undefined {
-	if (!line.startsWith(typePrefix) || line.charCodeAt(line.length - 1) !== 125) return undefined;
-	const end = line.indexOf('"', typePrefix.length);
-	if (end === -1) return undefined;
-	const type = line.slice(typePrefix.length, end);
-	return isEventType(type) ? type : undefined;
 }

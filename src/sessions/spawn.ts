@@ -2,10 +2,10 @@ import { existsSync, realpathSync } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "@hono/zod-openapi";
+import { childEnv } from "../child-env.ts";
 import type { Config } from "../config.ts";
-import { ApiError } from "../http/problem.ts";
+import { GatewayError } from "../errors.ts";
 import { SessionName, ThinkingLevel } from "../pi/protocol.ts";
-import { childEnv } from "./child-env.ts";
 import { wrapCommand } from "./sandbox.ts";
 import { findSessionFiles, folderFor, newSessionFolder } from "./session-files.ts";
 
@@ -98,9 +98,10 @@ export function confine(root: string, path: string, what: string): string {
 	try {
 		real = realpathSync(resolve(realRoot, path));
 	} catch {
-		throw new ApiError(400, "path_not_found", `${what} ${JSON.stringify(path)} does not exist`);
+		throw new GatewayError(400, "path_not_found", `${what} ${JSON.stringify(path)} does not exist`);
 	}
-	if (!isInside(realRoot, real)) throw new ApiError(403, "path_outside_root", `${what} must lie inside ${realRoot}`);
+	if (!isInside(realRoot, real))
+		throw new GatewayError(403, "path_outside_root", `${what} must lie inside ${realRoot}`);
 	return real;
 }
 
@@ -121,7 +122,7 @@ export function planSpawn(config: Config, body: CreateSessionBody, resumeFile?: 
 	let sessionFile = resumeFile;
 	const resumeMatches = resumeFile === undefined && body.resume ? findSessionFiles(config, body.resume) : [];
 	if (resumeMatches.length > 1) {
-		throw new ApiError(
+		throw new GatewayError(
 			409,
 			"resume_ambiguous",
 			`pi session id ${body.resume} matches ${resumeMatches.length} files; give more of it`,
@@ -140,7 +141,7 @@ export function planSpawn(config: Config, body: CreateSessionBody, resumeFile?: 
 	for (const ext of body.extensions ?? []) {
 		const path = config.extensions.get(ext);
 		if (!path)
-			throw new ApiError(400, "extension_not_allowed", `Extension ${JSON.stringify(ext)} is not in the allow-list`);
+			throw new GatewayError(400, "extension_not_allowed", `Extension ${JSON.stringify(ext)} is not in the allow-list`);
 		extensionPaths.push(path);
 	}
 	for (const path of extensionPaths) args.push("-e", path);
@@ -160,7 +161,7 @@ export function planSpawn(config: Config, body: CreateSessionBody, resumeFile?: 
 	] as const) {
 		if (text === undefined) continue;
 		if (existsSync(resolve(cwd, text))) {
-			throw new ApiError(400, "prompt_is_a_path", `${flag.slice(2)} must be text, not the name of a file`);
+			throw new GatewayError(400, "prompt_is_a_path", `${flag.slice(2)} must be text, not the name of a file`);
 		}
 		args.push(flag, text);
 	}

@@ -28,7 +28,7 @@ const notifications = async (sessionId = id, g = gw) =>
 const responseIn = (runId: string, sessionId = id, g = gw) =>
 	g.registry
 		.get(sessionId)
-		.log.since(0)
+		.events.since(0)
 		.events.find((e) => e.type === "response" && JSON.parse(e.data).id === runId);
 
 describe("JSON answers while a dialog holds pi's answer", () => {

@@ -257,7 +257,7 @@ describe("the inbox", () => {
 		await until(() => hub.mock.calls.length > 0);
 		hub.mockRestore();
 		let returnedBeforeDialog: boolean | undefined;
-		const unsubscribe = gw.registry.get(id).log.subscribe((event) => {
+		const unsubscribe = gw.registry.get(id).events.subscribe((event) => {
 			if (event.type === "approval_requested") returnedBeforeDialog ??= pollReturned;
 		});
 		const run = gw.api(`${base()}/prompt?wait=true`, { method: "POST", json: { message: "bash: sudo true" } });

@@ -162,7 +162,7 @@ it("a native EventSource on a ticket reconnects after the ticket expired, with L
 	const ids = events.map((e) => Number(e.id));
 	const log = gw.registry
 		.get(id)
-		.log.since((ids[0] as number) - 1)
+		.events.since((ids[0] as number) - 1)
 		.events.filter((e) => e.seq <= (ids.at(-1) as number));
 	expect(log.filter((e) => !types.includes(e.type)).map((e) => e.type)).toEqual([]);
 	expect(ids).toEqual(log.map((e) => e.seq));

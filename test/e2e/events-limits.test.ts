@@ -24,7 +24,7 @@ describe("a small log (50 events) and at most 2 subscribers", () => {
 			json: { message: "count: 200" },
 		});
 		expect(res.status).toBe(200);
-		const log = gw.registry.get(id).log;
+		const log = gw.registry.get(id).events;
 		const [first, last] = [log.firstSeq, log.lastSeq];
 		expect(last - first + 1).toBe(50);
 		for (const [query, headers, after] of [

@@ -39,7 +39,7 @@ const contiguous = (frames: Frame[]) => {
 
 describe("Accept: text/event-stream on prompt", () => {
 	it("streams the command's response, then the run through agent_settled, then ends", async () => {
-		const start = gw.registry.get(id).log.lastSeq;
+		const start = gw.registry.get(id).events.lastSeq;
 		const res = await streamed("/prompt", { message: "hi" });
 		expect(res.status).toBe(200);
 		expect(res.headers.get("content-type")).toBe("text/event-stream");
@@ -172,7 +172,7 @@ describe("wait mode", () => {
 		expect(res.status).toBe(200);
 		expect(res.headers.get("preference-applied")).toBe("wait");
 		const body = await bodyOf(res);
-		const log = gw.registry.get(id).log;
+		const log = gw.registry.get(id).events;
 		const settled = log.since(body.firstEventId - 1).events.find((e) => e.type === "agent_settled");
 		expect(body).toMatchObject({
 			runId: expect.stringMatching(/^gw_/),
@@ -208,7 +208,7 @@ describe("wait mode", () => {
 	});
 
 	it("past the wait limit answers 202 with the run id and where to continue", async () => {
-		const before = gw.registry.get(id).log.lastSeq;
+		const before = gw.registry.get(id).events.lastSeq;
 		const started = Date.now();
 		const res = await post("/prompt", { message: "slow: 30" }, { prefer: "respond-async, wait=1" });
 		// A timer never fires early, so this lower bound holds on any machine; the upper one is a state:
@@ -216,7 +216,7 @@ describe("wait mode", () => {
 		expect(Date.now() - started).toBeGreaterThanOrEqual(950);
 		const settledYet = gw.registry
 			.get(id)
-			.log.since(before)
+			.events.since(before)
 			.events.some((e) => e.type === "agent_settled");
 		expect(res.status).toBe(202);
 		expect(res.headers.get("preference-applied")).toBeNull();
@@ -270,7 +270,7 @@ describe("when pi goes away mid-run", () => {
 		await until(() =>
 			gw.registry
 				.get(other)
-				.log.since(0)
+				.events.since(0)
 				.events.some((e) => e.type === "queue_update"),
 		);
 		expect((await gw.api(`/v1/sessions/${other}`, { method: "DELETE" })).status).toBe(204);

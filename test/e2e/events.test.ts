@@ -30,7 +30,7 @@ const subscribers = () => gw.registry.get(id).sseSubscribers;
 
 describe("a session's event stream", () => {
 	it("opens with a frame that says where the client joined, and headers that stop proxy buffering", async () => {
-		const log = gw.registry.get(id).log;
+		const log = gw.registry.get(id).events;
 		const res = await events();
 		expect(res.status).toBe(200);
 		expect(res.headers.get("content-type")).toBe("text/event-stream");
@@ -130,7 +130,7 @@ describe("a session's event stream", () => {
 	});
 
 	it("refuses a position past the end of the log", async () => {
-		const last = gw.registry.get(id).log.lastSeq;
+		const last = gw.registry.get(id).events.lastSeq;
 		const res = await gw.api(`/v1/sessions/${id}/events?after=${last + 1}`);
 		expect(res.status).toBe(400);
 		expect(res.body).toMatchObject({ code: "position_out_of_range" });
@@ -146,7 +146,7 @@ describe("a session's event stream", () => {
 	});
 
 	it("a client whose socket goes away is unsubscribed at once", async () => {
-		const log = gw.registry.get(id).log;
+		const log = gw.registry.get(id).events;
 		await until(() => subscribers() === 0, 2000);
 		const listenersBefore = log.listenerCount;
 		const raw = await openRaw(`${gw.url}/v1/sessions/${id}/events`, { authorization: `Bearer ${gw.config.token}` });
@@ -162,7 +162,7 @@ describe("a session's event stream", () => {
 describe("the stream's end and the all-sessions stream", () => {
 	it("GET /v1/events carries every session's events, each id naming its session", async () => {
 		const other = await gw.session({ persist: false });
-		const start = { [id]: gw.registry.get(id).log.lastSeq, [other]: gw.registry.get(other).log.lastSeq };
+		const start = { [id]: gw.registry.get(id).events.lastSeq, [other]: gw.registry.get(other).events.lastSeq };
 		const hub = await open("/v1/events");
 		const onlySettled = await open("/v1/events?types=agent_settled");
 		let seen = 0;
@@ -182,7 +182,7 @@ describe("the stream's end and the all-sessions stream", () => {
 			const mine = frames.filter((f) => f.id?.startsWith(`${sid}:`));
 			const fromLog = gw.registry
 				.get(sid)
-				.log.since(start[sid] as number)
+				.events.since(start[sid] as number)
 				.events.slice(0, mine.length);
 			expect(mine.some(settled)).toBe(true);
 			expect(mine.map((f) => f.id)).toEqual(fromLog.map((e) => `${sid}:${e.seq}`));

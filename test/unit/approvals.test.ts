@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { ApiError } from "../../src/http/problem.ts";
+import { GatewayError } from "../../src/errors.ts";
 import type { UiRequest } from "../../src/pi/protocol.ts";
 import { type Approval, ApprovalAnswer, Approvals, pageOf } from "../../src/sessions/approvals.ts";
 import { applyUiRequest, emptyUiState } from "../../src/sessions/ui-state.ts";
@@ -27,15 +27,15 @@ const request = (id: string, method: string, fields: Partial<UiRequest> = {}): U
 	...fields,
 });
 
-/** The ApiError a call throws, as status + code. */
+/** The GatewayError a call throws, as status + code. */
 function failure(fn: () => unknown): { status: number; code: string } {
 	try {
 		fn();
 	} catch (error) {
-		if (error instanceof ApiError) return { status: error.status, code: error.code };
+		if (error instanceof GatewayError) return { status: error.status, code: error.code };
 		throw error;
 	}
-	throw new Error("expected an ApiError");
+	throw new Error("expected a GatewayError");
 }
 
 beforeEach(() => {

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { followSession } from "../../src/http/routes/events/follow.ts";
 import { Outbox, type Sink } from "../../src/http/sse.ts";
+import { followSession } from "../../src/http/streams/follow.ts";
 import { EventLog } from "../../src/sessions/event-log.ts";
 import type { Session } from "../../src/sessions/session.ts";
 
 /** The part of a Session that followSession reads. */
 function fakeSession(maxEvents = 10_000) {
-	return { id: "ses_t", log: new EventLog(maxEvents, 1 << 30), isAlive: true, sseSubscribers: 0 };
+	return { id: "ses_t", events: new EventLog(maxEvents, 1 << 30), isAlive: true, sseSubscribers: 0 };
 }
 const asSession = (s: ReturnType<typeof fakeSession>) => s as unknown as Session;
 
@@ -32,29 +32,29 @@ const range = (from: number, to: number) => Array.from({ length: to - from + 1 }
 describe("followSession", () => {
 	it("replays, then goes live, with every event exactly once even when appends race the replay", async () => {
 		const session = fakeSession();
-		for (let i = 0; i < 1000; i++) session.log.append("e", `{"i":${i}}`);
+		for (let i = 0; i < 1000; i++) session.events.append("e", `{"i":${i}}`);
 		const out = new Outbox(1 << 20);
 		const sink = new HeldSink();
 		const detach = followSession(asSession(session), out, { after: 10 });
 		expect(session.sseSubscribers).toBe(1);
 		const done = out.pump(sink);
 		await tick(); // the first replay batch is on the (held) socket
-		for (let i = 0; i < 10; i++) session.log.append("e", "{}");
+		for (let i = 0; i < 10; i++) session.events.append("e", "{}");
 		sink.release();
 		await tick();
-		for (let i = 0; i < 5; i++) session.log.append("e", "{}");
+		for (let i = 0; i < 5; i++) session.events.append("e", "{}");
 		await tick();
 		expect(ids(sink.text)).toEqual(range(11, 1015));
 		detach();
 		expect(session.sseSubscribers).toBe(0);
-		expect(session.log.listenerCount).toBe(0);
+		expect(session.events.listenerCount).toBe(0);
 		out.end();
 		await done;
 	});
 
 	it("a position older than the log gets a gap frame, then the rest", async () => {
 		const session = fakeSession(50);
-		for (let i = 0; i < 120; i++) session.log.append("e", "{}");
+		for (let i = 0; i < 120; i++) session.events.append("e", "{}");
 		const out = new Outbox(1 << 20);
 		const sink = new HeldSink();
 		sink.release();
@@ -77,12 +77,12 @@ describe("followSession", () => {
 		sink.release();
 		followSession(asSession(session), out, { after: 0, accept: (e) => e.type === "keep" });
 		const done = out.pump(sink);
-		session.log.append("keep", "{}");
-		session.log.append("skip", "{}");
-		session.log.append("keep", "{}");
+		session.events.append("keep", "{}");
+		session.events.append("skip", "{}");
+		session.events.append("keep", "{}");
 		session.isAlive = false;
-		session.log.append("session_exit", "{}");
-		session.log.append("keep", "{}"); // never reaches a stream that has ended
+		session.events.append("session_exit", "{}");
+		session.events.append("keep", "{}"); // never reaches a stream that has ended
 		await done;
 		expect(ids(sink.text)).toEqual([1, 3, 4]);
 		expect(sink.text).toContain("event: session_exit");
@@ -92,22 +92,22 @@ describe("followSession", () => {
 	it("ends after `until`, whether the event comes from the replay or live", async () => {
 		for (const live of [false, true]) {
 			const session = fakeSession();
-			if (!live) for (const t of ["a", "stop", "b"]) session.log.append(t, "{}");
+			if (!live) for (const t of ["a", "stop", "b"]) session.events.append(t, "{}");
 			const out = new Outbox(1 << 20);
 			const sink = new HeldSink();
 			sink.release();
 			followSession(asSession(session), out, { after: 0, until: (e) => e.type === "stop" });
 			const done = out.pump(sink);
-			if (live) for (const t of ["a", "stop", "b"]) session.log.append(t, "{}");
+			if (live) for (const t of ["a", "stop", "b"]) session.events.append(t, "{}");
 			await done;
 			expect(ids(sink.text)).toEqual([1, 2]);
-			expect(session.log.listenerCount).toBe(0);
+			expect(session.events.listenerCount).toBe(0);
 		}
 	});
 
 	it("a session that has already exited ends the stream after its log", async () => {
 		const session = fakeSession();
-		session.log.append("e", "{}");
+		session.events.append("e", "{}");
 		session.isAlive = false;
 		const out = new Outbox(1 << 20);
 		const sink = new HeldSink();

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config.ts";
-import type { ApiError } from "../../src/http/problem.ts";
+import type { GatewayError } from "../../src/errors.ts";
 import { base64Bytes, guardCommand } from "../../src/sessions/guard.ts";
 
 let root: string;
@@ -23,7 +23,7 @@ const refusal = (command: Record<string, unknown>) => {
 	try {
 		guardCommand(config, { type: "x", ...command });
 	} catch (error) {
-		return [(error as ApiError).status, (error as ApiError).code];
+		return [(error as GatewayError).status, (error as GatewayError).code];
 	}
 	return undefined;
 };

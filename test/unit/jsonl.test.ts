@@ -75,7 +75,7 @@ describe("JsonlDecoder", () => {
 
 describe("typeOf (the hot path's type sniffing)", () => {
 	it("reads the type of pi's own layout and refuses anything else", async () => {
-		const { typeOf } = await import("../../src/sessions/session.ts");
+		const { typeOf } = await import("../../src/sessions/lines.ts");
 		expect(typeOf('{"type":"message_update","x":1}')).toBe("message_update");
 		expect(typeOf('{"id":"gw_1","type":"response"}')).toBeUndefined();
 		expect(typeOf('{"type":"message_update","x":1')).toBeUndefined();

@@ -2,7 +2,7 @@ import { pageOf } from "../../../sessions/approvals.ts";
 import type { SessionRegistry } from "../../../sessions/registry.ts";
 import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
-import { answerApproval, getApproval, getUi, inbox, sessionApprovals } from "./approvals.routes.ts";
+import { answerApproval, getApproval, inbox, sessionApprovals } from "./approvals.routes.ts";
 
 export function approvalsRouter({ registry }: Deps) {
 	return createRouter()
@@ -28,8 +28,7 @@ export function approvalsRouter({ registry }: Deps) {
 		.openapi(answerApproval, (c) => {
 			const { id, approvalId } = c.req.valid("param");
 			return c.json(registry.get(id).approvals.answer(approvalId, c.req.valid("json")), 200);
-		})
-		.openapi(getUi, (c) => c.json(registry.get(c.req.valid("param").id).ui, 200));
+		});
 }
 
 /** Resolves once an approval opens or settles anywhere and `ready()` holds, after `ms`, or on abort. */

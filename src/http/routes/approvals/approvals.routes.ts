@@ -1,9 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { Approval, ApprovalAnswer, ApprovalStatus } from "../../../sessions/approvals.ts";
-import { UiState } from "../../../sessions/ui-state.ts";
-import { json, jsonBody, problems } from "../../openapi.ts";
-import { Problem } from "../../problem.ts";
-import { SessionParams } from "../sessions/sessions.routes.ts";
+import { json, jsonBody, problem, problems } from "../../openapi.ts";
+import { SessionParams } from "../../params.ts";
 
 const ApprovalParams = SessionParams.extend({
 	approvalId: z.string().openapi({ param: { name: "approvalId", in: "path" } }),
@@ -95,17 +93,3 @@ export const answerApproval = createRoute({
 		422: problem("The answer does not fit the dialog: `confirmed` for confirm, one of the options for select"),
 	},
 });
-
-export const getUi = createRoute({
-	operationId: "sessions.getUi",
-	method: "get",
-	path: "/v1/sessions/{id}/ui",
-	tags: ["approvals"],
-	summary: "The latest fire-and-forget UI state: title, statuses, widgets, editor text, notifications",
-	request: { params: SessionParams },
-	responses: { 200: json(UiState, "The UI state"), ...problems(401, 404) },
-});
-
-function problem(description: string) {
-	return { description, content: { "application/problem+json": { schema: Problem } } };
-}

@@ -1,12 +1,11 @@
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
-import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
-import { commandProblems, createRouter, json, jsonBody, problems } from "../../openapi.ts";
+import { commandErrors, createRouter, json, jsonBody } from "../../openapi.ts";
+import { SessionParams } from "../../params.ts";
 import { unwrap } from "../../pi-result.ts";
-import { sseOptions } from "../events/events.index.ts";
-import { streamOwnEvents, wantsStream } from "../runs/command-stream.ts";
-import { streamedCommandDescription, streamRoute } from "../runs/streams.routes.ts";
-import { SessionParams } from "../sessions/sessions.routes.ts";
+import { streamOwnEvents, wantsStream } from "../../streams/command-stream.ts";
+import { sseOptions } from "../../streams/options.ts";
+import { streamedCommandDescription, streamRoute } from "../../streams/stream-routes.ts";
 import { type CommandSpec, commandSpecs, fieldsSchema } from "./commands.table.ts";
 
 function routeOf(spec: CommandSpec): RouteConfig {
@@ -30,7 +29,7 @@ function routeOf(spec: CommandSpec): RouteConfig {
 			? `Sends pi's \`${spec.type}\` command. To stream its \`${spec.streams}\` events, use \`POST …${spec.path}/stream\` (its own operation); this path answers \`Accept: text/event-stream\` the same way.`
 			: `Sends pi's \`${spec.type}\` command.`,
 		request,
-		responses: { ...ok, ...problems(...commandProblems) },
+		responses: { ...ok, ...commandErrors() },
 	});
 }
 
@@ -67,11 +66,10 @@ export function commandsRouter({ registry, config }: Deps) {
 		});
 		const eventType = spec.streams;
 		if (eventType === undefined) continue;
-		router.openapi(streamRouteOf({ ...spec, streams: eventType }), (async (c: Context) => {
-			const session = registry.get(c.req.param("id") as string);
-			const fields = (c.req as unknown as { valid(t: "json"): Record<string, unknown> }).valid("json");
-			return streamOwnEvents(c, sse, session, spec.type, fields, eventType);
-		}) as never);
+		router.openapi(streamRouteOf({ ...spec, streams: eventType }), (c) => {
+			const session = registry.get(c.req.param("id"));
+			return streamOwnEvents(c, sse, session, spec.type, c.req.valid("json"), eventType);
+		});
 	}
 	return router;
 }

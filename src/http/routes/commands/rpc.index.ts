@@ -1,9 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { RawCommand } from "../../../pi/protocol.ts";
 import type { Deps } from "../../deps.ts";
-import { commandProblems, createRouter, json, jsonBody, problems } from "../../openapi.ts";
+import { commandErrors, createRouter, json, jsonBody } from "../../openapi.ts";
+import { SessionParams } from "../../params.ts";
 import { unwrap } from "../../pi-result.ts";
-import { SessionParams } from "../sessions/sessions.routes.ts";
 
 export const rawCommand = createRoute({
 	operationId: "sessions.rpc",
@@ -19,7 +19,7 @@ export const rawCommand = createRoute({
 	},
 	responses: {
 		200: json(z.unknown().openapi({ description: "pi's `data` for the command" }), "pi's answer"),
-		...problems(...commandProblems, 409),
+		...commandErrors(),
 	},
 });
 

@@ -1,22 +1,13 @@
-import type { Config } from "../../../config.ts";
 import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
 import { ApiError } from "../../problem.ts";
-import { gatewayFrame, Outbox, type SseOptions, sseStream } from "../../sse.ts";
+import { gatewayFrame, Outbox, sseStream } from "../../sse.ts";
+import { followAll, followSession, typeFilter } from "../../streams/follow.ts";
+import { sseOptions } from "../../streams/options.ts";
 import { allEventsScope } from "../../tickets.ts";
 import { allEvents, createAllEventsTicket, sessionEvents } from "./events.routes.ts";
-import { followAll, followSession, typeFilter } from "./follow.ts";
 
-/** One heartbeat interval is also how long a dropped reader's socket gets to take its last frame. */
-export function sseOptions(config: Config): SseOptions {
-	return {
-		heartbeatMs: config.sseHeartbeatMs,
-		maxBufferedBytes: config.sseMaxBufferedBytes,
-		dropGraceMs: config.sseHeartbeatMs,
-	};
-}
-
-export function eventsRouter({ registry, config }: Deps) {
+export function eventsRouter({ registry, config, tickets }: Deps) {
 	const sse = sseOptions(config);
 	// Each all-sessions stream sees every event of every session: bounded like a session's subscribers.
 	let hubStreams = 0;
@@ -32,7 +23,7 @@ export function eventsRouter({ registry, config }: Deps) {
 					`Session ${session.id} already has ${session.sseSubscribers} subscribers`,
 				);
 			}
-			const last = session.log.lastSeq;
+			const last = session.events.lastSeq;
 			const after = header !== undefined ? Number(header) : (afterQuery ?? last);
 			if (after > last) {
 				throw new ApiError(
@@ -46,12 +37,12 @@ export function eventsRouter({ registry, config }: Deps) {
 				sessionId: session.id,
 				after,
 				lastEventId: last,
-				firstAvailable: session.log.firstSeq,
+				firstAvailable: session.events.firstSeq,
 				status: session.status,
 			};
 			// No `id:`: the resume point is an event's id, and an id names exactly one event (README: Events).
 			out.push(gatewayFrame("stream_open", open));
-			return sseStream(c, sse, out, followSession(session, out, { after, accept: typeFilter(types) })) as never;
+			return sseStream(c, sse, out, followSession(session, out, { after, accept: typeFilter(types) }));
 		})
 		.openapi(allEvents, (c) => {
 			if (hubStreams >= config.maxEventStreams) {
@@ -64,7 +55,7 @@ export function eventsRouter({ registry, config }: Deps) {
 			const out = new Outbox(sse.maxBufferedBytes);
 			const sessions = registry
 				.list()
-				.map((s) => ({ id: s.id, lastEventId: s.log.lastSeq, firstAvailable: s.log.firstSeq, status: s.status }));
+				.map((s) => ({ id: s.id, lastEventId: s.events.lastSeq, firstAvailable: s.events.firstSeq, status: s.status }));
 			out.push(gatewayFrame("stream_open", { sessions }));
 			const unsubscribe = followAll(registry, out, typeFilter(c.req.valid("query").types));
 			hubStreams++;
@@ -73,10 +64,10 @@ export function eventsRouter({ registry, config }: Deps) {
 				hubStreams--;
 				unsubscribe();
 			};
-			return sseStream(c, sse, out, detach) as never;
+			return sseStream(c, sse, out, detach);
 		})
 		.openapi(createAllEventsTicket, (c) => {
-			const { ticket, expiresAt } = registry.tickets.issue(allEventsScope);
+			const { ticket, expiresAt } = tickets.issue(allEventsScope);
 			return c.json({ ticket, expiresAt, eventsUrl: `/v1/events?ticket=${ticket}` }, 201);
 		});
 }

@@ -1,7 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { problems } from "../../openapi.ts";
-import { SessionParams } from "../sessions/sessions.routes.ts";
-import { EventStreamDoc, eventStreamFraming } from "./event-schemas.ts";
+import { SessionParams } from "../../params.ts";
+import { EventStreamDoc, eventStreamFraming } from "../../streams/event-schemas.ts";
+import { SseHeaders } from "../../streams/stream-routes.ts";
 
 export const StreamQuery = z.object({
 	// z.coerce documents itself as nullable; a query string cannot carry null.
@@ -17,14 +18,6 @@ export const StreamQuery = z.object({
 		.optional()
 		.openapi({ description: "Comma-separated event types to receive", example: "message_update,agent_settled" }),
 });
-
-export const SseHeaders = {
-	"Cache-Control": { description: "`no-cache, no-transform`", schema: { type: "string" as const } },
-	"X-Accel-Buffering": {
-		description: "`no`: tells nginx-style proxies not to buffer the stream",
-		schema: { type: "string" as const },
-	},
-};
 
 const LastEventId = z.object({
 	"last-event-id": z

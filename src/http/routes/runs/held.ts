@@ -40,7 +40,7 @@ export async function sendUntilHeld(
 	// Log order decides, not promise timing: pi's response and a dialog of the run it started can
 	// arrive in one read, and the response's promise settles a few microtasks after both are logged.
 	let responded = false;
-	const unsubscribe = session.log.subscribe((event) => {
+	const unsubscribe = session.events.subscribe((event) => {
 		if (event.type === "response" && responseId(event) === command.id) responded = true;
 		if (responded || event.type !== "approval_requested") return;
 		const { approval } = JSON.parse(event.data) as { approval: Approval };

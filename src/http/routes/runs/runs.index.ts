@@ -7,11 +7,11 @@ import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
 import { ApiError } from "../../problem.ts";
 import type { SseOptions } from "../../sse.ts";
-import { sseOptions } from "../events/events.index.ts";
-import { streamCommand, wantsStream } from "./command-stream.ts";
+import { streamCommand, wantsStream } from "../../streams/command-stream.ts";
+import { sseOptions } from "../../streams/options.ts";
+import { requestedWait, type WaitRequest } from "../../wait.ts";
 import { type Acceptance, sendUntilHeld } from "./held.ts";
 import { followUp, prompt, steer } from "./runs.routes.ts";
-import { requestedWait, type WaitRequest } from "./wait.ts";
 
 type RunCommand = PiCommand & { id: string };
 
@@ -37,7 +37,7 @@ export function streamRun(c: Context, sse: SseOptions, session: Session, command
  */
 async function waitRun(c: Context, session: Session, command: RunCommand, wait: WaitRequest): Promise<Response> {
 	const deadline = Date.now() + wait.ms;
-	const startSeq = session.log.lastSeq;
+	const startSeq = session.events.lastSeq;
 	const watch = new RunWatch(session, command.id);
 	const collector = new RunCollector(command.id, startSeq);
 	let ended!: () => void;
@@ -45,7 +45,7 @@ async function waitRun(c: Context, session: Session, command: RunCommand, wait: 
 		ended = () => resolve(true);
 	});
 	// Subscribed before the command is sent, so even a run that ends at once is seen whole.
-	const unsubscribe = session.log.subscribe((event) => {
+	const unsubscribe = session.events.subscribe((event) => {
 		if (watch.outcome) return;
 		collector.add(event);
 		if (watch.feed(event)) ended();
@@ -79,7 +79,7 @@ async function waitRun(c: Context, session: Session, command: RunCommand, wait: 
 
 /** The default answer: 202 once pi accepted the command, or at once when a dialog holds pi's answer. */
 async function acceptRun(c: Context, session: Session, command: RunCommand): Promise<Response> {
-	const startSeq = session.log.lastSeq;
+	const startSeq = session.events.lastSeq;
 	const accepted = await sendUntilHeld(session, command);
 	return accepted202(c, session, command, startSeq, accepted);
 }
@@ -97,21 +97,19 @@ const eventsUrl = (session: Session, after: number) => `/v1/sessions/${session.i
 
 export function runsRouter({ registry, config }: Deps) {
 	const sse = sseOptions(config);
-	const router = createRouter();
-	for (const [route, type] of [
-		[prompt, "prompt"],
-		[steer, "steer"],
-		[followUp, "follow_up"],
-	] as const) {
-		router.openapi(route, (async (c: Context) => {
-			const session = registry.get(c.req.param("id") as string);
-			const body = (c.req as unknown as { valid(t: "json"): Record<string, unknown> }).valid("json");
-			const command: RunCommand = { type, ...body, id: session.nextCommandId() };
-			if (wantsStream(c)) return streamRun(c, sse, session, command);
-			const wait = requestedWait(c.req.header("prefer"), c.req.query("wait"), config.waitTimeoutMs);
-			if (wait) return waitRun(c, session, command, wait);
-			return acceptRun(c, session, command);
-		}) as never);
-	}
-	return router;
+	/** One run command: streamed (Accept: text/event-stream), waited for (Prefer: wait) or accepted (202). */
+	const run = (c: Context, type: RunCommand["type"], body: Record<string, unknown>): Promise<Response> => {
+		const session = registry.get(c.req.param("id") as string);
+		const command: RunCommand = { type, ...body, id: session.nextCommandId() };
+		if (wantsStream(c)) return streamRun(c, sse, session, command);
+		const wait = requestedWait(c.req.header("prefer"), c.req.query("wait"), config.waitTimeoutMs);
+		if (wait) return waitRun(c, session, command, wait);
+		return acceptRun(c, session, command);
+	};
+	// The input is typed by the route; the answer is one of three (SSE, 200 result, 202 accepted)
+	// built by the helpers above as plain Responses, which hono's typed responses cannot name.
+	return createRouter()
+		.openapi(prompt, (c) => run(c, "prompt", c.req.valid("json")) as never)
+		.openapi(steer, (c) => run(c, "steer", c.req.valid("json")) as never)
+		.openapi(followUp, (c) => run(c, "follow_up", c.req.valid("json")) as never);
 }

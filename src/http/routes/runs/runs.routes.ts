@@ -1,9 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { commandFields } from "../../../pi/protocol.ts";
 import { Approval } from "../../../sessions/approvals.ts";
-import { commandProblems, json, jsonBody, problems } from "../../openapi.ts";
+import { commandErrors, json, jsonBody } from "../../openapi.ts";
+import { SessionParams } from "../../params.ts";
 import { AgentMessage } from "../../schemas.ts";
-import { SessionParams } from "../sessions/sessions.routes.ts";
 
 export const RunAccepted = z
 	.object({
@@ -110,7 +110,7 @@ function messageRoute(operationId: string, path: string, type: "prompt" | "steer
 				RunAccepted,
 				"pi accepted it, or a dialog holds pi's answer (`awaiting_approval`), or the wait ran out first; follow the run on the event stream",
 			),
-			...problems(...commandProblems, 409),
+			...commandErrors(),
 		},
 	});
 }

@@ -1,24 +1,19 @@
 import type { Context } from "hono";
 import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
-import { sseOptions } from "../events/events.index.ts";
+import { sseOptions } from "../../streams/options.ts";
 import { streamRun } from "./runs.index.ts";
 import { followUpStream, promptStream, steerStream } from "./streams.routes.ts";
 
 /** `POST …/prompt/stream` and friends: the same stream as the plain path with Accept: text/event-stream. */
 export function runStreamsRouter({ registry, config }: Deps) {
 	const sse = sseOptions(config);
-	const router = createRouter();
-	for (const [route, type] of [
-		[promptStream, "prompt"],
-		[steerStream, "steer"],
-		[followUpStream, "follow_up"],
-	] as const) {
-		router.openapi(route, (async (c: Context) => {
-			const session = registry.get(c.req.param("id") as string);
-			const body = (c.req as unknown as { valid(t: "json"): Record<string, unknown> }).valid("json");
-			return streamRun(c, sse, session, { type, ...body, id: session.nextCommandId() });
-		}) as never);
-	}
-	return router;
+	const run = (c: Context, type: string, body: Record<string, unknown>) => {
+		const session = registry.get(c.req.param("id") as string);
+		return streamRun(c, sse, session, { type, ...body, id: session.nextCommandId() });
+	};
+	return createRouter()
+		.openapi(promptStream, (c) => run(c, "prompt", c.req.valid("json")))
+		.openapi(steerStream, (c) => run(c, "steer", c.req.valid("json")))
+		.openapi(followUpStream, (c) => run(c, "follow_up", c.req.valid("json")));
 }

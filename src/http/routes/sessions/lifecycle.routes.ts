@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { json, problems } from "../../openapi.ts";
+import { SessionParams } from "../../params.ts";
 import { SessionView } from "./session-view.ts";
-import { SessionParams } from "./sessions.routes.ts";
 
 export const resumeSession = createRoute({
 	operationId: "sessions.resume",

@@ -53,7 +53,7 @@ export function viewOf(session: Session): SessionView {
 		currentRunId: session.currentRunId ?? null,
 		queuedCommands: session.queueDepth,
 		pendingApprovals: session.approvals.pendingCount,
-		lastEventId: session.log.lastSeq,
+		lastEventId: session.events.lastSeq,
 		exit: exit ? { code: exit.code, signal: exit.signal, at: exit.at, stderrTail: exit.stderrTail } : null,
 	};
 }

@@ -5,7 +5,7 @@ import { createStreamTicket, resumeSession } from "./lifecycle.routes.ts";
 import { viewOf } from "./session-view.ts";
 import { createSession, deleteSession, getSession, listSessions } from "./sessions.routes.ts";
 
-export function sessionsRouter({ registry }: Deps) {
+export function sessionsRouter({ registry, tickets }: Deps) {
 	return createRouter()
 		.openapi(createSession, async (c) => {
 			// The body is optional: an empty POST starts a session with every default.
@@ -23,7 +23,7 @@ export function sessionsRouter({ registry }: Deps) {
 		.openapi(resumeSession, async (c) => c.json(viewOf(await registry.resume(c.req.valid("param").id)), 200))
 		.openapi(createStreamTicket, (c) => {
 			const session = registry.get(c.req.valid("param").id);
-			const { ticket, expiresAt } = registry.tickets.issue(session.id);
+			const { ticket, expiresAt } = tickets.issue(session.id);
 			const eventsUrl = `/v1/sessions/${session.id}/events?ticket=${ticket}`;
 			return c.json({ ticket, expiresAt, eventsUrl }, 201);
 		});

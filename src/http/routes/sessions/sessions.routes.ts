@@ -1,11 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { CreateSessionBody } from "../../../sessions/spawn.ts";
 import { json, jsonBody, problems } from "../../openapi.ts";
+import { SessionParams } from "../../params.ts";
 import { SessionView } from "./session-view.ts";
-
-export const SessionParams = z.object({
-	id: z.string().openapi({ param: { name: "id", in: "path" }, example: "ses_Qm9wYXJ0aWFs" }),
-});
 
 export const createSession = createRoute({
 	operationId: "sessions.create",

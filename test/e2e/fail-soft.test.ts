@@ -4,6 +4,8 @@ import { Writable } from "node:stream";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/server.ts";
+import type { SessionRegistry } from "../../src/sessions/registry.ts";
+import type { SqliteStore } from "../../src/sessions/sqlite-store.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // Issue 10 items 10, 12 and 13: faults from outside the API (a crash, a full disk, a broken
@@ -68,7 +70,7 @@ describe("item 10: a full disk fails soft", () => {
 	it("registry writes that fail are logged and surfaced (readyz 503, metrics, 507 on create); live sessions go on; it recovers", async () => {
 		gw = await startTestGateway({ token });
 		const live = await gw.session({ name: "live" });
-		const store = gw.registry.store;
+		const store = sqlite(gw.registry);
 		if (!store) throw new Error("no store");
 		// SQLITE_FULL, portably: cap the file at its size, then fill what is left of it.
 		const db = store.database;
@@ -133,7 +135,7 @@ describe("item 13: registry fragility", () => {
 		gw = await startTestGateway({ token });
 		const a = await gw.session({ name: "a" });
 		const b = await gw.session({ name: "b" });
-		const db = gw.registry.store?.database;
+		const db = sqlite(gw.registry)?.database;
 		db?.prepare("INSERT INTO sessions (id, record) VALUES (?, ?)").run("ses_broken", "{not json");
 		db?.prepare("INSERT INTO sessions (id, record) VALUES (?, ?)").run(
 			"ses_shape",
@@ -178,7 +180,7 @@ describe("item 13: registry fragility", () => {
 				true,
 			);
 			await until(() => {
-				const row = g.registry.store?.database.prepare("SELECT record FROM sessions WHERE id = ?").get(id);
+				const row = sqlite(g.registry)?.database.prepare("SELECT record FROM sessions WHERE id = ?").get(id);
 				return row !== undefined;
 			});
 		} finally {
@@ -202,3 +204,8 @@ describe("item 13: registry fragility", () => {
 		expect(command.body.code).toBe("session_file_missing");
 	});
 });
+
+/** The registry's store is SQLite in these tests; its database is the fault-injection hook. */
+function sqlite(registry: SessionRegistry): SqliteStore | undefined {
+	return registry.store as SqliteStore | undefined;
+}

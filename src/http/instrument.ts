@@ -1,22 +1,30 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { routePath } from "hono/route";
-import type { Metrics } from "../metrics.ts";
+import { GatewayError } from "../errors.ts";
 import { commandFields } from "../pi/protocol.ts";
 import type { AppEnv } from "./openapi.ts";
-import { ApiError } from "./problem.ts";
-import { commandSpecs } from "./routes/commands/commands.table.ts";
-import { requestedWait } from "./routes/runs/wait.ts";
+import type { Metrics } from "./prometheus.ts";
+import { requestedWait } from "./wait.ts";
 
 const session = "/v1/sessions/:id";
 
+/** A session-scoped route that sends one pi command (the commands feature's table, handed in by app.ts). */
+export interface CommandRoute {
+	method: string;
+	path: string;
+	type: string;
+}
+
 /** Route template → pi command type, for every route that sends one command to pi. */
-const commandRoutes = new Map<string, string>([
-	...commandSpecs.map((spec) => [`${spec.method.toUpperCase()} ${session}${spec.path}`, spec.type] as const),
-	[`POST ${session}/prompt`, "prompt"],
-	[`POST ${session}/steer`, "steer"],
-	[`POST ${session}/follow-up`, "follow_up"],
-	[`POST ${session}/rpc`, "rpc"],
-]);
+function commandRoutesOf(specs: readonly CommandRoute[]) {
+	return new Map<string, string>([
+		...specs.map((spec) => [`${spec.method.toUpperCase()} ${session}${spec.path}`, spec.type] as const),
+		[`POST ${session}/prompt`, "prompt"],
+		[`POST ${session}/steer`, "steer"],
+		[`POST ${session}/follow-up`, "follow_up"],
+		[`POST ${session}/rpc`, "rpc"],
+	]);
+}
 const runRoutes = new Set(["prompt", "steer", "follow_up"]);
 
 /** Statuses of requests stopped before they reached a session: not commands (bad input, auth, unknown id). */
@@ -28,7 +36,8 @@ const neverSent = new Set([400, 401, 403, 404, 413, 421]);
  * queue_full, pi_timeout, pi_exited, pi_crashed…). Observed at the HTTP layer so sessions stay
  * unaware of metrics.
  */
-export function instrument(metrics: Metrics): MiddlewareHandler<AppEnv> {
+export function instrument(metrics: Metrics, commands: readonly CommandRoute[]): MiddlewareHandler<AppEnv> {
+	const commandRoutes = commandRoutesOf(commands);
 	return async function metricsMiddleware(c, next) {
 		const started = performance.now();
 		await next();
@@ -41,7 +50,7 @@ export function instrument(metrics: Metrics): MiddlewareHandler<AppEnv> {
 		let command = commandRoutes.get(`${method} ${route}`);
 		if (!command || neverSent.has(c.res.status)) return;
 		if (command === "rpc") command = rawType(c) ?? "rpc";
-		const outcome = c.res.status < 400 ? "ok" : c.error instanceof ApiError ? c.error.code : "error";
+		const outcome = c.res.status < 400 ? "ok" : c.error instanceof GatewayError ? c.error.code : "error";
 		metrics.commands.inc({ command, outcome });
 		// A wait-mode run is as long as the run, not a measure of pi's responsiveness.
 		const waited =

@@ -3,22 +3,8 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
 import { z } from "zod";
-import type { PiState } from "./session.ts";
+import type { SessionStore, StoredSession, StoreEvents, Tombstone } from "./session-store.ts";
 import { CreateSessionBody } from "./spawn.ts";
-
-/** What survives a gateway restart: enough to list a session and start pi again on its file. */
-export interface StoredSession {
-	id: string;
-	name?: string;
-	cwd: string;
-	persist: boolean;
-	/** The create body, so a resume starts pi with the same prompts, tools and extensions. */
-	options: CreateSessionBody;
-	piState: PiState;
-	createdAt: string;
-	lastActivityAt: number;
-	lastSeq: number;
-}
 
 /** A row as it must look to come back; anything else is skipped, not fatal. */
 const StoredRecord = z.object({
@@ -32,19 +18,6 @@ const StoredRecord = z.object({
 	lastActivityAt: z.number(),
 	lastSeq: z.number().int().min(0),
 });
-
-/** What the store tells its owner: a write failed, writes work again, a row could not be read. */
-export interface StoreEvents {
-	writeFailed?(error: Error): void;
-	writable?(): void;
-	skipped?(id: string, reason: string): void;
-}
-
-export interface Tombstone {
-	id: string;
-	reason: "restart" | "idle";
-	at: string;
-}
 
 /** node:sqlite still prints an ExperimentalWarning on load; this is the one warning hidden. */
 function loadSqlite(): typeof import("node:sqlite") {
@@ -84,7 +57,7 @@ const tombstoneMs = 7 * 24 * 3600_000;
  * data directory. The connection holds an exclusive lock, so a second gateway on the same data
  * directory fails at startup instead of resuming the same pi sessions twice.
  */
-export class SessionStore {
+export class SqliteStore implements SessionStore {
 	readonly #db: DatabaseSync;
 	readonly #upsert;
 	readonly #remove;

@@ -1,7 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { LoggedEvent } from "./sessions/event-log.ts";
-import type { SessionRegistry } from "./sessions/registry.ts";
-import { SessionStatus } from "./sessions/session.ts";
+import type { LoggedEvent } from "../sessions/event-log.ts";
+import type { SessionRegistry } from "../sessions/registry.ts";
+import { SessionStatus } from "../sessions/session.ts";
 
 const statuses = SessionStatus.options;
 
@@ -9,7 +9,7 @@ const statuses = SessionStatus.options;
  * The gateway's Prometheus metrics, in a registry of its own (not prom-client's global one), so a
  * process can hold several gateways (tests do). Nothing here is on a hot path: state is read from
  * the session registry at scrape time, counters come from the all-sessions event hub, and commands
- * and requests are counted by an HTTP middleware (src/http/metrics.ts).
+ * and requests are counted by an HTTP middleware (src/http/instrument.ts).
  */
 export class Metrics {
 	readonly registry = new Registry();

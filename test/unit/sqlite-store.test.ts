@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SessionStore, type StoredSession } from "../../src/sessions/store.ts";
+import type { StoredSession } from "../../src/sessions/session-store.ts";
+import { SqliteStore } from "../../src/sessions/sqlite-store.ts";
 
 let dir: string;
 beforeEach(() => {
@@ -23,9 +24,9 @@ const record = (id: string, persist: boolean, createdAt: string): StoredSession 
 	lastSeq: 42,
 });
 
-describe("SessionStore", () => {
+describe("SqliteStore", () => {
 	it("restores persistent sessions in creation order and turns ephemeral ones into tombstones", () => {
-		const first = new SessionStore(dir);
+		const first = new SqliteStore(dir);
 		expect(first.previousRunClean).toBe(true);
 		first.save(record("b", true, "2026-01-02T00:00:00.000Z"));
 		first.save(record("a", true, "2026-01-01T00:00:00.000Z"));
@@ -34,7 +35,7 @@ describe("SessionStore", () => {
 		first.remove("gone");
 		first.close();
 
-		const second = new SessionStore(dir);
+		const second = new SqliteStore(dir);
 		expect(second.previousRunClean).toBe(true);
 		expect(second.restore()).toEqual([
 			record("a", true, "2026-01-01T00:00:00.000Z"),
@@ -47,29 +48,29 @@ describe("SessionStore", () => {
 	});
 
 	it("holds the data dir: a second store fails while the first is open", () => {
-		const first = new SessionStore(dir);
-		expect(() => new SessionStore(dir)).toThrow(`The data directory ${dir} is in use by another pi-gateway`);
+		const first = new SqliteStore(dir);
+		expect(() => new SqliteStore(dir)).toThrow(`The data directory ${dir} is in use by another pi-gateway`);
 		first.bury("x", "idle");
 		expect(first.tombstone("x")).toMatchObject({ id: "x", reason: "idle" });
 		first.close();
-		new SessionStore(dir).close();
+		new SqliteStore(dir).close();
 	});
 
 	it("notices when the previous run ended without closing (killed): the lock is free, the run unclean", () => {
-		const store = new URL("../../src/sessions/store.ts", import.meta.url).href;
+		const store = new URL("../../src/sessions/sqlite-store.ts", import.meta.url).href;
 		const killed = spawnSync(
 			process.execPath,
 			[
 				"--input-type=module",
 				"-e",
-				`const { SessionStore } = await import(${JSON.stringify(store)}); new SessionStore(${JSON.stringify(dir)}); process.kill(process.pid, "SIGKILL");`,
+				`const { SqliteStore } = await import(${JSON.stringify(store)}); new SqliteStore(${JSON.stringify(dir)}); process.kill(process.pid, "SIGKILL");`,
 			],
 			{ encoding: "utf8" },
 		);
 		expect(killed.signal).toBe("SIGKILL");
-		const after = new SessionStore(dir);
+		const after = new SqliteStore(dir);
 		expect(after.previousRunClean).toBe(false);
 		after.close();
-		expect(new SessionStore(dir).previousRunClean).toBe(true);
+		expect(new SqliteStore(dir).previousRunClean).toBe(true);
 	});
 });

@@ -1,7 +1,7 @@
-import type { LoggedEvent } from "../../../sessions/event-log.ts";
-import type { SessionRegistry } from "../../../sessions/registry.ts";
-import type { Session } from "../../../sessions/session.ts";
-import { frame, frameBytes, gatewayFrame, type Outbox } from "../../sse.ts";
+import type { LoggedEvent } from "../../sessions/event-log.ts";
+import type { SessionRegistry } from "../../sessions/registry.ts";
+import type { Session } from "../../sessions/session.ts";
+import { frame, frameBytes, gatewayFrame, type Outbox } from "../sse.ts";
 
 /** Events per replay batch: big enough to fill a socket write, small enough to keep the loop responsive. */
 const REPLAY_BATCH = 256;
@@ -30,7 +30,7 @@ export function typeFilter(types: string | undefined): ((event: LoggedEvent) => 
  */
 export function followSession(session: Session, out: Outbox, { after, accept, until }: FollowOptions): () => void {
 	let cursor = after;
-	let live = after >= session.log.lastSeq;
+	let live = after >= session.events.lastSeq;
 	let done = false;
 	out.lastSent ??= after;
 
@@ -43,7 +43,7 @@ export function followSession(session: Session, out: Outbox, { after, accept, un
 		return include;
 	};
 
-	const unsubscribe = session.log.subscribe((event) => {
+	const unsubscribe = session.events.subscribe((event) => {
 		// Before going live the replay pulls this event from the log; seq guards against doubles.
 		if (!live || done || event.seq <= cursor) return;
 		if (take(event)) out.push(frameBytes(event), event.seq);
@@ -69,7 +69,7 @@ export function followSession(session: Session, out: Outbox, { after, accept, un
 	}
 	out.pull(() => {
 		if (done) return undefined;
-		const { events, gap } = session.log.since(cursor, REPLAY_BATCH);
+		const { events, gap } = session.events.since(cursor, REPLAY_BATCH);
 		let text = "";
 		if (gap) {
 			text += gatewayFrame("gap", { sessionId: session.id, ...gap }, gap.firstAvailable - 1);

@@ -1,5 +1,5 @@
-import type { Metrics } from "../../../metrics.ts";
 import { createRouter } from "../../openapi.ts";
+import type { Metrics } from "../../prometheus.ts";
 import { metrics as metricsRoute } from "./system.routes.ts";
 
 export function metricsRouter(metrics: Metrics) {

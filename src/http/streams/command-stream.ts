@@ -1,12 +1,13 @@
 import type { Context } from "hono";
-import type { PiCommand } from "../../../pi/protocol.ts";
-import type { LoggedEvent } from "../../../sessions/event-log.ts";
-import { responseId } from "../../../sessions/run-result.ts";
-import type { Session } from "../../../sessions/session.ts";
-import { unwrap } from "../../pi-result.ts";
-import { ApiError } from "../../problem.ts";
-import { gatewayFrame, Outbox, type SseOptions, sseStream } from "../../sse.ts";
-import { followSession } from "../events/follow.ts";
+import { GatewayError } from "../../errors.ts";
+import type { PiCommand } from "../../pi/protocol.ts";
+import type { LoggedEvent } from "../../sessions/event-log.ts";
+import { responseId } from "../../sessions/run-result.ts";
+import type { Session } from "../../sessions/session.ts";
+import { unwrap } from "../pi-result.ts";
+import { ApiError } from "../problem.ts";
+import { gatewayFrame, Outbox, type SseOptions, sseStream } from "../sse.ts";
+import { followSession } from "./follow.ts";
 
 export interface CommandStreamPlan {
 	session: Session;
@@ -40,7 +41,7 @@ export const nextTick = () => new Promise<void>((resolve) => setImmediate(resolv
  */
 export async function streamCommand(c: Context, sse: SseOptions, plan: CommandStreamPlan): Promise<Response> {
 	const { session, command } = plan;
-	const startSeq = session.log.lastSeq;
+	const startSeq = session.events.lastSeq;
 	const out = new Outbox(sse.maxBufferedBytes);
 	out.push(gatewayFrame("stream_open", { sessionId: session.id, ...plan.open, after: startSeq }));
 	const detach = followSession(session, out, { after: startSeq, accept: plan.accept, until: plan.until });
@@ -62,7 +63,7 @@ export async function streamCommand(c: Context, sse: SseOptions, plan: CommandSt
 		}
 	} else {
 		request.catch((error: unknown) => {
-			const problem = error instanceof ApiError ? error : new ApiError(500, "internal_error", String(error));
+			const problem = error instanceof GatewayError ? error : new ApiError(500, "internal_error", String(error));
 			out.push(gatewayFrame("error", { status: problem.status, code: problem.code, detail: problem.message }));
 			out.end();
 		});

@@ -1,0 +1,57 @@
+import type { PiState } from "./session-types.ts";
+import type { CreateSessionBody } from "./spawn.ts";
+
+/** What survives a gateway restart: enough to list a session and start pi again on its file. */
+export interface StoredSession {
+	id: string;
+	name?: string;
+	cwd: string;
+	persist: boolean;
+	/** The create body, so a resume starts pi with the same prompts, tools and extensions. */
+	options: CreateSessionBody;
+	piState: PiState;
+	createdAt: string;
+	lastActivityAt: number;
+	lastSeq: number;
+}
+
+/** What the store tells its owner: a write failed, writes work again, a row could not be read. */
+export interface StoreEvents {
+	writeFailed?(error: Error): void;
+	writable?(): void;
+	skipped?(id: string, reason: string): void;
+}
+
+export interface Tombstone {
+	id: string;
+	reason: "restart" | "idle";
+	at: string;
+}
+
+/**
+ * Where the registry keeps sessions across restarts: what the journal (journal.ts) needs and
+ * nothing more, so a second backend (PostgreSQL for several nodes) is one new class and no
+ * change in sessions/. SqliteStore (sqlite-store.ts) is the one in use. Every write fails soft:
+ * it reports through StoreEvents, keeps the write for retry(), and never throws.
+ */
+export interface SessionStore {
+	/** False when the previous gateway did not shut down cleanly (event numbers may be lost). */
+	readonly previousRunClean: boolean;
+	/** The backing storage was deleted or replaced under the store: the journal reopens it. */
+	readonly detached: boolean;
+	/** The previous run's persistent sessions (ephemeral ones become tombstones). */
+	restore(): StoredSession[];
+	/** False when the write failed (it is retried later). */
+	save(record: StoredSession): boolean;
+	remove(id: string): void;
+	/** Forgets a session but remembers why, for a 410 on its id. */
+	bury(id: string, reason: Tombstone["reason"], at?: Date): void;
+	tombstone(id: string): Tombstone | undefined;
+	/** Retries failed writes; with none, probes whether writing works again. */
+	retry(): void;
+	/** Marks the run clean and releases the store (its lock). */
+	close(): void;
+}
+
+/** Opens a store, reporting to `events`; the registry calls it at start and after a detach. */
+export type OpenStore = (events: StoreEvents) => SessionStore;

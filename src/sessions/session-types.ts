@@ -1,0 +1,67 @@
+import { z } from "@hono/zod-openapi";
+import type { Logger } from "pino";
+import type { PiCommand } from "../pi/protocol.ts";
+import type { Session } from "./session.ts";
+
+/** The shapes a session is built from and reports: its status, limits, start plan and pi's state. */
+
+export const SessionStatus = z
+	.enum(["starting", "idle", "running", "waiting", "stopped", "exited", "crashed"])
+	.openapi("SessionStatus", {
+		description:
+			"`stopped`: no pi process (hibernated, or restored after a gateway restart); the next command or POST …/resume starts pi again on the same session file",
+	});
+export type SessionStatus = z.infer<typeof SessionStatus>;
+
+export interface SessionLimits {
+	maxQueued: number;
+	commandTimeoutMs: number;
+	startupTimeoutMs: number;
+	shutdownGraceMs: number;
+	eventLogMaxEvents: number;
+	eventLogMaxBytes: number;
+	maxLineChars: number;
+	stderrTailBytes: number;
+	approvalTimeoutMs: number;
+	maxNotifications: number;
+}
+
+/** How to start one pi process for this session (a resume starts a new one with other args). */
+export interface SpawnCommand {
+	command: string;
+	args: string[];
+	env: NodeJS.ProcessEnv;
+	/** The command bwrap runs, when `command` is bwrap. */
+	sandboxed?: { command: string };
+}
+
+/** Why the gateway stopped pi: `stopped` (DELETE), `idle`/`lru` (hibernation), `shutdown`. */
+export type StopReason = "stopped" | "idle" | "lru" | "shutdown";
+
+export interface SessionInit {
+	id: string;
+	name?: string;
+	cwd: string;
+	persist: boolean;
+	limits: SessionLimits;
+	logger: Logger;
+	/** A session read back from the store: it starts `stopped`, and its log continues after lastSeq. */
+	restored?: { createdAt: Date; lastActivityAt: number; lastSeq: number; piState: PiState };
+	/** Checks (and rewrites) every command before anything else happens to it: limits, paths. */
+	guard?(command: PiCommand): PiCommand;
+	/** The working folder a pi session file records (its header), so the view follows a switch. */
+	cwdOf?(sessionFile: string): string | undefined;
+	/** Starts pi again for a `stopped` session before a command (the registry minds the process cap). */
+	wake?(session: Session): Promise<void>;
+}
+
+/** What pi last told us about itself (get_state), kept for the session representation. */
+export interface PiState {
+	sessionId?: string;
+	sessionFile?: string;
+	sessionName?: string;
+	model?: { provider: string; id: string };
+	thinkingLevel?: string;
+	/** The gateway saw sessionFile on disk (pi writes it lazily): from then on its absence is a loss. */
+	fileSeen?: boolean;
+}

@@ -1,0 +1,93 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import ts from "typescript";
+import { describe, expect, it } from "vitest";
+
+/**
+ * The layer rule, read from the source itself: every import in src/ (static, type-only,
+ * re-export or dynamic) points down or sideways, never up, no feature folder under
+ * src/http/routes reaches into another, and the shared http code (outside routes/) reaches
+ * into none: features build on it, and app.ts wires them. README's Development section says the same in prose.
+ *
+ *   base      src/config.ts, src/errors.ts, src/patterns.ts, src/child-env.ts
+ *   pi        src/pi/**            (the child process and its JSONL protocol)
+ *   sessions  src/sessions/**      (sessions, approvals, the registry and its store)
+ *   http      src/http/**          (routes, problem+json, SSE, tickets, Prometheus)
+ *   app       src/app.ts, src/server.ts, src/main.ts, src/token.ts (wiring and startup)
+ */
+const layers = ["base", "pi", "sessions", "http", "app"] as const;
+type Layer = (typeof layers)[number];
+
+const src = resolve(import.meta.dirname, "../../src");
+const topLevel: Record<string, Layer> = {
+	"config.ts": "base",
+	"errors.ts": "base",
+	"patterns.ts": "base",
+	"child-env.ts": "base",
+	"app.ts": "app",
+	"server.ts": "app",
+	"main.ts": "app",
+	"token.ts": "app",
+};
+
+function layerOf(file: string): Layer {
+	const path = relative(src, file).split("\\").join("/");
+	const [first] = path.split("/");
+	if (path === first) {
+		const layer = topLevel[path];
+		if (!layer) throw new Error(`src/${path} has no layer: add it to the table in architecture.test.ts and README`);
+		return layer;
+	}
+	if (first === "pi" || first === "sessions" || first === "http") return first;
+	throw new Error(`src/${path}: no layer for the folder ${first}/`);
+}
+
+/** The routes/<feature> folder a file sits in, if any. */
+function featureOf(file: string): string | undefined {
+	const match = /^http\/routes\/([^/]+)\//.exec(relative(src, file).split("\\").join("/"));
+	return match?.[1];
+}
+
+function sourceFiles(dir: string): string[] {
+	return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+		const path = join(dir, entry.name);
+		if (entry.isDirectory()) return sourceFiles(path);
+		return entry.name.endsWith(".ts") ? [path] : [];
+	});
+}
+
+/** Every relative import of a file, resolved to an absolute path. */
+function importsOf(file: string): string[] {
+	const { importedFiles } = ts.preProcessFile(readFileSync(file, "utf8"), true, true);
+	return importedFiles
+		.map((ref) => ref.fileName)
+		.filter((name) => name.startsWith("."))
+		.map((name) => resolve(dirname(file), name));
+}
+
+function violations(files = sourceFiles(src)): string[] {
+	const found: string[] = [];
+	for (const file of files) {
+		const from = layerOf(file);
+		for (const target of importsOf(file)) {
+			const name = `src/${relative(src, file)} → src/${relative(src, target)}`;
+			if (!target.startsWith(`${src}/`)) continue; // package.json (the version) sits outside the layers
+			const to = layerOf(target);
+			if (layers.indexOf(to) > layers.indexOf(from)) found.push(`${name}: ${from} imports ${to}, a layer above`);
+			const [a, b] = [featureOf(file), featureOf(target)];
+			if (a && b && a !== b) found.push(`${name}: routes/${a} imports routes/${b}; share it from src/http instead`);
+			if (from === "http" && !a && b) found.push(`${name}: shared http code imports a feature; app.ts wires features`);
+		}
+	}
+	return found;
+}
+
+describe("architecture", () => {
+	it("every import in src points down a layer or sideways, and feature folders do not import each other", () => {
+		expect(violations()).toEqual([]);
+	});
+
+	it("every file in src has a layer", () => {
+		for (const file of sourceFiles(src)) expect(layers).toContain(layerOf(file));
+	});
+});
