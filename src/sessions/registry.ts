@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import { ApiError } from "../http/problem.ts";
 import { StreamTickets } from "../http/tickets.ts";
+import { pickLimits, sessionLimitKeys } from "../limits.ts";
 import type { Approval } from "./approvals.ts";
 import type { LoggedEvent } from "./event-log.ts";
 import { guardCommand, guardResume, piSessionDir, sessionFileCwd } from "./guard.ts";
@@ -158,19 +159,7 @@ export class SessionRegistry {
 	}
 
 	limits(): SessionLimits {
-		const c = this.#config;
-		return {
-			maxQueued: c.maxQueued,
-			commandTimeoutMs: c.commandTimeoutMs,
-			startupTimeoutMs: c.startupTimeoutMs,
-			shutdownGraceMs: c.shutdownGraceMs,
-			eventLogMaxEvents: c.eventLogMaxEvents,
-			eventLogMaxBytes: c.eventLogMaxBytes,
-			maxLineChars: c.maxLineChars,
-			stderrTailBytes: c.stderrTailBytes,
-			approvalTimeoutMs: c.approvalTimeoutMs,
-			maxNotifications: c.maxNotifications,
-		};
+		return pickLimits(this.#config, sessionLimitKeys);
 	}
 
 	async create(body: CreateSessionBody): Promise<Session> {

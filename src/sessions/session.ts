@@ -2,10 +2,11 @@ import { z } from "@hono/zod-openapi";
 import PQueue from "p-queue";
 import type { Logger } from "pino";
 import { ApiError } from "../http/problem.ts";
+import type { SessionLimits } from "../limits.ts";
 import { type ExitInfo, PiProcess } from "../pi/child.ts";
 import { isEventType } from "../pi/event-type.ts";
 import { encodeLine } from "../pi/jsonl.ts";
-import { commandKind, type PiCommand, type PiResponse, type UiRequest } from "../pi/protocol.ts";
+import { commandKind, isDialogRequest, type PiCommand, type PiResponse, type UiRequest } from "../pi/protocol.ts";
 import { Approvals, resolvers } from "./approvals.ts";
 import { EventLog } from "./event-log.ts";
 import { InFlight } from "./in-flight.ts";
@@ -19,18 +20,8 @@ export const SessionStatus = z
 	});
 export type SessionStatus = z.infer<typeof SessionStatus>;
 
-export interface SessionLimits {
-	maxQueued: number;
-	commandTimeoutMs: number;
-	startupTimeoutMs: number;
-	shutdownGraceMs: number;
-	eventLogMaxEvents: number;
-	eventLogMaxBytes: number;
-	maxLineChars: number;
-	stderrTailBytes: number;
-	approvalTimeoutMs: number;
-	maxNotifications: number;
-}
+// One list, derived from the config schema (src/limits.ts); re-exported where sessions look for it.
+export type { SessionLimits };
 
 /** How to start one pi process for this session (a resume starts a new one with other args). */
 export interface SpawnCommand {
@@ -464,7 +455,7 @@ export class Session {
 	}
 
 	#onUiRequest(request: UiRequest): void {
-		if (Approvals.isDialog(request.method)) this.approvals.open(request);
+		if (isDialogRequest(request)) this.approvals.open(request);
 		else if (fireAndForgetMethods.has(request.method))
 			applyUiRequest(this.ui, request, this.#init.limits.maxNotifications);
 	}
