@@ -37,6 +37,14 @@ const piPackageNames = new Set(["@earendil-works/pi-coding-agent", "@mariozechne
  * Undefined for anything else (a wrapper script, a stub): the session then detects it in band.
  */
 export function piPackageOf(command: readonly string[]): PiPackage | undefined {
+	const key = command.join("\0");
+	if (!found.has(key)) found.set(key, findPiPackage(command));
+	return found.get(key);
+}
+
+const found = new Map<string, PiPackage | undefined>();
+
+function findPiPackage(command: readonly string[]): PiPackage | undefined {
 	for (const arg of command) {
 		if (!existsSync(arg)) continue;
 		let dir = dirname(realpathSync(arg));
@@ -54,6 +62,11 @@ export function piPackageOf(command: readonly string[]): PiPackage | undefined {
 		}
 	}
 	return undefined;
+}
+
+/** pi 0.73 has no `--name` flag: its name is set with set_session_name once it runs. */
+export function hasNameFlag(dialect: Dialect): boolean {
+	return dialect !== "legacy";
 }
 
 /** pi before 1.0 speaks the legacy protocol. */

@@ -5,6 +5,7 @@ import type { Config } from "../config.ts";
 import { ApiError } from "../http/problem.ts";
 import { StreamTickets } from "../http/tickets.ts";
 import { pickLimits, sessionLimitKeys } from "../limits.ts";
+import { type Dialect, dialectOf, type PiPackage, piPackageOf } from "../pi/dialect.ts";
 import type { Approval } from "./approvals.ts";
 import type { LoggedEvent } from "./event-log.ts";
 import { guardCommand, guardResume, piSessionDir, sessionFileCwd } from "./guard.ts";
@@ -34,6 +35,9 @@ const flushEveryMs = 1000;
  */
 export class SessionRegistry {
 	readonly #config: Config;
+	/** The pi package --pi-command runs, when it can be told without starting it, and its protocol. */
+	readonly piPackage: PiPackage | undefined;
+	readonly dialect: Dialect;
 	readonly #logger: Logger;
 	readonly #sessions = new Map<string, Session>();
 	readonly #options = new Map<string, CreateSessionBody>();
@@ -51,6 +55,8 @@ export class SessionRegistry {
 
 	constructor(config: Config, logger: Logger) {
 		this.#config = config;
+		this.piPackage = piPackageOf(config.piCommand ?? []);
+		this.dialect = dialectOf(this.piPackage);
 		this.#logger = logger;
 		this.tickets = new StreamTickets(config.streamTicketTtlMs);
 		mkdirSync(piSessionDir(config), { recursive: true });
@@ -331,6 +337,7 @@ export class SessionRegistry {
 			cwd,
 			persist: options.persist,
 			limits: this.limits(),
+			dialect: this.dialect,
 			logger: this.#logger,
 			restored: extra.restored,
 			guard: (command) => guardCommand(this.#config, command),

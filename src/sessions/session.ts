@@ -4,6 +4,15 @@ import type { Logger } from "pino";
 import { ApiError } from "../http/problem.ts";
 import type { SessionLimits } from "../limits.ts";
 import { type ExitInfo, PiProcess } from "../pi/child.ts";
+import {
+	type Dialect,
+	hasNameFlag,
+	lacksCommand,
+	legacyDisposition,
+	legacyMessageUpdate,
+	looksLegacy,
+	synthesisedSettled,
+} from "../pi/dialect.ts";
 import { isEventType } from "../pi/event-type.ts";
 import { encodeLine } from "../pi/jsonl.ts";
 import { commandKind, isDialogRequest, type PiCommand, type PiResponse, type UiRequest } from "../pi/protocol.ts";
@@ -42,6 +51,8 @@ export interface SessionInit {
 	persist: boolean;
 	limits: SessionLimits;
 	logger: Logger;
+	/** The protocol pi speaks, when known before it starts (a legacy pi is also detected in band). */
+	dialect?: Dialect;
 	/** A session read back from the store: it starts `stopped`, and its log continues after lastSeq. */
 	restored?: { createdAt: Date; lastActivityAt: number; lastSeq: number; piState: PiState };
 	/** Checks (and rewrites) every command before anything else happens to it: limits, paths. */
@@ -114,10 +125,13 @@ export class Session {
 	#running = false;
 	#status: SessionStatus = "starting";
 	#onStatus: ((session: Session) => void) | undefined;
+	/** What this pi speaks: a legacy pi's lines are adapted to the current protocol (pi/dialect.ts). */
+	dialect: Dialect;
 
 	constructor(init: SessionInit) {
 		this.#init = init;
 		this.id = init.id;
+		this.dialect = init.dialect ?? "current";
 		this.name = init.name;
 		this.cwd = init.cwd;
 		this.persist = init.persist;
@@ -248,6 +262,11 @@ export class Session {
 		try {
 			const state = await this.#dispatch({ type: "get_state" }, limits.startupTimeoutMs);
 			this.#takeState(state.data);
+			// A legacy pi has no --name flag (pi/dialect.ts): it gets the name once it runs.
+			if (!hasNameFlag(this.dialect) && this.name && this.piState.sessionName !== this.name) {
+				await this.#dispatch({ type: "set_session_name", name: this.name }, limits.startupTimeoutMs);
+				this.piState.sessionName = this.name;
+			}
 		} catch (error) {
 			child.kill();
 			await child.exited;
@@ -266,6 +285,7 @@ export class Session {
 	 * reads and controls go straight to pi so a stuck run can always be inspected and stopped.
 	 */
 	async request(command: PiCommand): Promise<PiResponse> {
+		this.#assertSupported(command.type);
 		const checked = this.#init.guard ? this.#init.guard(command) : command;
 		this.lastActivityAt = Date.now();
 		this.#inflight++;
@@ -435,7 +455,12 @@ export class Session {
 	#onEvent(type: string, line: string): void {
 		if (type === "agent_start") this.#setRunning(true);
 		else if (type === "queue_update") this.#piQueued = queueLength(line);
+		if (this.dialect === "legacy" && type === "message_update") line = legacyMessageUpdate(line);
 		this.log.append(type, line);
+		// A legacy pi ends a run with agent_end only: with nothing left in its queue, it is settled.
+		if (this.dialect === "legacy" && type === "agent_end" && this.#piQueued === 0) {
+			this.#onEvent("agent_settled", synthesisedSettled(line));
+		}
 		if (type === "agent_settled") {
 			this.currentRunId = undefined;
 			this.#setRunning(false);
@@ -443,12 +468,22 @@ export class Session {
 	}
 
 	#onResponse(response: PiResponse, line: string): void {
+		if (this.dialect === "current" && looksLegacy(response)) {
+			this.#init.logger.warn({ sessionId: this.id }, "pi accepted a prompt without a disposition: a legacy pi (0.73)");
+			this.dialect = "legacy";
+		}
+		if (this.dialect === "legacy" && looksLegacy(response)) {
+			// The disposition pi 1.x would have sent, so run streams and wait mode read one contract.
+			response = { ...response, data: { disposition: legacyDisposition(this.#running) } };
+			line = JSON.stringify(response);
+		}
 		// Answers to reads belong to the one client that asked; everything else is session history.
 		if (commandKind(response.command) !== "read") this.log.append("response", line);
 		if (response.command === "prompt" && response.success) {
 			const disposition = (response.data as { disposition?: string } | undefined)?.disposition;
 			if (disposition === "started" && response.id) this.currentRunId = response.id;
 		}
+		if (!response.id && !response.success && this.#unknownCommand(response)) return;
 		if (!this.#inFlight.settle(response) && response.command === "parse") {
 			this.#init.logger.error({ sessionId: this.id, response }, "pi could not parse a command");
 		}
@@ -555,6 +590,24 @@ export class Session {
 		if (state.sessionName) this.name = state.sessionName;
 	}
 
+	/**
+	 * pi 0.73 answers a command it does not know without its id: that would hang the command until
+	 * its deadline. The oldest one of that type gets 501 now (a pi whose age was not detected).
+	 */
+	#unknownCommand(response: PiResponse): boolean {
+		if (!/^Unknown command: /.test(response.error ?? "")) return false;
+		const id = this.#inFlight.oldestOf(response.command);
+		if (!id) return false;
+		this.#inFlight.fail(id, notSupported(response.command));
+		return true;
+	}
+
+	/** A command this pi does not have: 501 at once (a legacy pi answers it without an id: it would hang). */
+	#assertSupported(type: string): void {
+		if (!lacksCommand(this.dialect, type)) return;
+		throw notSupported(type);
+	}
+
 	#assertAlive(): void {
 		if (this.#process) return;
 		if (this.#status === "stopped") {
@@ -575,6 +628,14 @@ export class Session {
 			);
 		}
 	}
+}
+
+function notSupported(type: string): ApiError {
+	return new ApiError(
+		501,
+		"not_supported_by_pi",
+		`The pi this session runs (an older one, like 0.73) has no ${type} command`,
+	);
 }
 
 /** Commands that add a message to pi's steering or follow-up queue (a prompt only while a run streams). */

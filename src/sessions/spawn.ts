@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { z } from "@hono/zod-openapi";
 import type { Config } from "../config.ts";
 import { ApiError } from "../http/problem.ts";
+import { dialectOf, hasNameFlag, piPackageOf } from "../pi/dialect.ts";
 import { SessionName, ThinkingLevel } from "../pi/protocol.ts";
 import { childEnv } from "./child-env.ts";
 import { wrapCommand } from "./sandbox.ts";
@@ -148,7 +149,7 @@ export function planSpawn(config: Config, body: CreateSessionBody, resumeFile?: 
 		args.push(flag, text);
 	}
 	if (body.tools) args.push("--tools", body.tools.join(","));
-	if (body.name) args.push("--name", body.name);
+	if (body.name && hasNameFlag(dialectOf(piPackageOf(config.piCommand ?? [])))) args.push("--name", body.name);
 	const env = childEnv(process.env, {
 		passEnv: config.passEnv,
 		set: {

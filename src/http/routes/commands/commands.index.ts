@@ -1,5 +1,6 @@
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { lacksCommand } from "../../../pi/dialect.ts";
 import type { Deps } from "../../deps.ts";
 import { commandProblems, createRouter, json, jsonBody, problems } from "../../openapi.ts";
 import { unwrap } from "../../pi-result.ts";
@@ -30,9 +31,12 @@ function routeOf(spec: CommandSpec): RouteConfig {
 			? `Sends pi's \`${spec.type}\` command. To stream its \`${spec.streams}\` events, use \`POST …${spec.path}/stream\` (its own operation); this path answers \`Accept: text/event-stream\` the same way.`
 			: `Sends pi's \`${spec.type}\` command.`,
 		request,
-		responses: { ...ok, ...problems(...commandProblems) },
+		// A command an older pi lacks answers 501 under it (pi/dialect.ts).
+		responses: { ...ok, ...problems(...commandProblems, ...(legacyLacks(spec.type) ? [501] : [])) },
 	});
 }
+
+const legacyLacks = (type: string) => lacksCommand("legacy", type);
 
 /** `POST …/bash/stream`: the streamed variant as an operation of its own (see streams.routes.ts). */
 function streamRouteOf(spec: CommandSpec & { streams: string }) {

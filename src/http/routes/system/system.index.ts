@@ -32,7 +32,8 @@ export function systemRouter({ registry, config }: Deps) {
 				{
 					name: "pi-gateway" as const,
 					version: gatewayVersion,
-					piVersion,
+					// The pi --pi-command runs, when it is a pi package (an older one among them).
+					piVersion: registry.piPackage?.version ?? piVersion,
 					node: process.version,
 					demo: config.demo,
 					extensions: [...config.extensions.keys()],
