@@ -1,3 +1,4 @@
+import type { RpcSessionState } from "@earendil-works/pi-coding-agent";
 import { z } from "@hono/zod-openapi";
 import PQueue from "p-queue";
 import type { Logger } from "pino";
@@ -568,13 +569,8 @@ export class Session {
 	}
 
 	#takeState(data: unknown): void {
-		const state = (data ?? {}) as {
-			sessionId?: string;
-			sessionFile?: string;
-			sessionName?: string;
-			model?: { provider: string; id: string };
-			thinkingLevel?: string;
-		};
+		// pi's own get_state type; partial, since the line came over a pipe.
+		const state = (data ?? {}) as Partial<RpcSessionState>;
 		if (state.sessionFile && state.sessionFile !== this.piState.sessionFile) {
 			const cwd = this.#init.cwdOf?.(state.sessionFile);
 			if (cwd) this.cwd = cwd;
