@@ -83,11 +83,28 @@ export function looksLegacy(response: { command: string; success: boolean; data?
 }
 
 /**
- * The disposition pi 1.x would have given: a legacy pi has no extension-command answer
- * (`handled`), so an accepted prompt started a run, or joined the running one.
+ * The disposition pi 1.x would have given. A legacy pi answers an extension command's prompt only
+ * after the command ran (no run follows): `handled` when the message names one of the extension
+ * commands pi listed at start (get_commands). Otherwise the prompt started a run, or joined the
+ * running one. (An `input` handler that swallows a prompt cannot be told apart: `started`.)
  */
-export function legacyDisposition(running: boolean): "started" | "queued" {
+export function legacyDisposition(
+	running: boolean,
+	message: unknown,
+	extensionCommands: ReadonlySet<string>,
+): "started" | "queued" | "handled" {
+	const name = typeof message === "string" ? /^\/(\S+)/.exec(message)?.[1] : undefined;
+	if (name !== undefined && extensionCommands.has(name)) return "handled";
 	return running ? "queued" : "started";
+}
+
+/** The extension commands in a get_commands answer (pi's `RpcSlashCommand`s with source "extension"). */
+export function extensionCommandNames(data: unknown): Set<string> {
+	const commands = (data as { commands?: { name?: unknown; source?: unknown }[] } | undefined)?.commands;
+	const names = new Set<string>();
+	for (const command of Array.isArray(commands) ? commands : [])
+		if (command.source === "extension" && typeof command.name === "string") names.add(command.name);
+	return names;
 }
 
 /**

@@ -102,10 +102,6 @@ export class Approvals {
 		return this.#pending;
 	}
 
-	static isDialog(method: string): method is DialogMethod {
-		return (dialogMethods as readonly string[]).includes(method);
-	}
-
 	open(request: DialogRequest): Approval {
 		const now = Date.now();
 		// pi's types give an editor no timeout; read it wherever pi sends one.

@@ -7,6 +7,7 @@ import type { SessionLimits } from "../limits.ts";
 import { type ExitInfo, PiProcess } from "../pi/child.ts";
 import {
 	type Dialect,
+	extensionCommandNames,
 	hasNameFlag,
 	lacksCommand,
 	legacyDisposition,
@@ -128,6 +129,8 @@ export class Session {
 	#onStatus: ((session: Session) => void) | undefined;
 	/** What this pi speaks: a legacy pi's lines are adapted to the current protocol (pi/dialect.ts). */
 	dialect: Dialect;
+	/** A legacy pi's extension commands, as of its start: their prompts are `handled`. */
+	#extensionCommands: ReadonlySet<string> = new Set();
 
 	constructor(init: SessionInit) {
 		this.#init = init;
@@ -263,6 +266,11 @@ export class Session {
 		try {
 			const state = await this.#dispatch({ type: "get_state" }, limits.startupTimeoutMs);
 			this.#takeState(state.data);
+			// A legacy pi cannot say a prompt was `handled`: learn its extension commands to tell.
+			if (this.dialect === "legacy") {
+				const commands = await this.#dispatch({ type: "get_commands" }, limits.startupTimeoutMs);
+				this.#extensionCommands = extensionCommandNames(commands.data);
+			}
 			// A legacy pi has no --name flag (pi/dialect.ts): it gets the name once it runs.
 			if (!hasNameFlag(this.dialect) && this.name && this.piState.sessionName !== this.name) {
 				await this.#dispatch({ type: "set_session_name", name: this.name }, limits.startupTimeoutMs);
@@ -475,7 +483,9 @@ export class Session {
 		}
 		if (this.dialect === "legacy" && looksLegacy(response)) {
 			// The disposition pi 1.x would have sent, so run streams and wait mode read one contract.
-			response = { ...response, data: { disposition: legacyDisposition(this.#running) } };
+			const message = response.id ? this.#inFlight.commandOf(response.id)?.message : undefined;
+			const disposition = legacyDisposition(this.#running, message, this.#extensionCommands);
+			response = { ...response, data: { disposition } };
 			line = JSON.stringify(response);
 		}
 		// Answers to reads belong to the one client that asked; everything else is session history.

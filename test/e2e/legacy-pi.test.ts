@@ -1,6 +1,6 @@
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { frameReader } from "../helpers/raw-sse.ts";
 import { collect, type Frame } from "../helpers/sse.ts";
 
@@ -13,8 +13,11 @@ let gw: TestGateway;
 let id: string;
 
 beforeAll(async () => {
-	gw = await startTestGateway({ piCommand: [process.execPath, legacyCli], extensions: { gate } });
-	id = await gw.session({ name: "legacy", persist: false, extensions: ["gate"] });
+	gw = await startTestGateway({
+		piCommand: [process.execPath, legacyCli],
+		extensions: { gate, dialogs: join(fixtures, "extensions/dialogs.ts") },
+	});
+	id = await gw.session({ name: "legacy", persist: false, extensions: ["gate", "dialogs"] });
 });
 afterAll(() => gw?.stop());
 
@@ -88,6 +91,26 @@ describe("pi 0.73 behind the gateway", () => {
 		expect(answered.status).toBe(200);
 		await idle();
 		expect((await gw.api(`${base()}/last-assistant-text`)).body.text).toMatch(/^The command finished/);
+	});
+
+	it("an extension command's prompt is handled: its stream ends with pi's response", async () => {
+		const res = await gw.fetch(`${base()}/prompt`, {
+			method: "POST",
+			headers: { "content-type": "application/json", accept: "text/event-stream" },
+			body: JSON.stringify({ message: "/confirm" }),
+		});
+		const reader = frameReader(res);
+		const requested = await reader.until((f) => f.event === "approval_requested");
+		const approvalId = requested.json.approval.id;
+		expect((await post(`/approvals/${approvalId}`, { confirmed: true })).status).toBe(200);
+		const frames = await reader.rest();
+		expect(frames.at(-1)?.json).toMatchObject({
+			type: "response",
+			command: "prompt",
+			data: { disposition: "handled" },
+		});
+		expect(frames.some((f) => f.event === "agent_start")).toBe(false);
+		await idle();
 	});
 
 	it("aborts a run mid-stream: the synthetic agent_settled says aborted", async () => {
