@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { ApiError } from "../http/problem.ts";
-import { type DialogMethod, type DialogRequest, dialogMethods } from "../pi/protocol.ts";
+import { type DialogRequest, dialogMethods } from "../pi/protocol.ts";
 
 export const ApprovalStatus = z.enum(["pending", "answered", "expired", "cancelled"]).openapi("ApprovalStatus");
 
