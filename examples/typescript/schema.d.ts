@@ -1101,6 +1101,11 @@ export interface components {
              */
             type: "agent_settled";
             aborted: boolean;
+            /**
+             * @description Set when the gateway synthesised this event for an older pi (0.73) that has none: after its agent_end, with nothing queued in pi
+             * @enum {boolean}
+             */
+            synthetic?: true;
         } & {
             [key: string]: unknown;
         };
@@ -3665,6 +3670,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `not_supported_by_pi`: the pi this gateway runs is an older one (0.73) without this command (README, pi versions) */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description pi exited, crashed or could not start (the tail of its stderr is in `stderr`) */
             502: {
                 headers: {
@@ -4229,6 +4243,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `not_supported_by_pi`: the pi this gateway runs is an older one (0.73) without this command (README, pi versions) */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description pi exited, crashed or could not start (the tail of its stderr is in `stderr`) */
             502: {
                 headers: {
@@ -4361,6 +4384,15 @@ export interface operations {
             };
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_supported_by_pi`: the pi this gateway runs is an older one (0.73) without this command (README, pi versions) */
+            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5208,6 +5240,15 @@ export interface operations {
             };
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_supported_by_pi`: the pi this gateway runs is an older one (0.73) without this command (README, pi versions) */
+            501: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7918,6 +7959,15 @@ export interface operations {
             };
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_supported_by_pi`: the pi this gateway runs is an older one (0.73) without this command (README, pi versions) */
+            501: {
                 headers: {
                     [name: string]: unknown;
                 };

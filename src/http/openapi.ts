@@ -31,6 +31,7 @@ const problemDescriptions: Record<number, string> = {
 	415: "The body is not sent as application/json",
 	422: "pi refused the command (its message is in `detail`)",
 	429: "A limit was reached (sessions, live pi processes, queued commands, subscribers)",
+	501: "`not_supported_by_pi`: the pi this gateway runs is an older one (0.73) without this command (README, pi versions)",
 	502: "pi exited, crashed or could not start (the tail of its stderr is in `stderr`)",
 	503: "The gateway is shutting down",
 	504: "pi did not answer in time",
@@ -54,8 +55,8 @@ export function problems(...statuses: number[]) {
 const commandProblems = [400, 401, 403, 404, 409, 410, 413, 415, 422, 429, 502, 503, 504];
 
 /** The problem responses of every operation that sends a command to pi (runs, commands, /rpc, streams). */
-export function commandErrors() {
-	return problems(...commandProblems);
+export function commandErrors(...extra: number[]) {
+	return problems(...commandProblems, ...extra);
 }
 
 /** One problem response whose description is the route's own (a status meaning more there). */

@@ -34,6 +34,7 @@ const titles: Record<number, string> = {
 	422: "Unprocessable Content",
 	429: "Too Many Requests",
 	500: "Internal Server Error",
+	501: "Not Implemented",
 	502: "Bad Gateway",
 	503: "Service Unavailable",
 	504: "Gateway Timeout",

@@ -1,3 +1,4 @@
+import type { RpcExtensionUIRequest } from "@earendil-works/pi-coding-agent";
 import { z } from "@hono/zod-openapi";
 import { matching } from "../patterns.ts";
 
@@ -107,7 +108,11 @@ export function commandKind(type: string): CommandKind {
 	return "queued";
 }
 
-/** A command as it goes to pi's stdin. */
+/**
+ * A command as it goes to pi's stdin. Loose on purpose: a raw command newer than the gateway
+ * (`POST …/rpc`) only has to be an object with a type. The known ones are pi's own `RpcCommand`
+ * field by field: protocol-check.ts holds commandFields equal to it.
+ */
 export type PiCommand = { type: string; id?: string } & Record<string, unknown>;
 
 export interface PiResponse {
@@ -143,22 +148,15 @@ export const RawCommand = z
 export const dialogMethods = ["select", "confirm", "input", "editor"] as const;
 export type DialogMethod = (typeof dialogMethods)[number];
 
-/** `extension_ui_request` from pi; dialog methods wait for an answer, the rest are fire-and-forget. */
-export interface UiRequest {
-	type: "extension_ui_request";
-	id: string;
-	method: string;
-	title?: string;
-	message?: string;
-	options?: string[];
-	placeholder?: string;
-	prefill?: string;
-	timeout?: number;
-	notifyType?: "info" | "warning" | "error";
-	statusKey?: string;
-	statusText?: string;
-	widgetKey?: string;
-	widgetLines?: string[];
-	widgetPlacement?: "aboveEditor" | "belowEditor";
-	text?: string;
+/**
+ * `extension_ui_request` from pi: its own discriminated union (protocol-check.ts holds it equal), so a
+ * method pi adds or reshapes is a compile error where the gateway reads it. pi passes extension
+ * values through unchecked, so readers still default what may be missing at run time.
+ */
+export type UiRequest = RpcExtensionUIRequest;
+/** The dialogs: requests that wait for an answer (select, confirm, input, editor). */
+export type DialogRequest = Extract<UiRequest, { method: DialogMethod }>;
+
+export function isDialogRequest(request: UiRequest): request is DialogRequest {
+	return (dialogMethods as readonly string[]).includes(request.method);
 }

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { GatewayError } from "../errors.ts";
-import { type DialogMethod, dialogMethods, type UiRequest } from "../pi/protocol.ts";
+import { type DialogRequest, dialogMethods } from "../pi/protocol.ts";
 
 export const ApprovalStatus = z.enum(["pending", "answered", "expired", "cancelled"]).openapi("ApprovalStatus");
 
@@ -102,13 +102,11 @@ export class Approvals {
 		return this.#pending;
 	}
 
-	static isDialog(method: string): method is DialogMethod {
-		return (dialogMethods as readonly string[]).includes(method);
-	}
-
-	open(request: UiRequest): Approval {
+	open(request: DialogRequest): Approval {
 		const now = Date.now();
-		const piMs = request.timeout && request.timeout > 0 ? request.timeout : undefined;
+		// pi's types give an editor no timeout; read it wherever pi sends one.
+		const timeout = "timeout" in request ? request.timeout : undefined;
+		const piMs = timeout && timeout > 0 ? timeout : undefined;
 		const policyMs = this.#policyTimeoutMs > 0 ? this.#policyTimeoutMs : undefined;
 		// Whichever clock runs out first settles it: pi's own timeout, or the gateway's policy.
 		const piFirst = piMs !== undefined && (policyMs === undefined || piMs <= policyMs);
@@ -116,7 +114,7 @@ export class Approvals {
 		const approval: Approval = {
 			id: request.id,
 			sessionId: this.#sessionId,
-			method: request.method as DialogMethod,
+			method: request.method,
 			title: request.title ?? "",
 			...(request.method === "confirm" && { message: request.message ?? "" }),
 			...(request.method === "select" && { options: request.options ?? [] }),

@@ -134,6 +134,22 @@ export class CommandChannel {
 		return this.#inFlight.settle(response);
 	}
 
+	/** The command in flight under this id, if any. */
+	commandOf(id: string): PiCommand | undefined {
+		return this.#inFlight.commandOf(id);
+	}
+
+	/**
+	 * pi 0.73 answers a command it does not know without its id: the oldest one of that type in
+	 * flight fails with `error` now instead of at its deadline. False when none waits.
+	 */
+	failOldest(type: string, error: GatewayError): boolean {
+		const id = this.#inFlight.oldestOf(type);
+		if (!id) return false;
+		this.#inFlight.fail(id, error);
+		return true;
+	}
+
 	/** A queue_update event: both of pi's queues, complete. */
 	piQueueUpdated(line: string): void {
 		this.#piQueued = queueLength(line);

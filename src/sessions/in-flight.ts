@@ -28,6 +28,12 @@ export class InFlight {
 		return this.#pending.get(id)?.command;
 	}
 
+	/** The oldest pending command of this type: the one an id-less answer about that type is for. */
+	oldestOf(type: string): string | undefined {
+		for (const [id, pending] of this.#pending) if (pending.command.type === type) return id;
+		return undefined;
+	}
+
 	/** Registers `id` and returns the promise of its response. */
 	add(id: string, command: PiCommand, timeoutMs: number): Promise<PiResponse> {
 		return new Promise<PiResponse>((resolve, reject) => {

@@ -7,6 +7,8 @@ import { existsSync, mkdirSync } from "node:fs";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
+import { pickLimits, sessionLimitKeys } from "../limits.ts";
+import { type Dialect, dialectOf, type PiPackage, piPackageOf } from "../pi/dialect.ts";
 import type { Approval } from "./approvals.ts";
 import type { LoggedEvent } from "./event-log.ts";
 import { guardCommand, guardResume, sessionFileCwd } from "./guard.ts";
@@ -37,6 +39,9 @@ const flushEveryMs = 1000;
  */
 export class SessionRegistry {
 	readonly #config: Config;
+	/** The pi package --pi-command runs, when it can be told without starting it, and its protocol. */
+	readonly piPackage: PiPackage | undefined;
+	readonly dialect: Dialect;
 	readonly #logger: Logger;
 	readonly #sessions = new Map<string, Session>();
 	readonly #options = new Map<string, CreateSessionBody>();
@@ -52,6 +57,8 @@ export class SessionRegistry {
 	/** `openStore` picks the backend; the default is SQLite in the data directory. */
 	constructor(config: Config, logger: Logger, openStore?: OpenStore) {
 		this.#config = config;
+		this.piPackage = piPackageOf(config.piCommand ?? []);
+		this.dialect = dialectOf(this.piPackage);
 		this.#logger = logger;
 		this.#journal = new Journal(openStore ?? ((events) => new SqliteStore(config.dataDir, events)), logger, {
 			sessions: () => this.#sessions.values(),
@@ -111,19 +118,7 @@ export class SessionRegistry {
 	}
 
 	limits(): SessionLimits {
-		const c = this.#config;
-		return {
-			maxQueued: c.maxQueued,
-			commandTimeoutMs: c.commandTimeoutMs,
-			startupTimeoutMs: c.startupTimeoutMs,
-			shutdownGraceMs: c.shutdownGraceMs,
-			eventLogMaxEvents: c.eventLogMaxEvents,
-			eventLogMaxBytes: c.eventLogMaxBytes,
-			maxLineChars: c.maxLineChars,
-			stderrTailBytes: c.stderrTailBytes,
-			approvalTimeoutMs: c.approvalTimeoutMs,
-			maxNotifications: c.maxNotifications,
-		};
+		return pickLimits(this.#config, sessionLimitKeys);
 	}
 
 	async create(body: CreateSessionBody): Promise<Session> {
@@ -299,6 +294,7 @@ export class SessionRegistry {
 			cwd,
 			persist: options.persist,
 			limits: this.limits(),
+			dialect: this.dialect,
 			logger: this.#logger,
 			restored: extra.restored,
 			guard: (command) => guardCommand(this.#config, command),

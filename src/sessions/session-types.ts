@@ -1,5 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { Logger } from "pino";
+import type { SessionLimits } from "../limits.ts";
+import type { Dialect } from "../pi/dialect.ts";
 import type { PiCommand } from "../pi/protocol.ts";
 import type { Session } from "./session.ts";
 
@@ -13,18 +15,8 @@ export const SessionStatus = z
 	});
 export type SessionStatus = z.infer<typeof SessionStatus>;
 
-export interface SessionLimits {
-	maxQueued: number;
-	commandTimeoutMs: number;
-	startupTimeoutMs: number;
-	shutdownGraceMs: number;
-	eventLogMaxEvents: number;
-	eventLogMaxBytes: number;
-	maxLineChars: number;
-	stderrTailBytes: number;
-	approvalTimeoutMs: number;
-	maxNotifications: number;
-}
+// One list, derived from the config schema (src/limits.ts); re-exported where sessions look for it.
+export type { SessionLimits };
 
 /** How to start one pi process for this session (a resume starts a new one with other args). */
 export interface SpawnCommand {
@@ -45,6 +37,8 @@ export interface SessionInit {
 	persist: boolean;
 	limits: SessionLimits;
 	logger: Logger;
+	/** The protocol pi speaks, when known before it starts (a legacy pi is also detected in band). */
+	dialect?: Dialect;
 	/** A session read back from the store: it starts `stopped`, and its log continues after lastSeq. */
 	restored?: { createdAt: Date; lastActivityAt: number; lastSeq: number; piState: PiState };
 	/** Checks (and rewrites) every command before anything else happens to it: limits, paths. */

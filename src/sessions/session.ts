@@ -4,12 +4,22 @@
 // between three. What has a job of its own lives beside it: command-channel.ts (queue,
 // in-flight commands, ids, oversized answers, state refresh), session-types.ts, lines.ts,
 // approvals.ts, ui-state.ts, event-log.ts.
+import type { RpcSessionState } from "@earendil-works/pi-coding-agent";
 import type { Logger } from "pino";
 import { GatewayError } from "../errors.ts";
 import { type ExitInfo, PiProcess } from "../pi/child.ts";
+import {
+	type Dialect,
+	extensionCommandNames,
+	hasNameFlag,
+	lacksCommand,
+	legacyDisposition,
+	legacyMessageUpdate,
+	looksLegacy,
+	synthesisedSettled,
+} from "../pi/dialect.ts";
 import { isEventType } from "../pi/event-type.ts";
-import type { PiCommand, PiResponse, UiRequest } from "../pi/protocol.ts";
-import { commandKind } from "../pi/protocol.ts";
+import { commandKind, isDialogRequest, type PiCommand, type PiResponse, type UiRequest } from "../pi/protocol.ts";
 import { Approvals, resolvers } from "./approvals.ts";
 import { CommandChannel } from "./command-channel.ts";
 import { EventLog } from "./event-log.ts";
@@ -57,10 +67,15 @@ export class Session {
 	#running = false;
 	#status: SessionStatus = "starting";
 	#onStatus: ((session: Session) => void) | undefined;
+	/** What this pi speaks: a legacy pi's lines are adapted to the current protocol (pi/dialect.ts). */
+	dialect: Dialect;
+	/** A legacy pi's extension commands, as of its start: their prompts are `handled`. */
+	#extensionCommands: ReadonlySet<string> = new Set();
 
 	constructor(init: SessionInit) {
 		this.#init = init;
 		this.id = init.id;
+		this.dialect = init.dialect ?? "current";
 		this.name = init.name;
 		this.cwd = init.cwd;
 		this.persist = init.persist;
@@ -200,6 +215,16 @@ export class Session {
 		try {
 			const state = await this.#channel.dispatch({ type: "get_state" }, limits.startupTimeoutMs);
 			this.#takeState(state.data);
+			// A legacy pi cannot say a prompt was `handled`: learn its extension commands to tell.
+			if (this.dialect === "legacy") {
+				const commands = await this.#channel.dispatch({ type: "get_commands" }, limits.startupTimeoutMs);
+				this.#extensionCommands = extensionCommandNames(commands.data);
+			}
+			// A legacy pi has no --name flag (pi/dialect.ts): it gets the name once it runs.
+			if (!hasNameFlag(this.dialect) && this.name && this.piState.sessionName !== this.name) {
+				await this.#channel.dispatch({ type: "set_session_name", name: this.name }, limits.startupTimeoutMs);
+				this.piState.sessionName = this.name;
+			}
 		} catch (error) {
 			child.kill();
 			await child.exited;
@@ -218,6 +243,7 @@ export class Session {
 	 * reads and controls go straight to pi so a stuck run can always be inspected and stopped.
 	 */
 	async request(command: PiCommand): Promise<PiResponse> {
+		this.#assertSupported(command.type);
 		const checked = this.#init.guard ? this.#init.guard(command) : command;
 		this.lastActivityAt = Date.now();
 		this.#openRequests++;
@@ -319,7 +345,12 @@ export class Session {
 	#onEvent(type: string, line: string): void {
 		if (type === "agent_start") this.#setRunning(true);
 		else if (type === "queue_update") this.#channel.piQueueUpdated(line);
+		if (this.dialect === "legacy" && type === "message_update") line = legacyMessageUpdate(line);
 		this.events.append(type, line);
+		// A legacy pi ends a run with agent_end only: with nothing left in its queue, it is settled.
+		if (this.dialect === "legacy" && type === "agent_end" && this.#channel.piQueued === 0) {
+			this.#onEvent("agent_settled", synthesisedSettled(line));
+		}
 		if (type === "agent_settled") {
 			this.currentRunId = undefined;
 			this.#setRunning(false);
@@ -327,19 +358,31 @@ export class Session {
 	}
 
 	#onResponse(response: PiResponse, line: string): void {
+		if (this.dialect === "current" && looksLegacy(response)) {
+			this.#logger.warn("pi accepted a prompt without a disposition: a legacy pi (0.73)");
+			this.dialect = "legacy";
+		}
+		if (this.dialect === "legacy" && looksLegacy(response)) {
+			// The disposition pi 1.x would have sent, so run streams and wait mode read one contract.
+			const message = response.id ? this.#channel.commandOf(response.id)?.message : undefined;
+			const disposition = legacyDisposition(this.#running, message, this.#extensionCommands);
+			response = { ...response, data: { disposition } };
+			line = JSON.stringify(response);
+		}
 		// Answers to reads belong to the one client that asked; everything else is session history.
 		if (commandKind(response.command) !== "read") this.events.append("response", line);
 		if (response.command === "prompt" && response.success) {
 			const disposition = (response.data as { disposition?: string } | undefined)?.disposition;
 			if (disposition === "started" && response.id) this.currentRunId = response.id;
 		}
+		if (!response.id && !response.success && this.#unknownCommand(response)) return;
 		if (!this.#channel.settle(response) && response.command === "parse") {
 			this.#logger.error({ response }, "pi could not parse a command");
 		}
 	}
 
 	#onUiRequest(request: UiRequest): void {
-		if (Approvals.isDialog(request.method)) this.approvals.open(request);
+		if (isDialogRequest(request)) this.approvals.open(request);
 		else if (fireAndForgetMethods.has(request.method))
 			applyUiRequest(this.ui, request, this.#init.limits.maxNotifications);
 	}
@@ -406,13 +449,8 @@ export class Session {
 	}
 
 	#takeState(data: unknown): void {
-		const state = (data ?? {}) as {
-			sessionId?: string;
-			sessionFile?: string;
-			sessionName?: string;
-			model?: { provider: string; id: string };
-			thinkingLevel?: string;
-		};
+		// pi's own get_state type; partial, since the line came over a pipe.
+		const state = (data ?? {}) as Partial<RpcSessionState>;
 		if (state.sessionFile && state.sessionFile !== this.piState.sessionFile) {
 			const cwd = this.#init.cwdOf?.(state.sessionFile);
 			if (cwd) this.cwd = cwd;
@@ -426,6 +464,21 @@ export class Session {
 			fileSeen: state.sessionFile === this.piState.sessionFile ? this.piState.fileSeen : undefined,
 		};
 		if (state.sessionName) this.name = state.sessionName;
+	}
+
+	/**
+	 * pi 0.73 answers a command it does not know without its id: that would hang the command until
+	 * its deadline. The oldest one of that type gets 501 now (a pi whose age was not detected).
+	 */
+	#unknownCommand(response: PiResponse): boolean {
+		if (!/^Unknown command: /.test(response.error ?? "")) return false;
+		return this.#channel.failOldest(response.command, notSupported(response.command));
+	}
+
+	/** A command this pi does not have: 501 at once (a legacy pi answers it without an id: it would hang). */
+	#assertSupported(type: string): void {
+		if (!lacksCommand(this.dialect, type)) return;
+		throw notSupported(type);
 	}
 
 	#assertAlive(): void {
@@ -448,4 +501,12 @@ export class Session {
 			);
 		}
 	}
+}
+
+function notSupported(type: string): GatewayError {
+	return new GatewayError(
+		501,
+		"not_supported_by_pi",
+		`The pi this session runs (an older one, like 0.73) has no ${type} command`,
+	);
 }

@@ -5,6 +5,7 @@ import { z } from "@hono/zod-openapi";
 import { childEnv } from "../child-env.ts";
 import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
+import { dialectOf, hasNameFlag, piPackageOf } from "../pi/dialect.ts";
 import { SessionName, ThinkingLevel } from "../pi/protocol.ts";
 import { wrapCommand } from "./sandbox.ts";
 import { findSessionFiles, folderFor, newSessionFolder } from "./session-files.ts";
@@ -166,7 +167,7 @@ export function planSpawn(config: Config, body: CreateSessionBody, resumeFile?: 
 		args.push(flag, text);
 	}
 	if (body.tools) args.push("--tools", body.tools.join(","));
-	if (body.name) args.push("--name", body.name);
+	if (body.name && hasNameFlag(dialectOf(piPackageOf(config.piCommand ?? [])))) args.push("--name", body.name);
 	const env = childEnv(process.env, {
 		passEnv: config.passEnv,
 		set: {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { GatewayError } from "../../src/errors.ts";
-import type { UiRequest } from "../../src/pi/protocol.ts";
+import type { DialogRequest, UiRequest } from "../../src/pi/protocol.ts";
 import { type Approval, ApprovalAnswer, Approvals, pageOf } from "../../src/sessions/approvals.ts";
 import { applyUiRequest, emptyUiState } from "../../src/sessions/ui-state.ts";
 
@@ -19,13 +19,10 @@ function setup(policyMs = 0) {
 	return { approvals, told };
 }
 
-const request = (id: string, method: string, fields: Partial<UiRequest> = {}): UiRequest => ({
-	type: "extension_ui_request",
-	id,
-	method,
-	title: `title ${id}`,
-	...fields,
-});
+// Loose on purpose: pi passes an extension's values through unchecked, so the gateway must cope
+// with requests its types call impossible (missing fields, unknown methods).
+const request = (id: string, method: string, fields: Record<string, unknown> = {}) =>
+	({ type: "extension_ui_request", id, method, title: `title ${id}`, ...fields }) as DialogRequest;
 
 /** The GatewayError a call throws, as status + code. */
 function failure(fn: () => unknown): { status: number; code: string } {
@@ -243,8 +240,8 @@ describe("pageOf", () => {
 });
 
 describe("UI state", () => {
-	const apply = (state: ReturnType<typeof emptyUiState>, method: string, fields: Partial<UiRequest>, max = 3) =>
-		applyUiRequest(state, { type: "extension_ui_request", id: "x", method, ...fields }, max);
+	const apply = (state: ReturnType<typeof emptyUiState>, method: string, fields: Record<string, unknown>, max = 3) =>
+		applyUiRequest(state, { type: "extension_ui_request", id: "x", method, ...fields } as UiRequest, max);
 
 	it("tracks statuses and widgets by key, cleared when absent", () => {
 		const state = emptyUiState();

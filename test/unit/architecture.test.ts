@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
  * src/http/routes reaches into another, and the shared http code (outside routes/) reaches
  * into none: features build on it, and app.ts wires them. README's Development section says the same in prose.
  *
- *   base      src/config.ts, src/errors.ts, src/patterns.ts, src/child-env.ts
+ *   base      src/config.ts, src/errors.ts, src/patterns.ts, src/child-env.ts, src/limits.ts
  *   pi        src/pi/**            (the child process and its JSONL protocol)
  *   sessions  src/sessions/**      (sessions, approvals, the registry and its store)
  *   http      src/http/**          (routes, problem+json, SSE, tickets, Prometheus)
@@ -23,6 +23,7 @@ const topLevel: Record<string, Layer> = {
 	"config.ts": "base",
 	"errors.ts": "base",
 	"patterns.ts": "base",
+	"limits.ts": "base",
 	"child-env.ts": "base",
 	"app.ts": "app",
 	"server.ts": "app",

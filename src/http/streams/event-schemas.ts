@@ -29,7 +29,17 @@ const piEvents = [
 		{ messages: z.array(AgentMessage), willRetry: z.boolean().optional() },
 		"A low-level run ended (retries, compaction or queued messages may follow)",
 	),
-	ev("agent_settled", { aborted: z.boolean() }, "pi will do nothing more on its own: the end of a user-visible run"),
+	ev(
+		"agent_settled",
+		{
+			aborted: z.boolean(),
+			synthetic: z.literal(true).optional().openapi({
+				description:
+					"Set when the gateway synthesised this event for an older pi (0.73) that has none: after its agent_end, with nothing queued in pi",
+			}),
+		},
+		"pi will do nothing more on its own: the end of a user-visible run",
+	),
 	ev("turn_start", {}, "An assistant turn started"),
 	ev(
 		"turn_end",

@@ -1,4 +1,5 @@
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
+import { lacksCommand } from "../../../pi/dialect.ts";
 import type { Deps } from "../../deps.ts";
 import { commandErrors, createRouter, json, jsonBody } from "../../openapi.ts";
 import { SessionParams } from "../../params.ts";
@@ -29,9 +30,12 @@ function routeOf(spec: CommandSpec): RouteConfig {
 			? `Sends pi's \`${spec.type}\` command. To stream its \`${spec.streams}\` events, use \`POST …${spec.path}/stream\` (its own operation); this path answers \`Accept: text/event-stream\` the same way.`
 			: `Sends pi's \`${spec.type}\` command.`,
 		request,
-		responses: { ...ok, ...commandErrors() },
+		// A command an older pi lacks answers 501 under it (pi/dialect.ts).
+		responses: { ...ok, ...commandErrors(...(legacyLacks(spec.type) ? [501] : [])) },
 	});
 }
+
+const legacyLacks = (type: string) => lacksCommand("legacy", type);
 
 /** `POST …/bash/stream`: the streamed variant as an operation of its own (see streams.routes.ts). */
 function streamRouteOf(spec: CommandSpec & { streams: string }) {

@@ -32,7 +32,9 @@ export interface CommandSpec {
 
 const messages = z.object({ messages: z.array(AgentMessage) }).openapi("Messages");
 
-export const commandSpecs: CommandSpec[] = [
+// `satisfies`, not a type annotation: each entry keeps its literal `type`, which src/http/routes/commands/protocol-check.ts
+// holds against pi's commands (a pi command without an operation here breaks tsc).
+export const commandSpecs = [
 	{
 		type: "abort",
 		operationId: "sessions.abort",
@@ -291,7 +293,7 @@ export const commandSpecs: CommandSpec[] = [
 		summary: "Extension commands, prompt templates and skills (run them with prompt '/name')",
 		data: z.object({ commands: z.array(SlashCommand) }).openapi("SlashCommands"),
 	},
-];
+] satisfies CommandSpec[];
 
 export function fieldsSchema(spec: CommandSpec) {
 	return commandFields[spec.type];

@@ -19,7 +19,7 @@ export const rawCommand = createRoute({
 	},
 	responses: {
 		200: json(z.unknown().openapi({ description: "pi's `data` for the command" }), "pi's answer"),
-		...commandErrors(),
+		...commandErrors(501),
 	},
 });
 

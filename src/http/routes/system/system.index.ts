@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { infoLimitKeys, pickLimits } from "../../../limits.ts";
 import { piPackageDir } from "../../../sessions/spawn.ts";
 import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
@@ -31,28 +32,12 @@ export function systemRouter({ registry, config }: Deps) {
 				{
 					name: "pi-gateway" as const,
 					version: gatewayVersion,
-					piVersion,
+					// The pi --pi-command runs, when it is a pi package (an older one among them).
+					piVersion: registry.piPackage?.version ?? piVersion,
 					node: process.version,
 					demo: config.demo,
 					extensions: [...config.extensions.keys()],
-					limits: {
-						maxSessions: config.maxSessions,
-						maxLiveSessions: config.maxLiveSessions,
-						idleTimeoutMs: config.idleTimeoutMs,
-						warmPool: config.warmPool,
-						maxImageBytes: config.maxImageBytes,
-						streamTicketTtlMs: config.streamTicketTtlMs,
-						maxQueued: config.maxQueued,
-						maxSubscribers: config.maxSubscribers,
-						maxBodyBytes: config.maxBodyBytes,
-						commandTimeoutMs: config.commandTimeoutMs,
-						waitTimeoutMs: config.waitTimeoutMs,
-						eventLogMaxEvents: config.eventLogMaxEvents,
-						eventLogMaxBytes: config.eventLogMaxBytes,
-						sseMaxBufferedBytes: config.sseMaxBufferedBytes,
-						sseHeartbeatMs: config.sseHeartbeatMs,
-						approvalTimeoutMs: config.approvalTimeoutMs,
-					},
+					limits: pickLimits(config, infoLimitKeys),
 					sessions: registry.size,
 				},
 				200,
