@@ -12,22 +12,32 @@ export interface SseOptions {
 }
 
 /**
- * `id:`, `event:` and pi's line as `data:`. Every field is built so that it cannot hold CR or LF,
- * the SSE line breaks: the type must pass isEventType, an id is a number or `<session>:<seq>`,
- * and a line break in the data (pi's lines hold no LF, but a raw CR would break the frame) starts
- * another `data:` line, which SSE clients join with LF (equal JSON: a raw break is only legal
- * between tokens). U+2028 is no SSE line break.
+ * `id:`, `event:` and pi's line as `data:`, as wire bytes: pi's line goes in as the bytes pi
+ * printed, never decoded. Every field is built so that it cannot hold CR or LF, the SSE line
+ * breaks: the type must pass isEventType, an id is a number or `<session>:<seq>`, and a line
+ * break in the data (pi's lines hold no LF, but a raw CR would break the frame) starts another
+ * `data:` line, which SSE clients join with LF (equal JSON: a raw break is only legal between
+ * tokens). U+2028 is no SSE line break (and its UTF-8 bytes hold no CR or LF).
  */
-export function frame(event: LoggedEvent, id: string | number | undefined = event.seq): string {
-	return `${idLine(id)}event: ${checkedType(event.type)}\n${dataLines(event.data)}\n`;
+export function frame(event: LoggedEvent, id: string | number | undefined = event.seq): Buffer {
+	const head = `${idLine(id)}event: ${checkedType(event.type)}\ndata: `;
+	const data = event.data;
+	if (data.indexOf(LF) !== -1 || data.indexOf(CR) !== -1) return Buffer.from(`${head}${splitData(data)}\n\n`);
+	// One allocation and two copies: the header is ASCII, so its length in bytes is its length.
+	const out = Buffer.allocUnsafe(head.length + data.length + 2);
+	out.write(head, 0, "latin1");
+	data.copy(out, head.length);
+	out[out.length - 2] = LF;
+	out[out.length - 1] = LF;
+	return out;
 }
 
 /**
- * frame(event) as UTF-8 bytes, encoded once per event and shared by every live subscriber, so
- * fan-out costs a buffer copy per client, not an encode.
+ * frame(event) built once per event and shared by every live subscriber, so fan-out costs a
+ * buffer copy per client at most, not a frame each.
  */
 export function frameBytes(event: LoggedEvent): Uint8Array {
-	event.frame ??= Buffer.from(frame(event));
+	event.frame ??= frame(event);
 	return event.frame;
 }
 
@@ -36,6 +46,8 @@ export function gatewayFrame(type: string, fields: Record<string, unknown>, id?:
 	return `${idLine(id)}event: ${checkedType(type)}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`;
 }
 
+const LF = 0x0a;
+const CR = 0x0d;
 const lineBreak = /\r\n|\r|\n/;
 
 function idLine(id: string | number | undefined): string {
@@ -49,10 +61,9 @@ function checkedType(type: string): string {
 	return type;
 }
 
-function dataLines(data: string): string {
-	// indexOf twice is several times cheaper than a regex scan on the hot path (every pi event).
-	if (data.indexOf("\n") === -1 && data.indexOf("\r") === -1) return `data: ${data}\n`;
-	return `data: ${data.split(lineBreak).join("\ndata: ")}\n`;
+/** Rare (a record holding a raw CR): each line after a break becomes a `data:` line of its own. */
+function splitData(data: Buffer): string {
+	return data.toString("utf8").split(lineBreak).join("\ndata: ");
 }
 
 /** What the pump writes to: Hono's SSE stream in the app, a fake in unit tests. */
@@ -62,7 +73,7 @@ export interface Sink {
 }
 
 /** Text pulled at the socket's pace (a replay from the log); undefined once there is no more. */
-export type Source = () => { text: string; lastId?: string | number } | undefined;
+export type Source = () => { text: string | Uint8Array; lastId?: string | number } | undefined;
 
 /**
  * One subscriber's outbox. Live producers push synchronously and never wait; a pump writes
@@ -141,7 +152,7 @@ export class Outbox {
 					continue;
 				}
 				({ text, lastId: id } = next);
-				if (text === "") continue;
+				if (text.length === 0) continue;
 			} else if (this.#ending) {
 				return;
 			} else {

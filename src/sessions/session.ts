@@ -3,7 +3,7 @@ import PQueue from "p-queue";
 import type { Logger } from "pino";
 import { ApiError } from "../http/problem.ts";
 import { type ExitInfo, PiProcess } from "../pi/child.ts";
-import { isEventType } from "../pi/event-type.ts";
+import { isEventType, typeOf } from "../pi/event-type.ts";
 import { encodeLine } from "../pi/jsonl.ts";
 import { commandKind, type PiCommand, type PiResponse, type UiRequest } from "../pi/protocol.ts";
 import { Approvals, resolvers } from "./approvals.ts";
@@ -402,28 +402,29 @@ export class Session {
 		);
 	}
 
-	#onLine(line: string): void {
+	#onLine(line: Buffer): void {
 		// Hot path: pi writes events as {"type":"…",…}. For all but two types the gateway needs only
-		// the type, so the line is forwarded as it is, without a JSON.parse per delta.
+		// the type, so the line is forwarded as the bytes pi printed, without a decode or JSON.parse.
 		const fast = typeOf(line);
 		if (fast !== undefined && fast !== "response" && fast !== "extension_ui_request") {
 			this.lastActivityAt = Date.now();
 			this.#onEvent(fast, line);
 			return;
 		}
+		const text = line.toString("utf8");
 		let record: { type?: unknown; id?: unknown; command?: unknown; method?: unknown };
 		try {
-			record = JSON.parse(line);
+			record = JSON.parse(text);
 		} catch {
-			this.#init.logger.warn({ sessionId: this.id, line: line.slice(0, 200) }, "pi printed a non-JSON line; skipped");
+			this.#init.logger.warn({ sessionId: this.id, line: text.slice(0, 200) }, "pi printed a non-JSON line; skipped");
 			return;
 		}
 		if (typeof record !== "object" || record === null || typeof record.type !== "string") {
-			this.#init.logger.warn({ sessionId: this.id, line: line.slice(0, 200) }, "pi printed a record without a type");
+			this.#init.logger.warn({ sessionId: this.id, line: text.slice(0, 200) }, "pi printed a record without a type");
 			return;
 		}
 		if (!isEventType(record.type)) {
-			this.#init.logger.warn({ sessionId: this.id, line: line.slice(0, 200) }, "pi printed a record of no valid type");
+			this.#init.logger.warn({ sessionId: this.id, line: text.slice(0, 200) }, "pi printed a record of no valid type");
 			return;
 		}
 		this.lastActivityAt = Date.now();
@@ -441,7 +442,7 @@ export class Session {
 	}
 
 	/** A session event: logged as pi printed it; run boundaries move the status. */
-	#onEvent(type: string, line: string): void {
+	#onEvent(type: string, line: Buffer): void {
 		if (type === "agent_start") this.#setRunning(true);
 		else if (type === "queue_update") this.#piQueued = queueLength(line);
 		this.log.append(type, line);
@@ -451,7 +452,7 @@ export class Session {
 		}
 	}
 
-	#onResponse(response: PiResponse, line: string): void {
+	#onResponse(response: PiResponse, line: Buffer): void {
 		// Answers to reads belong to the one client that asked; everything else is session history.
 		if (commandKind(response.command) !== "read") this.log.append("response", line);
 		if (response.command === "prompt" && response.success) {
@@ -596,22 +597,11 @@ function queuesMessage(command: PiCommand): boolean {
 }
 
 /** Entries in a queue_update event (both queues hold the complete current lists). */
-function queueLength(line: string): number {
+function queueLength(line: Buffer): number {
 	try {
-		const { steering, followUp } = JSON.parse(line) as { steering?: unknown; followUp?: unknown };
+		const { steering, followUp } = JSON.parse(line.toString("utf8")) as { steering?: unknown; followUp?: unknown };
 		return (Array.isArray(steering) ? steering.length : 0) + (Array.isArray(followUp) ? followUp.length : 0);
 	} catch {
 		return 0;
 	}
-}
-
-const typePrefix = '{"type":"';
-
-/** The type of a record that starts `{"type":"…"` and ends `}` (pi's own layout), else undefined. */
-export function typeOf(line: string): string | undefined {
-	if (!line.startsWith(typePrefix) || line.charCodeAt(line.length - 1) !== 125) return undefined;
-	const end = line.indexOf('"', typePrefix.length);
-	if (end === -1) return undefined;
-	const type = line.slice(typePrefix.length, end);
-	return isEventType(type) ? type : undefined;
 }

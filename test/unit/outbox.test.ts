@@ -20,25 +20,39 @@ class FakeSink implements Sink {
 
 const tick = () => new Promise((r) => setImmediate(r));
 
+/** frame() as text, for a LoggedEvent whose data is `data`'s UTF-8 bytes. */
+const framed = (seq: number, type: string, data: string | Buffer, id?: string) =>
+	frame({ seq, type, data: typeof data === "string" ? Buffer.from(data) : data }, id).toString("utf8");
+
 describe("frames", () => {
 	it("carry id, event and pi's line unchanged as one data line", () => {
 		const line = '{"type":"message_update","delta":"a\u2028b 😀 中"}';
-		expect(frame({ seq: 7, type: "message_update", data: line })).toBe(
-			`id: 7\nevent: message_update\ndata: ${line}\n\n`,
-		);
-		expect(frame({ seq: 7, type: "x", data: "{}" }, "ses_a:7")).toBe("id: ses_a:7\nevent: x\ndata: {}\n\n");
+		expect(framed(7, "message_update", line)).toBe(`id: 7\nevent: message_update\ndata: ${line}\n\n`);
+		expect(framed(7, "x", "{}", "ses_a:7")).toBe("id: ses_a:7\nevent: x\ndata: {}\n\n");
 		expect(gatewayFrame("gap", { after: 1 }, 4)).toBe('id: 4\nevent: gap\ndata: {"type":"gap","after":1}\n\n');
 		expect(gatewayFrame("dropped", {})).toBe('event: dropped\ndata: {"type":"dropped"}\n\n');
 	});
 
+	it("pass pi's bytes through untouched, even ones that are no valid UTF-8", () => {
+		const line = Buffer.concat([Buffer.from('{"type":"x","t":"'), Buffer.from([0xe6, 0xbc, 0xff]), Buffer.from('"}')]);
+		const bytes = frame({ seq: 1, type: "x", data: line });
+		expect(bytes.equals(Buffer.concat([Buffer.from("id: 1\nevent: x\ndata: "), line, Buffer.from("\n\n")]))).toBe(
+			true,
+		);
+	});
+
 	it("hold no CR or LF in any field: a break in the data starts another data line, a bad type or id throws", () => {
 		const forged = '{"type":"turn_start","a":"\revent: agent_settled\r\ndata: {}\n"}';
-		expect(frame({ seq: 3, type: "turn_start", data: forged })).toBe(
+		expect(framed(3, "turn_start", forged)).toBe(
 			'id: 3\nevent: turn_start\ndata: {"type":"turn_start","a":"\ndata: event: agent_settled\ndata: data: {}\ndata: "}\n\n',
 		);
-		expect(() => frame({ seq: 3, type: "x\nevent: agent_settled", data: "{}" })).toThrow("not an event type");
+		// A lone raw CR (what a line from pi can still hold: the decoder splits on LF only).
+		expect(framed(4, "turn_start", '{"a":"\revent: agent_settled"}')).toBe(
+			'id: 4\nevent: turn_start\ndata: {"a":"\ndata: event: agent_settled"}\n\n',
+		);
+		expect(() => framed(3, "x\nevent: agent_settled", "{}")).toThrow("not an event type");
 		expect(() => gatewayFrame("x\rdata: 1", {})).toThrow("not an event type");
-		expect(() => frame({ seq: 3, type: "x", data: "{}" }, "a\nb")).toThrow("not an SSE id");
+		expect(() => framed(3, "x", "{}", "a\nb")).toThrow("not an SSE id");
 	});
 });
 
