@@ -32,13 +32,21 @@ export function frame(event: LoggedEvent, id: string | number | undefined = even
 	return out;
 }
 
+let lastEvent: LoggedEvent | undefined;
+let lastFrame: Buffer | undefined;
+
 /**
- * frame(event) built once per event and shared by every live subscriber, so fan-out costs a
- * buffer copy per client at most, not a frame each.
+ * frame(event), built once per event and shared by every live subscriber, so fan-out costs a
+ * buffer copy per client at most, not a frame each. Live subscribers all take an event during
+ * its append, so remembering the last one is enough; keeping frames on the logged events would
+ * double the log's memory for frames that are rarely needed again (a replay builds its own).
  */
 export function frameBytes(event: LoggedEvent): Uint8Array {
-	event.frame ??= frame(event);
-	return event.frame;
+	if (event !== lastEvent || lastFrame === undefined) {
+		lastFrame = frame(event);
+		lastEvent = event;
+	}
+	return lastFrame;
 }
 
 /** A gateway event's frame; without `id` it has no `id:` line (the client keeps its last id). */

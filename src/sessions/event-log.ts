@@ -6,8 +6,6 @@ export interface LoggedEvent {
 	seq: number;
 	type: string;
 	data: Buffer;
-	/** The session-stream SSE frame as wire bytes, built once for all its subscribers (sse.ts). */
-	frame?: Uint8Array;
 }
 
 /** The event's data as text: for the few records the gateway reads, not for forwarding. */
@@ -82,7 +80,11 @@ export class EventLog {
 
 	/** `data`: pi's line as read (kept, not copied), or text (a gateway event's JSON), stored as UTF-8. */
 	append(type: string, data: Buffer | string): LoggedEvent {
-		const event: LoggedEvent = { seq: ++this.#lastSeq, type, data: typeof data === "string" ? Buffer.from(data) : data };
+		const event: LoggedEvent = {
+			seq: ++this.#lastSeq,
+			type,
+			data: typeof data === "string" ? Buffer.from(data) : data,
+		};
 		this.#events.push(event);
 		this.#bytes += event.data.length;
 		this.#evict();

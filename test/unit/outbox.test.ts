@@ -36,9 +36,7 @@ describe("frames", () => {
 	it("pass pi's bytes through untouched, even ones that are no valid UTF-8", () => {
 		const line = Buffer.concat([Buffer.from('{"type":"x","t":"'), Buffer.from([0xe6, 0xbc, 0xff]), Buffer.from('"}')]);
 		const bytes = frame({ seq: 1, type: "x", data: line });
-		expect(bytes.equals(Buffer.concat([Buffer.from("id: 1\nevent: x\ndata: "), line, Buffer.from("\n\n")]))).toBe(
-			true,
-		);
+		expect(bytes.equals(Buffer.concat([Buffer.from("id: 1\nevent: x\ndata: "), line, Buffer.from("\n\n")]))).toBe(true);
 	});
 
 	it("hold no CR or LF in any field: a break in the data starts another data line, a bad type or id throws", () => {

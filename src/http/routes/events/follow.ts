@@ -78,8 +78,7 @@ export function followSession(session: Session, out: Outbox, { after, accept, un
 		let lastId: number | undefined = gap ? cursor : undefined;
 		for (const event of events) {
 			if (take(event)) {
-				// A replayed frame is not kept on the event: old events are rarely replayed twice.
-				frames.push(event.frame ?? frame(event));
+				frames.push(frame(event));
 				lastId = event.seq;
 			}
 			if (done) break;
