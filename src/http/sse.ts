@@ -32,18 +32,35 @@ export function frame(event: LoggedEvent, id: string | number | undefined = even
 	return out;
 }
 
+/**
+ * A frame of pi's line not copied yet: `head` (ASCII: `id:`, `event:`, `data: `), then `data`,
+ * then a blank line. It is written straight into the batch a subscriber's outbox sends, so
+ * pi's bytes are copied once on their way to the socket.
+ */
+export interface LineFrame {
+	head: string;
+	/** Holds no CR or LF (a line that does is framed by frame() instead). */
+	data: Uint8Array;
+}
+
+/** What an outbox queues: text, bytes, or a line frame. */
+export type Chunk = string | Uint8Array | LineFrame;
+
 let lastEvent: LoggedEvent | undefined;
-let lastFrame: Buffer | undefined;
+let lastFrame: Chunk | undefined;
 
 /**
- * frame(event), built once per event and shared by every live subscriber, so fan-out costs a
- * buffer copy per client at most, not a frame each. Live subscribers all take an event during
- * its append, so remembering the last one is enough; keeping frames on the logged events would
- * double the log's memory for frames that are rarely needed again (a replay builds its own).
+ * frame(event) for live subscribers, made once per event and shared by all of them. They all
+ * take an event during its append, so remembering the last one is enough; nothing is kept on
+ * the logged event (the log would hold each event twice; a replay builds its own frames).
  */
-export function frameBytes(event: LoggedEvent): Uint8Array {
+export function frameBytes(event: LoggedEvent): Chunk {
 	if (event !== lastEvent || lastFrame === undefined) {
-		lastFrame = frame(event);
+		const data = event.data;
+		lastFrame =
+			data.indexOf(LF) !== -1 || data.indexOf(CR) !== -1
+				? frame(event)
+				: { head: `id: ${event.seq}\nevent: ${checkedType(event.type)}\ndata: `, data };
 		lastEvent = event;
 	}
 	return lastFrame;
@@ -92,7 +109,7 @@ export type Source = () => { text: string | Uint8Array; lastId?: string | number
  */
 export class Outbox {
 	readonly #max: number;
-	#chunks: (string | Uint8Array)[] = [];
+	#chunks: Chunk[] = [];
 	#bytes = 0;
 	#pendingId: string | number | undefined;
 	#ending = false;
@@ -121,10 +138,10 @@ export class Outbox {
 		return this.#bytes;
 	}
 
-	push(text: string | Uint8Array, id?: string | number): void {
+	push(text: Chunk, id?: string | number): void {
 		if (this.#ending) return;
 		this.#chunks.push(text);
-		this.#bytes += typeof text === "string" ? text.length : text.byteLength;
+		this.#bytes += chunkBytes(text);
 		if (id !== undefined) this.#pendingId = id;
 		// One frame alone is never too much (a big message_end must reach a reader that keeps up).
 		if (this.#bytes > this.#max && this.#chunks.length > 1) this.#drop();
@@ -148,7 +165,11 @@ export class Outbox {
 			let text: string | Uint8Array;
 			let id: string | number | undefined;
 			if (this.#chunks.length > 0) {
-				text = this.#chunks.length === 1 ? (this.#chunks[0] as string | Uint8Array) : joinChunks(this.#chunks);
+				const first = this.#chunks[0] as Chunk;
+				text =
+					this.#chunks.length === 1 && (typeof first === "string" || first instanceof Uint8Array)
+						? first
+						: joinChunks(this.#chunks);
 				id = this.#pendingId;
 				this.#chunks = [];
 				this.#bytes = 0;
@@ -233,8 +254,32 @@ export function sseStream(c: Context, options: SseOptions, out: Outbox, detach: 
 	return response;
 }
 
-/** One write for a batch: strings joined, or everything as one buffer when bytes are mixed in. */
-function joinChunks(chunks: (string | Uint8Array)[]): string | Uint8Array {
+/** Bytes a chunk puts on the wire (a string counts its length: near enough for a buffer bound). */
+function chunkBytes(chunk: Chunk): number {
+	if (typeof chunk === "string") return chunk.length;
+	if (chunk instanceof Uint8Array) return chunk.byteLength;
+	return chunk.head.length + chunk.data.byteLength + 2;
+}
+
+/** One write for a batch: strings joined, or everything written into one buffer when bytes are mixed in. */
+function joinChunks(chunks: Chunk[]): string | Uint8Array {
 	if (chunks.every((c) => typeof c === "string")) return chunks.join("");
-	return Buffer.concat(chunks.map((c) => (typeof c === "string" ? Buffer.from(c) : c)));
+	let size = 0;
+	for (const c of chunks) size += typeof c === "string" ? Buffer.byteLength(c) : chunkBytes(c);
+	const out = Buffer.allocUnsafe(size);
+	let at = 0;
+	for (const c of chunks) {
+		if (typeof c === "string") at += out.write(c, at);
+		else if (c instanceof Uint8Array) {
+			out.set(c, at);
+			at += c.byteLength;
+		} else {
+			at += out.write(c.head, at, "latin1");
+			out.set(c.data, at);
+			at += c.data.byteLength;
+			out[at++] = LF;
+			out[at++] = LF;
+		}
+	}
+	return out;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { frame, gatewayFrame, Outbox, type Sink } from "../../src/http/sse.ts";
+import { frame, frameBytes, gatewayFrame, Outbox, type Sink } from "../../src/http/sse.ts";
 
 /** A socket stand-in: records writes; while `held`, each write waits until released. */
 class FakeSink implements Sink {
@@ -55,6 +55,29 @@ describe("frames", () => {
 });
 
 describe("Outbox", () => {
+	it("writes a live frame (pi's bytes copied once, into the batch) exactly as frame() builds it", async () => {
+		const events = [
+			{ seq: 1, type: "message_update", data: Buffer.from('{"type":"message_update","d":"a\u2028😀"}') },
+			{ seq: 2, type: "turn_start", data: Buffer.from('{"a":"\revent: agent_settled"}') },
+			{ seq: 3, type: "agent_end", data: Buffer.from("{}") },
+		];
+		expect(frameBytes(events[0] as (typeof events)[0])).toBe(frameBytes(events[0] as (typeof events)[0]));
+		const out = new Outbox(1 << 20);
+		const sink = new FakeSink();
+		out.push(frameBytes(events[0] as (typeof events)[0]), 1);
+		const done = out.pump(sink);
+		await tick();
+		out.push(": heartbeat\n\n");
+		for (const event of events.slice(1)) out.push(frameBytes(event), event.seq);
+		out.end();
+		await done;
+		expect(sink.writes).toHaveLength(2);
+		const [one, two, three] = events.map((e) => frame(e).toString());
+		expect(sink.writes).toEqual([one, `: heartbeat\n\n${two}${three}`]);
+		expect(two).toBe('id: 2\nevent: turn_start\ndata: {"a":"\ndata: event: agent_settled"}\n\n');
+		expect(out.lastSent).toBe(3);
+	});
+
 	it("writes pushed text in order and stops after end()", async () => {
 		const out = new Outbox(1000);
 		const sink = new FakeSink();
