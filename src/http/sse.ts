@@ -41,6 +41,8 @@ export interface LineFrame {
 	head: string;
 	/** Holds no CR or LF (a line that does is framed by frame() instead). */
 	data: Uint8Array;
+	/** The whole frame, made when a subscriber sends it alone, and then shared by the others. */
+	bytes?: Uint8Array;
 }
 
 /** What an outbox queues: text, bytes, or a line frame. */
@@ -166,10 +168,10 @@ export class Outbox {
 			let id: string | number | undefined;
 			if (this.#chunks.length > 0) {
 				const first = this.#chunks[0] as Chunk;
-				text =
-					this.#chunks.length === 1 && (typeof first === "string" || first instanceof Uint8Array)
-						? first
-						: joinChunks(this.#chunks);
+				if (this.#chunks.length > 1) text = joinChunks(this.#chunks);
+				else if (typeof first === "string" || first instanceof Uint8Array) text = first;
+				// (A batch holding bytes is joined into bytes.)
+				else text = first.bytes ??= joinChunks([first]) as Uint8Array;
 				id = this.#pendingId;
 				this.#chunks = [];
 				this.#bytes = 0;
