@@ -108,7 +108,10 @@ export async function throughput(gateway: GatewayProcess, sizes: number[], count
 	for (const size of sizes) {
 		const spec = { count, rate: 0, size };
 		const pipe = await viaPipe(spec);
+		const cpuBefore = procStats(gateway.pid).cpuSeconds;
 		const gw = await viaGateway(gateway, spec);
+		// The gateway's own CPU per event: what it controls, and steadier than the ratio on a busy machine.
+		const cpuMicros = ((procStats(gateway.pid).cpuSeconds - cpuBefore) / count) * 1e6;
 		const pipeRate = count / pipe.seconds;
 		const gwRate = count / gw.seconds;
 		rows.push({
@@ -119,6 +122,9 @@ export async function throughput(gateway: GatewayProcess, sizes: number[], count
 			"SSE events/s": Math.round(gwRate),
 			"SSE MB/s": (gw.perSubscriber[0]?.bytes ?? 0) / gw.seconds / 1e6,
 			"SSE / pipe": gwRate / pipeRate,
+			"gateway CPU µs/event": cpuMicros,
+			// Fewer than sent: the client fell more than --sse-max-buffered-bytes behind and was cut off.
+			delivered: `${gw.perSubscriber[0]?.latencies.length ?? 0}/${count}`,
 		});
 	}
 	return rows;

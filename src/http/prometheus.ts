@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { LoggedEvent } from "../sessions/event-log.ts";
+import { eventJson, type LoggedEvent } from "../sessions/event-log.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
 import { SessionStatus } from "../sessions/session.ts";
 
@@ -180,7 +180,7 @@ export class Metrics {
 /** A string field of a gateway event's JSON (`approval.status`, `reason`), read only for the few that need it. */
 function field(event: LoggedEvent, ...path: string[]): string | undefined {
 	try {
-		let value: unknown = JSON.parse(event.data);
+		let value: unknown = eventJson(event);
 		for (const key of path) value = (value as Record<string, unknown> | undefined)?.[key];
 		return typeof value === "string" ? value : undefined;
 	} catch {

@@ -12,23 +12,60 @@ export interface SseOptions {
 }
 
 /**
- * `id:`, `event:` and pi's line as `data:`. Every field is built so that it cannot hold CR or LF,
- * the SSE line breaks: the type must pass isEventType, an id is a number or `<session>:<seq>`,
- * and a line break in the data (pi's lines hold no LF, but a raw CR would break the frame) starts
- * another `data:` line, which SSE clients join with LF (equal JSON: a raw break is only legal
- * between tokens). U+2028 is no SSE line break.
+ * `id:`, `event:` and pi's line as `data:`, as wire bytes: pi's line goes in as the bytes pi
+ * printed, never decoded. Every field is built so that it cannot hold CR or LF, the SSE line
+ * breaks: the type must pass isEventType, an id is a number or `<session>:<seq>`, and a line
+ * break in the data (pi's lines hold no LF, but a raw CR would break the frame) starts another
+ * `data:` line, which SSE clients join with LF (equal JSON: a raw break is only legal between
+ * tokens). U+2028 is no SSE line break (and its UTF-8 bytes hold no CR or LF).
  */
-export function frame(event: LoggedEvent, id: string | number | undefined = event.seq): string {
-	return `${idLine(id)}event: ${checkedType(event.type)}\n${dataLines(event.data)}\n`;
+export function frame(event: LoggedEvent, id: string | number | undefined = event.seq): Buffer {
+	const head = `${idLine(id)}event: ${checkedType(event.type)}\ndata: `;
+	const data = event.data;
+	if (data.indexOf(LF) !== -1 || data.indexOf(CR) !== -1) return Buffer.from(`${head}${splitData(data)}\n\n`);
+	// One allocation and two copies: the header is ASCII, so its length in bytes is its length.
+	const out = Buffer.allocUnsafe(head.length + data.length + 2);
+	out.write(head, 0, "latin1");
+	data.copy(out, head.length);
+	out[out.length - 2] = LF;
+	out[out.length - 1] = LF;
+	return out;
 }
 
 /**
- * frame(event) as UTF-8 bytes, encoded once per event and shared by every live subscriber, so
- * fan-out costs a buffer copy per client, not an encode.
+ * A frame of pi's line not copied yet: `head` (ASCII: `id:`, `event:`, `data: `), then `data`,
+ * then a blank line. It is written straight into the batch a subscriber's outbox sends, so
+ * pi's bytes are copied once on their way to the socket.
  */
-export function frameBytes(event: LoggedEvent): Uint8Array {
-	event.frame ??= Buffer.from(frame(event));
-	return event.frame;
+export interface LineFrame {
+	head: string;
+	/** Holds no CR or LF (a line that does is framed by frame() instead). */
+	data: Uint8Array;
+	/** The whole frame, made when a subscriber sends it alone, and then shared by the others. */
+	bytes?: Uint8Array;
+}
+
+/** What an outbox queues: text, bytes, or a line frame. */
+export type Chunk = string | Uint8Array | LineFrame;
+
+let lastEvent: LoggedEvent | undefined;
+let lastFrame: Chunk | undefined;
+
+/**
+ * frame(event) for live subscribers, made once per event and shared by all of them. They all
+ * take an event during its append, so remembering the last one is enough; nothing is kept on
+ * the logged event (the log would hold each event twice; a replay builds its own frames).
+ */
+export function frameBytes(event: LoggedEvent): Chunk {
+	if (event !== lastEvent || lastFrame === undefined) {
+		const data = event.data;
+		lastFrame =
+			data.indexOf(LF) !== -1 || data.indexOf(CR) !== -1
+				? frame(event)
+				: { head: `id: ${event.seq}\nevent: ${checkedType(event.type)}\ndata: `, data };
+		lastEvent = event;
+	}
+	return lastFrame;
 }
 
 /** A gateway event's frame; without `id` it has no `id:` line (the client keeps its last id). */
@@ -36,6 +73,8 @@ export function gatewayFrame(type: string, fields: Record<string, unknown>, id?:
 	return `${idLine(id)}event: ${checkedType(type)}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`;
 }
 
+const LF = 0x0a;
+const CR = 0x0d;
 const lineBreak = /\r\n|\r|\n/;
 
 function idLine(id: string | number | undefined): string {
@@ -49,10 +88,9 @@ function checkedType(type: string): string {
 	return type;
 }
 
-function dataLines(data: string): string {
-	// indexOf twice is several times cheaper than a regex scan on the hot path (every pi event).
-	if (data.indexOf("\n") === -1 && data.indexOf("\r") === -1) return `data: ${data}\n`;
-	return `data: ${data.split(lineBreak).join("\ndata: ")}\n`;
+/** Rare (a record holding a raw CR): each line after a break becomes a `data:` line of its own. */
+function splitData(data: Buffer): string {
+	return data.toString("utf8").split(lineBreak).join("\ndata: ");
 }
 
 /** What the pump writes to: Hono's SSE stream in the app, a fake in unit tests. */
@@ -62,7 +100,7 @@ export interface Sink {
 }
 
 /** Text pulled at the socket's pace (a replay from the log); undefined once there is no more. */
-export type Source = () => { text: string; lastId?: string | number } | undefined;
+export type Source = () => { text: string | Uint8Array; lastId?: string | number } | undefined;
 
 /**
  * One subscriber's outbox. Live producers push synchronously and never wait; a pump writes
@@ -73,7 +111,7 @@ export type Source = () => { text: string; lastId?: string | number } | undefine
  */
 export class Outbox {
 	readonly #max: number;
-	#chunks: (string | Uint8Array)[] = [];
+	#chunks: Chunk[] = [];
 	#bytes = 0;
 	#pendingId: string | number | undefined;
 	#ending = false;
@@ -102,10 +140,10 @@ export class Outbox {
 		return this.#bytes;
 	}
 
-	push(text: string | Uint8Array, id?: string | number): void {
+	push(text: Chunk, id?: string | number): void {
 		if (this.#ending) return;
 		this.#chunks.push(text);
-		this.#bytes += typeof text === "string" ? text.length : text.byteLength;
+		this.#bytes += chunkBytes(text);
 		if (id !== undefined) this.#pendingId = id;
 		// One frame alone is never too much (a big message_end must reach a reader that keeps up).
 		if (this.#bytes > this.#max && this.#chunks.length > 1) this.#drop();
@@ -129,7 +167,11 @@ export class Outbox {
 			let text: string | Uint8Array;
 			let id: string | number | undefined;
 			if (this.#chunks.length > 0) {
-				text = this.#chunks.length === 1 ? (this.#chunks[0] as string | Uint8Array) : joinChunks(this.#chunks);
+				const first = this.#chunks[0] as Chunk;
+				if (this.#chunks.length > 1) text = joinChunks(this.#chunks);
+				else if (typeof first === "string" || first instanceof Uint8Array) text = first;
+				// (A batch holding bytes is joined into bytes.)
+				else text = first.bytes ??= joinChunks([first]) as Uint8Array;
 				id = this.#pendingId;
 				this.#chunks = [];
 				this.#bytes = 0;
@@ -141,7 +183,7 @@ export class Outbox {
 					continue;
 				}
 				({ text, lastId: id } = next);
-				if (text === "") continue;
+				if (text.length === 0) continue;
 			} else if (this.#ending) {
 				return;
 			} else {
@@ -214,8 +256,32 @@ export function sseStream(c: Context, options: SseOptions, out: Outbox, detach: 
 	return response;
 }
 
-/** One write for a batch: strings joined, or everything as one buffer when bytes are mixed in. */
-function joinChunks(chunks: (string | Uint8Array)[]): string | Uint8Array {
+/** Bytes a chunk puts on the wire (a string counts its length: near enough for a buffer bound). */
+function chunkBytes(chunk: Chunk): number {
+	if (typeof chunk === "string") return chunk.length;
+	if (chunk instanceof Uint8Array) return chunk.byteLength;
+	return chunk.head.length + chunk.data.byteLength + 2;
+}
+
+/** One write for a batch: strings joined, or everything written into one buffer when bytes are mixed in. */
+function joinChunks(chunks: Chunk[]): string | Uint8Array {
 	if (chunks.every((c) => typeof c === "string")) return chunks.join("");
-	return Buffer.concat(chunks.map((c) => (typeof c === "string" ? Buffer.from(c) : c)));
+	let size = 0;
+	for (const c of chunks) size += typeof c === "string" ? Buffer.byteLength(c) : chunkBytes(c);
+	const out = Buffer.allocUnsafe(size);
+	let at = 0;
+	for (const c of chunks) {
+		if (typeof c === "string") at += out.write(c, at);
+		else if (c instanceof Uint8Array) {
+			out.set(c, at);
+			at += c.byteLength;
+		} else {
+			at += out.write(c.head, at, "latin1");
+			out.set(c.data, at);
+			at += c.data.byteLength;
+			out[at++] = LF;
+			out[at++] = LF;
+		}
+	}
+	return out;
 }

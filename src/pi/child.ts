@@ -18,7 +18,8 @@ export interface PiProcessOptions {
 	env: NodeJS.ProcessEnv;
 	maxLineChars: number;
 	stderrTailBytes: number;
-	onLine(line: string): void;
+	/** One record as pi printed it (bytes; see JsonlDecoder). */
+	onLine(line: Buffer): void;
 	onOverflow(droppedChars: number, head: string): void;
 	/** Set when `command` is bwrap running `sandboxed.command`: the sandbox changes how pi's end looks. */
 	sandboxed?: { command: string };

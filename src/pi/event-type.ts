@@ -8,3 +8,22 @@ const eventTypePattern = /^[a-z_]{1,64}$/;
 export function isEventType(type: unknown): type is string {
 	return typeof type === "string" && eventTypePattern.test(type);
 }
+
+const typePrefix = Buffer.from('{"type":"');
+const QUOTE = 0x22;
+const CLOSE_BRACE = 0x7d;
+
+/**
+ * The type of a record that starts `{"type":"…"` and ends `}` (pi's own layout), else undefined:
+ * read from the bytes, so the hot path forwards a record without decoding or parsing it.
+ */
+export function typeOf(line: Buffer): string | undefined {
+	const from = typePrefix.length;
+	if (line.length <= from || line[line.length - 1] !== CLOSE_BRACE || typePrefix.compare(line, 0, from) !== 0)
+		return undefined;
+	const end = line.indexOf(QUOTE, from);
+	// A valid type is at most 64 ASCII letters, so a longer or non-ASCII one fails isEventType anyway.
+	if (end === -1 || end - from > 64) return undefined;
+	const type = line.toString("latin1", from, end);
+	return isEventType(type) ? type : undefined;
+}

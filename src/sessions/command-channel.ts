@@ -151,7 +151,7 @@ export class CommandChannel {
 	}
 
 	/** A queue_update event: both of pi's queues, complete. */
-	piQueueUpdated(line: string): void {
+	piQueueUpdated(line: Buffer): void {
 		this.#piQueued = queueLength(line);
 	}
 
@@ -204,9 +204,9 @@ function queuesMessage(command: PiCommand): boolean {
 }
 
 /** Entries in a queue_update event (both queues hold the complete current lists). */
-function queueLength(line: string): number {
+function queueLength(line: Buffer): number {
 	try {
-		const { steering, followUp } = JSON.parse(line) as { steering?: unknown; followUp?: unknown };
+		const { steering, followUp } = JSON.parse(line.toString("utf8")) as { steering?: unknown; followUp?: unknown };
 		return (Array.isArray(steering) ? steering.length : 0) + (Array.isArray(followUp) ? followUp.length : 0);
 	} catch {
 		return 0;

@@ -1,10 +1,21 @@
-/** One frame of a session's event stream: `data` is pi's line unchanged, or a gateway event's JSON. */
+/**
+ * One frame of a session's event stream: `data` is pi's line as the bytes pi printed (never
+ * decoded unless someone reads it: see eventText/eventJson), or a gateway event's JSON as UTF-8.
+ */
 export interface LoggedEvent {
 	seq: number;
 	type: string;
-	data: string;
-	/** The session-stream SSE frame as wire bytes, built once for all its subscribers (sse.ts). */
-	frame?: Uint8Array;
+	data: Buffer;
+}
+
+/** The event's data as text: for the few records the gateway reads, not for forwarding. */
+export function eventText(event: LoggedEvent): string {
+	return event.data.toString("utf8");
+}
+
+/** The event's data parsed (throws on a line that is no JSON, as JSON.parse does). */
+export function eventJson<T = unknown>(event: LoggedEvent): T {
+	return JSON.parse(eventText(event)) as T;
 }
 
 export type Listener = (event: LoggedEvent) => void;
@@ -26,8 +37,8 @@ export interface Replay {
 
 /**
  * A bounded, append-only log with live listeners. Sequence numbers start at 1 and never repeat;
- * the oldest events fall off when the log passes its count or size bound (sizes are counted in
- * UTF-16 code units, which is what the strings hold in memory). Appending never waits for a
+ * the oldest events fall off when the log passes its count or size bound (sizes are the bytes of
+ * the events' data). Appending never waits for a
  * listener: each listener buffers on its own.
  */
 export class EventLog {
@@ -67,10 +78,15 @@ export class EventLog {
 		return this.#listeners.size;
 	}
 
-	append(type: string, data: string): LoggedEvent {
-		const event: LoggedEvent = { seq: ++this.#lastSeq, type, data };
+	/** `data`: pi's line as read (kept, not copied), or text (a gateway event's JSON), stored as UTF-8. */
+	append(type: string, data: Buffer | string): LoggedEvent {
+		const event: LoggedEvent = {
+			seq: ++this.#lastSeq,
+			type,
+			data: typeof data === "string" ? Buffer.from(data) : data,
+		};
 		this.#events.push(event);
-		this.#bytes += data.length;
+		this.#bytes += event.data.length;
 		this.#evict();
 		for (const listener of this.#listeners) {
 			try {

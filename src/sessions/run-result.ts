@@ -1,4 +1,4 @@
-import type { LoggedEvent } from "./event-log.ts";
+import { eventJson, eventText, type LoggedEvent } from "./event-log.ts";
 import type { Session } from "./session.ts";
 
 export type Disposition = "started" | "queued" | "handled";
@@ -15,9 +15,10 @@ const leadingId = /^\{"id":"((?:[^"\\]|\\.)*)"/;
 /** The `id` of a logged `response` (pi writes it first, so usually no parse is needed). */
 export function responseId(event: LoggedEvent): string | undefined {
 	if (event.type !== "response") return undefined;
-	const match = leadingId.exec(event.data);
+	const text = eventText(event);
+	const match = leadingId.exec(text);
 	if (match) return match[1];
-	return (JSON.parse(event.data) as { id?: string }).id;
+	return (JSON.parse(text) as { id?: string }).id;
 }
 
 /**
@@ -45,7 +46,7 @@ export class RunWatch {
 		if (!this.responded) {
 			if (event.type !== "response" || responseId(event) !== this.#id) return false;
 			this.responded = true;
-			const response = JSON.parse(event.data) as { success: boolean; data?: { disposition?: Disposition } };
+			const response = eventJson<{ success: boolean; data?: { disposition?: Disposition } }>(event);
 			if (!response.success) return this.#end("refused");
 			this.disposition = response.data?.disposition ?? "queued";
 			if (this.disposition === "handled") return this.#end("handled");
@@ -105,10 +106,10 @@ export class RunCollector {
 		this.#firstEventId ??= event.seq;
 		this.#lastEventId = event.seq;
 		if (event.type === "message_end") {
-			const message = (JSON.parse(event.data) as { message: Message }).message;
+			const message = eventJson<{ message: Message }>(event).message;
 			if (message.role !== "system") this.#messages.push(message);
 		} else if (event.type === "agent_settled") {
-			this.#aborted = (JSON.parse(event.data) as { aborted?: boolean }).aborted === true;
+			this.#aborted = eventJson<{ aborted?: boolean }>(event).aborted === true;
 		}
 	}
 

@@ -2,7 +2,7 @@
 // (start, stop, exit), the routing of pi's lines and its status all read and write the same
 // few fields (process, status, running), so splitting them would trade one file for getters
 // between three. What has a job of its own lives beside it: command-channel.ts (queue,
-// in-flight commands, ids, oversized answers, state refresh), session-types.ts, lines.ts,
+// in-flight commands, ids, oversized answers, state refresh), session-types.ts,
 // approvals.ts, ui-state.ts, event-log.ts.
 import type { RpcSessionState } from "@earendil-works/pi-coding-agent";
 import type { Logger } from "pino";
@@ -18,12 +18,11 @@ import {
 	looksLegacy,
 	synthesisedSettled,
 } from "../pi/dialect.ts";
-import { isEventType } from "../pi/event-type.ts";
+import { isEventType, typeOf } from "../pi/event-type.ts";
 import { commandKind, isDialogRequest, type PiCommand, type PiResponse, type UiRequest } from "../pi/protocol.ts";
 import { Approvals, resolvers } from "./approvals.ts";
 import { CommandChannel } from "./command-channel.ts";
 import { EventLog } from "./event-log.ts";
-import { typeOf } from "./lines.ts";
 import type { PiState, SessionInit, SessionStatus, SpawnCommand, StopReason } from "./session-types.ts";
 import { applyUiRequest, emptyUiState, fireAndForgetMethods, type UiState } from "./ui-state.ts";
 
@@ -303,28 +302,29 @@ export class Session {
 		return this.#channel.nextCommandId();
 	}
 
-	#onLine(line: string): void {
+	#onLine(line: Buffer): void {
 		// Hot path: pi writes events as {"type":"…",…}. For all but two types the gateway needs only
-		// the type, so the line is forwarded as it is, without a JSON.parse per delta.
+		// the type, so the line is forwarded as the bytes pi printed, without a decode or JSON.parse.
 		const fast = typeOf(line);
 		if (fast !== undefined && fast !== "response" && fast !== "extension_ui_request") {
 			this.lastActivityAt = Date.now();
 			this.#onEvent(fast, line);
 			return;
 		}
+		const text = line.toString("utf8");
 		let record: { type?: unknown; id?: unknown; command?: unknown; method?: unknown };
 		try {
-			record = JSON.parse(line);
+			record = JSON.parse(text);
 		} catch {
-			this.#logger.warn({ line: line.slice(0, 200) }, "pi printed a non-JSON line; skipped");
+			this.#logger.warn({ line: text.slice(0, 200) }, "pi printed a non-JSON line; skipped");
 			return;
 		}
 		if (typeof record !== "object" || record === null || typeof record.type !== "string") {
-			this.#logger.warn({ line: line.slice(0, 200) }, "pi printed a record without a type");
+			this.#logger.warn({ line: text.slice(0, 200) }, "pi printed a record without a type");
 			return;
 		}
 		if (!isEventType(record.type)) {
-			this.#logger.warn({ line: line.slice(0, 200) }, "pi printed a record of no valid type");
+			this.#logger.warn({ line: text.slice(0, 200) }, "pi printed a record of no valid type");
 			return;
 		}
 		this.lastActivityAt = Date.now();
@@ -342,14 +342,15 @@ export class Session {
 	}
 
 	/** A session event: logged as pi printed it; run boundaries move the status. */
-	#onEvent(type: string, line: string): void {
+	#onEvent(type: string, line: Buffer): void {
 		if (type === "agent_start") this.#setRunning(true);
 		else if (type === "queue_update") this.#channel.piQueueUpdated(line);
-		if (this.dialect === "legacy" && type === "message_update") line = legacyMessageUpdate(line);
+		if (this.dialect === "legacy" && type === "message_update")
+			line = Buffer.from(legacyMessageUpdate(line.toString("utf8")));
 		this.events.append(type, line);
 		// A legacy pi ends a run with agent_end only: with nothing left in its queue, it is settled.
 		if (this.dialect === "legacy" && type === "agent_end" && this.#channel.piQueued === 0) {
-			this.#onEvent("agent_settled", synthesisedSettled(line));
+			this.#onEvent("agent_settled", Buffer.from(synthesisedSettled(line.toString("utf8"))));
 		}
 		if (type === "agent_settled") {
 			this.currentRunId = undefined;
@@ -357,7 +358,7 @@ export class Session {
 		}
 	}
 
-	#onResponse(response: PiResponse, line: string): void {
+	#onResponse(response: PiResponse, line: Buffer): void {
 		if (this.dialect === "current" && looksLegacy(response)) {
 			this.#logger.warn("pi accepted a prompt without a disposition: a legacy pi (0.73)");
 			this.dialect = "legacy";
@@ -367,7 +368,7 @@ export class Session {
 			const message = response.id ? this.#channel.commandOf(response.id)?.message : undefined;
 			const disposition = legacyDisposition(this.#running, message, this.#extensionCommands);
 			response = { ...response, data: { disposition } };
-			line = JSON.stringify(response);
+			line = Buffer.from(JSON.stringify(response));
 		}
 		// Answers to reads belong to the one client that asked; everything else is session history.
 		if (commandKind(response.command) !== "read") this.events.append("response", line);

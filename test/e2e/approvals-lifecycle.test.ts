@@ -29,7 +29,7 @@ const responseIn = (runId: string, sessionId = id, g = gw) =>
 	g.registry
 		.get(sessionId)
 		.events.since(0)
-		.events.find((e) => e.type === "response" && JSON.parse(e.data).id === runId);
+		.events.find((e) => e.type === "response" && JSON.parse(String(e.data)).id === runId);
 
 describe("JSON answers while a dialog holds pi's answer", () => {
 	it.each([
@@ -77,7 +77,7 @@ describe("JSON answers while a dialog holds pi's answer", () => {
 		expect(res.body).toEqual({ runId: expect.any(String), disposition: "pending", eventsUrl: expect.any(String) });
 		expect(responseIn(res.body.runId)).toBeUndefined();
 		const response = await until(() => responseIn(res.body.runId));
-		expect(JSON.parse(response.data)).toMatchObject({ success: true, data: { disposition: "handled" } });
+		expect(JSON.parse(String(response.data))).toMatchObject({ success: true, data: { disposition: "handled" } });
 	});
 });
 

@@ -186,7 +186,7 @@ describe("wait mode", () => {
 		expect(body.usage).toMatchObject({ input: expect.any(Number), output: 9 }); // one per word
 		const first = log.since(body.firstEventId - 1).events[0];
 		expect(first).toMatchObject({ type: "response" });
-		expect(first?.data).toContain(`"id":"${body.runId}"`);
+		expect(String(first?.data)).toContain(`"id":"${body.runId}"`);
 	});
 
 	it("a handled prompt answers at pi's response; a failed run still settles and says why", async () => {

@@ -186,7 +186,7 @@ describe("the stream's end and the all-sessions stream", () => {
 				.events.slice(0, mine.length);
 			expect(mine.some(settled)).toBe(true);
 			expect(mine.map((f) => f.id)).toEqual(fromLog.map((e) => `${sid}:${e.seq}`));
-			expect(mine.map((f) => f.data)).toEqual(fromLog.map((e) => e.data));
+			expect(mine.map((f) => f.data)).toEqual(fromLog.map((e) => String(e.data)));
 		}
 		expect(deltas(frames.filter((f) => f.id?.startsWith(`${other}:`)))).toBe("two");
 		const onlyTypes = await settledFrames;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { EventLog, type LoggedEvent } from "../../src/sessions/event-log.ts";
+import { EventLog, eventJson, eventText, type LoggedEvent } from "../../src/sessions/event-log.ts";
 
 const fill = (log: EventLog, n: number, data = (i: number) => `{"i":${i}}`) => {
 	for (let i = 1; i <= n; i++) log.append("e", data(i));
@@ -18,7 +18,7 @@ describe("EventLog", () => {
 		expect(seqs(log.since(0).events)).toEqual([1, 2, 3, 4, 5]);
 		expect(seqs(log.since(3).events)).toEqual([4, 5]);
 		expect(log.since(5)).toEqual({ events: [] });
-		expect(log.since(3).events[0]).toEqual({ seq: 4, type: "e", data: '{"i":4}' });
+		expect(log.since(3).events[0]).toEqual({ seq: 4, type: "e", data: Buffer.from('{"i":4}') });
 	});
 
 	it("a position past the end replays nothing and reports no gap", () => {
@@ -62,10 +62,15 @@ describe("EventLog", () => {
 		expect(log.bytes).toBe(50);
 	});
 
-	it("counts sizes in UTF-16 code units, as held in memory", () => {
+	it("holds data as bytes and counts them: pi's line as it came (not copied), text as UTF-8", () => {
 		const log = new EventLog(100, 1 << 20);
 		log.append("e", "\u2028😀中");
-		expect(log.bytes).toBe(4);
+		expect(log.bytes).toBe(10);
+		const line = Buffer.from('{"type":"x"}');
+		expect(log.append("x", line).data).toBe(line);
+		expect(log.bytes).toBe(10 + line.length);
+		expect(eventText(log.since(0).events[0] as LoggedEvent)).toBe("\u2028😀中");
+		expect(eventJson(log.since(1).events[0] as LoggedEvent)).toEqual({ type: "x" });
 	});
 
 	it("stays correct across the compaction of its backing array", () => {
@@ -74,7 +79,7 @@ describe("EventLog", () => {
 		expect(log.size).toBe(100);
 		expect(log.firstSeq).toBe(4901);
 		expect(seqs(log.since(4950).events)).toEqual(Array.from({ length: 50 }, (_, i) => 4951 + i));
-		expect(log.since(4950).events[0]?.data).toBe('{"i":4951}');
+		expect(log.since(4950).events[0]?.data.toString()).toBe('{"i":4951}');
 		expect(log.since(4000).gap).toEqual({ after: 4000, firstAvailable: 4901, lost: 900 });
 	});
 

@@ -5,7 +5,7 @@ function decode(max: number, chunks: string[]) {
 	const lines: string[] = [];
 	const overflows: [number, string][] = [];
 	const decoder = new JsonlDecoder(max, {
-		onLine: (line) => lines.push(line),
+		onLine: (line) => lines.push(line.toString("utf8")),
 		onOverflow: (chars, head) => overflows.push([chars, head]),
 	});
 	for (const chunk of chunks) decoder.push(Buffer.from(chunk));

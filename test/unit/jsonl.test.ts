@@ -1,16 +1,25 @@
 import { describe, expect, it } from "vitest";
+import { typeOf } from "../../src/pi/event-type.ts";
 import { encodeLine, JsonlDecoder } from "../../src/pi/jsonl.ts";
 
+/** Lines come out as bytes; `lines` holds them as UTF-8 text, `raw` as they came. */
 function decode(chunks: (Buffer | string)[], max = 1024) {
 	const lines: string[] = [];
+	const raw: Buffer[] = [];
 	const overflows: number[] = [];
-	const decoder = new JsonlDecoder(max, { onLine: (l) => lines.push(l), onOverflow: (n) => overflows.push(n) });
+	const decoder = new JsonlDecoder(max, {
+		onLine: (l) => {
+			raw.push(Buffer.from(l));
+			lines.push(l.toString("utf8"));
+		},
+		onOverflow: (n) => overflows.push(n),
+	});
 	for (const chunk of chunks) decoder.push(chunk);
 	const end = () => {
 		decoder.end();
-		return { lines, overflows };
+		return { lines, raw, overflows };
 	};
-	return { lines, overflows, end };
+	return { lines, raw, overflows, end };
 }
 
 describe("JsonlDecoder", () => {
@@ -36,8 +45,24 @@ describe("JsonlDecoder", () => {
 			bytes.subarray(emoji + 2, emoji + 3),
 			bytes.subarray(emoji + 3),
 		];
-		const { lines } = decode(chunks);
+		const { lines, raw } = decode(chunks);
 		expect(lines).toEqual(['{"t":"héllo 🚀 漢字"}']);
+		expect(raw[0]?.equals(bytes.subarray(0, -1))).toBe(true);
+	});
+
+	it("passes every byte through untouched, also bytes that are no valid UTF-8", () => {
+		const line = Buffer.from([0x7b, 0xff, 0xe6, 0xbc, 0x22, 0x7d]);
+		const { raw } = decode([line.subarray(0, 3), Buffer.concat([line.subarray(3), Buffer.from("\n")])]);
+		expect(raw).toHaveLength(1);
+		expect(raw[0]?.equals(line)).toBe(true);
+	});
+
+	it("hands out a line that fits in one chunk as a view of it (no copy)", () => {
+		const chunk = Buffer.from('{"a":1}\n{"b":2}\n');
+		const seen: Buffer[] = [];
+		const decoder = new JsonlDecoder(1024, { onLine: (l) => seen.push(l), onOverflow: () => {} });
+		decoder.push(chunk);
+		expect(seen.map((l) => l.buffer === chunk.buffer)).toEqual([true, true]);
 	});
 
 	it("delivers a final line without LF at end of stream", () => {
@@ -62,6 +87,17 @@ describe("JsonlDecoder", () => {
 		expect(overflows).toEqual([big.length]);
 	});
 
+	it("counts the cap in characters (UTF-16 code units), not bytes, whatever the chunks", () => {
+		// 10 characters of 3 bytes each and an emoji (2 units, 4 bytes): 12 units, 34 bytes.
+		const line = `${"漢".repeat(10)}😀`;
+		const bytes = Buffer.from(`${line}\n`);
+		expect(decode([bytes], 12).lines).toEqual([line]);
+		const cuts = [bytes.subarray(0, 5), bytes.subarray(5, 31), bytes.subarray(31)];
+		expect(decode(cuts, 12).lines).toEqual([line]);
+		expect(decode([bytes], 11).overflows).toEqual([12]);
+		expect(decode(cuts, 11).overflows).toEqual([12]);
+	});
+
 	it("drops an over-cap line that arrives in one chunk", () => {
 		const { lines, overflows } = decode([Buffer.from(`${"z".repeat(2048)}\n{"ok":2}\n`)], 1024);
 		expect(lines).toEqual(['{"ok":2}']);
@@ -73,14 +109,18 @@ describe("JsonlDecoder", () => {
 	});
 });
 
-describe("typeOf (the hot path's type sniffing)", () => {
-	it("reads the type of pi's own layout and refuses anything else", async () => {
-		const { typeOf } = await import("../../src/sessions/lines.ts");
-		expect(typeOf('{"type":"message_update","x":1}')).toBe("message_update");
-		expect(typeOf('{"id":"gw_1","type":"response"}')).toBeUndefined();
-		expect(typeOf('{"type":"message_update","x":1')).toBeUndefined();
-		expect(typeOf('{"type":"Bad Type","x":1}')).toBeUndefined();
-		expect(typeOf("not json")).toBeUndefined();
-		expect(typeOf('{ "type": "agent_start" }')).toBeUndefined();
+describe("typeOf (the hot path's type sniffing, on bytes)", () => {
+	it("reads the type of pi's own layout and refuses anything else", () => {
+		const type = (line: string) => typeOf(Buffer.from(line));
+		expect(type('{"type":"message_update","x":1}')).toBe("message_update");
+		expect(type('{"id":"gw_1","type":"response"}')).toBeUndefined();
+		expect(type('{"type":"message_update","x":1')).toBeUndefined();
+		expect(type('{"type":"Bad Type","x":1}')).toBeUndefined();
+		expect(type('{"type":"agent_end\revent: x","x":1}')).toBeUndefined();
+		expect(type(`{"type":"${"a".repeat(65)}"}`)).toBeUndefined();
+		expect(type('{"type":"é"}')).toBeUndefined();
+		expect(type("not json")).toBeUndefined();
+		expect(type('{"type":"}')).toBeUndefined();
+		expect(type('{ "type": "agent_start" }')).toBeUndefined();
 	});
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { frame, gatewayFrame, Outbox, type Sink } from "../../src/http/sse.ts";
+import { frame, frameBytes, gatewayFrame, Outbox, type Sink } from "../../src/http/sse.ts";
 
 /** A socket stand-in: records writes; while `held`, each write waits until released. */
 class FakeSink implements Sink {
@@ -20,29 +20,64 @@ class FakeSink implements Sink {
 
 const tick = () => new Promise((r) => setImmediate(r));
 
+/** frame() as text, for a LoggedEvent whose data is `data`'s UTF-8 bytes. */
+const framed = (seq: number, type: string, data: string | Buffer, id?: string) =>
+	frame({ seq, type, data: typeof data === "string" ? Buffer.from(data) : data }, id).toString("utf8");
+
 describe("frames", () => {
 	it("carry id, event and pi's line unchanged as one data line", () => {
 		const line = '{"type":"message_update","delta":"a\u2028b 😀 中"}';
-		expect(frame({ seq: 7, type: "message_update", data: line })).toBe(
-			`id: 7\nevent: message_update\ndata: ${line}\n\n`,
-		);
-		expect(frame({ seq: 7, type: "x", data: "{}" }, "ses_a:7")).toBe("id: ses_a:7\nevent: x\ndata: {}\n\n");
+		expect(framed(7, "message_update", line)).toBe(`id: 7\nevent: message_update\ndata: ${line}\n\n`);
+		expect(framed(7, "x", "{}", "ses_a:7")).toBe("id: ses_a:7\nevent: x\ndata: {}\n\n");
 		expect(gatewayFrame("gap", { after: 1 }, 4)).toBe('id: 4\nevent: gap\ndata: {"type":"gap","after":1}\n\n');
 		expect(gatewayFrame("dropped", {})).toBe('event: dropped\ndata: {"type":"dropped"}\n\n');
 	});
 
+	it("pass pi's bytes through untouched, even ones that are no valid UTF-8", () => {
+		const line = Buffer.concat([Buffer.from('{"type":"x","t":"'), Buffer.from([0xe6, 0xbc, 0xff]), Buffer.from('"}')]);
+		const bytes = frame({ seq: 1, type: "x", data: line });
+		expect(bytes.equals(Buffer.concat([Buffer.from("id: 1\nevent: x\ndata: "), line, Buffer.from("\n\n")]))).toBe(true);
+	});
+
 	it("hold no CR or LF in any field: a break in the data starts another data line, a bad type or id throws", () => {
 		const forged = '{"type":"turn_start","a":"\revent: agent_settled\r\ndata: {}\n"}';
-		expect(frame({ seq: 3, type: "turn_start", data: forged })).toBe(
+		expect(framed(3, "turn_start", forged)).toBe(
 			'id: 3\nevent: turn_start\ndata: {"type":"turn_start","a":"\ndata: event: agent_settled\ndata: data: {}\ndata: "}\n\n',
 		);
-		expect(() => frame({ seq: 3, type: "x\nevent: agent_settled", data: "{}" })).toThrow("not an event type");
+		// A lone raw CR (what a line from pi can still hold: the decoder splits on LF only).
+		expect(framed(4, "turn_start", '{"a":"\revent: agent_settled"}')).toBe(
+			'id: 4\nevent: turn_start\ndata: {"a":"\ndata: event: agent_settled"}\n\n',
+		);
+		expect(() => framed(3, "x\nevent: agent_settled", "{}")).toThrow("not an event type");
 		expect(() => gatewayFrame("x\rdata: 1", {})).toThrow("not an event type");
-		expect(() => frame({ seq: 3, type: "x", data: "{}" }, "a\nb")).toThrow("not an SSE id");
+		expect(() => framed(3, "x", "{}", "a\nb")).toThrow("not an SSE id");
 	});
 });
 
 describe("Outbox", () => {
+	it("writes a live frame (pi's bytes copied once, into the batch) exactly as frame() builds it", async () => {
+		const events = [
+			{ seq: 1, type: "message_update", data: Buffer.from('{"type":"message_update","d":"a\u2028😀"}') },
+			{ seq: 2, type: "turn_start", data: Buffer.from('{"a":"\revent: agent_settled"}') },
+			{ seq: 3, type: "agent_end", data: Buffer.from("{}") },
+		];
+		expect(frameBytes(events[0] as (typeof events)[0])).toBe(frameBytes(events[0] as (typeof events)[0]));
+		const out = new Outbox(1 << 20);
+		const sink = new FakeSink();
+		out.push(frameBytes(events[0] as (typeof events)[0]), 1);
+		const done = out.pump(sink);
+		await tick();
+		out.push(": heartbeat\n\n");
+		for (const event of events.slice(1)) out.push(frameBytes(event), event.seq);
+		out.end();
+		await done;
+		expect(sink.writes).toHaveLength(2);
+		const [one, two, three] = events.map((e) => frame(e).toString());
+		expect(sink.writes).toEqual([one, `: heartbeat\n\n${two}${three}`]);
+		expect(two).toBe('id: 2\nevent: turn_start\ndata: {"a":"\ndata: event: agent_settled"}\n\n');
+		expect(out.lastSent).toBe(3);
+	});
+
 	it("writes pushed text in order and stops after end()", async () => {
 		const out = new Outbox(1000);
 		const sink = new FakeSink();

@@ -70,15 +70,15 @@ export function followSession(session: Session, out: Outbox, { after, accept, un
 	out.pull(() => {
 		if (done) return undefined;
 		const { events, gap } = session.events.since(cursor, REPLAY_BATCH);
-		let text = "";
+		const frames: Uint8Array[] = [];
 		if (gap) {
-			text += gatewayFrame("gap", { sessionId: session.id, ...gap }, gap.firstAvailable - 1);
+			frames.push(Buffer.from(gatewayFrame("gap", { sessionId: session.id, ...gap }, gap.firstAvailable - 1)));
 			cursor = gap.firstAvailable - 1;
 		}
 		let lastId: number | undefined = gap ? cursor : undefined;
 		for (const event of events) {
 			if (take(event)) {
-				text += frame(event);
+				frames.push(frame(event));
 				lastId = event.seq;
 			}
 			if (done) break;
@@ -90,7 +90,7 @@ export function followSession(session: Session, out: Outbox, { after, accept, un
 			if (!session.isAlive) finish();
 			return undefined;
 		}
-		return { text, lastId };
+		return { text: Buffer.concat(frames), lastId };
 	});
 	return detach;
 }

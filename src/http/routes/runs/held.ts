@@ -1,5 +1,6 @@
 import type { PiCommand } from "../../../pi/protocol.ts";
 import type { Approval } from "../../../sessions/approvals.ts";
+import { eventJson } from "../../../sessions/event-log.ts";
 import { responseId } from "../../../sessions/run-result.ts";
 import type { Session } from "../../../sessions/session.ts";
 import { unwrap } from "../../pi-result.ts";
@@ -43,7 +44,7 @@ export async function sendUntilHeld(
 	const unsubscribe = session.events.subscribe((event) => {
 		if (event.type === "response" && responseId(event) === command.id) responded = true;
 		if (responded || event.type !== "approval_requested") return;
-		const { approval } = JSON.parse(event.data) as { approval: Approval };
+		const { approval } = eventJson<{ approval: Approval }>(event);
 		approvals.push({ id: approval.id, url: `/v1/sessions/${session.id}/approvals/${approval.id}`, approval });
 		held();
 	});
