@@ -23,8 +23,10 @@ import { sessionsRouter } from "./http/routes/sessions/sessions.index.ts";
 import { docsPaths, docsRouter } from "./http/routes/system/docs.index.ts";
 import { metricsRouter } from "./http/routes/system/metrics.index.ts";
 import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.ts";
+import { webhooksRouter } from "./http/routes/webhooks/webhooks.index.ts";
 import { Metrics } from "./metrics.ts";
 import type { SessionRegistry } from "./sessions/registry.ts";
+import type { WebhookService } from "./webhooks/service.ts";
 
 // The API description and its docs page are public (they ship in the package); the API is not.
 const openPaths = new Set(["/healthz", "/readyz", "/openapi.json", "/openapi.yaml", ...docsPaths]);
@@ -49,6 +51,7 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
 			{ name: "commands", description: "pi's other RPC commands, one operation each" },
 			{ name: "events", description: "Server-Sent Events" },
 			{ name: "approvals", description: "Extension dialogs as resources, and UI state" },
+			{ name: "webhooks", description: "Signed event deliveries (Standard Webhooks) with a durable outbox" },
 			{ name: "system", description: "Health, info, metrics, docs" },
 		],
 	});
@@ -60,6 +63,7 @@ export function createApp(
 	registry: SessionRegistry,
 	logger: Logger,
 	metrics: Metrics = new Metrics(registry),
+	webhooks: () => WebhookService | undefined = () => undefined,
 ) {
 	const deps: Deps = { config, registry, logger };
 	const app = createRouter();
@@ -96,6 +100,7 @@ export function createApp(
 	app.route("/", rpcRouter(deps));
 	app.route("/", eventsRouter(deps));
 	app.route("/", approvalsRouter(deps));
+	app.route("/", webhooksRouter(webhooks));
 
 	const document = openApiDocument(app);
 	bodyRoutes.load(document as never);

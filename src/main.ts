@@ -11,7 +11,7 @@ const shape = ConfigSchema.shape;
 type Key = keyof typeof shape;
 const keys = Object.keys(shape) as Key[];
 const booleans = new Set<Key>(["demo", "autoResume", "auth"]);
-const lists = new Set<Key>(["allowedHosts", "corsOrigins", "piCommand", "sandboxWritable", "passEnv"]);
+const lists = new Set<Key>(["allowedHosts", "corsOrigins", "piCommand", "sandboxWritable", "passEnv", "webhookAllow"]);
 
 function help(): string {
 	const lines = keys.map((key) => {

@@ -8,6 +8,8 @@ import { ConnectionGuard } from "./http/connections.ts";
 import { SessionRegistry } from "./sessions/registry.ts";
 import { resolveSandbox, type SandboxStatus } from "./sessions/sandbox.ts";
 import { resolveToken, type TokenSource } from "./token.ts";
+import type { WebhookService } from "./webhooks/service.ts";
+import { startWebhooks } from "./webhooks/start.ts";
 
 export interface Gateway {
 	url: string;
@@ -20,6 +22,8 @@ export interface Gateway {
 	tokenSource: TokenSource;
 	/** Whether pi children run in bubblewrap, and why not when they do not. */
 	sandbox: SandboxStatus;
+	/** Webhooks and their outbox (in gateway.db). */
+	webhooks: WebhookService;
 	/** Stop accepting, end streams, stop every child. Idempotent. */
 	close(): Promise<void>;
 }
@@ -54,7 +58,14 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	const registry = new SessionRegistry(config, log);
 	// Before listening: a data dir held by another gateway fails here, and restored sessions are listed from the first request.
 	registry.open();
-	const app = createApp(config, registry, log);
+	let webhooks: WebhookService;
+	try {
+		webhooks = startWebhooks(config, registry, log);
+	} catch (error) {
+		await registry.shutdown();
+		throw error;
+	}
+	const app = createApp(config, registry, log, undefined, () => webhooks);
 	const connections = new ConnectionGuard(config, log);
 	let server: ReturnType<typeof serve>;
 	try {
@@ -78,7 +89,9 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			s.once("error", reject);
 		});
 	} catch (error) {
+		webhooks.stop();
 		await registry.shutdown();
+		webhooks.detach();
 		throw error;
 	}
 	const port = (server.address() as AddressInfo).port;
@@ -97,7 +110,10 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			const stopped = new Promise<void>((resolve) => server.close(() => resolve())).then(() => {
 				done = true;
 			});
+			// Sending stops first; events of the stopping sessions still reach the outbox, for the next start.
+			webhooks.stop();
 			await registry.shutdown();
+			webhooks.detach();
 			// Session streams end with their session_exit frame; let them drain, closing each
 			// connection as it falls idle. What is left after that (hub streams) is cut.
 			const http = server as unknown as { closeIdleConnections(): void; closeAllConnections(): void };
@@ -111,5 +127,5 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		})();
 		return closing;
 	};
-	return { url, port, config, registry, connections, tokenSource, sandbox, close };
+	return { url, port, config, registry, connections, tokenSource, sandbox, webhooks, close };
 }
