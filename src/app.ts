@@ -8,6 +8,8 @@ import { ZodError } from "zod";
 import type { Config } from "./config.ts";
 import { BodyRoutes, bodyGuard } from "./http/body-guard.ts";
 import type { Deps } from "./http/deps.ts";
+import { declareIdempotency, IdempotentRoutes, idempotency } from "./http/idempotency.ts";
+import type { IdempotencyStore } from "./http/idempotency-store.ts";
 import { instrument } from "./http/metrics.ts";
 import { accessLog, bearerAuth, hostCheck, requestId } from "./http/middleware.ts";
 import { type AppEnv, createRouter, invalid } from "./http/openapi.ts";
@@ -34,7 +36,7 @@ const openPaths = new Set(["/healthz", "/readyz", "/openapi.json", "/openapi.yam
 export function openApiDocument(app: ReturnType<typeof createRouter>) {
 	app.openAPIRegistry.register("StreamEvent", StreamEvent);
 	app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
-	return app.getOpenAPI31Document({
+	const document = app.getOpenAPI31Document({
 		openapi: "3.1.0",
 		info: {
 			title: "pi-gateway",
@@ -55,6 +57,8 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
 			{ name: "system", description: "Health, info, metrics, docs" },
 		],
 	});
+	declareIdempotency(document as never);
+	return document;
 }
 
 /** Builds the whole HTTP app; listening is main.ts's job, so tests can drive it directly. */
@@ -63,7 +67,7 @@ export function createApp(
 	registry: SessionRegistry,
 	logger: Logger,
 	metrics: Metrics = new Metrics(registry),
-	webhooks: () => WebhookService | undefined = () => undefined,
+	extras: { webhooks?: WebhookService; idempotency?: IdempotencyStore } = {},
 ) {
 	const deps: Deps = { config, registry, logger };
 	const app = createRouter();
@@ -89,6 +93,8 @@ export function createApp(
 	);
 	const bodyRoutes = new BodyRoutes();
 	app.use(bodyGuard(bodyRoutes, { tokenRequired: config.token !== undefined }));
+	const idempotentRoutes = new IdempotentRoutes();
+	app.use(idempotency(idempotentRoutes, extras.idempotency));
 
 	app.route("/", systemRouter(deps));
 	app.route("/", metricsRouter(metrics));
@@ -100,10 +106,14 @@ export function createApp(
 	app.route("/", rpcRouter(deps));
 	app.route("/", eventsRouter(deps));
 	app.route("/", approvalsRouter(deps));
-	app.route("/", webhooksRouter(webhooks));
+	app.route(
+		"/",
+		webhooksRouter(() => extras.webhooks),
+	);
 
 	const document = openApiDocument(app);
 	bodyRoutes.load(document as never);
+	idempotentRoutes.load(document as never);
 	corsMiddleware = cors({ origin: config.corsOrigins, exposeHeaders: exposedHeaders(document) });
 	// The served spec names the origin it was fetched from, so an SDK generated from a running
 	// gateway talks to that gateway (the checked-in openapi.yaml is what the default address serves).

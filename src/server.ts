@@ -1,10 +1,12 @@
 import type { Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { DatabaseSync } from "node:sqlite";
 import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import { createApp } from "./app.ts";
 import { type Config, type ConfigInput, parseConfig } from "./config.ts";
 import { ConnectionGuard } from "./http/connections.ts";
+import { IdempotencyStore } from "./http/idempotency-store.ts";
 import { SessionRegistry } from "./sessions/registry.ts";
 import { resolveSandbox, type SandboxStatus } from "./sessions/sandbox.ts";
 import { resolveToken, type TokenSource } from "./token.ts";
@@ -65,7 +67,12 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		await registry.shutdown();
 		throw error;
 	}
-	const app = createApp(config, registry, log, undefined, () => webhooks);
+	const idempotency = new IdempotencyStore(
+		registry.store?.database as DatabaseSync,
+		config.idempotencyTtlMs,
+		config.maxIdempotencyKeys,
+	);
+	const app = createApp(config, registry, log, undefined, { webhooks, idempotency });
 	const connections = new ConnectionGuard(config, log);
 	let server: ReturnType<typeof serve>;
 	try {

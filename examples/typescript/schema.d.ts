@@ -2088,7 +2088,10 @@ export interface components {
         WebhookDeliveryState: "pending" | "delivered" | "failed" | "dropped";
     };
     responses: never;
-    parameters: never;
+    parameters: {
+        /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+        IdempotencyKey: string;
+    };
     requestBodies: never;
     headers: never;
     pathItems: never;
@@ -2250,7 +2253,10 @@ export interface operations {
     "sessions.create": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2269,6 +2275,8 @@ export interface operations {
             201: {
                 headers: {
                     Location: string;
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2322,6 +2330,15 @@ export interface operations {
             };
             /** @description The body is not sent as application/json */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This Idempotency-Key was used with a different request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2624,6 +2641,8 @@ export interface operations {
             header?: {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
                 prefer?: string;
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
                 id: string;
@@ -2647,6 +2666,8 @@ export interface operations {
                 headers: {
                     /** @description Wait mode: the `wait` preference that was applied */
                     "Preference-Applied"?: string;
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2656,6 +2677,8 @@ export interface operations {
             /** @description pi accepted it, or a dialog holds pi's answer (`awaiting_approval`), or the wait ran out first; follow the run on the event stream */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2790,6 +2813,8 @@ export interface operations {
             header?: {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
                 prefer?: string;
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
                 id: string;
@@ -2811,6 +2836,8 @@ export interface operations {
                 headers: {
                     /** @description Wait mode: the `wait` preference that was applied */
                     "Preference-Applied"?: string;
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2820,6 +2847,8 @@ export interface operations {
             /** @description pi accepted it, or a dialog holds pi's answer (`awaiting_approval`), or the wait ran out first; follow the run on the event stream */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2954,6 +2983,8 @@ export interface operations {
             header?: {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
                 prefer?: string;
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
                 id: string;
@@ -2975,6 +3006,8 @@ export interface operations {
                 headers: {
                     /** @description Wait mode: the `wait` preference that was applied */
                     "Preference-Applied"?: string;
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2984,6 +3017,8 @@ export interface operations {
             /** @description pi accepted it, or a dialog holds pi's answer (`awaiting_approval`), or the wait ran out first; follow the run on the event stream */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5679,7 +5714,10 @@ export interface operations {
     "sessions.compact": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: string;
             };
@@ -5696,6 +5734,8 @@ export interface operations {
             /** @description pi's answer (its `data`) */
             200: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6247,7 +6287,10 @@ export interface operations {
     "sessions.bash": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: string;
             };
@@ -6266,6 +6309,8 @@ export interface operations {
             /** @description pi's answer (its `data`) */
             200: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7111,7 +7156,10 @@ export interface operations {
     "sessions.fork": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: string;
             };
@@ -7128,6 +7176,8 @@ export interface operations {
             /** @description pi's answer (its `data`) */
             200: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8400,7 +8450,10 @@ export interface operations {
     "approvals.answer": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: string;
                 approvalId: string;
@@ -8416,6 +8469,8 @@ export interface operations {
             /** @description The resolved approval */
             200: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
