@@ -27,6 +27,7 @@ import { metricsRouter } from "./http/routes/system/metrics.index.ts";
 import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.ts";
 import { webhooksRouter } from "./http/routes/webhooks/webhooks.index.ts";
 import { Metrics } from "./metrics.ts";
+import type { PolicyEngine } from "./sessions/policy-engine.ts";
 import type { SessionRegistry } from "./sessions/registry.ts";
 import type { WebhookService } from "./webhooks/service.ts";
 
@@ -67,9 +68,9 @@ export function createApp(
 	registry: SessionRegistry,
 	logger: Logger,
 	metrics: Metrics = new Metrics(registry),
-	extras: { webhooks?: WebhookService; idempotency?: IdempotencyStore } = {},
+	extras: { webhooks?: WebhookService; idempotency?: IdempotencyStore; policies?: PolicyEngine } = {},
 ) {
-	const deps: Deps = { config, registry, logger };
+	const deps: Deps = { config, registry, logger, policies: extras.policies };
 	const app = createRouter();
 	app.use(requestId());
 	app.use(accessLog(logger));

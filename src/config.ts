@@ -118,6 +118,10 @@ export const ConfigSchema = z.object({
 	approvalTimeoutMs: int(0).default(0).describe("Cancel unanswered dialogs after this long (0: never)"),
 	maxNotifications: int(1).default(50).describe("Notifications kept per session in its UI state"),
 	waitTimeoutMs: int(1).default(300_000).describe("Longest wait mode (Prefer: wait) before 202"),
+	approvalPoliciesFile: z
+		.string()
+		.optional()
+		.describe("JSON or YAML file of gateway approval policies: {rules: [...], unanswered: {afterMs, action}}"),
 	idempotencyTtlMs: int(1000)
 		.default(24 * 3600_000)
 		.describe("How long an Idempotency-Key and its first answer are kept"),

@@ -7,6 +7,8 @@ import { createApp } from "./app.ts";
 import { type Config, type ConfigInput, parseConfig } from "./config.ts";
 import { ConnectionGuard } from "./http/connections.ts";
 import { IdempotencyStore } from "./http/idempotency-store.ts";
+import { PolicySet } from "./sessions/policies.ts";
+import { loadPolicyFile, PolicyEngine } from "./sessions/policy-engine.ts";
 import { SessionRegistry } from "./sessions/registry.ts";
 import { resolveSandbox, type SandboxStatus } from "./sessions/sandbox.ts";
 import { resolveToken, type TokenSource } from "./token.ts";
@@ -57,6 +59,10 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	// From here on "on" or "off": planSpawn wraps each child when it is "on".
 	config.sandbox = sandbox.enabled ? "on" : "off";
 	if (!sandbox.enabled) log.warn({ reason: sandbox.reason }, "sandbox off: pi children run as this user, unconfined");
+	// Read before the registry takes its lock: a bad file fails the start with nothing to undo.
+	const gatewayPolicies = config.approvalPoliciesFile
+		? loadPolicyFile(config.approvalPoliciesFile)
+		: PolicySet.parse({});
 	const registry = new SessionRegistry(config, log);
 	// Before listening: a data dir held by another gateway fails here, and restored sessions are listed from the first request.
 	registry.open();
@@ -72,7 +78,9 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		config.idempotencyTtlMs,
 		config.maxIdempotencyKeys,
 	);
-	const app = createApp(config, registry, log, undefined, { webhooks, idempotency });
+	const policies = new PolicyEngine(gatewayPolicies, registry, registry.store?.database as DatabaseSync, log);
+	policies.start();
+	const app = createApp(config, registry, log, undefined, { webhooks, idempotency, policies });
 	const connections = new ConnectionGuard(config, log);
 	let server: ReturnType<typeof serve>;
 	try {
@@ -96,6 +104,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			s.once("error", reject);
 		});
 	} catch (error) {
+		policies.stop();
 		webhooks.stop();
 		await registry.shutdown();
 		webhooks.detach();
@@ -121,6 +130,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			webhooks.stop();
 			await registry.shutdown();
 			webhooks.detach();
+			policies.stop();
 			// Session streams end with their session_exit frame; let them drain, closing each
 			// connection as it falls idle. What is left after that (hub streams) is cut.
 			const http = server as unknown as { closeIdleConnections(): void; closeAllConnections(): void };

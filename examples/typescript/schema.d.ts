@@ -1739,9 +1739,39 @@ export interface components {
             persist?: boolean;
             /** @description A pi session id (from a session's piSessionId) to continue */
             resume?: string;
+            policies?: components["schemas"]["ApprovalPolicies"];
         };
         /** @enum {string} */
         ThinkingLevel: "off" | "minimal" | "low" | "medium" | "high" | "xhigh" | "max";
+        /** @description Approval policies of this session, tried before the gateway's (--approval-policies-file) */
+        ApprovalPolicies: {
+            /** @default [] */
+            rules?: components["schemas"]["ApprovalPolicyRule"][];
+            /** @description What happens to a dialog nobody answered in afterMs: cancel, deny, or wait on */
+            unanswered?: {
+                afterMs: number;
+                /** @enum {string} */
+                action: "cancel" | "deny" | "wait";
+            };
+        };
+        ApprovalPolicyRule: {
+            name: string;
+            /** @default {} */
+            match?: {
+                method?: ("select" | "confirm" | "input" | "editor")[];
+                /** @description A bounded regular expression (no backreferences, lookarounds or quantified groups) */
+                title?: string;
+                titleEquals?: string;
+                /** @description A bounded regular expression (no backreferences, lookarounds or quantified groups) */
+                message?: string;
+                /** @description Gateway rules: only these sessions */
+                sessions?: string[];
+            };
+            /** @description `allow`/`deny`: confirm → true/false; select → the option that reads like allow (Allow, Yes, Approve, OK) or deny (Block, Deny, No, Reject); `deny` without such an option, and on input/editor, cancels. `{value}` answers a select (one of its options) or an input/editor. `cancel` dismisses the dialog. `ask` leaves it to a person and stops looking at further rules. A rule whose action does not fit the dialog is skipped. */
+            action: ("allow" | "deny" | "cancel" | "ask") | {
+                value: string;
+            };
+        };
         SessionList: {
             sessions: components["schemas"]["Session"][];
         };
@@ -1980,10 +2010,20 @@ export interface components {
             confirmed: boolean;
             /** @description Who answers (recorded as `resolvedBy`) */
             by?: string;
+            /**
+             * @description `session`: "allow always for this session" — the same answer is given at once to this session's later dialogs with the same method and title (a session policy rule)
+             * @enum {string}
+             */
+            remember?: "session";
         } | {
             value: string;
             /** @description Who answers (recorded as `resolvedBy`) */
             by?: string;
+            /**
+             * @description `session`: "allow always for this session" — the same answer is given at once to this session's later dialogs with the same method and title (a session policy rule)
+             * @enum {string}
+             */
+            remember?: "session";
         } | {
             /** @enum {boolean} */
             cancelled: true;

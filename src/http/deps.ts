@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
+import type { PolicyEngine } from "../sessions/policy-engine.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
 
 /** What every route factory gets: built once in createApp, no globals. */
@@ -7,4 +8,6 @@ export interface Deps {
 	config: Config;
 	registry: SessionRegistry;
 	logger: Logger;
+	/** Approval policies (absent in an app built without the store). */
+	policies?: PolicyEngine;
 }

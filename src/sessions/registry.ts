@@ -382,6 +382,11 @@ export class SessionRegistry {
 		return [...this.#sessions.values()];
 	}
 
+	/** The approval policies a session was created with (policy-engine.ts reads them). */
+	policiesOf(id: string): CreateSessionBody["policies"] {
+		return this.#options.get(id)?.policies;
+	}
+
 	/** Stops pi and forgets the session (its pi session file stays on disk). */
 	async delete(id: string): Promise<void> {
 		const session = this.get(id);

@@ -6,6 +6,7 @@ import type { Config } from "../config.ts";
 import { ApiError } from "../http/problem.ts";
 import { SessionName, ThinkingLevel } from "../pi/protocol.ts";
 import { childEnv } from "./child-env.ts";
+import { PolicySet } from "./policies.ts";
 import { wrapCommand } from "./sandbox.ts";
 
 // pi's argument parser takes a flag's next argument whatever it looks like, so a value cannot turn
@@ -49,6 +50,9 @@ export const CreateSessionBody = z
 			.regex(/^[0-9a-fA-F-]{8,64}$/)
 			.optional()
 			.openapi({ description: "A pi session id (from a session's piSessionId) to continue" }),
+		policies: PolicySet.optional().openapi({
+			description: "Approval policies of this session, tried before the gateway's (--approval-policies-file)",
+		}),
 	})
 	.openapi("CreateSession");
 export type CreateSessionBody = z.infer<typeof CreateSessionBody>;
