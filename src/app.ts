@@ -15,6 +15,7 @@ import { accessLog, bearerAuth, hostCheck, requestId } from "./http/middleware.t
 import { type AppEnv, createRouter, invalid } from "./http/openapi.ts";
 import { ApiError } from "./http/problem.ts";
 import { approvalsRouter } from "./http/routes/approvals/approvals.index.ts";
+import { approvalHistoryRouter } from "./http/routes/approvals/history.index.ts";
 import { commandsRouter } from "./http/routes/commands/commands.index.ts";
 import { rpcRouter } from "./http/routes/commands/rpc.index.ts";
 import { StreamEvent } from "./http/routes/events/event-schemas.ts";
@@ -27,6 +28,7 @@ import { metricsRouter } from "./http/routes/system/metrics.index.ts";
 import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.ts";
 import { webhooksRouter } from "./http/routes/webhooks/webhooks.index.ts";
 import { Metrics } from "./metrics.ts";
+import type { ApprovalHistory } from "./sessions/approval-history.ts";
 import type { PolicyEngine } from "./sessions/policy-engine.ts";
 import type { SessionRegistry } from "./sessions/registry.ts";
 import type { WebhookService } from "./webhooks/service.ts";
@@ -68,7 +70,12 @@ export function createApp(
 	registry: SessionRegistry,
 	logger: Logger,
 	metrics: Metrics = new Metrics(registry),
-	extras: { webhooks?: WebhookService; idempotency?: IdempotencyStore; policies?: PolicyEngine } = {},
+	extras: {
+		webhooks?: WebhookService;
+		idempotency?: IdempotencyStore;
+		policies?: PolicyEngine;
+		history?: ApprovalHistory;
+	} = {},
 ) {
 	const deps: Deps = { config, registry, logger, policies: extras.policies };
 	const app = createRouter();
@@ -106,6 +113,11 @@ export function createApp(
 	app.route("/", commandsRouter(deps));
 	app.route("/", rpcRouter(deps));
 	app.route("/", eventsRouter(deps));
+	// Before the approvals router: /v1/approvals/history is its own operation.
+	app.route(
+		"/",
+		approvalHistoryRouter(() => extras.history),
+	);
 	app.route("/", approvalsRouter(deps));
 	app.route(
 		"/",

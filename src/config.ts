@@ -122,6 +122,10 @@ export const ConfigSchema = z.object({
 		.string()
 		.optional()
 		.describe("JSON or YAML file of gateway approval policies: {rules: [...], unanswered: {afterMs, action}}"),
+	approvalHistoryMs: int(1000)
+		.default(7 * 24 * 3600_000)
+		.describe("How long resolved approvals stay listable in GET /v1/approvals/history"),
+	maxApprovalHistory: int(1).default(100_000).describe("Resolved approvals kept at most in the history"),
 	idempotencyTtlMs: int(1000)
 		.default(24 * 3600_000)
 		.describe("How long an Idempotency-Key and its first answer are kept"),

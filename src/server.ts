@@ -7,6 +7,7 @@ import { createApp } from "./app.ts";
 import { type Config, type ConfigInput, parseConfig } from "./config.ts";
 import { ConnectionGuard } from "./http/connections.ts";
 import { IdempotencyStore } from "./http/idempotency-store.ts";
+import { ApprovalHistory } from "./sessions/approval-history.ts";
 import { PolicySet } from "./sessions/policies.ts";
 import { loadPolicyFile, PolicyEngine } from "./sessions/policy-engine.ts";
 import { SessionRegistry } from "./sessions/registry.ts";
@@ -66,6 +67,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	const registry = new SessionRegistry(config, log);
 	// Before listening: a data dir held by another gateway fails here, and restored sessions are listed from the first request.
 	registry.open();
+	const db = registry.store?.database as DatabaseSync;
 	let webhooks: WebhookService;
 	try {
 		webhooks = startWebhooks(config, registry, log);
@@ -73,14 +75,12 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		await registry.shutdown();
 		throw error;
 	}
-	const idempotency = new IdempotencyStore(
-		registry.store?.database as DatabaseSync,
-		config.idempotencyTtlMs,
-		config.maxIdempotencyKeys,
-	);
-	const policies = new PolicyEngine(gatewayPolicies, registry, registry.store?.database as DatabaseSync, log);
+	const idempotency = new IdempotencyStore(db, config.idempotencyTtlMs, config.maxIdempotencyKeys);
+	const policies = new PolicyEngine(gatewayPolicies, registry, db, log);
 	policies.start();
-	const app = createApp(config, registry, log, undefined, { webhooks, idempotency, policies });
+	const history = new ApprovalHistory(db, config.approvalHistoryMs, config.maxApprovalHistory);
+	history.start(registry);
+	const app = createApp(config, registry, log, undefined, { webhooks, idempotency, policies, history });
 	const connections = new ConnectionGuard(config, log);
 	let server: ReturnType<typeof serve>;
 	try {
@@ -104,6 +104,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			s.once("error", reject);
 		});
 	} catch (error) {
+		history.stop();
 		policies.stop();
 		webhooks.stop();
 		await registry.shutdown();
@@ -131,6 +132,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			await registry.shutdown();
 			webhooks.detach();
 			policies.stop();
+			history.stop();
 			// Session streams end with their session_exit frame; let them drain, closing each
 			// connection as it falls idle. What is left after that (hub streams) is cut.
 			const http = server as unknown as { closeIdleConnections(): void; closeAllConnections(): void };

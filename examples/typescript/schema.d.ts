@@ -971,6 +971,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/approvals/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Resolved approvals across all sessions, newest first: who answered, when, and what
+         * @description Kept in the gateway's store for --approval-history-ms (7 days by default, at most --max-approval-history rows), so it outlives the sessions' own lists and a gateway restart. Automatic answers show `resolvedBy: policy:<rule>`.
+         */
+        get: operations["approvals.history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/approvals": {
         parameters: {
             query?: never;
@@ -1991,6 +2011,11 @@ export interface components {
              * @example /v1/events?ticket=mbc1x2kq.4Jq2…
              */
             eventsUrl: string;
+        };
+        ApprovalHistory: {
+            approvals: components["schemas"]["Approval"][];
+            /** @description Pass as `cursor` for older ones; null at the end */
+            nextCursor: string | null;
         };
         ApprovalList: {
             approvals: components["schemas"]["Approval"][];
@@ -8338,6 +8363,59 @@ export interface operations {
             };
             /** @description Missing or wrong bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "approvals.history": {
+        parameters: {
+            query?: {
+                status?: "answered" | "expired" | "cancelled";
+                sessionId?: string;
+                limit?: number;
+                /** @description `nextCursor` of an earlier page: older approvals */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of resolved approvals */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalHistory"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description History needs the gateway's store (an app built without it) */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

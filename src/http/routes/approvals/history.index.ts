@@ -1,0 +1,13 @@
+import type { ApprovalHistory } from "../../../sessions/approval-history.ts";
+import { createRouter } from "../../openapi.ts";
+import { ApiError } from "../../problem.ts";
+import { approvalHistory } from "./history.routes.ts";
+
+export function approvalHistoryRouter(history: () => ApprovalHistory | undefined) {
+	return createRouter().openapi(approvalHistory, (c) => {
+		const h = history();
+		if (!h) throw new ApiError(503, "history_unavailable", "Approval history needs the gateway's store");
+		const { status, sessionId, limit, cursor } = c.req.valid("query");
+		return c.json(h.list({ status, sessionId, limit, before: cursor === undefined ? undefined : Number(cursor) }), 200);
+	});
+}
