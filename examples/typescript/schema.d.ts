@@ -2153,10 +2153,7 @@ export interface components {
         WebhookDeliveryState: "pending" | "delivered" | "failed" | "dropped";
     };
     responses: never;
-    parameters: {
-        /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
-        IdempotencyKey: string;
-    };
+    parameters: never;
     requestBodies: never;
     headers: never;
     pathItems: never;
@@ -2320,7 +2317,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2707,7 +2704,7 @@ export interface operations {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
                 prefer?: string;
                 /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -2879,7 +2876,7 @@ export interface operations {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
                 prefer?: string;
                 /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -3049,7 +3046,7 @@ export interface operations {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
                 prefer?: string;
                 /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -5781,7 +5778,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -6354,7 +6351,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -7223,7 +7220,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -8570,7 +8567,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;

@@ -42,10 +42,8 @@ const problem = (description: string) => ({
 
 /** Adds the header parameter (and what it can answer) to the idempotent operations of the spec. */
 export function declareIdempotency(document: Document): void {
-	document.components ??= {};
-	const components = document.components as Record<string, Record<string, unknown>>;
-	components.parameters ??= {};
-	components.parameters.IdempotencyKey = {
+	// Inline in each operation, not a $ref: tools that read parameters one by one see it whole.
+	const parameter = {
 		name: "Idempotency-Key",
 		in: "header",
 		required: false,
@@ -55,7 +53,7 @@ export function declareIdempotency(document: Document): void {
 	for (const operations of Object.values(document.paths ?? {}))
 		for (const operation of Object.values(operations)) {
 			if (!idempotentOperations.has(operation.operationId ?? "")) continue;
-			operation.parameters = [...(operation.parameters ?? []), { $ref: "#/components/parameters/IdempotencyKey" }];
+			operation.parameters = [...(operation.parameters ?? []), parameter];
 			operation.responses ??= {};
 			const responses = operation.responses;
 			responses[409] ??= problem("Conflict, or a request with this Idempotency-Key is still running");
