@@ -4,7 +4,7 @@ import { join, resolve } from "node:path";
 import { Webhook } from "standardwebhooks";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config.ts";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { type Received, startReceiver } from "../helpers/receiver.ts";
 
 const gate = resolve(import.meta.dirname, "../../extensions/permission-gate.ts");
@@ -157,6 +157,33 @@ describe("webhooks", () => {
 		expect(body.deliveries).toHaveLength(1);
 		expect(body.deliveries[0]).toMatchObject({ state: "delivered", attempts: 4, nextAttemptAt: null });
 		expect(body.deliveries[0].log.map((a: { status: number }) => a.status)).toEqual([500, 500, 500, 200]);
+	});
+
+	it("send session.crashed and session.exited, filtered by session (stub pi for the crash)", async () => {
+		const receiver = await startReceiver();
+		cleanup.push(receiver.close);
+		const gw = await startTestGateway({
+			piCommand: [process.execPath, join(fixtures, "stub-pi.mjs"), "ok"],
+			webhookAllow: ["loopback"],
+		});
+		cleanup.push(() => gw.stop());
+		const crashing = await gw.session({ name: "crash" });
+		const quiet = await gw.session({ name: "quiet" });
+		const other = await gw.session({ name: "other" });
+		const hook = await subscribe(gw, {
+			url: receiver.url,
+			events: ["session.crashed", "session.exited"],
+			sessions: [crashing, quiet],
+		});
+		await gw.api(`/v1/sessions/${crashing}/prompt`, { method: "POST", json: { message: "hi" } });
+		const crashed = await until(() => receiver.of("session.crashed")[0]);
+		expect(verified(hook.secret, crashed)).toBeTruthy();
+		expect(crashed.json.data).toMatchObject({ sessionId: crashing, reason: "crashed", signal: "SIGKILL" });
+		expect((await gw.api(`/v1/sessions/${other}`, { method: "DELETE" })).status).toBe(204);
+		expect((await gw.api(`/v1/sessions/${quiet}`, { method: "DELETE" })).status).toBe(204);
+		const exited = await until(() => receiver.of("session.exited")[0]);
+		expect(exited.json.data).toMatchObject({ sessionId: quiet, links: { session: `/v1/sessions/${quiet}` } });
+		expect(receiver.received.map((r) => r.json.data.sessionId)).toEqual([crashing, quiet]);
 	});
 
 	it("refuse metadata, link-local and (unless allowed) loopback destinations", async () => {
