@@ -8411,8 +8411,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description History needs the gateway's store (an app built without it) */
-            503: {
+            /** @description History is off: an app built without the gateway's store */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8733,8 +8733,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Webhooks are not running (an app built without the store) */
-            503: {
+            /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8793,6 +8793,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Request body or an image in it too large */
             413: {
                 headers: {
@@ -8822,15 +8831,6 @@ export interface operations {
             };
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Webhooks are not running (an app built without the store) */
-            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8869,17 +8869,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such session or approval */
+            /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Webhooks are not running (an app built without the store) */
-            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8916,7 +8907,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such session or approval */
+            /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8927,15 +8918,6 @@ export interface operations {
             };
             /** @description The webhook comes from --webhooks-file */
             409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Webhooks are not running (an app built without the store) */
-            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8985,17 +8967,8 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such session or approval */
+            /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Webhooks are not running (an app built without the store) */
-            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9035,7 +9008,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description No such session or approval */
+            /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9046,15 +9019,6 @@ export interface operations {
             };
             /** @description The delivery is still pending */
             409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Webhooks are not running (an app built without the store) */
-            503: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -36,8 +36,8 @@ export const approvalHistory = createRoute({
 			"A page of resolved approvals",
 		),
 		...problems(400, 401),
-		503: {
-			description: "History needs the gateway's store (an app built without it)",
+		404: {
+			description: "History is off: an app built without the gateway's store",
 			content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } },
 		},
 	},

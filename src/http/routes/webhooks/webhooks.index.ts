@@ -14,7 +14,12 @@ import {
 export function webhooksRouter(service: () => WebhookService | undefined) {
 	const running = () => {
 		const s = service();
-		if (!s) throw new ApiError(503, "webhooks_unavailable", "Webhooks need the gateway's store (startGateway)");
+		if (!s)
+			throw new ApiError(
+				404,
+				"webhooks_unavailable",
+				"Webhooks are off: this app was built without the gateway's store",
+			);
 		return s;
 	};
 	return createRouter()

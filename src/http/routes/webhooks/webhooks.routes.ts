@@ -10,9 +10,10 @@ const DeliveryParams = WebhookParams.extend({
 	deliveryId: z.string().openapi({ param: { name: "deliveryId", in: "path" }, example: "msg_Qm9wYXJ0aWFsX2Jh" }),
 });
 
+/** An app built in-process without the store (createApp without extras) has no webhooks: 404. */
 const unavailable = {
-	503: {
-		description: "Webhooks are not running (an app built without the store)",
+	404: {
+		description: "No such webhook or delivery (or webhooks are off: an app built without the gateway's store)",
 		content: { "application/problem+json": { schema: Problem } },
 	},
 };
@@ -60,7 +61,7 @@ export const getWebhook = createRoute({
 	tags: ["webhooks"],
 	summary: "One webhook (without its secret)",
 	request: { params: WebhookParams },
-	responses: { 200: json(Webhook, "The webhook"), ...problems(401, 404), ...unavailable },
+	responses: { 200: json(Webhook, "The webhook"), ...problems(401), ...unavailable },
 });
 
 export const deleteWebhook = createRoute({
@@ -72,7 +73,7 @@ export const deleteWebhook = createRoute({
 	request: { params: WebhookParams },
 	responses: {
 		204: { description: "Removed" },
-		...problems(401, 404),
+		...problems(401),
 		409: {
 			description: "The webhook comes from --webhooks-file",
 			content: { "application/problem+json": { schema: Problem } },
@@ -93,7 +94,7 @@ export const listDeliveries = createRoute({
 	},
 	responses: {
 		200: json(z.object({ deliveries: z.array(Delivery) }).openapi("WebhookDeliveryList"), "Deliveries"),
-		...problems(400, 401, 404),
+		...problems(400, 401),
 		...unavailable,
 	},
 });
@@ -107,7 +108,7 @@ export const redeliver = createRoute({
 	request: { params: DeliveryParams },
 	responses: {
 		202: json(Delivery, "Queued again"),
-		...problems(401, 404),
+		...problems(401),
 		409: {
 			description: "The delivery is still pending",
 			content: { "application/problem+json": { schema: Problem } },
