@@ -9,12 +9,15 @@ import type { Config } from "./config.ts";
 import { GatewayError } from "./errors.ts";
 import { BodyRoutes, bodyGuard } from "./http/body-guard.ts";
 import type { Deps } from "./http/deps.ts";
+import { declareIdempotency, IdempotentRoutes, idempotency } from "./http/idempotency.ts";
+import type { IdempotencyStore } from "./http/idempotency-store.ts";
 import { instrument } from "./http/instrument.ts";
 import { accessLog, bearerAuth, hostCheck, requestId } from "./http/middleware.ts";
 import { type AppEnv, createRouter, invalid } from "./http/openapi.ts";
 import { ApiError, toProblem } from "./http/problem.ts";
 import { Metrics } from "./http/prometheus.ts";
 import { approvalsRouter } from "./http/routes/approvals/approvals.index.ts";
+import { approvalHistoryRouter } from "./http/routes/approvals/history.index.ts";
 import { commandsRouter } from "./http/routes/commands/commands.index.ts";
 import { commandSpecs } from "./http/routes/commands/commands.table.ts";
 import { rpcRouter } from "./http/routes/commands/rpc.index.ts";
@@ -26,9 +29,13 @@ import { uiRouter } from "./http/routes/sessions/ui.index.ts";
 import { docsPaths, docsRouter } from "./http/routes/system/docs.index.ts";
 import { metricsRouter } from "./http/routes/system/scrape.index.ts";
 import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.ts";
+import { webhooksRouter } from "./http/routes/webhooks/webhooks.index.ts";
 import { StreamEvent } from "./http/streams/event-schemas.ts";
 import { StreamTickets } from "./http/tickets.ts";
+import type { ApprovalHistory } from "./sessions/approval-history.ts";
+import type { PolicyEngine } from "./sessions/policy-engine.ts";
 import type { SessionRegistry } from "./sessions/registry.ts";
+import type { WebhookService } from "./webhooks/service.ts";
 
 // The API description and its docs page are public (they ship in the package); the API is not.
 const openPaths = new Set(["/healthz", "/readyz", "/openapi.json", "/openapi.yaml", ...docsPaths]);
@@ -36,7 +43,7 @@ const openPaths = new Set(["/healthz", "/readyz", "/openapi.json", "/openapi.yam
 export function openApiDocument(app: ReturnType<typeof createRouter>) {
 	app.openAPIRegistry.register("StreamEvent", StreamEvent);
 	app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
-	return app.getOpenAPI31Document({
+	const document = app.getOpenAPI31Document({
 		openapi: "3.1.0",
 		info: {
 			title: "pi-gateway",
@@ -53,9 +60,12 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
 			{ name: "commands", description: "pi's other RPC commands, one operation each" },
 			{ name: "events", description: "Server-Sent Events" },
 			{ name: "approvals", description: "Extension dialogs as resources, and UI state" },
+			{ name: "webhooks", description: "Signed event deliveries (Standard Webhooks) with a durable outbox" },
 			{ name: "system", description: "Health, info, metrics, docs" },
 		],
 	});
+	declareIdempotency(document as never);
+	return document;
 }
 
 /** Builds the whole HTTP app; listening is main.ts's job, so tests can drive it directly. */
@@ -64,8 +74,20 @@ export function createApp(
 	registry: SessionRegistry,
 	logger: Logger,
 	metrics: Metrics = new Metrics(registry),
+	extras: {
+		webhooks?: WebhookService;
+		idempotency?: IdempotencyStore;
+		policies?: PolicyEngine;
+		history?: ApprovalHistory;
+	} = {},
 ) {
-	const deps: Deps = { config, registry, logger, tickets: new StreamTickets(config.streamTicketTtlMs) };
+	const deps: Deps = {
+		config,
+		registry,
+		logger,
+		tickets: new StreamTickets(config.streamTicketTtlMs),
+		policies: extras.policies,
+	};
 	const app = createRouter();
 	app.use(requestId());
 	app.use(accessLog(logger));
@@ -89,6 +111,8 @@ export function createApp(
 	);
 	const bodyRoutes = new BodyRoutes();
 	app.use(bodyGuard(bodyRoutes, { tokenRequired: config.token !== undefined }));
+	const idempotentRoutes = new IdempotentRoutes();
+	app.use(idempotency(idempotentRoutes, extras.idempotency));
 
 	app.route("/", systemRouter(deps));
 	app.route("/", metricsRouter(metrics));
@@ -99,11 +123,21 @@ export function createApp(
 	app.route("/", commandsRouter(deps));
 	app.route("/", rpcRouter(deps));
 	app.route("/", eventsRouter(deps));
+	// Before the approvals router: /v1/approvals/history is its own operation.
+	app.route(
+		"/",
+		approvalHistoryRouter(() => extras.history),
+	);
 	app.route("/", approvalsRouter(deps));
 	app.route("/", uiRouter(deps));
+	app.route(
+		"/",
+		webhooksRouter(() => extras.webhooks),
+	);
 
 	const document = openApiDocument(app);
 	bodyRoutes.load(document as never);
+	idempotentRoutes.load(document as never);
 	corsMiddleware = cors({ origin: config.corsOrigins, exposeHeaders: exposedHeaders(document) });
 	// The served spec names the origin it was fetched from, so an SDK generated from a running
 	// gateway talks to that gateway (the checked-in openapi.yaml is what the default address serves).

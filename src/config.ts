@@ -118,6 +118,40 @@ export const ConfigSchema = z.object({
 	approvalTimeoutMs: int(0).default(0).describe("Cancel unanswered dialogs after this long (0: never)"),
 	maxNotifications: int(1).default(50).describe("Notifications kept per session in its UI state"),
 	waitTimeoutMs: int(1).default(300_000).describe("Longest wait mode (Prefer: wait) before 202"),
+	approvalPoliciesFile: z
+		.string()
+		.optional()
+		.describe("JSON or YAML file of gateway approval policies: {rules: [...], unanswered: {afterMs, action}}"),
+	approvalHistoryMs: int(1000)
+		.default(7 * 24 * 3600_000)
+		.describe("How long resolved approvals stay listable in GET /v1/approvals/history"),
+	maxApprovalHistory: int(1).default(100_000).describe("Resolved approvals kept at most in the history"),
+	idempotencyTtlMs: int(1000)
+		.default(24 * 3600_000)
+		.describe("How long an Idempotency-Key and its first answer are kept"),
+	maxIdempotencyKeys: int(1).default(10_000).describe("Idempotency keys kept at most; past it the oldest go"),
+	webhookAllow: z
+		.array(z.string())
+		.default([])
+		.describe(
+			"Webhook destinations allowed (CIDRs, addresses, host names, *.suffix, or `loopback`); when set, only these. Link-local, metadata and loopback addresses are refused unless listed",
+		),
+	webhooksFile: z
+		.string()
+		.optional()
+		.describe("JSON file of static webhooks: [{id, url, events, sessions?, secret}], loaded at start"),
+	webhookTimeoutMs: int(100).default(10_000).describe("Time a webhook receiver has to connect and answer"),
+	webhookRetryBaseMs: int(1)
+		.default(10_000)
+		.describe("First retry delay of a failed webhook delivery; it doubles per attempt (with jitter, at most 1 h)"),
+	webhookMaxAttempts: int(1)
+		.default(15)
+		.describe("Attempts per webhook delivery before it is marked failed (15 spans about 8 hours)"),
+	webhookConcurrency: int(1).default(4).describe("Webhook requests in flight at most, across all webhooks"),
+	maxWebhooks: int(1).default(100).describe("Webhooks at most"),
+	webhookMaxPending: int(1)
+		.default(1000)
+		.describe("Undelivered messages kept per webhook; past it the oldest are dropped"),
 	logLevel: z
 		.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
 		.default("info")

@@ -11,7 +11,7 @@ const shape = ConfigSchema.shape;
 type Key = keyof typeof shape;
 const keys = Object.keys(shape) as Key[];
 const booleans = new Set<Key>(["demo", "autoResume", "auth"]);
-const lists = new Set<Key>(["allowedHosts", "corsOrigins", "piCommand", "sandboxWritable", "passEnv"]);
+const lists = new Set<Key>(["allowedHosts", "corsOrigins", "piCommand", "sandboxWritable", "passEnv", "webhookAllow"]);
 
 function help(): string {
 	const lines = keys.map((key) => {
@@ -36,7 +36,7 @@ function help(): string {
 		`  ${"--extension <name=path>".padEnd(34)} Same as --extensions; repeatable`,
 		`  ${"-h, --help".padEnd(34)} This text`,
 		"",
-		"Lists (allowed hosts, CORS origins, extensions, pass-env, sandbox-writable) are comma-separated; --pi-command splits on spaces.",
+		"Lists (allowed hosts, CORS origins, extensions, pass-env, sandbox-writable, webhook-allow) are comma-separated; --pi-command splits on spaces.",
 		"With no token given, one is generated at first start in <data-dir>/token (mode 0600) and reused after.",
 		"Relative extension paths are resolved against the current directory.",
 		"With no --provider/--model the offline demo model is used.",

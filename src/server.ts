@@ -1,13 +1,20 @@
 import type { Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { DatabaseSync } from "node:sqlite";
 import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import { createApp } from "./app.ts";
 import { type Config, type ConfigInput, parseConfig } from "./config.ts";
 import { ConnectionGuard } from "./http/connections.ts";
+import { IdempotencyStore } from "./http/idempotency-store.ts";
+import { ApprovalHistory } from "./sessions/approval-history.ts";
+import { PolicySet } from "./sessions/policies.ts";
+import { loadPolicyFile, PolicyEngine } from "./sessions/policy-engine.ts";
 import { SessionRegistry } from "./sessions/registry.ts";
 import { resolveSandbox, type SandboxStatus } from "./sessions/sandbox.ts";
 import { resolveToken, type TokenSource } from "./token.ts";
+import type { WebhookService } from "./webhooks/service.ts";
+import { startWebhooks } from "./webhooks/start.ts";
 
 export interface Gateway {
 	url: string;
@@ -20,6 +27,8 @@ export interface Gateway {
 	tokenSource: TokenSource;
 	/** Whether pi children run in bubblewrap, and why not when they do not. */
 	sandbox: SandboxStatus;
+	/** Webhooks and their outbox (in gateway.db). */
+	webhooks: WebhookService;
 	/** Stop accepting, end streams, stop every child. Idempotent. */
 	close(): Promise<void>;
 }
@@ -51,10 +60,27 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	// From here on "on" or "off": planSpawn wraps each child when it is "on".
 	config.sandbox = sandbox.enabled ? "on" : "off";
 	if (!sandbox.enabled) log.warn({ reason: sandbox.reason }, "sandbox off: pi children run as this user, unconfined");
+	// Read before the registry takes its lock: a bad file fails the start with nothing to undo.
+	const gatewayPolicies = config.approvalPoliciesFile
+		? loadPolicyFile(config.approvalPoliciesFile)
+		: PolicySet.parse({});
 	const registry = new SessionRegistry(config, log);
 	// Before listening: a data dir held by another gateway fails here, and restored sessions are listed from the first request.
 	registry.open();
-	const app = createApp(config, registry, log);
+	const db = registry.sqliteDatabase as DatabaseSync;
+	let webhooks: WebhookService;
+	try {
+		webhooks = startWebhooks(config, registry, log);
+	} catch (error) {
+		await registry.shutdown();
+		throw error;
+	}
+	const idempotency = new IdempotencyStore(db, config.idempotencyTtlMs, config.maxIdempotencyKeys);
+	const policies = new PolicyEngine(gatewayPolicies, registry, db, log);
+	policies.start();
+	const history = new ApprovalHistory(db, config.approvalHistoryMs, config.maxApprovalHistory);
+	history.start(registry);
+	const app = createApp(config, registry, log, undefined, { webhooks, idempotency, policies, history });
 	const connections = new ConnectionGuard(config, log);
 	let server: ReturnType<typeof serve>;
 	try {
@@ -78,7 +104,11 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			s.once("error", reject);
 		});
 	} catch (error) {
+		history.stop();
+		policies.stop();
+		webhooks.stop();
 		await registry.shutdown();
+		webhooks.detach();
 		throw error;
 	}
 	const port = (server.address() as AddressInfo).port;
@@ -97,7 +127,12 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			const stopped = new Promise<void>((resolve) => server.close(() => resolve())).then(() => {
 				done = true;
 			});
+			// Sending stops first; events of the stopping sessions still reach the outbox, for the next start.
+			webhooks.stop();
 			await registry.shutdown();
+			webhooks.detach();
+			policies.stop();
+			history.stop();
 			// Session streams end with their session_exit frame; let them drain, closing each
 			// connection as it falls idle. What is left after that (hub streams) is cut.
 			const http = server as unknown as { closeIdleConnections(): void; closeAllConnections(): void };
@@ -111,5 +146,5 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		})();
 		return closing;
 	};
-	return { url, port, config, registry, connections, tokenSource, sandbox, close };
+	return { url, port, config, registry, connections, tokenSource, sandbox, webhooks, close };
 }

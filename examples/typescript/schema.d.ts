@@ -971,6 +971,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/approvals/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Resolved approvals across all sessions, newest first: who answered, when, and what
+         * @description Kept in the gateway's store for --approval-history-ms (7 days by default, at most --max-approval-history rows), so it outlives the sessions' own lists and a gateway restart. Automatic answers show `resolvedBy: policy:<rule>`.
+         */
+        get: operations["approvals.history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/approvals": {
         parameters: {
             query?: never;
@@ -1037,6 +1057,76 @@ export interface paths {
         get: operations["sessions.getUi"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** All webhooks (without their secrets) */
+        get: operations["webhooks.list"];
+        put?: never;
+        /** Subscribe an endpoint to events (signed per Standard Webhooks); the secret is shown only here */
+        post: operations["webhooks.create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhookId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One webhook (without its secret) */
+        get: operations["webhooks.get"];
+        put?: never;
+        post?: never;
+        /** Remove a webhook and its pending deliveries */
+        delete: operations["webhooks.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhookId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The webhook's delivery log, newest first: state, attempts, receivers' status codes */
+        get: operations["webhooks.deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a delivered, failed or dropped message again (same webhook-id, a fresh attempt budget) */
+        post: operations["webhooks.redeliver"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1674,9 +1764,39 @@ export interface components {
             persist?: boolean;
             /** @description A pi session id (from a session's piSessionId) to continue */
             resume?: string;
+            policies?: components["schemas"]["ApprovalPolicies"];
         };
         /** @enum {string} */
         ThinkingLevel: "off" | "minimal" | "low" | "medium" | "high" | "xhigh" | "max";
+        /** @description Approval policies of this session, tried before the gateway's (--approval-policies-file) */
+        ApprovalPolicies: {
+            /** @default [] */
+            rules?: components["schemas"]["ApprovalPolicyRule"][];
+            /** @description What happens to a dialog nobody answered in afterMs: cancel, deny, or wait on */
+            unanswered?: {
+                afterMs: number;
+                /** @enum {string} */
+                action: "cancel" | "deny" | "wait";
+            };
+        };
+        ApprovalPolicyRule: {
+            name: string;
+            /** @default {} */
+            match?: {
+                method?: ("select" | "confirm" | "input" | "editor")[];
+                /** @description A bounded regular expression (no backreferences, lookarounds or quantified groups) */
+                title?: string;
+                titleEquals?: string;
+                /** @description A bounded regular expression (no backreferences, lookarounds or quantified groups) */
+                message?: string;
+                /** @description Gateway rules: only these sessions */
+                sessions?: string[];
+            };
+            /** @description `allow`/`deny`: confirm → true/false; select → the option that reads like allow (Allow, Yes, Approve, OK) or deny (Block, Deny, No, Reject); `deny` without such an option, and on input/editor, cancels. `{value}` answers a select (one of its options) or an input/editor. `cancel` dismisses the dialog. `ask` leaves it to a person and stops looking at further rules. A rule whose action does not fit the dialog is skipped. */
+            action: ("allow" | "deny" | "cancel" | "ask") | {
+                value: string;
+            };
+        };
         SessionList: {
             sessions: components["schemas"]["Session"][];
         };
@@ -1897,6 +2017,11 @@ export interface components {
              */
             eventsUrl: string;
         };
+        ApprovalHistory: {
+            approvals: components["schemas"]["Approval"][];
+            /** @description Pass as `cursor` for older ones; null at the end */
+            nextCursor: string | null;
+        };
         ApprovalList: {
             approvals: components["schemas"]["Approval"][];
             /** @description Position after the last approval of this page: pass it as `cursor` for the next page, or with `wait` to long-poll for newer approvals */
@@ -1915,10 +2040,20 @@ export interface components {
             confirmed: boolean;
             /** @description Who answers (recorded as `resolvedBy`) */
             by?: string;
+            /**
+             * @description `session`: "allow always for this session" — the same answer is given at once to this session's later dialogs with the same method and title (a session policy rule)
+             * @enum {string}
+             */
+            remember?: "session";
         } | {
             value: string;
             /** @description Who answers (recorded as `resolvedBy`) */
             by?: string;
+            /**
+             * @description `session`: "allow always for this session" — the same answer is given at once to this session's later dialogs with the same method and title (a session policy rule)
+             * @enum {string}
+             */
+            remember?: "session";
         } | {
             /** @enum {boolean} */
             cancelled: true;
@@ -1945,6 +2080,82 @@ export interface components {
                 at: string;
             }[];
         };
+        CreatedWebhook: {
+            id: string;
+            url: string;
+            events: components["schemas"]["WebhookEventType"][];
+            sessions: string[] | null;
+            description: string | null;
+            /** @description Declared in --webhooks-file: cannot be deleted through the API */
+            static: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description The signing secret (whsec_…): shown once, here */
+            secret: string;
+        };
+        /** @enum {string} */
+        WebhookEventType: "approval.requested" | "approval.resolved" | "run.settled" | "session.exited" | "session.crashed";
+        CreateWebhookBody: {
+            /**
+             * Format: uri
+             * @example https://hooks.example.com/pi
+             */
+            url: string;
+            /** @description The event types to deliver */
+            events: components["schemas"]["WebhookEventType"][];
+            /** @description Only events of these sessions (default: every session) */
+            sessions?: string[];
+            /**
+             * @description Signing secret; generated when absent. Shown in this response only, never again
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
+            secret?: string;
+            description?: string;
+        };
+        WebhookList: {
+            webhooks: components["schemas"]["Webhook"][];
+        };
+        Webhook: {
+            id: string;
+            url: string;
+            events: components["schemas"]["WebhookEventType"][];
+            sessions: string[] | null;
+            description: string | null;
+            /** @description Declared in --webhooks-file: cannot be deleted through the API */
+            static: boolean;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        WebhookDeliveryList: {
+            deliveries: components["schemas"]["WebhookDelivery"][];
+        };
+        WebhookDelivery: {
+            /** @description The `webhook-id` header: the same on every attempt and redelivery */
+            id: string;
+            webhookId: string;
+            type: components["schemas"]["WebhookEventType"];
+            state: components["schemas"]["WebhookDeliveryState"];
+            attempts: number;
+            /** Format: date-time */
+            nextAttemptAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description The body sent (thin: ids, status, links) */
+            payload: {
+                [key: string]: unknown;
+            };
+            /** @description The latest attempts, oldest first */
+            log: {
+                /** Format: date-time */
+                at: string;
+                /** @description The receiver's HTTP status; null when none came */
+                status: number | null;
+                error: string | null;
+                durationMs: number;
+            }[];
+        };
+        /** @enum {string} */
+        WebhookDeliveryState: "pending" | "delivered" | "failed" | "dropped";
     };
     responses: never;
     parameters: never;
@@ -2109,7 +2320,10 @@ export interface operations {
     "sessions.create": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2128,6 +2342,8 @@ export interface operations {
             201: {
                 headers: {
                     Location: string;
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2181,6 +2397,15 @@ export interface operations {
             };
             /** @description The body is not sent as application/json */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This Idempotency-Key was used with a different request */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2483,6 +2708,8 @@ export interface operations {
             header?: {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
                 prefer?: string;
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -2506,6 +2733,8 @@ export interface operations {
                 headers: {
                     /** @description Wait mode: the `wait` preference that was applied */
                     "Preference-Applied"?: string;
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2515,6 +2744,8 @@ export interface operations {
             /** @description pi accepted it, or a dialog holds pi's answer (`awaiting_approval`), or the wait ran out first; follow the run on the event stream */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2649,6 +2880,8 @@ export interface operations {
             header?: {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
                 prefer?: string;
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -2670,6 +2903,8 @@ export interface operations {
                 headers: {
                     /** @description Wait mode: the `wait` preference that was applied */
                     "Preference-Applied"?: string;
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2679,6 +2914,8 @@ export interface operations {
             /** @description pi accepted it, or a dialog holds pi's answer (`awaiting_approval`), or the wait ran out first; follow the run on the event stream */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2813,6 +3050,8 @@ export interface operations {
             header?: {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
                 prefer?: string;
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
             };
             path: {
                 id: string;
@@ -2834,6 +3073,8 @@ export interface operations {
                 headers: {
                     /** @description Wait mode: the `wait` preference that was applied */
                     "Preference-Applied"?: string;
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2843,6 +3084,8 @@ export interface operations {
             /** @description pi accepted it, or a dialog holds pi's answer (`awaiting_approval`), or the wait ran out first; follow the run on the event stream */
             202: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5574,7 +5817,10 @@ export interface operations {
     "sessions.compact": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5591,6 +5837,8 @@ export interface operations {
             /** @description pi's answer (its `data`) */
             200: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6142,7 +6390,10 @@ export interface operations {
     "sessions.bash": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -6161,6 +6412,8 @@ export interface operations {
             /** @description pi's answer (its `data`) */
             200: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7006,7 +7259,10 @@ export interface operations {
     "sessions.fork": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -7023,6 +7279,8 @@ export interface operations {
             /** @description pi's answer (its `data`) */
             200: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8161,6 +8419,59 @@ export interface operations {
             };
         };
     };
+    "approvals.history": {
+        parameters: {
+            query?: {
+                status?: "answered" | "expired" | "cancelled";
+                sessionId?: string;
+                limit?: number;
+                /** @description `nextCursor` of an earlier page: older approvals */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of resolved approvals */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalHistory"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description History is off: an app built without the gateway's store */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     "approvals.inbox": {
         parameters: {
             query?: {
@@ -8304,7 +8615,10 @@ export interface operations {
     "approvals.answer": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
                 approvalId: string;
@@ -8320,6 +8634,8 @@ export interface operations {
             /** @description The resolved approval */
             200: {
                 headers: {
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8431,6 +8747,328 @@ export interface operations {
             };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "webhooks.list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Webhooks, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "webhooks.create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/pi",
+                 *       "events": [
+                 *         "approval.requested"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateWebhookBody"];
+            };
+        };
+        responses: {
+            /** @description The webhook with its signing secret */
+            201: {
+                headers: {
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhook"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The destination is refused (link-local, metadata, loopback, or outside --webhook-allow) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "webhooks.get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "webhooks.delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The webhook comes from --webhooks-file */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "webhooks.deliveries": {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deliveries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "webhooks.redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhookId: string;
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued again */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The delivery is still pending */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
+import type { PolicyEngine } from "../sessions/policy-engine.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
 import type { StreamTickets } from "./tickets.ts";
 
@@ -10,4 +11,6 @@ export interface Deps {
 	logger: Logger;
 	/** Short-lived stream tickets (for EventSource, which cannot send headers): HTTP's own state. */
 	tickets: StreamTickets;
+	/** Approval policies (absent in an app built without the store). */
+	policies?: PolicyEngine;
 }

@@ -5,12 +5,16 @@ import { type DialogRequest, dialogMethods } from "../pi/protocol.ts";
 export const ApprovalStatus = z.enum(["pending", "answered", "expired", "cancelled"]).openapi("ApprovalStatus");
 
 const by = z.string().min(1).max(200).optional().openapi({ description: "Who answers (recorded as `resolvedBy`)" });
+const remember = z.literal("session").optional().openapi({
+	description:
+		'`session`: "allow always for this session" — the same answer is given at once to this session\'s later dialogs with the same method and title (a session policy rule)',
+});
 
 export const ApprovalAnswer = z
 	.union(
 		[
-			z.strictObject({ confirmed: z.boolean(), by }),
-			z.strictObject({ value: z.string(), by }),
+			z.strictObject({ confirmed: z.boolean(), by, remember }),
+			z.strictObject({ value: z.string(), by, remember }),
 			z.strictObject({ cancelled: z.literal(true), by }),
 		],
 		{

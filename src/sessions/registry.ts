@@ -4,6 +4,7 @@
 // (session-store.ts; SQLite in sqlite-store.ts), spawning is spawn.ts, paths are guard.ts.
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync } from "node:fs";
+import type { DatabaseSync } from "node:sqlite";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
@@ -95,6 +96,16 @@ export class SessionRegistry {
 	/** The registry's disk, checked now (see Journal.health). */
 	storeHealth(): StoreHealth {
 		return this.#journal.health();
+	}
+
+	/**
+	 * The SQLite connection of the store, when the store is SQLite: webhooks, idempotency keys,
+	 * approval history and session policies keep their own tables beside the registry's. A store
+	 * of another kind (PostgreSQL, the cluster issue) brings those tables itself.
+	 */
+	get sqliteDatabase(): DatabaseSync | undefined {
+		const store = this.store;
+		return store instanceof SqliteStore ? store.database : undefined;
 	}
 
 	/** The store (undefined before open() and after shutdown); tests reach its database through it. */
@@ -333,6 +344,11 @@ export class SessionRegistry {
 
 	list(): Session[] {
 		return [...this.#sessions.values()];
+	}
+
+	/** The approval policies a session was created with (policy-engine.ts reads them). */
+	policiesOf(id: string): CreateSessionBody["policies"] {
+		return this.#options.get(id)?.policies;
 	}
 
 	/** Stops pi and forgets the session (its pi session file stays on disk). */

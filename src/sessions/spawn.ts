@@ -7,6 +7,7 @@ import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import { dialectOf, hasNameFlag, piPackageOf } from "../pi/dialect.ts";
 import { SessionName, ThinkingLevel } from "../pi/protocol.ts";
+import { PolicySet } from "./policies.ts";
 import { wrapCommand } from "./sandbox.ts";
 import { findSessionFiles, folderFor, newSessionFolder } from "./session-files.ts";
 
@@ -51,6 +52,9 @@ export const CreateSessionBody = z
 			.regex(/^[0-9a-fA-F-]{8,64}$/)
 			.optional()
 			.openapi({ description: "A pi session id (from a session's piSessionId) to continue" }),
+		policies: PolicySet.optional().openapi({
+			description: "Approval policies of this session, tried before the gateway's (--approval-policies-file)",
+		}),
 	})
 	.openapi("CreateSession");
 export type CreateSessionBody = z.infer<typeof CreateSessionBody>;

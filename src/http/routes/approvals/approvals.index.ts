@@ -4,7 +4,7 @@ import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
 import { answerApproval, getApproval, inbox, sessionApprovals } from "./approvals.routes.ts";
 
-export function approvalsRouter({ registry }: Deps) {
+export function approvalsRouter({ registry, policies }: Deps) {
 	return createRouter()
 		.openapi(inbox, async (c) => {
 			const { status, limit, cursor, wait } = c.req.valid("query");
@@ -27,7 +27,11 @@ export function approvalsRouter({ registry }: Deps) {
 		})
 		.openapi(answerApproval, (c) => {
 			const { id, approvalId } = c.req.valid("param");
-			return c.json(registry.get(id).approvals.answer(approvalId, c.req.valid("json")), 200);
+			const session = registry.get(id);
+			const answer = c.req.valid("json");
+			const resolved = session.approvals.answer(approvalId, answer);
+			if ("remember" in answer && answer.remember === "session") policies?.remember(session, approvalId, answer);
+			return c.json(resolved, 200);
 		});
 }
 

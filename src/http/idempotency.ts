@@ -1,0 +1,174 @@
+import { createHash } from "node:crypto";
+import type { MiddlewareHandler } from "hono";
+import type { IdempotencyStore, StoredAnswer } from "./idempotency-store.ts";
+import type { AppEnv } from "./openapi.ts";
+import { ApiError } from "./problem.ts";
+
+/**
+ * The POSTs that start work and take an `Idempotency-Key` (IETF httpapi draft). The `…/stream`
+ * variants and `Accept: text/event-stream` do not: a stream cannot be replayed, so a key there is
+ * refused (400) rather than silently ignored.
+ */
+export const idempotentOperations = new Set([
+	"sessions.create",
+	"sessions.prompt",
+	"sessions.steer",
+	"sessions.followUp",
+	"sessions.bash",
+	"sessions.compact",
+	"sessions.fork",
+	"approvals.answer",
+]);
+
+export const replayedHeader = "Idempotent-Replayed";
+/** Answers larger than this are not kept: a retry of such a request is told so (409). */
+const maxKeptBytes = 1024 * 1024;
+/** Answers that mean nothing started (limits, shutdown): not kept, so a retry can run. */
+const notKept = new Set([429, 503]);
+const keptHeaders = ["content-type", "location", "preference-applied"];
+const validKey = /^[\x21-\x7e]{1,255}$/;
+
+type Operation = {
+	operationId?: string;
+	parameters?: unknown[];
+	responses?: Record<string, { description?: string; content?: unknown; headers?: Record<string, unknown> }>;
+};
+type Document = { paths?: Record<string, Record<string, Operation>>; components?: Record<string, unknown> };
+
+const problem = (description: string) => ({
+	description,
+	content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } },
+});
+
+/** Adds the header parameter (and what it can answer) to the idempotent operations of the spec. */
+export function declareIdempotency(document: Document): void {
+	// Inline in each operation, not a $ref: tools that read parameters one by one see it whole.
+	const parameter = {
+		name: "Idempotency-Key",
+		in: "header",
+		required: false,
+		description: `Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with \`${replayedHeader}: true\`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID.`,
+		schema: { type: "string", minLength: 1, maxLength: 255 },
+	};
+	for (const operations of Object.values(document.paths ?? {}))
+		for (const operation of Object.values(operations)) {
+			if (!idempotentOperations.has(operation.operationId ?? "")) continue;
+			operation.parameters = [...(operation.parameters ?? []), parameter];
+			operation.responses ??= {};
+			const responses = operation.responses;
+			responses[409] ??= problem("Conflict, or a request with this Idempotency-Key is still running");
+			responses[422] ??= problem("This Idempotency-Key was used with a different request");
+			for (const [status, response] of Object.entries(responses))
+				if (status.startsWith("2"))
+					response.headers = {
+						...response.headers,
+						[replayedHeader]: {
+							description: "`true` when this is the stored answer to an earlier request with the same Idempotency-Key",
+							schema: { type: "string", enum: ["true"] },
+						},
+					};
+		}
+}
+
+/** Which request paths the idempotent operations have, read from the document once routes exist. */
+export class IdempotentRoutes {
+	#routes: RegExp[] = [];
+
+	load(document: Document): void {
+		this.#routes = [];
+		for (const [template, operations] of Object.entries(document.paths ?? {})) {
+			const post = operations.post;
+			if (!post || !idempotentOperations.has(post.operationId ?? "")) continue;
+			const pattern = template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+");
+			this.#routes.push(new RegExp(`^${pattern}$`));
+		}
+	}
+
+	matches(path: string): boolean {
+		return this.#routes.some((r) => r.test(path));
+	}
+}
+
+/**
+ * Replays the first answer to a repeated Idempotency-Key. Keys are claimed in the store before the
+ * handler runs (synchronously, so two concurrent retries cannot both pass) and hold the answer after.
+ */
+export function idempotency(routes: IdempotentRoutes, store: IdempotencyStore | undefined): MiddlewareHandler<AppEnv> {
+	return async function idempotencyKey(c, next) {
+		const key = c.req.header("idempotency-key");
+		if (key === undefined || c.req.method !== "POST") return next();
+		if (!routes.matches(c.req.path)) {
+			if (/\/stream$/.test(c.req.path))
+				throw new ApiError(
+					400,
+					"idempotency_not_streamable",
+					"A stream cannot be replayed: send Idempotency-Key on the JSON operation (without /stream)",
+				);
+			return next();
+		}
+		if ((c.req.header("accept") ?? "").includes("text/event-stream"))
+			throw new ApiError(
+				400,
+				"idempotency_not_streamable",
+				"A stream cannot be replayed: use Idempotency-Key with a JSON answer (Accept: application/json or Prefer: wait)",
+			);
+		if (!validKey.test(key))
+			throw new ApiError(400, "invalid_idempotency_key", "Idempotency-Key must be 1-255 visible ASCII characters");
+		if (!store?.open) return next();
+		const body = await c.req.text();
+		const fingerprint = createHash("sha256").update(`${c.req.method} ${c.req.path}\n${body}`).digest("hex");
+		const seen = store.get(key);
+		if (seen) return answerSeen(seen, fingerprint);
+		if (!store.claim(key, fingerprint)) throw inUse();
+		try {
+			await next();
+		} catch (error) {
+			store.forget(key);
+			throw error;
+		}
+		if (!store.open) return;
+		if (notKept.has(c.res.status)) {
+			store.forget(key);
+			return;
+		}
+		const text = await c.res.clone().text();
+		const headers: Record<string, string> = {};
+		for (const name of keptHeaders) {
+			const value = c.res.headers.get(name);
+			if (value !== null) headers[name] = value;
+		}
+		store.finish(key, { status: c.res.status, headers, body: Buffer.byteLength(text) > maxKeptBytes ? null : text });
+	};
+}
+
+function inUse(): ApiError {
+	return new ApiError(
+		409,
+		"idempotency_key_in_use",
+		"A request with this Idempotency-Key is still running; retry after it ends",
+	);
+}
+
+function answerSeen(seen: NonNullable<ReturnType<IdempotencyStore["get"]>>, fingerprint: string): Response {
+	if (seen.fingerprint !== fingerprint)
+		throw new ApiError(
+			422,
+			"idempotency_key_reused",
+			"This Idempotency-Key was used with a different request (method, path or body)",
+		);
+	if (seen.state === "running") throw inUse();
+	return replay(seen.answer);
+}
+
+function replay(answer: StoredAnswer): Response {
+	if (answer.body === null)
+		throw new ApiError(
+			409,
+			"idempotency_answer_not_kept",
+			"The first answer to this Idempotency-Key was too large to keep; read the resource instead",
+		);
+	return new Response(answer.status === 204 ? null : answer.body, {
+		status: answer.status,
+		headers: { ...answer.headers, [replayedHeader]: "true" },
+	});
+}

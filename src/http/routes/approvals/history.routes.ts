@@ -1,0 +1,44 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { Approval } from "../../../sessions/approvals.ts";
+import { json, problems } from "../../openapi.ts";
+
+export const approvalHistory = createRoute({
+	operationId: "approvals.history",
+	method: "get",
+	path: "/v1/approvals/history",
+	tags: ["approvals"],
+	summary: "Resolved approvals across all sessions, newest first: who answered, when, and what",
+	description:
+		"Kept in the gateway's store for --approval-history-ms (7 days by default, at most --max-approval-history rows), so it outlives the sessions' own lists and a gateway restart. Automatic answers show `resolvedBy: policy:<rule>`.",
+	request: {
+		query: z.object({
+			status: z.enum(["answered", "expired", "cancelled"]).optional(),
+			sessionId: z.string().max(100).optional(),
+			limit: z.coerce.number().int().min(1).max(500).default(100),
+			cursor: z
+				.string()
+				.regex(/^\d+$/, "a nextCursor from an earlier page")
+				.optional()
+				.openapi({ description: "`nextCursor` of an earlier page: older approvals" }),
+		}),
+	},
+	responses: {
+		200: json(
+			z
+				.object({
+					approvals: z.array(Approval),
+					nextCursor: z
+						.string()
+						.nullable()
+						.openapi({ description: "Pass as `cursor` for older ones; null at the end" }),
+				})
+				.openapi("ApprovalHistory"),
+			"A page of resolved approvals",
+		),
+		...problems(400, 401),
+		404: {
+			description: "History is off: an app built without the gateway's store",
+			content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } },
+		},
+	},
+});

@@ -1,0 +1,108 @@
+import type { DatabaseSync } from "node:sqlite";
+import type { Approval } from "./approvals.ts";
+import { eventJson, type LoggedEvent } from "./event-log.ts";
+
+const schema = `
+CREATE TABLE IF NOT EXISTS approval_history (
+	session_id TEXT NOT NULL,
+	id TEXT NOT NULL,
+	status TEXT NOT NULL,
+	resolved_at TEXT NOT NULL,
+	record TEXT NOT NULL,
+	PRIMARY KEY (session_id, id)
+);
+CREATE INDEX IF NOT EXISTS approval_history_resolved ON approval_history (resolved_at);`;
+
+/** Prune every this many writes (a DELETE per write would be wasted work). */
+const pruneEvery = 100;
+
+/**
+ * Every resolved approval — who, when, what — in gateway.db, so the record outlives the session's
+ * in-memory list and a gateway restart. Bounded by age and by count; fed from the event hub.
+ */
+export class ApprovalHistory {
+	readonly #db: DatabaseSync;
+	readonly #keepMs: number;
+	readonly #maxRows: number;
+	#writes = 0;
+	#unsubscribe: (() => void) | undefined;
+
+	constructor(db: DatabaseSync, keepMs: number, maxRows: number) {
+		this.#db = db;
+		this.#keepMs = keepMs;
+		this.#maxRows = maxRows;
+		db.exec(schema);
+		this.prune();
+	}
+
+	start(hub: { subscribeAll(listener: (sessionId: string, event: LoggedEvent) => void): () => void }): void {
+		this.#unsubscribe = hub.subscribeAll((_sessionId, event) => {
+			if (event.type !== "approval_resolved" || !this.#db.isOpen) return;
+			try {
+				this.#record(eventJson<{ approval: Approval }>(event).approval);
+			} catch {
+				// A full disk loses history rows, never an answer: the approval itself went through.
+			}
+		});
+	}
+
+	stop(): void {
+		this.#unsubscribe?.();
+	}
+
+	#record(approval: Approval): void {
+		this.#db
+			.prepare(
+				"INSERT OR REPLACE INTO approval_history (session_id, id, status, resolved_at, record) VALUES (?, ?, ?, ?, ?)",
+			)
+			.run(
+				approval.sessionId,
+				approval.id,
+				approval.status,
+				approval.resolvedAt ?? new Date().toISOString(),
+				JSON.stringify(approval),
+			);
+		if (++this.#writes % pruneEvery === 0) this.prune();
+	}
+
+	prune(): void {
+		this.#db
+			.prepare("DELETE FROM approval_history WHERE resolved_at < ?")
+			.run(new Date(Date.now() - this.#keepMs).toISOString());
+		this.#db
+			.prepare(
+				`DELETE FROM approval_history WHERE rowid IN (
+					SELECT rowid FROM approval_history ORDER BY resolved_at DESC, rowid DESC LIMIT -1 OFFSET ?)`,
+			)
+			.run(this.#maxRows);
+	}
+
+	/** Newest first; `before` is the `nextCursor` of an earlier page. */
+	list(query: { status?: string; sessionId?: string; limit: number; before?: number }): {
+		approvals: Approval[];
+		nextCursor: string | null;
+	} {
+		const where = ["1 = 1"];
+		const args: (string | number)[] = [];
+		if (query.status) {
+			where.push("status = ?");
+			args.push(query.status);
+		}
+		if (query.sessionId) {
+			where.push("session_id = ?");
+			args.push(query.sessionId);
+		}
+		if (query.before !== undefined) {
+			where.push("rowid < ?");
+			args.push(query.before);
+		}
+		const rows = this.#db
+			.prepare(`SELECT rowid, record FROM approval_history WHERE ${where.join(" AND ")} ORDER BY rowid DESC LIMIT ?`)
+			.all(...args, query.limit + 1) as { rowid: number; record: string }[];
+		const page = rows.slice(0, query.limit);
+		return {
+			approvals: page.map((r) => JSON.parse(r.record) as Approval),
+			nextCursor: rows.length > query.limit ? String(page.at(-1)?.rowid) : null,
+		};
+	}
+}

@@ -1,0 +1,135 @@
+import { readFileSync } from "node:fs";
+import type { DatabaseSync } from "node:sqlite";
+import type { Logger } from "pino";
+import { parse as parseYaml } from "yaml";
+import type { ApprovalAnswer } from "./approvals.ts";
+import { eventJson, type LoggedEvent } from "./event-log.ts";
+import { answerFor, decide, type PolicyRule, PolicySet } from "./policies.ts";
+import type { Session } from "./session.ts";
+
+/** What the engine needs of the registry: the event hub, a session, and the policies it was created with. */
+export interface PolicyHost {
+	subscribeAll(listener: (sessionId: string, event: LoggedEvent) => void): () => void;
+	list(): Session[];
+	policiesOf(sessionId: string): PolicySet | undefined;
+}
+
+/** "Allow always" rules a person added, per session at most this many (the oldest go). */
+const maxRemembered = 100;
+
+/** --approval-policies-file: JSON or YAML of an ApprovalPolicies object. */
+export function loadPolicyFile(path: string): PolicySet {
+	const text = readFileSync(path, "utf8");
+	const data = /\.json$/i.test(path) ? JSON.parse(text) : parseYaml(text);
+	return PolicySet.parse(data);
+}
+
+/**
+ * Answers dialogs by rule, right after they open, and settles the ones nobody answered in time.
+ * Every automatic answer goes through Approvals.answer, so it is an ordinary resolved approval
+ * (event stream, history, webhooks) with `resolvedBy: policy:<rule>`.
+ */
+export class PolicyEngine {
+	readonly #gateway: PolicySet;
+	readonly #host: PolicyHost;
+	readonly #db: DatabaseSync;
+	readonly #logger: Logger;
+	readonly #timers = new Map<string, NodeJS.Timeout>();
+	#unsubscribe: (() => void) | undefined;
+
+	constructor(gateway: PolicySet, host: PolicyHost, db: DatabaseSync, logger: Logger) {
+		this.#gateway = gateway;
+		this.#host = host;
+		this.#db = db;
+		this.#logger = logger;
+		db.exec("CREATE TABLE IF NOT EXISTS approval_session_rules (session_id TEXT PRIMARY KEY, rules TEXT NOT NULL)");
+	}
+
+	start(): void {
+		this.#unsubscribe = this.#host.subscribeAll((sessionId, event) => {
+			if (event.type === "approval_requested") {
+				const { approval } = eventJson<{ approval: { id: string } }>(event);
+				// After the opening has finished (status, pause of the deadline): answering inside it would re-enter.
+				queueMicrotask(() => this.#apply(sessionId, approval.id));
+			} else if (event.type === "approval_resolved") {
+				const { approval } = eventJson<{ approval: { id: string } }>(event);
+				this.#clear(`${sessionId}/${approval.id}`);
+			}
+		});
+	}
+
+	stop(): void {
+		this.#unsubscribe?.();
+		for (const timer of this.#timers.values()) clearTimeout(timer);
+		this.#timers.clear();
+	}
+
+	/** Session rules (remembered ones first), then the gateway's. */
+	rules(sessionId: string): PolicyRule[] {
+		return [...this.#remembered(sessionId), ...(this.#host.policiesOf(sessionId)?.rules ?? []), ...this.#gateway.rules];
+	}
+
+	/** "Allow always for this session": the answer becomes a rule for dialogs with the same method and title. */
+	remember(session: Session, approvalId: string, answer: ApprovalAnswer): void {
+		const approval = session.approvals.get(approvalId);
+		const action: PolicyRule["action"] | undefined =
+			"confirmed" in answer
+				? answer.confirmed
+					? "allow"
+					: "deny"
+				: "value" in answer
+					? { value: answer.value }
+					: undefined;
+		if (!action) return;
+		const rules = this.#remembered(session.id);
+		const rule: PolicyRule = {
+			name: `remembered-${approval.id.slice(0, 8)}`,
+			match: { method: [approval.method], titleEquals: approval.title },
+			action,
+		};
+		const next = [rule, ...rules.filter((r) => r.match.titleEquals !== approval.title)].slice(0, maxRemembered);
+		this.#db
+			.prepare("INSERT OR REPLACE INTO approval_session_rules (session_id, rules) VALUES (?, ?)")
+			.run(session.id, JSON.stringify(next));
+	}
+
+	#remembered(sessionId: string): PolicyRule[] {
+		if (!this.#db.isOpen) return [];
+		const row = this.#db.prepare("SELECT rules FROM approval_session_rules WHERE session_id = ?").get(sessionId) as
+			| { rules: string }
+			| undefined;
+		return row ? (JSON.parse(row.rules) as PolicyRule[]) : [];
+	}
+
+	#apply(sessionId: string, approvalId: string): void {
+		const session = this.#host.list().find((s) => s.id === sessionId);
+		if (!session) return;
+		try {
+			const approval = session.approvals.get(approvalId);
+			if (approval.status !== "pending") return;
+			const decision = decide(this.rules(sessionId), approval);
+			if (decision) {
+				session.approvals.answer(approvalId, { ...decision.answer, by: `policy:${decision.rule.name}` });
+				return;
+			}
+			const unanswered = this.#host.policiesOf(sessionId)?.unanswered ?? this.#gateway.unanswered;
+			if (!unanswered || unanswered.action === "wait") return;
+			const key = `${sessionId}/${approvalId}`;
+			const timer = setTimeout(() => {
+				this.#timers.delete(key);
+				if (approval.status !== "pending") return;
+				const answer = unanswered.action === "deny" ? answerFor("deny", approval) : { cancelled: true as const };
+				if (answer && answer !== "ask") session.approvals.answer(approvalId, { ...answer, by: "policy:unanswered" });
+			}, unanswered.afterMs);
+			timer.unref();
+			this.#timers.set(key, timer);
+		} catch (error) {
+			this.#logger.warn({ err: error, sessionId, approvalId }, "approval policy not applied");
+		}
+	}
+
+	#clear(key: string): void {
+		clearTimeout(this.#timers.get(key));
+		this.#timers.delete(key);
+	}
+}

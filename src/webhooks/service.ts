@@ -1,0 +1,339 @@
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { Logger } from "pino";
+import { Webhook as Signer } from "standardwebhooks";
+import { z } from "zod";
+import { GatewayError } from "../errors.ts";
+import { eventJson, type LoggedEvent } from "../sessions/event-log.ts";
+import { DestinationError, Destinations } from "./destinations.ts";
+import {
+	type CreateWebhookBody,
+	type Delivery,
+	StaticWebhook,
+	type Webhook,
+	type WebhookEventType,
+} from "./schemas.ts";
+import { send } from "./sender.ts";
+import type { StoredWebhook, WebhookStore } from "./store.ts";
+
+export interface WebhookSettings {
+	webhookAllow: string[];
+	webhooksFile?: string;
+	webhookTimeoutMs: number;
+	webhookRetryBaseMs: number;
+	webhookMaxAttempts: number;
+	webhookConcurrency: number;
+	maxWebhooks: number;
+	webhookMaxPending: number;
+}
+
+/** What the service needs of the session registry: its event hub and a session's current run. */
+export interface EventSource {
+	subscribeAll(listener: (sessionId: string, event: LoggedEvent) => void): () => void;
+	currentRunId(sessionId: string): string | undefined;
+}
+
+/** The longest wait between two attempts. */
+const maxDelayMs = 3600_000;
+/** Settled deliveries kept per webhook for its delivery log. */
+const keepSettled = 1000;
+
+const sessionLinks = (sessionId: string) => ({ session: `/v1/sessions/${sessionId}` });
+
+/**
+ * Turns session events into webhook messages in a durable outbox (gateway.db) and delivers them,
+ * signed per Standard Webhooks, with retries (exponential backoff with jitter) that survive a
+ * restart. Bounded: pending rows per webhook, settled rows kept, concurrent requests, and each
+ * request's time; the event hub only ever does a small synchronous insert.
+ */
+export class WebhookService {
+	readonly #settings: WebhookSettings;
+	readonly #store: WebhookStore;
+	readonly #source: EventSource;
+	readonly #logger: Logger;
+	readonly #destinations: Destinations;
+	readonly #hooks = new Map<string, StoredWebhook>();
+	readonly #inFlight = new Set<string>();
+	/** The last assistant message's stopReason per session, for run.settled. */
+	readonly #stopReasons = new Map<string, string>();
+	#unsubscribe: (() => void) | undefined;
+	#timer: NodeJS.Timeout | undefined;
+	#stopped = true;
+
+	constructor(settings: WebhookSettings, store: WebhookStore, source: EventSource, logger: Logger) {
+		this.#settings = settings;
+		this.#store = store;
+		this.#source = source;
+		this.#logger = logger;
+		this.#destinations = new Destinations(settings.webhookAllow);
+		if (settings.webhooksFile) this.#loadStatic(settings.webhooksFile);
+		for (const hook of store.list()) this.#hooks.set(hook.id, hook);
+	}
+
+	/** --webhooks-file: a JSON array of webhooks with fixed ids and secrets, replacing the previous file's. */
+	#loadStatic(path: string): void {
+		const entries = z.array(StaticWebhook).parse(JSON.parse(readFileSync(path, "utf8")));
+		const previous = new Map(this.#store.list().map((h) => [h.id, h]));
+		for (const hook of previous.values())
+			if (hook.static && !entries.some((e) => e.id === hook.id)) this.#store.remove(hook.id);
+		for (const entry of entries) {
+			const old = previous.get(entry.id);
+			if (old && !old.static)
+				throw new Error(`--webhooks-file: ${entry.id} is the id of a webhook made through the API`);
+			this.#store.put({
+				...this.#fields(entry),
+				id: entry.id,
+				static: true,
+				createdAt: old?.createdAt ?? new Date().toISOString(),
+				secret: entry.secret,
+			});
+		}
+	}
+
+	#fields(body: CreateWebhookBody) {
+		return {
+			url: body.url,
+			events: [...new Set(body.events)],
+			sessions: body.sessions ?? null,
+			description: body.description ?? null,
+		};
+	}
+
+	start(): void {
+		this.#stopped = false;
+		this.#unsubscribe = this.#source.subscribeAll((sessionId, event) => this.#onEvent(sessionId, event));
+		this.#arm(0);
+	}
+
+	/** Stops sending (pending rows stay in the outbox for the next start); still records events until the store closes. */
+	stop(): void {
+		this.#stopped = true;
+		clearTimeout(this.#timer);
+	}
+
+	/** After the store closed: no more recording either. */
+	detach(): void {
+		this.stop();
+		this.#unsubscribe?.();
+	}
+
+	list(): Webhook[] {
+		return [...this.#hooks.values()].map(publicView);
+	}
+
+	get(id: string): Webhook {
+		return publicView(this.#hook(id));
+	}
+
+	#hook(id: string): StoredWebhook {
+		const hook = this.#hooks.get(id);
+		if (!hook) throw new GatewayError(404, "webhook_not_found", `No webhook ${id}`);
+		return hook;
+	}
+
+	async create(body: CreateWebhookBody): Promise<StoredWebhook> {
+		if (this.#hooks.size >= this.#settings.maxWebhooks)
+			throw new GatewayError(429, "too_many_webhooks", `At most ${this.#settings.maxWebhooks} webhooks`);
+		try {
+			await this.#destinations.resolve(new URL(body.url));
+		} catch (error) {
+			throw new GatewayError(422, "webhook_destination_refused", (error as Error).message);
+		}
+		const hook: StoredWebhook = {
+			id: `wh_${randomBytes(9).toString("base64url")}`,
+			...this.#fields(body),
+			static: false,
+			createdAt: new Date().toISOString(),
+			secret: body.secret ?? `whsec_${randomBytes(32).toString("base64")}`,
+		};
+		this.#store.put(hook);
+		this.#hooks.set(hook.id, hook);
+		return hook;
+	}
+
+	delete(id: string): void {
+		const hook = this.#hook(id);
+		if (hook.static)
+			throw new GatewayError(409, "webhook_static", `Webhook ${id} comes from --webhooks-file; remove it there`);
+		this.#store.remove(id);
+		this.#hooks.delete(id);
+	}
+
+	deliveries(id: string, limit: number): Delivery[] {
+		this.#hook(id);
+		return this.#store.deliveries(id, limit);
+	}
+
+	redeliver(id: string, deliveryId: string): Delivery {
+		this.#hook(id);
+		const delivery = this.#store.get(id, deliveryId);
+		if (!delivery) throw new GatewayError(404, "delivery_not_found", `No delivery ${deliveryId} for webhook ${id}`);
+		if (delivery.state === "pending" || this.#inFlight.has(key(delivery)))
+			throw new GatewayError(409, "delivery_pending", `Delivery ${deliveryId} is still being attempted`);
+		this.#store.requeue(id, deliveryId);
+		this.#arm(0);
+		return this.#store.get(id, deliveryId) as Delivery;
+	}
+
+	#onEvent(sessionId: string, event: LoggedEvent): void {
+		if (this.#hooks.size === 0 || !this.#store.open) return;
+		try {
+			const message = this.#toMessage(sessionId, event);
+			if (message) this.#enqueue(sessionId, message.type, message.data);
+		} catch (error) {
+			this.#logger.error({ err: error, sessionId, event: event.type }, "webhooks: event not queued");
+		}
+	}
+
+	#toMessage(
+		sessionId: string,
+		event: LoggedEvent,
+	): { type: WebhookEventType; data: Record<string, unknown> } | undefined {
+		switch (event.type) {
+			case "approval_requested":
+			case "approval_resolved": {
+				const { approval } = eventJson<{ approval: Record<string, string | null> }>(event);
+				const resolved = event.type === "approval_resolved";
+				return {
+					type: resolved ? "approval.resolved" : "approval.requested",
+					data: {
+						sessionId,
+						approvalId: approval.id,
+						method: approval.method,
+						status: approval.status,
+						...(resolved ? { resolvedBy: approval.resolvedBy, resolvedAt: approval.resolvedAt } : {}),
+						links: {
+							...sessionLinks(sessionId),
+							approval: `/v1/sessions/${sessionId}/approvals/${approval.id}`,
+						},
+					},
+				};
+			}
+			case "message_end": {
+				// Only the stop reason is kept; the message (which may hold anything) never leaves.
+				const { message } = eventJson<{ message?: { role?: string; stopReason?: string } }>(event);
+				if (message?.role === "assistant" && message.stopReason) this.#stopReasons.set(sessionId, message.stopReason);
+				return undefined;
+			}
+			case "agent_settled": {
+				const stopReason = this.#stopReasons.get(sessionId) ?? null;
+				this.#stopReasons.delete(sessionId);
+				return {
+					type: "run.settled",
+					data: {
+						sessionId,
+						runId: this.#source.currentRunId(sessionId) ?? null,
+						stopReason,
+						links: {
+							...sessionLinks(sessionId),
+							messages: `/v1/sessions/${sessionId}/messages`,
+							lastAssistantText: `/v1/sessions/${sessionId}/last-assistant-text`,
+						},
+					},
+				};
+			}
+			case "session_exit": {
+				const exit = eventJson<{ code: number | null; signal: string | null; reason: string }>(event);
+				this.#stopReasons.delete(sessionId);
+				return {
+					type: exit.reason === "crashed" ? "session.crashed" : "session.exited",
+					data: {
+						sessionId,
+						reason: exit.reason,
+						code: exit.code,
+						signal: exit.signal,
+						links: sessionLinks(sessionId),
+					},
+				};
+			}
+			default:
+				return undefined;
+		}
+	}
+
+	#enqueue(sessionId: string, type: WebhookEventType, data: Record<string, unknown>): void {
+		const targets = [...this.#hooks.values()].filter(
+			(h) => h.events.includes(type) && (h.sessions === null || h.sessions.includes(sessionId)),
+		);
+		if (targets.length === 0) return;
+		const createdAt = new Date().toISOString();
+		const payload = JSON.stringify({ type, timestamp: createdAt, data });
+		for (const hook of targets) {
+			const id = `msg_${randomBytes(12).toString("base64url")}`;
+			this.#store.enqueue(hook.id, { id, type, payload, createdAt }, this.#settings.webhookMaxPending);
+		}
+		this.#arm(0);
+	}
+
+	/** Wakes the pump in `ms` (sooner wins). */
+	#arm(ms: number): void {
+		if (this.#stopped) return;
+		clearTimeout(this.#timer);
+		this.#timer = setTimeout(() => this.#pump(), Math.max(0, ms)).unref();
+	}
+
+	#pump(): void {
+		if (this.#stopped || !this.#store.open) return;
+		const slots = this.#settings.webhookConcurrency - this.#inFlight.size;
+		if (slots > 0) {
+			const due = this.#store.due(Date.now(), slots + this.#inFlight.size).filter((d) => !this.#inFlight.has(key(d)));
+			for (const delivery of due.slice(0, slots)) void this.#deliver(delivery);
+		}
+		const next = this.#store.nextDue();
+		// With every slot busy, a finishing delivery re-arms the pump itself.
+		if (next !== undefined) this.#arm(Math.min(Math.max(next - Date.now(), 10), 60_000));
+	}
+
+	async #deliver(delivery: Delivery): Promise<void> {
+		const hook = this.#hooks.get(delivery.webhookId);
+		if (!hook) return;
+		const k = key(delivery);
+		this.#inFlight.add(k);
+		const started = Date.now();
+		let result: { status: number | null; error: string | null };
+		try {
+			const url = new URL(hook.url);
+			const destination = await this.#destinations.resolve(url);
+			const body = JSON.stringify(delivery.payload);
+			const at = new Date();
+			const headers = {
+				"webhook-id": delivery.id,
+				"webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
+				"webhook-signature": new Signer(hook.secret).sign(delivery.id, at, body),
+				"user-agent": "pi-gateway-webhooks",
+			};
+			result = await send(url, destination, headers, body, this.#settings.webhookTimeoutMs);
+		} catch (error) {
+			result = { status: null, error: error instanceof DestinationError ? `refused: ${error.message}` : String(error) };
+		}
+		this.#inFlight.delete(k);
+		if (!this.#store.open || !this.#hooks.has(hook.id)) return;
+		const ok = result.status !== null && result.status >= 200 && result.status < 300;
+		const attempt = { at: new Date(started).toISOString(), ...result, durationMs: Date.now() - started };
+		const last = delivery.attempts + 1 >= this.#settings.webhookMaxAttempts;
+		try {
+			if (ok) this.#store.settle(delivery, attempt, "delivered", null);
+			else if (last) this.#store.settle(delivery, attempt, "failed", null);
+			else this.#store.settle(delivery, attempt, "pending", Date.now() + this.#backoff(delivery.attempts));
+			if (ok || last) this.#store.prune(hook.id, keepSettled);
+		} catch (error) {
+			this.#logger.error({ err: error, webhookId: hook.id }, "webhooks: attempt not recorded");
+		}
+		if (!ok)
+			this.#logger.warn({ webhookId: hook.id, deliveryId: delivery.id, ...result, last }, "webhook attempt failed");
+		this.#arm(0);
+	}
+
+	/** Exponential backoff with jitter: attempt n waits between half and all of base·2ⁿ (capped at an hour). */
+	#backoff(attempts: number): number {
+		const ceiling = Math.min(this.#settings.webhookRetryBaseMs * 2 ** attempts, maxDelayMs);
+		return ceiling / 2 + Math.random() * (ceiling / 2);
+	}
+}
+
+const key = (d: Pick<Delivery, "webhookId" | "id">) => `${d.webhookId}/${d.id}`;
+
+function publicView(hook: StoredWebhook): Webhook {
+	const { secret: _secret, ...rest } = hook;
+	return rest;
+}

@@ -1,0 +1,168 @@
+import type { DatabaseSync } from "node:sqlite";
+import type { Delivery, DeliveryAttempt, Webhook, WebhookEventType } from "./schemas.ts";
+
+/** Webhooks and their outbox live in gateway.db next to the session registry, in tables of their own. */
+const schema = `
+CREATE TABLE IF NOT EXISTS webhooks (
+	id TEXT PRIMARY KEY,
+	record TEXT NOT NULL,
+	secret TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS webhook_outbox (
+	id TEXT NOT NULL,
+	webhook_id TEXT NOT NULL,
+	type TEXT NOT NULL,
+	payload TEXT NOT NULL,
+	state TEXT NOT NULL,
+	attempts INTEGER NOT NULL,
+	next_at INTEGER,
+	created_at TEXT NOT NULL,
+	log TEXT NOT NULL,
+	PRIMARY KEY (webhook_id, id)
+);
+CREATE INDEX IF NOT EXISTS webhook_outbox_due ON webhook_outbox (state, next_at);`;
+
+interface OutboxRow {
+	id: string;
+	webhook_id: string;
+	type: string;
+	payload: string;
+	state: string;
+	attempts: number;
+	next_at: number | null;
+	created_at: string;
+	log: string;
+}
+
+export interface StoredWebhook extends Webhook {
+	secret: string;
+}
+
+/** Attempts kept per delivery in its log. */
+const keepAttempts = 20;
+
+/** Plain SQL over the open gateway.db handle; every call is synchronous and small. */
+export class WebhookStore {
+	readonly #db: DatabaseSync;
+
+	constructor(db: DatabaseSync) {
+		this.#db = db;
+		this.#db.exec(schema);
+	}
+
+	get open(): boolean {
+		return this.#db.isOpen;
+	}
+
+	list(): StoredWebhook[] {
+		const rows = this.#db.prepare("SELECT record, secret FROM webhooks").all() as { record: string; secret: string }[];
+		return rows
+			.map((r) => ({ ...(JSON.parse(r.record) as Webhook), secret: r.secret }))
+			.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+	}
+
+	put(webhook: StoredWebhook): void {
+		const { secret, ...record } = webhook;
+		this.#db
+			.prepare("INSERT OR REPLACE INTO webhooks (id, record, secret) VALUES (?, ?, ?)")
+			.run(webhook.id, JSON.stringify(record), secret);
+	}
+
+	remove(id: string): void {
+		this.#db.prepare("DELETE FROM webhooks WHERE id = ?").run(id);
+		this.#db.prepare("DELETE FROM webhook_outbox WHERE webhook_id = ?").run(id);
+	}
+
+	/**
+	 * Queues one message for one webhook. Past `maxPending` waiting messages the oldest are dropped
+	 * (kept in the log as `dropped`), so a dead endpoint holds a bounded number of rows.
+	 */
+	enqueue(
+		webhookId: string,
+		message: { id: string; type: WebhookEventType; payload: string; createdAt: string },
+		maxPending: number,
+	): void {
+		this.#db
+			.prepare(
+				"INSERT INTO webhook_outbox (id, webhook_id, type, payload, state, attempts, next_at, created_at, log) VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, '[]')",
+			)
+			.run(message.id, webhookId, message.type, message.payload, Date.now(), message.createdAt);
+		this.#db
+			.prepare(
+				`UPDATE webhook_outbox SET state = 'dropped', next_at = NULL WHERE webhook_id = ? AND state = 'pending' AND rowid IN (
+					SELECT rowid FROM webhook_outbox WHERE webhook_id = ? AND state = 'pending' ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?)`,
+			)
+			.run(webhookId, webhookId, maxPending);
+	}
+
+	/** Settled rows beyond `keep` per webhook are forgotten, oldest first. */
+	prune(webhookId: string, keep: number): void {
+		this.#db
+			.prepare(
+				`DELETE FROM webhook_outbox WHERE webhook_id = ? AND state != 'pending' AND rowid IN (
+					SELECT rowid FROM webhook_outbox WHERE webhook_id = ? AND state != 'pending' ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?)`,
+			)
+			.run(webhookId, webhookId, keep);
+	}
+
+	/** Pending messages whose time has come, oldest first. */
+	due(now: number, limit: number): Delivery[] {
+		const rows = this.#db
+			.prepare("SELECT * FROM webhook_outbox WHERE state = 'pending' AND next_at <= ? ORDER BY next_at, rowid LIMIT ?")
+			.all(now, limit) as unknown as OutboxRow[];
+		return rows.map(toDelivery);
+	}
+
+	/** The earliest next attempt, to sleep until then. */
+	nextDue(): number | undefined {
+		const row = this.#db.prepare("SELECT MIN(next_at) AS at FROM webhook_outbox WHERE state = 'pending'").get() as {
+			at: number | null;
+		};
+		return row.at ?? undefined;
+	}
+
+	get(webhookId: string, id: string): Delivery | undefined {
+		const row = this.#db
+			.prepare("SELECT * FROM webhook_outbox WHERE webhook_id = ? AND id = ?")
+			.get(webhookId, id) as unknown as OutboxRow | undefined;
+		return row && toDelivery(row);
+	}
+
+	deliveries(webhookId: string, limit: number): Delivery[] {
+		const rows = this.#db
+			.prepare("SELECT * FROM webhook_outbox WHERE webhook_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?")
+			.all(webhookId, limit) as unknown as OutboxRow[];
+		return rows.map(toDelivery);
+	}
+
+	/** Records an attempt and the state it leads to (`nextAt` for another try). */
+	settle(delivery: Delivery, attempt: DeliveryAttempt, state: Delivery["state"], nextAt: number | null): void {
+		const log = [...delivery.log, attempt].slice(-keepAttempts);
+		this.#db
+			.prepare(
+				"UPDATE webhook_outbox SET state = ?, attempts = ?, next_at = ?, log = ? WHERE webhook_id = ? AND id = ?",
+			)
+			.run(state, delivery.attempts + 1, nextAt, JSON.stringify(log), delivery.webhookId, delivery.id);
+	}
+
+	/** A manual redelivery: pending again now, with a fresh attempt budget and its log kept. */
+	requeue(webhookId: string, id: string): void {
+		this.#db
+			.prepare("UPDATE webhook_outbox SET state = 'pending', attempts = 0, next_at = ? WHERE webhook_id = ? AND id = ?")
+			.run(Date.now(), webhookId, id);
+	}
+}
+
+function toDelivery(row: OutboxRow): Delivery {
+	return {
+		id: row.id,
+		webhookId: row.webhook_id,
+		type: row.type as WebhookEventType,
+		state: row.state as Delivery["state"],
+		attempts: row.attempts,
+		nextAttemptAt: row.state === "pending" && row.next_at !== null ? new Date(row.next_at).toISOString() : null,
+		createdAt: row.created_at,
+		payload: JSON.parse(row.payload) as Record<string, unknown>,
+		log: JSON.parse(row.log) as DeliveryAttempt[],
+	};
+}

@@ -1,0 +1,88 @@
+import { execFile, execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { startReceiver } from "../helpers/receiver.ts";
+
+const repo = resolve(import.meta.dirname, "../..");
+const script = join(repo, "examples/curl/unattended.sh");
+const has = (command: string) => {
+	try {
+		execFileSync("sh", ["-c", `command -v ${command}`]);
+		return true;
+	} catch {
+		return false;
+	}
+};
+
+/** The ```sh blocks of the README sections this script backs. */
+function readmeCurlLines(): string[] {
+	const readme = readFileSync(join(repo, "README.md"), "utf8");
+	const lines: string[] = [];
+	for (const title of ["Webhooks", "Idempotency", "Approval policies"]) {
+		const section = new RegExp(`^## ${title}\\n([\\s\\S]*?)(?=^## )`, "m").exec(readme)?.[1] ?? "";
+		expect(section, `README section ${title}`).not.toBe("");
+		for (const block of section.matchAll(/```sh\n([\s\S]*?)```/g))
+			lines.push(...(block[1] as string).split("\n").filter((l) => /\bcurl\b/.test(l)));
+	}
+	return lines;
+}
+
+describe.skipIf(!has("curl") || !has("jq"))(
+	"the README's unattended-use examples (examples/curl/unattended.sh)",
+	() => {
+		let gw: TestGateway;
+		let receiver: Awaited<ReturnType<typeof startReceiver>>;
+		let stdout = "";
+		beforeAll(async () => {
+			receiver = await startReceiver();
+			gw = await startTestGateway({ webhookAllow: ["loopback"] });
+			const env = {
+				PATH: process.env.PATH,
+				PI_GATEWAY_URL: gw.url,
+				PI_GATEWAY_TOKEN: gw.config.token,
+				RECEIVER: receiver.url,
+			};
+			try {
+				({ stdout } = await promisify(execFile)("bash", [script], {
+					env: env as NodeJS.ProcessEnv,
+					timeout: 60_000,
+				}));
+			} catch (error) {
+				const { stdout: out, stderr } = error as { stdout: string; stderr: string };
+				throw new Error(`unattended.sh failed:\n${out}\n${stderr.split("\n").slice(-15).join("\n")}`);
+			}
+		});
+		afterAll(async () => {
+			await gw?.stop();
+			await receiver?.close();
+		});
+
+		it("run to the end with the answers the README shows", () => {
+			expect(stdout).toContain('{"stopReason":"stop"}');
+			expect(stdout).toMatch(/^idempotent-replayed: true\r?$/im);
+			expect(stdout).toContain('{"status":422,"code":"idempotency_key_reused"}');
+			expect(stdout).toContain('{"resolvedBy":"policy:scratch-ok","answer":{"value":"Allow"}}');
+			expect(stdout).toContain('{"type":"run.settled","state":"delivered","status":204}');
+			expect(stdout.trim().split("\n").at(-1)).toBe("204");
+		});
+
+		it("deliver the three events, with no secret in any payload (signatures are checked in webhooks.test.ts)", () => {
+			expect(JSON.stringify(receiver.received.map((r) => r.json))).not.toContain("whsec_");
+			expect(receiver.received.map((r) => r.json.type)).toEqual([
+				"approval.requested",
+				"approval.resolved",
+				"run.settled",
+			]);
+		});
+
+		it("hold every curl line of the README's Webhooks, Idempotency and Approval policies sections", () => {
+			const lines = readmeCurlLines();
+			expect(lines.length).toBeGreaterThan(5);
+			const text = readFileSync(script, "utf8");
+			for (const line of lines) expect(text, line).toContain(line.trim());
+		});
+	},
+);
