@@ -4,8 +4,9 @@ import type { Logger } from "pino";
 import { Webhook as Signer } from "standardwebhooks";
 import { z } from "zod";
 import { GatewayError } from "../errors.ts";
-import { eventJson, type LoggedEvent } from "../sessions/event-log.ts";
+import type { LoggedEvent } from "../sessions/event-log.ts";
 import { DestinationError, Destinations } from "./destinations.ts";
+import { WebhookMessages } from "./messages.ts";
 import {
 	type CreateWebhookBody,
 	type Delivery,
@@ -38,8 +39,6 @@ const maxDelayMs = 3600_000;
 /** Settled deliveries kept per webhook for its delivery log. */
 const keepSettled = 1000;
 
-const sessionLinks = (sessionId: string) => ({ session: `/v1/sessions/${sessionId}` });
-
 /**
  * Turns session events into webhook messages in a durable outbox (gateway.db) and delivers them,
  * signed per Standard Webhooks, with retries (exponential backoff with jitter) that survive a
@@ -54,8 +53,7 @@ export class WebhookService {
 	readonly #destinations: Destinations;
 	readonly #hooks = new Map<string, StoredWebhook>();
 	readonly #inFlight = new Set<string>();
-	/** The last assistant message's stopReason per session, for run.settled. */
-	readonly #stopReasons = new Map<string, string>();
+	readonly #messages: WebhookMessages;
 	#unsubscribe: (() => void) | undefined;
 	#timer: NodeJS.Timeout | undefined;
 	#stopped = true;
@@ -64,6 +62,7 @@ export class WebhookService {
 		this.#settings = settings;
 		this.#store = store;
 		this.#source = source;
+		this.#messages = new WebhookMessages((sessionId) => source.currentRunId(sessionId));
 		this.#logger = logger;
 		this.#destinations = new Destinations(settings.webhookAllow);
 		if (settings.webhooksFile) this.#loadStatic(settings.webhooksFile);
@@ -178,76 +177,10 @@ export class WebhookService {
 	#onEvent(sessionId: string, event: LoggedEvent): void {
 		if (this.#hooks.size === 0 || !this.#store.open) return;
 		try {
-			const message = this.#toMessage(sessionId, event);
+			const message = this.#messages.of(sessionId, event);
 			if (message) this.#enqueue(sessionId, message.type, message.data);
 		} catch (error) {
 			this.#logger.error({ err: error, sessionId, event: event.type }, "webhooks: event not queued");
-		}
-	}
-
-	#toMessage(
-		sessionId: string,
-		event: LoggedEvent,
-	): { type: WebhookEventType; data: Record<string, unknown> } | undefined {
-		switch (event.type) {
-			case "approval_requested":
-			case "approval_resolved": {
-				const { approval } = eventJson<{ approval: Record<string, string | null> }>(event);
-				const resolved = event.type === "approval_resolved";
-				return {
-					type: resolved ? "approval.resolved" : "approval.requested",
-					data: {
-						sessionId,
-						approvalId: approval.id,
-						method: approval.method,
-						status: approval.status,
-						...(resolved ? { resolvedBy: approval.resolvedBy, resolvedAt: approval.resolvedAt } : {}),
-						links: {
-							...sessionLinks(sessionId),
-							approval: `/v1/sessions/${sessionId}/approvals/${approval.id}`,
-						},
-					},
-				};
-			}
-			case "message_end": {
-				// Only the stop reason is kept; the message (which may hold anything) never leaves.
-				const { message } = eventJson<{ message?: { role?: string; stopReason?: string } }>(event);
-				if (message?.role === "assistant" && message.stopReason) this.#stopReasons.set(sessionId, message.stopReason);
-				return undefined;
-			}
-			case "agent_settled": {
-				const stopReason = this.#stopReasons.get(sessionId) ?? null;
-				this.#stopReasons.delete(sessionId);
-				return {
-					type: "run.settled",
-					data: {
-						sessionId,
-						runId: this.#source.currentRunId(sessionId) ?? null,
-						stopReason,
-						links: {
-							...sessionLinks(sessionId),
-							messages: `/v1/sessions/${sessionId}/messages`,
-							lastAssistantText: `/v1/sessions/${sessionId}/last-assistant-text`,
-						},
-					},
-				};
-			}
-			case "session_exit": {
-				const exit = eventJson<{ code: number | null; signal: string | null; reason: string }>(event);
-				this.#stopReasons.delete(sessionId);
-				return {
-					type: exit.reason === "crashed" ? "session.crashed" : "session.exited",
-					data: {
-						sessionId,
-						reason: exit.reason,
-						code: exit.code,
-						signal: exit.signal,
-						links: sessionLinks(sessionId),
-					},
-				};
-			}
-			default:
-				return undefined;
 		}
 	}
 
