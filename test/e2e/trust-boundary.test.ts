@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
@@ -47,7 +47,7 @@ describe("the self-approval attack", () => {
 		const reportPath = join(gw.workspace, "attack-report.json");
 
 		// 1. The agent starts its accomplice in the background (it knows every path, worst case).
-		const args = [process.execPath, attacker, gw.url, gw.config.dataDir, gw.config.tokenFile ?? "none", "8"];
+		const args = [process.execPath, attacker, gw.url, gw.config.dataDir, gw.config.tokenFile ?? "none", "110"];
 		const start = await gw.api(`${base}/prompt?wait=true`, {
 			method: "POST",
 			json: { message: `bash: ${args.join(" ")} > attack.log 2>&1 &` },
@@ -67,6 +67,7 @@ describe("the self-approval attack", () => {
 			const r = readReport(reportPath);
 			return r && r.rounds.filter((round) => round.startedAt > openedAt).length >= 3 ? r : undefined;
 		}, 60_000);
+		writeFileSync(join(gw.workspace, "attack.stop"), "");
 		expect((await gw.api(`${base}/approvals/${pending.id}`)).body.status).toBe("pending");
 		expect(existsSync(join(gw.workspace, "victim"))).toBe(true);
 
