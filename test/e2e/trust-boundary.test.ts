@@ -66,7 +66,7 @@ describe("the self-approval attack", () => {
 		// round makes a request per candidate string, which takes a while on a loaded machine).
 		const report = await until(() => {
 			const r = readReport(reportPath);
-			return r && r.rounds.some((round) => round.startedAt > openedAt) ? r : undefined;
+			return r?.rounds.some((round) => round.startedAt > openedAt) ? r : undefined;
 		}, 100_000).catch((error) => {
 			const log = join(gw.workspace, "attack.log");
 			const rounds = JSON.stringify(readReport(reportPath)?.rounds ?? "no report");
