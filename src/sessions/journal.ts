@@ -176,10 +176,10 @@ export class Journal {
 	}
 
 	/** The last flush, then the store is closed: nothing writes after this (a late exit event). */
-	close(): void {
+	async close(): Promise<void> {
 		this.flush();
 		const store = this.#store;
 		this.#store = undefined;
-		store?.close();
+		await store?.close();
 	}
 }
