@@ -1,3 +1,5 @@
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { dirname } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
 import pg from "pg";
 import { parseStoredRecord, tombstoneMs } from "./records.ts";
@@ -141,17 +143,22 @@ export class PostgresStore implements SessionStore {
 
 	remove(id: string): void {
 		this.#pending.delete(`session:${id}`);
-		this.#write(`remove:${id}`, () => this.#pool.query("DELETE FROM sessions WHERE id = $1", [id]));
+		this.#pending.delete(`file:${id}`);
+		this.#write(`remove:${id}`, () =>
+			this.#pool.query("WITH f AS (DELETE FROM conversations WHERE id = $1) DELETE FROM sessions WHERE id = $1", [id]),
+		);
 	}
 
 	bury(id: string, reason: Tombstone["reason"], at = new Date()): void {
 		this.#pending.delete(`session:${id}`);
+		this.#pending.delete(`file:${id}`);
 		this.#gone.set(id, { id, reason, at: at.toISOString() });
 		this.#write(`remove:${id}`, async () => {
 			const client = await this.#pool.connect();
 			try {
 				await client.query("BEGIN");
 				await client.query("DELETE FROM sessions WHERE id = $1", [id]);
+				await client.query("DELETE FROM conversations WHERE id = $1", [id]);
 				await client.query(
 					"INSERT INTO gone (id, reason, at) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET reason = EXCLUDED.reason, at = EXCLUDED.at",
 					[id, reason, at],
@@ -164,6 +171,34 @@ export class PostgresStore implements SessionStore {
 				client.release();
 			}
 		});
+	}
+
+	saveConversation(id: string, file: string): void {
+		this.#write(`file:${id}`, async () => {
+			let content: Buffer;
+			try {
+				content = await readFile(file);
+			} catch {
+				return; // pi has written nothing yet, or the session was deleted meanwhile
+			}
+			await this.#pool.query(
+				"INSERT INTO conversations (id, file, content, updated_at) VALUES ($1, $2, $3, now()) ON CONFLICT (id) DO UPDATE SET file = EXCLUDED.file, content = EXCLUDED.content, updated_at = now()",
+				[id, file, content],
+			);
+		});
+	}
+
+	async restoreConversation(id: string, file: string): Promise<boolean> {
+		// Any write still queued for it goes first (a copy saved a moment ago).
+		await this.settled();
+		const { rows } = await this.#pool.query<{ content: Buffer }>("SELECT content FROM conversations WHERE id = $1", [
+			id,
+		]);
+		const content = rows[0]?.content;
+		if (!content) return false;
+		await mkdir(dirname(file), { recursive: true });
+		await writeFile(file, content, { mode: 0o600 });
+		return true;
 	}
 
 	tombstone(id: string): Tombstone | undefined {
@@ -229,6 +264,11 @@ CREATE TABLE sessions (id text PRIMARY KEY, record text NOT NULL, updated_at tim
 CREATE TABLE gone (id text PRIMARY KEY, reason text NOT NULL, at timestamptz NOT NULL);
 CREATE INDEX gone_at ON gone (at);
 CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL);`,
+	},
+	{
+		version: 2,
+		name: "conversations: pi's session files",
+		sql: "CREATE TABLE conversations (id text PRIMARY KEY, file text NOT NULL, content bytea NOT NULL, updated_at timestamptz NOT NULL DEFAULT now());",
 	},
 ];
 

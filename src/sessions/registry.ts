@@ -224,6 +224,8 @@ export class SessionRegistry {
 	async #restart(session: Session): Promise<void> {
 		if (session.isStopping) await session.stop();
 		const file = session.piState.sessionFile;
+		// A lost disk (a new node, a wiped data dir): the store's copy of the conversation, if any.
+		if (file && session.piState.fileSeen && !existsSync(file)) await this.#journal.restoreConversation(session);
 		// pi writes its file only once there is something to keep, so a file never seen may just not
 		// exist yet; one seen and gone now would make pi start an empty conversation under the old id.
 		if (file && session.piState.fileSeen && !existsSync(file)) {
@@ -325,6 +327,9 @@ export class SessionRegistry {
 		session.events.subscribe((event) => {
 			for (const listener of this.#hub) listener(id, event);
 			if (event.type === "session_exit") this.#journal.save(session);
+			// The conversation leaves this node's disk at every settled run and when pi stops
+			// (hibernation, shutdown), so another disk can continue it.
+			if (event.type === "agent_settled" || event.type === "session_exit") this.#journal.saveConversation(session);
 		});
 		return session;
 	}

@@ -48,6 +48,13 @@ export interface SessionStore {
 	/** Forgets a session but remembers why, for a 410 on its id. */
 	bury(id: string, reason: Tombstone["reason"], at?: Date): void;
 	tombstone(id: string): Tombstone | undefined;
+	/**
+	 * Keeps a copy of pi's session file (the conversation) with the session, so it survives the
+	 * loss of this node's disk. Optional: SQLite sits on that same disk and has no use for it.
+	 */
+	saveConversation?(id: string, file: string): void;
+	/** Writes the kept copy back to `file`; false when there is none. */
+	restoreConversation?(id: string, file: string): Promise<boolean>;
 	/** Retries failed writes; with none, probes whether writing works again. */
 	retry(): void;
 	/**

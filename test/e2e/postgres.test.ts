@@ -64,7 +64,10 @@ describe("a gateway on PostgreSQL (--database-url)", () => {
 		const stored = await rows(databaseUrl, "SELECT id, record FROM sessions");
 		expect(stored.map((r) => r.id)).toEqual([id]);
 		expect(JSON.parse(stored[0]?.record as string)).toMatchObject({ id, name: "in-postgres", persist: true });
-		expect(await rows(databaseUrl, "SELECT version FROM pi_gateway_migrations")).toEqual([{ version: 1 }]);
+		expect(await rows(databaseUrl, "SELECT version FROM pi_gateway_migrations ORDER BY version")).toEqual([
+			{ version: 1 },
+			{ version: 2 },
+		]);
 		expect(await rows(databaseUrl, "SELECT value FROM meta WHERE key = 'clean'")).toEqual([{ value: "1" }]);
 		const local = await gateway();
 		expect((await local.api("/v1/sessions")).body.sessions).toEqual([]);
@@ -94,6 +97,39 @@ describe("a gateway on PostgreSQL (--database-url)", () => {
 		expect((await second.api(`/v1/sessions/${id}`, { method: "DELETE" })).status).toBe(204);
 		await stop(second);
 		expect(await rows(databaseUrl, "SELECT id FROM sessions")).toEqual([]);
+		expect(await rows(databaseUrl, "SELECT id FROM conversations")).toEqual([]);
+	});
+
+	it("keeps the conversation in PostgreSQL: it survives losing the node's whole data directory", async () => {
+		const databaseUrl = await server.freshDatabase();
+		const dataDir = join(root, "data-lost");
+		const first = await gateway({ databaseUrl, dataDir });
+		const id = await first.session({ name: "survivor" });
+		const run = await first.api(`/v1/sessions/${id}/prompt?wait=true`, {
+			method: "POST",
+			json: { message: "echo: do not forget me" },
+		});
+		expect(run.body.text).toBe("do not forget me");
+		const messages = (await first.api(`/v1/sessions/${id}/messages`)).body;
+		expect(messages.messages.length).toBeGreaterThan(0);
+		const { piSessionFile } = (await first.api(`/v1/sessions/${id}`)).body;
+		await stop(first);
+		// The disk is gone: pi's session file, gateway.db, the token, everything.
+		rmSync(dataDir, { recursive: true, force: true });
+
+		const second = await gateway({ databaseUrl, dataDir });
+		expect((await second.api(`/v1/sessions/${id}`)).body).toMatchObject({ status: "stopped", resumable: true });
+		const resumed = await second.api(`/v1/sessions/${id}/resume`, { method: "POST" });
+		expect(resumed.status).toBe(200);
+		expect(resumed.body.piSessionFile).toBe(piSessionFile);
+		expect((await second.api(`/v1/sessions/${id}/messages`)).body).toEqual(messages);
+		const more = await second.api(`/v1/sessions/${id}/prompt?wait=true`, {
+			method: "POST",
+			json: { message: "echo: still here" },
+		});
+		expect(more.body.text).toBe("still here");
+		expect((await second.api(`/v1/sessions/${id}/messages`)).body.messages).toHaveLength(messages.messages.length + 2);
+		await stop(second);
 	});
 
 	it("refuses to start when the database cannot be reached, naming it without its password", async () => {
