@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { migrate, migrations, PostgresStore } from "../../src/sessions/postgres-store.ts";
@@ -188,6 +188,25 @@ describe("PostgresStore", () => {
 			await admin.end();
 			await store.close();
 		}
+	});
+
+	it("keeps a copy of pi's session file, writes it back where it was, and forgets it with the session", async () => {
+		const url = await server.freshDatabase();
+		const file = join(dir, "pi-sessions", "f1", "2026_abc.jsonl");
+		mkdirSync(dirname(file), { recursive: true });
+		writeFileSync(file, '{"type":"session"}\n{"type":"message"}\n');
+		const store = await PostgresStore.connect(url, dir);
+		store.restore();
+		store.save(record("c", true, "2026-01-01T00:00:00.000Z"));
+		store.saveConversation("c", file);
+		await store.settled();
+		rmSync(join(dir, "pi-sessions"), { recursive: true });
+		expect(await store.restoreConversation("c", file)).toBe(true);
+		expect(readFileSync(file, "utf8")).toBe('{"type":"session"}\n{"type":"message"}\n');
+		expect(await store.restoreConversation("unknown", join(dir, "x.jsonl"))).toBe(false);
+		store.remove("c");
+		expect(await store.restoreConversation("c", file)).toBe(false);
+		await store.close();
 	});
 
 	it("fails to connect with a clear message that hides the password", async () => {
