@@ -51,6 +51,13 @@ export const ConfigSchema = z.object({
 		.string()
 		.default(join(homedir(), ".pi-gateway"))
 		.describe("Where the gateway keeps its session registry (gateway.db) and pi's session files"),
+	databaseUrl: z
+		.string()
+		.regex(/^postgres(ql)?:\/\//, "a postgres:// or postgresql:// URL")
+		.optional()
+		.describe(
+			"PostgreSQL for the session registry instead of <data-dir>/gateway.db (the ground of cluster mode; one node for now)",
+		),
 	piCommand: z
 		.array(z.string())
 		.min(1)

@@ -10,6 +10,7 @@ import { IdempotencyStore } from "./http/idempotency-store.ts";
 import { ApprovalHistory } from "./sessions/approval-history.ts";
 import { PolicySet } from "./sessions/policies.ts";
 import { loadPolicyFile, PolicyEngine } from "./sessions/policy-engine.ts";
+import { PostgresStore, redact } from "./sessions/postgres-store.ts";
 import { SessionRegistry } from "./sessions/registry.ts";
 import { resolveSandbox, type SandboxStatus } from "./sessions/sandbox.ts";
 import { resolveToken, type TokenSource } from "./token.ts";
@@ -64,7 +65,11 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	const gatewayPolicies = config.approvalPoliciesFile
 		? loadPolicyFile(config.approvalPoliciesFile)
 		: PolicySet.parse({});
-	const registry = new SessionRegistry(config, log);
+	// PostgreSQL is reached (and migrated) before anything else starts: a wrong URL fails the start.
+	const postgres = config.databaseUrl ? await PostgresStore.connect(config.databaseUrl, config.dataDir) : undefined;
+	if (postgres && config.databaseUrl)
+		log.info({ database: redact(config.databaseUrl) }, "session registry in PostgreSQL");
+	const registry = new SessionRegistry(config, log, postgres && ((events) => postgres.attach(events)));
 	// Before listening: a data dir held by another gateway fails here, and restored sessions are listed from the first request.
 	registry.open();
 	const db = registry.sqliteDatabase as DatabaseSync;

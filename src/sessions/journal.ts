@@ -167,6 +167,20 @@ export class Journal {
 		return this.#store.save(this.#record(session));
 	}
 
+	/** Copies pi's session file into the store, when it has a place for it (PostgreSQL). */
+	saveConversation(session: Session): void {
+		const file = session.piState.sessionFile;
+		if (!this.#store?.saveConversation || !file || !session.persist || !this.#source.has(session.id)) return;
+		this.#store.saveConversation(session.id, file);
+	}
+
+	/** Puts a lost session file back from the store's copy; false when it has none. */
+	async restoreConversation(session: Session): Promise<boolean> {
+		const file = session.piState.sessionFile;
+		if (!this.#store?.restoreConversation || !file) return false;
+		return await this.#store.restoreConversation(session.id, file);
+	}
+
 	/** Writes the sessions that changed since their last write. Never throws: it runs on a timer. */
 	flush(): void {
 		this.#checkStore();
@@ -176,10 +190,10 @@ export class Journal {
 	}
 
 	/** The last flush, then the store is closed: nothing writes after this (a late exit event). */
-	close(): void {
+	async close(): Promise<void> {
 		this.flush();
 		const store = this.#store;
 		this.#store = undefined;
-		store?.close();
+		await store?.close();
 	}
 }

@@ -14,6 +14,7 @@ import type { Approval } from "./approvals.ts";
 import type { LoggedEvent } from "./event-log.ts";
 import { guardCommand, guardResume, sessionFileCwd } from "./guard.ts";
 import { Journal, type StoreHealth } from "./journal.ts";
+import { PostgresStore } from "./postgres-store.ts";
 import { Session, type SessionInit, type SessionLimits, type SpawnCommand } from "./session.ts";
 import { piSessionDir } from "./session-files.ts";
 import type { OpenStore, SessionStore } from "./session-store.ts";
@@ -101,11 +102,11 @@ export class SessionRegistry {
 	/**
 	 * The SQLite connection of the store, when the store is SQLite: webhooks, idempotency keys,
 	 * approval history and session policies keep their own tables beside the registry's. A store
-	 * of another kind (PostgreSQL, the cluster issue) brings those tables itself.
+	 * in PostgreSQL keeps them in the node's own gateway.db for now (PostgresStore.database).
 	 */
 	get sqliteDatabase(): DatabaseSync | undefined {
 		const store = this.store;
-		return store instanceof SqliteStore ? store.database : undefined;
+		return store instanceof SqliteStore || store instanceof PostgresStore ? store.database : undefined;
 	}
 
 	/** The store (undefined before open() and after shutdown); tests reach its database through it. */
@@ -223,6 +224,8 @@ export class SessionRegistry {
 	async #restart(session: Session): Promise<void> {
 		if (session.isStopping) await session.stop();
 		const file = session.piState.sessionFile;
+		// A lost disk (a new node, a wiped data dir): the store's copy of the conversation, if any.
+		if (file && session.piState.fileSeen && !existsSync(file)) await this.#journal.restoreConversation(session);
 		// pi writes its file only once there is something to keep, so a file never seen may just not
 		// exist yet; one seen and gone now would make pi start an empty conversation under the old id.
 		if (file && session.piState.fileSeen && !existsSync(file)) {
@@ -324,6 +327,9 @@ export class SessionRegistry {
 		session.events.subscribe((event) => {
 			for (const listener of this.#hub) listener(id, event);
 			if (event.type === "session_exit") this.#journal.save(session);
+			// The conversation leaves this node's disk at every settled run and when pi stops
+			// (hibernation, shutdown), so another disk can continue it.
+			if (event.type === "agent_settled" || event.type === "session_exit") this.#journal.saveConversation(session);
 		});
 		return session;
 	}
@@ -400,7 +406,7 @@ export class SessionRegistry {
 		await this.pool?.close();
 		await Promise.all(this.list().map((s) => s.stop("shutdown")));
 		// Nothing writes after this (a late exit event, a second shutdown): the store is gone.
-		this.#journal.close();
+		await this.#journal.close();
 	}
 
 	/** Last resort on process exit: no child may outlive the gateway unasked. Synchronous. */

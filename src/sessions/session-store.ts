@@ -31,7 +31,8 @@ export interface Tombstone {
 /**
  * Where the registry keeps sessions across restarts: what the journal (journal.ts) needs and
  * nothing more, so a second backend (PostgreSQL for several nodes) is one new class and no
- * change in sessions/. SqliteStore (sqlite-store.ts) is the one in use. Every write fails soft:
+ * change in sessions/. SqliteStore (sqlite-store.ts) is the default, PostgresStore
+ * (postgres-store.ts, --database-url) writes behind into PostgreSQL. Every write fails soft:
  * it reports through StoreEvents, keeps the write for retry(), and never throws.
  */
 export interface SessionStore {
@@ -47,10 +48,20 @@ export interface SessionStore {
 	/** Forgets a session but remembers why, for a 410 on its id. */
 	bury(id: string, reason: Tombstone["reason"], at?: Date): void;
 	tombstone(id: string): Tombstone | undefined;
+	/**
+	 * Keeps a copy of pi's session file (the conversation) with the session, so it survives the
+	 * loss of this node's disk. Optional: SQLite sits on that same disk and has no use for it.
+	 */
+	saveConversation?(id: string, file: string): void;
+	/** Writes the kept copy back to `file`; false when there is none. */
+	restoreConversation?(id: string, file: string): Promise<boolean>;
 	/** Retries failed writes; with none, probes whether writing works again. */
 	retry(): void;
-	/** Marks the run clean and releases the store (its lock). */
-	close(): void;
+	/**
+	 * Marks the run clean and releases the store (its lock). A store that writes behind
+	 * (PostgreSQL) returns a promise that resolves once its last writes were tried.
+	 */
+	close(): void | Promise<void>;
 }
 
 /** Opens a store, reporting to `events`; the registry calls it at start and after a detach. */

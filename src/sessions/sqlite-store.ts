@@ -2,22 +2,8 @@ import { mkdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
-import { z } from "zod";
+import { parseStoredRecord, tombstoneMs } from "./records.ts";
 import type { SessionStore, StoredSession, StoreEvents, Tombstone } from "./session-store.ts";
-import { CreateSessionBody } from "./spawn.ts";
-
-/** A row as it must look to come back; anything else is skipped, not fatal. */
-const StoredRecord = z.object({
-	id: z.string().min(1),
-	name: z.string().optional(),
-	cwd: z.string().min(1),
-	persist: z.boolean(),
-	options: CreateSessionBody,
-	piState: z.looseObject({ sessionId: z.string().optional(), sessionFile: z.string().optional() }),
-	createdAt: z.string(),
-	lastActivityAt: z.number(),
-	lastSeq: z.number().int().min(0),
-});
 
 /** node:sqlite still prints an ExperimentalWarning on load; this is the one warning hidden. */
 function loadSqlite(): typeof import("node:sqlite") {
@@ -48,9 +34,6 @@ CREATE TABLE IF NOT EXISTS meta (
 	key TEXT PRIMARY KEY,
 	value TEXT NOT NULL
 );`;
-
-/** Tombstones older than this are forgotten: after a week an unknown id is simply 404. */
-const tombstoneMs = 7 * 24 * 3600_000;
 
 /**
  * The session registry on disk: one SQLite file (Node's built-in driver, no native addon) in the
@@ -176,23 +159,10 @@ export class SqliteStore implements SessionStore {
 	restore(): StoredSession[] {
 		const rows = this.#db.prepare("SELECT id, record FROM sessions").all() as { id: string; record: string }[];
 		const records: StoredSession[] = [];
-		// One unreadable row must not keep the others (or the gateway) from coming back: it is
-		// reported and left in place, untouched, for someone to look at.
 		for (const row of rows) {
-			let parsed: unknown;
-			try {
-				parsed = JSON.parse(row.record);
-			} catch (error) {
-				this.#events.skipped?.(row.id, `not JSON: ${(error as Error).message}`);
-				continue;
-			}
-			const result = StoredRecord.safeParse(parsed);
-			if (!result.success || result.data.id !== row.id) {
-				const why = result.success ? "its id does not match its row" : z.prettifyError(result.error);
-				this.#events.skipped?.(row.id, why);
-				continue;
-			}
-			records.push(result.data as StoredSession);
+			const parsed = parseStoredRecord(row);
+			if ("skip" in parsed) this.#events.skipped?.(parsed.id, parsed.skip);
+			else records.push(parsed.record);
 		}
 		const now = new Date();
 		for (const record of records.filter((r) => !r.persist)) this.bury(record.id, "restart", now);

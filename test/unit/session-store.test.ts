@@ -1,0 +1,220 @@
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import pg from "pg";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { migrate, migrations, PostgresStore } from "../../src/sessions/postgres-store.ts";
+import type { SessionStore, StoredSession, StoreEvents } from "../../src/sessions/session-store.ts";
+import { SqliteStore } from "../../src/sessions/sqlite-store.ts";
+import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
+
+/**
+ * The SessionStore contract, run against both backends: what the journal relies on must hold
+ * the same in SQLite (one node) and in PostgreSQL (--database-url).
+ */
+let server: TestPostgres;
+beforeAll(async () => {
+	server = await startTestPostgres();
+});
+afterAll(async () => {
+	await server?.stop();
+});
+
+let dir: string;
+beforeEach(() => {
+	dir = mkdtempSync(join(tmpdir(), "pi-gateway-store-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const record = (id: string, persist: boolean, createdAt: string): StoredSession => ({
+	id,
+	name: `n-${id}`,
+	cwd: "/w",
+	persist,
+	options: { persist },
+	piState: { sessionFile: `/s/${id}.jsonl`, sessionId: id },
+	createdAt,
+	lastActivityAt: 5,
+	lastSeq: 42,
+});
+
+interface Backend {
+	/** Opens the store of this test (the same data each time). */
+	open(events?: StoreEvents): Promise<SessionStore>;
+	/** Writes a raw row the way a broken writer would. */
+	rawRow(id: string, text: string): Promise<void>;
+	/** A module path and the code that opens the store in a child process, to kill it there. */
+	openInChild(): string;
+}
+
+const srcUrl = (file: string) => new URL(`../../src/sessions/${file}`, import.meta.url).href;
+
+const backends: Record<string, () => Promise<Backend>> = {
+	sqlite: async () => ({
+		open: async (events) => new SqliteStore(dir, events),
+		rawRow: async (id, text) => {
+			const store = new SqliteStore(dir);
+			store.database.prepare("INSERT OR REPLACE INTO sessions (id, record) VALUES (?, ?)").run(id, text);
+			store.close();
+		},
+		openInChild: () =>
+			`const { SqliteStore } = await import(${JSON.stringify(srcUrl("sqlite-store.ts"))}); new SqliteStore(${JSON.stringify(dir)});`,
+	}),
+	postgres: async () => {
+		const url = await server.freshDatabase();
+		return {
+			open: async (events) => (await PostgresStore.connect(url, dir)).attach(events ?? {}),
+			rawRow: async (id, text) => {
+				const client = new pg.Client({ connectionString: url });
+				await client.connect();
+				await client.query("INSERT INTO sessions (id, record) VALUES ($1, $2)", [id, text]);
+				await client.end();
+			},
+			openInChild: () =>
+				`const { PostgresStore } = await import(${JSON.stringify(srcUrl("postgres-store.ts"))}); await PostgresStore.connect(${JSON.stringify(url)}, ${JSON.stringify(dir)});`,
+		};
+	},
+};
+
+describe.each(Object.keys(backends))("SessionStore contract: %s", (name) => {
+	let backend: Backend;
+	beforeEach(async () => {
+		backend = await (backends[name] as () => Promise<Backend>)();
+	});
+
+	it("restores persistent sessions in creation order and turns ephemeral ones into tombstones", async () => {
+		const first = await backend.open();
+		expect(first.previousRunClean).toBe(true);
+		expect(first.restore()).toEqual([]);
+		first.save(record("b", true, "2026-01-02T00:00:00.000Z"));
+		first.save(record("a", true, "2026-01-01T00:00:00.000Z"));
+		first.save({ ...record("a", true, "2026-01-01T00:00:00.000Z"), lastSeq: 7 });
+		first.save({ ...record("a", true, "2026-01-01T00:00:00.000Z"), lastSeq: 43 });
+		first.save(record("e", false, "2026-01-03T00:00:00.000Z"));
+		first.save(record("gone", true, "2026-01-04T00:00:00.000Z"));
+		first.remove("gone");
+		await first.close();
+
+		const second = await backend.open();
+		expect(second.previousRunClean).toBe(true);
+		expect(second.restore()).toEqual([
+			{ ...record("a", true, "2026-01-01T00:00:00.000Z"), lastSeq: 43 },
+			record("b", true, "2026-01-02T00:00:00.000Z"),
+		]);
+		expect(second.tombstone("e")).toMatchObject({ id: "e", reason: "restart" });
+		expect(second.tombstone("gone")).toBeUndefined();
+		expect(second.tombstone("a")).toBeUndefined();
+		second.bury("a", "idle");
+		expect(second.tombstone("a")).toMatchObject({ id: "a", reason: "idle" });
+		await second.close();
+
+		const third = await backend.open();
+		expect(third.restore().map((r) => r.id)).toEqual(["b"]);
+		expect(third.tombstone("a")).toMatchObject({ id: "a", reason: "idle" });
+		expect(third.tombstone("e")).toMatchObject({ id: "e", reason: "restart" });
+		await third.close();
+	});
+
+	it("skips an unreadable row, reports it, and restores the others", async () => {
+		const first = await backend.open();
+		first.restore();
+		first.save(record("ok", true, "2026-01-01T00:00:00.000Z"));
+		await first.close();
+		await backend.rawRow("broken", "{not json");
+		await backend.rawRow("wrong", JSON.stringify({ ...record("other", true, "2026-01-01T00:00:00.000Z") }));
+		const skipped: string[] = [];
+		const second = await backend.open({ skipped: (id) => skipped.push(id) });
+		expect(second.restore().map((r) => r.id)).toEqual(["ok"]);
+		expect(skipped.sort()).toEqual(["broken", "wrong"]);
+		await second.close();
+	});
+
+	it("notices when the previous run ended without closing (killed)", async () => {
+		const killed = spawnSync(
+			process.execPath,
+			["--input-type=module", "-e", `${backend.openInChild()} process.kill(process.pid, "SIGKILL");`],
+			{ encoding: "utf8" },
+		);
+		expect(killed.signal).toBe("SIGKILL");
+		const after = await backend.open();
+		expect(after.previousRunClean).toBe(false);
+		await after.close();
+		const again = await backend.open();
+		expect(again.previousRunClean).toBe(true);
+		await again.close();
+	});
+});
+
+describe("PostgresStore", () => {
+	it("migrates once when several nodes start at once (advisory lock), and not again after", async () => {
+		const url = await server.freshDatabase();
+		const pools = Array.from({ length: 4 }, () => new pg.Pool({ connectionString: url, max: 1 }));
+		try {
+			const applied = await Promise.all(pools.map((p) => migrate(p)));
+			expect(applied.flat().sort()).toEqual(migrations.map((m) => m.version));
+			const { rows } = await (pools[0] as pg.Pool).query("SELECT version FROM pi_gateway_migrations ORDER BY version");
+			expect(rows.map((r) => r.version)).toEqual(migrations.map((m) => m.version));
+			expect(await migrate(pools[0] as pg.Pool)).toEqual([]);
+		} finally {
+			await Promise.all(pools.map((p) => p.end()));
+		}
+	});
+
+	it("writes fail soft: a failed write is kept, reported, and replayed by retry()", async () => {
+		const url = await server.freshDatabase();
+		const events: string[] = [];
+		const store = await PostgresStore.connect(url, dir);
+		store.attach({ writeFailed: () => events.push("failed"), writable: () => events.push("writable") });
+		store.restore();
+		await store.settled();
+		const admin = new pg.Client({ connectionString: url });
+		await admin.connect();
+		try {
+			await admin.query("ALTER TABLE sessions RENAME TO sessions_away");
+			store.save(record("s", true, "2026-01-01T00:00:00.000Z"));
+			await store.settled();
+			expect(events).toEqual(["failed"]);
+			expect(store.save(record("s", true, "2026-01-01T00:00:00.000Z"))).toBe(false);
+			await store.settled();
+			await admin.query("ALTER TABLE sessions_away RENAME TO sessions");
+			store.retry();
+			await store.settled();
+			expect(events.at(-1)).toBe("writable");
+			expect(store.writable).toBe(true);
+			const { rows } = await admin.query("SELECT id FROM sessions");
+			expect(rows).toEqual([{ id: "s" }]);
+		} finally {
+			await admin.end();
+			await store.close();
+		}
+	});
+
+	it("keeps a copy of pi's session file, writes it back where it was, and forgets it with the session", async () => {
+		const url = await server.freshDatabase();
+		const file = join(dir, "pi-sessions", "f1", "2026_abc.jsonl");
+		mkdirSync(dirname(file), { recursive: true });
+		writeFileSync(file, '{"type":"session"}\n{"type":"message"}\n');
+		const store = await PostgresStore.connect(url, dir);
+		store.restore();
+		store.save(record("c", true, "2026-01-01T00:00:00.000Z"));
+		store.saveConversation("c", file);
+		await store.settled();
+		rmSync(join(dir, "pi-sessions"), { recursive: true });
+		expect(await store.restoreConversation("c", file)).toBe(true);
+		expect(readFileSync(file, "utf8")).toBe('{"type":"session"}\n{"type":"message"}\n');
+		expect(await store.restoreConversation("unknown", join(dir, "x.jsonl"))).toBe(false);
+		store.remove("c");
+		expect(await store.restoreConversation("c", file)).toBe(false);
+		await store.close();
+	});
+
+	it("fails to connect with a clear message that hides the password", async () => {
+		const url = new URL(await server.freshDatabase());
+		url.password = "secret-word";
+		url.port = "1"; // nothing listens there
+		await expect(PostgresStore.connect(url.toString(), dir)).rejects.toThrow(
+			/Cannot use the database postgres:\/\/postgres:\*\*\*@/,
+		);
+	});
+});
