@@ -12,8 +12,10 @@ import type { Deps } from "./http/deps.ts";
 import { declareIdempotency, IdempotentRoutes, idempotency } from "./http/idempotency.ts";
 import type { IdempotencyStore } from "./http/idempotency-store.ts";
 import { instrument } from "./http/instrument.ts";
+import type { KeyStore } from "./http/keys.ts";
 import { accessLog, bearerAuth, hostCheck, requestId } from "./http/middleware.ts";
 import { type AppEnv, createRouter, invalid } from "./http/openapi.ts";
+import { declareScopes, requireScope, ScopedRoutes } from "./http/principals.ts";
 import { ApiError, toProblem } from "./http/problem.ts";
 import { Metrics } from "./http/prometheus.ts";
 import { approvalsRouter } from "./http/routes/approvals/approvals.index.ts";
@@ -42,7 +44,12 @@ const openPaths = new Set(["/healthz", "/readyz", "/openapi.json", "/openapi.yam
 
 export function openApiDocument(app: ReturnType<typeof createRouter>) {
 	app.openAPIRegistry.register("StreamEvent", StreamEvent);
-	app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+	app.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
+		type: "http",
+		scheme: "bearer",
+		description:
+			"The gateway's token (the admin principal) or an API key from --keys-file. Each operation lists the one scope it needs: sessions:read, sessions:write, approvals:read, approvals:answer or admin (which holds them all); a credential without it gets 403.",
+	});
 	const document = app.getOpenAPI31Document({
 		openapi: "3.1.0",
 		info: {
@@ -65,6 +72,7 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
 		],
 	});
 	declareIdempotency(document as never);
+	declareScopes(document as never);
 	return document;
 }
 
@@ -79,6 +87,8 @@ export function createApp(
 		idempotency?: IdempotencyStore;
 		policies?: PolicyEngine;
 		history?: ApprovalHistory;
+		/** API keys of --keys-file: principals besides the token's admin. */
+		keys?: KeyStore;
 	} = {},
 ) {
 	const deps: Deps = {
@@ -100,7 +110,9 @@ export function createApp(
 	// Built once the spec exists: browser JS may read every response header the spec documents.
 	let corsMiddleware: MiddlewareHandler<AppEnv> | undefined;
 	if (config.corsOrigins.length > 0) app.use((c, next) => (corsMiddleware as MiddlewareHandler<AppEnv>)(c, next));
-	app.use(bearerAuth(config.token, openPaths, deps.tickets));
+	app.use(bearerAuth({ token: config.token, keys: extras.keys }, openPaths, deps.tickets));
+	const scopedRoutes = new ScopedRoutes();
+	app.use(requireScope(scopedRoutes));
 	app.use(
 		bodyLimit({
 			maxSize: config.maxBodyBytes,
@@ -110,7 +122,7 @@ export function createApp(
 		}),
 	);
 	const bodyRoutes = new BodyRoutes();
-	app.use(bodyGuard(bodyRoutes, { tokenRequired: config.token !== undefined }));
+	app.use(bodyGuard(bodyRoutes, { tokenRequired: config.token !== undefined || extras.keys !== undefined }));
 	const idempotentRoutes = new IdempotentRoutes();
 	app.use(idempotency(idempotentRoutes, extras.idempotency));
 
@@ -137,6 +149,7 @@ export function createApp(
 
 	const document = openApiDocument(app);
 	bodyRoutes.load(document as never);
+	scopedRoutes.load(document as never);
 	idempotentRoutes.load(document as never);
 	corsMiddleware = cors({ origin: config.corsOrigins, exposeHeaders: exposedHeaders(document) });
 	// The served spec names the origin it was fetched from, so an SDK generated from a running

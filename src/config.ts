@@ -23,6 +23,12 @@ export const ConfigSchema = z.object({
 		.describe(
 			"File holding the bearer token (default: PI_GATEWAY_TOKEN, else <data-dir>/token, generated at first start)",
 		),
+	keysFile: z
+		.string()
+		.optional()
+		.describe(
+			"JSON file of API keys (hashed, each with a principal, scopes and an optional expiry; `pi-gateway keys create` adds one); reloaded on change or SIGHUP",
+		),
 	auth: z
 		.boolean()
 		.default(true)
@@ -168,6 +174,7 @@ export function parseConfig(input: ConfigInput): Config {
 	config.workspaceRoot = resolve(config.workspaceRoot);
 	config.dataDir = resolve(config.dataDir);
 	if (config.tokenFile) config.tokenFile = resolve(config.tokenFile);
+	if (config.keysFile) config.keysFile = resolve(config.keysFile);
 	config.sandboxWritable = config.sandboxWritable.map((path) => resolve(path));
 	for (const name of config.passEnv) {
 		const problem = checkPassEnvName(name);

@@ -7,6 +7,7 @@ import { createApp } from "./app.ts";
 import { type Config, type ConfigInput, parseConfig } from "./config.ts";
 import { ConnectionGuard } from "./http/connections.ts";
 import { IdempotencyStore } from "./http/idempotency-store.ts";
+import { KeyStore } from "./http/keys.ts";
 import { ApprovalHistory } from "./sessions/approval-history.ts";
 import { PolicySet } from "./sessions/policies.ts";
 import { loadPolicyFile, PolicyEngine } from "./sessions/policy-engine.ts";
@@ -29,6 +30,8 @@ export interface Gateway {
 	sandbox: SandboxStatus;
 	/** Webhooks and their outbox (in gateway.db). */
 	webhooks: WebhookService;
+	/** The API keys of --keys-file (reload() on SIGHUP). */
+	keys?: KeyStore;
 	/** Stop accepting, end streams, stop every child. Idempotent. */
 	close(): Promise<void>;
 }
@@ -48,6 +51,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	if (!loopback.test(config.host) && !config.auth) {
 		throw new Error(`Refusing to listen on ${config.host} with --no-auth: a token is required beyond loopback`);
 	}
+	if (!config.auth && config.keysFile) throw new Error("--no-auth contradicts --keys-file");
 	const log = logger ?? pino({ level: config.logLevel });
 	const tokenSource = resolveToken(config, options.tokenFrom);
 	if (tokenSource.kind === "argv")
@@ -64,6 +68,9 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	const gatewayPolicies = config.approvalPoliciesFile
 		? loadPolicyFile(config.approvalPoliciesFile)
 		: PolicySet.parse({});
+	// Read before the registry too: a bad keys file fails the start.
+	const keys = config.keysFile ? new KeyStore(config.keysFile, log) : undefined;
+	keys?.watch();
 	const registry = new SessionRegistry(config, log);
 	// Before listening: a data dir held by another gateway fails here, and restored sessions are listed from the first request.
 	registry.open();
@@ -80,7 +87,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	policies.start();
 	const history = new ApprovalHistory(db, config.approvalHistoryMs, config.maxApprovalHistory);
 	history.start(registry);
-	const app = createApp(config, registry, log, undefined, { webhooks, idempotency, policies, history });
+	const app = createApp(config, registry, log, undefined, { webhooks, idempotency, policies, history, keys });
 	const connections = new ConnectionGuard(config, log);
 	let server: ReturnType<typeof serve>;
 	try {
@@ -104,6 +111,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			s.once("error", reject);
 		});
 	} catch (error) {
+		keys?.close();
 		history.stop();
 		policies.stop();
 		webhooks.stop();
@@ -133,6 +141,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			webhooks.detach();
 			policies.stop();
 			history.stop();
+			keys?.close();
 			// Session streams end with their session_exit frame; let them drain, closing each
 			// connection as it falls idle. What is left after that (hub streams) is cut.
 			const http = server as unknown as { closeIdleConnections(): void; closeAllConnections(): void };
@@ -146,5 +155,5 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		})();
 		return closing;
 	};
-	return { url, port, config, registry, connections, tokenSource, sandbox, webhooks, close };
+	return { url, port, config, registry, connections, tokenSource, sandbox, webhooks, keys, close };
 }

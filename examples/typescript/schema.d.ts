@@ -2257,6 +2257,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "system.metrics": {
@@ -2286,6 +2295,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "sessions.list": {
@@ -2308,6 +2326,15 @@ export interface operations {
             };
             /** @description Missing or wrong bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2368,7 +2395,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2480,6 +2507,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
                 headers: {
@@ -2520,6 +2556,15 @@ export interface operations {
             };
             /** @description Missing or wrong bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2585,7 +2630,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2672,6 +2717,15 @@ export interface operations {
             };
             /** @description Missing or wrong bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2770,7 +2824,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2940,7 +2994,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3110,7 +3164,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3263,7 +3317,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3414,7 +3468,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3565,7 +3619,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3702,7 +3756,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3841,7 +3895,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3995,7 +4049,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4134,7 +4188,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4273,7 +4327,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4414,7 +4468,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4562,7 +4616,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4719,7 +4773,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4858,7 +4912,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4997,7 +5051,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5140,7 +5194,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5279,7 +5333,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5418,7 +5472,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5570,7 +5624,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5713,7 +5767,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5863,7 +5917,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6006,7 +6060,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6149,7 +6203,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6286,7 +6340,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6438,7 +6492,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6589,7 +6643,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6726,7 +6780,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6865,7 +6919,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7010,7 +7064,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7155,7 +7209,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7305,7 +7359,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7444,7 +7498,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7583,7 +7637,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7722,7 +7776,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7865,7 +7919,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8004,7 +8058,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8152,7 +8206,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8314,6 +8368,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
                 headers: {
@@ -8379,6 +8442,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
@@ -8410,6 +8482,15 @@ export interface operations {
             };
             /** @description Missing or wrong bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8454,6 +8535,15 @@ export interface operations {
             };
             /** @description Missing or wrong bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8515,6 +8605,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "approvals.list": {
@@ -8560,6 +8659,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
                 headers: {
@@ -8594,6 +8702,15 @@ export interface operations {
             };
             /** @description Missing or wrong bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8653,6 +8770,15 @@ export interface operations {
             };
             /** @description Missing or wrong bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8745,6 +8871,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
                 headers: {
@@ -8776,6 +8911,15 @@ export interface operations {
             };
             /** @description Missing or wrong bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8836,6 +8980,15 @@ export interface operations {
             };
             /** @description Missing or wrong bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8919,6 +9072,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
             404: {
                 headers: {
@@ -8950,6 +9112,15 @@ export interface operations {
             };
             /** @description Missing or wrong bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9017,6 +9188,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
             404: {
                 headers: {
@@ -9051,6 +9231,15 @@ export interface operations {
             };
             /** @description Missing or wrong bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

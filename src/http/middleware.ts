@@ -1,7 +1,9 @@
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
+import type { KeyStore } from "./keys.ts";
 import type { AppEnv } from "./openapi.ts";
+import { adminPrincipal, type Principal } from "./principals.ts";
 import { ApiError } from "./problem.ts";
 import { allEventsScope, type StreamTickets } from "./tickets.ts";
 
@@ -43,27 +45,50 @@ function ticketScope(path: string): string | undefined {
 	return sessionStreamPath.exec(path)?.[1];
 }
 
+/** A stream ticket's bearer: it may open the one stream it was issued for, nothing else. */
+const ticketPrincipal: Principal = { name: "stream-ticket", scopes: new Set(["sessions:read"]) };
+
 /**
- * Bearer token, compared in constant time (both sides hashed first, so not even the length
- * leaks). `open` paths (health checks) pass without one; an event stream also accepts a stream
- * ticket in `?ticket=` (EventSource cannot send headers). The long-lived token is never read
- * from a URL. A stream opened with a ticket binds it until the stream's connection closes, so
- * EventSource's reconnects to the same URL outlive the ticket's expiry (tickets.ts).
+ * Who is calling, set as `c.get("principal")`: the single bearer token is the admin principal,
+ * compared in constant time (both sides hashed first, so not even the length leaks); an API key
+ * from `--keys-file` is its own principal with its scopes. `open` paths (health checks) pass
+ * without one; an event stream also accepts a stream ticket in `?ticket=` (EventSource cannot
+ * send headers). The long-lived credentials are never read from a URL. A stream opened with a
+ * ticket binds it until the stream's connection closes, so EventSource's reconnects to the same
+ * URL outlive the ticket's expiry (tickets.ts). With neither a token nor keys (`--no-auth`)
+ * every caller is the admin.
  */
 export function bearerAuth(
-	token: string | undefined,
+	credentials: { token?: string; keys?: KeyStore },
 	open: ReadonlySet<string>,
 	tickets?: StreamTickets,
 ): MiddlewareHandler<AppEnv> {
-	const expected = token ? digest(token) : undefined;
+	const expected = credentials.token ? digest(credentials.token) : undefined;
+	const keys = credentials.keys;
 	return async function bearerAuthMiddleware(c, next) {
-		if (!expected || open.has(c.req.path)) return next();
+		if (open.has(c.req.path)) return next();
+		if (!expected && !keys) {
+			c.set("principal", adminPrincipal);
+			return next();
+		}
 		const header = c.req.header("authorization") ?? "";
 		const scheme = /^bearer +/i.exec(header);
-		if (scheme && timingSafeEqual(digest(header.slice(scheme[0].length)), expected)) return next();
+		if (scheme) {
+			const presented = header.slice(scheme[0].length);
+			if (expected && timingSafeEqual(digest(presented), expected)) {
+				c.set("principal", adminPrincipal);
+				return next();
+			}
+			const principal = keys?.principal(presented);
+			if (principal) {
+				c.set("principal", principal);
+				return next();
+			}
+		}
 		const ticket = c.req.query("ticket");
 		const scope = c.req.method === "GET" ? ticketScope(c.req.path) : undefined;
 		if (ticket !== undefined && scope !== undefined && tickets?.verify(ticket, scope)) {
+			c.set("principal", ticketPrincipal);
 			await next();
 			// Only a stream that opened binds the ticket; it lives on after the handler returns,
 			// and its socket closing is its end.
@@ -81,7 +106,7 @@ export function bearerAuth(
 			401,
 			"unauthorized",
 			ticket === undefined
-				? "A valid bearer token is required (Authorization: Bearer …)"
+				? "A valid bearer token or API key is required (Authorization: Bearer …)"
 				: "The stream ticket is invalid, expired, or for another stream",
 		);
 	};
