@@ -15,6 +15,7 @@ import { instrument } from "./http/instrument.ts";
 import type { KeyStore } from "./http/keys.ts";
 import { accessLog, bearerAuth, hostCheck, requestId } from "./http/middleware.ts";
 import { type AppEnv, createRouter, invalid } from "./http/openapi.ts";
+import { sessionOwnership } from "./http/ownership.ts";
 import { declareScopes, requireScope, ScopedRoutes } from "./http/principals.ts";
 import { ApiError, toProblem } from "./http/problem.ts";
 import { Metrics } from "./http/prometheus.ts";
@@ -34,6 +35,7 @@ import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.
 import { webhooksRouter } from "./http/routes/webhooks/webhooks.index.ts";
 import { StreamEvent } from "./http/streams/event-schemas.ts";
 import { StreamTickets } from "./http/tickets.ts";
+import { SessionAccess } from "./sessions/access.ts";
 import type { ApprovalHistory } from "./sessions/approval-history.ts";
 import type { PolicyEngine } from "./sessions/policy-engine.ts";
 import type { SessionRegistry } from "./sessions/registry.ts";
@@ -89,6 +91,8 @@ export function createApp(
 		history?: ApprovalHistory;
 		/** API keys of --keys-file: principals besides the token's admin. */
 		keys?: KeyStore;
+		/** Session owners and shares (in gateway.db; in memory when absent). */
+		access?: SessionAccess;
 	} = {},
 ) {
 	const deps: Deps = {
@@ -97,6 +101,7 @@ export function createApp(
 		logger,
 		tickets: new StreamTickets(config.streamTicketTtlMs),
 		policies: extras.policies,
+		access: extras.access ?? new SessionAccess(),
 	};
 	const app = createRouter();
 	app.use(requestId());
@@ -113,6 +118,7 @@ export function createApp(
 	app.use(bearerAuth({ token: config.token, keys: extras.keys }, openPaths, deps.tickets));
 	const scopedRoutes = new ScopedRoutes();
 	app.use(requireScope(scopedRoutes));
+	app.use(sessionOwnership(deps.access, scopedRoutes));
 	app.use(
 		bodyLimit({
 			maxSize: config.maxBodyBytes,
@@ -138,7 +144,7 @@ export function createApp(
 	// Before the approvals router: /v1/approvals/history is its own operation.
 	app.route(
 		"/",
-		approvalHistoryRouter(() => extras.history),
+		approvalHistoryRouter(() => extras.history, deps.access),
 	);
 	app.route("/", approvalsRouter(deps));
 	app.route("/", uiRouter(deps));

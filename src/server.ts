@@ -8,6 +8,7 @@ import { type Config, type ConfigInput, parseConfig } from "./config.ts";
 import { ConnectionGuard } from "./http/connections.ts";
 import { IdempotencyStore } from "./http/idempotency-store.ts";
 import { KeyStore } from "./http/keys.ts";
+import { SessionAccess } from "./sessions/access.ts";
 import { ApprovalHistory } from "./sessions/approval-history.ts";
 import { PolicySet } from "./sessions/policies.ts";
 import { loadPolicyFile, PolicyEngine } from "./sessions/policy-engine.ts";
@@ -87,7 +88,14 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	policies.start();
 	const history = new ApprovalHistory(db, config.approvalHistoryMs, config.maxApprovalHistory);
 	history.start(registry);
-	const app = createApp(config, registry, log, undefined, { webhooks, idempotency, policies, history, keys });
+	const app = createApp(config, registry, log, undefined, {
+		webhooks,
+		idempotency,
+		policies,
+		history,
+		keys,
+		access: new SessionAccess(db),
+	});
 	const connections = new ConnectionGuard(config, log);
 	let server: ReturnType<typeof serve>;
 	try {

@@ -151,6 +151,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/access": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Who owns the session and whom it is shared with */
+        get: operations["sessions.getAccess"];
+        /**
+         * Share the session: principals and what each may do (owner or admin only)
+         * @description Others see a session only when it is shared with them (404 otherwise, as for an id that does not exist). An approver with `answer` sees and answers the session's approvals, in its inbox too, but cannot read or prompt the session. Only the owner or an admin may change this (403 for a principal the session is shared with).
+         */
+        put: operations["sessions.putAccess"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/prompt": {
         parameters: {
             query?: never;
@@ -1586,6 +1607,8 @@ export interface components {
             resolvedAt: string | null;
             /** @description Who settled it: the answer's `by` (default `api`), or when nobody answered: `pi-timeout`, `gateway-policy` (approvalTimeoutMs), `gateway-abort` (the run was aborted) or `pi-exit` (pi exited) */
             resolvedBy: string | null;
+            /** @description The answer's free-text `by`, when the answerer was an authenticated principal */
+            note?: string;
         };
         /** @enum {string} */
         ApprovalStatus: "pending" | "answered" | "expired" | "cancelled";
@@ -1810,6 +1833,34 @@ export interface components {
              * @example /v1/sessions/ses_Qm9wYXJ0aWFs/events?ticket=mbc1x2kq.4Jq2…
              */
             eventsUrl: string;
+        };
+        SessionAccess: {
+            sessionId: string;
+            /** @description The principal that created the session */
+            owner: string;
+            grants: components["schemas"]["SessionGrant"][];
+        };
+        SessionGrant: {
+            principal: string;
+            can: components["schemas"]["SessionRight"][];
+        };
+        /** @enum {string} */
+        SessionRight: "read" | "write" | "answer";
+        /**
+         * @example {
+         *       "grants": [
+         *         {
+         *           "principal": "carol",
+         *           "can": [
+         *             "answer"
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
+        SessionShare: {
+            /** @description Every principal the session is shared with and what it may do (replaces the list): `read`, `write` (reading included) or `answer` (its approvals only) */
+            grants: components["schemas"]["SessionGrant"][];
         };
         RunResult: {
             runId: string;
@@ -2038,7 +2089,7 @@ export interface components {
          */
         ApprovalAnswer: {
             confirmed: boolean;
-            /** @description Who answers (recorded as `resolvedBy`) */
+            /** @description A free-text note on who answers, kept as `note`; `resolvedBy` is the authenticated principal (with --no-auth, this) */
             by?: string;
             /**
              * @description `session`: "allow always for this session" — the same answer is given at once to this session's later dialogs with the same method and title (a session policy rule)
@@ -2047,7 +2098,7 @@ export interface components {
             remember?: "session";
         } | {
             value: string;
-            /** @description Who answers (recorded as `resolvedBy`) */
+            /** @description A free-text note on who answers, kept as `note`; `resolvedBy` is the authenticated principal (with --no-auth, this) */
             by?: string;
             /**
              * @description `session`: "allow always for this session" — the same answer is given at once to this session's later dialogs with the same method and title (a session policy rule)
@@ -2057,7 +2108,7 @@ export interface components {
         } | {
             /** @enum {boolean} */
             cancelled: true;
-            /** @description Who answers (recorded as `resolvedBy`) */
+            /** @description A free-text note on who answers, kept as `note`; `resolvedBy` is the authenticated principal (with --no-auth, this) */
             by?: string;
         };
         UiState: {
@@ -2744,6 +2795,126 @@ export interface operations {
             };
             /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
             410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "sessions.getAccess": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Owner and grants */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionAccess"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "sessions.putAccess": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SessionShare"];
+            };
+        };
+        responses: {
+            /** @description Owner and grants, as now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionAccess"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not sent as application/json */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -11,7 +11,11 @@ import { type Principal, Scope } from "./principals.ts";
 export const KeyRecord = z.object({
 	id: z.string().min(1),
 	hash: z.string().regex(/^sha256:[0-9a-f]{64}$/),
-	principal: z.string().regex(/^[\w.@:-]{1,128}$/),
+	// `admin` is the token's principal; a key gets admin rights through its scopes, not its name.
+	principal: z
+		.string()
+		.regex(/^[\w.@:-]{1,128}$/)
+		.refine((name) => name !== "admin", "`admin` is the token's principal; name the key's owner"),
 	scopes: z.array(Scope).min(1),
 	expiresAt: z.iso.datetime({ offset: true }).optional(),
 	createdAt: z.iso.datetime({ offset: true }).optional(),

@@ -45,8 +45,14 @@ function ticketScope(path: string): string | undefined {
 	return sessionStreamPath.exec(path)?.[1];
 }
 
-/** A stream ticket's bearer: it may open the one stream it was issued for, nothing else. */
-const ticketPrincipal: Principal = { name: "stream-ticket", scopes: new Set(["sessions:read"]) };
+/**
+ * A stream ticket's bearer: the principal it was issued to, reading only (it opens the one stream
+ * it names). The token's admin stays the admin, so its all-sessions stream sees every session.
+ */
+function ticketPrincipal(name: string | undefined): Principal {
+	if (name === adminPrincipal.name) return { name, scopes: new Set(["sessions:read", "admin"]) };
+	return { name: name ?? "", scopes: new Set(["sessions:read"]) };
+}
 
 /**
  * Who is calling, set as `c.get("principal")`: the single bearer token is the admin principal,
@@ -68,7 +74,7 @@ export function bearerAuth(
 	return async function bearerAuthMiddleware(c, next) {
 		if (open.has(c.req.path)) return next();
 		if (!expected && !keys) {
-			c.set("principal", adminPrincipal);
+			c.set("principal", { ...adminPrincipal, anonymous: true });
 			return next();
 		}
 		const header = c.req.header("authorization") ?? "";
@@ -88,7 +94,7 @@ export function bearerAuth(
 		const ticket = c.req.query("ticket");
 		const scope = c.req.method === "GET" ? ticketScope(c.req.path) : undefined;
 		if (ticket !== undefined && scope !== undefined && tickets?.verify(ticket, scope)) {
-			c.set("principal", ticketPrincipal);
+			c.set("principal", ticketPrincipal(tickets.principalOf(ticket)));
 			await next();
 			// Only a stream that opened binds the ticket; it lives on after the handler returns,
 			// and its socket closing is its end.

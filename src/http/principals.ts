@@ -12,6 +12,8 @@ export const scopes = Scope.options;
 export interface Principal {
 	name: string;
 	scopes: ReadonlySet<Scope>;
+	/** --no-auth: nobody is authenticated, so a body's `by` still names who answers. */
+	anonymous?: true;
 }
 
 export function hasScope(principal: Principal, scope: Scope): boolean {

@@ -112,7 +112,8 @@ describe("patterns", () => {
 		for (const { body, url, line } of bodies) {
 			const template = locate.template(url.replace(/\$\w+/g, "x"));
 			expect(template, line).toBeTruthy();
-			const pointer = `#/paths/${(template as string).replaceAll("/", "~1")}/post/requestBody/content/application~1json/schema`;
+			const method = /-X (PUT|PATCH)\b/.exec(line)?.[1]?.toLowerCase() ?? "post";
+			const pointer = `#/paths/${(template as string).replaceAll("/", "~1")}/${method}/requestBody/content/application~1json/schema`;
 			const validate = ajv.getSchema(`openapi.json${pointer}`);
 			expect(validate, line).toBeTruthy();
 			expect(validate?.(JSON.parse(body)), `${line}\n${JSON.stringify(validate?.errors)}`).toBe(true);
