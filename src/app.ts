@@ -7,6 +7,7 @@ import { stringify } from "yaml";
 import { ZodError } from "zod";
 import type { Config } from "./config.ts";
 import { GatewayError } from "./errors.ts";
+import { AuditLog, audit } from "./http/audit.ts";
 import { BodyRoutes, bodyGuard } from "./http/body-guard.ts";
 import type { Deps } from "./http/deps.ts";
 import { declareIdempotency, IdempotentRoutes, idempotency } from "./http/idempotency.ts";
@@ -21,6 +22,7 @@ import { ApiError, toProblem } from "./http/problem.ts";
 import { Metrics } from "./http/prometheus.ts";
 import { approvalsRouter } from "./http/routes/approvals/approvals.index.ts";
 import { approvalHistoryRouter } from "./http/routes/approvals/history.index.ts";
+import { auditRouter } from "./http/routes/audit/audit.index.ts";
 import { commandsRouter } from "./http/routes/commands/commands.index.ts";
 import { commandSpecs } from "./http/routes/commands/commands.table.ts";
 import { rpcRouter } from "./http/routes/commands/rpc.index.ts";
@@ -93,6 +95,8 @@ export function createApp(
 		keys?: KeyStore;
 		/** Session owners and shares (in gateway.db; in memory when absent). */
 		access?: SessionAccess;
+		/** The audit log (in gateway.db; in memory when absent). */
+		audit?: AuditLog;
 	} = {},
 ) {
 	const deps: Deps = {
@@ -117,6 +121,8 @@ export function createApp(
 	if (config.corsOrigins.length > 0) app.use((c, next) => (corsMiddleware as MiddlewareHandler<AppEnv>)(c, next));
 	app.use(bearerAuth({ token: config.token, keys: extras.keys }, openPaths, deps.tickets));
 	const scopedRoutes = new ScopedRoutes();
+	const auditLog = extras.audit ?? new AuditLog(undefined, config.maxAuditEntries);
+	app.use(audit(auditLog, scopedRoutes, logger));
 	app.use(requireScope(scopedRoutes));
 	app.use(sessionOwnership(deps.access, scopedRoutes));
 	app.use(
@@ -134,6 +140,7 @@ export function createApp(
 
 	app.route("/", systemRouter(deps));
 	app.route("/", metricsRouter(metrics));
+	app.route("/", auditRouter(auditLog));
 	app.route("/", docsRouter());
 	app.route("/", sessionsRouter(deps));
 	app.route("/", runsRouter(deps));

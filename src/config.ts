@@ -132,6 +132,9 @@ export const ConfigSchema = z.object({
 		.default(7 * 24 * 3600_000)
 		.describe("How long resolved approvals stay listable in GET /v1/approvals/history"),
 	maxApprovalHistory: int(1).default(100_000).describe("Resolved approvals kept at most in the history"),
+	maxAuditEntries: int(1)
+		.default(100_000)
+		.describe("Audit log entries kept at most (GET /v1/audit); past it the oldest go"),
 	idempotencyTtlMs: int(1000)
 		.default(24 * 3600_000)
 		.describe("How long an Idempotency-Key and its first answer are kept"),

@@ -5,6 +5,7 @@ import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import { createApp } from "./app.ts";
 import { type Config, type ConfigInput, parseConfig } from "./config.ts";
+import { AuditLog } from "./http/audit.ts";
 import { ConnectionGuard } from "./http/connections.ts";
 import { IdempotencyStore } from "./http/idempotency-store.ts";
 import { KeyStore } from "./http/keys.ts";
@@ -95,6 +96,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		history,
 		keys,
 		access: new SessionAccess(db),
+		audit: new AuditLog(db, config.maxAuditEntries),
 	});
 	const connections = new ConnectionGuard(config, log);
 	let server: ReturnType<typeof serve>;

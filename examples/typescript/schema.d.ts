@@ -75,6 +75,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log, newest first: who created, prompted, answered, deleted what, when, from where (admin)
+         * @description Every authenticated request that changes something (POST, PUT, PATCH, DELETE), denied ones included, with the principal, the operation, the session, the status and the client's address. Kept in the gateway's store across restarts, the newest --max-audit-entries; each is also a JSON line in the log (`msg: "audit"`).
+         */
+        get: operations["audit.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions": {
         parameters: {
             query?: never;
@@ -1723,6 +1743,32 @@ export interface components {
             };
             sessions: number;
         };
+        AuditPage: {
+            entries: components["schemas"]["AuditEntry"][];
+            nextCursor: string | null;
+        };
+        AuditEntry: {
+            /**
+             * Format: date-time
+             * @description When the request arrived
+             */
+            at: string;
+            /** @description The authenticated principal */
+            principal: string;
+            /**
+             * @description The operation's operationId
+             * @example runs.prompt
+             */
+            action: string;
+            method: string;
+            path: string;
+            sessionId: string | null;
+            /** @description The HTTP status answered (denials are recorded too) */
+            status: number;
+            /** @description The client's address */
+            from: string | null;
+            requestId: string;
+        };
         Session: {
             /** @example ses_Qm9wYXJ0aWFs */
             id: string;
@@ -2347,6 +2393,59 @@ export interface operations {
                 };
             };
             /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "audit.list": {
+        parameters: {
+            query?: {
+                principal?: string;
+                sessionId?: string;
+                limit?: number;
+                /** @description `nextCursor` of an earlier page: older entries */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;

@@ -30,7 +30,7 @@ export const adminPrincipal: Principal = { name: "admin", scopes: new Set(["admi
  */
 export function scopeFor(method: string, template: string): Scope {
 	const write = method.toLowerCase() !== "get";
-	if (template === "/metrics" || template.startsWith("/v1/webhooks")) return "admin";
+	if (template === "/metrics" || template === "/v1/audit" || template.startsWith("/v1/webhooks")) return "admin";
 	if (template.startsWith("/v1/approvals") || /^\/v1\/sessions\/\{id\}\/(approvals|ui)(\/|$)/.test(template))
 		return write ? "approvals:answer" : "approvals:read";
 	// A stream ticket only opens a stream: reading.
@@ -61,7 +61,7 @@ export function declareScopes(document: Document): void {
 
 /** The scope of each operation, read back from the document (what the spec says is what is enforced). */
 export class ScopedRoutes {
-	#routes: { method: string; path: RegExp; scope: Scope }[] = [];
+	#routes: { method: string; path: RegExp; scope: Scope; operationId: string }[] = [];
 
 	load(document: Document): void {
 		this.#routes = [];
@@ -74,14 +74,19 @@ export class ScopedRoutes {
 					method: method.toUpperCase(),
 					path: new RegExp(`^${pattern}$`),
 					scope: Scope.parse(scope),
+					operationId: (operation as { operationId?: string }).operationId ?? `${method} ${template}`,
 				});
 			}
 		}
 	}
 
 	find(method: string, path: string): Scope | undefined {
-		// Literal segments first: /v1/approvals/history is not /v1/approvals/{x}.
 		return this.#routes.find((r) => r.method === method && r.path.test(path))?.scope;
+	}
+
+	/** The operationId of an authenticated operation (the audit log's action). */
+	operation(method: string, path: string): string | undefined {
+		return this.#routes.find((r) => r.method === method && r.path.test(path))?.operationId;
 	}
 }
 
