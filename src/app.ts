@@ -13,6 +13,7 @@ import type { Deps } from "./http/deps.ts";
 import { declareIdempotency, IdempotentRoutes, idempotency } from "./http/idempotency.ts";
 import type { IdempotencyStore } from "./http/idempotency-store.ts";
 import { instrument } from "./http/instrument.ts";
+import { JwtVerifier } from "./http/jwt.ts";
 import type { KeyStore } from "./http/keys.ts";
 import { accessLog, bearerAuth, hostCheck, requestId } from "./http/middleware.ts";
 import { type AppEnv, createRouter, invalid } from "./http/openapi.ts";
@@ -119,7 +120,8 @@ export function createApp(
 	// Built once the spec exists: browser JS may read every response header the spec documents.
 	let corsMiddleware: MiddlewareHandler<AppEnv> | undefined;
 	if (config.corsOrigins.length > 0) app.use((c, next) => (corsMiddleware as MiddlewareHandler<AppEnv>)(c, next));
-	app.use(bearerAuth({ token: config.token, keys: extras.keys }, openPaths, deps.tickets));
+	const jwt = config.jwtJwksUrl ? new JwtVerifier(config) : undefined;
+	app.use(bearerAuth({ token: config.token, keys: extras.keys, jwt }, openPaths, deps.tickets));
 	const scopedRoutes = new ScopedRoutes();
 	const auditLog = extras.audit ?? new AuditLog(undefined, config.maxAuditEntries);
 	app.use(audit(auditLog, scopedRoutes, logger));
@@ -134,7 +136,11 @@ export function createApp(
 		}),
 	);
 	const bodyRoutes = new BodyRoutes();
-	app.use(bodyGuard(bodyRoutes, { tokenRequired: config.token !== undefined || extras.keys !== undefined }));
+	app.use(
+		bodyGuard(bodyRoutes, {
+			tokenRequired: config.token !== undefined || extras.keys !== undefined || jwt !== undefined,
+		}),
+	);
 	const idempotentRoutes = new IdempotentRoutes();
 	app.use(idempotency(idempotentRoutes, extras.idempotency));
 

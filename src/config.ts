@@ -29,6 +29,22 @@ export const ConfigSchema = z.object({
 		.describe(
 			"JSON file of API keys (hashed, each with a principal, scopes and an optional expiry; `pi-gateway keys create` adds one); reloaded on change or SIGHUP",
 		),
+	jwtJwksUrl: z
+		.url()
+		.optional()
+		.describe(
+			"JWKS URL of an identity provider whose JWTs are accepted as bearer credentials (needs --jwt-issuer and --jwt-audience)",
+		),
+	jwtIssuer: z.string().optional().describe("The `iss` a JWT must carry"),
+	jwtAudience: z.string().optional().describe("The `aud` a JWT must carry"),
+	jwtPrincipalClaim: z.string().default("sub").describe("The JWT claim that names the principal"),
+	jwtScopesClaim: z
+		.string()
+		.default("scope")
+		.describe("The JWT claim that carries the scopes (a space-separated string or an array)"),
+	jwtJwksCooldownMs: int(0)
+		.default(30_000)
+		.describe("Least time between two JWKS fetches for tokens naming an unknown key (key rotation)"),
 	auth: z
 		.boolean()
 		.default(true)
@@ -178,6 +194,10 @@ export function parseConfig(input: ConfigInput): Config {
 	config.dataDir = resolve(config.dataDir);
 	if (config.tokenFile) config.tokenFile = resolve(config.tokenFile);
 	if (config.keysFile) config.keysFile = resolve(config.keysFile);
+	if (config.jwtJwksUrl && (!config.jwtIssuer || !config.jwtAudience))
+		throw new Error(
+			"--jwt-jwks-url needs --jwt-issuer and --jwt-audience (a token for another service must not work here)",
+		);
 	config.sandboxWritable = config.sandboxWritable.map((path) => resolve(path));
 	for (const name of config.passEnv) {
 		const problem = checkPassEnvName(name);

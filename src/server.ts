@@ -53,7 +53,8 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	if (!loopback.test(config.host) && !config.auth) {
 		throw new Error(`Refusing to listen on ${config.host} with --no-auth: a token is required beyond loopback`);
 	}
-	if (!config.auth && config.keysFile) throw new Error("--no-auth contradicts --keys-file");
+	if (!config.auth && (config.keysFile || config.jwtJwksUrl))
+		throw new Error("--no-auth contradicts --keys-file and --jwt-jwks-url");
 	const log = logger ?? pino({ level: config.logLevel });
 	const tokenSource = resolveToken(config, options.tokenFrom);
 	if (tokenSource.kind === "argv")

@@ -1,6 +1,7 @@
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
+import { JwtVerifier } from "./jwt.ts";
 import type { KeyStore } from "./keys.ts";
 import type { AppEnv } from "./openapi.ts";
 import { adminPrincipal, type Principal } from "./principals.ts";
@@ -65,15 +66,15 @@ function ticketPrincipal(name: string | undefined): Principal {
  * every caller is the admin.
  */
 export function bearerAuth(
-	credentials: { token?: string; keys?: KeyStore },
+	credentials: { token?: string; keys?: KeyStore; jwt?: JwtVerifier },
 	open: ReadonlySet<string>,
 	tickets?: StreamTickets,
 ): MiddlewareHandler<AppEnv> {
 	const expected = credentials.token ? digest(credentials.token) : undefined;
-	const keys = credentials.keys;
+	const { keys, jwt } = credentials;
 	return async function bearerAuthMiddleware(c, next) {
 		if (open.has(c.req.path)) return next();
-		if (!expected && !keys) {
+		if (!expected && !keys && !jwt) {
 			c.set("principal", { ...adminPrincipal, anonymous: true });
 			return next();
 		}
@@ -85,7 +86,9 @@ export function bearerAuth(
 				c.set("principal", adminPrincipal);
 				return next();
 			}
-			const principal = keys?.principal(presented);
+			const principal =
+				keys?.principal(presented) ??
+				(jwt && JwtVerifier.looksLikeJwt(presented) ? await jwt.principal(presented) : undefined);
 			if (principal) {
 				c.set("principal", principal);
 				return next();
