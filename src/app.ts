@@ -21,6 +21,7 @@ import { sessionOwnership } from "./http/ownership.ts";
 import { declareScopes, requireScope, ScopedRoutes } from "./http/principals.ts";
 import { ApiError, toProblem } from "./http/problem.ts";
 import { Metrics } from "./http/prometheus.ts";
+import { declareRateLimits, liveSessionLimit, requestLimit } from "./http/rate-limits.ts";
 import { approvalsRouter } from "./http/routes/approvals/approvals.index.ts";
 import { approvalHistoryRouter } from "./http/routes/approvals/history.index.ts";
 import { auditRouter } from "./http/routes/audit/audit.index.ts";
@@ -78,6 +79,7 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
 	});
 	declareIdempotency(document as never);
 	declareScopes(document as never);
+	declareRateLimits(document as never);
 	return document;
 }
 
@@ -123,10 +125,13 @@ export function createApp(
 	const jwt = config.jwtJwksUrl ? new JwtVerifier(config) : undefined;
 	app.use(bearerAuth({ token: config.token, keys: extras.keys, jwt }, openPaths, deps.tickets));
 	const scopedRoutes = new ScopedRoutes();
+	if (config.rateLimitRequests > 0) app.use(requestLimit(config.rateLimitRequests, config.rateLimitWindowMs));
 	const auditLog = extras.audit ?? new AuditLog(undefined, config.maxAuditEntries);
 	app.use(audit(auditLog, scopedRoutes, logger));
 	app.use(requireScope(scopedRoutes));
 	app.use(sessionOwnership(deps.access, scopedRoutes));
+	if (config.maxLiveSessionsPerPrincipal > 0)
+		app.use(liveSessionLimit(config.maxLiveSessionsPerPrincipal, registry, deps.access));
 	app.use(
 		bodyLimit({
 			maxSize: config.maxBodyBytes,

@@ -148,6 +148,13 @@ export const ConfigSchema = z.object({
 		.default(7 * 24 * 3600_000)
 		.describe("How long resolved approvals stay listable in GET /v1/approvals/history"),
 	maxApprovalHistory: int(1).default(100_000).describe("Resolved approvals kept at most in the history"),
+	rateLimitRequests: int(0)
+		.default(0)
+		.describe("Requests per principal per --rate-limit-window-ms at most, then 429 with Retry-After (0: no limit)"),
+	rateLimitWindowMs: int(1000).default(60_000).describe("The window of --rate-limit-requests"),
+	maxLiveSessionsPerPrincipal: int(0)
+		.default(0)
+		.describe("Sessions with a live pi process one principal may own; creating more is a 429 (0: no limit)"),
 	maxAuditEntries: int(1)
 		.default(100_000)
 		.describe("Audit log entries kept at most (GET /v1/audit); past it the oldest go"),

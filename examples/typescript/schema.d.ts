@@ -2363,6 +2363,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "system.metrics": {
@@ -2395,6 +2406,17 @@ export interface operations {
             /** @description The credential lacks this operation's scope */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2454,6 +2476,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "sessions.list": {
@@ -2486,6 +2519,17 @@ export interface operations {
             /** @description The credential lacks this operation's scope */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2593,6 +2637,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2684,6 +2730,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "sessions.delete": {
@@ -2734,6 +2791,17 @@ export interface operations {
             /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
             410: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2819,6 +2887,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2901,6 +2971,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "sessions.getAccess": {
@@ -2944,6 +3025,17 @@ export interface operations {
             /** @description No such session or approval */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3015,6 +3107,17 @@ export interface operations {
             /** @description The body is not sent as application/json */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3160,6 +3263,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3330,6 +3435,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3500,6 +3607,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3653,6 +3762,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3804,6 +3915,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3955,6 +4068,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4092,6 +4207,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4231,6 +4348,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4385,6 +4504,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4524,6 +4645,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4663,6 +4786,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4804,6 +4929,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4952,6 +5079,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5109,6 +5238,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5248,6 +5379,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5387,6 +5520,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5530,6 +5665,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5669,6 +5806,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5808,6 +5947,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5960,6 +6101,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6103,6 +6246,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6253,6 +6398,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6396,6 +6543,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6539,6 +6688,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6676,6 +6827,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6828,6 +6981,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6979,6 +7134,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7116,6 +7273,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7255,6 +7414,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7400,6 +7561,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7545,6 +7708,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7695,6 +7860,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7834,6 +8001,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7973,6 +8142,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8112,6 +8283,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8255,6 +8428,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8394,6 +8569,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8542,6 +8719,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8659,6 +8838,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8724,6 +8905,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8762,6 +8945,17 @@ export interface operations {
             /** @description The credential lacks this operation's scope */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8830,6 +9024,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "approvals.inbox": {
@@ -8878,6 +9083,17 @@ export interface operations {
             /** @description The credential lacks this operation's scope */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8947,6 +9163,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "approvals.get": {
@@ -8991,6 +9218,17 @@ export interface operations {
             /** @description No such session or approval */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9110,6 +9348,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "sessions.getUi": {
@@ -9159,6 +9408,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "webhooks.list": {
@@ -9200,6 +9460,17 @@ export interface operations {
             /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9305,6 +9576,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9354,6 +9627,17 @@ export interface operations {
             /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9410,6 +9694,17 @@ export interface operations {
             /** @description The webhook comes from --webhooks-file */
             409: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9476,6 +9771,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "webhooks.redeliver": {
@@ -9529,6 +9835,17 @@ export interface operations {
             /** @description The delivery is still pending */
             409: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
