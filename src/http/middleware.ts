@@ -115,7 +115,7 @@ export function bearerAuth(
 			401,
 			"unauthorized",
 			ticket === undefined
-				? "A valid bearer token or API key is required (Authorization: Bearer …)"
+				? "A valid bearer token is required (Authorization: Bearer …)"
 				: "The stream ticket is invalid, expired, or for another stream",
 		);
 	};
