@@ -7,17 +7,24 @@ import { stringify } from "yaml";
 import { ZodError } from "zod";
 import type { Config } from "./config.ts";
 import { GatewayError } from "./errors.ts";
+import { AuditLog, audit } from "./http/audit.ts";
 import { BodyRoutes, bodyGuard } from "./http/body-guard.ts";
 import type { Deps } from "./http/deps.ts";
 import { declareIdempotency, IdempotentRoutes, idempotency } from "./http/idempotency.ts";
 import type { IdempotencyStore } from "./http/idempotency-store.ts";
 import { instrument } from "./http/instrument.ts";
+import { JwtVerifier } from "./http/jwt.ts";
+import type { KeyStore } from "./http/keys.ts";
 import { accessLog, bearerAuth, hostCheck, requestId } from "./http/middleware.ts";
 import { type AppEnv, createRouter, invalid } from "./http/openapi.ts";
+import { sessionOwnership } from "./http/ownership.ts";
+import { declareScopes, requireScope, ScopedRoutes } from "./http/principals.ts";
 import { ApiError, toProblem } from "./http/problem.ts";
 import { Metrics } from "./http/prometheus.ts";
+import { declareRateLimits, liveSessionLimit, requestLimit } from "./http/rate-limits.ts";
 import { approvalsRouter } from "./http/routes/approvals/approvals.index.ts";
 import { approvalHistoryRouter } from "./http/routes/approvals/history.index.ts";
+import { auditRouter } from "./http/routes/audit/audit.index.ts";
 import { commandsRouter } from "./http/routes/commands/commands.index.ts";
 import { commandSpecs } from "./http/routes/commands/commands.table.ts";
 import { rpcRouter } from "./http/routes/commands/rpc.index.ts";
@@ -32,6 +39,7 @@ import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.
 import { webhooksRouter } from "./http/routes/webhooks/webhooks.index.ts";
 import { StreamEvent } from "./http/streams/event-schemas.ts";
 import { StreamTickets } from "./http/tickets.ts";
+import { SessionAccess } from "./sessions/access.ts";
 import type { ApprovalHistory } from "./sessions/approval-history.ts";
 import type { PolicyEngine } from "./sessions/policy-engine.ts";
 import type { SessionRegistry } from "./sessions/registry.ts";
@@ -42,7 +50,12 @@ const openPaths = new Set(["/healthz", "/readyz", "/openapi.json", "/openapi.yam
 
 export function openApiDocument(app: ReturnType<typeof createRouter>) {
 	app.openAPIRegistry.register("StreamEvent", StreamEvent);
-	app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+	app.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
+		type: "http",
+		scheme: "bearer",
+		description:
+			"The gateway's token (the admin principal) or an API key from --keys-file. Each operation lists the one scope it needs: sessions:read, sessions:write, approvals:read, approvals:answer or admin (which holds them all); a credential without it gets 403.",
+	});
 	const document = app.getOpenAPI31Document({
 		openapi: "3.1.0",
 		info: {
@@ -65,6 +78,8 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
 		],
 	});
 	declareIdempotency(document as never);
+	declareScopes(document as never);
+	declareRateLimits(document as never);
 	return document;
 }
 
@@ -79,6 +94,12 @@ export function createApp(
 		idempotency?: IdempotencyStore;
 		policies?: PolicyEngine;
 		history?: ApprovalHistory;
+		/** API keys of --keys-file: principals besides the token's admin. */
+		keys?: KeyStore;
+		/** Session owners and shares (in gateway.db; in memory when absent). */
+		access?: SessionAccess;
+		/** The audit log (in gateway.db; in memory when absent). */
+		audit?: AuditLog;
 	} = {},
 ) {
 	const deps: Deps = {
@@ -87,6 +108,7 @@ export function createApp(
 		logger,
 		tickets: new StreamTickets(config.streamTicketTtlMs),
 		policies: extras.policies,
+		access: extras.access ?? new SessionAccess(),
 	};
 	const app = createRouter();
 	app.use(requestId());
@@ -100,7 +122,16 @@ export function createApp(
 	// Built once the spec exists: browser JS may read every response header the spec documents.
 	let corsMiddleware: MiddlewareHandler<AppEnv> | undefined;
 	if (config.corsOrigins.length > 0) app.use((c, next) => (corsMiddleware as MiddlewareHandler<AppEnv>)(c, next));
-	app.use(bearerAuth(config.token, openPaths, deps.tickets));
+	const jwt = config.jwtJwksUrl ? new JwtVerifier(config) : undefined;
+	app.use(bearerAuth({ token: config.token, keys: extras.keys, jwt }, openPaths, deps.tickets));
+	const scopedRoutes = new ScopedRoutes();
+	if (config.rateLimitRequests > 0) app.use(requestLimit(config.rateLimitRequests, config.rateLimitWindowMs));
+	const auditLog = extras.audit ?? new AuditLog(undefined, config.maxAuditEntries);
+	app.use(audit(auditLog, scopedRoutes, logger));
+	app.use(requireScope(scopedRoutes));
+	app.use(sessionOwnership(deps.access, scopedRoutes));
+	if (config.maxLiveSessionsPerPrincipal > 0)
+		app.use(liveSessionLimit(config.maxLiveSessionsPerPrincipal, registry, deps.access));
 	app.use(
 		bodyLimit({
 			maxSize: config.maxBodyBytes,
@@ -110,12 +141,17 @@ export function createApp(
 		}),
 	);
 	const bodyRoutes = new BodyRoutes();
-	app.use(bodyGuard(bodyRoutes, { tokenRequired: config.token !== undefined }));
+	app.use(
+		bodyGuard(bodyRoutes, {
+			tokenRequired: config.token !== undefined || extras.keys !== undefined || jwt !== undefined,
+		}),
+	);
 	const idempotentRoutes = new IdempotentRoutes();
 	app.use(idempotency(idempotentRoutes, extras.idempotency));
 
 	app.route("/", systemRouter(deps));
 	app.route("/", metricsRouter(metrics));
+	app.route("/", auditRouter(auditLog));
 	app.route("/", docsRouter());
 	app.route("/", sessionsRouter(deps));
 	app.route("/", runsRouter(deps));
@@ -126,7 +162,7 @@ export function createApp(
 	// Before the approvals router: /v1/approvals/history is its own operation.
 	app.route(
 		"/",
-		approvalHistoryRouter(() => extras.history),
+		approvalHistoryRouter(() => extras.history, deps.access),
 	);
 	app.route("/", approvalsRouter(deps));
 	app.route("/", uiRouter(deps));
@@ -137,6 +173,7 @@ export function createApp(
 
 	const document = openApiDocument(app);
 	bodyRoutes.load(document as never);
+	scopedRoutes.load(document as never);
 	idempotentRoutes.load(document as never);
 	corsMiddleware = cors({ origin: config.corsOrigins, exposeHeaders: exposedHeaders(document) });
 	// The served spec names the origin it was fetched from, so an SDK generated from a running

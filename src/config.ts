@@ -23,6 +23,28 @@ export const ConfigSchema = z.object({
 		.describe(
 			"File holding the bearer token (default: PI_GATEWAY_TOKEN, else <data-dir>/token, generated at first start)",
 		),
+	keysFile: z
+		.string()
+		.optional()
+		.describe(
+			"JSON file of API keys (hashed, each with a principal, scopes and an optional expiry; `pi-gateway keys create` adds one); reloaded on change or SIGHUP",
+		),
+	jwtJwksUrl: z
+		.url()
+		.optional()
+		.describe(
+			"JWKS URL of an identity provider whose JWTs are accepted as bearer credentials (needs --jwt-issuer and --jwt-audience)",
+		),
+	jwtIssuer: z.string().optional().describe("The `iss` a JWT must carry"),
+	jwtAudience: z.string().optional().describe("The `aud` a JWT must carry"),
+	jwtPrincipalClaim: z.string().default("sub").describe("The JWT claim that names the principal"),
+	jwtScopesClaim: z
+		.string()
+		.default("scope")
+		.describe("The JWT claim that carries the scopes (a space-separated string or an array)"),
+	jwtJwksCooldownMs: int(0)
+		.default(30_000)
+		.describe("Least time between two JWKS fetches for tokens naming an unknown key (key rotation)"),
 	auth: z
 		.boolean()
 		.default(true)
@@ -133,6 +155,16 @@ export const ConfigSchema = z.object({
 		.default(7 * 24 * 3600_000)
 		.describe("How long resolved approvals stay listable in GET /v1/approvals/history"),
 	maxApprovalHistory: int(1).default(100_000).describe("Resolved approvals kept at most in the history"),
+	rateLimitRequests: int(0)
+		.default(0)
+		.describe("Requests per principal per --rate-limit-window-ms at most, then 429 with Retry-After (0: no limit)"),
+	rateLimitWindowMs: int(1000).default(60_000).describe("The window of --rate-limit-requests"),
+	maxLiveSessionsPerPrincipal: int(0)
+		.default(0)
+		.describe("Sessions with a live pi process one principal may own; creating more is a 429 (0: no limit)"),
+	maxAuditEntries: int(1)
+		.default(100_000)
+		.describe("Audit log entries kept at most (GET /v1/audit); past it the oldest go"),
 	idempotencyTtlMs: int(1000)
 		.default(24 * 3600_000)
 		.describe("How long an Idempotency-Key and its first answer are kept"),
@@ -175,6 +207,11 @@ export function parseConfig(input: ConfigInput): Config {
 	config.workspaceRoot = resolve(config.workspaceRoot);
 	config.dataDir = resolve(config.dataDir);
 	if (config.tokenFile) config.tokenFile = resolve(config.tokenFile);
+	if (config.keysFile) config.keysFile = resolve(config.keysFile);
+	if (config.jwtJwksUrl && (!config.jwtIssuer || !config.jwtAudience))
+		throw new Error(
+			"--jwt-jwks-url needs --jwt-issuer and --jwt-audience (a token for another service must not work here)",
+		);
 	config.sandboxWritable = config.sandboxWritable.map((path) => resolve(path));
 	for (const name of config.passEnv) {
 		const problem = checkPassEnvName(name);

@@ -1,6 +1,11 @@
+import { mkdirSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { ZodError } from "zod";
 import { type ConfigInput, ConfigSchema } from "./config.ts";
+import { createKey } from "./http/keys.ts";
+import { Scope, scopes } from "./http/principals.ts";
 import { startGateway } from "./server.ts";
 import { tokenNotice } from "./token.ts";
 
@@ -31,6 +36,7 @@ function help(): string {
 		"pi-gateway — HTTP REST + SSE for pi's RPC mode",
 		"",
 		"Usage: pi-gateway [options]",
+		"       pi-gateway keys create --principal NAME --scopes SCOPE[,SCOPE] [--expires-in-days N] [--keys-file F]",
 		"",
 		...lines,
 		`  ${"--extension <name=path>".padEnd(34)} Same as --extensions; repeatable`,
@@ -87,7 +93,60 @@ function parsePairs(pairs: string[]): Record<string, string> {
 	);
 }
 
+/**
+ * `pi-gateway keys create --principal NAME --scopes a,b [--expires-in-days N] [--keys-file F]`:
+ * appends a hashed key and prints its secret, the only time it is shown.
+ */
+function keysCommand(argv: string[]): void {
+	const { positionals, values } = parseArgs({
+		args: argv,
+		allowPositionals: true,
+		options: {
+			principal: { type: "string" },
+			scopes: { type: "string" },
+			"expires-in-days": { type: "string" },
+			"keys-file": { type: "string" },
+			"data-dir": { type: "string" },
+		},
+		strict: true,
+	});
+	if (positionals[0] !== "create" || !values.principal || !values.scopes)
+		throw new Error(
+			"Usage: pi-gateway keys create --principal NAME --scopes SCOPE[,SCOPE] [--expires-in-days N] [--keys-file F]",
+		);
+	const dataDir = values["data-dir"] ?? process.env.PI_GATEWAY_DATA_DIR ?? join(homedir(), ".pi-gateway");
+	const file = resolve(values["keys-file"] ?? process.env.PI_GATEWAY_KEYS_FILE ?? join(dataDir, "keys.json"));
+	const requested = values.scopes
+		.split(",")
+		.map((s) => s.trim())
+		.filter(Boolean);
+	const parsed = Scope.array().min(1).safeParse(requested);
+	if (!parsed.success) throw new Error(`--scopes: each of ${scopes.join(", ")}`);
+	const days = values["expires-in-days"] === undefined ? undefined : Number(values["expires-in-days"]);
+	if (days !== undefined && !(days > 0)) throw new Error("--expires-in-days: a positive number");
+	mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+	const { secret, record } = createKey(
+		file,
+		values.principal,
+		parsed.data,
+		days === undefined ? undefined : new Date(Date.now() + days * 86_400_000),
+	);
+	console.error(
+		`pi-gateway: key ${record.id} for ${record.principal} (${record.scopes.join(",")}) added to ${file}; the secret below is shown only now`,
+	);
+	console.log(secret);
+}
+
 async function main(): Promise<void> {
+	if (process.argv[2] === "keys") {
+		try {
+			keysCommand(process.argv.slice(3));
+		} catch (error) {
+			console.error(`pi-gateway: ${(error as Error).message}`);
+			process.exit(2);
+		}
+		return;
+	}
 	let gateway: Awaited<ReturnType<typeof startGateway>>;
 	try {
 		const { input, tokenOnArgv } = readInput(process.argv.slice(2));
@@ -122,6 +181,8 @@ async function main(): Promise<void> {
 			},
 		);
 	};
+	// SIGHUP reloads the keys file (a change to it is also picked up by itself).
+	process.on("SIGHUP", () => gateway.keys?.reload());
 	process.on("SIGTERM", () => stop("SIGTERM"));
 	process.on("SIGINT", () => stop("SIGINT"));
 }

@@ -5,8 +5,11 @@ import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import { createApp } from "./app.ts";
 import { type Config, type ConfigInput, parseConfig } from "./config.ts";
+import { AuditLog } from "./http/audit.ts";
 import { ConnectionGuard } from "./http/connections.ts";
 import { IdempotencyStore } from "./http/idempotency-store.ts";
+import { KeyStore } from "./http/keys.ts";
+import { SessionAccess } from "./sessions/access.ts";
 import { ApprovalHistory } from "./sessions/approval-history.ts";
 import { PolicySet } from "./sessions/policies.ts";
 import { loadPolicyFile, PolicyEngine } from "./sessions/policy-engine.ts";
@@ -30,6 +33,8 @@ export interface Gateway {
 	sandbox: SandboxStatus;
 	/** Webhooks and their outbox (in gateway.db). */
 	webhooks: WebhookService;
+	/** The API keys of --keys-file (reload() on SIGHUP). */
+	keys?: KeyStore;
 	/** Stop accepting, end streams, stop every child. Idempotent. */
 	close(): Promise<void>;
 }
@@ -49,6 +54,8 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	if (!loopback.test(config.host) && !config.auth) {
 		throw new Error(`Refusing to listen on ${config.host} with --no-auth: a token is required beyond loopback`);
 	}
+	if (!config.auth && (config.keysFile || config.jwtJwksUrl))
+		throw new Error("--no-auth contradicts --keys-file and --jwt-jwks-url");
 	const log = logger ?? pino({ level: config.logLevel });
 	const tokenSource = resolveToken(config, options.tokenFrom);
 	if (tokenSource.kind === "argv")
@@ -65,6 +72,9 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	const gatewayPolicies = config.approvalPoliciesFile
 		? loadPolicyFile(config.approvalPoliciesFile)
 		: PolicySet.parse({});
+	// Read before the registry too: a bad keys file fails the start.
+	const keys = config.keysFile ? new KeyStore(config.keysFile, log) : undefined;
+	keys?.watch();
 	// PostgreSQL is reached (and migrated) before anything else starts: a wrong URL fails the start.
 	const postgres = config.databaseUrl ? await PostgresStore.connect(config.databaseUrl, config.dataDir) : undefined;
 	if (postgres && config.databaseUrl)
@@ -85,7 +95,15 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	policies.start();
 	const history = new ApprovalHistory(db, config.approvalHistoryMs, config.maxApprovalHistory);
 	history.start(registry);
-	const app = createApp(config, registry, log, undefined, { webhooks, idempotency, policies, history });
+	const app = createApp(config, registry, log, undefined, {
+		webhooks,
+		idempotency,
+		policies,
+		history,
+		keys,
+		access: new SessionAccess(db),
+		audit: new AuditLog(db, config.maxAuditEntries),
+	});
 	const connections = new ConnectionGuard(config, log);
 	let server: ReturnType<typeof serve>;
 	try {
@@ -109,6 +127,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			s.once("error", reject);
 		});
 	} catch (error) {
+		keys?.close();
 		history.stop();
 		policies.stop();
 		webhooks.stop();
@@ -138,6 +157,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			webhooks.detach();
 			policies.stop();
 			history.stop();
+			keys?.close();
 			// Session streams end with their session_exit frame; let them drain, closing each
 			// connection as it falls idle. What is left after that (hub streams) is cut.
 			const http = server as unknown as { closeIdleConnections(): void; closeAllConnections(): void };
@@ -151,5 +171,5 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		})();
 		return closing;
 	};
-	return { url, port, config, registry, connections, tokenSource, sandbox, webhooks, close };
+	return { url, port, config, registry, connections, tokenSource, sandbox, webhooks, keys, close };
 }

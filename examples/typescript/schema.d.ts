@@ -75,6 +75,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log, newest first: who created, prompted, answered, deleted what, when, from where (admin)
+         * @description Every authenticated request that changes something (POST, PUT, PATCH, DELETE), denied ones included, with the principal, the operation, the session, the status and the client's address. Kept in the gateway's store across restarts, the newest --max-audit-entries; each is also a JSON line in the log (`msg: "audit"`).
+         */
+        get: operations["audit.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions": {
         parameters: {
             query?: never;
@@ -145,6 +165,27 @@ export interface paths {
          * @description For browsers: EventSource cannot send `Authorization`. The ticket goes in `?ticket=` of `GET /v1/sessions/{id}/events` only, for this session only, and opens new streams until `expiresAt`; a stream opened with it keeps reconnecting with it after that (EventSource retries the same URL) while the stream is connected or was within the last 5 minutes, for at most 24 hours; a gateway restart revokes it. Keep the long-lived token out of URLs.
          */
         post: operations["sessions.streamTicket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/access": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Who owns the session and whom it is shared with */
+        get: operations["sessions.getAccess"];
+        /**
+         * Share the session: principals and what each may do (owner or admin only)
+         * @description Others see a session only when it is shared with them (404 otherwise, as for an id that does not exist). An approver with `answer` sees and answers the session's approvals, in its inbox too, but cannot read or prompt the session. Only the owner or an admin may change this (403 for a principal the session is shared with).
+         */
+        put: operations["sessions.putAccess"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1586,6 +1627,8 @@ export interface components {
             resolvedAt: string | null;
             /** @description Who settled it: the answer's `by` (default `api`), or when nobody answered: `pi-timeout`, `gateway-policy` (approvalTimeoutMs), `gateway-abort` (the run was aborted) or `pi-exit` (pi exited) */
             resolvedBy: string | null;
+            /** @description The answer's free-text `by`, when the answerer was an authenticated principal */
+            note?: string;
         };
         /** @enum {string} */
         ApprovalStatus: "pending" | "answered" | "expired" | "cancelled";
@@ -1700,6 +1743,32 @@ export interface components {
             };
             sessions: number;
         };
+        AuditPage: {
+            entries: components["schemas"]["AuditEntry"][];
+            nextCursor: string | null;
+        };
+        AuditEntry: {
+            /**
+             * Format: date-time
+             * @description When the request arrived
+             */
+            at: string;
+            /** @description The authenticated principal */
+            principal: string;
+            /**
+             * @description The operation's operationId
+             * @example runs.prompt
+             */
+            action: string;
+            method: string;
+            path: string;
+            sessionId: string | null;
+            /** @description The HTTP status answered (denials are recorded too) */
+            status: number;
+            /** @description The client's address */
+            from: string | null;
+            requestId: string;
+        };
         Session: {
             /** @example ses_Qm9wYXJ0aWFs */
             id: string;
@@ -1810,6 +1879,34 @@ export interface components {
              * @example /v1/sessions/ses_Qm9wYXJ0aWFs/events?ticket=mbc1x2kq.4Jq2…
              */
             eventsUrl: string;
+        };
+        SessionAccess: {
+            sessionId: string;
+            /** @description The principal that created the session */
+            owner: string;
+            grants: components["schemas"]["SessionGrant"][];
+        };
+        SessionGrant: {
+            principal: string;
+            can: components["schemas"]["SessionRight"][];
+        };
+        /** @enum {string} */
+        SessionRight: "read" | "write" | "answer";
+        /**
+         * @example {
+         *       "grants": [
+         *         {
+         *           "principal": "carol",
+         *           "can": [
+         *             "answer"
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
+        SessionShare: {
+            /** @description Every principal the session is shared with and what it may do (replaces the list): `read`, `write` (reading included) or `answer` (its approvals only) */
+            grants: components["schemas"]["SessionGrant"][];
         };
         RunResult: {
             runId: string;
@@ -2038,7 +2135,7 @@ export interface components {
          */
         ApprovalAnswer: {
             confirmed: boolean;
-            /** @description Who answers (recorded as `resolvedBy`) */
+            /** @description A free-text note on who answers, kept as `note`; `resolvedBy` is the authenticated principal (with --no-auth, this) */
             by?: string;
             /**
              * @description `session`: "allow always for this session" — the same answer is given at once to this session's later dialogs with the same method and title (a session policy rule)
@@ -2047,7 +2144,7 @@ export interface components {
             remember?: "session";
         } | {
             value: string;
-            /** @description Who answers (recorded as `resolvedBy`) */
+            /** @description A free-text note on who answers, kept as `note`; `resolvedBy` is the authenticated principal (with --no-auth, this) */
             by?: string;
             /**
              * @description `session`: "allow always for this session" — the same answer is given at once to this session's later dialogs with the same method and title (a session policy rule)
@@ -2057,7 +2154,7 @@ export interface components {
         } | {
             /** @enum {boolean} */
             cancelled: true;
-            /** @description Who answers (recorded as `resolvedBy`) */
+            /** @description A free-text note on who answers, kept as `note`; `resolvedBy` is the authenticated principal (with --no-auth, this) */
             by?: string;
         };
         UiState: {
@@ -2257,6 +2354,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "system.metrics": {
@@ -2286,6 +2403,90 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "audit.list": {
+        parameters: {
+            query?: {
+                principal?: string;
+                sessionId?: string;
+                limit?: number;
+                /** @description `nextCursor` of an earlier page: older entries */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "sessions.list": {
@@ -2309,6 +2510,26 @@ export interface operations {
             /** @description Missing or wrong bearer token */
             401: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2368,7 +2589,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2416,6 +2637,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2480,6 +2703,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
                 headers: {
@@ -2492,6 +2724,17 @@ export interface operations {
             /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
             410: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2527,6 +2770,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
                 headers: {
@@ -2539,6 +2791,17 @@ export interface operations {
             /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
             410: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2585,7 +2848,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2624,6 +2887,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2679,6 +2944,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
                 headers: {
@@ -2691,6 +2965,159 @@ export interface operations {
             /** @description Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping */
             410: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "sessions.getAccess": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Owner and grants */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionAccess"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "sessions.putAccess": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SessionShare"];
+            };
+        };
+        responses: {
+            /** @description Owner and grants, as now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionAccess"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2770,7 +3197,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2836,6 +3263,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2940,7 +3369,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3006,6 +3435,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3110,7 +3541,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3176,6 +3607,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3263,7 +3696,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3329,6 +3762,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3414,7 +3849,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3480,6 +3915,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3565,7 +4002,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3631,6 +4068,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3702,7 +4141,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3768,6 +4207,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3841,7 +4282,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3907,6 +4348,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3995,7 +4438,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4061,6 +4504,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4134,7 +4579,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4200,6 +4645,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4273,7 +4720,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4339,6 +4786,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4414,7 +4863,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4480,6 +4929,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4562,7 +5013,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4628,6 +5079,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4719,7 +5172,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4785,6 +5238,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4858,7 +5313,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4924,6 +5379,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4997,7 +5454,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5063,6 +5520,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5140,7 +5599,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5206,6 +5665,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5279,7 +5740,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5345,6 +5806,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5418,7 +5881,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5484,6 +5947,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5570,7 +6035,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5636,6 +6101,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5713,7 +6180,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5779,6 +6246,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5863,7 +6332,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5929,6 +6398,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6006,7 +6477,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6072,6 +6543,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6149,7 +6622,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6215,6 +6688,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6286,7 +6761,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6352,6 +6827,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6438,7 +6915,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6504,6 +6981,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6589,7 +7068,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6655,6 +7134,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6726,7 +7207,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6792,6 +7273,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6865,7 +7348,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6931,6 +7414,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7010,7 +7495,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7076,6 +7561,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7155,7 +7642,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7221,6 +7708,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7305,7 +7794,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7371,6 +7860,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7444,7 +7935,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7510,6 +8001,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7583,7 +8076,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7649,6 +8142,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7722,7 +8217,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7788,6 +8283,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7865,7 +8362,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7931,6 +8428,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8004,7 +8503,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8070,6 +8569,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8152,7 +8653,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A path lies outside the allowed roots */
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8218,6 +8719,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8314,6 +8817,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
                 headers: {
@@ -8326,6 +8838,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8379,9 +8893,20 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8411,6 +8936,26 @@ export interface operations {
             /** @description Missing or wrong bearer token */
             401: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8461,9 +9006,29 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description History is off: an app built without the gateway's store */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8515,6 +9080,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "approvals.list": {
@@ -8560,9 +9145,29 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8601,9 +9206,29 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8653,6 +9278,15 @@ export interface operations {
             };
             /** @description Missing or wrong bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8714,6 +9348,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "sessions.getUi": {
@@ -8745,9 +9390,29 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such session or approval */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8783,9 +9448,29 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8843,6 +9528,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
             404: {
                 headers: {
@@ -8882,6 +9576,8 @@ export interface operations {
             /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
             429: {
                 headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8919,9 +9615,29 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8957,6 +9673,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
             404: {
                 headers: {
@@ -8969,6 +9694,17 @@ export interface operations {
             /** @description The webhook comes from --webhooks-file */
             409: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9017,9 +9753,29 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9058,6 +9814,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such webhook or delivery (or webhooks are off: an app built without the gateway's store) */
             404: {
                 headers: {
@@ -9070,6 +9835,17 @@ export interface operations {
             /** @description The delivery is still pending */
             409: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
+import type { SessionAccess } from "../sessions/access.ts";
 import type { PolicyEngine } from "../sessions/policy-engine.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
 import type { StreamTickets } from "./tickets.ts";
@@ -13,4 +14,6 @@ export interface Deps {
 	tickets: StreamTickets;
 	/** Approval policies (absent in an app built without the store). */
 	policies?: PolicyEngine;
+	/** Who owns each session and whom it is shared with. */
+	access: SessionAccess;
 }

@@ -1,7 +1,10 @@
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
+import { JwtVerifier } from "./jwt.ts";
+import type { KeyStore } from "./keys.ts";
 import type { AppEnv } from "./openapi.ts";
+import { adminPrincipal, type Principal } from "./principals.ts";
 import { ApiError } from "./problem.ts";
 import { allEventsScope, type StreamTickets } from "./tickets.ts";
 
@@ -44,26 +47,57 @@ function ticketScope(path: string): string | undefined {
 }
 
 /**
- * Bearer token, compared in constant time (both sides hashed first, so not even the length
- * leaks). `open` paths (health checks) pass without one; an event stream also accepts a stream
- * ticket in `?ticket=` (EventSource cannot send headers). The long-lived token is never read
- * from a URL. A stream opened with a ticket binds it until the stream's connection closes, so
- * EventSource's reconnects to the same URL outlive the ticket's expiry (tickets.ts).
+ * A stream ticket's bearer: the principal it was issued to, reading only (it opens the one stream
+ * it names). The token's admin stays the admin, so its all-sessions stream sees every session.
+ */
+function ticketPrincipal(name: string | undefined): Principal {
+	if (name === adminPrincipal.name) return { name, scopes: new Set(["sessions:read", "admin"]) };
+	return { name: name ?? "", scopes: new Set(["sessions:read"]) };
+}
+
+/**
+ * Who is calling, set as `c.get("principal")`: the single bearer token is the admin principal,
+ * compared in constant time (both sides hashed first, so not even the length leaks); an API key
+ * from `--keys-file` is its own principal with its scopes. `open` paths (health checks) pass
+ * without one; an event stream also accepts a stream ticket in `?ticket=` (EventSource cannot
+ * send headers). The long-lived credentials are never read from a URL. A stream opened with a
+ * ticket binds it until the stream's connection closes, so EventSource's reconnects to the same
+ * URL outlive the ticket's expiry (tickets.ts). With neither a token nor keys (`--no-auth`)
+ * every caller is the admin.
  */
 export function bearerAuth(
-	token: string | undefined,
+	credentials: { token?: string; keys?: KeyStore; jwt?: JwtVerifier },
 	open: ReadonlySet<string>,
 	tickets?: StreamTickets,
 ): MiddlewareHandler<AppEnv> {
-	const expected = token ? digest(token) : undefined;
+	const expected = credentials.token ? digest(credentials.token) : undefined;
+	const { keys, jwt } = credentials;
 	return async function bearerAuthMiddleware(c, next) {
-		if (!expected || open.has(c.req.path)) return next();
+		if (open.has(c.req.path)) return next();
+		if (!expected && !keys && !jwt) {
+			c.set("principal", { ...adminPrincipal, anonymous: true });
+			return next();
+		}
 		const header = c.req.header("authorization") ?? "";
 		const scheme = /^bearer +/i.exec(header);
-		if (scheme && timingSafeEqual(digest(header.slice(scheme[0].length)), expected)) return next();
+		if (scheme) {
+			const presented = header.slice(scheme[0].length);
+			if (expected && timingSafeEqual(digest(presented), expected)) {
+				c.set("principal", adminPrincipal);
+				return next();
+			}
+			const principal =
+				keys?.principal(presented) ??
+				(jwt && JwtVerifier.looksLikeJwt(presented) ? await jwt.principal(presented) : undefined);
+			if (principal) {
+				c.set("principal", principal);
+				return next();
+			}
+		}
 		const ticket = c.req.query("ticket");
 		const scope = c.req.method === "GET" ? ticketScope(c.req.path) : undefined;
 		if (ticket !== undefined && scope !== undefined && tickets?.verify(ticket, scope)) {
+			c.set("principal", ticketPrincipal(tickets.principalOf(ticket)));
 			await next();
 			// Only a stream that opened binds the ticket; it lives on after the handler returns,
 			// and its socket closing is its end.

@@ -1,8 +1,10 @@
 import { OpenAPIHono, type z } from "@hono/zod-openapi";
 import type { ZodType } from "zod";
+import type { Principal } from "./principals.ts";
 import { ApiError, Problem } from "./problem.ts";
 
-export type AppEnv = { Variables: { requestId: string } };
+/** `principal`: who is calling, set by the bearer middleware (absent only on public routes). */
+export type AppEnv = { Variables: { requestId: string; principal?: Principal } };
 
 /** A router whose validation failures become 400 problem+json listing each issue. */
 export function createRouter(): OpenAPIHono<AppEnv> {
@@ -23,7 +25,7 @@ export function invalid(issues: readonly z.core.$ZodIssue[]): ApiError {
 const problemDescriptions: Record<number, string> = {
 	400: "Invalid input; nothing reached pi",
 	401: "Missing or wrong bearer token",
-	403: "A path lies outside the allowed roots",
+	403: "The credential lacks this operation's scope, or a path lies outside the allowed roots",
 	404: "No such session or approval",
 	409: "Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume",
 	410: "Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping",

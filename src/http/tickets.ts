@@ -41,6 +41,9 @@ interface Bound {
  * ticket was issued. A ticket that never opened a stream, or whose streams went quiet, is dead at
  * its expiry. Only what is bound is stored: one entry per ticket with a live or recent stream.
  */
+/** `<expiry>.[<principal, base64url>.]<hmac>` */
+const ticketFormat = /^([0-9a-z]{1,12})\.(?:([\w-]{1,200})\.)?([\w-]{43})$/;
+
 export class StreamTickets {
 	readonly #key = randomBytes(32);
 	readonly #ttlMs: number;
@@ -59,10 +62,12 @@ export class StreamTickets {
 		this.#maxLifetimeMs = Math.max(maxLifetimeMs, ttlMs);
 	}
 
-	issue(scope: string, now = Date.now()): StreamTicket {
+	/** `principal`: who asked for it; the stream it opens is that principal's (see `principalOf`). */
+	issue(scope: string, now = Date.now(), principal?: string): StreamTicket {
 		const expires = now + this.#ttlMs;
+		const who = principal === undefined ? "" : `${Buffer.from(principal).toString("base64url")}.`;
 		return {
-			ticket: `${expires.toString(36)}.${this.#sign(scope, expires).toString("base64url")}`,
+			ticket: `${expires.toString(36)}.${who}${this.#sign(scope, expires, principal).toString("base64url")}`,
 			expiresAt: new Date(expires).toISOString(),
 		};
 	}
@@ -111,15 +116,22 @@ export class StreamTickets {
 
 	/** The expiry a well-formed ticket for `scope` carries under this process's key, else undefined. */
 	#signedExpiry(ticket: string, scope: string): number | undefined {
-		const match = /^([0-9a-z]{1,12})\.([\w-]{43})$/.exec(ticket);
+		const match = ticketFormat.exec(ticket);
 		if (!match) return undefined;
 		const expires = Number.parseInt(match[1] as string, 36);
-		const given = Buffer.from(match[2] as string, "base64url");
-		const expected = this.#sign(scope, expires);
+		const given = Buffer.from(match[3] as string, "base64url");
+		const expected = this.#sign(scope, expires, this.principalOf(ticket));
 		return given.length === expected.length && timingSafeEqual(given, expected) ? expires : undefined;
 	}
 
-	#sign(scope: string, expires: number): Buffer {
-		return createHmac("sha256", this.#key).update(`${scope}\n${expires}`).digest();
+	/** The principal a ticket was issued to (signed with it; read it only after `verify`). */
+	principalOf(ticket: string): string | undefined {
+		const who = ticketFormat.exec(ticket)?.[2];
+		return who === undefined ? undefined : Buffer.from(who, "base64url").toString();
+	}
+
+	#sign(scope: string, expires: number, principal?: string): Buffer {
+		const who = principal === undefined ? "" : `\n${principal}`;
+		return createHmac("sha256", this.#key).update(`${scope}\n${expires}${who}`).digest();
 	}
 }

@@ -4,7 +4,10 @@ import { type DialogRequest, dialogMethods } from "../pi/protocol.ts";
 
 export const ApprovalStatus = z.enum(["pending", "answered", "expired", "cancelled"]).openapi("ApprovalStatus");
 
-const by = z.string().min(1).max(200).optional().openapi({ description: "Who answers (recorded as `resolvedBy`)" });
+const by = z.string().min(1).max(200).optional().openapi({
+	description:
+		"A free-text note on who answers, kept as `note`; `resolvedBy` is the authenticated principal (with --no-auth, this)",
+});
 const remember = z.literal("session").optional().openapi({
 	description:
 		'`session`: "allow always for this session" — the same answer is given at once to this session\'s later dialogs with the same method and title (a session policy rule)',
@@ -65,6 +68,10 @@ export const Approval = z
 			.openapi({
 				description: `Who settled it: the answer's \`by\` (default \`api\`), or when nobody answered: \`${resolvers.piTimeout}\`, \`${resolvers.policy}\` (approvalTimeoutMs), \`${resolvers.abort}\` (the run was aborted) or \`${resolvers.exit}\` (pi exited)`,
 			}),
+		note: z
+			.string()
+			.optional()
+			.openapi({ description: "The answer's free-text `by`, when the answerer was an authenticated principal" }),
 	})
 	.openapi("Approval");
 export type Approval = z.infer<typeof Approval>;
@@ -160,7 +167,8 @@ export class Approvals {
 	}
 
 	/** A client's answer: 409 if another client answered first, 410 if nobody can answer it any more. */
-	answer(id: string, answer: ApprovalAnswer): Approval {
+	/** `principal`: who is authenticated; it becomes `resolvedBy`, and the answer's `by` its `note`. */
+	answer(id: string, answer: ApprovalAnswer, principal?: string): Approval {
 		const approval = this.get(id);
 		if (approval.status !== "pending") {
 			if (approval.answer !== null) {
@@ -176,7 +184,8 @@ export class Approvals {
 				`This approval is ${approval.status} (${approval.resolvedBy}); pi no longer waits for it`,
 			);
 		}
-		const who = answer.by ?? "api";
+		const who = principal ?? answer.by ?? "api";
+		if (principal !== undefined && answer.by !== undefined) approval.note = answer.by;
 		if ("cancelled" in answer) return this.#settle(approval, "cancelled", { cancelled: true }, who);
 		if ("confirmed" in answer) {
 			if (approval.method !== "confirm") throw mismatch(approval, "`confirmed` answers only a confirm dialog");

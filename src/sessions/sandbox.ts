@@ -98,8 +98,9 @@ export function sandboxArgs(config: Config, paths: SandboxPaths): string[] {
 		if (hidden.some((h) => isInside(h, path))) mounts.push({ path, kind: "ro" });
 	}
 	// The token file is covered by an empty one wherever it lies (a writable folder above it included).
-	if (config.tokenFile && existsSync(config.tokenFile))
-		mounts.push({ path: realpathSync(config.tokenFile), kind: "null" });
+	// The keys file too (only hashes, but who holds which scopes is not the agent's business).
+	for (const file of [config.tokenFile, config.keysFile])
+		if (file && existsSync(file)) mounts.push({ path: realpathSync(file), kind: "null" });
 	const order = { hide: 0, rw: 1, ro: 1, null: 2 };
 	mounts.sort((a, b) => depth(a.path) - depth(b.path) || order[a.kind] - order[b.kind]);
 	const args = [...baseArgs];

@@ -55,7 +55,8 @@ describe("approval history", () => {
 					sessionId: id,
 					status: "answered",
 					answer: { value: "Block" },
-					resolvedBy: "alice",
+					resolvedBy: "admin",
+					note: "alice",
 					resolvedAt: expect.any(String),
 					title: expect.stringContaining("rm -rf ./d1"),
 				}),
@@ -63,8 +64,13 @@ describe("approval history", () => {
 			nextCursor: null,
 		});
 		const all = await again.api(`/v1/approvals/history?sessionId=${id}&limit=1`);
-		expect(all.body.approvals).toEqual([expect.objectContaining({ status: "cancelled", resolvedBy: "bob" })]);
+		expect(all.body.approvals).toEqual([
+			expect.objectContaining({ status: "cancelled", resolvedBy: "admin", note: "bob" }),
+		]);
 		const older = await again.api(`/v1/approvals/history?sessionId=${id}&limit=1&cursor=${all.body.nextCursor}`);
-		expect(older.body).toEqual({ approvals: [expect.objectContaining({ resolvedBy: "alice" })], nextCursor: null });
+		expect(older.body).toEqual({
+			approvals: [expect.objectContaining({ resolvedBy: "admin", note: "alice" })],
+			nextCursor: null,
+		});
 	});
 });

@@ -65,7 +65,12 @@ describe("the permission gate", () => {
 
 		const answered = await answer(id, pending.id, { value: "Allow", by: "alice" });
 		expect(answered.status).toBe(200);
-		expect(answered.body).toMatchObject({ status: "answered", answer: { value: "Allow" }, resolvedBy: "alice" });
+		expect(answered.body).toMatchObject({
+			status: "answered",
+			answer: { value: "Allow" },
+			resolvedBy: "admin",
+			note: "alice",
+		});
 		expect(Date.parse(answered.body.resolvedAt)).toBeGreaterThanOrEqual(Date.parse(pending.createdAt));
 
 		const result = await run;
@@ -109,7 +114,7 @@ describe("the permission gate", () => {
 		expect((await answer(id, pending.id, { value: "Block" })).body).toMatchObject({
 			status: "answered",
 			answer: { value: "Block" },
-			resolvedBy: "api",
+			resolvedBy: "admin",
 		});
 		const result = await run;
 		const toolResult = result.body.messages[2];

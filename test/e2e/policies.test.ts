@@ -61,14 +61,14 @@ describe("approval policies", () => {
 			method: "POST",
 			json: { value: "Allow", by: "alice", remember: "session" },
 		});
-		expect(answered.body).toMatchObject({ status: "answered", resolvedBy: "alice" });
+		expect(answered.body).toMatchObject({ status: "answered", resolvedBy: "admin", note: "alice" });
 		await until(async () => (await gw.api(`/v1/sessions/${id}`)).body.status === "idle");
 		expect(existsSync(other)).toBe(false);
 		dir("other");
 		expect((await run(id, "bash: rm -rf ./other")).status).toBe(200);
 		expect(existsSync(other)).toBe(false);
 		const resolvedBy = (await approvals(id, "answered")).map((a: { resolvedBy: string }) => a.resolvedBy);
-		expect(resolvedBy).toEqual(["policy:scratch-ok", "alice", expect.stringMatching(/^policy:remembered-/)]);
+		expect(resolvedBy).toEqual(["policy:scratch-ok", "admin", expect.stringMatching(/^policy:remembered-/)]);
 	});
 
 	it("session rules come before the gateway's, and an unanswered dialog is denied after afterMs", async () => {

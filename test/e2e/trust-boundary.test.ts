@@ -102,7 +102,7 @@ describe("the self-approval attack", () => {
 			json: { value: "Allow", by: "alice" },
 		});
 		expect(answered.status).toBe(200);
-		expect(answered.body).toMatchObject({ status: "answered", resolvedBy: "alice" });
+		expect(answered.body).toMatchObject({ status: "answered", resolvedBy: "admin", note: "alice" });
 		expect((await run).body.text).toBe("The command finished. Output:\nremoved");
 		expect(existsSync(join(gw.workspace, "victim"))).toBe(false);
 	});

@@ -77,7 +77,7 @@ describe("webhooks", () => {
 		expect(resolved.json.data).toMatchObject({
 			approvalId: requested.json.data.approvalId,
 			status: "answered",
-			resolvedBy: "webhook-bot",
+			resolvedBy: "admin", // the authenticated principal; `by` is a note
 		});
 		const settled = await until(() => receiver.of("run.settled")[0]);
 		expect(verified(hook.secret, settled)).toBeTruthy();

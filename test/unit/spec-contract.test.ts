@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { createApp } from "../../src/app.ts";
 import { parseConfig } from "../../src/config.ts";
+import { createKey, KeyStore } from "../../src/http/keys.ts";
 import { portablePattern } from "../../src/patterns.ts";
 import { SessionRegistry } from "../../src/sessions/registry.ts";
 import { OpenApiValidator } from "../helpers/openapi-validate.ts";
@@ -35,11 +36,11 @@ const hasPython = (() => {
 		return false;
 	}
 })();
-function app() {
+function app(keys?: KeyStore) {
 	const config = parseConfig({ dataDir: join(tmpdir(), `pi-gateway-spec-contract-${process.pid}`), token });
 	const logger = pino({ level: "silent" });
 	const registry = new SessionRegistry(config, logger);
-	return Object.assign(createApp(config, registry, logger), { registry });
+	return Object.assign(createApp(config, registry, logger, undefined, { keys }), { registry });
 }
 
 /** Every node of the document with its JSON path, depth first. */
@@ -111,7 +112,8 @@ describe("patterns", () => {
 		for (const { body, url, line } of bodies) {
 			const template = locate.template(url.replace(/\$\w+/g, "x"));
 			expect(template, line).toBeTruthy();
-			const pointer = `#/paths/${(template as string).replaceAll("/", "~1")}/post/requestBody/content/application~1json/schema`;
+			const method = /-X (PUT|PATCH)\b/.exec(line)?.[1]?.toLowerCase() ?? "post";
+			const pointer = `#/paths/${(template as string).replaceAll("/", "~1")}/${method}/requestBody/content/application~1json/schema`;
 			const validate = ajv.getSchema(`openapi.json${pointer}`);
 			expect(validate, line).toBeTruthy();
 			expect(validate?.(JSON.parse(body)), `${line}\n${JSON.stringify(validate?.errors)}`).toBe(true);
@@ -127,6 +129,35 @@ describe("security", () => {
 			const res = await gateway.request(concrete(path), { method: method.toUpperCase() });
 			expect(res.status === 401, `${method} ${path} declares ${required ? "bearer" : "no auth"}`).toBe(required);
 		}
+	});
+
+	it("each operation's declared scope is what the gateway enforces (403 without it, never with it)", async () => {
+		const dir = mkdtempSync(join(tmpdir(), "pi-gateway-scopes-"));
+		const file = join(dir, "keys.json");
+		const all = ["sessions:read", "sessions:write", "approvals:read", "approvals:answer"] as const;
+		const only = new Map<string, string>();
+		const without = new Map<string, string>();
+		for (const scope of [...all, "admin"] as const) {
+			only.set(scope, createKey(file, `only-${scope}`, [scope]).secret);
+			without.set(scope, createKey(file, `without-${scope}`, all.filter((s) => s !== scope) as never).secret);
+		}
+		const gateway = app(new KeyStore(file, pino({ level: "silent" })));
+		let checked = 0;
+		for (const { path, method, op } of operations) {
+			const declared = (op.security ?? spec.security)[0]?.bearer?.[0];
+			if (declared === undefined) continue;
+			const call = (key: string | undefined) =>
+				gateway.request(concrete(path), { method: method.toUpperCase(), headers: { authorization: `Bearer ${key}` } });
+			const denied = await call(without.get(declared));
+			expect(denied.status, `${method} ${path} declares ${declared}, a key without it`).toBe(403);
+			expect(denied.headers.get("content-type")).toContain("application/problem+json");
+			expect(((await denied.json()) as { code: string }).code).toBe("insufficient_scope");
+			const allowed = await call(only.get(declared));
+			expect([401, 403], `${method} ${path} declares ${declared}, a key with only it`).not.toContain(allowed.status);
+			checked++;
+		}
+		expect(checked).toBeGreaterThan(60);
+		rmSync(dir, { recursive: true, force: true });
 	});
 
 	it("public routes say so with security: []", () => {

@@ -103,6 +103,8 @@ export function followAll(
 	registry: SessionRegistry,
 	out: Outbox,
 	accept: ((event: LoggedEvent) => boolean) | undefined,
+	/** Which sessions the subscriber may see (its principal's); every one when absent. */
+	visible?: (sessionId: string) => boolean,
 ): () => void {
 	let announced = false;
 	const unsubscribe = registry.subscribeAll((sessionId, event) => {
@@ -110,7 +112,7 @@ export function followAll(
 			announced = true;
 			out.push(gatewayFrame("shutdown", { reason: "the gateway is shutting down" }));
 		}
-		if (!accept || accept(event)) {
+		if ((!visible || visible(sessionId)) && (!accept || accept(event))) {
 			const id = `${sessionId}:${event.seq}`;
 			out.push(frame(event, id), id);
 		}

@@ -2,13 +2,20 @@ import { pageOf } from "../../../sessions/approvals.ts";
 import type { SessionRegistry } from "../../../sessions/registry.ts";
 import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
+import { mayAccess } from "../../ownership.ts";
 import { answerApproval, getApproval, inbox, sessionApprovals } from "./approvals.routes.ts";
 
-export function approvalsRouter({ registry, policies }: Deps) {
+export function approvalsRouter({ registry, policies, access }: Deps) {
 	return createRouter()
 		.openapi(inbox, async (c) => {
 			const { status, limit, cursor, wait } = c.req.valid("query");
-			const page = () => pageOf(registry.approvals(status), Number(cursor ?? 0), limit);
+			const principal = c.get("principal");
+			// The inbox shows each principal the approvals it may see (its own sessions', and those shared with it).
+			const mine = () =>
+				registry
+					.approvals(status)
+					.filter((a) => !principal || mayAccess(access, principal, a.sessionId, "approvals:read"));
+			const page = () => pageOf(mine(), Number(cursor ?? 0), limit);
 			let result = page();
 			if (wait && result.approvals.length === 0) {
 				await approvalChange(registry, wait * 1000, c.req.raw.signal, () => page().approvals.length > 0);
@@ -29,7 +36,9 @@ export function approvalsRouter({ registry, policies }: Deps) {
 			const { id, approvalId } = c.req.valid("param");
 			const session = registry.get(id);
 			const answer = c.req.valid("json");
-			const resolved = session.approvals.answer(approvalId, answer);
+			// Attributed to who is authenticated; the body's `by` stays as a free-text note.
+			const principal = c.get("principal");
+			const resolved = session.approvals.answer(approvalId, answer, principal?.anonymous ? undefined : principal?.name);
 			if ("remember" in answer && answer.remember === "session") policies?.remember(session, approvalId, answer);
 			return c.json(resolved, 200);
 		});

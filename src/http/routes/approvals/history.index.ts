@@ -1,9 +1,11 @@
+import type { SessionAccess } from "../../../sessions/access.ts";
 import type { ApprovalHistory } from "../../../sessions/approval-history.ts";
 import { createRouter } from "../../openapi.ts";
+import { mayAccess } from "../../ownership.ts";
 import { ApiError } from "../../problem.ts";
 import { approvalHistory } from "./history.routes.ts";
 
-export function approvalHistoryRouter(history: () => ApprovalHistory | undefined) {
+export function approvalHistoryRouter(history: () => ApprovalHistory | undefined, access: SessionAccess) {
 	return createRouter().openapi(approvalHistory, (c) => {
 		const h = history();
 		if (!h)
@@ -13,6 +15,12 @@ export function approvalHistoryRouter(history: () => ApprovalHistory | undefined
 				"Approval history is off: this app was built without the gateway's store",
 			);
 		const { status, sessionId, limit, cursor } = c.req.valid("query");
-		return c.json(h.list({ status, sessionId, limit, before: cursor === undefined ? undefined : Number(cursor) }), 200);
+		const principal = c.get("principal");
+		const page = h.list({ status, sessionId, limit, before: cursor === undefined ? undefined : Number(cursor) });
+		// A page may come out shorter than `limit` for a principal that sees few sessions: the cursor still moves on.
+		const approvals = page.approvals.filter(
+			(a) => !principal || mayAccess(access, principal, a.sessionId, "approvals:read"),
+		);
+		return c.json({ ...page, approvals }, 200);
 	});
 }

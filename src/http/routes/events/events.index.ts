@@ -1,5 +1,6 @@
 import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
+import { mayAccess } from "../../ownership.ts";
 import { ApiError } from "../../problem.ts";
 import { gatewayFrame, Outbox, sseStream } from "../../sse.ts";
 import { followAll, followSession, typeFilter } from "../../streams/follow.ts";
@@ -7,7 +8,7 @@ import { sseOptions } from "../../streams/options.ts";
 import { allEventsScope } from "../../tickets.ts";
 import { allEvents, createAllEventsTicket, sessionEvents } from "./events.routes.ts";
 
-export function eventsRouter({ registry, config, tickets }: Deps) {
+export function eventsRouter({ registry, config, tickets, access }: Deps) {
 	const sse = sseOptions(config);
 	// Each all-sessions stream sees every event of every session: bounded like a session's subscribers.
 	let hubStreams = 0;
@@ -53,11 +54,15 @@ export function eventsRouter({ registry, config, tickets }: Deps) {
 				);
 			}
 			const out = new Outbox(sse.maxBufferedBytes);
+			const principal = c.get("principal");
+			// Each principal's stream carries the sessions it may read, and no other's.
+			const visible = (id: string) => !principal || mayAccess(access, principal, id, "sessions:read");
 			const sessions = registry
 				.list()
+				.filter((s) => visible(s.id))
 				.map((s) => ({ id: s.id, lastEventId: s.events.lastSeq, firstAvailable: s.events.firstSeq, status: s.status }));
 			out.push(gatewayFrame("stream_open", { sessions }));
-			const unsubscribe = followAll(registry, out, typeFilter(c.req.valid("query").types));
+			const unsubscribe = followAll(registry, out, typeFilter(c.req.valid("query").types), visible);
 			hubStreams++;
 			// sseStream calls this once, whichever way the stream ends.
 			const detach = () => {
@@ -67,7 +72,7 @@ export function eventsRouter({ registry, config, tickets }: Deps) {
 			return sseStream(c, sse, out, detach);
 		})
 		.openapi(createAllEventsTicket, (c) => {
-			const { ticket, expiresAt } = tickets.issue(allEventsScope);
+			const { ticket, expiresAt } = tickets.issue(allEventsScope, undefined, c.get("principal")?.name);
 			return c.json({ ticket, expiresAt, eventsUrl: `/v1/events?ticket=${ticket}` }, 201);
 		});
 }

@@ -1,30 +1,49 @@
 import { CreateSessionBody } from "../../../sessions/spawn.ts";
 import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
+import { mayAccess } from "../../ownership.ts";
+import { adminPrincipal, hasScope } from "../../principals.ts";
+import { ApiError } from "../../problem.ts";
+import { getSessionAccess, putSessionAccess } from "./access.routes.ts";
 import { createStreamTicket, resumeSession } from "./lifecycle.routes.ts";
 import { viewOf } from "./session-view.ts";
 import { createSession, deleteSession, getSession, listSessions } from "./sessions.routes.ts";
 
-export function sessionsRouter({ registry, tickets }: Deps) {
+export function sessionsRouter({ registry, tickets, access }: Deps) {
 	return createRouter()
 		.openapi(createSession, async (c) => {
 			// The body is optional: an empty POST starts a session with every default.
 			const body = CreateSessionBody.parse(c.req.valid("json") ?? {});
 			const session = await registry.create(body);
+			access.setOwner(session.id, c.get("principal")?.name ?? adminPrincipal.name);
 			c.header("Location", `/v1/sessions/${session.id}`);
 			return c.json(viewOf(session), 201);
 		})
-		.openapi(listSessions, (c) => c.json({ sessions: registry.list().map(viewOf) }, 200))
+		.openapi(listSessions, (c) => {
+			const principal = c.get("principal");
+			const visible = registry.list().filter((s) => !principal || mayAccess(access, principal, s.id, "sessions:read"));
+			return c.json({ sessions: visible.map(viewOf) }, 200);
+		})
 		.openapi(getSession, (c) => c.json(viewOf(registry.get(c.req.valid("param").id)), 200))
 		.openapi(deleteSession, async (c) => {
-			await registry.delete(c.req.valid("param").id);
+			const { id } = c.req.valid("param");
+			await registry.delete(id);
+			access.forget(id);
 			return c.body(null, 204);
 		})
 		.openapi(resumeSession, async (c) => c.json(viewOf(await registry.resume(c.req.valid("param").id)), 200))
 		.openapi(createStreamTicket, (c) => {
 			const session = registry.get(c.req.valid("param").id);
-			const { ticket, expiresAt } = tickets.issue(session.id);
+			const { ticket, expiresAt } = tickets.issue(session.id, undefined, c.get("principal")?.name);
 			const eventsUrl = `/v1/sessions/${session.id}/events?ticket=${ticket}`;
 			return c.json({ ticket, expiresAt, eventsUrl }, 201);
+		})
+		.openapi(getSessionAccess, (c) => c.json(access.get(registry.get(c.req.valid("param").id).id), 200))
+		.openapi(putSessionAccess, (c) => {
+			const session = registry.get(c.req.valid("param").id);
+			const principal = c.get("principal") ?? adminPrincipal;
+			if (!hasScope(principal, "admin") && access.get(session.id).owner !== principal.name)
+				throw new ApiError(403, "not_owner", `Only the owner of session ${session.id} or an admin shares it`);
+			return c.json(access.share(session.id, c.req.valid("json").grants), 200);
 		});
 }

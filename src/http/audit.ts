@@ -1,0 +1,153 @@
+import type { DatabaseSync } from "node:sqlite";
+import { z } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
+import type { Logger } from "pino";
+import type { AppEnv } from "./openapi.ts";
+import type { ScopedRoutes } from "./principals.ts";
+
+export const AuditEntry = z
+	.object({
+		at: z.string().openapi({ format: "date-time", description: "When the request arrived" }),
+		principal: z.string().openapi({ description: "The authenticated principal" }),
+		action: z.string().openapi({ description: "The operation's operationId", example: "runs.prompt" }),
+		method: z.string(),
+		path: z.string(),
+		sessionId: z.string().nullable(),
+		status: z.number().int().openapi({ description: "The HTTP status answered (denials are recorded too)" }),
+		from: z.string().nullable().openapi({ description: "The client's address" }),
+		requestId: z.string(),
+	})
+	.openapi("AuditEntry");
+export type AuditEntry = z.infer<typeof AuditEntry>;
+
+const schema = `
+CREATE TABLE IF NOT EXISTS audit_log (
+	principal TEXT NOT NULL,
+	session_id TEXT,
+	record TEXT NOT NULL
+);`;
+
+/** Prune every this many writes (a DELETE per write would be wasted work). */
+const pruneEvery = 100;
+
+/**
+ * Who changed what, when and from where: each state-changing request, in its own table of
+ * gateway.db (so it outlives a restart), bounded to the newest `maxRows`, and written as a JSON
+ * line to the log too (`msg: "audit"`). In memory when there is no database (an app in a test).
+ */
+export class AuditLog {
+	readonly #db: DatabaseSync | undefined;
+	readonly #maxRows: number;
+	readonly #memory: AuditEntry[] = [];
+	#writes = 0;
+
+	constructor(db: DatabaseSync | undefined, maxRows: number) {
+		this.#db = db;
+		this.#maxRows = maxRows;
+		db?.exec(schema);
+	}
+
+	record(entry: AuditEntry): void {
+		if (!this.#db) {
+			this.#memory.push(entry);
+			if (this.#memory.length > this.#maxRows) this.#memory.shift();
+			return;
+		}
+		if (!this.#db.isOpen) return;
+		try {
+			this.#db
+				.prepare("INSERT INTO audit_log (principal, session_id, record) VALUES (?, ?, ?)")
+				.run(entry.principal, entry.sessionId, JSON.stringify(entry));
+			if (++this.#writes % pruneEvery === 0) this.prune();
+		} catch {
+			// A full disk loses audit rows (the log line still has it), never the request itself.
+		}
+	}
+
+	prune(): void {
+		this.#db
+			?.prepare(
+				"DELETE FROM audit_log WHERE rowid IN (SELECT rowid FROM audit_log ORDER BY rowid DESC LIMIT -1 OFFSET ?)",
+			)
+			.run(this.#maxRows);
+	}
+
+	/** Newest first (by when they were answered); `before` is the `nextCursor` of an earlier page. */
+	list(query: { principal?: string; sessionId?: string; limit: number; before?: number }): {
+		entries: AuditEntry[];
+		nextCursor: string | null;
+	} {
+		if (!this.#db) {
+			const all = this.#memory
+				.map((entry, i) => ({ rowid: i + 1, entry }))
+				.filter(({ entry, rowid }) => matches(entry, query) && (query.before === undefined || rowid < query.before))
+				.reverse();
+			const page = all.slice(0, query.limit);
+			return {
+				entries: page.map((r) => r.entry),
+				nextCursor: all.length > query.limit ? String(page.at(-1)?.rowid) : null,
+			};
+		}
+		const where = ["1 = 1"];
+		const args: (string | number)[] = [];
+		if (query.principal) {
+			where.push("principal = ?");
+			args.push(query.principal);
+		}
+		if (query.sessionId) {
+			where.push("session_id = ?");
+			args.push(query.sessionId);
+		}
+		if (query.before !== undefined) {
+			where.push("rowid < ?");
+			args.push(query.before);
+		}
+		const rows = this.#db
+			.prepare(`SELECT rowid, record FROM audit_log WHERE ${where.join(" AND ")} ORDER BY rowid DESC LIMIT ?`)
+			.all(...args, query.limit + 1) as { rowid: number; record: string }[];
+		const page = rows.slice(0, query.limit);
+		return {
+			entries: page.map((r) => JSON.parse(r.record) as AuditEntry),
+			nextCursor: rows.length > query.limit ? String(page.at(-1)?.rowid) : null,
+		};
+	}
+}
+
+function matches(entry: AuditEntry, query: { principal?: string; sessionId?: string }): boolean {
+	return (
+		(!query.principal || entry.principal === query.principal) &&
+		(!query.sessionId || entry.sessionId === query.sessionId)
+	);
+}
+
+const sessionPath = /^\/v1\/sessions\/([^/]+)(?:\/|$)/;
+const reads = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** Records every authenticated state-changing request, after it was answered (its status known). */
+export function audit(log: AuditLog, routes: ScopedRoutes, logger: Logger): MiddlewareHandler<AppEnv> {
+	return async function auditMiddleware(c, next) {
+		const at = new Date().toISOString();
+		await next();
+		const principal = c.get("principal");
+		if (!principal || reads.has(c.req.method)) return;
+		const operation = routes.operation(c.req.method, c.req.path);
+		if (!operation) return;
+		const raw = sessionPath.exec(c.req.path)?.[1];
+		// A created session is named by the answer's Location.
+		const created = /^\/v1\/sessions\/([^/]+)$/.exec(c.res.headers.get("location") ?? "")?.[1];
+		const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
+		const entry: AuditEntry = {
+			at,
+			principal: principal.name,
+			action: operation,
+			method: c.req.method,
+			path: c.req.path,
+			sessionId: raw !== undefined ? decodeURIComponent(raw) : (created ?? null),
+			status: c.res.status,
+			from: incoming?.socket?.remoteAddress ?? null,
+			requestId: c.get("requestId"),
+		};
+		log.record(entry);
+		logger.info({ audit: entry }, "audit");
+	};
+}

@@ -1,0 +1,118 @@
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync, readFileSync, renameSync, unwatchFile, watchFile, writeFileSync } from "node:fs";
+import type { Logger } from "pino";
+import { z } from "zod";
+import { type Principal, Scope } from "./principals.ts";
+
+/**
+ * One API key as the keys file keeps it: never the secret, only its SHA-256 (a key is 32 random
+ * bytes, so a plain hash is enough: there is nothing to brute-force, unlike a password).
+ */
+export const KeyRecord = z.object({
+	id: z.string().min(1),
+	hash: z.string().regex(/^sha256:[0-9a-f]{64}$/),
+	// `admin` is the token's principal; a key gets admin rights through its scopes, not its name.
+	principal: z
+		.string()
+		.regex(/^[\w.@:-]{1,128}$/)
+		.refine((name) => name !== "admin", "`admin` is the token's principal; name the key's owner"),
+	scopes: z.array(Scope).min(1),
+	expiresAt: z.iso.datetime({ offset: true }).optional(),
+	createdAt: z.iso.datetime({ offset: true }).optional(),
+});
+export type KeyRecord = z.infer<typeof KeyRecord>;
+export const KeysFile = z.object({ keys: z.array(KeyRecord) });
+
+export const hashKey = (secret: string) => `sha256:${createHash("sha256").update(secret).digest("hex")}`;
+
+export function readKeysFile(path: string): KeyRecord[] {
+	if (!existsSync(path)) return [];
+	const text = readFileSync(path, "utf8");
+	try {
+		return KeysFile.parse(JSON.parse(text)).keys;
+	} catch (error) {
+		const reason = error instanceof z.ZodError ? z.prettifyError(error) : (error as Error).message;
+		throw new Error(`The keys file ${path} is invalid: ${reason}`);
+	}
+}
+
+/**
+ * Appends a new key to the keys file (created, mode 0600, when missing) and returns its secret,
+ * which exists nowhere else: the file keeps only the hash. Written to a temporary file and
+ * renamed, so a gateway reloading the file never reads half of it.
+ */
+export function createKey(
+	path: string,
+	principal: string,
+	keyScopes: Scope[],
+	expiresAt?: Date,
+): { secret: string; record: KeyRecord } {
+	const keys = readKeysFile(path);
+	const id = `key_${randomBytes(6).toString("hex")}`;
+	const secret = `pgk_${randomBytes(32).toString("base64url")}`;
+	const record = KeyRecord.parse({
+		id,
+		hash: hashKey(secret),
+		principal,
+		scopes: keyScopes,
+		...(expiresAt ? { expiresAt: expiresAt.toISOString() } : {}),
+		createdAt: new Date().toISOString(),
+	});
+	const temporary = `${path}.${process.pid}.tmp`;
+	writeFileSync(temporary, `${JSON.stringify({ keys: [...keys, record] }, null, 2)}\n`, { mode: 0o600 });
+	renameSync(temporary, path);
+	return { secret, record };
+}
+
+/**
+ * The keys of `--keys-file`, looked up by hash. Reloaded when the file changes (polled, so an
+ * editor's rename-over-the-file is seen too) or on SIGHUP (main.ts); a file that became invalid
+ * keeps the keys loaded before and says why in the log.
+ */
+export class KeyStore {
+	#byHash = new Map<string, KeyRecord>();
+	readonly #path: string;
+	readonly #logger: Logger;
+	#watching = false;
+
+	constructor(path: string, logger: Logger) {
+		this.#path = path;
+		this.#logger = logger;
+		this.#load(); // at start a bad file is an error, not a warning
+	}
+
+	get size(): number {
+		return this.#byHash.size;
+	}
+
+	#load(): void {
+		this.#byHash = new Map(readKeysFile(this.#path).map((key) => [key.hash, key]));
+	}
+
+	reload(): void {
+		try {
+			this.#load();
+			this.#logger.info({ keysFile: this.#path, keys: this.#byHash.size }, "keys file reloaded");
+		} catch (error) {
+			this.#logger.error({ err: error, keysFile: this.#path }, "keys file not reloaded; the keys loaded before stay");
+		}
+	}
+
+	watch(intervalMs = 500): void {
+		if (this.#watching) return;
+		this.#watching = true;
+		watchFile(this.#path, { interval: intervalMs, persistent: false }, () => this.reload());
+	}
+
+	close(): void {
+		if (this.#watching) unwatchFile(this.#path);
+		this.#watching = false;
+	}
+
+	/** The principal of a presented secret, if it names a key that has not expired. */
+	principal(secret: string, now = Date.now()): Principal | undefined {
+		const key = this.#byHash.get(hashKey(secret));
+		if (!key || (key.expiresAt && Date.parse(key.expiresAt) <= now)) return undefined;
+		return { name: key.principal, scopes: new Set(key.scopes) };
+	}
+}

@@ -1,0 +1,40 @@
+import type { MiddlewareHandler } from "hono";
+import { GatewayError } from "../errors.ts";
+import type { SessionAccess, SessionRight } from "../sessions/access.ts";
+import type { AppEnv } from "./openapi.ts";
+import { hasScope, type Principal, type Scope, type ScopedRoutes } from "./principals.ts";
+
+/** The rights on a session that let an operation of each scope through (any one of them). */
+const needed: Record<Exclude<Scope, "admin">, readonly SessionRight[]> = {
+	"sessions:read": ["read", "write"],
+	"sessions:write": ["write"],
+	"approvals:read": ["read", "write", "answer"],
+	"approvals:answer": ["answer"],
+};
+
+/** Whether `principal` may do what `scope` covers on session `sessionId` (admins may do anything). */
+export function mayAccess(access: SessionAccess, principal: Principal, sessionId: string, scope: Scope): boolean {
+	if (hasScope(principal, "admin")) return true;
+	if (scope === "admin") return false;
+	const rights = access.rights(sessionId, principal.name);
+	return needed[scope].some((right) => rights.has(right));
+}
+
+const sessionPath = /^\/v1\/sessions\/([^/]+)(?:\/|$)/;
+
+export const notFound = (id: string) => new GatewayError(404, "session_not_found", `No session ${id}`);
+
+/**
+ * A session another principal owns is not there: 404, as for an id that never existed, so ids
+ * are not revealed. Runs after the scope check, on every `/v1/sessions/{id}/…` operation.
+ */
+export function sessionOwnership(access: SessionAccess, routes: ScopedRoutes): MiddlewareHandler<AppEnv> {
+	return async function sessionOwnershipMiddleware(c, next) {
+		const principal = c.get("principal");
+		const id = sessionPath.exec(c.req.path)?.[1];
+		const scope = routes.find(c.req.method, c.req.path);
+		if (principal && id !== undefined && scope && !mayAccess(access, principal, decodeURIComponent(id), scope))
+			throw notFound(decodeURIComponent(id));
+		return next();
+	};
+}

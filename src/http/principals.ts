@@ -1,0 +1,102 @@
+import type { MiddlewareHandler } from "hono";
+import { z } from "zod";
+import type { AppEnv } from "./openapi.ts";
+import { ApiError } from "./problem.ts";
+
+/** What a credential may do. `admin` holds every other scope too (all sessions, metrics, webhooks). */
+export const Scope = z.enum(["sessions:read", "sessions:write", "approvals:read", "approvals:answer", "admin"]);
+export type Scope = z.infer<typeof Scope>;
+export const scopes = Scope.options;
+
+/** Who is calling: a name (the audit and `resolvedBy` use it) and what it may do. */
+export interface Principal {
+	name: string;
+	scopes: ReadonlySet<Scope>;
+	/** --no-auth: nobody is authenticated, so a body's `by` still names who answers. */
+	anonymous?: true;
+}
+
+export function hasScope(principal: Principal, scope: Scope): boolean {
+	return principal.scopes.has("admin") || principal.scopes.has(scope);
+}
+
+/** The principal of the single bearer token (and of --no-auth): one admin, as before principals existed. */
+export const adminPrincipal: Principal = { name: "admin", scopes: new Set(["admin"]) };
+
+/**
+ * The scope an operation needs, by its path template and method. One table for the whole API,
+ * so a new route gets a scope without anyone remembering to add one; the spec declares it
+ * (`security: [{bearer: [scope]}]`) and the middleware enforces what the spec declares.
+ */
+export function scopeFor(method: string, template: string): Scope {
+	const write = method.toLowerCase() !== "get";
+	if (template === "/metrics" || template === "/v1/audit" || template.startsWith("/v1/webhooks")) return "admin";
+	if (template.startsWith("/v1/approvals") || /^\/v1\/sessions\/\{id\}\/(approvals|ui)(\/|$)/.test(template))
+		return write ? "approvals:answer" : "approvals:read";
+	// A stream ticket only opens a stream: reading.
+	if (template.endsWith("/events/ticket")) return "sessions:read";
+	return write ? "sessions:write" : "sessions:read";
+}
+
+type Operation = { security?: Record<string, string[]>[]; responses?: Record<string, unknown> };
+type Document = { paths?: Record<string, Record<string, unknown>>; security?: Record<string, string[]>[] };
+const methods = new Set(["get", "put", "post", "delete", "patch"]);
+
+/** Writes each authenticated operation's scope into its security requirement. Public ones (`security: []`) stay so. */
+export function declareScopes(document: Document): void {
+	for (const [template, item] of Object.entries(document.paths ?? {}))
+		for (const [method, operation] of Object.entries(item)) {
+			if (!methods.has(method)) continue;
+			const op = operation as Operation;
+			if (op.security && op.security.length === 0) continue;
+			op.security = [{ bearer: [scopeFor(method, template)] }];
+			// Any credential may lack the scope: every authenticated operation can answer 403.
+			op.responses ??= {};
+			op.responses["403"] ??= {
+				description: "The credential lacks this operation's scope",
+				content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } },
+			};
+		}
+}
+
+/** The scope of each operation, read back from the document (what the spec says is what is enforced). */
+export class ScopedRoutes {
+	#routes: { method: string; path: RegExp; scope: Scope; operationId: string }[] = [];
+
+	load(document: Document): void {
+		this.#routes = [];
+		for (const [template, item] of Object.entries(document.paths ?? {})) {
+			const pattern = template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+");
+			for (const [method, operation] of Object.entries(item)) {
+				const scope = (operation as Operation).security?.[0]?.bearer?.[0];
+				if (!methods.has(method) || scope === undefined) continue;
+				this.#routes.push({
+					method: method.toUpperCase(),
+					path: new RegExp(`^${pattern}$`),
+					scope: Scope.parse(scope),
+					operationId: (operation as { operationId?: string }).operationId ?? `${method} ${template}`,
+				});
+			}
+		}
+	}
+
+	find(method: string, path: string): Scope | undefined {
+		return this.#routes.find((r) => r.method === method && r.path.test(path))?.scope;
+	}
+
+	/** The operationId of an authenticated operation (the audit log's action). */
+	operation(method: string, path: string): string | undefined {
+		return this.#routes.find((r) => r.method === method && r.path.test(path))?.operationId;
+	}
+}
+
+/** 403 problem+json when the authenticated principal lacks the operation's scope. */
+export function requireScope(routes: ScopedRoutes): MiddlewareHandler<AppEnv> {
+	return async function requireScopeMiddleware(c, next) {
+		const principal = c.get("principal");
+		const scope = routes.find(c.req.method, c.req.path);
+		if (principal && scope && !hasScope(principal, scope))
+			throw new ApiError(403, "insufficient_scope", `This operation needs the scope ${scope}`);
+		return next();
+	};
+}

@@ -1,0 +1,77 @@
+import type { MiddlewareHandler } from "hono";
+import { rateLimiter } from "hono-rate-limiter";
+import type { SessionAccess } from "../sessions/access.ts";
+import type { SessionRegistry } from "../sessions/registry.ts";
+import type { AppEnv } from "./openapi.ts";
+import { ApiError } from "./problem.ts";
+
+/**
+ * Requests per principal per window (hono-rate-limiter, in memory): past it 429 problem+json
+ * with `Retry-After` (seconds until the window resets) and the `RateLimit` header.
+ */
+export function requestLimit(limit: number, windowMs: number): MiddlewareHandler<AppEnv> {
+	return rateLimiter<AppEnv>({
+		windowMs,
+		limit,
+		standardHeaders: "draft-7",
+		// Runs after authentication: public routes (health checks) have no principal and are not counted.
+		skip: (c) => c.get("principal") === undefined,
+		keyGenerator: (c) => c.get("principal")?.name ?? "",
+		handler: (c) => {
+			throw new ApiError(
+				429,
+				"rate_limited",
+				`${c.get("principal")?.name} sent more than ${limit} requests in ${windowMs / 1000} s; retry after Retry-After seconds`,
+			);
+		},
+	});
+}
+
+/** 429 when the principal already owns `max` sessions with a live pi process (checked on create). */
+export function liveSessionLimit(
+	max: number,
+	registry: SessionRegistry,
+	access: SessionAccess,
+): MiddlewareHandler<AppEnv> {
+	return async function liveSessionLimitMiddleware(c, next) {
+		const principal = c.get("principal");
+		if (principal && c.req.method === "POST" && c.req.path === "/v1/sessions") {
+			const live = registry.list().filter((s) => s.hasProcess && access.get(s.id).owner === principal.name).length;
+			if (live >= max)
+				throw new ApiError(
+					429,
+					"too_many_live_sessions",
+					`${principal.name} already has ${live} sessions with a live pi process (at most ${max}); delete or let one go idle`,
+				);
+		}
+		return next();
+	};
+}
+
+type Operation = { security?: Record<string, string[]>[]; responses?: Record<string, { headers?: object }> };
+const methods = new Set(["get", "put", "post", "delete", "patch"]);
+
+/**
+ * Every authenticated operation can meet the per-principal request limit: its 429 is declared,
+ * and every 429 names `Retry-After` (set by the request limit; absent for the other limits).
+ */
+export function declareRateLimits(document: { paths?: Record<string, Record<string, unknown>> }): void {
+	for (const item of Object.values(document.paths ?? {}))
+		for (const [method, operation] of Object.entries(item)) {
+			const op = operation as Operation;
+			if (!methods.has(method) || (op.security && op.security.length === 0)) continue;
+			op.responses ??= {};
+			op.responses["429"] ??= {
+				description: "The principal sent too many requests (--rate-limit-requests)",
+				content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } },
+			} as never;
+			const tooMany = op.responses["429"];
+			tooMany.headers = {
+				...tooMany.headers,
+				"Retry-After": {
+					description: "Seconds until the principal's request window resets (rate_limited only)",
+					schema: { type: "integer", minimum: 0 },
+				},
+			};
+		}
+}

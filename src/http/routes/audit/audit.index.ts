@@ -1,0 +1,13 @@
+import type { AuditLog } from "../../audit.ts";
+import { createRouter } from "../../openapi.ts";
+import { auditLog } from "./audit.routes.ts";
+
+export function auditRouter(log: AuditLog) {
+	return createRouter().openapi(auditLog, (c) => {
+		const { principal, sessionId, limit, cursor } = c.req.valid("query");
+		return c.json(
+			log.list({ principal, sessionId, limit, before: cursor === undefined ? undefined : Number(cursor) }),
+			200,
+		);
+	});
+}

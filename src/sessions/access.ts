@@ -1,0 +1,93 @@
+import type { DatabaseSync } from "node:sqlite";
+import { z } from "@hono/zod-openapi";
+
+/**
+ * What a principal other than the owner may do with a session: `read` it (state, messages,
+ * events, approvals), `write` to it (prompt, commands, delete; reading included), or `answer`
+ * its approvals (and see them) without reading or driving the session.
+ */
+export const SessionRight = z.enum(["read", "write", "answer"]).openapi("SessionRight");
+export type SessionRight = z.infer<typeof SessionRight>;
+
+export const SessionGrant = z
+	.strictObject({
+		principal: z.string().regex(/^[\w.@:-]{1,128}$/),
+		can: z.array(SessionRight).min(1),
+	})
+	.openapi("SessionGrant");
+
+export const SessionAccessRecord = z
+	.object({
+		sessionId: z.string(),
+		owner: z.string().openapi({ description: "The principal that created the session" }),
+		grants: z.array(SessionGrant),
+	})
+	.openapi("SessionAccess");
+export type SessionAccessRecord = z.infer<typeof SessionAccessRecord>;
+
+const schema = `
+CREATE TABLE IF NOT EXISTS session_access (
+	session_id TEXT PRIMARY KEY,
+	owner TEXT NOT NULL,
+	grants TEXT NOT NULL
+);`;
+
+/**
+ * Who owns each session and whom it is shared with, in its own table of gateway.db (next to
+ * the registry, not inside it), cached in memory. A session with no row (made before principals
+ * existed) belongs to the admin. Without a database (an app built for a test) it lives in memory.
+ */
+export class SessionAccess {
+	readonly #db: DatabaseSync | undefined;
+	readonly #records = new Map<string, SessionAccessRecord>();
+
+	constructor(db?: DatabaseSync) {
+		this.#db = db;
+		if (!db) return;
+		db.exec(schema);
+		for (const row of db.prepare("SELECT session_id, owner, grants FROM session_access").all()) {
+			const sessionId = String(row.session_id);
+			this.#records.set(sessionId, {
+				sessionId,
+				owner: String(row.owner),
+				grants: JSON.parse(String(row.grants)),
+			});
+		}
+	}
+
+	get(sessionId: string): SessionAccessRecord {
+		return this.#records.get(sessionId) ?? { sessionId, owner: "admin", grants: [] };
+	}
+
+	setOwner(sessionId: string, owner: string): void {
+		this.#save({ sessionId, owner, grants: [] });
+	}
+
+	share(sessionId: string, grants: SessionAccessRecord["grants"]): SessionAccessRecord {
+		const record = { ...this.get(sessionId), grants };
+		this.#save(record);
+		return record;
+	}
+
+	forget(sessionId: string): void {
+		this.#records.delete(sessionId);
+		if (this.#db?.isOpen) this.#db.prepare("DELETE FROM session_access WHERE session_id = ?").run(sessionId);
+	}
+
+	/** The rights `principal` holds on a session; the owner holds them all. */
+	rights(sessionId: string, principal: string): ReadonlySet<SessionRight> {
+		const record = this.get(sessionId);
+		if (record.owner === principal) return new Set(SessionRight.options);
+		const can = new Set(record.grants.filter((g) => g.principal === principal).flatMap((g) => g.can));
+		if (can.has("write")) can.add("read");
+		return can;
+	}
+
+	#save(record: SessionAccessRecord): void {
+		this.#records.set(record.sessionId, record);
+		if (this.#db?.isOpen)
+			this.#db
+				.prepare("INSERT OR REPLACE INTO session_access (session_id, owner, grants) VALUES (?, ?, ?)")
+				.run(record.sessionId, record.owner, JSON.stringify(record.grants));
+	}
+}

@@ -1,0 +1,128 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKey } from "../../src/http/keys.ts";
+import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { collect } from "../helpers/sse.ts";
+
+// Two principals on one gateway, real pi: each sees, streams, prompts and answers only its own
+// sessions (404 for the other's, as for an id that never existed) unless the owner shares one;
+// an approver it is shared with answers but cannot prompt. resolvedBy is who is authenticated.
+let gw: TestGateway;
+let dir: string;
+const key = { alice: "", bob: "", carol: "" };
+let bobs: string;
+beforeAll(async () => {
+	dir = mkdtempSync(join(tmpdir(), "pi-gateway-owners-"));
+	const keysFile = join(dir, "keys.json");
+	const full = ["sessions:read", "sessions:write", "approvals:read", "approvals:answer"] as const;
+	key.alice = createKey(keysFile, "alice", [...full]).secret;
+	key.bob = createKey(keysFile, "bob", [...full]).secret;
+	key.carol = createKey(keysFile, "carol", ["approvals:read", "approvals:answer", "sessions:write"]).secret;
+	gw = await startTestGateway({ keysFile });
+	const created = await gw.api("/v1/sessions", {
+		method: "POST",
+		headers: as("bob"),
+		json: { extensions: ["permission-gate"] },
+	});
+	expect(created.status).toBe(201);
+	bobs = created.body.id;
+});
+afterAll(async () => {
+	await gw?.stop();
+	rmSync(dir, { recursive: true, force: true });
+});
+
+function as(who: keyof typeof key) {
+	return { authorization: `Bearer ${key[who]}` };
+}
+
+const pendingOf = async (who: keyof typeof key) =>
+	until(async () => (await gw.api("/v1/approvals?status=pending", { headers: as(who) })).body.approvals[0]);
+
+describe("ownership", () => {
+	it("alice cannot see, stream, prompt or delete bob's session: 404, as for an unknown id", async () => {
+		const list = await gw.api("/v1/sessions", { headers: as("alice") });
+		expect(list.body.sessions.map((s: { id: string }) => s.id)).not.toContain(bobs);
+		expect(
+			(await gw.api("/v1/sessions", { headers: as("bob") })).body.sessions.map((s: { id: string }) => s.id),
+		).toContain(bobs);
+		for (const [method, path, json] of [
+			["GET", `/v1/sessions/${bobs}`, undefined],
+			["GET", `/v1/sessions/${bobs}/events?after=0`, undefined],
+			["GET", `/v1/sessions/${bobs}/messages`, undefined],
+			["POST", `/v1/sessions/${bobs}/prompt`, { message: "not yours" }],
+			["POST", `/v1/sessions/${bobs}/events/ticket`, undefined],
+			["PUT", `/v1/sessions/${bobs}/access`, { grants: [{ principal: "alice", can: ["write"] }] }],
+			["DELETE", `/v1/sessions/${bobs}`, undefined],
+		] as const) {
+			const res = await gw.api(path, { method, headers: as("alice"), ...(json ? { json } : {}) });
+			expect(res.status, `${method} ${path}`).toBe(404);
+			expect(res.body.code).toBe("session_not_found");
+		}
+		// The admin token sees everyone's.
+		expect((await gw.api(`/v1/sessions/${bobs}`)).status).toBe(200);
+	});
+
+	it("the all-sessions stream and a ticket carry only the principal's own sessions", async () => {
+		const alices = (await gw.api("/v1/sessions", { method: "POST", headers: as("alice"), json: {} })).body.id;
+		const ticket = (await gw.api("/v1/events/ticket", { method: "POST", headers: as("alice") })).body;
+		const frames = await collect(await fetch(`${gw.url}${ticket.eventsUrl}`), (f) => f.event === "stream_open");
+		const ids = frames[0]?.json.sessions.map((s: { id: string }) => s.id);
+		expect(ids).toContain(alices);
+		expect(ids).not.toContain(bobs);
+		// A session ticket of alice's own opens her stream; it opens no other.
+		const own = (await gw.api(`/v1/sessions/${alices}/events/ticket`, { method: "POST", headers: as("alice") })).body;
+		const forged = await fetch(`${gw.url}/v1/sessions/${bobs}/events?ticket=${own.ticket}`);
+		expect(forged.status).toBe(401);
+		await forged.body?.cancel();
+	});
+
+	it("an approver the session is shared with answers, but cannot prompt; resolvedBy is the principal", async () => {
+		// Before it is shared, carol's inbox is empty and the session is not there for her.
+		mkdirSync(join(gw.workspace, "scratch"), { recursive: true });
+		writeFileSync(join(gw.workspace, "scratch", "f"), "x");
+		const run = gw.api(`/v1/sessions/${bobs}/prompt?wait=true`, {
+			method: "POST",
+			headers: as("bob"),
+			json: { message: "bash: rm -rf ./scratch" },
+		});
+		const pending = await pendingOf("bob");
+		expect((await gw.api("/v1/approvals?status=pending", { headers: as("carol") })).body.approvals).toEqual([]);
+		expect((await gw.api("/v1/approvals?status=pending", { headers: as("alice") })).body.approvals).toEqual([]);
+		const early = await gw.api(`/v1/sessions/${bobs}/approvals/${pending.id}`, {
+			method: "POST",
+			headers: as("carol"),
+			json: { value: "Block" },
+		});
+		expect(early.status).toBe(404);
+
+		const shared = await gw.api(`/v1/sessions/${bobs}/access`, {
+			method: "PUT",
+			headers: as("bob"),
+			json: { grants: [{ principal: "carol", can: ["answer"] }] },
+		});
+		expect(shared.status).toBe(200);
+		expect(shared.body).toEqual({ sessionId: bobs, owner: "bob", grants: [{ principal: "carol", can: ["answer"] }] });
+
+		expect((await pendingOf("carol")).id).toBe(pending.id);
+		// Answering is all carol may do: her key has sessions:write, the share does not.
+		const prompt = await gw.api(`/v1/sessions/${bobs}/prompt`, {
+			method: "POST",
+			headers: as("carol"),
+			json: { message: "not an approver's job" },
+		});
+		expect(prompt.status).toBe(404);
+		// Her key cannot read sessions at all: the scope answers first, and says nothing about the id.
+		expect((await gw.api(`/v1/sessions/${bobs}/messages`, { headers: as("carol") })).status).toBe(403);
+		const answered = await gw.api(`/v1/sessions/${bobs}/approvals/${pending.id}`, {
+			method: "POST",
+			headers: as("carol"),
+			json: { value: "Block", by: "carol on call" },
+		});
+		expect(answered.status).toBe(200);
+		expect(answered.body).toMatchObject({ status: "answered", resolvedBy: "carol", note: "carol on call" });
+		expect((await run).status).toBe(200);
+	});
+});
