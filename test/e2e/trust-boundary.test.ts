@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
@@ -47,7 +47,10 @@ describe("the self-approval attack", () => {
 		const reportPath = join(gw.workspace, "attack-report.json");
 
 		// 1. The agent starts its accomplice in the background (it knows every path, worst case).
-		const args = [process.execPath, attacker, gw.url, gw.config.dataDir, gw.config.tokenFile ?? "none", "110"];
+		// The agent writes its accomplice into its own folder (the sandbox shows it nothing else of
+		// the workspace, nor a checkout under /tmp, which is private inside it).
+		copyFileSync(attacker, join(gw.workspace, "accomplice.mjs"));
+		const args = [process.execPath, "accomplice.mjs", gw.url, gw.config.dataDir, gw.config.tokenFile ?? "none", "110"];
 		const start = await gw.api(`${base}/prompt?wait=true`, {
 			method: "POST",
 			json: { message: `bash: ${args.join(" ")} > attack.log 2>&1 &` },
