@@ -1,8 +1,13 @@
 #!/usr/bin/env node
-// A checkout runs the TypeScript sources (Node >= 22.18 strips types outside node_modules), so a
-// stale build never hides a change. The published package has no src/: it runs the JavaScript
-// that `npm pack` compiled into dist/, since Node refuses to strip types under node_modules.
+// Runs the compiled JavaScript in dist/: Node refuses to strip TypeScript types under
+// node_modules, so an installed package (from the registry, a tarball or git) must ship JS.
+// `npm install`/`npm ci` in a checkout builds dist/ (the `prepare` script); `npm start` runs the
+// sources directly.
 import { existsSync } from "node:fs";
 
-const source = new URL("../src/main.ts", import.meta.url);
-await import(existsSync(source) ? source.href : new URL("../dist/main.js", import.meta.url).href);
+const main = new URL("../dist/main.js", import.meta.url);
+if (!existsSync(main)) {
+	console.error("pi-gateway: dist/main.js is missing; build it with `npm run build` (npm install does it too)");
+	process.exit(2);
+}
+await import(main.href);

@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { alive, until } from "../helpers/gateway.ts";
 
-// The package as a user gets it: `npm pack` (its prepack builds dist/), then `npm i -g` of the
+// The package as a user gets it: `npm pack` (its prepare script builds dist/), then `npm i -g` of the
 // tarball into a temporary prefix, then the installed `pi-gateway` binary, which must run from
 // under node_modules, where Node refuses to strip TypeScript types. The dependencies come from
 // npm's cache (filled by `npm ci`) wherever it has them.
