@@ -247,7 +247,8 @@ describe("request ids", () => {
 
 describe("pi-gateway --help", () => {
 	it("documents every setting with its flag, environment variable and default", async () => {
-		const { stdout } = await promisify(execFile)(process.execPath, [join(repo, "bin/pi-gateway.js"), "--help"]);
+		// src/main.ts, not bin/: the package test rebuilds dist/ (npm pack) while this file runs.
+		const { stdout } = await promisify(execFile)(process.execPath, [join(repo, "src/main.ts"), "--help"]);
 		const kebab = (key: string) => key.replace(/[A-Z]/g, (ch) => `-${ch.toLowerCase()}`);
 		for (const key of Object.keys(ConfigSchema.shape)) {
 			const flag = kebab(key);
