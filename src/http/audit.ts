@@ -2,6 +2,7 @@ import type { DatabaseSync } from "node:sqlite";
 import { z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
+import { recordPage } from "../sessions/record-page.ts";
 import type { AppEnv } from "./openapi.ts";
 import type { ScopedRoutes } from "./principals.ts";
 
@@ -88,28 +89,14 @@ export class AuditLog {
 				nextCursor: all.length > query.limit ? String(page.at(-1)?.rowid) : null,
 			};
 		}
-		const where = ["1 = 1"];
-		const args: (string | number)[] = [];
-		if (query.principal) {
-			where.push("principal = ?");
-			args.push(query.principal);
-		}
-		if (query.sessionId) {
-			where.push("session_id = ?");
-			args.push(query.sessionId);
-		}
-		if (query.before !== undefined) {
-			where.push("rowid < ?");
-			args.push(query.before);
-		}
-		const rows = this.#db
-			.prepare(`SELECT rowid, record FROM audit_log WHERE ${where.join(" AND ")} ORDER BY rowid DESC LIMIT ?`)
-			.all(...args, query.limit + 1) as { rowid: number; record: string }[];
-		const page = rows.slice(0, query.limit);
-		return {
-			entries: page.map((r) => JSON.parse(r.record) as AuditEntry),
-			nextCursor: rows.length > query.limit ? String(page.at(-1)?.rowid) : null,
-		};
+		const { records, nextCursor } = recordPage<AuditEntry>(
+			this.#db,
+			"audit_log",
+			{ principal: query.principal, session_id: query.sessionId },
+			query.limit,
+			query.before,
+		);
+		return { entries: records, nextCursor };
 	}
 }
 

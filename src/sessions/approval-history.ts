@@ -1,6 +1,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import type { Approval } from "./approvals.ts";
 import { eventJson, type LoggedEvent } from "./event-log.ts";
+import { recordPage } from "./record-page.ts";
 
 const schema = `
 CREATE TABLE IF NOT EXISTS approval_history (
@@ -82,27 +83,13 @@ export class ApprovalHistory {
 		approvals: Approval[];
 		nextCursor: string | null;
 	} {
-		const where = ["1 = 1"];
-		const args: (string | number)[] = [];
-		if (query.status) {
-			where.push("status = ?");
-			args.push(query.status);
-		}
-		if (query.sessionId) {
-			where.push("session_id = ?");
-			args.push(query.sessionId);
-		}
-		if (query.before !== undefined) {
-			where.push("rowid < ?");
-			args.push(query.before);
-		}
-		const rows = this.#db
-			.prepare(`SELECT rowid, record FROM approval_history WHERE ${where.join(" AND ")} ORDER BY rowid DESC LIMIT ?`)
-			.all(...args, query.limit + 1) as { rowid: number; record: string }[];
-		const page = rows.slice(0, query.limit);
-		return {
-			approvals: page.map((r) => JSON.parse(r.record) as Approval),
-			nextCursor: rows.length > query.limit ? String(page.at(-1)?.rowid) : null,
-		};
+		const { records, nextCursor } = recordPage<Approval>(
+			this.#db,
+			"approval_history",
+			{ status: query.status, session_id: query.sessionId },
+			query.limit,
+			query.before,
+		);
+		return { approvals: records, nextCursor };
 	}
 }
