@@ -5,10 +5,12 @@ import { HTTPException } from "hono/http-exception";
 import type { Logger } from "pino";
 import { stringify } from "yaml";
 import { ZodError } from "zod";
+import type { Cluster } from "./cluster/cluster.ts";
 import type { Config } from "./config.ts";
 import { GatewayError } from "./errors.ts";
 import { AuditLog, audit } from "./http/audit.ts";
 import { BodyRoutes, bodyGuard } from "./http/body-guard.ts";
+import { clusterRouting } from "./http/cluster-routing.ts";
 import type { Deps } from "./http/deps.ts";
 import { declareIdempotency, IdempotentRoutes, idempotency } from "./http/idempotency.ts";
 import type { IdempotencyStore } from "./http/idempotency-store.ts";
@@ -19,7 +21,7 @@ import { accessLog, bearerAuth, hostCheck, requestId } from "./http/middleware.t
 import { type AppEnv, createRouter, invalid } from "./http/openapi.ts";
 import { sessionOwnership } from "./http/ownership.ts";
 import { declareScopes, requireScope, ScopedRoutes } from "./http/principals.ts";
-import { ApiError, toProblem } from "./http/problem.ts";
+import { ApiError, type Problem, toProblem } from "./http/problem.ts";
 import { Metrics } from "./http/prometheus.ts";
 import { declareRateLimits, liveSessionLimit, requestLimit } from "./http/rate-limits.ts";
 import { approvalsRouter } from "./http/routes/approvals/approvals.index.ts";
@@ -100,20 +102,29 @@ export function createApp(
 		access?: SessionAccess;
 		/** The audit log (in gateway.db; in memory when absent). */
 		audit?: AuditLog;
+		/** Cluster mode: the node's cluster, once it joined. */
+		cluster?: () => Cluster | undefined;
+		/** The key of stream tickets (cluster mode: the same on every node). */
+		ticketKey?: Buffer;
 	} = {},
 ) {
 	const deps: Deps = {
 		config,
 		registry,
 		logger,
-		tickets: new StreamTickets(config.streamTicketTtlMs),
+		tickets: new StreamTickets({ ttlMs: config.streamTicketTtlMs, key: extras.ticketKey }),
 		policies: extras.policies,
 		access: extras.access ?? new SessionAccess(),
+		cluster: extras.cluster,
 	};
 	const app = createRouter();
 	app.use(requestId());
 	app.use(accessLog(logger));
 	app.use(instrument(metrics, commandSpecs));
+	if (extras.cluster) {
+		const current = extras.cluster;
+		metrics.setClusterSource(() => current()?.nodes ?? []);
+	}
 	if (registry.pool) {
 		const pool = registry.pool;
 		metrics.setWarmPoolSource(() => pool.readyCount);
@@ -122,6 +133,8 @@ export function createApp(
 	// Built once the spec exists: browser JS may read every response header the spec documents.
 	let corsMiddleware: MiddlewareHandler<AppEnv> | undefined;
 	if (config.corsOrigins.length > 0) app.use((c, next) => (corsMiddleware as MiddlewareHandler<AppEnv>)(c, next));
+	// Before authentication: a session another node runs is forwarded there, and that node authenticates.
+	if (extras.cluster) app.use(clusterRouting(extras.cluster, registry, config.maxBodyBytes));
 	const jwt = config.jwtJwksUrl ? new JwtVerifier(config) : undefined;
 	app.use(bearerAuth({ token: config.token, keys: extras.keys, jwt }, openPaths, deps.tickets));
 	const scopedRoutes = new ScopedRoutes();
@@ -186,8 +199,11 @@ export function createApp(
 		throw new ApiError(404, "not_found", `No route for ${c.req.method} ${c.req.path}`);
 	});
 	app.onError((error, c) => {
-		const problem = toProblem(toGatewayError(error, logger, c.get("requestId")), c.get("requestId"));
-		return c.json(problem, problem.status as 400, { "Content-Type": "application/problem+json" });
+		const gatewayError = toGatewayError(error, logger, c.get("requestId"));
+		const { retryAfter, ...problem } = toProblem(gatewayError, c.get("requestId")) as Problem & { retryAfter?: number };
+		// A status worth retrying says when (503s of cluster mode; see README "Running several nodes").
+		const retry: Record<string, string> = typeof retryAfter === "number" ? { "Retry-After": String(retryAfter) } : {};
+		return c.json(problem, problem.status as 400, { "Content-Type": "application/problem+json", ...retry });
 	});
 	return app;
 }

@@ -78,8 +78,22 @@ export const ConfigSchema = z.object({
 		.regex(/^postgres(ql)?:\/\//, "a postgres:// or postgresql:// URL")
 		.optional()
 		.describe(
-			"PostgreSQL for the session registry instead of <data-dir>/gateway.db (the ground of cluster mode; one node for now)",
+			"PostgreSQL for the session registry instead of <data-dir>/gateway.db: cluster mode, where every node on the same database serves every session",
 		),
+	leaseTtlMs: int(1000)
+		.default(10_000)
+		.describe(
+			"Cluster mode: a node that has not renewed its lease for this long is dead; its pi processes are stopped by then and its sessions move to the other nodes",
+		),
+	nodeName: z
+		.string()
+		.regex(/^[\w.:-]{1,100}$/)
+		.optional()
+		.describe("Cluster mode: this node's name in /v1/info and metrics (default: host name and port)"),
+	advertiseUrl: z
+		.url({ protocol: /^https?$/ })
+		.optional()
+		.describe("Cluster mode: the URL other nodes reach this one at (default: http://<host>:<port>)"),
 	piCommand: z
 		.array(z.string())
 		.min(1)

@@ -1,9 +1,12 @@
+import { createHash, randomBytes } from "node:crypto";
 import type { Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { hostname } from "node:os";
 import type { DatabaseSync } from "node:sqlite";
 import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import { createApp } from "./app.ts";
+import { Cluster } from "./cluster/cluster.ts";
 import { type Config, type ConfigInput, parseConfig } from "./config.ts";
 import { AuditLog } from "./http/audit.ts";
 import { ConnectionGuard } from "./http/connections.ts";
@@ -35,6 +38,8 @@ export interface Gateway {
 	webhooks: WebhookService;
 	/** The API keys of --keys-file (reload() on SIGHUP). */
 	keys?: KeyStore;
+	/** Cluster mode (--database-url): this node's membership. */
+	cluster?: Cluster;
 	/** Stop accepting, end streams, stop every child. Idempotent. */
 	close(): Promise<void>;
 }
@@ -76,9 +81,12 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	const keys = config.keysFile ? new KeyStore(config.keysFile, log) : undefined;
 	keys?.watch();
 	// PostgreSQL is reached (and migrated) before anything else starts: a wrong URL fails the start.
-	const postgres = config.databaseUrl ? await PostgresStore.connect(config.databaseUrl, config.dataDir) : undefined;
+	const nodeId = config.nodeName ?? `${hostname()}-${randomBytes(3).toString("hex")}`;
+	const postgres = config.databaseUrl
+		? await PostgresStore.connect(config.databaseUrl, config.dataDir, nodeId)
+		: undefined;
 	if (postgres && config.databaseUrl)
-		log.info({ database: redact(config.databaseUrl) }, "session registry in PostgreSQL");
+		log.info({ database: redact(config.databaseUrl), node: nodeId }, "cluster mode: sessions in PostgreSQL");
 	const registry = new SessionRegistry(config, log, postgres && ((events) => postgres.attach(events)));
 	// Before listening: a data dir held by another gateway fails here, and restored sessions are listed from the first request.
 	registry.open();
@@ -95,13 +103,17 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	policies.start();
 	const history = new ApprovalHistory(db, config.approvalHistoryMs, config.maxApprovalHistory);
 	history.start(registry);
+	const access = new SessionAccess(db, postgres);
+	let cluster: Cluster | undefined;
 	const app = createApp(config, registry, log, undefined, {
+		cluster: postgres && (() => cluster),
+		ticketKey: postgres && createHash("sha256").update(`tickets:${postgres.clusterSecret}`).digest(),
 		webhooks,
 		idempotency,
 		policies,
 		history,
 		keys,
-		access: new SessionAccess(db),
+		access,
 		audit: new AuditLog(db, config.maxAuditEntries),
 	});
 	const connections = new ConnectionGuard(config, log);
@@ -138,6 +150,29 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	const port = (server.address() as AddressInfo).port;
 	const host = config.host.includes(":") && !config.host.startsWith("[") ? `[${config.host}]` : config.host;
 	const url = `http://${host}:${port}`;
+	if (postgres) {
+		// Other nodes reach this one at its advertised URL: a wildcard address names no host.
+		const reachable = /^(0\.0\.0\.0|::|\[::\])$/.test(config.host) ? url.replace(host, hostname()) : url;
+		try {
+			cluster = await Cluster.start({
+				config,
+				store: postgres,
+				registry,
+				access,
+				logger: log,
+				url: config.advertiseUrl ?? reachable,
+			});
+		} catch (error) {
+			server.close();
+			keys?.close();
+			history.stop();
+			policies.stop();
+			webhooks.stop();
+			await registry.shutdown();
+			webhooks.detach();
+			throw error;
+		}
+	}
 	const tokenFile = "path" in tokenSource ? tokenSource.path : undefined;
 	log.info(
 		{ url, demo: config.demo, workspaceRoot: config.workspaceRoot, sandbox: config.sandbox, tokenFile },
@@ -171,5 +206,5 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		})();
 		return closing;
 	};
-	return { url, port, config, registry, connections, tokenSource, sandbox, webhooks, keys, close };
+	return { url, port, config, registry, connections, tokenSource, sandbox, webhooks, keys, cluster, close };
 }

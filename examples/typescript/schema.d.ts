@@ -28,7 +28,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: accepting new sessions (503 while shutting down or while the session registry cannot be written) */
+        /** Readiness: accepting new sessions (503 while shutting down, while the session registry cannot be written, or in cluster mode while the database is out of reach) */
         get: operations["system.ready"];
         put?: never;
         post?: never;
@@ -1741,7 +1741,25 @@ export interface components {
             limits: {
                 [key: string]: number;
             };
+            /** @description Sessions this node holds (in cluster mode: owns) */
             sessions: number;
+            /** @description Cluster mode (--database-url): the nodes on the same database */
+            cluster?: {
+                /** @description This node's id */
+                node: string;
+                nodes: {
+                    id: string;
+                    url: string;
+                    /** Format: date-time */
+                    startedAt: string;
+                    /** Format: date-time */
+                    heartbeatAt: string;
+                    /** @description Its lease holds; a dead node is listed for a minute */
+                    alive: boolean;
+                    /** @description Sessions it owns */
+                    sessions: number;
+                }[];
+            };
         };
         AuditPage: {
             entries: components["schemas"]["AuditEntry"][];

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { Cluster } from "../cluster/cluster.ts";
 import type { Config } from "../config.ts";
 import type { SessionAccess } from "../sessions/access.ts";
 import type { PolicyEngine } from "../sessions/policy-engine.ts";
@@ -16,4 +17,6 @@ export interface Deps {
 	policies?: PolicyEngine;
 	/** Who owns each session and whom it is shared with. */
 	access: SessionAccess;
+	/** Cluster mode: this node's view of the cluster (undefined until it joined, and on one node). */
+	cluster?: () => Cluster | undefined;
 }

@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { GatewayError } from "../errors.ts";
-import type { SessionAccess, SessionRight } from "../sessions/access.ts";
+import { rightsIn, type SessionAccess, type SessionAccessRecord, type SessionRight } from "../sessions/access.ts";
 import type { AppEnv } from "./openapi.ts";
 import { hasScope, type Principal, type Scope, type ScopedRoutes } from "./principals.ts";
 
@@ -14,13 +14,18 @@ const needed: Record<Exclude<Scope, "admin">, readonly SessionRight[]> = {
 
 /** Whether `principal` may do what `scope` covers on session `sessionId` (admins may do anything). */
 export function mayAccess(access: SessionAccess, principal: Principal, sessionId: string, scope: Scope): boolean {
+	return mayAccessRecord(access.get(sessionId), principal, scope);
+}
+
+/** The same by an access record (cluster mode: one read from the database for a session no node holds). */
+export function mayAccessRecord(record: SessionAccessRecord, principal: Principal, scope: Scope): boolean {
 	if (hasScope(principal, "admin")) return true;
 	if (scope === "admin") return false;
-	const rights = access.rights(sessionId, principal.name);
+	const rights = rightsIn(record, principal.name);
 	return needed[scope].some((right) => rights.has(right));
 }
 
-const sessionPath = /^\/v1\/sessions\/([^/]+)(?:\/|$)/;
+export const sessionPath = /^\/v1\/sessions\/([^/]+)(?:\/|$)/;
 
 export const notFound = (id: string) => new GatewayError(404, "session_not_found", `No session ${id}`);
 

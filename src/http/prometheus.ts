@@ -18,6 +18,7 @@ export class Metrics {
 	readonly httpRequests: Counter<"method" | "route" | "status">;
 	readonly httpSeconds: Histogram<"method" | "route">;
 	#warmPool: () => number = () => 0;
+	#nodes: () => readonly { id: string; alive: boolean; sessions: number }[] = () => [];
 
 	constructor(sessions: SessionRegistry) {
 		const registers = [this.registry];
@@ -49,6 +50,25 @@ export class Metrics {
 			collect() {
 				this.reset();
 				this.inc(sessions.storeHealth().writeErrors);
+			},
+		});
+		const nodes = () => this.#nodes();
+		new Gauge({
+			name: "pi_gateway_cluster_nodes",
+			help: "Cluster mode: nodes whose lease holds (as of this node's last renewal)",
+			registers,
+			collect() {
+				this.set(nodes().filter((n) => n.alive).length);
+			},
+		});
+		new Gauge({
+			name: "pi_gateway_cluster_sessions",
+			help: "Cluster mode: sessions each node owns (stopped sessions no node owns are not counted)",
+			labelNames: ["node"],
+			registers,
+			collect() {
+				this.reset();
+				for (const n of nodes()) this.set({ node: n.id }, n.sessions);
 			},
 		});
 		new Gauge({
@@ -161,6 +181,11 @@ export class Metrics {
 			buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
 			registers,
 		});
+	}
+
+	/** Cluster mode: the nodes as of the last lease renewal, for the cluster gauges. */
+	setClusterSource(nodes: () => readonly { id: string; alive: boolean; sessions: number }[]): void {
+		this.#nodes = nodes;
 	}
 
 	/** Where the warm-pool gauge reads its size at scrape time (the pool registers itself here). */

@@ -19,6 +19,8 @@ export interface TicketLifetimes {
 	reconnectGraceMs?: number;
 	/** No ticket works longer than this after it was issued, reconnects included. */
 	maxLifetimeMs?: number;
+	/** The MAC key; random per process by default. Cluster mode shares one, so any node checks a ticket. */
+	key?: Buffer;
 }
 
 interface Bound {
@@ -45,7 +47,7 @@ interface Bound {
 const ticketFormat = /^([0-9a-z]{1,12})\.(?:([\w-]{1,200})\.)?([\w-]{43})$/;
 
 export class StreamTickets {
-	readonly #key = randomBytes(32);
+	readonly #key: Buffer;
 	readonly #ttlMs: number;
 	readonly #graceMs: number;
 	readonly #maxLifetimeMs: number;
@@ -56,7 +58,9 @@ export class StreamTickets {
 			ttlMs,
 			reconnectGraceMs = 5 * 60_000,
 			maxLifetimeMs = 24 * 3_600_000,
+			key = randomBytes(32),
 		} = typeof lifetimes === "number" ? { ttlMs: lifetimes } : lifetimes;
+		this.#key = key;
 		this.#ttlMs = ttlMs;
 		this.#graceMs = reconnectGraceMs;
 		this.#maxLifetimeMs = Math.max(maxLifetimeMs, ttlMs);

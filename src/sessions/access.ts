@@ -37,12 +37,19 @@ CREATE TABLE IF NOT EXISTS session_access (
  * the registry, not inside it), cached in memory. A session with no row (made before principals
  * existed) belongs to the admin. Without a database (an app built for a test) it lives in memory.
  */
+/** Where access records also go so that other nodes know them (cluster mode: PostgreSQL). */
+export interface AccessMirror {
+	saveAccess(sessionId: string, owner: string, grants: SessionAccessRecord["grants"]): void;
+}
+
 export class SessionAccess {
 	readonly #db: DatabaseSync | undefined;
 	readonly #records = new Map<string, SessionAccessRecord>();
+	readonly #mirror: AccessMirror | undefined;
 
-	constructor(db?: DatabaseSync) {
+	constructor(db?: DatabaseSync, mirror?: AccessMirror) {
 		this.#db = db;
+		this.#mirror = mirror;
 		if (!db) return;
 		db.exec(schema);
 		for (const row of db.prepare("SELECT session_id, owner, grants FROM session_access").all()) {
@@ -74,20 +81,35 @@ export class SessionAccess {
 		if (this.#db?.isOpen) this.#db.prepare("DELETE FROM session_access WHERE session_id = ?").run(sessionId);
 	}
 
+	/** A record another node wrote (cluster mode: the session was taken over), kept here from now on. */
+	preload(sessionId: string, owner: string, grants: unknown[]): void {
+		const parsed = SessionGrant.array().safeParse(grants);
+		this.#remember({ sessionId, owner, grants: parsed.success ? parsed.data : [] });
+	}
+
 	/** The rights `principal` holds on a session; the owner holds them all. */
 	rights(sessionId: string, principal: string): ReadonlySet<SessionRight> {
-		const record = this.get(sessionId);
-		if (record.owner === principal) return new Set(SessionRight.options);
-		const can = new Set(record.grants.filter((g) => g.principal === principal).flatMap((g) => g.can));
-		if (can.has("write")) can.add("read");
-		return can;
+		return rightsIn(this.get(sessionId), principal);
 	}
 
 	#save(record: SessionAccessRecord): void {
+		this.#remember(record);
+		this.#mirror?.saveAccess(record.sessionId, record.owner, record.grants);
+	}
+
+	#remember(record: SessionAccessRecord): void {
 		this.#records.set(record.sessionId, record);
 		if (this.#db?.isOpen)
 			this.#db
 				.prepare("INSERT OR REPLACE INTO session_access (session_id, owner, grants) VALUES (?, ?, ?)")
 				.run(record.sessionId, record.owner, JSON.stringify(record.grants));
 	}
+}
+
+/** The rights `principal` holds by `record`; the owner holds them all. */
+export function rightsIn(record: SessionAccessRecord, principal: string): ReadonlySet<SessionRight> {
+	if (record.owner === principal) return new Set(SessionRight.options);
+	const can = new Set(record.grants.filter((g) => g.principal === principal).flatMap((g) => g.can));
+	if (can.has("write")) can.add("read");
+	return can;
 }

@@ -101,6 +101,8 @@ export class Approvals {
 	readonly #policyTimeoutMs: number;
 	readonly #items = new Map<string, Approval>();
 	readonly #timers = new Map<string, NodeJS.Timeout>();
+	/** Dialogs a dead node's pi opened (cluster mode): nobody can answer them any more. */
+	readonly #lost = new Set<string>();
 	#pending = 0;
 
 	constructor(sessionId: string, events: ApprovalEvents, policyTimeoutMs = 0) {
@@ -154,8 +156,19 @@ export class Approvals {
 		return approval;
 	}
 
+	/** Dialogs that were pending on a node that died: they answer 410 (the pi that asked is gone). */
+	markLost(ids: Iterable<string>): void {
+		for (const id of ids) this.#lost.add(id);
+	}
+
 	get(id: string): Approval {
 		const approval = this.#items.get(id);
+		if (!approval && this.#lost.has(id))
+			throw new GatewayError(
+				410,
+				"approval_gone",
+				`Approval ${id} was pending on a gateway node that stopped; the pi process that asked is gone (the session resumes on this node without it)`,
+			);
 		if (!approval) throw new GatewayError(404, "approval_not_found", `No approval ${id} in session ${this.#sessionId}`);
 		return approval;
 	}

@@ -5,13 +5,15 @@ import type { OpenStore, SessionStore, StoredSession, Tombstone } from "./sessio
 import type { CreateSessionBody } from "./spawn.ts";
 
 /** Sequence numbers skipped after an unclean stop: the last second of events may not be on disk. */
-const unsafeSeqMargin = 100_000;
+export const unsafeSeqMargin = 100_000;
 
 /** The sessions the journal writes: the registry's, read when it saves or flushes. */
 export interface JournalSource {
 	sessions(): Iterable<Session>;
 	has(id: string): boolean;
 	optionsOf(id: string): CreateSessionBody;
+	/** The store says another node owns the session now (cluster mode). */
+	lost?(id: string): void;
 }
 
 export interface StoreHealth {
@@ -64,6 +66,7 @@ export class Journal {
 				this.#storeHealth.error = undefined;
 			},
 			skipped: (sessionId, reason) => log.error({ sessionId, reason }, "registry: unreadable session skipped"),
+			lost: (sessionId) => this.#source.lost?.(sessionId),
 		});
 	}
 
@@ -131,7 +134,13 @@ export class Journal {
 		this.#store?.bury(id, reason);
 	}
 
-	#record(session: Session): StoredSession {
+	/** Forgets a session here without touching the store (it moved to another node). */
+	drop(id: string): void {
+		this.#saved.delete(id);
+	}
+
+	/** What the store keeps of a session. */
+	record(session: Session): StoredSession {
 		const p = session.piState;
 		if (p.sessionFile && !p.fileSeen && existsSync(p.sessionFile)) p.fileSeen = true;
 		return {
@@ -144,6 +153,9 @@ export class Journal {
 			createdAt: session.createdAt.toISOString(),
 			lastActivityAt: session.lastActivityAt,
 			lastSeq: session.events.lastSeq,
+			...(session.approvals.pendingCount > 0 && {
+				pendingApprovals: session.approvals.list("pending").map((a) => a.id),
+			}),
 		};
 	}
 
@@ -157,6 +169,7 @@ export class Journal {
 			p.sessionFile,
 			p.model?.id,
 			p.thinkingLevel,
+			session.approvals.pendingCount,
 		]);
 	}
 
@@ -164,7 +177,7 @@ export class Journal {
 	save(session: Session): boolean {
 		if (!this.#store || !this.#source.has(session.id)) return true;
 		this.#saved.set(session.id, this.#changeKey(session));
-		return this.#store.save(this.#record(session));
+		return this.#store.save(this.record(session));
 	}
 
 	/** Copies pi's session file into the store, when it has a place for it (PostgreSQL). */

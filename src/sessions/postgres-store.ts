@@ -1,66 +1,77 @@
+import { randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
 import pg from "pg";
-import { parseStoredRecord, tombstoneMs } from "./records.ts";
+import { migrate, redact } from "./postgres-schema.ts";
+import { tombstoneMs } from "./records.ts";
 import type { SessionStore, StoredSession, StoreEvents, Tombstone } from "./session-store.ts";
 import { SqliteStore } from "./sqlite-store.ts";
 
 /**
- * The session registry in PostgreSQL (`--database-url`), the ground of cluster mode.
+ * The session registry in PostgreSQL (`--database-url`): cluster mode, where several nodes share
+ * one database and each session belongs to at most one of them at a time (its owner, which runs
+ * its pi process). Ownership is a column: `sessions.owner` names a node whose lease is in the
+ * `nodes` table (src/cluster/membership.ts renews it). A node takes a session with claim() when
+ * no live node holds it, gives it back with release() once it is stopped and quiet, and every
+ * write it makes is fenced: it changes a row only while the row names this node and this node's
+ * lease is still valid, so a node that was paused or cut off past its lease cannot overwrite what
+ * the new owner wrote. A write refused that way reports lost(id): the node drops the session.
  *
  * Client: `pg` (node-postgres), not `postgres` (porsager): it is the client most operators
  * already run and debug, pure JavaScript (no native addon), and its Pool reports a lost server
  * as an 'error' event we can turn into the store's fail-soft health instead of a crash.
  *
  * The SessionStore interface is synchronous (the journal saves from event handlers and timers)
- * and PostgreSQL is not. Rather than make every caller async, this store reads everything it
- * will need at connect() (sessions, tombstones, the clean flag) and writes behind: every write
- * goes onto one ordered queue, a failed write is kept by key (the latest write of a key
- * replacing an older one) and replayed by retry(), exactly the fail-soft contract of SqliteStore.
- * Reads between writes come from memory, which is right while one node owns the database; the
- * multi-node slice replaces tombstone() and restore() with leases and reads (see README).
+ * and PostgreSQL is not: writes go behind onto one ordered queue, a failed write is kept by key
+ * (the latest write of a key replacing an older one) and replayed by retry(), exactly the
+ * fail-soft contract of SqliteStore. restore() brings nothing back: a node starts empty and takes
+ * sessions on demand (claim), so its start does not grow with the number of sessions.
  *
- * Webhooks, Idempotency-Key answers, approval history and session policies still keep their
- * tables in the node's own gateway.db (`local`), which also keeps one gateway per data dir.
+ * Webhook deliveries, Idempotency-Key answers, approval history, the audit log and remembered
+ * policies stay in the node's own gateway.db (`local`), which also keeps one gateway per data dir.
  */
 export class PostgresStore implements SessionStore {
 	readonly #pool: pg.Pool;
 	readonly #local: SqliteStore;
+	readonly #node: string;
 	#events: StoreEvents = {};
-	readonly #records: { id: string; record: string }[];
 	readonly #gone = new Map<string, Tombstone>();
 	readonly #pending = new Map<string, () => Promise<unknown>>();
 	#queue: Promise<void> = Promise.resolve();
 	#writable = true;
 	#closed: Promise<void> | undefined;
-	readonly previousRunClean: boolean;
+	/** Claims start sessions from their stored state; an unclean past shows per claim (ClaimResult.clean). */
+	readonly previousRunClean = true;
 	readonly detached = false;
+	/** Shared by every node of the database: the key of stream tickets and of forwarded requests. */
+	readonly clusterSecret: string;
 
-	private constructor(pool: pg.Pool, local: SqliteStore, loaded: Loaded) {
+	private constructor(pool: pg.Pool, local: SqliteStore, node: string, secret: string) {
 		this.#pool = pool;
 		this.#local = local;
-		this.#records = loaded.records;
-		for (const t of loaded.gone) this.#gone.set(t.id, t);
-		this.previousRunClean = loaded.clean;
+		this.#node = node;
+		this.clusterSecret = secret;
 	}
 
 	/**
-	 * Connects, migrates the schema, reads what restore() and tombstone() will need, and marks the
-	 * run unclean until close(). Throws (the gateway does not start) when the server is not there.
+	 * Connects and migrates the schema, for the node `node` (its row in `nodes` is the membership's
+	 * to write). Throws (the gateway does not start) when the server is not there.
 	 */
-	static async connect(url: string, dataDir: string): Promise<PostgresStore> {
-		const pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 5000 });
+	static async connect(url: string, dataDir: string, node: string): Promise<PostgresStore> {
+		// query_timeout: a server that stops answering (not refusing) must not hold a write or a claim forever.
+		const pool = new pg.Pool({ connectionString: url, max: 6, connectionTimeoutMillis: 5000, query_timeout: 15_000 });
 		// An idle client losing its server must not crash the process: the next write fails soft.
 		pool.on("error", () => {});
 		try {
 			await migrate(pool);
-			const loaded = await load(pool);
-			await pool.query(
-				"INSERT INTO meta (key, value) VALUES ('clean', '0') ON CONFLICT (key) DO UPDATE SET value = '0'",
-			);
+			// The first node to start picks the cluster's secret; the others read it.
+			await pool.query("INSERT INTO meta (key, value) VALUES ('cluster_secret', $1) ON CONFLICT (key) DO NOTHING", [
+				randomBytes(32).toString("base64url"),
+			]);
+			const { rows } = await pool.query<{ value: string }>("SELECT value FROM meta WHERE key = 'cluster_secret'");
 			const local = new SqliteStore(dataDir);
-			return new PostgresStore(pool, local, loaded);
+			return new PostgresStore(pool, local, node, rows[0]?.value as string);
 		} catch (error) {
 			await pool.end().catch(() => {});
 			throw new Error(`Cannot use the database ${redact(url)}: ${(error as Error).message}`);
@@ -73,16 +84,25 @@ export class PostgresStore implements SessionStore {
 		return this;
 	}
 
-	/** The node's own SQLite, for the tables that are not in PostgreSQL yet. */
+	/** The node's own SQLite, for the tables that are per node. */
 	get database(): DatabaseSync {
 		return this.#local.database;
+	}
+
+	/** For the cluster's own queries (membership, lookups, notifications). */
+	get pool(): pg.Pool {
+		return this.#pool;
+	}
+
+	get node(): string {
+		return this.#node;
 	}
 
 	get writable(): boolean {
 		return this.#writable;
 	}
 
-	/** Resolves when every write queued so far has been tried (tests, shutdown). */
+	/** Resolves when every write queued so far has been tried (tests, shutdown, claims). */
 	async settled(): Promise<void> {
 		let queue: Promise<void>;
 		do {
@@ -116,27 +136,40 @@ export class PostgresStore implements SessionStore {
 		});
 	}
 
+	/** A fenced write that changed nothing: the row names another node now (or this node's lease ran out). */
+	#fenced(id: string, result: pg.QueryResult): void {
+		if (result.rowCount === 0) this.#events.lost?.(id);
+	}
+
 	restore(): StoredSession[] {
-		const records: StoredSession[] = [];
-		for (const raw of this.#records) {
-			const parsed = parseStoredRecord(raw);
-			if ("skip" in parsed) this.#events.skipped?.(parsed.id, parsed.skip);
-			else records.push(parsed.record);
-		}
-		const now = new Date();
-		for (const record of records.filter((r) => !r.persist)) this.bury(record.id, "restart", now);
-		const cutoff = new Date(now.getTime() - tombstoneMs);
-		for (const [id, t] of this.#gone) if (new Date(t.at) < cutoff) this.#gone.delete(id);
+		const cutoff = new Date(Date.now() - tombstoneMs);
 		this.#write("gc", () => this.#pool.query("DELETE FROM gone WHERE at < $1", [cutoff]));
-		return records.filter((r) => r.persist).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+		return [];
 	}
 
 	save(record: StoredSession): boolean {
 		const text = JSON.stringify(record);
-		return this.#write(`session:${record.id}`, () =>
+		return this.#write(`session:${record.id}`, async () =>
+			this.#fenced(
+				record.id,
+				await this.#pool.query(
+					`INSERT INTO sessions (id, record, owner, updated_at) VALUES ($1, $2, $3, now())
+					 ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, updated_at = now() WHERE ${mine("sessions.owner", "$3")}`,
+					[record.id, text, this.#node],
+				),
+			),
+		);
+	}
+
+	/**
+	 * Saves the session's last state and gives it up: any node may claim it now. Queued behind the
+	 * session's other writes (its conversation first), under the same key as save().
+	 */
+	release(record: StoredSession): void {
+		this.#write(`session:${record.id}`, () =>
 			this.#pool.query(
-				"INSERT INTO sessions (id, record, updated_at) VALUES ($1, $2, now()) ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, updated_at = now()",
-				[record.id, text],
+				`UPDATE sessions SET owner = NULL, record = $2, updated_at = now() WHERE id = $1 AND owner = $3`,
+				[record.id, JSON.stringify(record), this.#node],
 			),
 		);
 	}
@@ -145,7 +178,13 @@ export class PostgresStore implements SessionStore {
 		this.#pending.delete(`session:${id}`);
 		this.#pending.delete(`file:${id}`);
 		this.#write(`remove:${id}`, () =>
-			this.#pool.query("WITH f AS (DELETE FROM conversations WHERE id = $1) DELETE FROM sessions WHERE id = $1", [id]),
+			this.#pool.query(
+				`WITH s AS (DELETE FROM sessions WHERE id = $1 AND (owner IS NULL OR ${mine("owner", "$2")}) RETURNING id),
+				 f AS (DELETE FROM conversations WHERE id IN (SELECT id FROM s)),
+				 a AS (DELETE FROM session_access WHERE session_id IN (SELECT id FROM s))
+				 SELECT 1`,
+				[id, this.#node],
+			),
 		);
 	}
 
@@ -157,8 +196,12 @@ export class PostgresStore implements SessionStore {
 			const client = await this.#pool.connect();
 			try {
 				await client.query("BEGIN");
-				await client.query("DELETE FROM sessions WHERE id = $1", [id]);
+				await client.query(`DELETE FROM sessions WHERE id = $1 AND (owner IS NULL OR ${mine("owner", "$2")})`, [
+					id,
+					this.#node,
+				]);
 				await client.query("DELETE FROM conversations WHERE id = $1", [id]);
+				await client.query("DELETE FROM session_access WHERE session_id = $1", [id]);
 				await client.query(
 					"INSERT INTO gone (id, reason, at) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET reason = EXCLUDED.reason, at = EXCLUDED.at",
 					[id, reason, at],
@@ -181,9 +224,12 @@ export class PostgresStore implements SessionStore {
 			} catch {
 				return; // pi has written nothing yet, or the session was deleted meanwhile
 			}
+			// Fenced like save(): only the owner writes the conversation.
 			await this.#pool.query(
-				"INSERT INTO conversations (id, file, content, updated_at) VALUES ($1, $2, $3, now()) ON CONFLICT (id) DO UPDATE SET file = EXCLUDED.file, content = EXCLUDED.content, updated_at = now()",
-				[id, file, content],
+				`INSERT INTO conversations (id, file, content, updated_at)
+				 SELECT $1, $2, $3, now() WHERE EXISTS (SELECT 1 FROM sessions WHERE id = $1 AND ${mine("owner", "$4")})
+				 ON CONFLICT (id) DO UPDATE SET file = EXCLUDED.file, content = EXCLUDED.content, updated_at = now()`,
+				[id, file, content, this.#node],
 			);
 		});
 	}
@@ -205,6 +251,90 @@ export class PostgresStore implements SessionStore {
 		return this.#gone.get(id);
 	}
 
+	/**
+	 * Takes a session for this node when no live node holds it. Says who holds it otherwise, or
+	 * that it does not exist (with its tombstone, if it was buried). The session's writes still
+	 * queued here go first, so a release of a moment ago is not undone by a late write.
+	 */
+	async claim(id: string): Promise<Claim> {
+		await this.settled();
+		const client = await this.#pool.connect();
+		try {
+			await client.query("BEGIN");
+			const { rows } = await client.query<{
+				record: string;
+				owner: string | null;
+				url: string | null;
+				live: boolean | null;
+				owner_grants: string | null;
+				access_owner: string | null;
+			}>(
+				`SELECT s.record, s.owner, n.url, n.lease_until > now() AS live, a.owner AS access_owner, a.grants AS owner_grants
+				 FROM sessions s LEFT JOIN nodes n ON n.id = s.owner LEFT JOIN session_access a ON a.session_id = s.id
+				 WHERE s.id = $1 FOR UPDATE OF s`,
+				[id],
+			);
+			const row = rows[0];
+			if (!row) {
+				await client.query("COMMIT");
+				const gone = await this.#pool.query<{ reason: Tombstone["reason"]; at: Date }>(
+					"SELECT reason, at FROM gone WHERE id = $1",
+					[id],
+				);
+				const t = gone.rows[0];
+				return { kind: "absent", gone: t && { id, reason: t.reason, at: t.at.toISOString() } };
+			}
+			if (row.owner && row.owner !== this.#node && row.live && row.url) {
+				await client.query("COMMIT");
+				return { kind: "owned", node: row.owner, url: row.url };
+			}
+			const taken = await client.query(
+				`UPDATE sessions SET owner = $2, epoch = epoch + 1 WHERE id = $1
+				 AND EXISTS (SELECT 1 FROM nodes WHERE id = $2 AND lease_until > now())`,
+				[id, this.#node],
+			);
+			await client.query("COMMIT");
+			if (taken.rowCount === 0) throw new Error("this node's lease has run out");
+			const access =
+				row.access_owner === null
+					? undefined
+					: { owner: row.access_owner, grants: JSON.parse(row.owner_grants ?? "[]") as unknown[] };
+			// Released (owner NULL) means its last state was written; a dead owner may have gone further.
+			return {
+				kind: "claimed",
+				row: { id, record: row.record },
+				clean: row.owner === null || row.owner === this.#node,
+				access,
+			};
+		} catch (error) {
+			await client.query("ROLLBACK").catch(() => {});
+			throw error;
+		} finally {
+			client.release();
+		}
+	}
+
+	/** Who owns each session, and who may see it: the cluster-wide list reads this. */
+	async listRows(): Promise<ListedRow[]> {
+		const { rows } = await this.#pool.query<ListedRow>(
+			`SELECT s.id, s.record, s.owner, n.url, COALESCE(n.lease_until > now(), false) AS live,
+			        a.owner AS access_owner, a.grants AS access_grants
+			 FROM sessions s LEFT JOIN nodes n ON n.id = s.owner LEFT JOIN session_access a ON a.session_id = s.id
+			 ORDER BY s.id`,
+		);
+		return rows;
+	}
+
+	/** Keeps who owns a session and whom it is shared with, so the next owner knows (access.ts). */
+	saveAccess(sessionId: string, owner: string, grants: unknown[]): void {
+		this.#write(`access:${sessionId}`, () =>
+			this.#pool.query(
+				"INSERT INTO session_access (session_id, owner, grants) VALUES ($1, $2, $3) ON CONFLICT (session_id) DO UPDATE SET owner = EXCLUDED.owner, grants = EXCLUDED.grants",
+				[sessionId, owner, JSON.stringify(grants)],
+			),
+		);
+	}
+
 	/** Replays the writes that failed, in order; with none, probes whether the server answers again. */
 	retry(): void {
 		if (this.#closed) return;
@@ -215,13 +345,15 @@ export class PostgresStore implements SessionStore {
 		for (const [key, op] of this.#pending) this.#enqueue(key, op);
 	}
 
-	/** Waits for the queued writes, marks the run clean when all of them passed, and ends the pool. */
+	/**
+	 * Waits for the queued writes, gives up every session this node still owns (they are stopped
+	 * by now: the registry shut down first) and its membership, and ends the pool.
+	 */
 	close(): Promise<void> {
 		this.#closed ??= (async () => {
 			await this.settled();
-			if (this.#pending.size === 0) {
-				await this.#pool.query("UPDATE meta SET value = '1' WHERE key = 'clean'").catch(() => {});
-			}
+			await this.#pool.query("UPDATE sessions SET owner = NULL WHERE owner = $1", [this.#node]).catch(() => {});
+			await this.#pool.query("DELETE FROM nodes WHERE id = $1", [this.#node]).catch(() => {});
 			await this.#pool.end().catch(() => {});
 			this.#local.close();
 		})();
@@ -229,90 +361,28 @@ export class PostgresStore implements SessionStore {
 	}
 }
 
-interface Loaded {
-	records: { id: string; record: string }[];
-	gone: Tombstone[];
-	clean: boolean;
+/** SQL: the row's owner column names this node, and this node's lease has not run out. */
+const mine = (column: string, node: string) =>
+	`${column} = ${node} AND EXISTS (SELECT 1 FROM nodes WHERE id = ${node} AND lease_until > now())`;
+
+export type Claim =
+	| { kind: "absent"; gone?: Tombstone }
+	| { kind: "owned"; node: string; url: string }
+	| {
+			kind: "claimed";
+			row: { id: string; record: string };
+			clean: boolean;
+			access?: { owner: string; grants: unknown[] };
+	  };
+
+export interface ListedRow {
+	id: string;
+	record: string;
+	owner: string | null;
+	url: string | null;
+	live: boolean;
+	access_owner: string | null;
+	access_grants: string | null;
 }
 
-async function load(pool: pg.Pool): Promise<Loaded> {
-	const sessions = await pool.query<{ id: string; record: string }>("SELECT id, record FROM sessions");
-	const gone = await pool.query<{ id: string; reason: Tombstone["reason"]; at: Date }>(
-		"SELECT id, reason, at FROM gone WHERE at >= $1",
-		[new Date(Date.now() - tombstoneMs)],
-	);
-	const clean = await pool.query<{ value: string }>("SELECT value FROM meta WHERE key = 'clean'");
-	return {
-		records: sessions.rows,
-		gone: gone.rows.map((r) => ({ id: r.id, reason: r.reason, at: r.at.toISOString() })),
-		clean: clean.rows.length === 0 || clean.rows[0]?.value === "1",
-	};
-}
-
-/**
- * Versioned migrations, applied by the gateway itself in order. Each runs once, recorded in
- * pi_gateway_migrations; append new ones, never edit a released one. The record column is text,
- * not jsonb, so a row reads back byte for byte what was written (and an unreadable one is
- * reported like in SQLite instead of being refused by the server).
- */
-export const migrations: { version: number; name: string; sql: string }[] = [
-	{
-		version: 1,
-		name: "sessions, tombstones, meta",
-		sql: `
-CREATE TABLE sessions (id text PRIMARY KEY, record text NOT NULL, updated_at timestamptz NOT NULL DEFAULT now());
-CREATE TABLE gone (id text PRIMARY KEY, reason text NOT NULL, at timestamptz NOT NULL);
-CREATE INDEX gone_at ON gone (at);
-CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL);`,
-	},
-	{
-		version: 2,
-		name: "conversations: pi's session files",
-		sql: "CREATE TABLE conversations (id text PRIMARY KEY, file text NOT NULL, content bytea NOT NULL, updated_at timestamptz NOT NULL DEFAULT now());",
-	},
-];
-
-/** An arbitrary constant: the advisory lock every node takes while it migrates. */
-const migrationLock = 0x70_69_67_77; // "pigw"
-
-/**
- * Applies the missing migrations in one transaction under an advisory lock, so nodes that start
- * at once migrate one after the other: the first does the work, the others find it done.
- */
-export async function migrate(pool: pg.Pool): Promise<number[]> {
-	const client = await pool.connect();
-	try {
-		await client.query("BEGIN");
-		await client.query("SELECT pg_advisory_xact_lock($1)", [migrationLock]);
-		await client.query(
-			"CREATE TABLE IF NOT EXISTS pi_gateway_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
-		);
-		const { rows } = await client.query<{ version: number }>("SELECT version FROM pi_gateway_migrations");
-		const done = new Set(rows.map((r) => r.version));
-		const applied: number[] = [];
-		for (const m of migrations) {
-			if (done.has(m.version)) continue;
-			await client.query(m.sql);
-			await client.query("INSERT INTO pi_gateway_migrations (version, name) VALUES ($1, $2)", [m.version, m.name]);
-			applied.push(m.version);
-		}
-		await client.query("COMMIT");
-		return applied;
-	} catch (error) {
-		await client.query("ROLLBACK").catch(() => {});
-		throw error;
-	} finally {
-		client.release();
-	}
-}
-
-/** The URL without its password, for messages and logs. */
-export function redact(url: string): string {
-	try {
-		const u = new URL(url);
-		if (u.password) u.password = "***";
-		return u.toString();
-	} catch {
-		return "(an unparsable URL)";
-	}
-}
+export { migrate, migrations, redact } from "./postgres-schema.ts";

@@ -13,6 +13,7 @@ const StoredRecord = z.object({
 	createdAt: z.string(),
 	lastActivityAt: z.number(),
 	lastSeq: z.number().int().min(0),
+	pendingApprovals: z.array(z.string()).optional(),
 });
 
 /** Tombstones older than this are forgotten: after a week an unknown id is simply 404. */

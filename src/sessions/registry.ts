@@ -13,16 +13,37 @@ import { type Dialect, dialectOf, type PiPackage, piPackageOf } from "../pi/dial
 import type { Approval } from "./approvals.ts";
 import type { LoggedEvent } from "./event-log.ts";
 import { guardCommand, guardResume, sessionFileCwd } from "./guard.ts";
-import { Journal, type StoreHealth } from "./journal.ts";
+import { Journal, type StoreHealth, unsafeSeqMargin } from "./journal.ts";
 import { PostgresStore } from "./postgres-store.ts";
 import { Session, type SessionInit, type SessionLimits, type SpawnCommand } from "./session.ts";
-import { piSessionDir } from "./session-files.ts";
-import type { OpenStore, SessionStore } from "./session-store.ts";
-import { type CreateSessionBody, planSpawn } from "./spawn.ts";
+import { localSessionFile, piSessionDir } from "./session-files.ts";
+import type { OpenStore, SessionStore, StoredSession } from "./session-store.ts";
+import { type CreateSessionBody, isInside, planSpawn } from "./spawn.ts";
 import { SqliteStore } from "./sqlite-store.ts";
 import { WarmPool } from "./warm-pool.ts";
 
 export type HubListener = (sessionId: string, event: LoggedEvent) => void;
+
+/**
+ * What cluster mode (src/cluster/) asks of the registry's moments: a pi process may start only
+ * while this node owns the session, and the fence must know every process to stop it in time.
+ */
+export interface ClusterHooks {
+	/** Refuses new sessions (503) while the database is out of reach. */
+	assertCanCreate(): Promise<void>;
+	/** Throws unless this node still owns the session (checked in the database). */
+	beforeStart(session: Session): Promise<void>;
+	started(session: Session): void;
+	exited(sessionId: string): void;
+	/** Every session is stopped and the store is about to close: the cluster leaves. */
+	closing(): Promise<void>;
+}
+
+/** A stored session a node takes over: how far its event numbers may have gone, and its dead dialogs. */
+export interface Takeover {
+	/** The previous owner released it (its last seq is exact); else numbers skip a margin. */
+	clean: boolean;
+}
 
 const defaultBody: CreateSessionBody = { persist: true };
 const newSessionId = () => `ses_${randomBytes(9).toString("base64url")}`;
@@ -54,6 +75,7 @@ export class SessionRegistry {
 	/** Process slots promised to a start that waits for its LRU victim to exit. */
 	#reserved = 0;
 	#closing = false;
+	#cluster: ClusterHooks | undefined;
 	readonly pool: WarmPool | undefined;
 
 	/** `openStore` picks the backend; the default is SQLite in the data directory. */
@@ -66,6 +88,7 @@ export class SessionRegistry {
 			sessions: () => this.#sessions.values(),
 			has: (id) => this.#sessions.has(id),
 			optionsOf: (id) => this.#options.get(id) as CreateSessionBody,
+			lost: (id) => this.evict(id, "another node owns it now"),
 		});
 		mkdirSync(piSessionDir(config), { recursive: true });
 		if (config.warmPool > 0) this.pool = new WarmPool(config.warmPool, () => this.#startPooled(), logger);
@@ -133,8 +156,14 @@ export class SessionRegistry {
 		return pickLimits(this.#config, sessionLimitKeys);
 	}
 
+	/** Cluster mode: the registry asks before starting pi and reports every process (src/cluster/). */
+	setCluster(hooks: ClusterHooks): void {
+		this.#cluster = hooks;
+	}
+
 	async create(body: CreateSessionBody): Promise<Session> {
 		if (this.#closing) throw new GatewayError(503, "shutting_down", "The gateway is shutting down");
+		await this.#cluster?.assertCanCreate();
 		if (this.#sessions.size >= this.#config.maxSessions) {
 			throw new GatewayError(
 				429,
@@ -223,6 +252,7 @@ export class SessionRegistry {
 
 	async #restart(session: Session): Promise<void> {
 		if (session.isStopping) await session.stop();
+		await this.#cluster?.beforeStart(session);
 		const file = session.piState.sessionFile;
 		// A lost disk (a new node, a wiped data dir): the store's copy of the conversation, if any.
 		if (file && session.piState.fileSeen && !existsSync(file)) await this.#journal.restoreConversation(session);
@@ -264,6 +294,7 @@ export class SessionRegistry {
 		}
 		// Same tick as the reservation's release: the child counts as live before anyone else looks.
 		await session.start(plan);
+		this.#cluster?.started(session);
 	}
 
 	/** A pool process: a session started with the default options, not yet in the registry. */
@@ -277,6 +308,7 @@ export class SessionRegistry {
 	/** A pooled session becomes the caller's: registered, named, saved. */
 	async #adoptPooled(session: Session, body: CreateSessionBody): Promise<Session> {
 		this.#adopt(session, body);
+		this.#cluster?.started(session);
 		if (body.name) {
 			session.name = body.name;
 			const named = await session.request({ type: "set_session_name", name: body.name });
@@ -326,7 +358,12 @@ export class SessionRegistry {
 		this.#options.set(id, options);
 		session.events.subscribe((event) => {
 			for (const listener of this.#hub) listener(id, event);
-			if (event.type === "session_exit") this.#journal.save(session);
+			if (event.type === "session_exit") {
+				this.#cluster?.exited(id);
+				this.#journal.save(session);
+			}
+			// Written at once: a node taking the session over must know which dialogs died with this one.
+			if (event.type === "approval_requested" || event.type === "approval_resolved") this.#journal.save(session);
 			// The conversation leaves this node's disk at every settled run and when pi stops
 			// (hibernation, shutdown), so another disk can continue it.
 			if (event.type === "agent_settled" || event.type === "session_exit") this.#journal.saveConversation(session);
@@ -350,6 +387,62 @@ export class SessionRegistry {
 
 	list(): Session[] {
 		return [...this.#sessions.values()];
+	}
+
+	/** This node holds the session (in cluster mode: owns it). */
+	has(id: string): boolean {
+		return this.#sessions.has(id);
+	}
+
+	/**
+	 * Takes over a stored session (cluster mode: claimed from the database) as `stopped`: its pi
+	 * session file is looked for under this node's data dir, its event numbers continue (past a
+	 * margin when the previous owner died), and the dialogs that were pending on it answer 410.
+	 */
+	adoptStored(record: StoredSession, takeover: Takeover): Session {
+		const existing = this.#sessions.get(record.id);
+		if (existing) return existing;
+		const piState = { ...record.piState };
+		if (piState.sessionFile) piState.sessionFile = localSessionFile(this.#config, piState.sessionFile);
+		if (isInside(this.#config.workspaceRoot, record.cwd)) mkdirSync(record.cwd, { recursive: true });
+		const restored = {
+			createdAt: new Date(record.createdAt),
+			lastActivityAt: record.lastActivityAt,
+			lastSeq: record.lastSeq + (takeover.clean ? 0 : unsafeSeqMargin),
+			piState,
+		};
+		const session = this.#register(record.id, record.options, record.cwd, { restored, name: record.name });
+		if (!takeover.clean && record.pendingApprovals) session.approvals.markLost(record.pendingApprovals);
+		this.#logger.info({ sessionId: record.id, clean: takeover.clean }, "session taken over (stopped)");
+		return session;
+	}
+
+	/**
+	 * Gives a stopped, unwatched session up (cluster mode): it leaves this node's memory and its
+	 * last state is returned for the store to write with owner NULL. Undefined when it is busy.
+	 */
+	release(id: string): StoredSession | undefined {
+		const session = this.#sessions.get(id);
+		if (!session?.isReleasable || this.#waking.has(id)) return undefined;
+		const record = this.#journal.record(session);
+		this.#sessions.delete(id);
+		this.#options.delete(id);
+		this.#journal.drop(id);
+		return record;
+	}
+
+	/**
+	 * Drops a session this node no longer owns (cluster mode: its lease ran out, or a fenced write
+	 * found another owner): its process is killed at once and nothing of it is written.
+	 */
+	evict(id: string, why: string): void {
+		const session = this.#sessions.get(id);
+		if (!session) return;
+		this.#sessions.delete(id);
+		this.#options.delete(id);
+		this.#journal.drop(id);
+		session.kill("SIGKILL", true);
+		this.#logger.warn({ sessionId: id, why }, "session dropped: this node no longer owns it");
 	}
 
 	/** The approval policies a session was created with (policy-engine.ts reads them). */
@@ -405,6 +498,7 @@ export class SessionRegistry {
 		for (const timer of this.#timers) clearInterval(timer);
 		await this.pool?.close();
 		await Promise.all(this.list().map((s) => s.stop("shutdown")));
+		await this.#cluster?.closing();
 		// Nothing writes after this (a late exit event, a second shutdown): the store is gone.
 		await this.#journal.close();
 	}

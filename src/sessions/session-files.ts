@@ -55,3 +55,13 @@ export function folderFor(config: Config, file: string): { folder: string; file:
 	renameSync(file, moved);
 	return { folder, file: moved };
 }
+
+/**
+ * The same pi session file under this node's data dir: a record written by another node names
+ * its own `<dataDir>/pi-sessions/<folder>/<file>` (cluster mode), and the folder layout is the same.
+ */
+export function localSessionFile(config: Config, file: string): string {
+	const marker = "/pi-sessions/";
+	const at = file.lastIndexOf(marker);
+	return at < 0 ? file : join(piSessionDir(config), file.slice(at + marker.length));
+}

@@ -13,6 +13,11 @@ export interface StoredSession {
 	createdAt: string;
 	lastActivityAt: number;
 	lastSeq: number;
+	/**
+	 * Dialogs open when the record was written (cluster mode): a node that takes the session over
+	 * from a dead one answers 410 for them, since the pi process that asked is gone.
+	 */
+	pendingApprovals?: string[];
 }
 
 /** What the store tells its owner: a write failed, writes work again, a row could not be read. */
@@ -20,6 +25,8 @@ export interface StoreEvents {
 	writeFailed?(error: Error): void;
 	writable?(): void;
 	skipped?(id: string, reason: string): void;
+	/** Another node owns the session now (cluster mode): this node must drop it without a write. */
+	lost?(id: string): void;
 }
 
 export interface Tombstone {

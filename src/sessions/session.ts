@@ -153,6 +153,17 @@ export class Session {
 		);
 	}
 
+	/** Stopped with nothing waiting on it: another node may take it over (cluster mode). */
+	get isReleasable(): boolean {
+		return (
+			this.#process === undefined &&
+			this.#status === "stopped" &&
+			this.#openRequests === 0 &&
+			this.sseSubscribers === 0 &&
+			this.resumable
+		);
+	}
+
 	/** Quiet, and pi can be started again on its file: stopping it now loses nothing. */
 	get canHibernate(): boolean {
 		return this.isQuiet && this.resumable;

@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { connect, type Socket, createServer as tcpServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.ts";
 
 // A real browser's native EventSource on a stream ticket, cut off after the ticket expired: its own
 // reconnect (same URL, Last-Event-ID) must be let in and lose nothing. Headless Chromium (Debian's
@@ -44,54 +44,6 @@ es.onopen = () => { opens++; };
 es.onerror = () => { errors.push(es.readyState); };
 window.es = es;
 </script>`;
-
-interface TcpProxy {
-	port: number;
-	/** The head of every HTTP request that went through. */
-	requests: string[];
-	cut(): void;
-	close(): Promise<void>;
-}
-
-function startProxy(target: number): Promise<TcpProxy> {
-	const sockets = new Set<Socket>();
-	const requests: string[] = [];
-	const server = tcpServer((client) => {
-		const upstream = connect(target, "127.0.0.1");
-		sockets.add(client).add(upstream);
-		let head = "";
-		client.on("data", (chunk) => {
-			if (head.includes("\r\n\r\n")) return;
-			head += chunk.toString("latin1");
-			if (head.includes("\r\n\r\n")) requests.push(head.slice(0, head.indexOf("\r\n\r\n")));
-		});
-		client.pipe(upstream).pipe(client);
-		const drop = () => {
-			client.destroy();
-			upstream.destroy();
-			sockets.delete(client);
-			sockets.delete(upstream);
-		};
-		client.on("error", drop).on("close", drop);
-		upstream.on("error", drop).on("close", drop);
-	});
-	return new Promise((resolve) =>
-		server.listen(0, "127.0.0.1", () =>
-			resolve({
-				port: (server.address() as { port: number }).port,
-				requests,
-				cut: () => {
-					for (const socket of sockets) socket.destroy();
-				},
-				close: () =>
-					new Promise<void>((done) => {
-						for (const socket of sockets) socket.destroy();
-						server.close(() => done());
-					}),
-			}),
-		),
-	);
-}
 
 beforeAll(async () => {
 	page = createServer((_req, res) => res.writeHead(200, { "content-type": "text/html" }).end(html));

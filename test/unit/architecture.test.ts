@@ -13,10 +13,11 @@ import { describe, expect, it } from "vitest";
  *   pi        src/pi/**            (the child process and its JSONL protocol)
  *   sessions  src/sessions/**      (sessions, approvals, the registry and its store)
  *   webhooks  src/webhooks/**      (deliveries: they follow sessions' events, HTTP routes manage them)
+ *   cluster   src/cluster/**       (membership, fence, forwarding: where a session lives among nodes)
  *   http      src/http/**          (routes, problem+json, SSE, tickets, Prometheus)
  *   app       src/app.ts, src/server.ts, src/main.ts, src/token.ts (wiring and startup)
  */
-const layers = ["base", "pi", "sessions", "webhooks", "http", "app"] as const;
+const layers = ["base", "pi", "sessions", "webhooks", "cluster", "http", "app"] as const;
 type Layer = (typeof layers)[number];
 
 const src = resolve(import.meta.dirname, "../../src");
@@ -40,7 +41,8 @@ function layerOf(file: string): Layer {
 		if (!layer) throw new Error(`src/${path} has no layer: add it to the table in architecture.test.ts and README`);
 		return layer;
 	}
-	if (first === "pi" || first === "sessions" || first === "webhooks" || first === "http") return first;
+	if (first === "pi" || first === "sessions" || first === "webhooks" || first === "cluster" || first === "http")
+		return first;
 	throw new Error(`src/${path}: no layer for the folder ${first}/`);
 }
 

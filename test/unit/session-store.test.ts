@@ -10,8 +10,9 @@ import { SqliteStore } from "../../src/sessions/sqlite-store.ts";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 
 /**
- * The SessionStore contract, run against both backends: what the journal relies on must hold
- * the same in SQLite (one node) and in PostgreSQL (--database-url).
+ * The SessionStore contract of a single node (SQLite): restore at start, tombstones, unclean stops.
+ * PostgreSQL (cluster mode) restores nothing at start and takes sessions on demand: its own
+ * tests below (claims, releases, fenced writes).
  */
 let server: TestPostgres;
 beforeAll(async () => {
@@ -61,20 +62,6 @@ const backends: Record<string, () => Promise<Backend>> = {
 		openInChild: () =>
 			`const { SqliteStore } = await import(${JSON.stringify(srcUrl("sqlite-store.ts"))}); new SqliteStore(${JSON.stringify(dir)});`,
 	}),
-	postgres: async () => {
-		const url = await server.freshDatabase();
-		return {
-			open: async (events) => (await PostgresStore.connect(url, dir)).attach(events ?? {}),
-			rawRow: async (id, text) => {
-				const client = new pg.Client({ connectionString: url });
-				await client.connect();
-				await client.query("INSERT INTO sessions (id, record) VALUES ($1, $2)", [id, text]);
-				await client.end();
-			},
-			openInChild: () =>
-				`const { PostgresStore } = await import(${JSON.stringify(srcUrl("postgres-store.ts"))}); await PostgresStore.connect(${JSON.stringify(url)}, ${JSON.stringify(dir)});`,
-		};
-	},
 };
 
 describe.each(Object.keys(backends))("SessionStore contract: %s", (name) => {
@@ -146,6 +133,31 @@ describe.each(Object.keys(backends))("SessionStore contract: %s", (name) => {
 	});
 });
 
+/** A node row with a lease of `seconds` from now (negative: already run out). */
+async function lease(url: string, node: string, seconds: number): Promise<void> {
+	const client = new pg.Client({ connectionString: url });
+	await client.connect();
+	try {
+		await client.query(
+			`INSERT INTO nodes (id, name, url, lease_until) VALUES ($1, $1, $2, now() + make_interval(secs => $3))
+			 ON CONFLICT (id) DO UPDATE SET lease_until = EXCLUDED.lease_until, url = EXCLUDED.url`,
+			[node, `http://${node}.invalid`, seconds],
+		);
+	} finally {
+		await client.end();
+	}
+}
+
+async function query(url: string, sql: string, params: unknown[] = []): Promise<Record<string, unknown>[]> {
+	const client = new pg.Client({ connectionString: url });
+	await client.connect();
+	try {
+		return (await client.query(sql, params)).rows;
+	} finally {
+		await client.end();
+	}
+}
+
 describe("PostgresStore", () => {
 	it("migrates once when several nodes start at once (advisory lock), and not again after", async () => {
 		const url = await server.freshDatabase();
@@ -164,7 +176,8 @@ describe("PostgresStore", () => {
 	it("writes fail soft: a failed write is kept, reported, and replayed by retry()", async () => {
 		const url = await server.freshDatabase();
 		const events: string[] = [];
-		const store = await PostgresStore.connect(url, dir);
+		const store = await PostgresStore.connect(url, dir, "n1");
+		await lease(url, "n1", 600);
 		store.attach({ writeFailed: () => events.push("failed"), writable: () => events.push("writable") });
 		store.restore();
 		await store.settled();
@@ -195,7 +208,8 @@ describe("PostgresStore", () => {
 		const file = join(dir, "pi-sessions", "f1", "2026_abc.jsonl");
 		mkdirSync(dirname(file), { recursive: true });
 		writeFileSync(file, '{"type":"session"}\n{"type":"message"}\n');
-		const store = await PostgresStore.connect(url, dir);
+		const store = await PostgresStore.connect(url, dir, "n1");
+		await lease(url, "n1", 600);
 		store.restore();
 		store.save(record("c", true, "2026-01-01T00:00:00.000Z"));
 		store.saveConversation("c", file);
@@ -213,8 +227,73 @@ describe("PostgresStore", () => {
 		const url = new URL(await server.freshDatabase());
 		url.password = "secret-word";
 		url.port = "1"; // nothing listens there
-		await expect(PostgresStore.connect(url.toString(), dir)).rejects.toThrow(
+		await expect(PostgresStore.connect(url.toString(), dir, "n1")).rejects.toThrow(
 			/Cannot use the database postgres:\/\/postgres:\*\*\*@/,
 		);
+	});
+
+	it("claims: a session no live node holds is taken, one a live node holds is named, a released one is taken clean", async () => {
+		const url = await server.freshDatabase();
+		const a = await PostgresStore.connect(url, join(dir, "a"), "a");
+		const b = await PostgresStore.connect(url, join(dir, "b"), "b");
+		await lease(url, "a", 600);
+		await lease(url, "b", 600);
+		try {
+			a.save(record("s", true, "2026-01-01T00:00:00.000Z"));
+			await a.settled();
+			expect(await b.claim("s")).toEqual({ kind: "owned", node: "a", url: "http://a.invalid" });
+			expect(await b.claim("nope")).toEqual({ kind: "absent", gone: undefined });
+			// a dies: its lease runs out, and b takes the session; a did not release it, so it is not clean.
+			await lease(url, "a", -1);
+			const taken = await b.claim("s");
+			expect(taken).toMatchObject({ kind: "claimed", clean: false, row: { id: "s" } });
+			expect(await query(url, "SELECT owner, epoch FROM sessions")).toEqual([{ owner: "b", epoch: "1" }]);
+			// b gives it up with its last state: the next claim is clean.
+			b.release({ ...record("s", true, "2026-01-01T00:00:00.000Z"), lastSeq: 99 });
+			await b.settled();
+			expect(await query(url, "SELECT owner FROM sessions")).toEqual([{ owner: null }]);
+			await lease(url, "a", 600);
+			const back = await a.claim("s");
+			expect(back).toMatchObject({ kind: "claimed", clean: true });
+			expect(JSON.parse((back as { row: { record: string } }).row.record).lastSeq).toBe(99);
+		} finally {
+			await a.close();
+			await b.close();
+		}
+	});
+
+	it("fences writes: a node whose lease ran out, or whose session moved, changes nothing and hears lost", async () => {
+		const url = await server.freshDatabase();
+		const lost: string[] = [];
+		const a = (await PostgresStore.connect(url, join(dir, "a"), "a")).attach({ lost: (id) => lost.push(id) });
+		const b = await PostgresStore.connect(url, join(dir, "b"), "b");
+		await lease(url, "a", 600);
+		await lease(url, "b", 600);
+		try {
+			a.save(record("s", true, "2026-01-01T00:00:00.000Z"));
+			await a.settled();
+			// a is paused past its lease; b takes the session over and writes its own state.
+			await lease(url, "a", -1);
+			expect(await b.claim("s")).toMatchObject({ kind: "claimed" });
+			b.save({ ...record("s", true, "2026-01-01T00:00:00.000Z"), lastSeq: 7 });
+			await b.settled();
+			// a wakes up and writes: refused, and told. Even with a fresh lease the row is b's.
+			a.save({ ...record("s", true, "2026-01-01T00:00:00.000Z"), lastSeq: 1000 });
+			await a.settled();
+			await lease(url, "a", 600);
+			a.save({ ...record("s", true, "2026-01-01T00:00:00.000Z"), lastSeq: 2000 });
+			await a.settled();
+			a.remove("s");
+			a.saveConversation("s", join(dir, "nothing-here.jsonl"));
+			await a.settled();
+			expect(lost).toEqual(["s", "s"]);
+			const rows = await query(url, "SELECT owner, record FROM sessions");
+			expect(rows).toHaveLength(1);
+			expect(rows[0]?.owner).toBe("b");
+			expect(JSON.parse(rows[0]?.record as string).lastSeq).toBe(7);
+		} finally {
+			await a.close();
+			await b.close();
+		}
 	});
 });

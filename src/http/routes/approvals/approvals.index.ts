@@ -4,8 +4,9 @@ import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
 import { mayAccess } from "../../ownership.ts";
 import { answerApproval, getApproval, inbox, sessionApprovals } from "./approvals.routes.ts";
+import { clusterApprovalChange, clusterApprovals, clusterPageOf } from "./cluster-inbox.ts";
 
-export function approvalsRouter({ registry, policies, access }: Deps) {
+export function approvalsRouter({ registry, policies, access, cluster }: Deps) {
 	return createRouter()
 		.openapi(inbox, async (c) => {
 			const { status, limit, cursor, wait } = c.req.valid("query");
@@ -15,6 +16,22 @@ export function approvalsRouter({ registry, policies, access }: Deps) {
 				registry
 					.approvals(status)
 					.filter((a) => !principal || mayAccess(access, principal, a.sessionId, "approvals:read"));
+			const node = cluster?.();
+			if (node && !node.isForwarded(c.req.raw.headers)) {
+				const query = new URLSearchParams({ limit: "500", ...(status && { status }) });
+				const everywhere = () =>
+					clusterApprovals(node, mine(), `/v1/approvals?${query}`, c.req.header("authorization") ?? null);
+				const page = async () => clusterPageOf(await everywhere(), Number(cursor ?? 0), limit);
+				let result = await page();
+				// Held until a matching approval shows anywhere, as on one node: a wake-up for another page waits on.
+				for (const deadline = Date.now() + (wait ?? 0) * 1000; result.approvals.length === 0; ) {
+					const left = deadline - Date.now();
+					if (left <= 0 || c.req.raw.signal.aborted) break;
+					await clusterApprovalChange(registry, node, left, c.req.raw.signal);
+					result = await page();
+				}
+				return c.json(result, 200);
+			}
 			const page = () => pageOf(mine(), Number(cursor ?? 0), limit);
 			let result = page();
 			if (wait && result.approvals.length === 0) {

@@ -1,5 +1,7 @@
 import { z } from "@hono/zod-openapi";
-import { type Session, SessionStatus } from "../../../sessions/session.ts";
+import type { Session } from "../../../sessions/session.ts";
+import { SessionStatus } from "../../../sessions/session.ts";
+import type { StoredSession } from "../../../sessions/session-store.ts";
 
 export const SessionView = z
 	.object({
@@ -55,5 +57,30 @@ export function viewOf(session: Session): SessionView {
 		pendingApprovals: session.approvals.pendingCount,
 		lastEventId: session.events.lastSeq,
 		exit: exit ? { code: exit.code, signal: exit.signal, at: exit.at, stderrTail: exit.stderrTail } : null,
+	};
+}
+
+/** A session no live node holds (cluster mode), as its stored record says: stopped until asked for. */
+export function storedViewOf(record: StoredSession): SessionView {
+	const { piState } = record;
+	return {
+		id: record.id,
+		name: record.name ?? null,
+		status: "stopped",
+		pid: null,
+		cwd: record.cwd,
+		persist: record.persist,
+		resumable: record.persist && piState.sessionFile !== undefined,
+		createdAt: record.createdAt,
+		lastActivityAt: new Date(record.lastActivityAt).toISOString(),
+		piSessionId: piState.sessionId ?? null,
+		piSessionFile: piState.sessionFile ?? null,
+		model: piState.model ?? null,
+		thinkingLevel: piState.thinkingLevel ?? null,
+		currentRunId: null,
+		queuedCommands: 0,
+		pendingApprovals: 0,
+		lastEventId: record.lastSeq,
+		exit: null,
 	};
 }

@@ -5,11 +5,12 @@ import { mayAccess } from "../../ownership.ts";
 import { adminPrincipal, hasScope } from "../../principals.ts";
 import { ApiError } from "../../problem.ts";
 import { getSessionAccess, putSessionAccess } from "./access.routes.ts";
+import { clusterSessions } from "./cluster-list.ts";
 import { createStreamTicket, resumeSession } from "./lifecycle.routes.ts";
 import { viewOf } from "./session-view.ts";
 import { createSession, deleteSession, getSession, listSessions } from "./sessions.routes.ts";
 
-export function sessionsRouter({ registry, tickets, access }: Deps) {
+export function sessionsRouter({ registry, tickets, access, cluster }: Deps) {
 	return createRouter()
 		.openapi(createSession, async (c) => {
 			// The body is optional: an empty POST starts a session with every default.
@@ -19,10 +20,15 @@ export function sessionsRouter({ registry, tickets, access }: Deps) {
 			c.header("Location", `/v1/sessions/${session.id}`);
 			return c.json(viewOf(session), 201);
 		})
-		.openapi(listSessions, (c) => {
+		.openapi(listSessions, async (c) => {
 			const principal = c.get("principal");
 			const visible = registry.list().filter((s) => !principal || mayAccess(access, principal, s.id, "sessions:read"));
-			return c.json({ sessions: visible.map(viewOf) }, 200);
+			const local = visible.map(viewOf);
+			// Cluster mode: the whole cluster's, unless another node asks for this node's own.
+			const node = cluster?.();
+			if (!node || node.isForwarded(c.req.raw.headers)) return c.json({ sessions: local }, 200);
+			const all = await clusterSessions(node, local, principal, c.req.header("authorization") ?? null);
+			return c.json({ sessions: all }, 200);
 		})
 		.openapi(getSession, (c) => c.json(viewOf(registry.get(c.req.valid("param").id)), 200))
 		.openapi(deleteSession, async (c) => {

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import type { Cluster } from "../../../cluster/cluster.ts";
 import { infoLimitKeys, pickLimits } from "../../../limits.ts";
 import { piPackageDir } from "../../../sessions/spawn.ts";
 import type { Deps } from "../../deps.ts";
@@ -12,11 +13,14 @@ const require = createRequire(import.meta.url);
 export const gatewayVersion: string = require("../../../../package.json").version;
 export const piVersion: string = JSON.parse(readFileSync(join(piPackageDir(), "package.json"), "utf8")).version;
 
-export function systemRouter({ registry, config }: Deps) {
+export function systemRouter({ registry, config, cluster }: Deps) {
 	return createRouter()
 		.openapi(healthz, (c) => c.json({ status: "ok" as const }, 200))
-		.openapi(readyz, (c) => {
+		.openapi(readyz, async (c) => {
 			if (registry.closing) throw new ApiError(503, "shutting_down", "The gateway is shutting down");
+			const unavailable = await cluster?.()?.check();
+			if (unavailable)
+				throw new ApiError(503, "database_unavailable", `New sessions are refused: ${unavailable}; live ones go on`);
 			const { writable, error, writeErrors, recreatedAt } = registry.storeHealth();
 			if (!writable) {
 				throw new ApiError(
@@ -39,8 +43,14 @@ export function systemRouter({ registry, config }: Deps) {
 					extensions: [...config.extensions.keys()],
 					limits: pickLimits(config, infoLimitKeys),
 					sessions: registry.size,
+					...clusterInfo(cluster?.()),
 				},
 				200,
 			),
 		);
+}
+
+function clusterInfo(cluster: Cluster | undefined) {
+	if (!cluster) return {};
+	return { cluster: { node: cluster.node, nodes: [...cluster.nodes] } };
 }

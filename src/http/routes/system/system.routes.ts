@@ -17,7 +17,7 @@ export const readyz = createRoute({
 	path: "/readyz",
 	tags: ["system"],
 	summary:
-		"Readiness: accepting new sessions (503 while shutting down or while the session registry cannot be written)",
+		"Readiness: accepting new sessions (503 while shutting down, while the session registry cannot be written, or in cluster mode while the database is out of reach)",
 	security: [],
 	responses: {
 		200: json(
@@ -49,7 +49,23 @@ export const Info = z
 		demo: z.boolean(),
 		extensions: z.array(z.string()).openapi({ description: "Names sessions may pass in `extensions`" }),
 		limits: z.record(z.string(), z.number()),
-		sessions: z.number().int(),
+		sessions: z.number().int().openapi({ description: "Sessions this node holds (in cluster mode: owns)" }),
+		cluster: z
+			.object({
+				node: z.string().openapi({ description: "This node's id" }),
+				nodes: z.array(
+					z.object({
+						id: z.string(),
+						url: z.string(),
+						startedAt: z.string().openapi({ format: "date-time" }),
+						heartbeatAt: z.string().openapi({ format: "date-time" }),
+						alive: z.boolean().openapi({ description: "Its lease holds; a dead node is listed for a minute" }),
+						sessions: z.number().int().openapi({ description: "Sessions it owns" }),
+					}),
+				),
+			})
+			.optional()
+			.openapi({ description: "Cluster mode (--database-url): the nodes on the same database" }),
 	})
 	.openapi("Info");
 

@@ -1,0 +1,320 @@
+import { createHmac, timingSafeEqual } from "node:crypto";
+import type { Logger } from "pino";
+import type { Config } from "../config.ts";
+import { GatewayError } from "../errors.ts";
+import type { SessionAccess } from "../sessions/access.ts";
+import type { Claim, ListedRow, PostgresStore } from "../sessions/postgres-store.ts";
+import { parseStoredRecord } from "../sessions/records.ts";
+import type { SessionRegistry } from "../sessions/registry.ts";
+import { Fence } from "./fence.ts";
+import { Membership, type NodeRow } from "./membership.ts";
+import { type ClusterNotice, Notifications } from "./notifications.ts";
+
+/** Where a request for a session is served: here, or on the node that owns it. */
+export type Route = { kind: "local" } | { kind: "forward"; node: string; url: string };
+
+/** The header a node puts on a request it forwards: the sender's id and a MAC over it. */
+export const forwardedHeader = "x-pi-gateway-forwarded";
+
+/** How often stopped sessions are given back to the cluster. */
+const releaseEveryMs = 1000;
+
+/**
+ * Cluster mode (`--database-url`): this node's membership, its fence, and the rules that say
+ * where a session lives. A session is served by the node that owns it (see PostgresStore): a
+ * request for it on any other node is forwarded there (src/http/cluster-routing.ts), a session no
+ * live node owns is claimed by the node the request reached, and a stopped session is given back
+ * so that whichever node is asked next can take it. See README "Running several nodes".
+ */
+export class Cluster {
+	readonly node: string;
+	readonly url: string;
+	readonly #config: Config;
+	readonly #store: PostgresStore;
+	readonly #registry: SessionRegistry;
+	readonly #access: SessionAccess;
+	readonly #logger: Logger;
+	readonly #membership: Membership;
+	readonly #fence: Fence;
+	readonly #notices: Notifications;
+	readonly #claims = new Map<string, Promise<Route>>();
+	readonly #mac: string;
+	#timer: NodeJS.Timeout | undefined;
+	#unsubscribe: (() => void) | undefined;
+
+	private constructor(options: ClusterOptions) {
+		const { config, store, registry, access, logger, url } = options;
+		this.node = store.node;
+		this.url = url;
+		this.#config = config;
+		this.#store = store;
+		this.#registry = registry;
+		this.#access = access;
+		this.#logger = logger.child({ node: this.node });
+		this.#mac = mac(store.clusterSecret, this.node);
+		this.#fence = new Fence(this.#logger);
+		this.#membership = new Membership(store.pool, { id: this.node, url, leaseTtlMs: config.leaseTtlMs }, this.#logger, {
+			renewed: (deadline) => this.#fence.arm(deadline),
+			lost: () => this.#dropAll(),
+		});
+		this.#notices = new Notifications(config.databaseUrl as string, store.pool, this.#logger);
+	}
+
+	/** Joins the cluster: the node's row and lease, its fence, its notices, the registry's hooks. */
+	static async start(options: ClusterOptions): Promise<Cluster> {
+		const cluster = new Cluster(options);
+		try {
+			await cluster.#membership.join();
+			await cluster.#notices.start();
+		} catch (error) {
+			cluster.#fence.close();
+			await cluster.#notices.close();
+			throw error;
+		}
+		cluster.#membership.start();
+		cluster.#registry.setCluster({
+			assertCanCreate: async () => {
+				const why = await cluster.check();
+				if (why) throw unavailable(`This node cannot take new sessions now: ${why}; its running sessions go on`);
+			},
+			beforeStart: (session) => cluster.#confirmOwner(session.id),
+			started: (session) => session.pid !== undefined && cluster.#fence.guard(session.id, session.pid),
+			exited: (id) => cluster.#fence.unguard(id),
+			closing: () => cluster.close(),
+		});
+		cluster.#unsubscribe = cluster.#registry.subscribeAll((_id, event) => {
+			if (event.type === "approval_requested" || event.type === "approval_resolved")
+				cluster.#notices.send({ type: "approvals", node: cluster.node });
+		});
+		cluster.#timer = setInterval(() => cluster.#releaseStopped(), releaseEveryMs);
+		cluster.#timer.unref();
+		cluster.#logger.info({ url: cluster.url, leaseTtlMs: options.config.leaseTtlMs }, "cluster: node joined");
+		return cluster;
+	}
+
+	/** The nodes as of the last renewal (live, and dead for less than a minute). */
+	get nodes(): readonly NodeRow[] {
+		return this.#membership.nodes;
+	}
+
+	/** Why this node cannot take new work now, as of its last renewal: the database is out of reach, or the lease. */
+	get unavailable(): string | undefined {
+		if (this.#membership.error !== undefined) return `the database is out of reach (${this.#membership.error})`;
+		if (!this.#membership.valid) return "this node's lease is not renewed";
+		return undefined;
+	}
+
+	/** The same, asked of the database now (readiness, new sessions): one `SELECT 1`, at most 2 s. */
+	async check(): Promise<string | undefined> {
+		const stale = this.unavailable;
+		let timer: NodeJS.Timeout | undefined;
+		const timeout = new Promise<never>((_, reject) => {
+			timer = setTimeout(() => reject(new Error("no answer in 2 s")), 2000);
+		});
+		try {
+			await Promise.race([this.#store.pool.query("SELECT 1"), timeout]);
+		} catch (error) {
+			return `the database is out of reach (${(error as Error).message})`;
+		} finally {
+			clearTimeout(timer);
+		}
+		// It answers now: a lease that lapsed meanwhile is renewed (or lost) before new work.
+		if (stale !== undefined && !(await this.#membership.renew())) return "this node's lease is not renewed";
+		return undefined;
+	}
+
+	/** Node `id` was not dead at this node's last renewal (a third of the TTL ago at most; a newer node is alive). */
+	isAlive(id: string): boolean {
+		return !this.#membership.nodes.some((n) => n.id === id && !n.alive);
+	}
+
+	/** The headers a forwarded request carries, so the owner does not forward it again. */
+	get forwardHeaders(): Record<string, string> {
+		return { [forwardedHeader]: `${this.node} ${this.#mac}` };
+	}
+
+	/** The request came from another node of this cluster (its MAC checks out). */
+	isForwarded(headers: Headers): boolean {
+		const value = headers.get(forwardedHeader);
+		if (!value) return false;
+		const [node, given] = value.split(" ");
+		if (!node || !given) return false;
+		const want = Buffer.from(mac(this.#store.clusterSecret, node));
+		const got = Buffer.from(given);
+		return want.length === got.length && timingSafeEqual(want, got);
+	}
+
+	/**
+	 * Where session `id` is served. Held here: local. Owned by a live node: forward. Owned by no
+	 * live node: claimed now (its conversation comes from the database) and local. Unknown: local
+	 * too, so the route answers 404 (or 410 for a buried one).
+	 */
+	locate(id: string): Promise<Route> {
+		let claim = this.#claims.get(id);
+		if (!claim) {
+			claim = this.#locate(id).finally(() => this.#claims.delete(id));
+			this.#claims.set(id, claim);
+		}
+		return claim;
+	}
+
+	async #locate(id: string): Promise<Route> {
+		if (!this.#membership.valid) await this.#membership.renew();
+		if (this.#registry.has(id)) return { kind: "local" };
+		this.#assertDatabase();
+		let claim: Claim;
+		try {
+			claim = await this.#store.claim(id);
+		} catch (error) {
+			throw unavailable(`session ${id} cannot be looked up: ${(error as Error).message}`);
+		}
+		if (claim.kind === "owned") return { kind: "forward", node: claim.node, url: claim.url };
+		if (claim.kind === "absent") {
+			if (claim.gone) {
+				const why = claim.gone.reason === "restart" ? "did not outlive its node" : "was stopped after idling";
+				throw new GatewayError(
+					410,
+					"session_gone",
+					`Session ${id} was ephemeral (persist:false) and ${why} (${claim.gone.at})`,
+				);
+			}
+			return { kind: "local" };
+		}
+		await this.#adopt(claim);
+		return { kind: "local" };
+	}
+
+	async #adopt(claim: Extract<Claim, { kind: "claimed" }>): Promise<void> {
+		const parsed = parseStoredRecord(claim.row);
+		if ("skip" in parsed) {
+			this.#logger.error({ sessionId: parsed.id, reason: parsed.skip }, "cluster: unreadable session skipped");
+			return;
+		}
+		const { record } = parsed;
+		if (!record.persist) {
+			// An ephemeral session cannot outlive the node that ran it.
+			this.#store.bury(record.id, "restart");
+			return;
+		}
+		if (claim.access) this.#access.preload(record.id, claim.access.owner, claim.access.grants);
+		const session = this.#registry.adoptStored(record, { clean: claim.clean });
+		const file = session.piState.sessionFile;
+		// The database's copy is the conversation: a file left here by an earlier visit may be behind it.
+		if (file && (await this.#store.restoreConversation(record.id, file))) session.piState.fileSeen = true;
+	}
+
+	/** After a forward found its node gone: waits until the session has another owner or none (≤ TTL). */
+	async waitForMove(id: string, from: string, signal: AbortSignal): Promise<boolean> {
+		const until = Date.now() + this.#config.leaseTtlMs + 2000;
+		while (Date.now() < until && !signal.aborted) {
+			const { rows } = await this.#store.pool
+				.query<{ owner: string | null; live: boolean | null }>(
+					"SELECT s.owner, n.lease_until > now() AS live FROM sessions s LEFT JOIN nodes n ON n.id = s.owner WHERE s.id = $1",
+					[id],
+				)
+				.catch(() => ({ rows: [] as { owner: string | null; live: boolean | null }[] }));
+			const row = rows[0];
+			if (row && (row.owner !== from || !row.live)) return true;
+			await new Promise((r) => setTimeout(r, 200));
+		}
+		return false;
+	}
+
+	/** Every session row with its owner and access: the cluster-wide list reads it. */
+	listRows(): Promise<ListedRow[]> {
+		return this.#store.listRows();
+	}
+
+	/**
+	 * GETs `path` on every other live node (forwarded: each answers with its own sessions only),
+	 * with the caller's credentials. A node that does not answer in time is left out and named.
+	 */
+	async fanOut<T>(path: string, authorization: string | null): Promise<{ results: T[]; missing: string[] }> {
+		const others = this.nodes.filter((n) => n.alive && n.id !== this.node);
+		const results: T[] = [];
+		const missing: string[] = [];
+		await Promise.all(
+			others.map(async (n) => {
+				try {
+					const res = await fetch(new URL(path, n.url), {
+						headers: { ...this.forwardHeaders, ...(authorization && { authorization }) },
+						signal: AbortSignal.timeout(5000),
+					});
+					if (!res.ok) throw new Error(`HTTP ${res.status}`);
+					results.push((await res.json()) as T);
+				} catch (error) {
+					this.#logger.warn({ peer: n.id, err: error }, "cluster: a node did not answer a fan-out");
+					missing.push(n.id);
+				}
+			}),
+		);
+		return { results, missing };
+	}
+
+	/** Notices from every node (approvals changed somewhere), for long-polls. */
+	onNotice(listener: (notice: ClusterNotice) => void): () => void {
+		this.#notices.on("notice", listener);
+		return () => this.#notices.off("notice", listener);
+	}
+
+	#assertDatabase(): void {
+		const why = this.unavailable;
+		if (why) throw unavailable(`This node cannot take new sessions now: ${why}; its running sessions go on`);
+	}
+
+	/** A pi process starts only while this node owns the session: checked in the database first. */
+	async #confirmOwner(id: string): Promise<void> {
+		if (!this.#membership.valid && !(await this.#membership.renew())) throw unavailable("this node's lease ran out");
+		const { rowCount } = await this.#store.pool
+			.query(
+				"SELECT 1 FROM sessions WHERE id = $1 AND owner = $2 AND EXISTS (SELECT 1 FROM nodes WHERE id = $2 AND lease_until > now())",
+				[id, this.node],
+			)
+			.catch((error: Error) => {
+				throw unavailable(`ownership of ${id} cannot be confirmed: ${error.message}`);
+			});
+		if (rowCount === 1) return;
+		this.#registry.evict(id, "another node owns it now");
+		throw new GatewayError(503, "node_lost", `Session ${id} moved to another node; retry the request`, {
+			retryAfter: 1,
+		});
+	}
+
+	#dropAll(): void {
+		for (const session of this.#registry.list()) this.#registry.evict(session.id, "this node's lease ran out");
+	}
+
+	#releaseStopped(): void {
+		for (const session of this.#registry.list()) {
+			const record = this.#registry.release(session.id);
+			if (record) this.#store.release(record);
+		}
+	}
+
+	/**
+	 * Stops the cluster's timers, notices and fence, once every session is stopped (the registry
+	 * calls it at shutdown); the store then gives the sessions and the node's row up as it closes.
+	 */
+	async close(): Promise<void> {
+		clearInterval(this.#timer);
+		this.#unsubscribe?.();
+		this.#membership.stop();
+		await this.#notices.close();
+		this.#fence.close();
+	}
+}
+
+export interface ClusterOptions {
+	config: Config;
+	store: PostgresStore;
+	registry: SessionRegistry;
+	access: SessionAccess;
+	logger: Logger;
+	/** Where the other nodes reach this one. */
+	url: string;
+}
+
+const mac = (secret: string, node: string) =>
+	createHmac("sha256", secret).update(`forward:${node}`).digest("base64url");
+
+const unavailable = (detail: string) => new GatewayError(503, "database_unavailable", detail, { retryAfter: 2 });

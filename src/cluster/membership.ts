@@ -1,0 +1,207 @@
+import type pg from "pg";
+import type { Logger } from "pino";
+
+export interface NodeIdentity {
+	/** Unique per database: the node's name. */
+	id: string;
+	/** Where the other nodes reach it. */
+	url: string;
+	leaseTtlMs: number;
+}
+
+export interface NodeRow {
+	id: string;
+	url: string;
+	startedAt: string;
+	heartbeatAt: string;
+	alive: boolean;
+	sessions: number;
+}
+
+export interface MembershipEvents {
+	/** The lease holds until `deadline` (process.hrtime.bigint() clock), below what the database holds. */
+	renewed(deadline: bigint): void;
+	/** The lease ran out before it was renewed: every session of this node must go, now. */
+	lost(): void;
+}
+
+/** Share of the TTL the node trusts its lease for: the rest is the margin for stopping pi in time. */
+const trustedShare = 0.7;
+const ms = 1_000_000n;
+
+/**
+ * This node's row in `nodes` and its lease. The lease is renewed every third of the TTL; a renewal
+ * counts only while the lease still holds (`lease_until > now()` in the database's clock), so a
+ * node that was paused past its TTL learns it lost everything instead of quietly taking it back.
+ * Locally the lease is trusted for 70 % of the TTL from the moment the renewal was sent: the
+ * database's lease (from its own now(), which is later) always outlives the local one.
+ */
+export class Membership {
+	readonly #pool: pg.Pool;
+	readonly #node: NodeIdentity;
+	readonly #logger: Logger;
+	readonly #events: MembershipEvents;
+	#validUntil = 0n;
+	#timer: NodeJS.Timeout | undefined;
+	#renewing: Promise<boolean> | undefined;
+	#nodes: NodeRow[] = [];
+	#error: string | undefined;
+	#stopped = false;
+
+	constructor(pool: pg.Pool, node: NodeIdentity, logger: Logger, events: MembershipEvents) {
+		this.#pool = pool;
+		this.#node = node;
+		this.#logger = logger;
+		this.#events = events;
+	}
+
+	/** Joins (or joins again after a lost lease): sessions this node still names are given up first. */
+	async join(): Promise<void> {
+		const sent = process.hrtime.bigint();
+		const client = await this.#pool.connect();
+		try {
+			await client.query("BEGIN");
+			await client.query("UPDATE sessions SET owner = NULL WHERE owner = $1", [this.#node.id]);
+			await client.query(
+				`INSERT INTO nodes (id, name, url, started_at, heartbeat_at, lease_until)
+				 VALUES ($1, $1, $2, now(), now(), now() + make_interval(secs => $3))
+				 ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, started_at = now(), heartbeat_at = now(), lease_until = EXCLUDED.lease_until`,
+				[this.#node.id, this.#node.url, this.#node.leaseTtlMs / 1000],
+			);
+			await client.query("COMMIT");
+		} catch (error) {
+			await client.query("ROLLBACK").catch(() => {});
+			throw error;
+		} finally {
+			client.release();
+		}
+		this.#trust(sent);
+		await this.#readNodes();
+	}
+
+	start(): void {
+		this.#timer = setInterval(
+			() => {
+				// Also when a renewal hangs (a database that stopped answering): the deadline is local.
+				if (this.#validUntil > 0n && !this.valid) this.#lose("the lease ran out before it was renewed");
+				void this.renew();
+			},
+			Math.max(100, this.#node.leaseTtlMs / 3),
+		);
+		this.#timer.unref();
+	}
+
+	/** The lease holds now, by this node's clock (it renews ahead of time). */
+	get valid(): boolean {
+		return process.hrtime.bigint() < this.#validUntil;
+	}
+
+	/** The database answered the last renewal (else why not). */
+	get error(): string | undefined {
+		return this.#error;
+	}
+
+	/** The nodes as of the last renewal: live ones and those dead for less than a minute. */
+	get nodes(): readonly NodeRow[] {
+		return this.#nodes;
+	}
+
+	/** Renews now (concurrent callers share one renewal); true when the lease holds. */
+	renew(): Promise<boolean> {
+		this.#renewing ??= this.#renew().finally(() => {
+			this.#renewing = undefined;
+		});
+		return this.#renewing;
+	}
+
+	async #renew(): Promise<boolean> {
+		if (this.#stopped) return false;
+		// Past the local deadline the fence has stopped this node's pi processes: whatever the
+		// database says, their sessions are gone from here.
+		if (this.#validUntil > 0n && !this.valid) this.#lose("the lease ran out before it was renewed");
+		if (this.#validUntil === 0n) return await this.#rejoin();
+		const sent = process.hrtime.bigint();
+		let held: boolean;
+		try {
+			const { rowCount } = await this.#pool.query(
+				`UPDATE nodes SET heartbeat_at = now(), lease_until = now() + make_interval(secs => $2)
+				 WHERE id = $1 AND lease_until > now()`,
+				[this.#node.id, this.#node.leaseTtlMs / 1000],
+			);
+			held = rowCount === 1;
+			this.#answered();
+		} catch (error) {
+			this.#failed(error as Error);
+			return this.valid;
+		}
+		if (!held) {
+			this.#lose("the database says the lease ran out");
+			return await this.#rejoin();
+		}
+		this.#trust(sent);
+		await this.#readNodes().catch(() => {});
+		return true;
+	}
+
+	async #rejoin(): Promise<boolean> {
+		try {
+			await this.join();
+			this.#answered();
+			this.#logger.warn("cluster: joined again, with no sessions");
+			return true;
+		} catch (error) {
+			this.#failed(error as Error);
+			return false;
+		}
+	}
+
+	#answered(): void {
+		if (this.#error !== undefined) this.#logger.info("cluster: the database answers again");
+		this.#error = undefined;
+	}
+
+	#failed(error: Error): void {
+		if (this.#error === undefined) this.#logger.error({ err: error }, "cluster: cannot reach the database");
+		this.#error = error.message;
+	}
+
+	#lose(why: string): void {
+		if (this.#validUntil === 0n) return;
+		this.#validUntil = 0n;
+		this.#logger.error({ why }, "cluster: lease lost; every session of this node is dropped");
+		this.#events.lost();
+	}
+
+	#trust(sent: bigint): void {
+		this.#validUntil = sent + BigInt(Math.floor(this.#node.leaseTtlMs * trustedShare)) * ms;
+		this.#events.renewed(this.#validUntil);
+	}
+
+	async #readNodes(): Promise<void> {
+		const { rows } = await this.#pool.query<{
+			id: string;
+			url: string;
+			started_at: Date;
+			heartbeat_at: Date;
+			alive: boolean;
+			sessions: string;
+		}>(
+			`SELECT n.id, n.url, n.started_at, n.heartbeat_at, n.lease_until > now() AS alive,
+			        (SELECT count(*) FROM sessions s WHERE s.owner = n.id) AS sessions
+			 FROM nodes n WHERE n.lease_until > now() - interval '1 minute' ORDER BY n.id`,
+		);
+		this.#nodes = rows.map((r) => ({
+			id: r.id,
+			url: r.url,
+			startedAt: r.started_at.toISOString(),
+			heartbeatAt: r.heartbeat_at.toISOString(),
+			alive: r.alive,
+			sessions: Number(r.sessions),
+		}));
+	}
+
+	stop(): void {
+		this.#stopped = true;
+		clearInterval(this.#timer);
+	}
+}

@@ -1,0 +1,99 @@
+import type { MiddlewareHandler } from "hono";
+import type { Cluster } from "../cluster/cluster.ts";
+import { forward } from "../cluster/forward.ts";
+import type { SessionRegistry } from "../sessions/registry.ts";
+import type { AppEnv } from "./openapi.ts";
+import { sessionPath } from "./ownership.ts";
+import { ApiError } from "./problem.ts";
+
+/** Forwarding rounds per request: the owner may move once or twice (a failover, a release) while it waits. */
+const maxRounds = 3;
+
+/**
+ * Cluster mode: a request for `/v1/sessions/{id}/…` goes where the session lives. Held here, or
+ * owned by no live node (then claimed here): it goes on through this node's middleware. Owned
+ * by another live node: forwarded there as it is (credentials included: the owner authenticates,
+ * authorizes and audits it, as it would a request sent to it directly), and its answer streams
+ * back. When the owner cannot be reached, nothing reached pi, so the request waits for the
+ * session to move (the owner's lease runs out, or it gave the session up while stopping) and is
+ * served where it went; only past that a 503 with Retry-After says to try again.
+ * Runs before authentication: the owner does that, with the state it holds (tickets, keys).
+ */
+export function clusterRouting(
+	current: () => Cluster | undefined,
+	registry: SessionRegistry,
+	maxBodyBytes: number,
+): MiddlewareHandler<AppEnv> {
+	return async function clusterRoutingMiddleware(c, next) {
+		const match = sessionPath.exec(c.req.path);
+		if (!match?.[1]) return next();
+		const cluster = current();
+		if (!cluster)
+			throw new ApiError(503, "database_unavailable", "This node is joining its cluster", { retryAfter: 1 } as object);
+		const id = decodeURIComponent(match[1]);
+		const forwarded = cluster.isForwarded(c.req.raw.headers);
+		// A stopping node sends forwarded requests back: the sender waits for the session to move.
+		if (forwarded && registry.closing) throw new ApiError(421, "not_owner", "This node is shutting down");
+		let body: Uint8Array | undefined;
+		for (let round = 1; ; round++) {
+			const route = await cluster.locate(id);
+			if (route.kind === "local") {
+				// The body was read to forward it: the local handlers read it again from here.
+				if (body) c.req.raw = rebuilt(c.req.raw, body);
+				return next();
+			}
+			// A forwarded request is never forwarded again: the sender looks the owner up anew.
+			if (forwarded) throw new ApiError(421, "not_owner", `Session ${id} is served by node ${route.node} now`);
+			body ??= await readBody(c.req.raw, maxBodyBytes);
+			const answer = await forward(route.url, c.req.raw, body, cluster.forwardHeaders, watch(cluster, route.node));
+			if (answer instanceof Response && answer.status !== 421) return answer;
+			if (answer instanceof Response) await answer.body?.cancel();
+			// Sent elsewhere only when the owner never saw it (refused, or sent back with 421), or it reads only.
+			const safe = answer instanceof Response || answer.refused || c.req.method === "GET" || c.req.method === "HEAD";
+			const moved = safe && round < maxRounds && (await cluster.waitForMove(id, route.node, c.req.raw.signal));
+			if (!moved) {
+				const why = answer instanceof Response ? "it gave the session up" : answer.unreachable;
+				throw new ApiError(
+					503,
+					"owner_unreachable",
+					`Node ${route.node}, which runs session ${id}, cannot be reached (${why}); the session moves to another node when its lease runs out`,
+					{ retryAfter: 2 } as object,
+				);
+			}
+		}
+	};
+}
+
+/**
+ * Cuts a forwarded exchange when the owner's lease runs out (a paused or cut-off node accepts TCP
+ * and never answers): the client gets a 503, or its stream ends and EventSource reconnects.
+ */
+function watch(cluster: Cluster, node: string): { signal: AbortSignal; closed(): void } {
+	const controller = new AbortController();
+	const timer = setInterval(() => {
+		if (!cluster.isAlive(node)) controller.abort();
+	}, 1000);
+	timer.unref();
+	return { signal: controller.signal, closed: () => clearInterval(timer) };
+}
+
+/** The request body, once, bounded (GET and friends have none). */
+async function readBody(request: Request, maxBytes: number): Promise<Uint8Array | undefined> {
+	if (request.method === "GET" || request.method === "HEAD" || !request.body) return undefined;
+	const declared = Number(request.headers.get("content-length") ?? 0);
+	const tooLarge = () => new ApiError(413, "body_too_large", `Request bodies are limited to ${maxBytes} bytes`);
+	if (declared > maxBytes) throw tooLarge();
+	const bytes = new Uint8Array(await request.arrayBuffer());
+	if (bytes.byteLength > maxBytes) throw tooLarge();
+	return bytes;
+}
+
+function rebuilt(request: Request, body: Uint8Array): Request {
+	return new Request(request.url, {
+		method: request.method,
+		headers: request.headers,
+		body,
+		signal: request.signal,
+		duplex: "half",
+	} as RequestInit);
+}

@@ -1,0 +1,79 @@
+import type pg from "pg";
+
+/**
+ * Versioned migrations, applied by the gateway itself in order. Each runs once, recorded in
+ * pi_gateway_migrations; append new ones, never edit a released one. The record column is text,
+ * not jsonb, so a row reads back byte for byte what was written (and an unreadable one is
+ * reported like in SQLite instead of being refused by the server).
+ */
+export const migrations: { version: number; name: string; sql: string }[] = [
+	{
+		version: 1,
+		name: "sessions, tombstones, meta",
+		sql: `
+CREATE TABLE sessions (id text PRIMARY KEY, record text NOT NULL, updated_at timestamptz NOT NULL DEFAULT now());
+CREATE TABLE gone (id text PRIMARY KEY, reason text NOT NULL, at timestamptz NOT NULL);
+CREATE INDEX gone_at ON gone (at);
+CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL);`,
+	},
+	{
+		version: 2,
+		name: "conversations: pi's session files",
+		sql: "CREATE TABLE conversations (id text PRIMARY KEY, file text NOT NULL, content bytea NOT NULL, updated_at timestamptz NOT NULL DEFAULT now());",
+	},
+	{
+		version: 3,
+		name: "cluster: nodes and their leases, session owners, access",
+		sql: `
+CREATE TABLE nodes (id text PRIMARY KEY, name text NOT NULL, url text NOT NULL, started_at timestamptz NOT NULL DEFAULT now(), heartbeat_at timestamptz NOT NULL DEFAULT now(), lease_until timestamptz NOT NULL);
+ALTER TABLE sessions ADD COLUMN owner text;
+ALTER TABLE sessions ADD COLUMN epoch bigint NOT NULL DEFAULT 0;
+CREATE INDEX sessions_owner ON sessions (owner);
+CREATE TABLE session_access (session_id text PRIMARY KEY, owner text NOT NULL, grants text NOT NULL);`,
+	},
+];
+
+/** An arbitrary constant: the advisory lock every node takes while it migrates. */
+const migrationLock = 0x70_69_67_77; // "pigw"
+
+/**
+ * Applies the missing migrations in one transaction under an advisory lock, so nodes that start
+ * at once migrate one after the other: the first does the work, the others find it done.
+ */
+export async function migrate(pool: pg.Pool): Promise<number[]> {
+	const client = await pool.connect();
+	try {
+		await client.query("BEGIN");
+		await client.query("SELECT pg_advisory_xact_lock($1)", [migrationLock]);
+		await client.query(
+			"CREATE TABLE IF NOT EXISTS pi_gateway_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
+		);
+		const { rows } = await client.query<{ version: number }>("SELECT version FROM pi_gateway_migrations");
+		const done = new Set(rows.map((r) => r.version));
+		const applied: number[] = [];
+		for (const m of migrations) {
+			if (done.has(m.version)) continue;
+			await client.query(m.sql);
+			await client.query("INSERT INTO pi_gateway_migrations (version, name) VALUES ($1, $2)", [m.version, m.name]);
+			applied.push(m.version);
+		}
+		await client.query("COMMIT");
+		return applied;
+	} catch (error) {
+		await client.query("ROLLBACK").catch(() => {});
+		throw error;
+	} finally {
+		client.release();
+	}
+}
+
+/** The URL without its password, for messages and logs. */
+export function redact(url: string): string {
+	try {
+		const u = new URL(url);
+		if (u.password) u.password = "***";
+		return u.toString();
+	} catch {
+		return "(an unparsable URL)";
+	}
+}

@@ -1,0 +1,123 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { assertConforms } from "./openapi-validate.ts";
+
+const main = resolve(import.meta.dirname, "../../src/main.ts");
+
+/** One gateway node as its own process (as operators run it), so a test can SIGKILL, SIGSTOP or SIGTERM it. */
+export interface ClusterNode {
+	name: string;
+	url: string;
+	pid: number;
+	dataDir: string;
+	/** Every log line it printed (pino JSON), parsed. */
+	logs: Record<string, unknown>[];
+	/** JSON in and out, with the cluster's token; every answer is checked against openapi.yaml. */
+	api<T = any>(
+		path: string,
+		init?: RequestInit & { json?: unknown },
+	): Promise<{ status: number; body: T; res: Response }>;
+	fetch(path: string, init?: RequestInit): Promise<Response>;
+	/** Resolves when the process has exited. */
+	exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+	signal(signal: NodeJS.Signals): void;
+	/** SIGTERM, and waits for the exit. */
+	stop(): Promise<void>;
+}
+
+export interface NodeOptions {
+	name: string;
+	databaseUrl: string;
+	/** Each node gets <root>/<name>/{data,agent}; the workspace is <root>/workspace (the same code, as on any node). */
+	root: string;
+	token: string;
+	leaseTtlMs: number;
+	extra?: string[];
+}
+
+export async function startNode(options: NodeOptions): Promise<ClusterNode> {
+	const home = join(options.root, options.name);
+	const dataDir = join(home, "data");
+	mkdirSync(join(home, "agent"), { recursive: true });
+	mkdirSync(join(options.root, "workspace"), { recursive: true });
+	const child: ChildProcess = spawn(
+		process.execPath,
+		[
+			main,
+			"--host=127.0.0.1",
+			"--port=0",
+			`--database-url=${options.databaseUrl}`,
+			`--data-dir=${dataDir}`,
+			`--workspace-root=${join(options.root, "workspace")}`,
+			`--pi-agent-dir=${join(home, "agent")}`,
+			`--node-name=${options.name}`,
+			`--lease-ttl-ms=${options.leaseTtlMs}`,
+			"--log-level=info",
+			...(options.extra ?? []),
+		],
+		{ env: { ...process.env, PI_GATEWAY_TOKEN: options.token }, stdio: ["ignore", "pipe", "pipe"] },
+	);
+	const logs: Record<string, unknown>[] = [];
+	let stderr = "";
+	child.stderr?.setEncoding("utf8").on("data", (text: string) => {
+		stderr += text;
+	});
+	const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+		child.once("exit", (code, signal) => done({ code, signal })),
+	);
+	const url = await new Promise<string>((done, fail) => {
+		createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
+			try {
+				const entry = JSON.parse(line) as Record<string, unknown>;
+				logs.push(entry);
+				if (entry.msg === "pi-gateway listening") done(entry.url as string);
+			} catch {}
+		});
+		void exited.then(({ code, signal }) =>
+			fail(new Error(`node ${options.name} exited (${code ?? signal}) before listening: ${stderr}`)),
+		);
+	});
+	const withAuth = (init: RequestInit["headers"]) => {
+		const headers = new Headers(init);
+		if (!headers.has("authorization")) headers.set("authorization", `Bearer ${options.token}`);
+		return headers;
+	};
+	const node: ClusterNode = {
+		name: options.name,
+		url,
+		pid: child.pid as number,
+		dataDir,
+		logs,
+		exited,
+		fetch: (path, init = {}) => fetch(url + path, { ...init, headers: withAuth(init.headers) }),
+		async api(path, init = {}) {
+			const headers = withAuth(init.headers);
+			let body = init.body;
+			if (init.json !== undefined) {
+				headers.set("content-type", "application/json");
+				body = JSON.stringify(init.json);
+			}
+			const res = await fetch(url + path, { ...init, headers, body });
+			const text = await res.text();
+			let parsed: unknown = text;
+			try {
+				parsed = text ? JSON.parse(text) : undefined;
+			} catch {}
+			assertConforms(init.method ?? "GET", path, res.status, res.headers.get("content-type"), parsed);
+			return { status: res.status, body: parsed as never, res };
+		},
+		signal: (signal) => {
+			try {
+				process.kill(child.pid as number, signal);
+			} catch {}
+		},
+		async stop() {
+			node.signal("SIGCONT");
+			node.signal("SIGTERM");
+			await exited;
+		},
+	};
+	return node;
+}
