@@ -10,7 +10,7 @@ import type { Config } from "./config.ts";
 import { GatewayError } from "./errors.ts";
 import { AuditLog, audit } from "./http/audit.ts";
 import { BodyRoutes, bodyGuard } from "./http/body-guard.ts";
-import { clusterRouting } from "./http/cluster-routing.ts";
+import { clusterRouting, declareClusterRetries } from "./http/cluster-routing.ts";
 import type { Deps } from "./http/deps.ts";
 import { declareIdempotency, IdempotentRoutes, idempotency } from "./http/idempotency.ts";
 import type { IdempotencyStore } from "./http/idempotency-store.ts";
@@ -82,6 +82,7 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
 	declareIdempotency(document as never);
 	declareScopes(document as never);
 	declareRateLimits(document as never);
+	declareClusterRetries(document as never);
 	return document;
 }
 

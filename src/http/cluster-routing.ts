@@ -97,3 +97,36 @@ function rebuilt(request: Request, body: Uint8Array): Request {
 		duplex: "half",
 	} as RequestInit);
 }
+
+type Operation = { responses?: Record<string, { description?: string; headers?: Record<string, unknown> }> };
+const methods = new Set(["get", "put", "post", "delete", "patch"]);
+
+/**
+ * In the spec: every operation on one session, and creating one, may answer 503 in cluster mode
+ * (the database is out of reach, the node running the session cannot be reached, the node is
+ * stopping); each says when to retry. These are the statuses a client retries (README).
+ */
+export function declareClusterRetries(document: { paths?: Record<string, Record<string, unknown>> }): void {
+	for (const [path, item] of Object.entries(document.paths ?? {})) {
+		if (!path.startsWith("/v1/sessions")) continue;
+		for (const [method, operation] of Object.entries(item)) {
+			if (!methods.has(method) || (path === "/v1/sessions" && method === "get")) continue;
+			const op = operation as Operation;
+			op.responses ??= {};
+			op.responses["503"] ??= {
+				description: "",
+				content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } },
+			} as never;
+			const unavailable = op.responses["503"];
+			unavailable.description =
+				"Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering";
+			unavailable.headers = {
+				...unavailable.headers,
+				"Retry-After": {
+					description: "Seconds to wait before retrying (cluster-mode 503s)",
+					schema: { type: "integer", minimum: 0 },
+				},
+			};
+		}
+	}
+}

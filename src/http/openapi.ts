@@ -28,7 +28,7 @@ const problemDescriptions: Record<number, string> = {
 	403: "The credential lacks this operation's scope, or a path lies outside the allowed roots",
 	404: "No such session or approval",
 	409: "Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume",
-	410: "Gone: the approval expired or was cancelled, or the ephemeral session did not survive a restart or idle reaping",
+	410: "Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping",
 	413: "Request body or an image in it too large",
 	415: "The body is not sent as application/json",
 	422: "pi refused the command (its message is in `detail`)",

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -6,7 +6,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type ClusterNode, startNode } from "../helpers/cluster.ts";
 import { alive, until } from "../helpers/gateway.ts";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
-import { collect, readFrames } from "../helpers/sse.ts";
+import { collect } from "../helpers/sse.ts";
+import { startProxy } from "../helpers/tcp-proxy.ts";
 
 // Cluster mode with real pi (demo model): three gateway processes on one embedded PostgreSQL,
 // each with its own data dir (no shared filesystem), reached directly as a load balancer would.
@@ -101,3 +102,236 @@ describe("cluster mode: any node serves any request", () => {
 		);
 	});
 });
+
+describe("cluster mode: approvals", () => {
+	it("a long-poll of the inbox on C wakes for a dialog on A; C's answer reaches A's pi", async () => {
+		const {
+			nodes: [a, b, c],
+		} = await cluster(["a", "b", "c"]);
+		const id = await create(a as ClusterNode, { extensions: ["permission-gate"] });
+		let woke = false;
+		const poll = (c as ClusterNode).api("/v1/approvals?status=pending&wait=60").then((r) => {
+			woke = true;
+			return r;
+		});
+		// The poll is held (nothing pending anywhere) until the dialog opens.
+		await new Promise((r) => setTimeout(r, 300));
+		expect(woke).toBe(false);
+		// Waits for the run, through B, while the dialog is answered through C.
+		const run = prompt(b as ClusterNode, id, "bash: rm -rf ./scratch");
+		const inbox = (await poll).body;
+		expect(inbox.approvals).toHaveLength(1);
+		const approval = inbox.approvals[0];
+		expect(approval).toMatchObject({ sessionId: id, method: "select", options: ["Allow", "Block"], status: "pending" });
+		const answered = await (c as ClusterNode).api(`/v1/sessions/${id}/approvals/${approval.id}`, {
+			method: "POST",
+			json: { value: "Block" },
+		});
+		expect(answered.status).toBe(200);
+		expect(answered.body.status).toBe("answered");
+		const done = await run;
+		expect(done.status).toBe(200);
+		expect(done.body.text).toContain("Blocked");
+		expect((await (b as ClusterNode).api("/v1/approvals?status=pending")).body.approvals).toEqual([]);
+	});
+});
+
+describe("cluster mode: a node goes away", () => {
+	it("rolling restart: SIGTERM on the owner under load; its sessions resume elsewhere, no conversation lost, only retryable 503s", async () => {
+		const {
+			nodes: [a, b, c],
+		} = await cluster(["a", "b", "c"]);
+		const ids = [await create(a as ClusterNode), await create(a as ClusterNode)];
+		for (const id of ids) expect((await prompt(b as ClusterNode, id, `echo: ${id} 0`)).status).toBe(200);
+		const last = (await (c as ClusterNode).api(`/v1/sessions/${ids[0]}`)).body.lastEventId as number;
+		// A client following the first session's events through C while A stops.
+		const follow = (c as ClusterNode).fetch(`/v1/sessions/${ids[0]}/events`, {
+			headers: { "last-event-id": String(last) },
+		});
+		const statuses: number[] = [];
+		const sent = new Map<string, string[]>(ids.map((id) => [id, [`${id} 0`]]));
+		const load = async (id: string, through: ClusterNode) => {
+			for (let i = 1; i <= 4; i++) {
+				for (;;) {
+					const res = await prompt(through, id, `echo: ${id} ${i}`);
+					statuses.push(res.status);
+					if (res.status === 200) break;
+					// Only what a retry fixes, and it says when.
+					expect(res.status).toBe(503);
+					expect(Number(res.res.headers.get("retry-after"))).toBeGreaterThan(0);
+					await new Promise((r) => setTimeout(r, 200));
+				}
+				sent.get(id)?.push(`${id} ${i}`);
+			}
+		};
+		const loads = [load(ids[0] as string, b as ClusterNode), load(ids[1] as string, c as ClusterNode)];
+		await until(() => statuses.length >= 2);
+		await (a as ClusterNode).stop();
+		await Promise.all(loads);
+		for (const id of ids) {
+			const messages = (await (b as ClusterNode).api(`/v1/sessions/${id}/messages`)).body.messages as {
+				role: string;
+				content: unknown;
+			}[];
+			const users = messages.filter((m) => m.role === "user").map((m) => JSON.stringify(m.content));
+			expect(users.map((u) => /echo: (\S+ \d)/.exec(u)?.[1])).toEqual(sent.get(id));
+		}
+		expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
+		// The follower's stream ended with the hibernation; from its last id the stream goes on with no gap.
+		const before = await collect(await follow);
+		const seen = before.filter((f) => f.id).at(-1)?.id as string;
+		expect(before.at(-1)?.event).toBe("session_exit");
+		const after = await collect(
+			await (c as ClusterNode).fetch(`/v1/sessions/${ids[0]}/events`, { headers: { "last-event-id": seen } }),
+			(f) => f.id !== undefined,
+		);
+		expect(after.map((f) => f.event)).toEqual(["stream_open", "session_status"]);
+		expect(Number(after.at(-1)?.id)).toBe(Number(seen) + 1);
+	});
+});
+
+describe("cluster mode: failures", () => {
+	it("SIGKILL of the owner: its sessions resume elsewhere with the conversation, its dialogs answer 410, a stream reconnect gets a gap frame", async () => {
+		const {
+			nodes: [a, b, c],
+		} = await cluster(["a", "b", "c"]);
+		const kept = await create(a as ClusterNode);
+		expect((await prompt(b as ClusterNode, kept, "echo: before the crash")).body.text).toBe("before the crash");
+		const gated = await create(a as ClusterNode, { extensions: ["permission-gate"] });
+		void (b as ClusterNode).api(`/v1/sessions/${gated}/prompt`, {
+			method: "POST",
+			json: { message: "bash: rm -rf ./x" },
+		});
+		const pending = await until(
+			async () => (await (c as ClusterNode).api("/v1/approvals?status=pending")).body.approvals[0],
+		);
+		const last = (await (b as ClusterNode).api(`/v1/sessions/${kept}`)).body.lastEventId as number;
+		const pids = await Promise.all(
+			[kept, gated].map(async (id) => (await (a as ClusterNode).api(`/v1/sessions/${id}`)).body.pid as number),
+		);
+		// Written at once when the dialog opened: the next owner knows which dialogs died.
+		await until(async () => {
+			const stored = await rows(databaseUrlOf(a as ClusterNode), "SELECT record FROM sessions WHERE id = $1", [gated]);
+			return JSON.parse(stored[0]?.record ?? "{}").pendingApprovals?.includes(pending.id);
+		});
+
+		const killedAt = Date.now();
+		(a as ClusterNode).signal("SIGKILL");
+		await (a as ClusterNode).exited;
+		// Its pi processes go with it (the fence kills them when the gateway's pipe closes).
+		await until(() => pids.every((pid) => !alive(pid)));
+		// Within the lease TTL the sessions show stopped, owned by no live node, on every other node.
+		await until(async () => {
+			const listed = (await (c as ClusterNode).api("/v1/sessions")).body.sessions as { id: string; status: string }[];
+			return listed.length === 2 && listed.every((s) => s.status === "stopped");
+		}, leaseTtlMs + 5000);
+
+		const gone = await (c as ClusterNode).api(`/v1/sessions/${gated}/approvals/${pending.id}`);
+		expect(gone.status).toBe(410);
+		expect(gone.body.code).toBe("approval_gone");
+		// Sent to B, forwarded to A (refused: nothing reached it), held until A's lease runs out, served on B.
+		const after = await prompt(b as ClusterNode, kept, "echo: after the crash");
+		expect(after.status).toBe(200);
+		console.log(
+			`failover: a prompt through B answered ${Date.now() - killedAt} ms after SIGKILL of A (lease TTL ${leaseTtlMs} ms)`,
+		);
+		const messages = (await (c as ClusterNode).api(`/v1/sessions/${kept}/messages`)).body.messages as {
+			role: string;
+			content: unknown;
+		}[];
+		expect(messages.filter((m) => m.role === "user").map((m) => JSON.stringify(m.content))).toEqual([
+			expect.stringContaining("before the crash"),
+			expect.stringContaining("after the crash"),
+		]);
+		// A's log died with it: a client that saw up to `last` is told exactly which numbers are gone.
+		const frames = await collect(
+			await (c as ClusterNode).fetch(`/v1/sessions/${kept}/events`, { headers: { "last-event-id": String(last) } }),
+			(f) => f.event === "gap",
+		);
+		const gap = frames.at(-1)?.json;
+		expect(frames.map((f) => f.event)).toEqual(["stream_open", "gap"]);
+		expect(gap.after).toBe(last);
+		expect(gap.firstAvailable).toBeGreaterThan(last + 1);
+		expect(gap.lost).toBe(gap.firstAvailable - last - 1);
+		nodes.splice(nodes.indexOf(a as ClusterNode), 1);
+	});
+
+	it("split brain cannot happen: a paused owner's pi is killed before its lease runs out; the node that resumes the session is the only writer", async () => {
+		const {
+			databaseUrl,
+			nodes: [a, b],
+		} = await cluster(["a", "b"]);
+		const id = await create(a as ClusterNode);
+		expect((await prompt(a as ClusterNode, id, "echo: one")).status).toBe(200);
+		const pid = (await (a as ClusterNode).api(`/v1/sessions/${id}`)).body.pid as number;
+		(a as ClusterNode).signal("SIGSTOP");
+		// The fence kills A's pi while A's lease still holds in the database: nobody may have taken the session yet.
+		await until(() => !running(pid), leaseTtlMs * 2);
+		const [{ holds }] = await rows(databaseUrl, "SELECT lease_until > now() AS holds FROM nodes WHERE id = 'a'");
+		expect(holds).toBe(true);
+		await until(
+			async () => (await rows(databaseUrl, "SELECT 1 FROM nodes WHERE id = 'a' AND lease_until < now()")).length === 1,
+			leaseTtlMs * 2,
+		);
+		const two = await prompt(b as ClusterNode, id, "echo: two");
+		expect(two.status).toBe(200);
+		const onB = (await (b as ClusterNode).api(`/v1/sessions/${id}`)).body;
+		expect(onB.pid).not.toBe(pid);
+
+		(a as ClusterNode).signal("SIGCONT");
+		// A wakes up, learns it lost its lease, drops everything, and joins again with nothing.
+		await until(() => (a as ClusterNode).logs.some((l) => l.msg === "cluster: joined again, with no sessions"));
+		expect((await (a as ClusterNode).api("/v1/info")).body.sessions).toBe(0);
+		// Through A, the session is B's: its pi, its conversation (A wrote nothing after its pause).
+		expect((await (a as ClusterNode).api(`/v1/sessions/${id}`)).body.pid).toBe(onB.pid);
+		const three = await prompt(a as ClusterNode, id, "echo: three");
+		expect(three.status).toBe(200);
+		const messages = (await (a as ClusterNode).api(`/v1/sessions/${id}/messages`)).body.messages as {
+			role: string;
+			content: unknown;
+		}[];
+		expect(
+			messages.filter((m) => m.role === "user").map((m) => /echo: (\w+)/.exec(JSON.stringify(m.content))?.[1]),
+		).toEqual(["one", "two", "three"]);
+		const [{ owner }] = await rows(databaseUrl, "SELECT owner FROM sessions WHERE id = $1", [id]);
+		expect(owner).toBe("b");
+	});
+
+	it("a node that loses the database keeps its running sessions, refuses new ones with 503 and Retry-After, and recovers", async () => {
+		root = mkdtempSync(join(tmpdir(), "pi-gateway-cluster-"));
+		const direct = new URL(await server.freshDatabase());
+		const proxy = await startProxy(Number(direct.port));
+		try {
+			const viaProxy = new URL(direct);
+			viaProxy.port = String(proxy.port);
+			const a = await startNode({ name: "a", databaseUrl: viaProxy.toString(), root, token, leaseTtlMs: 30_000 });
+			nodes.push(a);
+			const id = await create(a);
+			await proxy.pause();
+			const refused = await a.api("/v1/sessions", { method: "POST", json: {} });
+			expect(refused.status).toBe(503);
+			expect(refused.body.code).toBe("database_unavailable");
+			expect(Number(refused.res.headers.get("retry-after"))).toBeGreaterThan(0);
+			expect((await a.api("/readyz")).status).toBe(503);
+			const run = await prompt(a, id, "echo: still here");
+			expect(run.status).toBe(200);
+			expect(run.body.text).toBe("still here");
+			await proxy.resume();
+			await until(async () => (await a.api("/readyz")).status === 200);
+			expect((await a.api("/v1/sessions", { method: "POST", json: {} })).status).toBe(201);
+		} finally {
+			await proxy.close();
+		}
+	});
+});
+
+const databaseUrlOf = (node: ClusterNode) => node.databaseUrl;
+
+/** The process runs (a killed child of a paused parent stays a zombie until the parent reaps it). */
+function running(pid: number): boolean {
+	try {
+		return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+	} catch {
+		return false;
+	}
+}

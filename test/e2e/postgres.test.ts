@@ -67,8 +67,11 @@ describe("a gateway on PostgreSQL (--database-url)", () => {
 		expect(await rows(databaseUrl, "SELECT version FROM pi_gateway_migrations ORDER BY version")).toEqual([
 			{ version: 1 },
 			{ version: 2 },
+			{ version: 3 },
 		]);
-		expect(await rows(databaseUrl, "SELECT value FROM meta WHERE key = 'clean'")).toEqual([{ value: "1" }]);
+		// The node gave its sessions up and left the cluster as it stopped.
+		expect(await rows(databaseUrl, "SELECT owner FROM sessions")).toEqual([{ owner: null }]);
+		expect(await rows(databaseUrl, "SELECT id FROM nodes")).toEqual([]);
 		const local = await gateway();
 		expect((await local.api("/v1/sessions")).body.sessions).toEqual([]);
 		await stop(local);

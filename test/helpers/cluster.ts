@@ -12,6 +12,7 @@ export interface ClusterNode {
 	url: string;
 	pid: number;
 	dataDir: string;
+	databaseUrl: string;
 	/** Every log line it printed (pino JSON), parsed. */
 	logs: Record<string, unknown>[];
 	/** JSON in and out, with the cluster's token; every answer is checked against openapi.yaml. */
@@ -89,6 +90,7 @@ export async function startNode(options: NodeOptions): Promise<ClusterNode> {
 		url,
 		pid: child.pid as number,
 		dataDir,
+		databaseUrl: options.databaseUrl,
 		logs,
 		exited,
 		fetch: (path, init = {}) => fetch(url + path, { ...init, headers: withAuth(init.headers) }),

@@ -72,7 +72,7 @@ export const getApproval = createRoute({
 	tags: ["approvals"],
 	summary: "One approval",
 	request: { params: ApprovalParams },
-	responses: { 200: json(Approval, "The approval"), ...problems(401, 404) },
+	responses: { 200: json(Approval, "The approval"), ...problems(401, 404, 410) },
 });
 
 export const answerApproval = createRoute({
