@@ -85,6 +85,11 @@ export const ConfigSchema = z.object({
 		.describe(
 			"Cluster mode: a node that has not renewed its lease for this long is dead; its pi processes are stopped by then and its sessions move to the other nodes",
 		),
+	drainTimeoutMs: int(0)
+		.default(30_000)
+		.describe(
+			"Cluster mode: on SIGTERM, how long runs in progress get to settle before the node's sessions hibernate and move to other nodes",
+		),
 	nodeName: z
 		.string()
 		.regex(/^[\w.:-]{1,100}$/)

@@ -186,6 +186,9 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			const stopped = new Promise<void>((resolve) => server.close(() => resolve())).then(() => {
 				done = true;
 			});
+			// Cluster mode: runs in progress settle first (requests for this node's sessions meanwhile
+			// go elsewhere: 421 to the node that forwarded them, 503 to a direct caller).
+			if (cluster) await registry.drain(config.drainTimeoutMs);
 			// Sending stops first; events of the stopping sessions still reach the outbox, for the next start.
 			webhooks.stop();
 			await registry.shutdown();

@@ -38,6 +38,8 @@ export class Cluster {
 	readonly #fence: Fence;
 	readonly #notices: Notifications;
 	readonly #claims = new Map<string, Promise<Route>>();
+	/** Sessions a request is on its way to (located, not yet answered): never given back meanwhile. */
+	readonly #holds = new Map<string, number>();
 	readonly #mac: string;
 	#timer: NodeJS.Timeout | undefined;
 	#unsubscribe: (() => void) | undefined;
@@ -147,15 +149,21 @@ export class Cluster {
 	/**
 	 * Where session `id` is served. Held here: local. Owned by a live node: forward. Owned by no
 	 * live node: claimed now (its conversation comes from the database) and local. Unknown: local
-	 * too, so the route answers 404 (or 410 for a buried one).
+	 * too, so the route answers 404 (or 410 for a buried one). The caller calls unhold(id) once
+	 * its request is over, unless locate() threw.
 	 */
 	locate(id: string): Promise<Route> {
+		// Held from the start: a session claimed here must not be given back before its request runs.
+		this.#holds.set(id, (this.#holds.get(id) ?? 0) + 1);
 		let claim = this.#claims.get(id);
 		if (!claim) {
 			claim = this.#locate(id).finally(() => this.#claims.delete(id));
 			this.#claims.set(id, claim);
 		}
-		return claim;
+		return claim.catch((error: unknown) => {
+			this.unhold(id);
+			throw error;
+		});
 	}
 
 	async #locate(id: string): Promise<Route> {
@@ -201,6 +209,13 @@ export class Cluster {
 		const file = session.piState.sessionFile;
 		// The database's copy is the conversation: a file left here by an earlier visit may be behind it.
 		if (file && (await this.#store.restoreConversation(record.id, file))) session.piState.fileSeen = true;
+	}
+
+	/** The request that located `id` is over (answered, forwarded or failed): one call per locate(). */
+	unhold(id: string): void {
+		const n = (this.#holds.get(id) ?? 1) - 1;
+		if (n > 0) this.#holds.set(id, n);
+		else this.#holds.delete(id);
 	}
 
 	/** After a forward found its node gone: waits until the session has another owner or none (≤ TTL). */
@@ -286,6 +301,7 @@ export class Cluster {
 
 	#releaseStopped(): void {
 		for (const session of this.#registry.list()) {
+			if (this.#holds.has(session.id)) continue;
 			const record = this.#registry.release(session.id);
 			if (record) this.#store.release(record);
 		}

@@ -32,16 +32,27 @@ export function clusterRouting(
 			throw new ApiError(503, "database_unavailable", "This node is joining its cluster", { retryAfter: 1 } as object);
 		const id = decodeURIComponent(match[1]);
 		const forwarded = cluster.isForwarded(c.req.raw.headers);
-		// A stopping node sends forwarded requests back: the sender waits for the session to move.
-		if (forwarded && registry.closing) throw new ApiError(421, "not_owner", "This node is shutting down");
+		// A stopping node takes nothing new for its sessions: a forwarded request goes back (its sender
+		// waits for the session to move), a direct one is told to retry (the load balancer picks another node).
+		if (registry.closing) {
+			if (forwarded) throw new ApiError(421, "not_owner", "This node is shutting down");
+			throw new ApiError(503, "shutting_down", "This node is shutting down; retry (another node serves the session)", {
+				retryAfter: 1,
+			} as object);
+		}
 		let body: Uint8Array | undefined;
 		for (let round = 1; ; round++) {
 			const route = await cluster.locate(id);
 			if (route.kind === "local") {
 				// The body was read to forward it: the local handlers read it again from here.
 				if (body) c.req.raw = rebuilt(c.req.raw, body);
-				return next();
+				try {
+					return await next();
+				} finally {
+					cluster.unhold(id);
+				}
 			}
+			cluster.unhold(id);
 			// A forwarded request is never forwarded again: the sender looks the owner up anew.
 			if (forwarded) throw new ApiError(421, "not_owner", `Session ${id} is served by node ${route.node} now`);
 			body ??= await readBody(c.req.raw, maxBodyBytes);

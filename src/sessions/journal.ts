@@ -194,6 +194,11 @@ export class Journal {
 		return await this.#store.restoreConversation(session.id, file);
 	}
 
+	/** Resolves once what was queued so far (a settled run's conversation among it) was written or failed. */
+	async settled(): Promise<void> {
+		await this.#store?.settled?.();
+	}
+
 	/** Writes the sessions that changed since their last write. Never throws: it runs on a timer. */
 	flush(): void {
 		this.#checkStore();

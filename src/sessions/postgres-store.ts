@@ -3,6 +3,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
 import pg from "pg";
+import { type Claim, claimSession, type ListedRow, listSessionRows } from "./postgres-claims.ts";
 import { migrate, redact } from "./postgres-schema.ts";
 import { tombstoneMs } from "./records.ts";
 import type { SessionStore, StoredSession, StoreEvents, Tombstone } from "./session-store.ts";
@@ -252,77 +253,17 @@ export class PostgresStore implements SessionStore {
 	}
 
 	/**
-	 * Takes a session for this node when no live node holds it. Says who holds it otherwise, or
-	 * that it does not exist (with its tombstone, if it was buried). The session's writes still
-	 * queued here go first, so a release of a moment ago is not undone by a late write.
+	 * Takes a session for this node when no live node holds it (postgres-claims.ts). The
+	 * session's writes still queued here go first, so a release of a moment ago is not undone.
 	 */
 	async claim(id: string): Promise<Claim> {
 		await this.settled();
-		const client = await this.#pool.connect();
-		try {
-			await client.query("BEGIN");
-			const { rows } = await client.query<{
-				record: string;
-				owner: string | null;
-				url: string | null;
-				live: boolean | null;
-				owner_grants: string | null;
-				access_owner: string | null;
-			}>(
-				`SELECT s.record, s.owner, n.url, n.lease_until > now() AS live, a.owner AS access_owner, a.grants AS owner_grants
-				 FROM sessions s LEFT JOIN nodes n ON n.id = s.owner LEFT JOIN session_access a ON a.session_id = s.id
-				 WHERE s.id = $1 FOR UPDATE OF s`,
-				[id],
-			);
-			const row = rows[0];
-			if (!row) {
-				await client.query("COMMIT");
-				const gone = await this.#pool.query<{ reason: Tombstone["reason"]; at: Date }>(
-					"SELECT reason, at FROM gone WHERE id = $1",
-					[id],
-				);
-				const t = gone.rows[0];
-				return { kind: "absent", gone: t && { id, reason: t.reason, at: t.at.toISOString() } };
-			}
-			if (row.owner && row.owner !== this.#node && row.live && row.url) {
-				await client.query("COMMIT");
-				return { kind: "owned", node: row.owner, url: row.url };
-			}
-			const taken = await client.query(
-				`UPDATE sessions SET owner = $2, epoch = epoch + 1 WHERE id = $1
-				 AND EXISTS (SELECT 1 FROM nodes WHERE id = $2 AND lease_until > now())`,
-				[id, this.#node],
-			);
-			await client.query("COMMIT");
-			if (taken.rowCount === 0) throw new Error("this node's lease has run out");
-			const access =
-				row.access_owner === null
-					? undefined
-					: { owner: row.access_owner, grants: JSON.parse(row.owner_grants ?? "[]") as unknown[] };
-			// Released (owner NULL) means its last state was written; a dead owner may have gone further.
-			return {
-				kind: "claimed",
-				row: { id, record: row.record },
-				clean: row.owner === null || row.owner === this.#node,
-				access,
-			};
-		} catch (error) {
-			await client.query("ROLLBACK").catch(() => {});
-			throw error;
-		} finally {
-			client.release();
-		}
+		return await claimSession(this.#pool, this.#node, id);
 	}
 
 	/** Who owns each session, and who may see it: the cluster-wide list reads this. */
-	async listRows(): Promise<ListedRow[]> {
-		const { rows } = await this.#pool.query<ListedRow>(
-			`SELECT s.id, s.record, s.owner, n.url, COALESCE(n.lease_until > now(), false) AS live,
-			        a.owner AS access_owner, a.grants AS access_grants
-			 FROM sessions s LEFT JOIN nodes n ON n.id = s.owner LEFT JOIN session_access a ON a.session_id = s.id
-			 ORDER BY s.id`,
-		);
-		return rows;
+	listRows(): Promise<ListedRow[]> {
+		return listSessionRows(this.#pool);
 	}
 
 	/** Keeps who owns a session and whom it is shared with, so the next owner knows (access.ts). */
@@ -365,24 +306,5 @@ export class PostgresStore implements SessionStore {
 const mine = (column: string, node: string) =>
 	`${column} = ${node} AND EXISTS (SELECT 1 FROM nodes WHERE id = ${node} AND lease_until > now())`;
 
-export type Claim =
-	| { kind: "absent"; gone?: Tombstone }
-	| { kind: "owned"; node: string; url: string }
-	| {
-			kind: "claimed";
-			row: { id: string; record: string };
-			clean: boolean;
-			access?: { owner: string; grants: unknown[] };
-	  };
-
-export interface ListedRow {
-	id: string;
-	record: string;
-	owner: string | null;
-	url: string | null;
-	live: boolean;
-	access_owner: string | null;
-	access_grants: string | null;
-}
-
+export type { Claim, ListedRow } from "./postgres-claims.ts";
 export { migrate, migrations, redact } from "./postgres-schema.ts";

@@ -1,6 +1,7 @@
 // Over 300 lines on purpose: the registry is where the cross-session rules meet (session
-// and live-process caps, LRU hibernation, idle reaping, resume, the warm pool, the hub) and each
-// of them needs the same map of sessions. The disk is journal.ts over a SessionStore
+// and live-process caps, LRU hibernation, idle reaping, resume, the warm pool, the hub, and in
+// cluster mode taking sessions over, giving them back and dropping them) and each of them needs
+// the same map of sessions. The disk is journal.ts over a SessionStore
 // (session-store.ts; SQLite in sqlite-store.ts), spawning is spawn.ts, paths are guard.ts.
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync } from "node:fs";
@@ -115,6 +116,14 @@ export class SessionRegistry {
 		this.#timers.push(setInterval(() => this.#journal.flush(), flushEveryMs).unref());
 		if (idle > 0) this.#timers.push(setInterval(() => this.#reap(), Math.min(Math.max(idle / 4, 50), 30_000)).unref());
 		this.pool?.fill();
+	}
+
+	/**
+	 * Resolves once the store holds what happened so far: a wait-mode run answers after its
+	 * conversation is saved, so in cluster mode a node that dies right after loses no answered run.
+	 */
+	persisted(): Promise<void> {
+		return this.#journal.settled();
 	}
 
 	/** The registry's disk, checked now (see Journal.health). */
@@ -487,6 +496,17 @@ export class SessionRegistry {
 	/** Every session's approvals (each session's oldest first; pageOf orders them across sessions). */
 	approvals(status?: Approval["status"]): Approval[] {
 		return this.list().flatMap((s) => s.approvals.list(status));
+	}
+
+	/**
+	 * Refuses new work and waits (at most `ms`) until no session is in the middle of something:
+	 * cluster mode's SIGTERM lets runs settle before their sessions hibernate and move.
+	 */
+	async drain(ms: number): Promise<void> {
+		this.#closing = true;
+		const busy = () => this.list().some((s) => s.hasProcess && !s.isStopping && !s.isQuiet);
+		for (const deadline = Date.now() + ms; busy() && Date.now() < deadline; )
+			await new Promise((r) => setTimeout(r, 50));
 	}
 
 	/**

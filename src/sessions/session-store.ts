@@ -62,6 +62,8 @@ export interface SessionStore {
 	saveConversation?(id: string, file: string): void;
 	/** Writes the kept copy back to `file`; false when there is none. */
 	restoreConversation?(id: string, file: string): Promise<boolean>;
+	/** Resolves once every write queued so far was tried (a store that writes behind: PostgreSQL). */
+	settled?(): Promise<void>;
 	/** Retries failed writes; with none, probes whether writing works again. */
 	retry(): void;
 	/**

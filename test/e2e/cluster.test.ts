@@ -164,10 +164,17 @@ describe("cluster mode: a node goes away", () => {
 				sent.get(id)?.push(`${id} ${i}`);
 			}
 		};
+		// A run in progress when A is told to stop: A lets it settle (drain) before its sessions move.
+		const slowId = await create(a as ClusterNode);
+		const slow = prompt(c as ClusterNode, slowId, "slow: 15");
+		await until(async () => (await (b as ClusterNode).api(`/v1/sessions/${slowId}`)).body.status === "running");
 		const loads = [load(ids[0] as string, b as ClusterNode), load(ids[1] as string, c as ClusterNode)];
 		await until(() => statuses.length >= 2);
 		await (a as ClusterNode).stop();
 		await Promise.all(loads);
+		const settled = await slow;
+		expect(settled.status).toBe(200);
+		expect(settled.body.text).toMatch(/15/);
 		for (const id of ids) {
 			const messages = (await (b as ClusterNode).api(`/v1/sessions/${id}/messages`)).body.messages as {
 				role: string;

@@ -1,0 +1,94 @@
+import type pg from "pg";
+import type { Tombstone } from "./session-store.ts";
+
+export type Claim =
+	| { kind: "absent"; gone?: Tombstone }
+	| { kind: "owned"; node: string; url: string }
+	| {
+			kind: "claimed";
+			row: { id: string; record: string };
+			clean: boolean;
+			access?: { owner: string; grants: unknown[] };
+	  };
+
+export interface ListedRow {
+	id: string;
+	record: string;
+	owner: string | null;
+	url: string | null;
+	live: boolean;
+	access_owner: string | null;
+	access_grants: string | null;
+}
+
+/**
+ * Takes session `id` for `node` when no live node holds it, in one transaction (the row locked).
+ * Says who holds it otherwise, or that it does not exist (with its tombstone, if it was buried).
+ */
+export async function claimSession(pool: pg.Pool, node: string, id: string): Promise<Claim> {
+	const client = await pool.connect();
+	try {
+		await client.query("BEGIN");
+		const { rows } = await client.query<{
+			record: string;
+			owner: string | null;
+			url: string | null;
+			live: boolean | null;
+			owner_grants: string | null;
+			access_owner: string | null;
+		}>(
+			`SELECT s.record, s.owner, n.url, n.lease_until > now() AS live, a.owner AS access_owner, a.grants AS owner_grants
+				 FROM sessions s LEFT JOIN nodes n ON n.id = s.owner LEFT JOIN session_access a ON a.session_id = s.id
+				 WHERE s.id = $1 FOR UPDATE OF s`,
+			[id],
+		);
+		const row = rows[0];
+		if (!row) {
+			await client.query("COMMIT");
+			const gone = await pool.query<{ reason: Tombstone["reason"]; at: Date }>(
+				"SELECT reason, at FROM gone WHERE id = $1",
+				[id],
+			);
+			const t = gone.rows[0];
+			return { kind: "absent", gone: t && { id, reason: t.reason, at: t.at.toISOString() } };
+		}
+		if (row.owner && row.owner !== node && row.live && row.url) {
+			await client.query("COMMIT");
+			return { kind: "owned", node: row.owner, url: row.url };
+		}
+		const taken = await client.query(
+			`UPDATE sessions SET owner = $2, epoch = epoch + 1 WHERE id = $1
+				 AND EXISTS (SELECT 1 FROM nodes WHERE id = $2 AND lease_until > now())`,
+			[id, node],
+		);
+		await client.query("COMMIT");
+		if (taken.rowCount === 0) throw new Error("this node's lease has run out");
+		const access =
+			row.access_owner === null
+				? undefined
+				: { owner: row.access_owner, grants: JSON.parse(row.owner_grants ?? "[]") as unknown[] };
+		// Released (owner NULL) means its last state was written; a dead owner may have gone further.
+		return {
+			kind: "claimed",
+			row: { id, record: row.record },
+			clean: row.owner === null || row.owner === node,
+			access,
+		};
+	} catch (error) {
+		await client.query("ROLLBACK").catch(() => {});
+		throw error;
+	} finally {
+		client.release();
+	}
+}
+
+/** Every session row with its owner (live or not) and its access record. */
+export async function listSessionRows(pool: pg.Pool): Promise<ListedRow[]> {
+	const { rows } = await pool.query<ListedRow>(
+		`SELECT s.id, s.record, s.owner, n.url, COALESCE(n.lease_until > now(), false) AS live,
+			        a.owner AS access_owner, a.grants AS access_grants
+			 FROM sessions s LEFT JOIN nodes n ON n.id = s.owner LEFT JOIN session_access a ON a.session_id = s.id
+			 ORDER BY s.id`,
+	);
+	return rows;
+}
