@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type ClusterNode, startNode } from "../helpers/cluster.ts";
 import { alive, until } from "../helpers/gateway.ts";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
-import { collect } from "../helpers/sse.ts";
+import { collect, readFrames } from "../helpers/sse.ts";
 import { startProxy } from "../helpers/tcp-proxy.ts";
 
 // Cluster mode with real pi (demo model): three gateway processes on one embedded PostgreSQL,
@@ -342,3 +342,34 @@ function running(pid: number): boolean {
 		return false;
 	}
 }
+
+describe("cluster mode: the all-sessions stream", () => {
+	it("GET /v1/events on one node carries every node's sessions", async () => {
+		const {
+			nodes: [a, b, c],
+		} = await cluster(["a", "b", "c"]);
+		const onA = await create(a as ClusterNode);
+		const onB = await create(b as ClusterNode);
+		const res = await (c as ClusterNode).fetch("/v1/events?types=agent_settled");
+		const seen: string[] = [];
+		const frames = (async () => {
+			for await (const frame of readFrames(res)) {
+				seen.push(
+					frame.event === "stream_open"
+						? `open:${frame.json.sessions
+								.map((s: { id: string }) => s.id)
+								.sort()
+								.join(",")}`
+						: `${frame.event}:${frame.id?.split(":")[0]}`,
+				);
+				if (seen.length === 3) break;
+			}
+		})();
+		await until(() => seen.length >= 1);
+		await prompt(a as ClusterNode, onA, "echo: a");
+		await prompt(b as ClusterNode, onB, "echo: b");
+		await frames;
+		expect(seen[0]).toBe(`open:${[onA, onB].sort().join(",")}`);
+		expect(seen.slice(1).sort()).toEqual([`agent_settled:${onA}`, `agent_settled:${onB}`].sort());
+	});
+});

@@ -3,12 +3,13 @@ import { createRouter } from "../../openapi.ts";
 import { mayAccess } from "../../ownership.ts";
 import { ApiError } from "../../problem.ts";
 import { gatewayFrame, Outbox, sseStream } from "../../sse.ts";
+import { followPeers } from "../../streams/cluster-hub.ts";
 import { followAll, followSession, typeFilter } from "../../streams/follow.ts";
 import { sseOptions } from "../../streams/options.ts";
 import { allEventsScope } from "../../tickets.ts";
 import { allEvents, createAllEventsTicket, sessionEvents } from "./events.routes.ts";
 
-export function eventsRouter({ registry, config, tickets, access }: Deps) {
+export function eventsRouter({ registry, config, tickets, access, cluster }: Deps) {
 	const sse = sseOptions(config);
 	// Each all-sessions stream sees every event of every session: bounded like a session's subscribers.
 	let hubStreams = 0;
@@ -45,7 +46,7 @@ export function eventsRouter({ registry, config, tickets, access }: Deps) {
 			out.push(gatewayFrame("stream_open", open));
 			return sseStream(c, sse, out, followSession(session, out, { after, accept: typeFilter(types) }));
 		})
-		.openapi(allEvents, (c) => {
+		.openapi(allEvents, async (c) => {
 			if (hubStreams >= config.maxEventStreams) {
 				throw new ApiError(
 					429,
@@ -55,19 +56,25 @@ export function eventsRouter({ registry, config, tickets, access }: Deps) {
 			}
 			const out = new Outbox(sse.maxBufferedBytes);
 			const principal = c.get("principal");
+			// Cluster mode: the other nodes' sessions too, unless another node asks for this one's own.
+			const node = cluster?.();
+			const peers = node && !node.isForwarded(c.req.raw.headers) ? await followPeers(node, c.req.raw, out) : undefined;
 			// Each principal's stream carries the sessions it may read, and no other's.
 			const visible = (id: string) => !principal || mayAccess(access, principal, id, "sessions:read");
 			const sessions = registry
 				.list()
 				.filter((s) => visible(s.id))
 				.map((s) => ({ id: s.id, lastEventId: s.events.lastSeq, firstAvailable: s.events.firstSeq, status: s.status }));
+			if (peers) sessions.push(...peers.sessions);
 			out.push(gatewayFrame("stream_open", { sessions }));
 			const unsubscribe = followAll(registry, out, typeFilter(c.req.valid("query").types), visible);
+			peers?.start();
 			hubStreams++;
 			// sseStream calls this once, whichever way the stream ends.
 			const detach = () => {
 				hubStreams--;
 				unsubscribe();
+				peers?.stop();
 			};
 			return sseStream(c, sse, out, detach);
 		})
