@@ -253,7 +253,7 @@ export class Cluster {
 				try {
 					const res = await fetch(new URL(path, n.url), {
 						headers: { ...this.forwardHeaders, ...(authorization && { authorization }) },
-						signal: AbortSignal.timeout(5000),
+						signal: AbortSignal.timeout(2500),
 					});
 					if (!res.ok) throw new Error(`HTTP ${res.status}`);
 					results.push((await res.json()) as T);

@@ -25,11 +25,12 @@ export function clusterRouting(
 	maxBodyBytes: number,
 ): MiddlewareHandler<AppEnv> {
 	return async function clusterRoutingMiddleware(c, next) {
-		const match = sessionPath.exec(c.req.path);
-		if (!match?.[1]) return next();
 		const cluster = current();
-		if (!cluster)
+		// Listening comes a moment before joining (the URL others reach it at needs the port).
+		if (!cluster && c.req.path.startsWith("/v1/"))
 			throw new ApiError(503, "database_unavailable", "This node is joining its cluster", { retryAfter: 1 } as object);
+		const match = sessionPath.exec(c.req.path);
+		if (!cluster || !match?.[1]) return next();
 		const id = decodeURIComponent(match[1]);
 		const forwarded = cluster.isForwarded(c.req.raw.headers);
 		// A stopping node takes nothing new for its sessions: a forwarded request goes back (its sender

@@ -154,7 +154,8 @@ export class PostgresStore implements SessionStore {
 			this.#fenced(
 				record.id,
 				await this.#pool.query(
-					`INSERT INTO sessions (id, record, owner, updated_at) VALUES ($1, $2, $3, now())
+					`INSERT INTO sessions (id, record, owner, updated_at)
+					 SELECT $1, $2, $3, now() WHERE EXISTS (SELECT 1 FROM nodes WHERE id = $3 AND lease_until > now())
 					 ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, updated_at = now() WHERE ${mine("sessions.owner", "$3")}`,
 					[record.id, text, this.#node],
 				),
