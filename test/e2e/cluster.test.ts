@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createKey } from "../../src/http/keys.ts";
 import { type ClusterNode, startNode } from "../helpers/cluster.ts";
 import { alive, until } from "../helpers/gateway.ts";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
@@ -371,5 +372,55 @@ describe("cluster mode: the all-sessions stream", () => {
 		await frames;
 		expect(seen[0]).toBe(`open:${[onA, onB].sort().join(",")}`);
 		expect(seen.slice(1).sort()).toEqual([`agent_settled:${onA}`, `agent_settled:${onB}`].sort());
+	});
+});
+
+describe("cluster mode: principals", () => {
+	it("a session's owner and shares follow it across nodes and past its node's death", async () => {
+		root = mkdtempSync(join(tmpdir(), "pi-gateway-cluster-"));
+		const keysFile = join(root, "keys.json");
+		const full = ["sessions:read", "sessions:write", "approvals:read", "approvals:answer"] as const;
+		const alice = { authorization: `Bearer ${createKey(keysFile, "alice", [...full]).secret}` };
+		const bob = { authorization: `Bearer ${createKey(keysFile, "bob", [...full]).secret}` };
+		const databaseUrl = await server.freshDatabase();
+		const started: ClusterNode[] = [];
+		for (const name of ["a", "b", "c"]) {
+			const node = await startNode({ name, databaseUrl, root, token, leaseTtlMs, extra: [`--keys-file=${keysFile}`] });
+			nodes.push(node);
+			started.push(node);
+		}
+		const [na, nb, nc] = started as [ClusterNode, ClusterNode, ClusterNode];
+		const created = await na.api("/v1/sessions", { method: "POST", headers: alice, json: {} });
+		expect(created.status).toBe(201);
+		const id = created.body.id as string;
+		// Through another node: alice's, not bob's (404, as for an id that never existed).
+		expect((await nb.api(`/v1/sessions/${id}`, { headers: alice })).status).toBe(200);
+		expect((await nb.api(`/v1/sessions/${id}`, { headers: bob })).status).toBe(404);
+		expect((await nc.api("/v1/sessions", { headers: bob })).body.sessions).toEqual([]);
+		expect((await nc.api("/v1/sessions", { headers: alice })).body.sessions).toHaveLength(1);
+		const shared = await nc.api(`/v1/sessions/${id}/access`, {
+			method: "PUT",
+			headers: alice,
+			json: { grants: [{ principal: "bob", can: ["read"] }] },
+		});
+		expect(shared.status).toBe(200);
+		na.signal("SIGKILL");
+		await na.exited;
+		nodes.splice(nodes.indexOf(na), 1);
+		// The next owner knows who owns it and whom it is shared with.
+		const read = await nb.api(`/v1/sessions/${id}/messages`, { headers: bob });
+		expect(read.status).toBe(200);
+		const write = await nb.api(`/v1/sessions/${id}/prompt?wait=true`, {
+			method: "POST",
+			headers: bob,
+			json: { message: "echo: no" },
+		});
+		expect(write.status).toBe(404);
+		const mine = await nc.api(`/v1/sessions/${id}/prompt?wait=true`, {
+			method: "POST",
+			headers: alice,
+			json: { message: "echo: yes" },
+		});
+		expect(mine.status).toBe(200);
 	});
 });
