@@ -7,6 +7,7 @@ import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import { createApp } from "./app.ts";
 import { Cluster } from "./cluster/cluster.ts";
+import { PostgresWebhooks } from "./cluster/webhooks.ts";
 import { type Config, type ConfigInput, parseConfig } from "./config.ts";
 import { AuditLog } from "./http/audit.ts";
 import { ConnectionGuard } from "./http/connections.ts";
@@ -22,7 +23,6 @@ import { SessionRegistry } from "./sessions/registry.ts";
 import { resolveSandbox, type SandboxStatus } from "./sessions/sandbox.ts";
 import { resolveToken, type TokenSource } from "./token.ts";
 import type { WebhookService } from "./webhooks/service.ts";
-import { PostgresWebhooks } from "./webhooks/shared.ts";
 import { startWebhooks } from "./webhooks/start.ts";
 
 export interface Gateway {

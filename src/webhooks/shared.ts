@@ -1,48 +1,13 @@
-import type pg from "pg";
-import { notify } from "../cluster/notifications.ts";
-import type { Webhook } from "./schemas.ts";
 import type { StoredWebhook } from "./store.ts";
 
 /**
- * Where a cluster keeps its webhook definitions (cluster mode): every node reads and writes them
- * here, and each change tells the other nodes to read them again. The service keeps a copy in the
- * node's own WebhookStore, so the event hub matches events against it synchronously.
+ * Where a cluster keeps its webhook definitions (cluster mode; src/cluster/webhooks.ts): every node
+ * reads and writes them there, and each change tells the other nodes to read them again. The
+ * service keeps a copy in the node's own WebhookStore, so the event hub matches events against it
+ * synchronously.
  */
 export interface SharedWebhooks {
 	list(): Promise<StoredWebhook[]>;
 	put(hook: StoredWebhook): Promise<void>;
 	remove(id: string): Promise<void>;
-}
-
-/** The `webhooks` table in PostgreSQL (migration 4); a change sends a `webhooks` notice. */
-export class PostgresWebhooks implements SharedWebhooks {
-	readonly #pool: pg.Pool;
-	readonly #node: string;
-
-	constructor(pool: pg.Pool, node: string) {
-		this.#pool = pool;
-		this.#node = node;
-	}
-
-	async list(): Promise<StoredWebhook[]> {
-		const { rows } = await this.#pool.query<{ record: string; secret: string }>(
-			"SELECT record, secret FROM webhooks ORDER BY id",
-		);
-		return rows.map((r) => ({ ...(JSON.parse(r.record) as Webhook), secret: r.secret }));
-	}
-
-	async put(hook: StoredWebhook): Promise<void> {
-		const { secret, ...record } = hook;
-		await this.#pool.query(
-			`INSERT INTO webhooks (id, record, secret) VALUES ($1, $2, $3)
-			 ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, secret = EXCLUDED.secret, updated_at = now()`,
-			[hook.id, JSON.stringify(record), secret],
-		);
-		notify(this.#pool, { type: "webhooks", node: this.#node });
-	}
-
-	async remove(id: string): Promise<void> {
-		await this.#pool.query("DELETE FROM webhooks WHERE id = $1", [id]);
-		notify(this.#pool, { type: "webhooks", node: this.#node });
-	}
 }
