@@ -13,7 +13,7 @@ import { BodyRoutes, bodyGuard } from "./http/body-guard.ts";
 import { clusterRouting, declareClusterRetries } from "./http/cluster-routing.ts";
 import type { Deps } from "./http/deps.ts";
 import { declareIdempotency, IdempotentRoutes, idempotency } from "./http/idempotency.ts";
-import type { IdempotencyStore } from "./http/idempotency-store.ts";
+import type { IdempotencyKeys } from "./http/idempotency-store.ts";
 import { instrument } from "./http/instrument.ts";
 import { JwtVerifier } from "./http/jwt.ts";
 import type { KeyStore } from "./http/keys.ts";
@@ -94,7 +94,7 @@ export function createApp(
 	metrics: Metrics = new Metrics(registry),
 	extras: {
 		webhooks?: WebhookService;
-		idempotency?: IdempotencyStore;
+		idempotency?: IdempotencyKeys;
 		policies?: PolicyEngine;
 		history?: ApprovalHistory;
 		/** API keys of --keys-file: principals besides the token's admin. */

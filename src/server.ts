@@ -7,11 +7,13 @@ import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import { createApp } from "./app.ts";
 import { Cluster } from "./cluster/cluster.ts";
+import { PostgresWebhooks } from "./cluster/webhooks.ts";
 import { type Config, type ConfigInput, parseConfig } from "./config.ts";
 import { AuditLog } from "./http/audit.ts";
 import { ConnectionGuard } from "./http/connections.ts";
 import { IdempotencyStore } from "./http/idempotency-store.ts";
 import { KeyStore } from "./http/keys.ts";
+import { PostgresIdempotencyStore } from "./http/postgres-idempotency-store.ts";
 import { SessionAccess } from "./sessions/access.ts";
 import { ApprovalHistory } from "./sessions/approval-history.ts";
 import { PolicySet } from "./sessions/policies.ts";
@@ -92,13 +94,23 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	registry.open();
 	const db = registry.sqliteDatabase as DatabaseSync;
 	let webhooks: WebhookService;
+	let idempotency: IdempotencyStore | PostgresIdempotencyStore;
 	try {
-		webhooks = startWebhooks(config, registry, log);
+		// Cluster mode: webhook definitions and Idempotency-Key answers are the cluster's, in PostgreSQL.
+		idempotency = postgres
+			? await PostgresIdempotencyStore.open(
+					postgres.pool,
+					nodeId,
+					config.idempotencyTtlMs,
+					config.maxIdempotencyKeys,
+					log,
+				)
+			: new IdempotencyStore(db, config.idempotencyTtlMs, config.maxIdempotencyKeys);
+		webhooks = await startWebhooks(config, registry, log, postgres && new PostgresWebhooks(postgres.pool, nodeId));
 	} catch (error) {
 		await registry.shutdown();
 		throw error;
 	}
-	const idempotency = new IdempotencyStore(db, config.idempotencyTtlMs, config.maxIdempotencyKeys);
 	const policies = new PolicyEngine(gatewayPolicies, registry, db, log);
 	policies.start();
 	const history = new ApprovalHistory(db, config.approvalHistoryMs, config.maxApprovalHistory);
@@ -162,6 +174,9 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 				logger: log,
 				url: config.advertiseUrl ?? reachable,
 			});
+			// Another node changed a webhook: read them again now (the 30 s resync covers a lost notice).
+			const self = cluster.node;
+			cluster.onNotice((n) => n.type === "webhooks" && n.node !== self && void webhooks.reload().catch(() => {}));
 		} catch (error) {
 			server.close();
 			keys?.close();

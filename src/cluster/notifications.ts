@@ -4,10 +4,18 @@ import type { Logger } from "pino";
 
 const channel = "pi_gateway";
 
-/** What nodes tell each other: something in the approval inbox changed on `node`. */
+/**
+ * What nodes tell each other: something in the approval inbox changed on `node` (`approvals`),
+ * or `node` changed a webhook definition (`webhooks`: every node reads them again).
+ */
 export interface ClusterNotice {
-	type: "approvals";
+	type: "approvals" | "webhooks";
 	node: string;
+}
+
+/** Fire and forget: a notice that cannot be sent is only a late wake-up elsewhere. */
+export function notify(pool: pg.Pool, notice: ClusterNotice): void {
+	pool.query("SELECT pg_notify($1, $2)", [channel, JSON.stringify(notice)]).catch(() => {});
 }
 
 /**
@@ -61,9 +69,8 @@ export class Notifications extends EventEmitter<{ notice: [ClusterNotice] }> {
 		}
 	}
 
-	/** Fire and forget: a notice that cannot be sent is only a late wake-up elsewhere. */
 	send(notice: ClusterNotice): void {
-		this.#pool.query("SELECT pg_notify($1, $2)", [channel, JSON.stringify(notice)]).catch(() => {});
+		notify(this.#pool, notice);
 	}
 
 	async close(): Promise<void> {

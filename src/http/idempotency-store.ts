@@ -12,6 +12,21 @@ export type KeyRecord =
 	| { state: "running"; fingerprint: string; createdAt: number }
 	| { state: "done"; fingerprint: string; createdAt: number; answer: StoredAnswer };
 
+type Awaitable<T> = T | Promise<T>;
+
+/**
+ * What the middleware needs of a key store: SQLite's (one node) answers at once, PostgreSQL's
+ * (cluster mode, postgres-idempotency-store.ts) later. `claim` must be atomic: of two requests
+ * with one key, on any nodes, exactly one gets true.
+ */
+export interface IdempotencyKeys {
+	readonly open: boolean;
+	get(key: string): Awaitable<KeyRecord | undefined>;
+	claim(key: string, fingerprint: string): Awaitable<boolean>;
+	finish(key: string, answer: StoredAnswer): Awaitable<void>;
+	forget(key: string): Awaitable<void>;
+}
+
 const schema = `
 CREATE TABLE IF NOT EXISTS idempotency_keys (
 	key TEXT PRIMARY KEY,
@@ -26,7 +41,7 @@ CREATE INDEX IF NOT EXISTS idempotency_keys_age ON idempotency_keys (created_at)
  * Idempotency keys in gateway.db (own table). A key left `running` by a previous process belonged
  * to a request that died with it (and with its pi): it is forgotten at start, so a retry runs.
  */
-export class IdempotencyStore {
+export class IdempotencyStore implements IdempotencyKeys {
 	readonly #db: DatabaseSync;
 	readonly #ttlMs: number;
 	readonly #maxKeys: number;

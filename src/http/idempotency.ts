@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
-import type { IdempotencyStore, StoredAnswer } from "./idempotency-store.ts";
+import type { IdempotencyKeys, KeyRecord, StoredAnswer } from "./idempotency-store.ts";
 import type { AppEnv } from "./openapi.ts";
 import { ApiError } from "./problem.ts";
 
@@ -91,9 +91,10 @@ export class IdempotentRoutes {
 
 /**
  * Replays the first answer to a repeated Idempotency-Key. Keys are claimed in the store before the
- * handler runs (synchronously, so two concurrent retries cannot both pass) and hold the answer after.
+ * handler runs (one atomic insert, so two concurrent retries cannot both pass, on one node or, in
+ * cluster mode, on several) and hold the answer after.
  */
-export function idempotency(routes: IdempotentRoutes, store: IdempotencyStore | undefined): MiddlewareHandler<AppEnv> {
+export function idempotency(routes: IdempotentRoutes, store: IdempotencyKeys | undefined): MiddlewareHandler<AppEnv> {
 	return async function idempotencyKey(c, next) {
 		const key = c.req.header("idempotency-key");
 		if (key === undefined || c.req.method !== "POST") return next();
@@ -117,18 +118,23 @@ export function idempotency(routes: IdempotentRoutes, store: IdempotencyStore | 
 		if (!store?.open) return next();
 		const body = await c.req.text();
 		const fingerprint = createHash("sha256").update(`${c.req.method} ${c.req.path}\n${body}`).digest("hex");
-		const seen = store.get(key);
+		const seen = await store.get(key);
 		if (seen) return answerSeen(seen, fingerprint);
-		if (!store.claim(key, fingerprint)) throw inUse();
+		if (!(await store.claim(key, fingerprint))) {
+			// Taken between the two steps (another node, in cluster mode): it may have finished already.
+			const now = await store.get(key);
+			if (now) return answerSeen(now, fingerprint);
+			throw inUse();
+		}
 		try {
 			await next();
 		} catch (error) {
-			store.forget(key);
+			await store.forget(key);
 			throw error;
 		}
 		if (!store.open) return;
 		if (notKept.has(c.res.status)) {
-			store.forget(key);
+			await store.forget(key);
 			return;
 		}
 		const text = await c.res.clone().text();
@@ -137,7 +143,11 @@ export function idempotency(routes: IdempotentRoutes, store: IdempotencyStore | 
 			const value = c.res.headers.get(name);
 			if (value !== null) headers[name] = value;
 		}
-		store.finish(key, { status: c.res.status, headers, body: Buffer.byteLength(text) > maxKeptBytes ? null : text });
+		await store.finish(key, {
+			status: c.res.status,
+			headers,
+			body: Buffer.byteLength(text) > maxKeptBytes ? null : text,
+		});
 	};
 }
 
@@ -149,7 +159,7 @@ function inUse(): ApiError {
 	);
 }
 
-function answerSeen(seen: NonNullable<ReturnType<IdempotencyStore["get"]>>, fingerprint: string): Response {
+function answerSeen(seen: KeyRecord, fingerprint: string): Response {
 	if (seen.fingerprint !== fingerprint)
 		throw new ApiError(
 			422,

@@ -31,6 +31,14 @@ ALTER TABLE sessions ADD COLUMN epoch bigint NOT NULL DEFAULT 0;
 CREATE INDEX sessions_owner ON sessions (owner);
 CREATE TABLE session_access (session_id text PRIMARY KEY, owner text NOT NULL, grants text NOT NULL);`,
 	},
+	{
+		version: 4,
+		name: "cluster-wide webhooks and Idempotency-Key answers",
+		sql: `
+CREATE TABLE webhooks (id text PRIMARY KEY, record text NOT NULL, secret text NOT NULL, updated_at timestamptz NOT NULL DEFAULT now());
+CREATE TABLE idempotency_keys (key text PRIMARY KEY, fingerprint text NOT NULL, state text NOT NULL, answer text, node text NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
+CREATE INDEX idempotency_keys_age ON idempotency_keys (created_at);`,
+	},
 ];
 
 /** An arbitrary constant: the advisory lock every node takes while it migrates. */

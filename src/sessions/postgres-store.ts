@@ -29,8 +29,10 @@ import { SqliteStore } from "./sqlite-store.ts";
  * fail-soft contract of SqliteStore. restore() brings nothing back: a node starts empty and takes
  * sessions on demand (claim), so its start does not grow with the number of sessions.
  *
- * Webhook deliveries, Idempotency-Key answers, approval history, the audit log and remembered
- * policies stay in the node's own gateway.db (`local`), which also keeps one gateway per data dir.
+ * Webhook definitions and Idempotency-Key answers are the cluster's too (src/cluster/webhooks.ts,
+ * src/http/postgres-idempotency-store.ts). Webhook deliveries (each session's owner delivers its
+ * events), approval history, the audit log and remembered policies stay in the node's own
+ * gateway.db (`local`), which also keeps one gateway per data dir.
  */
 export class PostgresStore implements SessionStore {
 	readonly #pool: pg.Pool;

@@ -15,6 +15,7 @@ import {
 	type WebhookEventType,
 } from "./schemas.ts";
 import { send } from "./sender.ts";
+import type { SharedWebhooks } from "./shared.ts";
 import type { StoredWebhook, WebhookStore } from "./store.ts";
 
 export interface WebhookSettings {
@@ -38,12 +39,19 @@ export interface EventSource {
 const maxDelayMs = 3600_000;
 /** Settled deliveries kept per webhook for its delivery log. */
 const keepSettled = 1000;
+/** Cluster mode: how often the definitions are read again anyway (a notice lost in a reconnect). */
+const resyncMs = 30_000;
 
 /**
  * Turns session events into webhook messages in a durable outbox (gateway.db) and delivers them,
  * signed per Standard Webhooks, with retries (exponential backoff with jitter) that survive a
  * restart. Bounded: pending rows per webhook, settled rows kept, concurrent requests, and each
  * request's time; the event hub only ever does a small synchronous insert.
+ *
+ * Cluster mode (share()): the definitions live in PostgreSQL for every node; this node keeps a copy
+ * (the map and its gateway.db table), read again on every webhooks request, on a notice from the
+ * node that changed them, and every 30 s. The outbox stays per node: a session's owner delivers its
+ * events.
  */
 export class WebhookService {
 	readonly #settings: WebhookSettings;
@@ -57,6 +65,11 @@ export class WebhookService {
 	#unsubscribe: (() => void) | undefined;
 	#timer: NodeJS.Timeout | undefined;
 	#stopped = true;
+	#shared: SharedWebhooks | undefined;
+	#resync: NodeJS.Timeout | undefined;
+	/** Reads of the shared definitions started, and the latest one applied (an older answer is dropped). */
+	#reads = 0;
+	#applied = 0;
 
 	constructor(settings: WebhookSettings, store: WebhookStore, source: EventSource, logger: Logger) {
 		this.#settings = settings;
@@ -108,6 +121,70 @@ export class WebhookService {
 	stop(): void {
 		this.#stopped = true;
 		clearTimeout(this.#timer);
+		clearInterval(this.#resync);
+	}
+
+	/**
+	 * Cluster mode: the definitions made through the API are the cluster's, in `shared`; the copy
+	 * here follows them (webhooks of --webhooks-file stay this node's own). Throws when they cannot
+	 * be read, so a node does not start with the wrong ones.
+	 */
+	async share(shared: SharedWebhooks): Promise<void> {
+		this.#shared = shared;
+		await this.reload();
+		this.#resync = setInterval(() => void this.reload().catch(() => {}), resyncMs).unref();
+	}
+
+	/** Reads the shared definitions again (another node changed them) and applies them here. */
+	async reload(): Promise<void> {
+		if (!this.#shared) return;
+		const read = ++this.#reads;
+		const hooks = await this.#shared.list();
+		if (read > this.#applied) this.#apply(hooks, read);
+	}
+
+	/** Before answering a webhooks request: the shared definitions as of now, or this node's copy when they cannot be read. */
+	async #fresh(): Promise<void> {
+		await this.reload().catch((error) => this.#logger.warn({ err: error }, "webhooks: shared definitions not read"));
+	}
+
+	#apply(hooks: StoredWebhook[], read: number): void {
+		if (!this.#store.open) return;
+		this.#applied = read;
+		const next = new Map(hooks.map((h) => [h.id, h]));
+		const added: string[] = [];
+		const removed: string[] = [];
+		for (const [id, hook] of this.#hooks)
+			if (!hook.static && !next.has(id)) {
+				this.#store.remove(id);
+				this.#hooks.delete(id);
+				removed.push(id);
+			}
+		for (const hook of hooks) {
+			const have = this.#hooks.get(hook.id);
+			if (have?.static || (have && JSON.stringify(have) === JSON.stringify(hook))) continue;
+			this.#store.put(hook);
+			this.#hooks.set(hook.id, hook);
+			added.push(hook.id);
+		}
+		if (added.length > 0 || removed.length > 0) this.#logger.info({ added, removed }, "webhooks: reloaded");
+	}
+
+	/** A change made here is the newest state: a read that started before it must not undo it. */
+	async #sharedWrite(write: (shared: SharedWebhooks) => Promise<void>): Promise<void> {
+		const shared = this.#shared;
+		if (!shared) return;
+		try {
+			await write(shared);
+		} catch (error) {
+			throw new GatewayError(
+				503,
+				"database_unavailable",
+				`Webhooks cannot be changed now: the database is out of reach (${(error as Error).message})`,
+				{ retryAfter: 2 },
+			);
+		}
+		this.#applied = ++this.#reads;
 	}
 
 	/** After the store closed: no more recording either. */
@@ -116,11 +193,13 @@ export class WebhookService {
 		this.#unsubscribe?.();
 	}
 
-	list(): Webhook[] {
-		return [...this.#hooks.values()].map(publicView);
+	async list(): Promise<Webhook[]> {
+		await this.#fresh();
+		return [...this.#hooks.values()].map(publicView).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
 	}
 
-	get(id: string): Webhook {
+	async get(id: string): Promise<Webhook> {
+		await this.#fresh();
 		return publicView(this.#hook(id));
 	}
 
@@ -131,6 +210,7 @@ export class WebhookService {
 	}
 
 	async create(body: CreateWebhookBody): Promise<StoredWebhook> {
+		await this.#fresh();
 		if (this.#hooks.size >= this.#settings.maxWebhooks)
 			throw new GatewayError(429, "too_many_webhooks", `At most ${this.#settings.maxWebhooks} webhooks`);
 		try {
@@ -145,25 +225,30 @@ export class WebhookService {
 			createdAt: new Date().toISOString(),
 			secret: body.secret ?? `whsec_${randomBytes(32).toString("base64")}`,
 		};
+		await this.#sharedWrite((shared) => shared.put(hook));
 		this.#store.put(hook);
 		this.#hooks.set(hook.id, hook);
 		return hook;
 	}
 
-	delete(id: string): void {
+	async delete(id: string): Promise<void> {
+		await this.#fresh();
 		const hook = this.#hook(id);
 		if (hook.static)
 			throw new GatewayError(409, "webhook_static", `Webhook ${id} comes from --webhooks-file; remove it there`);
+		await this.#sharedWrite((shared) => shared.remove(id));
 		this.#store.remove(id);
 		this.#hooks.delete(id);
 	}
 
-	deliveries(id: string, limit: number): Delivery[] {
+	async deliveries(id: string, limit: number): Promise<Delivery[]> {
+		await this.#fresh();
 		this.#hook(id);
 		return this.#store.deliveries(id, limit);
 	}
 
-	redeliver(id: string, deliveryId: string): Delivery {
+	async redeliver(id: string, deliveryId: string): Promise<Delivery> {
+		await this.#fresh();
 		this.#hook(id);
 		const delivery = this.#store.get(id, deliveryId);
 		if (!delivery) throw new GatewayError(404, "delivery_not_found", `No delivery ${deliveryId} for webhook ${id}`);

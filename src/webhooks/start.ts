@@ -2,10 +2,19 @@ import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
 import { WebhookService } from "./service.ts";
+import type { SharedWebhooks } from "./shared.ts";
 import { WebhookStore } from "./store.ts";
 
-/** The one hook point into the registry: its all-sessions event hub and the open gateway.db. */
-export function startWebhooks(config: Config, registry: SessionRegistry, logger: Logger): WebhookService {
+/**
+ * The one hook point into the registry: its all-sessions event hub and the open gateway.db. In
+ * cluster mode the definitions come from `shared` (PostgreSQL) before the first event is seen.
+ */
+export async function startWebhooks(
+	config: Config,
+	registry: SessionRegistry,
+	logger: Logger,
+	shared?: SharedWebhooks,
+): Promise<WebhookService> {
 	const db = registry.sqliteDatabase;
 	if (!db) throw new Error("webhooks need the registry's store: call registry.open() first");
 	const service = new WebhookService(
@@ -17,6 +26,7 @@ export function startWebhooks(config: Config, registry: SessionRegistry, logger:
 		},
 		logger.child({ component: "webhooks" }),
 	);
+	if (shared) await service.share(shared);
 	service.start();
 	return service;
 }

@@ -27,18 +27,18 @@ export function webhooksRouter(service: () => WebhookService | undefined) {
 			const { secret, ...hook } = await running().create(c.req.valid("json"));
 			return c.json({ ...hook, secret }, 201, { Location: `/v1/webhooks/${hook.id}` });
 		})
-		.openapi(listWebhooks, (c) => c.json({ webhooks: running().list() }, 200))
-		.openapi(getWebhook, (c) => c.json(running().get(c.req.valid("param").webhookId), 200))
-		.openapi(deleteWebhook, (c) => {
-			running().delete(c.req.valid("param").webhookId);
+		.openapi(listWebhooks, async (c) => c.json({ webhooks: await running().list() }, 200))
+		.openapi(getWebhook, async (c) => c.json(await running().get(c.req.valid("param").webhookId), 200))
+		.openapi(deleteWebhook, async (c) => {
+			await running().delete(c.req.valid("param").webhookId);
 			return c.body(null, 204);
 		})
-		.openapi(listDeliveries, (c) => {
+		.openapi(listDeliveries, async (c) => {
 			const { webhookId } = c.req.valid("param");
-			return c.json({ deliveries: running().deliveries(webhookId, c.req.valid("query").limit) }, 200);
+			return c.json({ deliveries: await running().deliveries(webhookId, c.req.valid("query").limit) }, 200);
 		})
-		.openapi(redeliver, (c) => {
+		.openapi(redeliver, async (c) => {
 			const { webhookId, deliveryId } = c.req.valid("param");
-			return c.json(running().redeliver(webhookId, deliveryId), 202);
+			return c.json(await running().redeliver(webhookId, deliveryId), 202);
 		});
 }

@@ -18,6 +18,18 @@ const unavailable = {
 	},
 };
 
+/** Cluster mode: a change is written to PostgreSQL first; with the database out of reach, nothing changed. */
+const databaseUnavailable = {
+	503: {
+		description:
+			"Cluster mode: the database is out of reach (`database_unavailable`) and nothing changed; retry after `Retry-After` seconds",
+		headers: z.object({
+			"Retry-After": z.number().int().min(0).openapi({ description: "Seconds to wait before retrying", example: 2 }),
+		}),
+		content: { "application/problem+json": { schema: Problem } },
+	},
+};
+
 export const createWebhook = createRoute({
 	operationId: "webhooks.create",
 	method: "post",
@@ -38,6 +50,7 @@ export const createWebhook = createRoute({
 			content: { "application/problem+json": { schema: Problem } },
 		},
 		...unavailable,
+		...databaseUnavailable,
 	},
 });
 
@@ -79,6 +92,7 @@ export const deleteWebhook = createRoute({
 			content: { "application/problem+json": { schema: Problem } },
 		},
 		...unavailable,
+		...databaseUnavailable,
 	},
 });
 

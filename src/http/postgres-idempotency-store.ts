@@ -1,0 +1,144 @@
+import type pg from "pg";
+import type { Logger } from "pino";
+import { GatewayError } from "../errors.ts";
+import type { IdempotencyKeys, KeyRecord, StoredAnswer } from "./idempotency-store.ts";
+
+/** How often old keys are pruned and failed writes tried again. */
+const tickMs = 10_000;
+
+/** SQL: the node that claimed row `k` still holds its lease (else its request died with it). */
+const claimerAlive = "EXISTS (SELECT 1 FROM nodes n WHERE n.id = k.node AND n.lease_until > now())";
+
+/**
+ * Idempotency keys in PostgreSQL (cluster mode): one table for every node, so a retry that the load
+ * balancer sends to another node gets the first answer, or 409 while the first request runs. The
+ * first claim wins (one INSERT … ON CONFLICT), with the same semantics as IdempotencyStore. A key
+ * left `running` by a node whose lease ran out belonged to a request that died with that node (and
+ * its pi): it counts as absent, so a retry runs. Times are the database's, the same for every node.
+ */
+export class PostgresIdempotencyStore implements IdempotencyKeys {
+	readonly #pool: pg.Pool;
+	readonly #node: string;
+	readonly #ttlSeconds: number;
+	readonly #maxKeys: number;
+	readonly #logger: Logger;
+	/** Writes after the handler ran, kept by key when the database did not take them, and tried again. */
+	readonly #unwritten = new Map<string, () => Promise<unknown>>();
+	readonly #timer: NodeJS.Timeout;
+
+	private constructor(pool: pg.Pool, node: string, ttlMs: number, maxKeys: number, logger: Logger) {
+		this.#pool = pool;
+		this.#node = node;
+		this.#ttlSeconds = ttlMs / 1000;
+		this.#maxKeys = maxKeys;
+		this.#logger = logger;
+		this.#timer = setInterval(() => void this.#tick(), tickMs).unref();
+	}
+
+	/** Forgets what this node (by its name) claimed in an earlier life: those requests died with it. */
+	static async open(pool: pg.Pool, node: string, ttlMs: number, maxKeys: number, logger: Logger) {
+		await pool.query("DELETE FROM idempotency_keys WHERE node = $1 AND state = 'running'", [node]);
+		const store = new PostgresIdempotencyStore(pool, node, ttlMs, maxKeys, logger);
+		await store.#prune();
+		return store;
+	}
+
+	/** The pool ends when the node stops (the session store closes it). */
+	get open(): boolean {
+		return !this.#pool.ended;
+	}
+
+	async get(key: string): Promise<KeyRecord | undefined> {
+		const { rows } = await this.#ask(() =>
+			this.#pool.query<{ fingerprint: string; state: string; answer: string | null; created_ms: number }>(
+				`SELECT fingerprint, state, answer, (extract(epoch FROM created_at) * 1000)::float8 AS created_ms
+				 FROM idempotency_keys k WHERE key = $1 AND created_at > now() - make_interval(secs => $2)
+				 AND (state = 'done' OR ${claimerAlive})`,
+				[key, this.#ttlSeconds],
+			),
+		);
+		const row = rows[0];
+		if (!row) return undefined;
+		const base = { fingerprint: row.fingerprint, createdAt: row.created_ms };
+		if (row.state === "running") return { state: "running", ...base };
+		return { state: "done", ...base, answer: JSON.parse(row.answer as string) as StoredAnswer };
+	}
+
+	/** Inserts the key, or takes over one that expired or whose node died; false when it is held. */
+	async claim(key: string, fingerprint: string): Promise<boolean> {
+		const { rowCount } = await this.#ask(() =>
+			this.#pool.query(
+				`INSERT INTO idempotency_keys AS k (key, fingerprint, state, node) VALUES ($1, $2, 'running', $3)
+				 ON CONFLICT (key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, state = 'running', answer = NULL,
+				   node = EXCLUDED.node, created_at = now()
+				 WHERE k.created_at <= now() - make_interval(secs => $4) OR (k.state = 'running' AND NOT ${claimerAlive})`,
+				[key, fingerprint, this.#node, this.#ttlSeconds],
+			),
+		);
+		return rowCount === 1;
+	}
+
+	/** Never throws: the work is done by now; a lost write is tried again (a retry meanwhile gets 409). */
+	finish(key: string, answer: StoredAnswer): Promise<void> {
+		return this.#write(key, () =>
+			this.#pool.query(
+				"UPDATE idempotency_keys SET state = 'done', answer = $2 WHERE key = $1 AND node = $3 AND state = 'running'",
+				[key, JSON.stringify(answer), this.#node],
+			),
+		);
+	}
+
+	forget(key: string): Promise<void> {
+		return this.#write(key, () =>
+			this.#pool.query("DELETE FROM idempotency_keys WHERE key = $1 AND node = $2 AND state = 'running'", [
+				key,
+				this.#node,
+			]),
+		);
+	}
+
+	/** Before the request runs: a database out of reach is a 503 to retry (nothing started). */
+	async #ask<T>(query: () => Promise<T>): Promise<T> {
+		try {
+			return await query();
+		} catch (error) {
+			throw new GatewayError(
+				503,
+				"database_unavailable",
+				`The Idempotency-Key cannot be checked: the database is out of reach (${(error as Error).message})`,
+				{ retryAfter: 2 },
+			);
+		}
+	}
+
+	async #write(key: string, op: () => Promise<unknown>): Promise<void> {
+		this.#unwritten.set(key, op);
+		try {
+			await op();
+			if (this.#unwritten.get(key) === op) this.#unwritten.delete(key);
+		} catch (error) {
+			if (this.open) this.#logger.warn({ err: error, key }, "idempotency: key not written; trying again");
+		}
+	}
+
+	async #tick(): Promise<void> {
+		if (!this.open) {
+			clearInterval(this.#timer);
+			return;
+		}
+		for (const [key, op] of this.#unwritten) await this.#write(key, op);
+		await this.#prune().catch(() => {});
+	}
+
+	/** Keys past the window go, and past maxKeys the oldest finished ones (as in SQLite). */
+	async #prune(): Promise<void> {
+		await this.#pool.query("DELETE FROM idempotency_keys WHERE created_at <= now() - make_interval(secs => $1)", [
+			this.#ttlSeconds,
+		]);
+		await this.#pool.query(
+			`DELETE FROM idempotency_keys WHERE state = 'done' AND key IN (
+				SELECT key FROM idempotency_keys WHERE state = 'done' ORDER BY created_at DESC OFFSET $1)`,
+			[this.#maxKeys],
+		);
+	}
+}
