@@ -208,7 +208,9 @@ export class Cluster {
 		const session = this.#registry.adoptStored(record, { clean: claim.clean });
 		const file = session.piState.sessionFile;
 		// The database's copy is the conversation: a file left here by an earlier visit may be behind it.
-		if (file && (await this.#store.restoreConversation(record.id, file))) session.piState.fileSeen = true;
+		// No copy: no run of it ever settled (or its node died first), so there is nothing to lose and
+		// pi starts the conversation afresh on its file rather than refusing it as missing.
+		if (file) session.piState.fileSeen = await this.#store.restoreConversation(record.id, file);
 	}
 
 	/** The request that located `id` is over (answered, forwarded or failed): one call per locate(). */

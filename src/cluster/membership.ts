@@ -55,19 +55,39 @@ export class Membership {
 		this.#events = events;
 	}
 
-	/** Joins (or joins again after a lost lease): sessions this node still names are given up first. */
+	/**
+	 * Joins (or joins again after a lost lease): sessions this node's id still names are given up
+	 * first. A live node with the same id (a second process under one --node-name, or this node's
+	 * previous run whose lease has not run out yet) is waited for, up to the TTL, then refused:
+	 * two processes under one id would be two writers.
+	 */
 	async join(): Promise<void> {
+		const until = Date.now() + this.#node.leaseTtlMs + 1000;
+		while (!(await this.#tryJoin())) {
+			if (Date.now() > until)
+				throw new Error(`another live gateway node is named ${this.#node.id}; give each node its own --node-name`);
+			await new Promise((r) => setTimeout(r, 250));
+		}
+		await this.#readNodes();
+	}
+
+	async #tryJoin(): Promise<boolean> {
 		const sent = process.hrtime.bigint();
 		const client = await this.#pool.connect();
 		try {
 			await client.query("BEGIN");
-			await client.query("UPDATE sessions SET owner = NULL WHERE owner = $1", [this.#node.id]);
-			await client.query(
+			const { rowCount } = await client.query(
 				`INSERT INTO nodes (id, name, url, started_at, heartbeat_at, lease_until)
 				 VALUES ($1, $1, $2, now(), now(), now() + make_interval(secs => $3))
-				 ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, started_at = now(), heartbeat_at = now(), lease_until = EXCLUDED.lease_until`,
+				 ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, started_at = now(), heartbeat_at = now(), lease_until = EXCLUDED.lease_until
+				 WHERE nodes.lease_until <= now()`,
 				[this.#node.id, this.#node.url, this.#node.leaseTtlMs / 1000],
 			);
+			if (rowCount === 0) {
+				await client.query("ROLLBACK");
+				return false;
+			}
+			await client.query("UPDATE sessions SET owner = NULL WHERE owner = $1", [this.#node.id]);
 			await client.query("COMMIT");
 		} catch (error) {
 			await client.query("ROLLBACK").catch(() => {});
@@ -76,7 +96,7 @@ export class Membership {
 			client.release();
 		}
 		this.#trust(sent);
-		await this.#readNodes();
+		return true;
 	}
 
 	start(): void {

@@ -1,3 +1,7 @@
+// Over 300 lines on purpose: the outbox (enqueue, due rows, attempts, backoff, redelivery) and, in
+// cluster mode, following the cluster's shared definitions both read and write the same map of
+// webhooks and the same outbox; the pieces with a job of their own are beside it (sender.ts,
+// messages.ts, destinations.ts, store.ts, shared.ts).
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Logger } from "pino";

@@ -424,3 +424,16 @@ describe("cluster mode: principals", () => {
 		expect(mine.status).toBe(200);
 	});
 });
+
+describe("cluster mode: membership", () => {
+	it("a second process under a live node's name is refused: one name, one writer", async () => {
+		const {
+			databaseUrl,
+			nodes: [a],
+		} = await cluster(["a"]);
+		await expect(startNode({ name: "a", databaseUrl, root: join(root, "twin"), token, leaseTtlMs })).rejects.toThrow(
+			/another live gateway node is named a/,
+		);
+		expect((await (a as ClusterNode).api("/readyz")).status).toBe(200);
+	});
+});
