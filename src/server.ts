@@ -129,6 +129,16 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		audit: new AuditLog(db, config.maxAuditEntries),
 	});
 	const connections = new ConnectionGuard(config, log);
+	// A start that fails after this point undoes what it started, in reverse.
+	const abandon = async (error: unknown): Promise<never> => {
+		keys?.close();
+		history.stop();
+		policies.stop();
+		webhooks.stop();
+		await registry.shutdown();
+		webhooks.detach();
+		throw error;
+	};
 	let server: ReturnType<typeof serve>;
 	try {
 		server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
@@ -151,13 +161,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			s.once("error", reject);
 		});
 	} catch (error) {
-		keys?.close();
-		history.stop();
-		policies.stop();
-		webhooks.stop();
-		await registry.shutdown();
-		webhooks.detach();
-		throw error;
+		return await abandon(error);
 	}
 	const port = (server.address() as AddressInfo).port;
 	const host = config.host.includes(":") && !config.host.startsWith("[") ? `[${config.host}]` : config.host;
@@ -179,13 +183,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			cluster.onNotice((n) => n.type === "webhooks" && n.node !== self && void webhooks.reload().catch(() => {}));
 		} catch (error) {
 			server.close();
-			keys?.close();
-			history.stop();
-			policies.stop();
-			webhooks.stop();
-			await registry.shutdown();
-			webhooks.detach();
-			throw error;
+			return await abandon(error);
 		}
 	}
 	const tokenFile = "path" in tokenSource ? tokenSource.path : undefined;

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import type { Logger } from "pino";
+import { transaction } from "../sessions/postgres-schema.ts";
 
 export interface NodeIdentity {
 	/** Unique per database: the node's name. */
@@ -73,9 +74,7 @@ export class Membership {
 
 	async #tryJoin(): Promise<boolean> {
 		const sent = process.hrtime.bigint();
-		const client = await this.#pool.connect();
-		try {
-			await client.query("BEGIN");
+		const joined = await transaction(this.#pool, async (client) => {
 			const { rowCount } = await client.query(
 				`INSERT INTO nodes (id, name, url, started_at, heartbeat_at, lease_until)
 				 VALUES ($1, $1, $2, now(), now(), now() + make_interval(secs => $3))
@@ -83,20 +82,12 @@ export class Membership {
 				 WHERE nodes.lease_until <= now()`,
 				[this.#node.id, this.#node.url, this.#node.leaseTtlMs / 1000],
 			);
-			if (rowCount === 0) {
-				await client.query("ROLLBACK");
-				return false;
-			}
+			if (rowCount === 0) return false;
 			await client.query("UPDATE sessions SET owner = NULL WHERE owner = $1", [this.#node.id]);
-			await client.query("COMMIT");
-		} catch (error) {
-			await client.query("ROLLBACK").catch(() => {});
-			throw error;
-		} finally {
-			client.release();
-		}
-		this.#trust(sent);
-		return true;
+			return true;
+		});
+		if (joined) this.#trust(sent);
+		return joined;
 	}
 
 	start(): void {

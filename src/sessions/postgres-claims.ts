@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { transaction } from "./postgres-schema.ts";
 import type { Tombstone } from "./session-store.ts";
 
 export type Claim =
@@ -26,9 +27,7 @@ export interface ListedRow {
  * Says who holds it otherwise, or that it does not exist (with its tombstone, if it was buried).
  */
 export async function claimSession(pool: pg.Pool, node: string, id: string): Promise<Claim> {
-	const client = await pool.connect();
-	try {
-		await client.query("BEGIN");
+	const claim = await transaction(pool, async (client): Promise<Claim | undefined> => {
 		const { rows } = await client.query<{
 			record: string;
 			owner: string | null;
@@ -38,30 +37,18 @@ export async function claimSession(pool: pg.Pool, node: string, id: string): Pro
 			access_owner: string | null;
 		}>(
 			`SELECT s.record, s.owner, n.url, n.lease_until > now() AS live, a.owner AS access_owner, a.grants AS owner_grants
-				 FROM sessions s LEFT JOIN nodes n ON n.id = s.owner LEFT JOIN session_access a ON a.session_id = s.id
-				 WHERE s.id = $1 FOR UPDATE OF s`,
+			 FROM sessions s LEFT JOIN nodes n ON n.id = s.owner LEFT JOIN session_access a ON a.session_id = s.id
+			 WHERE s.id = $1 FOR UPDATE OF s`,
 			[id],
 		);
 		const row = rows[0];
-		if (!row) {
-			await client.query("COMMIT");
-			const gone = await pool.query<{ reason: Tombstone["reason"]; at: Date }>(
-				"SELECT reason, at FROM gone WHERE id = $1",
-				[id],
-			);
-			const t = gone.rows[0];
-			return { kind: "absent", gone: t && { id, reason: t.reason, at: t.at.toISOString() } };
-		}
-		if (row.owner && row.owner !== node && row.live && row.url) {
-			await client.query("COMMIT");
-			return { kind: "owned", node: row.owner, url: row.url };
-		}
+		if (!row) return undefined;
+		if (row.owner && row.owner !== node && row.live && row.url) return { kind: "owned", node: row.owner, url: row.url };
 		const taken = await client.query(
 			`UPDATE sessions SET owner = $2, epoch = epoch + 1 WHERE id = $1
-				 AND EXISTS (SELECT 1 FROM nodes WHERE id = $2 AND lease_until > now())`,
+			 AND EXISTS (SELECT 1 FROM nodes WHERE id = $2 AND lease_until > now())`,
 			[id, node],
 		);
-		await client.query("COMMIT");
 		if (taken.rowCount === 0) throw new Error("this node's lease has run out");
 		const access =
 			row.access_owner === null
@@ -74,12 +61,14 @@ export async function claimSession(pool: pg.Pool, node: string, id: string): Pro
 			clean: row.owner === null || row.owner === node,
 			access,
 		};
-	} catch (error) {
-		await client.query("ROLLBACK").catch(() => {});
-		throw error;
-	} finally {
-		client.release();
-	}
+	});
+	if (claim) return claim;
+	const gone = await pool.query<{ reason: Tombstone["reason"]; at: Date }>(
+		"SELECT reason, at FROM gone WHERE id = $1",
+		[id],
+	);
+	const t = gone.rows[0];
+	return { kind: "absent", gone: t && { id, reason: t.reason, at: t.at.toISOString() } };
 }
 
 /** Every session row with its owner (live or not) and its access record. */

@@ -1,5 +1,21 @@
 import type pg from "pg";
 
+/** Runs `work` in one transaction on one connection: committed when it returns, rolled back when it throws. */
+export async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+	const client = await pool.connect();
+	try {
+		await client.query("BEGIN");
+		const result = await work(client);
+		await client.query("COMMIT");
+		return result;
+	} catch (error) {
+		await client.query("ROLLBACK").catch(() => {});
+		throw error;
+	} finally {
+		client.release();
+	}
+}
+
 /**
  * Versioned migrations, applied by the gateway itself in order. Each runs once, recorded in
  * pi_gateway_migrations; append new ones, never edit a released one. The record column is text,
@@ -49,9 +65,7 @@ const migrationLock = 0x70_69_67_77; // "pigw"
  * at once migrate one after the other: the first does the work, the others find it done.
  */
 export async function migrate(pool: pg.Pool): Promise<number[]> {
-	const client = await pool.connect();
-	try {
-		await client.query("BEGIN");
+	return await transaction(pool, async (client) => {
 		await client.query("SELECT pg_advisory_xact_lock($1)", [migrationLock]);
 		await client.query(
 			"CREATE TABLE IF NOT EXISTS pi_gateway_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
@@ -65,14 +79,8 @@ export async function migrate(pool: pg.Pool): Promise<number[]> {
 			await client.query("INSERT INTO pi_gateway_migrations (version, name) VALUES ($1, $2)", [m.version, m.name]);
 			applied.push(m.version);
 		}
-		await client.query("COMMIT");
 		return applied;
-	} catch (error) {
-		await client.query("ROLLBACK").catch(() => {});
-		throw error;
-	} finally {
-		client.release();
-	}
+	});
 }
 
 /** The URL without its password, for messages and logs. */

@@ -4,7 +4,7 @@ import { dirname } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
 import pg from "pg";
 import { type Claim, claimSession, type ListedRow, listSessionRows } from "./postgres-claims.ts";
-import { migrate, redact } from "./postgres-schema.ts";
+import { migrate, redact, transaction } from "./postgres-schema.ts";
 import { tombstoneMs } from "./records.ts";
 import type { SessionStore, StoredSession, StoreEvents, Tombstone } from "./session-store.ts";
 import { SqliteStore } from "./sqlite-store.ts";
@@ -196,10 +196,8 @@ export class PostgresStore implements SessionStore {
 		this.#pending.delete(`session:${id}`);
 		this.#pending.delete(`file:${id}`);
 		this.#gone.set(id, { id, reason, at: at.toISOString() });
-		this.#write(`remove:${id}`, async () => {
-			const client = await this.#pool.connect();
-			try {
-				await client.query("BEGIN");
+		this.#write(`remove:${id}`, () =>
+			transaction(this.#pool, async (client) => {
 				await client.query(`DELETE FROM sessions WHERE id = $1 AND (owner IS NULL OR ${mine("owner", "$2")})`, [
 					id,
 					this.#node,
@@ -210,14 +208,8 @@ export class PostgresStore implements SessionStore {
 					"INSERT INTO gone (id, reason, at) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET reason = EXCLUDED.reason, at = EXCLUDED.at",
 					[id, reason, at],
 				);
-				await client.query("COMMIT");
-			} catch (error) {
-				await client.query("ROLLBACK").catch(() => {});
-				throw error;
-			} finally {
-				client.release();
-			}
-		});
+			}),
+		);
 	}
 
 	saveConversation(id: string, file: string): void {

@@ -1,12 +1,11 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/keys.ts";
 import { type ClusterNode, startNode } from "../helpers/cluster.ts";
 import { alive, until } from "../helpers/gateway.ts";
-import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
+import { query as rows, startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 import { collect, readFrames } from "../helpers/sse.ts";
 import { startProxy } from "../helpers/tcp-proxy.ts";
 
@@ -39,16 +38,6 @@ async function cluster(names: string[], extra: string[] = [], ttl = leaseTtlMs) 
 		started.push(node);
 	}
 	return { databaseUrl, nodes: started };
-}
-
-async function rows(url: string, sql: string, params: unknown[] = []) {
-	const client = new pg.Client({ connectionString: url });
-	await client.connect();
-	try {
-		return (await client.query(sql, params)).rows;
-	} finally {
-		await client.end();
-	}
 }
 
 async function create(node: ClusterNode, body: Record<string, unknown> = {}): Promise<string> {
@@ -275,8 +264,8 @@ describe("cluster mode: failures", () => {
 		(a as ClusterNode).signal("SIGSTOP");
 		// The fence kills A's pi while A's lease still holds in the database: nobody may have taken the session yet.
 		await until(() => !running(pid), leaseTtlMs * 2);
-		const [{ holds }] = await rows(databaseUrl, "SELECT lease_until > now() AS holds FROM nodes WHERE id = 'a'");
-		expect(holds).toBe(true);
+		const lease = await rows(databaseUrl, "SELECT lease_until > now() AS holds FROM nodes WHERE id = 'a'");
+		expect(lease).toEqual([{ holds: true }]);
 		await until(
 			async () => (await rows(databaseUrl, "SELECT 1 FROM nodes WHERE id = 'a' AND lease_until < now()")).length === 1,
 			leaseTtlMs * 2,
@@ -301,8 +290,7 @@ describe("cluster mode: failures", () => {
 		expect(
 			messages.filter((m) => m.role === "user").map((m) => /echo: (\w+)/.exec(JSON.stringify(m.content))?.[1]),
 		).toEqual(["one", "two", "three"]);
-		const [{ owner }] = await rows(databaseUrl, "SELECT owner FROM sessions WHERE id = $1", [id]);
-		expect(owner).toBe("b");
+		expect(await rows(databaseUrl, "SELECT owner FROM sessions WHERE id = $1", [id])).toEqual([{ owner: "b" }]);
 	});
 
 	it("a node that loses the database keeps its running sessions, refuses new ones with 503 and Retry-After, and recovers", async () => {

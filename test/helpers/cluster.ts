@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
-import { assertConforms } from "./openapi-validate.ts";
+import { specCheckedApi } from "./gateway.ts";
 
 const main = resolve(import.meta.dirname, "../../src/main.ts");
 
@@ -94,22 +94,7 @@ export async function startNode(options: NodeOptions): Promise<ClusterNode> {
 		logs,
 		exited,
 		fetch: (path, init = {}) => fetch(url + path, { ...init, headers: withAuth(init.headers) }),
-		async api(path, init = {}) {
-			const headers = withAuth(init.headers);
-			let body = init.body;
-			if (init.json !== undefined) {
-				headers.set("content-type", "application/json");
-				body = JSON.stringify(init.json);
-			}
-			const res = await fetch(url + path, { ...init, headers, body });
-			const text = await res.text();
-			let parsed: unknown = text;
-			try {
-				parsed = text ? JSON.parse(text) : undefined;
-			} catch {}
-			assertConforms(init.method ?? "GET", path, res.status, res.headers.get("content-type"), parsed);
-			return { status: res.status, body: parsed as never, res };
-		},
+		api: specCheckedApi(url, withAuth),
 		signal: (signal) => {
 			try {
 				process.kill(child.pid as number, signal);

@@ -48,22 +48,7 @@ export async function startTestGateway(overrides: Partial<ConfigInput> = {}): Pr
 	};
 	const rawFetch: TestGateway["fetch"] = (path, init = {}) =>
 		fetch(path instanceof URL ? path : gateway.url + path, { ...init, headers: withAuth(init.headers) });
-	const api: TestGateway["api"] = async (path, init = {}) => {
-		const headers = withAuth(init.headers);
-		let body = init.body;
-		if (init.json !== undefined) {
-			headers.set("content-type", "application/json");
-			body = JSON.stringify(init.json);
-		}
-		const res = await fetch(gateway.url + path, { ...init, headers, body });
-		const text = await res.text();
-		let parsed: unknown = text;
-		try {
-			parsed = text ? JSON.parse(text) : undefined;
-		} catch {}
-		assertConforms(init.method ?? "GET", path, res.status, res.headers.get("content-type"), parsed);
-		return { status: res.status, body: parsed as never, res };
-	};
+	const api = specCheckedApi(gateway.url, withAuth);
 	return {
 		...gateway,
 		root,
@@ -79,6 +64,32 @@ export async function startTestGateway(overrides: Partial<ConfigInput> = {}): Pr
 			await gateway.close();
 			rmSync(root, { recursive: true, force: true });
 		},
+	};
+}
+
+/**
+ * JSON in and out against `base`, headers through `withAuth`; every answer is checked against
+ * openapi.yaml (status, content type, JSON body): a lying spec fails the test.
+ */
+export function specCheckedApi(
+	base: string,
+	withAuth: (headers: RequestInit["headers"]) => Headers,
+): TestGateway["api"] {
+	return async (path, init = {}) => {
+		const headers = withAuth(init.headers);
+		let body = init.body;
+		if (init.json !== undefined) {
+			headers.set("content-type", "application/json");
+			body = JSON.stringify(init.json);
+		}
+		const res = await fetch(base + path, { ...init, headers, body });
+		const text = await res.text();
+		let parsed: unknown = text;
+		try {
+			parsed = text ? JSON.parse(text) : undefined;
+		} catch {}
+		assertConforms(init.method ?? "GET", path, res.status, res.headers.get("content-type"), parsed);
+		return { status: res.status, body: parsed as never, res };
 	};
 }
 

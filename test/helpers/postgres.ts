@@ -192,3 +192,14 @@ export async function startTestPostgres(): Promise<TestPostgres> {
 		throw error;
 	}
 }
+
+/** One query on its own connection (tests read what the gateway wrote). */
+export async function query(url: string, sql: string, params: unknown[] = []): Promise<Record<string, any>[]> {
+	const client = new pg.Client({ connectionString: url });
+	await client.connect();
+	try {
+		return (await client.query(sql, params)).rows;
+	} finally {
+		await client.end();
+	}
+}

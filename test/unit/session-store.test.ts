@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { migrate, migrations, PostgresStore } from "../../src/sessions/postgres-store.ts";
 import type { SessionStore, StoredSession, StoreEvents } from "../../src/sessions/session-store.ts";
 import { SqliteStore } from "../../src/sessions/sqlite-store.ts";
-import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
+import { query, startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 
 /**
  * The SessionStore contract of a single node (SQLite): restore at start, tombstones, unclean stops.
@@ -143,16 +143,6 @@ async function lease(url: string, node: string, seconds: number): Promise<void> 
 			 ON CONFLICT (id) DO UPDATE SET lease_until = EXCLUDED.lease_until, url = EXCLUDED.url`,
 			[node, `http://${node}.invalid`, seconds],
 		);
-	} finally {
-		await client.end();
-	}
-}
-
-async function query(url: string, sql: string, params: unknown[] = []): Promise<Record<string, unknown>[]> {
-	const client = new pg.Client({ connectionString: url });
-	await client.connect();
-	try {
-		return (await client.query(sql, params)).rows;
 	} finally {
 		await client.end();
 	}
