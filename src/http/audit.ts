@@ -131,7 +131,7 @@ export function audit(log: AuditLog, routes: ScopedRoutes, logger: Logger): Midd
 			path: c.req.path,
 			sessionId: raw !== undefined ? decodeURIComponent(raw) : (created ?? null),
 			status: c.res.status,
-			from: incoming?.socket?.remoteAddress ?? null,
+			from: c.get("clientAddress") ?? incoming?.socket?.remoteAddress ?? null,
 			requestId: c.get("requestId"),
 		};
 		log.record(entry);

@@ -6,6 +6,9 @@ import type { AppEnv } from "./openapi.ts";
 import { sessionPath } from "./ownership.ts";
 import { ApiError } from "./problem.ts";
 
+/** The client's address, on a forwarded request. */
+const clientHeader = "x-pi-gateway-client";
+
 /** Forwarding rounds per request: the owner may move once or twice (a failover, a release) while it waits. */
 const maxRounds = 3;
 
@@ -33,6 +36,9 @@ export function clusterRouting(
 		if (!cluster || !match?.[1]) return next();
 		const id = decodeURIComponent(match[1]);
 		const forwarded = cluster.isForwarded(c.req.raw.headers);
+		// Only a verified forward may say who the client is (the audit log records it).
+		const client = forwarded ? c.req.header(clientHeader) : undefined;
+		if (client) c.set("clientAddress", client);
 		// A stopping node takes nothing new for its sessions: a forwarded request goes back (its sender
 		// waits for the session to move), a direct one is told to retry (the load balancer picks another node).
 		if (registry.closing) {
@@ -57,7 +63,10 @@ export function clusterRouting(
 			// A forwarded request is never forwarded again: the sender looks the owner up anew.
 			if (forwarded) throw new ApiError(421, "not_owner", `Session ${id} is served by node ${route.node} now`);
 			body ??= await readBody(c.req.raw, maxBodyBytes);
-			const answer = await forward(route.url, c.req.raw, body, cluster.forwardHeaders, watch(cluster, route.node));
+			const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
+			const from = incoming?.socket?.remoteAddress;
+			const headers = { ...cluster.forwardHeaders, ...(from && { [clientHeader]: from }) };
+			const answer = await forward(route.url, c.req.raw, body, headers, watch(cluster, route.node));
 			if (answer instanceof Response && answer.status !== 421) return answer;
 			if (answer instanceof Response) await answer.body?.cancel();
 			// Sent elsewhere only when the owner never saw it (refused, or sent back with 421), or it reads only.

@@ -4,7 +4,8 @@ import type { Principal } from "./principals.ts";
 import { ApiError, Problem } from "./problem.ts";
 
 /** `principal`: who is calling, set by the bearer middleware (absent only on public routes). */
-export type AppEnv = { Variables: { requestId: string; principal?: Principal } };
+/** `clientAddress`: the client's address as the node that forwarded the request saw it (cluster mode). */
+export type AppEnv = { Variables: { requestId: string; principal?: Principal; clientAddress?: string } };
 
 /** A router whose validation failures become 400 problem+json listing each issue. */
 export function createRouter(): OpenAPIHono<AppEnv> {

@@ -1,4 +1,5 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -423,5 +424,45 @@ describe("cluster mode: membership", () => {
 			/another live gateway node is named a/,
 		);
 		expect((await (a as ClusterNode).api("/readyz")).status).toBe(200);
+	});
+});
+
+describe("cluster mode: the audit log", () => {
+	it("the owner records the client's address as the forwarding node saw it; a client cannot claim one", async () => {
+		const {
+			nodes: [a, b],
+		} = await cluster(["a", "b"]);
+		const id = await create(a as ClusterNode);
+		// Through B, from 127.0.0.2 (a loopback address of its own), so the two hops differ.
+		const status = await new Promise<number>((resolve, reject) => {
+			const body = JSON.stringify({ message: "echo: from afar" });
+			const req = httpRequest(
+				`${(b as ClusterNode).url}/v1/sessions/${id}/prompt?wait=true`,
+				{
+					method: "POST",
+					localAddress: "127.0.0.2",
+					headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+				},
+				(res) => {
+					res.resume();
+					res.on("end", () => resolve(res.statusCode ?? 0));
+				},
+			);
+			req.on("error", reject);
+			req.end(body);
+		});
+		expect(status).toBe(200);
+		// Straight to A, claiming another address: not believed.
+		const forged = await (a as ClusterNode).api(`/v1/sessions/${id}/prompt?wait=true`, {
+			method: "POST",
+			headers: { "x-pi-gateway-client": "203.0.113.9" },
+			json: { message: "echo: nearby" },
+		});
+		expect(forged.status).toBe(200);
+		const entries = (await (a as ClusterNode).api(`/v1/audit?sessionId=${id}`)).body.entries as {
+			action: string;
+			from: string;
+		}[];
+		expect(entries.filter((e) => e.action === "sessions.prompt").map((e) => e.from)).toEqual(["127.0.0.1", "127.0.0.2"]);
 	});
 });
