@@ -19,8 +19,9 @@ const CLOSE_BRACE = 0x7d;
  */
 export function typeOf(line: Buffer): string | undefined {
 	const from = typePrefix.length;
-	if (line.length <= from || line[line.length - 1] !== CLOSE_BRACE || typePrefix.compare(line, 0, from) !== 0)
-		return undefined;
+	if (line.length <= from || line[line.length - 1] !== CLOSE_BRACE) return undefined;
+	// A loop, not Buffer.compare: nine bytes are cheaper compared here than through a native call.
+	for (let i = 0; i < from; i++) if (line[i] !== typePrefix[i]) return undefined;
 	const end = line.indexOf(QUOTE, from);
 	// A valid type is at most 64 ASCII letters, so a longer or non-ASCII one fails isEventType anyway.
 	if (end === -1 || end - from > 64) return undefined;
