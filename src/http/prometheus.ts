@@ -105,11 +105,17 @@ export class Metrics {
 			},
 		});
 
-		const events = new Counter({
+		// Per event only a number in a Map goes up; the counter takes the sums when it is scraped.
+		const eventCounts = new Map<string, number>();
+		new Counter({
 			name: "pi_gateway_events_total",
 			help: "Events appended to session logs and forwarded to subscribers, by type (pi's and the gateway's)",
 			labelNames: ["type"],
 			registers,
+			collect() {
+				for (const [type, n] of eventCounts) if (n > 0) this.inc({ type }, n);
+				eventCounts.clear();
+			},
 		});
 		const requested = new Counter({
 			name: "pi_gateway_approvals_requested_total",
@@ -136,15 +142,8 @@ export class Metrics {
 		// Known label values start at 0, so rate() and alerts see a series before the first increment.
 		for (const status of ["answered", "cancelled", "expired"]) resolved.inc({ status }, 0);
 		for (const reason of ["stopped", "exited", "crashed"]) exits.inc({ reason }, 0);
-		// Per event: a cached child per type, not prom-client's label hashing on every inc().
-		const byType = new Map<string, { inc(): void }>();
 		sessions.subscribeAll((_sessionId, event) => {
-			let counter = byType.get(event.type);
-			if (!counter) {
-				counter = events.labels(event.type);
-				byType.set(event.type, counter);
-			}
-			counter.inc();
+			eventCounts.set(event.type, (eventCounts.get(event.type) ?? 0) + 1);
 			if (event.type === "approval_requested") requested.inc();
 			else if (event.type === "approval_resolved") {
 				resolved.inc({ status: field(event, "approval", "status") ?? "unknown" });

@@ -33,14 +33,18 @@ export function frame(event: LoggedEvent, id: string | number | undefined = even
 }
 
 /**
- * A frame of pi's line not copied yet: `head` (ASCII: `id:`, `event:`, `data: `), then `data`,
- * then a blank line. It is written straight into the batch a subscriber's outbox sends, so
- * pi's bytes are copied once on their way to the socket.
+ * A frame of pi's line not copied yet: `id: <seq>`, `typeLines` (`\nevent: <type>\ndata: `, ASCII,
+ * one buffer per type), `data`, then a blank line. It is written straight into the batch a
+ * subscriber's outbox sends, so pi's bytes are copied once on their way to the socket, and the
+ * head costs no string per event.
  */
 export interface LineFrame {
-	head: string;
+	seq: number;
+	typeLines: Uint8Array;
 	/** Holds no CR or LF (a line that does is framed by frame() instead). */
 	data: Uint8Array;
+	/** The frame's bytes on the wire. */
+	size: number;
 	/** The whole frame, made when a subscriber sends it alone, and then shared by the others. */
 	bytes?: Uint8Array;
 }
@@ -62,7 +66,7 @@ export function frameBytes(event: LoggedEvent): Chunk {
 		lastFrame =
 			data.indexOf(LF) !== -1 || data.indexOf(CR) !== -1
 				? frame(event)
-				: { head: `id: ${event.seq}\nevent: ${checkedType(event.type)}\ndata: `, data };
+				: lineFrame(event.seq, typeLinesOf(event.type), data);
 		lastEvent = event;
 	}
 	return lastFrame;
@@ -76,6 +80,53 @@ export function gatewayFrame(type: string, fields: Record<string, unknown>, id?:
 const LF = 0x0a;
 const CR = 0x0d;
 const lineBreak = /\r\n|\r|\n/;
+const idPrefix = Buffer.from("id: ");
+
+/** `\nevent: <type>\ndata: ` per type, checked once: pi has a few dozen types (kept up to a bound). */
+const typeLines = new Map<string, Uint8Array>();
+
+function typeLinesOf(type: string): Uint8Array {
+	let bytes = typeLines.get(type);
+	if (bytes === undefined) {
+		bytes = Buffer.from(`\nevent: ${checkedType(type)}\ndata: `, "latin1");
+		if (typeLines.size < 1024) typeLines.set(type, bytes);
+	}
+	return bytes;
+}
+
+function lineFrame(seq: number, typeLines: Uint8Array, data: Uint8Array): LineFrame {
+	return { seq, typeLines, data, size: idPrefix.length + digits(seq) + typeLines.byteLength + data.byteLength + 2 };
+}
+
+/** Decimal digits of a non-negative integer. */
+function digits(n: number): number {
+	let count = 1;
+	while (n >= 10) {
+		n = Math.floor(n / 10);
+		count++;
+	}
+	return count;
+}
+
+/** Writes a line frame at `at` of `out`; returns where it ends. No strings, no native calls for the head. */
+function writeLineFrame(out: Uint8Array, at: number, f: LineFrame): number {
+	out.set(idPrefix, at);
+	at += idPrefix.length;
+	let n = f.seq;
+	const width = digits(n);
+	for (let i = at + width - 1; i >= at; i--) {
+		out[i] = 0x30 + (n % 10);
+		n = Math.floor(n / 10);
+	}
+	at += width;
+	out.set(f.typeLines, at);
+	at += f.typeLines.byteLength;
+	out.set(f.data, at);
+	at += f.data.byteLength;
+	out[at++] = LF;
+	out[at++] = LF;
+	return at;
+}
 
 function idLine(id: string | number | undefined): string {
 	if (id === undefined) return "";
@@ -260,7 +311,7 @@ export function sseStream(c: Context, options: SseOptions, out: Outbox, detach: 
 function chunkBytes(chunk: Chunk): number {
 	if (typeof chunk === "string") return chunk.length;
 	if (chunk instanceof Uint8Array) return chunk.byteLength;
-	return chunk.head.length + chunk.data.byteLength + 2;
+	return chunk.size;
 }
 
 /** One write for a batch: strings joined, or everything written into one buffer when bytes are mixed in. */
@@ -275,13 +326,7 @@ function joinChunks(chunks: Chunk[]): string | Uint8Array {
 		else if (c instanceof Uint8Array) {
 			out.set(c, at);
 			at += c.byteLength;
-		} else {
-			at += out.write(c.head, at, "latin1");
-			out.set(c.data, at);
-			at += c.data.byteLength;
-			out[at++] = LF;
-			out[at++] = LF;
-		}
+		} else at = writeLineFrame(out, at, c);
 	}
 	return out;
 }

@@ -19,11 +19,32 @@ const CLOSE_BRACE = 0x7d;
  */
 export function typeOf(line: Buffer): string | undefined {
 	const from = typePrefix.length;
-	if (line.length <= from || line[line.length - 1] !== CLOSE_BRACE || typePrefix.compare(line, 0, from) !== 0)
-		return undefined;
+	if (line.length <= from || line[line.length - 1] !== CLOSE_BRACE) return undefined;
+	// A loop, not Buffer.compare: nine bytes are cheaper compared here than through a native call.
+	for (let i = 0; i < from; i++) if (line[i] !== typePrefix[i]) return undefined;
 	const end = line.indexOf(QUOTE, from);
 	// A valid type is at most 64 ASCII letters, so a longer or non-ASCII one fails isEventType anyway.
 	if (end === -1 || end - from > 64) return undefined;
 	const type = line.toString("latin1", from, end);
 	return isEventType(type) ? type : undefined;
+}
+
+/** A record of pi's the gateway reads (a response, a UI request), parsed, or why it is no record. */
+export type ReadRecord =
+	| { record: { type: string; [field: string]: unknown }; problem?: undefined }
+	| { problem: string; text: string };
+
+/** Parses a line of pi's stdout that typeOf could not read: JSON, an object, a valid type. */
+export function readRecord(line: Buffer): ReadRecord {
+	const text = line.toString("utf8");
+	let record: { type?: unknown };
+	try {
+		record = JSON.parse(text);
+	} catch {
+		return { problem: "pi printed a non-JSON line; skipped", text };
+	}
+	if (typeof record !== "object" || record === null || typeof record.type !== "string")
+		return { problem: "pi printed a record without a type", text };
+	if (!isEventType(record.type)) return { problem: "pi printed a record of no valid type", text };
+	return { record: record as { type: string } };
 }

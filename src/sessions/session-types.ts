@@ -1,3 +1,4 @@
+import type { RpcSessionState } from "@earendil-works/pi-coding-agent";
 import { z } from "@hono/zod-openapi";
 import type { Logger } from "pino";
 import type { SessionLimits } from "../limits.ts";
@@ -58,4 +59,18 @@ export interface PiState {
 	thinkingLevel?: string;
 	/** The gateway saw sessionFile on disk (pi writes it lazily): from then on its absence is a loss. */
 	fileSeen?: boolean;
+}
+
+/** What is kept of a get_state answer; `fileSeen` carries over while the session file stays the same. */
+export function piStateOf(data: unknown, previous: PiState): PiState {
+	// pi's own get_state type; partial, since the line came over a pipe.
+	const state = (data ?? {}) as Partial<RpcSessionState>;
+	return {
+		sessionId: state.sessionId,
+		sessionFile: state.sessionFile,
+		sessionName: state.sessionName,
+		model: state.model ? { provider: state.model.provider, id: state.model.id } : undefined,
+		thinkingLevel: state.thinkingLevel,
+		fileSeen: state.sessionFile === previous.sessionFile ? previous.fileSeen : undefined,
+	};
 }

@@ -2,28 +2,20 @@
 // (start, stop, exit), the routing of pi's lines and its status all read and write the same
 // few fields (process, status, running), so splitting them would trade one file for getters
 // between three. What has a job of its own lives beside it: command-channel.ts (queue,
-// in-flight commands, ids, oversized answers, state refresh), session-types.ts,
-// approvals.ts, ui-state.ts, event-log.ts.
-import type { RpcSessionState } from "@earendil-works/pi-coding-agent";
+// in-flight commands, ids, oversized answers, state refresh), legacy-adapter.ts (what a
+// pi 0.73 child needs to speak the current protocol), session-types.ts, approvals.ts,
+// ui-state.ts, event-log.ts.
 import type { Logger } from "pino";
-import { GatewayError } from "../errors.ts";
 import { type ExitInfo, PiProcess } from "../pi/child.ts";
-import {
-	type Dialect,
-	extensionCommandNames,
-	hasNameFlag,
-	lacksCommand,
-	legacyDisposition,
-	legacyMessageUpdate,
-	looksLegacy,
-	synthesisedSettled,
-} from "../pi/dialect.ts";
-import { isEventType, typeOf } from "../pi/event-type.ts";
+import { readRecord, typeOf } from "../pi/event-type.ts";
 import { commandKind, isDialogRequest, type PiCommand, type PiResponse, type UiRequest } from "../pi/protocol.ts";
 import { Approvals, resolvers } from "./approvals.ts";
 import { CommandChannel } from "./command-channel.ts";
 import { EventLog } from "./event-log.ts";
+import { LegacyAdapter } from "./legacy-adapter.ts";
+import { exitError, notRunningError, spawnError, startError } from "./session-errors.ts";
 import type { PiState, SessionInit, SessionStatus, SpawnCommand, StopReason } from "./session-types.ts";
+import { piStateOf } from "./session-types.ts";
 import { applyUiRequest, emptyUiState, fireAndForgetMethods, type UiState } from "./ui-state.ts";
 
 export type { PiState, SessionInit, SessionLimits, SpawnCommand, StopReason } from "./session-types.ts";
@@ -66,15 +58,12 @@ export class Session {
 	#running = false;
 	#status: SessionStatus = "starting";
 	#onStatus: ((session: Session) => void) | undefined;
-	/** What this pi speaks: a legacy pi's lines are adapted to the current protocol (pi/dialect.ts). */
-	dialect: Dialect;
-	/** A legacy pi's extension commands, as of its start: their prompts are `handled`. */
-	#extensionCommands: ReadonlySet<string> = new Set();
+	/** A legacy pi's lines, adapted to the current protocol (a current pi's pass unchanged). */
+	readonly #legacy: LegacyAdapter;
 
 	constructor(init: SessionInit) {
 		this.#init = init;
 		this.id = init.id;
-		this.dialect = init.dialect ?? "current";
 		this.name = init.name;
 		this.cwd = init.cwd;
 		this.persist = init.persist;
@@ -86,6 +75,7 @@ export class Session {
 			assertAlive: () => this.#assertAlive(),
 			takeState: (data) => this.#takeState(data),
 		});
+		this.#legacy = new LegacyAdapter(init.dialect ?? "current", this.#channel, this.#logger);
 		this.events = new EventLog(init.limits.eventLogMaxEvents, init.limits.eventLogMaxBytes, init.restored?.lastSeq);
 		this.approvals = new Approvals(
 			init.id,
@@ -220,28 +210,17 @@ export class Session {
 			await child.start();
 		} catch (error) {
 			await child.exited;
-			throw new GatewayError(502, "pi_spawn_failed", `Could not start pi: ${(error as Error).message}`);
+			throw spawnError(error);
 		}
 		try {
 			const state = await this.#channel.dispatch({ type: "get_state" }, limits.startupTimeoutMs);
 			this.#takeState(state.data);
-			// A legacy pi cannot say a prompt was `handled`: learn its extension commands to tell.
-			if (this.dialect === "legacy") {
-				const commands = await this.#channel.dispatch({ type: "get_commands" }, limits.startupTimeoutMs);
-				this.#extensionCommands = extensionCommandNames(commands.data);
-			}
-			// A legacy pi has no --name flag (pi/dialect.ts): it gets the name once it runs.
-			if (!hasNameFlag(this.dialect) && this.name && this.piState.sessionName !== this.name) {
-				await this.#channel.dispatch({ type: "set_session_name", name: this.name }, limits.startupTimeoutMs);
-				this.piState.sessionName = this.name;
-			}
+			const { sessionName } = this.piState;
+			this.piState.sessionName = await this.#legacy.start(this.name, sessionName, limits.startupTimeoutMs);
 		} catch (error) {
 			child.kill();
 			await child.exited;
-			const detail = error instanceof GatewayError ? error.message : String(error);
-			throw new GatewayError(502, "pi_start_failed", `pi did not start: ${detail}`, {
-				stderr: child.stderrTail,
-			});
+			throw startError(error, child.stderrTail);
 		}
 		this.#started = true;
 		this.#updateStatus();
@@ -253,7 +232,7 @@ export class Session {
 	 * reads and controls go straight to pi so a stuck run can always be inspected and stopped.
 	 */
 	async request(command: PiCommand): Promise<PiResponse> {
-		this.#assertSupported(command.type);
+		this.#legacy.assertSupported(command.type);
 		const checked = this.#init.guard ? this.#init.guard(command) : command;
 		this.lastActivityAt = Date.now();
 		this.#openRequests++;
@@ -322,72 +301,43 @@ export class Session {
 			this.#onEvent(fast, line);
 			return;
 		}
-		const text = line.toString("utf8");
-		let record: { type?: unknown; id?: unknown; command?: unknown; method?: unknown };
-		try {
-			record = JSON.parse(text);
-		} catch {
-			this.#logger.warn({ line: text.slice(0, 200) }, "pi printed a non-JSON line; skipped");
+		const read = readRecord(line);
+		if (read.problem !== undefined) {
+			this.#logger.warn({ line: read.text.slice(0, 200) }, read.problem);
 			return;
 		}
-		if (typeof record !== "object" || record === null || typeof record.type !== "string") {
-			this.#logger.warn({ line: text.slice(0, 200) }, "pi printed a record without a type");
-			return;
-		}
-		if (!isEventType(record.type)) {
-			this.#logger.warn({ line: text.slice(0, 200) }, "pi printed a record of no valid type");
-			return;
-		}
+		const { record } = read;
 		this.lastActivityAt = Date.now();
-		const type = record.type;
-		if (type === "response") {
-			this.#onResponse(record as PiResponse, line);
-			return;
-		}
-		if (type === "extension_ui_request") {
-			this.events.append(type, line);
-			this.#onUiRequest(record as UiRequest);
-			return;
-		}
-		this.#onEvent(type, line);
+		if (record.type === "response") this.#onResponse(record as unknown as PiResponse, line);
+		else if (record.type === "extension_ui_request") {
+			this.events.append(record.type, line);
+			this.#onUiRequest(record as unknown as UiRequest);
+		} else this.#onEvent(record.type, line);
 	}
 
 	/** A session event: logged as pi printed it; run boundaries move the status. */
 	#onEvent(type: string, line: Buffer): void {
 		if (type === "agent_start") this.#setRunning(true);
 		else if (type === "queue_update") this.#channel.piQueueUpdated(line);
-		if (this.dialect === "legacy" && type === "message_update")
-			line = Buffer.from(legacyMessageUpdate(line.toString("utf8")));
+		line = this.#legacy.event(type, line);
 		this.events.append(type, line);
-		// A legacy pi ends a run with agent_end only: with nothing left in its queue, it is settled.
-		if (this.dialect === "legacy" && type === "agent_end" && this.#channel.piQueued === 0) {
-			this.#onEvent("agent_settled", Buffer.from(synthesisedSettled(line.toString("utf8"))));
-		}
+		const settled = this.#legacy.settledAfter(type, line);
+		if (settled) this.#onEvent("agent_settled", settled);
 		if (type === "agent_settled") {
 			this.currentRunId = undefined;
 			this.#setRunning(false);
 		}
 	}
 
-	#onResponse(response: PiResponse, line: Buffer): void {
-		if (this.dialect === "current" && looksLegacy(response)) {
-			this.#logger.warn("pi accepted a prompt without a disposition: a legacy pi (0.73)");
-			this.dialect = "legacy";
-		}
-		if (this.dialect === "legacy" && looksLegacy(response)) {
-			// The disposition pi 1.x would have sent, so run streams and wait mode read one contract.
-			const message = response.id ? this.#channel.commandOf(response.id)?.message : undefined;
-			const disposition = legacyDisposition(this.#running, message, this.#extensionCommands);
-			response = { ...response, data: { disposition } };
-			line = Buffer.from(JSON.stringify(response));
-		}
+	#onResponse(piResponse: PiResponse, piLine: Buffer): void {
+		const { response, line } = this.#legacy.response(piResponse, piLine, this.#running);
 		// Answers to reads belong to the one client that asked; everything else is session history.
 		if (commandKind(response.command) !== "read") this.events.append("response", line);
 		if (response.command === "prompt" && response.success) {
 			const disposition = (response.data as { disposition?: string } | undefined)?.disposition;
 			if (disposition === "started" && response.id) this.currentRunId = response.id;
 		}
-		if (!response.id && !response.success && this.#unknownCommand(response)) return;
+		if (this.#legacy.unknownCommand(response)) return;
 		if (!this.#channel.settle(response) && response.command === "parse") {
 			this.#logger.error({ response }, "pi could not parse a command");
 		}
@@ -406,18 +356,7 @@ export class Session {
 		this.#stopping = undefined;
 		this.exit = { ...info, at: new Date().toISOString(), stderrTail: child.stderrTail };
 		const crashed = !info.requested && !(info.code === 0 && info.signal === null);
-		const error =
-			reason === "stopped" && !crashed
-				? new GatewayError(410, "session_deleted", `Session ${this.id} was deleted before pi answered this command`)
-				: reason === "shutdown" && !crashed
-					? new GatewayError(503, "shutting_down", "The gateway is shutting down")
-					: new GatewayError(
-							502,
-							crashed ? "pi_crashed" : "pi_exited",
-							`pi ${crashed ? "crashed" : "exited"} (code ${info.code}, signal ${info.signal})`,
-							{ stderr: this.exit.stderrTail },
-						);
-		this.#channel.failAll(error);
+		this.#channel.failAll(exitError(this.id, reason, crashed, info, this.exit.stderrTail));
 		this.approvals.abandonAll();
 		this.#running = false;
 		// A persistent session the gateway put to sleep keeps its place and starts again on demand.
@@ -461,64 +400,18 @@ export class Session {
 	}
 
 	#takeState(data: unknown): void {
-		// pi's own get_state type; partial, since the line came over a pipe.
-		const state = (data ?? {}) as Partial<RpcSessionState>;
+		const state = piStateOf(data, this.piState);
+		// A switch to another folder's session file moves the session's folder with it.
 		if (state.sessionFile && state.sessionFile !== this.piState.sessionFile) {
 			const cwd = this.#init.cwdOf?.(state.sessionFile);
 			if (cwd) this.cwd = cwd;
 		}
-		this.piState = {
-			sessionId: state.sessionId,
-			sessionFile: state.sessionFile,
-			sessionName: state.sessionName,
-			model: state.model ? { provider: state.model.provider, id: state.model.id } : undefined,
-			thinkingLevel: state.thinkingLevel,
-			fileSeen: state.sessionFile === this.piState.sessionFile ? this.piState.fileSeen : undefined,
-		};
+		this.piState = state;
 		if (state.sessionName) this.name = state.sessionName;
 	}
 
-	/**
-	 * pi 0.73 answers a command it does not know without its id: that would hang the command until
-	 * its deadline. The oldest one of that type gets 501 now (a pi whose age was not detected).
-	 */
-	#unknownCommand(response: PiResponse): boolean {
-		if (!/^Unknown command: /.test(response.error ?? "")) return false;
-		return this.#channel.failOldest(response.command, notSupported(response.command));
-	}
-
-	/** A command this pi does not have: 501 at once (a legacy pi answers it without an id: it would hang). */
-	#assertSupported(type: string): void {
-		if (!lacksCommand(this.dialect, type)) return;
-		throw notSupported(type);
-	}
-
 	#assertAlive(): void {
-		if (this.#process) return;
-		if (this.#status === "stopped") {
-			throw new GatewayError(
-				409,
-				"session_stopped",
-				`Session ${this.id} is stopped; POST /v1/sessions/${this.id}/resume starts pi again`,
-			);
-		}
-		if (this.exit) {
-			throw new GatewayError(
-				502,
-				this.#status === "crashed" ? "pi_crashed" : "pi_exited",
-				`Session ${this.id} is ${this.#status}`,
-				{
-					stderr: this.exit.stderrTail,
-				},
-			);
-		}
+		const error = this.#process ? undefined : notRunningError(this.id, this.#status, this.exit);
+		if (error) throw error;
 	}
-}
-
-function notSupported(type: string): GatewayError {
-	return new GatewayError(
-		501,
-		"not_supported_by_pi",
-		`The pi this session runs (an older one, like 0.73) has no ${type} command`,
-	);
 }

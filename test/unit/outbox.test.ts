@@ -78,6 +78,22 @@ describe("Outbox", () => {
 		expect(out.lastSent).toBe(3);
 	});
 
+	it("writes each id's digits and each type's lines into a batch as frame() does, whatever the width", async () => {
+		const seqs = [0, 7, 9, 10, 99, 100, 1009, 123456, 9999999, 2 ** 40 + 1];
+		const types = ["message_update", "agent_end", "tool_execution_update"];
+		const events = seqs.map((seq, i) => ({
+			seq,
+			type: types[i % types.length] as string,
+			data: Buffer.from(`{"type":"x","i":${i},"s":"é😀"}`),
+		}));
+		const out = new Outbox(1 << 20);
+		const sink = new FakeSink();
+		for (const event of events) out.push(frameBytes(event), event.seq);
+		out.end();
+		await out.pump(sink);
+		expect(sink.writes).toEqual([events.map((e) => frame(e).toString()).join("")]);
+	});
+
 	it("writes pushed text in order and stops after end()", async () => {
 		const out = new Outbox(1000);
 		const sink = new FakeSink();

@@ -1,0 +1,52 @@
+import { GatewayError } from "../errors.ts";
+import type { ExitInfo } from "../pi/child.ts";
+import type { SessionStatus, StopReason } from "./session-types.ts";
+
+/** pi could not be spawned at all (no such command, no permission). */
+export function spawnError(error: unknown): GatewayError {
+	return new GatewayError(502, "pi_spawn_failed", `Could not start pi: ${(error as Error).message}`);
+}
+
+/** pi ran but did not answer its first commands (get_state, and a legacy pi's set-up). */
+export function startError(error: unknown, stderrTail: string): GatewayError {
+	const detail = error instanceof GatewayError ? error.message : String(error);
+	return new GatewayError(502, "pi_start_failed", `pi did not start: ${detail}`, { stderr: stderrTail });
+}
+
+/** What a command still waiting for pi gets when pi exits, by why it exited. */
+export function exitError(
+	sessionId: string,
+	reason: StopReason | undefined,
+	crashed: boolean,
+	info: ExitInfo,
+	stderrTail: string,
+): GatewayError {
+	if (reason === "stopped" && !crashed)
+		return new GatewayError(410, "session_deleted", `Session ${sessionId} was deleted before pi answered this command`);
+	if (reason === "shutdown" && !crashed) return new GatewayError(503, "shutting_down", "The gateway is shutting down");
+	return new GatewayError(
+		502,
+		crashed ? "pi_crashed" : "pi_exited",
+		`pi ${crashed ? "crashed" : "exited"} (code ${info.code}, signal ${info.signal})`,
+		{ stderr: stderrTail },
+	);
+}
+
+/** What a command meets on a session without a pi process: undefined when it may wait for one (starting). */
+export function notRunningError(
+	sessionId: string,
+	status: SessionStatus,
+	exit: { stderrTail: string } | undefined,
+): GatewayError | undefined {
+	if (status === "stopped") {
+		return new GatewayError(
+			409,
+			"session_stopped",
+			`Session ${sessionId} is stopped; POST /v1/sessions/${sessionId}/resume starts pi again`,
+		);
+	}
+	if (!exit) return undefined;
+	return new GatewayError(502, status === "crashed" ? "pi_crashed" : "pi_exited", `Session ${sessionId} is ${status}`, {
+		stderr: exit.stderrTail,
+	});
+}
