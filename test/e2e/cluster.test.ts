@@ -463,6 +463,9 @@ describe("cluster mode: the audit log", () => {
 			action: string;
 			from: string;
 		}[];
-		expect(entries.filter((e) => e.action === "sessions.prompt").map((e) => e.from)).toEqual(["127.0.0.1", "127.0.0.2"]);
+		expect(entries.filter((e) => e.action === "sessions.prompt").map((e) => e.from)).toEqual([
+			"127.0.0.1",
+			"127.0.0.2",
+		]);
 	});
 });
