@@ -9,6 +9,7 @@ import type { SessionRegistry } from "../sessions/registry.ts";
 import { Fence } from "./fence.ts";
 import { Membership, type NodeRow } from "./membership.ts";
 import { type ClusterNotice, Notifications } from "./notifications.ts";
+import { fanOut, waitForMove } from "./peers.ts";
 
 /** Where a request for a session is served: here, or on the node that owns it. */
 export type Route = { kind: "local" } | { kind: "forward"; node: string; url: string };
@@ -221,20 +222,8 @@ export class Cluster {
 	}
 
 	/** After a forward found its node gone: waits until the session has another owner or none (≤ TTL). */
-	async waitForMove(id: string, from: string, signal: AbortSignal): Promise<boolean> {
-		const until = Date.now() + this.#config.leaseTtlMs + 2000;
-		while (Date.now() < until && !signal.aborted) {
-			const { rows } = await this.#store.pool
-				.query<{ owner: string | null; live: boolean | null }>(
-					"SELECT s.owner, n.lease_until > now() AS live FROM sessions s LEFT JOIN nodes n ON n.id = s.owner WHERE s.id = $1",
-					[id],
-				)
-				.catch(() => ({ rows: [] as { owner: string | null; live: boolean | null }[] }));
-			const row = rows[0];
-			if (row && (row.owner !== from || !row.live)) return true;
-			await new Promise((r) => setTimeout(r, 200));
-		}
-		return false;
+	waitForMove(id: string, from: string, signal: AbortSignal): Promise<boolean> {
+		return waitForMove(this.#store.pool, id, from, this.#config.leaseTtlMs + 2000, signal);
 	}
 
 	/** Every session row with its owner and access: the cluster-wide list reads it. */
@@ -246,26 +235,10 @@ export class Cluster {
 	 * GETs `path` on every other live node (forwarded: each answers with its own sessions only),
 	 * with the caller's credentials. A node that does not answer in time is left out and named.
 	 */
-	async fanOut<T>(path: string, authorization: string | null): Promise<{ results: T[]; missing: string[] }> {
+	fanOut<T>(path: string, authorization: string | null): Promise<{ results: T[]; missing: string[] }> {
 		const others = this.nodes.filter((n) => n.alive && n.id !== this.node);
-		const results: T[] = [];
-		const missing: string[] = [];
-		await Promise.all(
-			others.map(async (n) => {
-				try {
-					const res = await fetch(new URL(path, n.url), {
-						headers: { ...this.forwardHeaders, ...(authorization && { authorization }) },
-						signal: AbortSignal.timeout(2500),
-					});
-					if (!res.ok) throw new Error(`HTTP ${res.status}`);
-					results.push((await res.json()) as T);
-				} catch (error) {
-					this.#logger.warn({ peer: n.id, err: error }, "cluster: a node did not answer a fan-out");
-					missing.push(n.id);
-				}
-			}),
-		);
-		return { results, missing };
+		const headers = { ...this.forwardHeaders, ...(authorization && { authorization }) };
+		return fanOut<T>(others, path, headers, this.#logger);
 	}
 
 	/** Notices from every node (approvals changed somewhere), for long-polls. */
