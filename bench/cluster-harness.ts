@@ -11,8 +11,9 @@ import { join } from "node:path";
 import pg from "pg";
 import { type ClusterNode, startNode } from "../test/helpers/cluster.ts";
 import { startTestPostgres, type TestPostgres } from "../test/helpers/postgres.ts";
-import { now, procStats } from "./lib.ts";
+import { now, percentile, procStats } from "./lib.ts";
 
+const gcOnSignal = join(import.meta.dirname, "gc-on-signal.cjs");
 export const ms = (ns: bigint) => Number(ns) / 1e6;
 export const sleep = (milliseconds: number) => new Promise((r) => setTimeout(r, milliseconds));
 
@@ -43,7 +44,10 @@ export class BenchCluster {
 	/** Starts a node; `startMs` is process spawn to its "listening" log line. Names are unique per run. */
 	async node(name: string, databaseUrl: string, spec: NodeSpec = {}): Promise<{ node: ClusterNode; startMs: number }> {
 		const t0 = now();
-		const node = await startNode({
+		// startNode spawns before its first await: the node (only) gets the GC preload.
+		const inherited = process.env.NODE_OPTIONS;
+		process.env.NODE_OPTIONS = [inherited, "--expose-gc", `--require "${gcOnSignal}"`].filter(Boolean).join(" ");
+		const starting = startNode({
 			name: `${name}-${++this.#names}`,
 			databaseUrl,
 			root: this.#root,
@@ -51,6 +55,9 @@ export class BenchCluster {
 			leaseTtlMs: spec.leaseTtlMs ?? 10_000,
 			extra: spec.extra,
 		});
+		if (inherited === undefined) delete process.env.NODE_OPTIONS;
+		else process.env.NODE_OPTIONS = inherited;
+		const node = await starting;
 		const startMs = ms(now() - t0);
 		this.#nodes.add(node);
 		return { node, startMs };
@@ -132,8 +139,13 @@ export class BenchCluster {
 		});
 	}
 
-	/** The node's RSS (from /proc) and used JS heap (from its own /metrics: prom-client's default metrics). */
+	/**
+	 * The node's RSS (from /proc) and used JS heap (from its own /metrics: prom-client's default
+	 * metrics), after a full garbage collection (bench/gc-on-signal.cjs), so both count what is kept.
+	 */
 	async memory(node: ClusterNode): Promise<{ heapBytes: number; rssBytes: number }> {
+		node.signal("SIGUSR2");
+		await sleep(500);
 		const text = await (await node.fetch("/metrics")).text();
 		const heap = Number(/^nodejs_heap_size_used_bytes (\d+)/m.exec(text)?.[1] ?? Number.NaN);
 		return { heapBytes: heap, rssBytes: procStats(node.pid).rssBytes };
@@ -159,3 +171,15 @@ export async function until(check: () => Promise<boolean> | boolean, timeoutMs =
 		await sleep(100);
 	}
 }
+
+export type Row = Record<string, string | number>;
+
+/** p50, p99 and max of a list of milliseconds. */
+export function stats(values: number[]) {
+	const sorted = [...values].sort((a, b) => a - b);
+	return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? Number.NaN };
+}
+
+/** A prompt for the demo model's `echo:`, answered when its run has settled. */
+export const echo = (h: BenchCluster, node: ClusterNode, id: string, text: string) =>
+	h.call(node, "POST", `/v1/sessions/${id}/prompt?wait=true`, { message: `echo: ${text}` });

@@ -4,8 +4,9 @@
  * `--smoke` runs each tiny (failover only with a short lease: the default one alone takes 10 s).
  */
 
-import { commandLatency, eventLatency, failover, resume } from "./cluster.ts";
+import { commandLatency, eventLatency } from "./cluster.ts";
 import { BenchCluster } from "./cluster-harness.ts";
+import { failover, resume } from "./cluster-recovery.ts";
 import { registry } from "./cluster-registry.ts";
 import { table } from "./lib.ts";
 
@@ -36,8 +37,10 @@ export async function runClusterBenchmarks(smoke: boolean, want: (name: string) 
 			console.log(table("C1b. Cluster: SSE events read from the owner vs from another node (200 B events)", rows));
 		}
 		if (want("cluster-resume")) {
-			const rows = await resume(h, smoke ? 2 : 20, smoke ? 0 : 10);
-			console.log(table("C2. Cluster: resume on node B of a session stopped on node A", rows));
+			const rows = await resume(h, smoke ? 2 : 20, !smoke);
+			console.log(
+				table("C2. Cluster: resume on node B of a session stopped on node A (its first prompt, `echo:`)", rows),
+			);
 		}
 		if (want("cluster-registry")) {
 			const count = smoke ? 500 : 10_000;

@@ -1,22 +1,14 @@
 /**
  * Cluster mode (`--database-url`): what it costs to reach a session through a node that does not
- * own it, to resume a session on another node, and to fail over after a crash. Nodes run as their
+ * own it (a command, and SSE events). Nodes run as their
  * own processes on one embedded PostgreSQL; real pi with the demo model, except the SSE table,
  * which uses the timestamping stub pi (bench/stub-pi.mjs) because it is about the gateway's hops.
+ * Resume and failover: bench/cluster-recovery.ts; many registered sessions: cluster-registry.ts.
  */
+import pg from "pg";
 import type { ClusterNode } from "../test/helpers/cluster.ts";
-import { type BenchCluster, ms, sleep, sql, until } from "./cluster-harness.ts";
-import { now, percentile, readSse, stubPi } from "./lib.ts";
-
-type Row = Record<string, string | number>;
-
-function stats(values: number[]) {
-	const sorted = [...values].sort((a, b) => a - b);
-	return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? Number.NaN };
-}
-
-const echo = (h: BenchCluster, node: ClusterNode, id: string, text: string) =>
-	h.call(node, "POST", `/v1/sessions/${id}/prompt?wait=true`, { message: `echo: ${text}` });
+import { type BenchCluster, echo, ms, type Row, stats } from "./cluster-harness.ts";
+import { now, readSse, stubPi } from "./lib.ts";
 
 /** 1. A cheap read and a short run, each sent alternately to the owner and to the other node. */
 export async function commandLatency(h: BenchCluster, samples: number): Promise<Row[]> {
@@ -63,8 +55,47 @@ export async function commandLatency(h: BenchCluster, samples: number): Promise<
 			"added p99 ms": other.p99 - owner.p99,
 		});
 	}
+	const lookup = stats(await ownerLookup(db, id, samples));
+	rows.push({
+		command: "of which: the owner lookup (PostgresStore.claim's transaction, from a pg client)",
+		pi: "none",
+		samples,
+		"owner p50 ms": "",
+		"owner p99 ms": "",
+		"non-owner p50 ms": "",
+		"non-owner p99 ms": "",
+		"added p50 ms": lookup.p50,
+		"added p99 ms": lookup.p99,
+	});
 	await h.stopAll();
 	return rows;
+}
+
+/**
+ * What a non-owner asks PostgreSQL before every forward (claim() finds the session owned by a live
+ * node): BEGIN, the row locked FOR UPDATE with its owner's lease, COMMIT; on one open connection.
+ */
+async function ownerLookup(db: string, id: string, samples: number): Promise<number[]> {
+	const client = new pg.Client({ connectionString: db });
+	await client.connect();
+	try {
+		const times: number[] = [];
+		for (let i = -5; i < samples; i++) {
+			const t0 = now();
+			await client.query("BEGIN");
+			await client.query(
+				`SELECT s.record, s.owner, n.url, n.lease_until > now() AS live, a.owner AS access_owner, a.grants AS owner_grants
+				 FROM sessions s LEFT JOIN nodes n ON n.id = s.owner LEFT JOIN session_access a ON a.session_id = s.id
+				 WHERE s.id = $1 FOR UPDATE OF s`,
+				[id],
+			);
+			await client.query("COMMIT");
+			if (i >= 0) times.push(ms(now() - t0));
+		}
+		return times;
+	} finally {
+		await client.end();
+	}
 }
 
 /** 1b. Per-event latency of one session's SSE stream read from its owner and from the other node. */
@@ -130,113 +161,5 @@ export async function eventLatency(h: BenchCluster, events: number, rate: number
 		"max ms": "",
 	});
 	await h.stopAll();
-	return rows;
-}
-
-/** Creates `count` sessions on `node`, each with one settled run (a conversation to carry over). */
-async function conversations(h: BenchCluster, node: ClusterNode, count: number): Promise<string[]> {
-	const ids: string[] = [];
-	for (let i = 0; i < count; i++) {
-		const id = (await h.ok(node, "POST", "/v1/sessions", {}, 201)).id as string;
-		if ((await echo(h, node, id, `first ${i}`)).status !== 200) throw new Error("the first prompt failed");
-		ids.push(id);
-	}
-	return ids;
-}
-
-/** Waits until every one of `ids` is given back (owner NULL) with its conversation in the database. */
-const released = (db: string, ids: string[]) =>
-	until(
-		async () =>
-			(
-				await sql(
-					db,
-					"SELECT count(*)::int AS n FROM sessions s JOIN conversations c USING (id) WHERE s.id = ANY($1) AND s.owner IS NULL",
-					[ids],
-				)
-			)[0].n === ids.length,
-		60_000,
-		"the sessions to be released",
-	);
-
-/** First request on B for each session, one at a time; then a second prompt (pi live on B) as the baseline. */
-async function resumeOn(h: BenchCluster, b: ClusterNode, ids: string[]) {
-	const first: number[] = [];
-	const second: number[] = [];
-	for (const id of ids) {
-		const res = await echo(h, b, id, "resumed");
-		if (res.status !== 200 || res.json.text !== "resumed") throw new Error(`resume on B: HTTP ${res.status}`);
-		first.push(res.ms);
-		second.push((await echo(h, b, id, "again")).ms);
-	}
-	return { first: stats(first), second: stats(second) };
-}
-
-/** 2. A session stopped on A (idle hibernation, or A stopped with SIGTERM), resumed by its first prompt on B. */
-export async function resume(h: BenchCluster, idleSamples: number, sigtermSamples: number): Promise<Row[]> {
-	const db = await h.database();
-	const { node: b } = await h.node("b", db);
-	const rows: Row[] = [];
-	const row = (how: string, n: number, r: Awaited<ReturnType<typeof resumeOn>>) => ({
-		"stopped on A by": how,
-		pi: "real (demo)",
-		sessions: n,
-		"first prompt on B p50 ms": r.first.p50,
-		"p99 ms": r.first.p99,
-		"max ms": r.first.max,
-		"next prompt (pi live) p50 ms": r.second.p50,
-	});
-	const { node: a } = await h.node("a", db, { extra: ["--idle-timeout-ms=1000"] });
-	const idle = await conversations(h, a, idleSamples);
-	await released(db, idle);
-	rows.push(row("idle hibernation (--idle-timeout-ms 1000)", idleSamples, await resumeOn(h, b, idle)));
-	if (sigtermSamples > 0) {
-		const { node: a2 } = await h.node("a", db);
-		const live = await conversations(h, a2, sigtermSamples);
-		await h.stop(a2);
-		await released(db, live);
-		rows.push(row("SIGTERM of A (sessions live until then)", sigtermSamples, await resumeOn(h, b, live)));
-	}
-	await h.stopAll();
-	return rows;
-}
-
-/** 4. SIGKILL of the owner, then a prompt through the other node until it answers 200. */
-export async function failover(h: BenchCluster, ttls: number[], samples: number): Promise<Row[]> {
-	const rows: Row[] = [];
-	for (const leaseTtlMs of ttls) {
-		const db = await h.database();
-		const { node: b } = await h.node("b", db, { leaseTtlMs });
-		const times: number[] = [];
-		let refusals = 0;
-		for (let i = 0; i < samples; i++) {
-			const { node: a } = await h.node("a", db, { leaseTtlMs });
-			const id = (await h.ok(a, "POST", "/v1/sessions", {}, 201)).id as string;
-			if ((await echo(h, b, id, "before")).status !== 200) throw new Error("prompt before the crash failed");
-			// A random point in the renewal cycle (a third of the TTL), as a crash would land.
-			await sleep(Math.random() * (leaseTtlMs / 3));
-			const t0 = now();
-			await h.kill(a);
-			for (;;) {
-				const res = await echo(h, b, id, "after");
-				if (res.status === 200) break;
-				if (res.status !== 503) throw new Error(`prompt after the crash: HTTP ${res.status}`);
-				refusals++;
-				await sleep(200); // faster than Retry-After, to see the moment it works
-			}
-			times.push(ms(now() - t0));
-		}
-		const s = stats(times);
-		rows.push({
-			"lease TTL ms": leaseTtlMs,
-			pi: "real (demo)",
-			kills: samples,
-			"SIGKILL → answer p50 ms": s.p50,
-			"min ms": Math.min(...times),
-			"max ms": s.max,
-			"503s before the answer": refusals,
-		});
-		await h.stopAll();
-	}
 	return rows;
 }
