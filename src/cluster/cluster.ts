@@ -38,6 +38,8 @@ export class Cluster {
 	readonly #fence: Fence;
 	readonly #notices: Notifications;
 	readonly #claims = new Map<string, Promise<Route>>();
+	/** Sessions a request on this node is being served for (pin()): not given back meanwhile. */
+	readonly #pins = new Map<string, number>();
 	readonly #mac: string;
 	#timer: NodeJS.Timeout | undefined;
 	#unsubscribe: (() => void) | undefined;
@@ -156,6 +158,23 @@ export class Cluster {
 			this.#claims.set(id, claim);
 		}
 		return claim;
+	}
+
+	/**
+	 * Keeps session `id` here until the returned function is called: a session claimed for a
+	 * request is stopped until that request starts pi, and must not be given back before (the
+	 * request would find it gone: 404). The routing pins it while the request is served.
+	 */
+	pin(id: string): () => void {
+		this.#pins.set(id, (this.#pins.get(id) ?? 0) + 1);
+		let done = false;
+		return () => {
+			if (done) return;
+			done = true;
+			const left = (this.#pins.get(id) ?? 1) - 1;
+			if (left > 0) this.#pins.set(id, left);
+			else this.#pins.delete(id);
+		};
 	}
 
 	async #locate(id: string): Promise<Route> {
@@ -286,6 +305,8 @@ export class Cluster {
 
 	#releaseStopped(): void {
 		for (const session of this.#registry.list()) {
+			// Being claimed (its conversation is still being restored) or served: not now.
+			if (this.#claims.has(session.id) || this.#pins.has(session.id)) continue;
 			const record = this.#registry.release(session.id);
 			if (record) this.#store.release(record);
 		}

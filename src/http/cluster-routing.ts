@@ -40,7 +40,12 @@ export function clusterRouting(
 			if (route.kind === "local") {
 				// The body was read to forward it: the local handlers read it again from here.
 				if (body) c.req.raw = rebuilt(c.req.raw, body);
-				return next();
+				const unpin = cluster.pin(id);
+				try {
+					return await next();
+				} finally {
+					unpin();
+				}
 			}
 			// A forwarded request is never forwarded again: the sender looks the owner up anew.
 			if (forwarded) throw new ApiError(421, "not_owner", `Session ${id} is served by node ${route.node} now`);
