@@ -5,6 +5,7 @@
 import { mkdtempSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
+import { runClusterBenchmarks } from "./cluster-suite.ts";
 import { fanout, idleSubscribers, latency, throughput } from "./events.ts";
 import { startGatewayProcess, stubPi, table } from "./lib.ts";
 import { fullRun, scale, sessionStart } from "./real-pi.ts";
@@ -109,3 +110,5 @@ try {
 } finally {
 	await piGateway.stop();
 }
+
+await runClusterBenchmarks(smoke, want);
