@@ -173,6 +173,9 @@ export class Cluster {
 		this.#assertDatabase();
 		let claim: Claim;
 		try {
+			// Most requests for a session another node runs: one plain read, then forward.
+			const owner = await this.#store.ownerOf(id);
+			if (owner && owner.node !== this.node) return { kind: "forward", ...owner };
 			claim = await this.#store.claim(id);
 		} catch (error) {
 			throw unavailable(`session ${id} cannot be looked up: ${(error as Error).message}`);

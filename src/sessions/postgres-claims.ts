@@ -71,6 +71,19 @@ export async function claimSession(pool: pg.Pool, node: string, id: string): Pro
 	return { kind: "absent", gone: t && { id, reason: t.reason, at: t.at.toISOString() } };
 }
 
+/**
+ * Who runs session `id` now, read without a lock: enough to forward a request to a live owner,
+ * the common case; anything else goes through claimSession.
+ */
+export async function ownerOf(pool: pg.Pool, id: string): Promise<{ node: string; url: string } | undefined> {
+	const { rows } = await pool.query<{ owner: string; url: string }>(
+		"SELECT s.owner, n.url FROM sessions s JOIN nodes n ON n.id = s.owner WHERE s.id = $1 AND n.lease_until > now()",
+		[id],
+	);
+	const row = rows[0];
+	return row && { node: row.owner, url: row.url };
+}
+
 /** Every session row with its owner (live or not) and its access record. */
 export async function listSessionRows(pool: pg.Pool): Promise<ListedRow[]> {
 	const { rows } = await pool.query<ListedRow>(

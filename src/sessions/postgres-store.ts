@@ -3,7 +3,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
 import pg from "pg";
-import { type Claim, claimSession, type ListedRow, listSessionRows } from "./postgres-claims.ts";
+import { type Claim, claimSession, type ListedRow, listSessionRows, ownerOf } from "./postgres-claims.ts";
 import { migrate, redact, transaction } from "./postgres-schema.ts";
 import { tombstoneMs } from "./records.ts";
 import type { SessionStore, StoredSession, StoreEvents, Tombstone } from "./session-store.ts";
@@ -254,6 +254,11 @@ export class PostgresStore implements SessionStore {
 	async claim(id: string): Promise<Claim> {
 		await this.settled();
 		return await claimSession(this.#pool, this.#node, id);
+	}
+
+	/** The live node that runs session `id`, if one does (no lock, no wait for queued writes). */
+	ownerOf(id: string): Promise<{ node: string; url: string } | undefined> {
+		return ownerOf(this.#pool, id);
 	}
 
 	/** Who owns each session, and who may see it: the cluster-wide list reads this. */
