@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/keys.ts";
 import { type ClusterNode, startNode } from "../helpers/cluster.ts";
@@ -467,5 +468,57 @@ describe("cluster mode: the audit log", () => {
 			"127.0.0.1",
 			"127.0.0.2",
 		]);
+	});
+});
+
+describe("cluster mode: takeover", () => {
+	// A session taken over by a node must stay there for the request that took it: the node gives
+	// stopped sessions back every second, and one it has just claimed is stopped until that request
+	// starts pi. Found by the cluster benchmarks (bench/cluster-recovery.ts: a 404 after a failover).
+	it("a session claimed by a request is not given back before that request is served", async () => {
+		const {
+			databaseUrl,
+			nodes: [a, b],
+		} = (await cluster(["a", "b"])) as { databaseUrl: string; nodes: [ClusterNode, ClusterNode] };
+		const id = (await a.api("/v1/sessions", { method: "POST", json: {} })).body.id as string;
+		expect(
+			(await a.api(`/v1/sessions/${id}/prompt?wait=true`, { method: "POST", json: { message: "echo: one" } })).status,
+		).toBe(200);
+		// A stops: the session is given back (owner NULL) with its conversation.
+		await a.stop();
+		nodes.splice(nodes.indexOf(a), 1);
+
+		const db = new pg.Client({ connectionString: databaseUrl });
+		await db.connect();
+		try {
+			const owner = async () => (await db.query("SELECT owner FROM sessions WHERE id = $1", [id])).rows[0]?.owner;
+			expect(await owner()).toBeNull();
+			// Holds B's takeover inside the claim (after the session is B's, before pi starts): the
+			// conversation cannot be read until the lock goes.
+			const lock = new pg.Client({ connectionString: databaseUrl });
+			await lock.connect();
+			await lock.query("BEGIN");
+			await lock.query("LOCK TABLE conversations IN ACCESS EXCLUSIVE MODE");
+			const answer = b.api(`/v1/sessions/${id}/prompt?wait=true`, { method: "POST", json: { message: "echo: two" } });
+			await until(async () => (await owner()) === "b");
+			await until(
+				async () =>
+					(
+						await db.query(
+							"SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+						)
+					).rowCount === 1,
+			);
+			// Long enough for B's release tick (every second) to have run twice; it must leave the session alone.
+			const releasedMeanwhile = await until(async () => (await owner()) === null, 2500).catch(() => false);
+			await lock.query("COMMIT");
+			await lock.end();
+			const run = await answer;
+			expect(releasedMeanwhile).toBe(false);
+			expect(run.status).toBe(200);
+			expect(run.body.text).toBe("two");
+		} finally {
+			await db.end();
+		}
 	});
 });
