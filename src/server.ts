@@ -21,6 +21,7 @@ import { loadPolicyFile, PolicyEngine } from "./sessions/policy-engine.ts";
 import { PostgresStore, redact } from "./sessions/postgres-store.ts";
 import { SessionRegistry } from "./sessions/registry.ts";
 import { resolveSandbox, type SandboxStatus } from "./sessions/sandbox.ts";
+import { SharedRecords } from "./sessions/shared-records.ts";
 import { resolveToken, type TokenSource } from "./token.ts";
 import type { WebhookService } from "./webhooks/service.ts";
 import { startWebhooks } from "./webhooks/start.ts";
@@ -113,7 +114,15 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	}
 	const policies = new PolicyEngine(gatewayPolicies, registry, db, log);
 	policies.start();
-	const history = new ApprovalHistory(db, config.approvalHistoryMs, config.maxApprovalHistory);
+	// Cluster mode: history and audit log are the cluster's, read whole through any node.
+	const shared = (table: "approval_history" | "audit_log", max: number) =>
+		postgres && new SharedRecords(postgres.pool, table, max, log);
+	const history = new ApprovalHistory(
+		db,
+		config.approvalHistoryMs,
+		config.maxApprovalHistory,
+		shared("approval_history", config.maxApprovalHistory),
+	);
 	history.start(registry);
 	const access = new SessionAccess(db, postgres);
 	let cluster: Cluster | undefined;
@@ -126,7 +135,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		history,
 		keys,
 		access,
-		audit: new AuditLog(db, config.maxAuditEntries),
+		audit: new AuditLog(db, config.maxAuditEntries, shared("audit_log", config.maxAuditEntries)),
 	});
 	const connections = new ConnectionGuard(config, log);
 	// A start that fails after this point undoes what it started, in reverse.

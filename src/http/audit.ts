@@ -3,6 +3,7 @@ import { z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import { recordPage } from "../sessions/record-page.ts";
+import type { SharedRecords } from "../sessions/shared-records.ts";
 import type { AppEnv } from "./openapi.ts";
 import type { ScopedRoutes } from "./principals.ts";
 
@@ -41,14 +42,21 @@ export class AuditLog {
 	readonly #maxRows: number;
 	readonly #memory: AuditEntry[] = [];
 	#writes = 0;
+	readonly #shared: SharedRecords | undefined;
 
-	constructor(db: DatabaseSync | undefined, maxRows: number) {
+	/** `shared`: cluster mode, the cluster's log in PostgreSQL (every node's entries, read through any). */
+	constructor(db: DatabaseSync | undefined, maxRows: number, shared?: SharedRecords) {
 		this.#db = db;
+		this.#shared = shared;
 		this.#maxRows = maxRows;
 		db?.exec(schema);
 	}
 
 	record(entry: AuditEntry): void {
+		if (this.#shared) {
+			this.#shared.append({ principal: entry.principal, session_id: entry.sessionId }, entry);
+			return;
+		}
 		if (!this.#db) {
 			this.#memory.push(entry);
 			if (this.#memory.length > this.#maxRows) this.#memory.shift();
@@ -74,10 +82,15 @@ export class AuditLog {
 	}
 
 	/** Newest first (by when they were answered); `before` is the `nextCursor` of an earlier page. */
-	list(query: { principal?: string; sessionId?: string; limit: number; before?: number }): {
+	async list(query: { principal?: string; sessionId?: string; limit: number; before?: number }): Promise<{
 		entries: AuditEntry[];
 		nextCursor: string | null;
-	} {
+	}> {
+		if (this.#shared) {
+			const filters = { principal: query.principal, session_id: query.sessionId };
+			const { records, nextCursor } = await this.#shared.page<AuditEntry>(filters, query.limit, query.before);
+			return { entries: records, nextCursor };
+		}
 		if (!this.#db) {
 			const all = this.#memory
 				.map((entry, i) => ({ rowid: i + 1, entry }))

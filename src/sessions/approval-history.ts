@@ -2,6 +2,7 @@ import type { DatabaseSync } from "node:sqlite";
 import type { Approval } from "./approvals.ts";
 import { eventJson, type LoggedEvent } from "./event-log.ts";
 import { recordPage } from "./record-page.ts";
+import type { SharedRecords } from "./shared-records.ts";
 
 const schema = `
 CREATE TABLE IF NOT EXISTS approval_history (
@@ -19,7 +20,8 @@ const pruneEvery = 100;
 
 /**
  * Every resolved approval — who, when, what — in gateway.db, so the record outlives the session's
- * in-memory list and a gateway restart. Bounded by age and by count; fed from the event hub.
+ * in-memory list and a gateway restart. Bounded by age and by count; fed from the event hub. In
+ * cluster mode (`shared`) it is the cluster's, in PostgreSQL: every node's answers, read through any.
  */
 export class ApprovalHistory {
 	readonly #db: DatabaseSync;
@@ -27,9 +29,11 @@ export class ApprovalHistory {
 	readonly #maxRows: number;
 	#writes = 0;
 	#unsubscribe: (() => void) | undefined;
+	readonly #shared: SharedRecords | undefined;
 
-	constructor(db: DatabaseSync, keepMs: number, maxRows: number) {
+	constructor(db: DatabaseSync, keepMs: number, maxRows: number, shared?: SharedRecords) {
 		this.#db = db;
+		this.#shared = shared;
 		this.#keepMs = keepMs;
 		this.#maxRows = maxRows;
 		db.exec(schema);
@@ -52,17 +56,23 @@ export class ApprovalHistory {
 	}
 
 	#record(approval: Approval): void {
+		const resolvedAt = approval.resolvedAt ?? new Date().toISOString();
+		if (this.#shared) {
+			const columns = {
+				session_id: approval.sessionId,
+				id: approval.id,
+				status: approval.status,
+				resolved_at: resolvedAt,
+			};
+			this.#shared.append(columns, approval);
+			if (++this.#writes % pruneEvery === 0) void this.#shared.prune(new Date(Date.now() - this.#keepMs));
+			return;
+		}
 		this.#db
 			.prepare(
 				"INSERT OR REPLACE INTO approval_history (session_id, id, status, resolved_at, record) VALUES (?, ?, ?, ?, ?)",
 			)
-			.run(
-				approval.sessionId,
-				approval.id,
-				approval.status,
-				approval.resolvedAt ?? new Date().toISOString(),
-				JSON.stringify(approval),
-			);
+			.run(approval.sessionId, approval.id, approval.status, resolvedAt, JSON.stringify(approval));
 		if (++this.#writes % pruneEvery === 0) this.prune();
 	}
 
@@ -79,17 +89,14 @@ export class ApprovalHistory {
 	}
 
 	/** Newest first; `before` is the `nextCursor` of an earlier page. */
-	list(query: { status?: string; sessionId?: string; limit: number; before?: number }): {
+	async list(query: { status?: string; sessionId?: string; limit: number; before?: number }): Promise<{
 		approvals: Approval[];
 		nextCursor: string | null;
-	} {
-		const { records, nextCursor } = recordPage<Approval>(
-			this.#db,
-			"approval_history",
-			{ status: query.status, session_id: query.sessionId },
-			query.limit,
-			query.before,
-		);
+	}> {
+		const filters = { status: query.status, session_id: query.sessionId };
+		const { records, nextCursor } = this.#shared
+			? await this.#shared.page<Approval>(filters, query.limit, query.before)
+			: recordPage<Approval>(this.#db, "approval_history", filters, query.limit, query.before);
 		return { approvals: records, nextCursor };
 	}
 }

@@ -55,6 +55,14 @@ CREATE TABLE webhooks (id text PRIMARY KEY, record text NOT NULL, secret text NO
 CREATE TABLE idempotency_keys (key text PRIMARY KEY, fingerprint text NOT NULL, state text NOT NULL, answer text, node text NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
 CREATE INDEX idempotency_keys_age ON idempotency_keys (created_at);`,
 	},
+	{
+		version: 5,
+		name: "cluster-wide approval history and audit log",
+		sql: `
+CREATE TABLE approval_history (seq bigserial PRIMARY KEY, session_id text NOT NULL, id text NOT NULL, status text NOT NULL, resolved_at timestamptz NOT NULL, record text NOT NULL, UNIQUE (session_id, id));
+CREATE INDEX approval_history_resolved ON approval_history (resolved_at);
+CREATE TABLE audit_log (seq bigserial PRIMARY KEY, principal text NOT NULL, session_id text, record text NOT NULL);`,
+	},
 ];
 
 /** An arbitrary constant: the advisory lock every node takes while it migrates. */

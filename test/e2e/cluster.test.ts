@@ -125,6 +125,9 @@ describe("cluster mode: approvals", () => {
 		expect(done.status).toBe(200);
 		expect(done.body.text).toContain("Blocked");
 		expect((await (b as ClusterNode).api("/v1/approvals?status=pending")).body.approvals).toEqual([]);
+		// The history is the cluster's too: A recorded the answer, B lists it.
+		const history = (await (b as ClusterNode).api(`/v1/approvals/history?sessionId=${id}`)).body.approvals;
+		expect(history).toMatchObject([{ id: approval.id, status: "answered", answer: { value: "Block" } }]);
 	});
 });
 
@@ -460,7 +463,8 @@ describe("cluster mode: the audit log", () => {
 			json: { message: "echo: nearby" },
 		});
 		expect(forged.status).toBe(200);
-		const entries = (await (a as ClusterNode).api(`/v1/audit?sessionId=${id}`)).body.entries as {
+		// Read through B: the audit log is the cluster's, whichever node served the request.
+		const entries = (await (b as ClusterNode).api(`/v1/audit?sessionId=${id}`)).body.entries as {
 			action: string;
 			from: string;
 		}[];

@@ -69,6 +69,7 @@ describe("a gateway on PostgreSQL (--database-url)", () => {
 			{ version: 2 },
 			{ version: 3 },
 			{ version: 4 },
+			{ version: 5 },
 		]);
 		// The node gave its sessions up and left the cluster as it stopped.
 		expect(await rows(databaseUrl, "SELECT owner FROM sessions")).toEqual([{ owner: null }]);

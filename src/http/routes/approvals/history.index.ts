@@ -6,7 +6,7 @@ import { ApiError } from "../../problem.ts";
 import { approvalHistory } from "./history.routes.ts";
 
 export function approvalHistoryRouter(history: () => ApprovalHistory | undefined, access: SessionAccess) {
-	return createRouter().openapi(approvalHistory, (c) => {
+	return createRouter().openapi(approvalHistory, async (c) => {
 		const h = history();
 		if (!h)
 			throw new ApiError(
@@ -16,7 +16,7 @@ export function approvalHistoryRouter(history: () => ApprovalHistory | undefined
 			);
 		const { status, sessionId, limit, cursor } = c.req.valid("query");
 		const principal = c.get("principal");
-		const page = h.list({ status, sessionId, limit, before: cursor === undefined ? undefined : Number(cursor) });
+		const page = await h.list({ status, sessionId, limit, before: cursor === undefined ? undefined : Number(cursor) });
 		// A page may come out shorter than `limit` for a principal that sees few sessions: the cursor still moves on.
 		const approvals = page.approvals.filter(
 			(a) => !principal || mayAccess(access, principal, a.sessionId, "approvals:read"),

@@ -3,10 +3,10 @@ import { createRouter } from "../../openapi.ts";
 import { auditLog } from "./audit.routes.ts";
 
 export function auditRouter(log: AuditLog) {
-	return createRouter().openapi(auditLog, (c) => {
+	return createRouter().openapi(auditLog, async (c) => {
 		const { principal, sessionId, limit, cursor } = c.req.valid("query");
 		return c.json(
-			log.list({ principal, sessionId, limit, before: cursor === undefined ? undefined : Number(cursor) }),
+			await log.list({ principal, sessionId, limit, before: cursor === undefined ? undefined : Number(cursor) }),
 			200,
 		);
 	});

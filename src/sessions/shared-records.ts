@@ -1,0 +1,95 @@
+import type pg from "pg";
+import type { Logger } from "pino";
+
+/** Prune every this many writes (a DELETE per write would be wasted work). */
+const pruneEvery = 100;
+
+/** The tables kept this way, and the columns a page may filter on (from code, never from a request). */
+const tables = {
+	approval_history: { columns: ["session_id", "id", "status", "resolved_at"], key: "(session_id, id)" },
+	audit_log: { columns: ["principal", "session_id"], key: undefined },
+} as const;
+type Table = keyof typeof tables;
+
+/**
+ * Cluster mode: a bounded, append-mostly table of JSON records in PostgreSQL that every node
+ * writes and reads, for what a client expects to read whole through any node (approval history,
+ * the audit log). The same shape as record-page.ts over SQLite: newest first by a sequence, the
+ * `nextCursor` is that sequence. Writes go behind in order and fail soft (a lost history row never
+ * costs an answer or a request; the log line has it).
+ */
+export class SharedRecords {
+	readonly #pool: pg.Pool;
+	readonly #table: Table;
+	readonly #maxRows: number;
+	readonly #logger: Logger;
+	#queue: Promise<void> = Promise.resolve();
+	#writes = 0;
+
+	constructor(pool: pg.Pool, table: Table, maxRows: number, logger: Logger) {
+		this.#pool = pool;
+		this.#table = table;
+		this.#maxRows = maxRows;
+		this.#logger = logger;
+	}
+
+	/** Adds (or, for a table with a key, replaces) a record; `columns` are the filterable ones. */
+	append(columns: Record<string, string | null>, record: unknown): void {
+		const { columns: names, key } = tables[this.#table];
+		const values = names.map((n) => columns[n] ?? null);
+		const placeholders = names.map((_, i) => `$${i + 1}`).join(", ");
+		const update = key ? `ON CONFLICT ${key} DO UPDATE SET record = EXCLUDED.record, status = EXCLUDED.status` : "";
+		const sql = `INSERT INTO ${this.#table} (${names.join(", ")}, record) VALUES (${placeholders}, $${names.length + 1}) ${update}`;
+		const prune = ++this.#writes % pruneEvery === 0;
+		this.#queue = this.#queue.then(async () => {
+			try {
+				await this.#pool.query(sql, [...values, JSON.stringify(record)]);
+				if (prune) await this.prune();
+			} catch (error) {
+				this.#logger.warn({ err: error, table: this.#table }, "cluster: a record was not written");
+			}
+		});
+	}
+
+	/** Deletes all but the newest `maxRows`, and (approval history) those resolved before `olderThan`. */
+	async prune(olderThan?: Date): Promise<void> {
+		if (olderThan && this.#table === "approval_history")
+			await this.#pool.query("DELETE FROM approval_history WHERE resolved_at < $1", [olderThan]);
+		await this.#pool.query(
+			`DELETE FROM ${this.#table} WHERE seq IN (SELECT seq FROM ${this.#table} ORDER BY seq DESC OFFSET $1)`,
+			[this.#maxRows],
+		);
+	}
+
+	/** One page, newest first; an undefined filter matches anything; `before` is an earlier `nextCursor`. */
+	async page<T>(
+		filters: Record<string, string | undefined>,
+		limit: number,
+		before?: number,
+	): Promise<{ records: T[]; nextCursor: string | null }> {
+		// What this node wrote a moment ago is in the page (a client reads its own writes).
+		await this.#queue;
+		const where = ["true"];
+		const args: (string | number)[] = [];
+		for (const [column, value] of Object.entries(filters)) {
+			if (value === undefined || value === "" || !(tables[this.#table].columns as readonly string[]).includes(column))
+				continue;
+			args.push(value);
+			where.push(`${column} = $${args.length}`);
+		}
+		if (before !== undefined) {
+			args.push(before);
+			where.push(`seq < $${args.length}`);
+		}
+		args.push(limit + 1);
+		const { rows } = await this.#pool.query<{ seq: string; record: string }>(
+			`SELECT seq, record FROM ${this.#table} WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT $${args.length}`,
+			args,
+		);
+		const page = rows.slice(0, limit);
+		return {
+			records: page.map((r) => JSON.parse(r.record) as T),
+			nextCursor: rows.length > limit ? String(page.at(-1)?.seq) : null,
+		};
+	}
+}
