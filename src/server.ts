@@ -112,7 +112,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		await registry.shutdown();
 		throw error;
 	}
-	const policies = new PolicyEngine(gatewayPolicies, registry, db, log);
+	const policies = new PolicyEngine(gatewayPolicies, registry, db, log, postgres);
 	policies.start();
 	// Cluster mode: history and audit log are the cluster's, read whole through any node.
 	const shared = (table: "approval_history" | "audit_log", max: number) =>
@@ -184,6 +184,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 				store: postgres,
 				registry,
 				access,
+				policies,
 				logger: log,
 				url: config.advertiseUrl ?? reachable,
 			});

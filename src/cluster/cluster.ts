@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import type { SessionAccess } from "../sessions/access.ts";
+import type { PolicyEngine } from "../sessions/policy-engine.ts";
 import type { Claim, ListedRow, PostgresStore } from "../sessions/postgres-store.ts";
 import { parseStoredRecord } from "../sessions/records.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
@@ -34,6 +35,7 @@ export class Cluster {
 	readonly #store: PostgresStore;
 	readonly #registry: SessionRegistry;
 	readonly #access: SessionAccess;
+	readonly #policies: PolicyEngine | undefined;
 	readonly #logger: Logger;
 	readonly #membership: Membership;
 	readonly #fence: Fence;
@@ -46,7 +48,8 @@ export class Cluster {
 	#unsubscribe: (() => void) | undefined;
 
 	private constructor(options: ClusterOptions) {
-		const { config, store, registry, access, logger, url } = options;
+		const { config, store, registry, access, policies, logger, url } = options;
+		this.#policies = policies;
 		this.node = store.node;
 		this.url = url;
 		this.#config = config;
@@ -209,6 +212,7 @@ export class Cluster {
 			return;
 		}
 		if (claim.access) this.#access.preload(record.id, claim.access.owner, claim.access.grants);
+		if (claim.rules) this.#policies?.preload(record.id, JSON.parse(claim.rules));
 		const session = this.#registry.adoptStored(record, { clean: claim.clean });
 		const file = session.piState.sessionFile;
 		// The database's copy is the conversation: a file left here by an earlier visit may be behind it.
@@ -303,6 +307,8 @@ export interface ClusterOptions {
 	store: PostgresStore;
 	registry: SessionRegistry;
 	access: SessionAccess;
+	/** Remembered approval rules move with their session. */
+	policies?: PolicyEngine;
 	logger: Logger;
 	/** Where the other nodes reach this one. */
 	url: string;

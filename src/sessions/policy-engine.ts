@@ -29,6 +29,11 @@ export function loadPolicyFile(path: string): PolicySet {
  * Every automatic answer goes through Approvals.answer, so it is an ordinary resolved approval
  * (event stream, history, webhooks) with `resolvedBy: policy:<rule>`.
  */
+/** Where remembered rules also go so that other nodes know them (cluster mode: PostgreSQL). */
+export interface RulesMirror {
+	saveRules(sessionId: string, rules: string): void;
+}
+
 export class PolicyEngine {
 	readonly #gateway: PolicySet;
 	readonly #host: PolicyHost;
@@ -37,7 +42,11 @@ export class PolicyEngine {
 	readonly #timers = new Map<string, NodeJS.Timeout>();
 	#unsubscribe: (() => void) | undefined;
 
-	constructor(gateway: PolicySet, host: PolicyHost, db: DatabaseSync, logger: Logger) {
+	readonly #mirror: RulesMirror | undefined;
+
+	/** `mirror`: cluster mode, where remembered rules also go so that the session's next node has them. */
+	constructor(gateway: PolicySet, host: PolicyHost, db: DatabaseSync, logger: Logger, mirror?: RulesMirror) {
+		this.#mirror = mirror;
 		this.#gateway = gateway;
 		this.#host = host;
 		this.#db = db;
@@ -88,9 +97,16 @@ export class PolicyEngine {
 			action,
 		};
 		const next = [rule, ...rules.filter((r) => r.match.titleEquals !== approval.title)].slice(0, maxRemembered);
+		this.preload(session.id, next);
+		this.#mirror?.saveRules(session.id, JSON.stringify(next));
+	}
+
+	/** Remembered rules of a session (cluster mode: written by the node that ran it before). */
+	preload(sessionId: string, rules: PolicyRule[]): void {
+		if (!this.#db.isOpen) return;
 		this.#db
 			.prepare("INSERT OR REPLACE INTO approval_session_rules (session_id, rules) VALUES (?, ?)")
-			.run(session.id, JSON.stringify(next));
+			.run(sessionId, JSON.stringify(rules));
 	}
 
 	#remembered(sessionId: string): PolicyRule[] {

@@ -10,6 +10,8 @@ export type Claim =
 			row: { id: string; record: string };
 			clean: boolean;
 			access?: { owner: string; grants: unknown[] };
+			/** Approval rules remembered for the session (JSON), if any. */
+			rules?: string;
 	  };
 
 export interface ListedRow {
@@ -35,9 +37,12 @@ export async function claimSession(pool: pg.Pool, node: string, id: string): Pro
 			live: boolean | null;
 			owner_grants: string | null;
 			access_owner: string | null;
+			rules: string | null;
 		}>(
-			`SELECT s.record, s.owner, n.url, n.lease_until > now() AS live, a.owner AS access_owner, a.grants AS owner_grants
+			`SELECT s.record, s.owner, n.url, n.lease_until > now() AS live, a.owner AS access_owner, a.grants AS owner_grants,
+			        r.rules
 			 FROM sessions s LEFT JOIN nodes n ON n.id = s.owner LEFT JOIN session_access a ON a.session_id = s.id
+			 LEFT JOIN session_rules r ON r.session_id = s.id
 			 WHERE s.id = $1 FOR UPDATE OF s`,
 			[id],
 		);
@@ -60,6 +65,7 @@ export async function claimSession(pool: pg.Pool, node: string, id: string): Pro
 			row: { id, record: row.record },
 			clean: row.owner === null || row.owner === node,
 			access,
+			...(row.rules !== null && { rules: row.rules }),
 		};
 	});
 	if (claim) return claim;

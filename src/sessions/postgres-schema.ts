@@ -63,6 +63,11 @@ CREATE TABLE approval_history (seq bigserial PRIMARY KEY, session_id text NOT NU
 CREATE INDEX approval_history_resolved ON approval_history (resolved_at);
 CREATE TABLE audit_log (seq bigserial PRIMARY KEY, principal text NOT NULL, session_id text, record text NOT NULL);`,
 	},
+	{
+		version: 6,
+		name: "remembered approval rules follow their session",
+		sql: "CREATE TABLE session_rules (session_id text PRIMARY KEY, rules text NOT NULL);",
+	},
 ];
 
 /** An arbitrary constant: the advisory lock every node takes while it migrates. */

@@ -185,7 +185,8 @@ export class PostgresStore implements SessionStore {
 			this.#pool.query(
 				`WITH s AS (DELETE FROM sessions WHERE id = $1 AND (owner IS NULL OR ${mine("owner", "$2")}) RETURNING id),
 				 f AS (DELETE FROM conversations WHERE id IN (SELECT id FROM s)),
-				 a AS (DELETE FROM session_access WHERE session_id IN (SELECT id FROM s))
+				 a AS (DELETE FROM session_access WHERE session_id IN (SELECT id FROM s)),
+				 r AS (DELETE FROM session_rules WHERE session_id IN (SELECT id FROM s))
 				 SELECT 1`,
 				[id, this.#node],
 			),
@@ -204,6 +205,7 @@ export class PostgresStore implements SessionStore {
 				]);
 				await client.query("DELETE FROM conversations WHERE id = $1", [id]);
 				await client.query("DELETE FROM session_access WHERE session_id = $1", [id]);
+				await client.query("DELETE FROM session_rules WHERE session_id = $1", [id]);
 				await client.query(
 					"INSERT INTO gone (id, reason, at) VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET reason = EXCLUDED.reason, at = EXCLUDED.at",
 					[id, reason, at],
@@ -272,6 +274,16 @@ export class PostgresStore implements SessionStore {
 			this.#pool.query(
 				"INSERT INTO session_access (session_id, owner, grants) VALUES ($1, $2, $3) ON CONFLICT (session_id) DO UPDATE SET owner = EXCLUDED.owner, grants = EXCLUDED.grants",
 				[sessionId, owner, JSON.stringify(grants)],
+			),
+		);
+	}
+
+	/** Keeps a session's remembered approval rules, so the next owner applies them (policy-engine.ts). */
+	saveRules(sessionId: string, rules: string): void {
+		this.#write(`rules:${sessionId}`, () =>
+			this.#pool.query(
+				"INSERT INTO session_rules (session_id, rules) VALUES ($1, $2) ON CONFLICT (session_id) DO UPDATE SET rules = EXCLUDED.rules",
+				[sessionId, rules],
 			),
 		);
 	}

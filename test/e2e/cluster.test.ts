@@ -526,3 +526,30 @@ describe("cluster mode: takeover", () => {
 		}
 	});
 });
+
+describe("cluster mode: remembered approval rules", () => {
+	it("'allow for this session' answered on one node still answers the session's dialogs on the next", async () => {
+		const {
+			nodes: [a, b, c],
+		} = await cluster(["a", "b", "c"]);
+		const id = await create(a as ClusterNode, { extensions: ["permission-gate"] });
+		const first = prompt(b as ClusterNode, id, "bash: rm -rf ./scratch");
+		const pending = await until(
+			async () => (await (c as ClusterNode).api("/v1/approvals?status=pending")).body.approvals[0],
+		);
+		const answered = await (c as ClusterNode).api(`/v1/sessions/${id}/approvals/${pending.id}`, {
+			method: "POST",
+			json: { value: "Allow", remember: "session" },
+		});
+		expect(answered.status).toBe(200);
+		expect((await first).status).toBe(200);
+		// The session moves (its node stops); the same dialog on the next node is answered by the rule.
+		await (a as ClusterNode).stop();
+		const again = await prompt(b as ClusterNode, id, "bash: rm -rf ./scratch");
+		expect(again.status).toBe(200);
+		const history = (await (c as ClusterNode).api(`/v1/approvals/history?sessionId=${id}`)).body.approvals as {
+			resolvedBy: string;
+		}[];
+		expect(history.map((h) => h.resolvedBy)).toEqual([expect.stringMatching(/^policy:remembered-/), "admin"]);
+	});
+});
