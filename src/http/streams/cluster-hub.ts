@@ -13,13 +13,16 @@ export interface HubSession {
 /** How long the other nodes get to open their part of the stream. */
 const openTimeoutMs = 3000;
 
+/** How often the stream looks for nodes that joined since it opened. */
+const rescanMs = 2000;
+
 /**
  * Cluster mode: the all-sessions stream of one node, fed also by every other live node's own
  * (asked with the caller's credentials and query: each filters by principal and `types` as it
- * would). Their `stream_open` frames are merged into this one's session list; after that their
- * frames pass through unchanged (an id `<session>:<seq>` names one event in the whole cluster).
- * A node that joins later, or stops meanwhile, is not followed: sessions that move reach the
- * stream through the node that takes them only if that node was followed from the start.
+ * would). The `stream_open` frames of the nodes live at the start are merged into this one's
+ * session list; after that their frames pass through unchanged (an id `<session>:<seq>` names one
+ * event in the whole cluster). A node that joins later is followed from when it is seen (within
+ * a renewal period and two seconds); its sessions were not in `stream_open`.
  */
 export async function followPeers(
 	cluster: Cluster,
@@ -31,33 +34,52 @@ export async function followPeers(
 	const headers: Record<string, string> = { ...cluster.forwardHeaders, accept: "text/event-stream" };
 	const authorization = request.headers.get("authorization");
 	if (authorization) headers.authorization = authorization;
-	const peers = cluster.nodes.filter((n) => n.alive && n.id !== cluster.node);
-	const streams: AsyncGenerator<string>[] = [];
-	const opened = await Promise.all(
-		peers.map(async (peer) => {
-			try {
-				const res = await fetch(new URL(incoming.pathname + incoming.search, peer.url), {
-					headers,
-					signal: AbortSignal.any([controller.signal, AbortSignal.timeout(openTimeoutMs)]),
-				});
-				if (!res.ok || !res.body) return [];
-				const blocks = splitBlocks(res.body.getReader(), controller.signal);
-				const first = await blocks.next();
-				const open = first.done ? undefined : dataOf(first.value);
-				streams.push(blocks);
-				return (open?.sessions as HubSession[] | undefined) ?? [];
-			} catch {
-				return [];
-			}
-		}),
-	);
+	const followed = new Set<string>();
+	/** Opens one node's stream; resolves with its stream_open's data and the rest of its frames. */
+	const open = async (peer: { id: string; url: string }) => {
+		followed.add(peer.id);
+		// A node that does not answer in time is left out; once it answers, the stream has no deadline.
+		const abort = new AbortController();
+		const timer = setTimeout(() => abort.abort(), openTimeoutMs);
+		const stop = () => abort.abort();
+		controller.signal.addEventListener("abort", stop, { once: true });
+		try {
+			const res = await fetch(new URL(incoming.pathname + incoming.search, peer.url), {
+				headers,
+				signal: abort.signal,
+			});
+			if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
+			const blocks = splitBlocks(res.body.getReader(), abort.signal);
+			const first = await blocks.next();
+			clearTimeout(timer);
+			const sessions = ((first.done ? undefined : dataOf(first.value))?.sessions as HubSession[] | undefined) ?? [];
+			// When its stream ends (the node stopped), it may be followed again once it is back.
+			const relayed = () => relay(blocks, out).finally(() => followed.delete(peer.id));
+			return { sessions, relayed };
+		} catch {
+			clearTimeout(timer);
+			controller.signal.removeEventListener("abort", stop);
+			followed.delete(peer.id);
+			return undefined;
+		}
+	};
+	const live = () => cluster.nodes.filter((n) => n.alive && n.id !== cluster.node && !followed.has(n.id));
+	const opened = (await Promise.all(live().map(open))).filter((o) => o !== undefined);
+	let rescan: NodeJS.Timeout | undefined;
 	return {
-		sessions: opened.flat(),
+		sessions: opened.flatMap((o) => o.sessions),
 		// After this stream's own stream_open: the rest is relayed as it comes, until either side ends.
 		start: () => {
-			for (const blocks of streams) void relay(blocks, out);
+			for (const o of opened) void o.relayed();
+			rescan = setInterval(() => {
+				for (const peer of live()) void open(peer).then((o) => o?.relayed());
+			}, rescanMs);
+			rescan.unref();
 		},
-		stop: () => controller.abort(),
+		stop: () => {
+			clearInterval(rescan);
+			controller.abort();
+		},
 	};
 }
 
