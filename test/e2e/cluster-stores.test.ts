@@ -39,7 +39,7 @@ async function cluster(names: string[]): Promise<ClusterNode[]> {
 			databaseUrl,
 			root,
 			token,
-			leaseTtlMs: 3000,
+			leaseTtlMs: 5000,
 			extra: ["--webhook-allow=loopback"],
 		});
 		nodes.push(node);

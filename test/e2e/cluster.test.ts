@@ -14,7 +14,9 @@ import { startProxy } from "../helpers/tcp-proxy.ts";
 // Cluster mode with real pi (demo model): three gateway processes on one embedded PostgreSQL,
 // each with its own data dir (no shared filesystem), reached directly as a load balancer would.
 const token = "cluster-test-token";
-const leaseTtlMs = 3000;
+// Short enough for the failover tests, long enough that a busy CI machine stalling a node for a
+// second or two does not cost it its lease (trusted for 70 %, renewed every third).
+const leaseTtlMs = 5000;
 let server: TestPostgres;
 let root: string;
 const nodes: ClusterNode[] = [];
