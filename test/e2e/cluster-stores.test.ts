@@ -2,11 +2,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Webhook } from "standardwebhooks";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { type ClusterNode, startNode } from "../helpers/cluster.ts";
 import { alive, until } from "../helpers/gateway.ts";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 import { type Received, startReceiver } from "../helpers/receiver.ts";
+
+// Several gateway processes and real pi per test, and waits on leases: a busy machine needs room.
+vi.setConfig({ testTimeout: 90_000, hookTimeout: 60_000 });
 
 // Cluster-wide stores with real pi (demo model): webhook definitions and Idempotency-Key answers
 // live in PostgreSQL, so what a client did through one node holds on every node.

@@ -3,13 +3,16 @@ import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createKey } from "../../src/http/keys.ts";
 import { type ClusterNode, startNode } from "../helpers/cluster.ts";
 import { alive, until } from "../helpers/gateway.ts";
 import { query as rows, startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 import { collect, readFrames } from "../helpers/sse.ts";
 import { startProxy } from "../helpers/tcp-proxy.ts";
+
+// Several gateway processes and real pi per test, and waits on leases: a busy machine needs room.
+vi.setConfig({ testTimeout: 90_000, hookTimeout: 60_000 });
 
 // Cluster mode with real pi (demo model): three gateway processes on one embedded PostgreSQL,
 // each with its own data dir (no shared filesystem), reached directly as a load balancer would.
