@@ -130,8 +130,11 @@ describe("cluster mode: approvals", () => {
 		expect(done.status).toBe(200);
 		expect(done.body.text).toContain("Blocked");
 		expect((await (b as ClusterNode).api("/v1/approvals?status=pending")).body.approvals).toEqual([]);
-		// The history is the cluster's too: A recorded the answer, B lists it.
-		const history = (await (b as ClusterNode).api(`/v1/approvals/history?sessionId=${id}`)).body.approvals;
+		// The history is the cluster's too: A recorded the answer (behind, a moment later), B lists it.
+		const history = await until(async () => {
+			const listed = (await (b as ClusterNode).api(`/v1/approvals/history?sessionId=${id}`)).body.approvals;
+			return listed.length > 0 && listed;
+		});
 		expect(history).toMatchObject([{ id: approval.id, status: "answered", answer: { value: "Block" } }]);
 	});
 });
@@ -479,15 +482,14 @@ describe("cluster mode: the audit log", () => {
 			json: { message: "echo: nearby" },
 		});
 		expect(forged.status).toBe(200);
-		// Read through B: the audit log is the cluster's, whichever node served the request.
-		const entries = (await (b as ClusterNode).api(`/v1/audit?sessionId=${id}`)).body.entries as {
-			action: string;
-			from: string;
-		}[];
-		expect(entries.filter((e) => e.action === "sessions.prompt").map((e) => e.from)).toEqual([
-			"127.0.0.1",
-			"127.0.0.2",
-		]);
+		// Read through B: the audit log is the cluster's, whichever node served the request (A writes
+		// its entries behind, so B sees the second one a moment later).
+		const prompts = async () =>
+			((await (b as ClusterNode).api(`/v1/audit?sessionId=${id}`)).body.entries as { action: string; from: string }[])
+				.filter((e) => e.action === "sessions.prompt")
+				.map((e) => e.from);
+		await until(async () => (await prompts()).length === 2);
+		expect(await prompts()).toEqual(["127.0.0.1", "127.0.0.2"]);
 	});
 });
 
@@ -563,9 +565,14 @@ describe("cluster mode: remembered approval rules", () => {
 		await (a as ClusterNode).stop();
 		const again = await prompt(b as ClusterNode, id, "bash: rm -rf ./scratch");
 		expect(again.status).toBe(200);
-		const history = (await (c as ClusterNode).api(`/v1/approvals/history?sessionId=${id}`)).body.approvals as {
-			resolvedBy: string;
-		}[];
-		expect(history.map((h) => h.resolvedBy)).toEqual([expect.stringMatching(/^policy:remembered-/), "admin"]);
+		// Both answers in the cluster's history (each node writes behind: polled).
+		const resolvers = async () =>
+			(
+				(await (c as ClusterNode).api(`/v1/approvals/history?sessionId=${id}`)).body.approvals as {
+					resolvedBy: string;
+				}[]
+			).map((h) => h.resolvedBy);
+		await until(async () => (await resolvers()).length === 2);
+		expect(await resolvers()).toEqual([expect.stringMatching(/^policy:remembered-/), "admin"]);
 	});
 });

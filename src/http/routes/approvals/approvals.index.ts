@@ -49,14 +49,18 @@ export function approvalsRouter({ registry, policies, access, cluster }: Deps) {
 			const { id, approvalId } = c.req.valid("param");
 			return c.json(registry.get(id).approvals.get(approvalId), 200);
 		})
-		.openapi(answerApproval, (c) => {
+		.openapi(answerApproval, async (c) => {
 			const { id, approvalId } = c.req.valid("param");
 			const session = registry.get(id);
 			const answer = c.req.valid("json");
 			// Attributed to who is authenticated; the body's `by` stays as a free-text note.
 			const principal = c.get("principal");
 			const resolved = session.approvals.answer(approvalId, answer, principal?.anonymous ? undefined : principal?.name);
-			if ("remember" in answer && answer.remember === "session") policies?.remember(session, approvalId, answer);
+			if ("remember" in answer && answer.remember === "session") {
+				policies?.remember(session, approvalId, answer);
+				// Cluster mode: the rule is in the database before the answer is acknowledged.
+				await registry.persisted();
+			}
 			return c.json(resolved, 200);
 		});
 }
