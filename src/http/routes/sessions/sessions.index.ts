@@ -37,6 +37,8 @@ export function sessionsRouter({ registry, tickets, access, cluster }: Deps) {
 			const { id } = c.req.valid("param");
 			await registry.delete(id);
 			access.forget(id);
+			// Cluster mode: gone from the database too before the 204 (else another node could bring it back).
+			await registry.persisted();
 			return c.body(null, 204);
 		})
 		.openapi(resumeSession, async (c) => c.json(viewOf(await registry.resume(c.req.valid("param").id)), 200))
