@@ -10,7 +10,7 @@ import type { Config } from "./config.ts";
 import { GatewayError } from "./errors.ts";
 import { AuditLog, audit } from "./http/audit.ts";
 import { BodyRoutes, bodyGuard } from "./http/body-guard.ts";
-import { clusterRouting, declareClusterRetries } from "./http/cluster-routing.ts";
+import { clusterRouting, declareClusterRetries, durableAnswers } from "./http/cluster-routing.ts";
 import type { Deps } from "./http/deps.ts";
 import { declareIdempotency, IdempotentRoutes, idempotency } from "./http/idempotency.ts";
 import type { IdempotencyKeys } from "./http/idempotency-store.ts";
@@ -135,7 +135,10 @@ export function createApp(
 	let corsMiddleware: MiddlewareHandler<AppEnv> | undefined;
 	if (config.corsOrigins.length > 0) app.use((c, next) => (corsMiddleware as MiddlewareHandler<AppEnv>)(c, next));
 	// Before authentication: a session another node runs is forwarded there, and that node authenticates.
-	if (extras.cluster) app.use(clusterRouting(extras.cluster, registry, config.maxBodyBytes));
+	if (extras.cluster) {
+		app.use(clusterRouting(extras.cluster, registry, config.maxBodyBytes));
+		app.use(durableAnswers(registry));
+	}
 	const jwt = config.jwtJwksUrl ? new JwtVerifier(config) : undefined;
 	app.use(bearerAuth({ token: config.token, keys: extras.keys, jwt }, openPaths, deps.tickets));
 	const scopedRoutes = new ScopedRoutes();

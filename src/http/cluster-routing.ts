@@ -86,6 +86,19 @@ export function clusterRouting(
 }
 
 /**
+ * Cluster mode: what a client is told is done is in PostgreSQL before it is told, whatever the
+ * operation (a settled wait-mode run's conversation, a new session's owner, a share, a remembered
+ * rule, a delete). The store writes behind, and a node killed right after answering would
+ * otherwise lose what it acknowledged. Only what was queued so far is waited for (usually nothing).
+ */
+export function durableAnswers(registry: SessionRegistry): MiddlewareHandler<AppEnv> {
+	return async function durableAnswersMiddleware(c, next) {
+		await next();
+		if (c.req.method !== "GET" && c.req.method !== "HEAD" && c.res.status < 400) await registry.persisted();
+	};
+}
+
+/**
  * Cuts a forwarded exchange when the owner's lease runs out (a paused or cut-off node accepts TCP
  * and never answers): the client gets a 503, or its stream ends and EventSource reconnects.
  */

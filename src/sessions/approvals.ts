@@ -267,13 +267,15 @@ export function pageOf(
 	approvals: Approval[],
 	cursor: number,
 	limit: number,
+	/** The order and the cursor's unit: this gateway's creation order, or another (cluster mode). */
+	seq: (approval: Approval) => number = approvalSeq,
 ): { approvals: Approval[]; nextCursor: string; hasMore: boolean } {
-	const after = approvals.filter((a) => approvalSeq(a) > cursor).sort((a, b) => approvalSeq(a) - approvalSeq(b));
+	const after = approvals.filter((a) => seq(a) > cursor).sort((a, b) => seq(a) - seq(b));
 	const page = after.slice(0, limit);
 	const last = page.at(-1);
 	return {
 		approvals: page,
-		nextCursor: String(last ? approvalSeq(last) : cursor),
+		nextCursor: String(last ? seq(last) : cursor),
 		hasMore: after.length > limit,
 	};
 }

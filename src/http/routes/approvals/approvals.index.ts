@@ -1,10 +1,9 @@
 import { pageOf } from "../../../sessions/approvals.ts";
-import type { SessionRegistry } from "../../../sessions/registry.ts";
 import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
 import { mayAccess } from "../../ownership.ts";
 import { answerApproval, getApproval, inbox, sessionApprovals } from "./approvals.routes.ts";
-import { clusterApprovalChange, clusterApprovals, clusterPageOf } from "./cluster-inbox.ts";
+import { approvalChange, clusterApprovals, clusterSeq } from "./inbox.ts";
 
 export function approvalsRouter({ registry, policies, access, cluster }: Deps) {
 	return createRouter()
@@ -16,27 +15,32 @@ export function approvalsRouter({ registry, policies, access, cluster }: Deps) {
 				registry
 					.approvals(status)
 					.filter((a) => !principal || mayAccess(access, principal, a.sessionId, "approvals:read"));
+			// Cluster mode: every node's, unless another node asks for this one's own; paged by a
+			// cluster-wide order (nodes number their approvals each on their own).
 			const node = cluster?.();
-			if (node && !node.isForwarded(c.req.raw.headers)) {
-				const query = new URLSearchParams({ limit: "500", ...(status && { status }) });
-				const everywhere = () =>
-					clusterApprovals(node, mine(), `/v1/approvals?${query}`, c.req.header("authorization") ?? null);
-				const page = async () => clusterPageOf(await everywhere(), Number(cursor ?? 0), limit);
-				let result = await page();
-				// Held until a matching approval shows anywhere, as on one node: a wake-up for another page waits on.
-				for (const deadline = Date.now() + (wait ?? 0) * 1000; result.approvals.length === 0; ) {
-					const left = deadline - Date.now();
-					if (left <= 0 || c.req.raw.signal.aborted) break;
-					await clusterApprovalChange(registry, node, left, c.req.raw.signal);
-					result = await page();
-				}
-				return c.json(result, 200);
-			}
-			const page = () => pageOf(mine(), Number(cursor ?? 0), limit);
-			let result = page();
-			if (wait && result.approvals.length === 0) {
-				await approvalChange(registry, wait * 1000, c.req.raw.signal, () => page().approvals.length > 0);
-				result = page();
+			const everywhere = node && !node.isForwarded(c.req.raw.headers) ? node : undefined;
+			const query = new URLSearchParams({ limit: "500", ...(status && { status }) });
+			const page = async () =>
+				everywhere
+					? pageOf(
+							await clusterApprovals(
+								everywhere,
+								mine(),
+								`/v1/approvals?${query}`,
+								c.req.header("authorization") ?? null,
+							),
+							Number(cursor ?? 0),
+							limit,
+							clusterSeq,
+						)
+					: pageOf(mine(), Number(cursor ?? 0), limit);
+			let result = await page();
+			// Held until a matching approval shows (on any node): a change that matches nothing waits on.
+			for (const deadline = Date.now() + (wait ?? 0) * 1000; result.approvals.length === 0; ) {
+				const left = deadline - Date.now();
+				if (left <= 0 || c.req.raw.signal.aborted) break;
+				await approvalChange(registry, left, c.req.raw.signal, everywhere);
+				result = await page();
 			}
 			return c.json(result, 200);
 		})
@@ -49,35 +53,14 @@ export function approvalsRouter({ registry, policies, access, cluster }: Deps) {
 			const { id, approvalId } = c.req.valid("param");
 			return c.json(registry.get(id).approvals.get(approvalId), 200);
 		})
-		.openapi(answerApproval, async (c) => {
+		.openapi(answerApproval, (c) => {
 			const { id, approvalId } = c.req.valid("param");
 			const session = registry.get(id);
 			const answer = c.req.valid("json");
 			// Attributed to who is authenticated; the body's `by` stays as a free-text note.
 			const principal = c.get("principal");
 			const resolved = session.approvals.answer(approvalId, answer, principal?.anonymous ? undefined : principal?.name);
-			if ("remember" in answer && answer.remember === "session") {
-				policies?.remember(session, approvalId, answer);
-				// Cluster mode: the rule is in the database before the answer is acknowledged.
-				await registry.persisted();
-			}
+			if ("remember" in answer && answer.remember === "session") policies?.remember(session, approvalId, answer);
 			return c.json(resolved, 200);
 		});
-}
-
-/** Resolves once an approval opens or settles anywhere and `ready()` holds, after `ms`, or on abort. */
-function approvalChange(registry: SessionRegistry, ms: number, signal: AbortSignal, ready: () => boolean) {
-	return new Promise<void>((resolve) => {
-		const done = () => {
-			clearTimeout(timer);
-			unsubscribe();
-			signal.removeEventListener("abort", done);
-			resolve();
-		};
-		const timer = setTimeout(done, ms);
-		const unsubscribe = registry.subscribeAll((_sessionId, event) => {
-			if ((event.type === "approval_requested" || event.type === "approval_resolved") && ready()) done();
-		});
-		signal.addEventListener("abort", done);
-	});
 }

@@ -1,7 +1,6 @@
 import type { Context } from "hono";
 import type { PiCommand } from "../../../pi/protocol.ts";
 import type { LoggedEvent } from "../../../sessions/event-log.ts";
-import type { SessionRegistry } from "../../../sessions/registry.ts";
 import { RunCollector, RunWatch } from "../../../sessions/run-result.ts";
 import type { Session } from "../../../sessions/session.ts";
 import type { Deps } from "../../deps.ts";
@@ -36,13 +35,7 @@ export function streamRun(c: Context, sse: SseOptions, session: Session, command
  * deadline (even while pi has not answered the command yet) or at once when a dialog holds pi's
  * answer.
  */
-async function waitRun(
-	c: Context,
-	registry: SessionRegistry,
-	session: Session,
-	command: RunCommand,
-	wait: WaitRequest,
-): Promise<Response> {
+async function waitRun(c: Context, session: Session, command: RunCommand, wait: WaitRequest): Promise<Response> {
 	const deadline = Date.now() + wait.ms;
 	const startSeq = session.events.lastSeq;
 	const watch = new RunWatch(session, command.id);
@@ -76,8 +69,6 @@ async function waitRun(
 			return c.json({ runId: command.id, disposition, eventsUrl: eventsUrl(session, startSeq) }, 202);
 		}
 		if (wait.applied) c.header("Preference-Applied", wait.applied);
-		// The conversation as of this run is in the store before the caller hears the run is done.
-		await registry.persisted();
 		return c.json({ ...collector.result(), disposition }, 200);
 	} finally {
 		clearTimeout(timer);
@@ -112,7 +103,7 @@ export function runsRouter({ registry, config }: Deps) {
 		const command: RunCommand = { type, ...body, id: session.nextCommandId() };
 		if (wantsStream(c)) return streamRun(c, sse, session, command);
 		const wait = requestedWait(c.req.header("prefer"), c.req.query("wait"), config.waitTimeoutMs);
-		if (wait) return waitRun(c, registry, session, command, wait);
+		if (wait) return waitRun(c, session, command, wait);
 		return acceptRun(c, session, command);
 	};
 	// The input is typed by the route; the answer is one of three (SSE, 200 result, 202 accepted)

@@ -17,8 +17,6 @@ export function sessionsRouter({ registry, tickets, access, cluster }: Deps) {
 			const body = CreateSessionBody.parse(c.req.valid("json") ?? {});
 			const session = await registry.create(body);
 			access.setOwner(session.id, c.get("principal")?.name ?? adminPrincipal.name);
-			// Cluster mode: the owner is in the database before the creator hears of the session.
-			await registry.persisted();
 			c.header("Location", `/v1/sessions/${session.id}`);
 			return c.json(viewOf(session), 201);
 		})
@@ -37,8 +35,6 @@ export function sessionsRouter({ registry, tickets, access, cluster }: Deps) {
 			const { id } = c.req.valid("param");
 			await registry.delete(id);
 			access.forget(id);
-			// Cluster mode: gone from the database too before the 204 (else another node could bring it back).
-			await registry.persisted();
 			return c.body(null, 204);
 		})
 		.openapi(resumeSession, async (c) => c.json(viewOf(await registry.resume(c.req.valid("param").id)), 200))
@@ -49,13 +45,11 @@ export function sessionsRouter({ registry, tickets, access, cluster }: Deps) {
 			return c.json({ ticket, expiresAt, eventsUrl }, 201);
 		})
 		.openapi(getSessionAccess, (c) => c.json(access.get(registry.get(c.req.valid("param").id).id), 200))
-		.openapi(putSessionAccess, async (c) => {
+		.openapi(putSessionAccess, (c) => {
 			const session = registry.get(c.req.valid("param").id);
 			const principal = c.get("principal") ?? adminPrincipal;
 			if (!hasScope(principal, "admin") && access.get(session.id).owner !== principal.name)
 				throw new ApiError(403, "not_owner", `Only the owner of session ${session.id} or an admin shares it`);
-			const shared = access.share(session.id, c.req.valid("json").grants);
-			await registry.persisted();
-			return c.json(shared, 200);
+			return c.json(access.share(session.id, c.req.valid("json").grants), 200);
 		});
 }

@@ -23,18 +23,12 @@ export function clusterSeq(approval: Approval): number {
 	return Date.parse(approval.createdAt) * 1000 + hash;
 }
 
-export function clusterPageOf(approvals: Approval[], cursor: number, limit: number) {
-	const after = approvals.filter((a) => clusterSeq(a) > cursor).sort((a, b) => clusterSeq(a) - clusterSeq(b));
-	const page = after.slice(0, limit);
-	const last = page.at(-1);
-	return { approvals: page, nextCursor: String(last ? clusterSeq(last) : cursor), hasMore: after.length > limit };
-}
-
 /**
- * Resolves when an approval opens or settles on this node or any other (LISTEN/NOTIFY), after
- * `ms`, or on abort. The caller reads the inbox again: a wake-up with nothing for it is cheap.
+ * Resolves when an approval opens or settles on this node or (cluster mode) any other, through
+ * LISTEN/NOTIFY, after `ms`, or on abort. The caller reads the inbox again: a wake-up with nothing
+ * for it is cheap.
  */
-export function clusterApprovalChange(registry: SessionRegistry, cluster: Cluster, ms: number, signal: AbortSignal) {
+export function approvalChange(registry: SessionRegistry, ms: number, signal: AbortSignal, cluster?: Cluster) {
 	return new Promise<void>((resolve) => {
 		const done = () => {
 			clearTimeout(timer);
@@ -47,9 +41,10 @@ export function clusterApprovalChange(registry: SessionRegistry, cluster: Cluste
 		const unsubscribe = registry.subscribeAll((_sessionId, event) => {
 			if (event.type === "approval_requested" || event.type === "approval_resolved") done();
 		});
-		const unnotice = cluster.onNotice((notice) => {
-			if (notice.type === "approvals") done();
-		});
+		const unnotice =
+			cluster?.onNotice((notice) => {
+				if (notice.type === "approvals") done();
+			}) ?? (() => {});
 		signal.addEventListener("abort", done);
 	});
 }
