@@ -4,6 +4,7 @@ import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import type { SessionAccess } from "../sessions/access.ts";
 import type { PolicyEngine } from "../sessions/policy-engine.ts";
+import { needDatabase } from "../sessions/postgres-schema.ts";
 import type { Claim, ListedRow, PostgresStore } from "../sessions/postgres-store.ts";
 import { parseStoredRecord } from "../sessions/records.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
@@ -81,7 +82,7 @@ export class Cluster {
 		cluster.#registry.setCluster({
 			assertCanCreate: async () => {
 				const why = await cluster.check();
-				if (why) throw unavailable(`This node cannot take new sessions now: ${why}; its running sessions go on`);
+				if (why) throw noNewSessions(why);
 			},
 			beforeStart: (session) => cluster.#confirmOwner(session.id),
 			started: (session) => session.pid !== undefined && cluster.#fence.guard(session.id, session.pid),
@@ -174,15 +175,10 @@ export class Cluster {
 		if (!this.#membership.valid) await this.#membership.renew();
 		if (this.#registry.has(id)) return { kind: "local" };
 		this.#assertDatabase();
-		let claim: Claim;
-		try {
-			// Most requests for a session another node runs: one plain read, then forward.
-			const owner = await this.#store.ownerOf(id);
-			if (owner && owner.node !== this.node) return { kind: "forward", ...owner };
-			claim = await this.#store.claim(id);
-		} catch (error) {
-			throw unavailable(`session ${id} cannot be looked up: ${(error as Error).message}`);
-		}
+		// Most requests for a session another node runs: one plain read, then forward.
+		const owner = await needDatabase(`Session ${id} cannot be looked up`, () => this.#store.ownerOf(id));
+		if (owner && owner.node !== this.node) return { kind: "forward", ...owner };
+		const claim: Claim = await needDatabase(`Session ${id} cannot be taken over`, () => this.#store.claim(id));
 		if (claim.kind === "owned") return { kind: "forward", node: claim.node, url: claim.url };
 		if (claim.kind === "absent") {
 			if (claim.gone) {
@@ -256,7 +252,7 @@ export class Cluster {
 
 	#assertDatabase(): void {
 		const why = this.unavailable;
-		if (why) throw unavailable(`This node cannot take new sessions now: ${why}; its running sessions go on`);
+		if (why) throw noNewSessions(why);
 	}
 
 	/** A pi process starts only while this node owns the session: checked in the database first. */
@@ -318,3 +314,5 @@ const mac = (secret: string, node: string) =>
 	createHmac("sha256", secret).update(`forward:${node}`).digest("base64url");
 
 const unavailable = (detail: string) => new GatewayError(503, "database_unavailable", detail, { retryAfter: 2 });
+const noNewSessions = (why: string) =>
+	unavailable(`This node cannot take new sessions now: ${why}; its running sessions go on`);

@@ -132,19 +132,23 @@ function rebuilt(request: Request, body: Uint8Array): Request {
 	} as RequestInit);
 }
 
+/** Cluster-wide reads straight from PostgreSQL (besides the session routes). */
+const readsTheDatabase = new Set(["/v1/approvals/history", "/v1/audit"]);
+
 type Operation = { responses?: Record<string, { description?: string; headers?: Record<string, unknown> }> };
 const methods = new Set(["get", "put", "post", "delete", "patch"]);
 
 /**
- * In the spec: every operation on one session, and creating one, may answer 503 in cluster mode
+ * In the spec: every session operation (listing and creating included) and the cluster-wide
+ * history and audit log may answer 503 in cluster mode
  * (the database is out of reach, the node running the session cannot be reached, the node is
  * stopping); each says when to retry. These are the statuses a client retries (README).
  */
 export function declareClusterRetries(document: { paths?: Record<string, Record<string, unknown>> }): void {
 	for (const [path, item] of Object.entries(document.paths ?? {})) {
-		if (!path.startsWith("/v1/sessions")) continue;
+		if (!path.startsWith("/v1/sessions") && !readsTheDatabase.has(path)) continue;
 		for (const [method, operation] of Object.entries(item)) {
-			if (!methods.has(method) || (path === "/v1/sessions" && method === "get")) continue;
+			if (!methods.has(method)) continue;
 			const op = operation as Operation;
 			op.responses ??= {};
 			op.responses["503"] ??= {

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Logger } from "pino";
-import { GatewayError } from "../errors.ts";
+import { needDatabase } from "../sessions/postgres-schema.ts";
 import type { IdempotencyKeys, KeyRecord, StoredAnswer } from "./idempotency-store.ts";
 
 /** How often old keys are pruned and failed writes tried again. */
@@ -98,17 +98,8 @@ export class PostgresIdempotencyStore implements IdempotencyKeys {
 	}
 
 	/** Before the request runs: a database out of reach is a 503 to retry (nothing started). */
-	async #ask<T>(query: () => Promise<T>): Promise<T> {
-		try {
-			return await query();
-		} catch (error) {
-			throw new GatewayError(
-				503,
-				"database_unavailable",
-				`The Idempotency-Key cannot be checked: the database is out of reach (${(error as Error).message})`,
-				{ retryAfter: 2 },
-			);
-		}
+	#ask<T>(query: () => Promise<T>): Promise<T> {
+		return needDatabase("The Idempotency-Key cannot be checked", query);
 	}
 
 	async #write(key: string, op: () => Promise<unknown>): Promise<void> {

@@ -1,4 +1,22 @@
 import type pg from "pg";
+import { GatewayError } from "../errors.ts";
+
+/** What a client is told when a request needs the database and cannot have it: retry, on any node. */
+export function databaseUnavailable(what: string, cause?: unknown): GatewayError {
+	const why = cause instanceof Error ? ` (${cause.message})` : "";
+	return new GatewayError(503, "database_unavailable", `${what}: the database is out of reach${why}`, {
+		retryAfter: 2,
+	});
+}
+
+/** Runs a query a request needs; a database out of reach becomes a 503 to retry, not a 500. */
+export async function needDatabase<T>(what: string, query: () => Promise<T>): Promise<T> {
+	try {
+		return await query();
+	} catch (error) {
+		throw databaseUnavailable(what, error);
+	}
+}
 
 /** Runs `work` in one transaction on one connection: committed when it returns, rolled back when it throws. */
 export async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {

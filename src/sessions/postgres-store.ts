@@ -4,7 +4,7 @@ import { dirname } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
 import pg from "pg";
 import { type Claim, claimSession, type ListedRow, listSessionRows, ownerOf } from "./postgres-claims.ts";
-import { migrate, redact, transaction } from "./postgres-schema.ts";
+import { migrate, needDatabase, redact, transaction } from "./postgres-schema.ts";
 import { tombstoneMs } from "./records.ts";
 import type { SessionStore, StoredSession, StoreEvents, Tombstone } from "./session-store.ts";
 import { SqliteStore } from "./sqlite-store.ts";
@@ -265,7 +265,7 @@ export class PostgresStore implements SessionStore {
 
 	/** Who owns each session, and who may see it: the cluster-wide list reads this. */
 	listRows(): Promise<ListedRow[]> {
-		return listSessionRows(this.#pool);
+		return needDatabase("Sessions cannot be listed", () => listSessionRows(this.#pool));
 	}
 
 	/** Keeps who owns a session and whom it is shared with, so the next owner knows (access.ts). */

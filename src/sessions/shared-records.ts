@@ -1,5 +1,6 @@
 import type pg from "pg";
 import type { Logger } from "pino";
+import { needDatabase } from "./postgres-schema.ts";
 
 /** Prune every this many writes (a DELETE per write would be wasted work). */
 const pruneEvery = 100;
@@ -82,9 +83,11 @@ export class SharedRecords {
 			where.push(`seq < $${args.length}`);
 		}
 		args.push(limit + 1);
-		const { rows } = await this.#pool.query<{ seq: string; record: string }>(
-			`SELECT seq, record FROM ${this.#table} WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT $${args.length}`,
-			args,
+		const { rows } = await needDatabase(`The ${this.#table.replace("_", " ")} cannot be read`, () =>
+			this.#pool.query<{ seq: string; record: string }>(
+				`SELECT seq, record FROM ${this.#table} WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT $${args.length}`,
+				args,
+			),
 		);
 		const page = rows.slice(0, limit);
 		return {

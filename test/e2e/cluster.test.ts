@@ -322,6 +322,12 @@ describe("cluster mode: failures", () => {
 			expect(refused.body.code).toBe("database_unavailable");
 			expect(Number(refused.res.headers.get("retry-after"))).toBeGreaterThan(0);
 			expect((await a.api("/readyz")).status).toBe(503);
+			// What needs the database says so (503 to retry), never a 500.
+			for (const path of ["/v1/sessions", "/v1/approvals/history", "/v1/audit"]) {
+				const res = await a.api(path);
+				expect(res.status, path).toBe(503);
+				expect(res.body.code, path).toBe("database_unavailable");
+			}
 			const run = await prompt(a, id, "echo: still here");
 			expect(run.status).toBe(200);
 			expect(run.body.text).toBe("still here");
