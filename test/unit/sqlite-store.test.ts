@@ -47,6 +47,21 @@ describe("SqliteStore", () => {
 		second.close();
 	});
 
+	it("skips an unreadable row, reports it, and restores the others", () => {
+		const first = new SqliteStore(dir);
+		first.restore();
+		first.save(record("ok", true, "2026-01-01T00:00:00.000Z"));
+		const insert = first.database.prepare("INSERT OR REPLACE INTO sessions (id, record) VALUES (?, ?)");
+		insert.run("broken", "{not json");
+		insert.run("wrong", JSON.stringify(record("other", true, "2026-01-01T00:00:00.000Z")));
+		first.close();
+		const skipped: string[] = [];
+		const second = new SqliteStore(dir, { skipped: (id) => skipped.push(id) });
+		expect(second.restore().map((r) => r.id)).toEqual(["ok"]);
+		expect(skipped.sort()).toEqual(["broken", "wrong"]);
+		second.close();
+	});
+
 	it("holds the data dir: a second store fails while the first is open", () => {
 		const first = new SqliteStore(dir);
 		expect(() => new SqliteStore(dir)).toThrow(`The data directory ${dir} is in use by another pi-gateway`);

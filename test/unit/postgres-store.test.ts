@@ -1,18 +1,16 @@
-import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { migrate, migrations, PostgresStore } from "../../src/sessions/postgres-store.ts";
-import type { SessionStore, StoredSession, StoreEvents } from "../../src/sessions/session-store.ts";
-import { SqliteStore } from "../../src/sessions/sqlite-store.ts";
+import type { StoredSession } from "../../src/sessions/session-store.ts";
 import { query, startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 
 /**
- * The SessionStore contract of a single node (SQLite): restore at start, tombstones, unclean stops.
- * PostgreSQL (cluster mode) restores nothing at start and takes sessions on demand: its own
- * tests below (claims, releases, fenced writes).
+ * PostgresStore (cluster mode): it restores nothing at start and takes sessions on demand: claims,
+ * releases, fenced writes, the conversation copy, fail-soft writes, migrations. SQLite's restore
+ * at start, tombstones and unclean stops are in sqlite-store.test.ts.
  */
 let server: TestPostgres;
 beforeAll(async () => {
@@ -38,99 +36,6 @@ const record = (id: string, persist: boolean, createdAt: string): StoredSession 
 	createdAt,
 	lastActivityAt: 5,
 	lastSeq: 42,
-});
-
-interface Backend {
-	/** Opens the store of this test (the same data each time). */
-	open(events?: StoreEvents): Promise<SessionStore>;
-	/** Writes a raw row the way a broken writer would. */
-	rawRow(id: string, text: string): Promise<void>;
-	/** A module path and the code that opens the store in a child process, to kill it there. */
-	openInChild(): string;
-}
-
-const srcUrl = (file: string) => new URL(`../../src/sessions/${file}`, import.meta.url).href;
-
-const backends: Record<string, () => Promise<Backend>> = {
-	sqlite: async () => ({
-		open: async (events) => new SqliteStore(dir, events),
-		rawRow: async (id, text) => {
-			const store = new SqliteStore(dir);
-			store.database.prepare("INSERT OR REPLACE INTO sessions (id, record) VALUES (?, ?)").run(id, text);
-			store.close();
-		},
-		openInChild: () =>
-			`const { SqliteStore } = await import(${JSON.stringify(srcUrl("sqlite-store.ts"))}); new SqliteStore(${JSON.stringify(dir)});`,
-	}),
-};
-
-describe.each(Object.keys(backends))("SessionStore contract: %s", (name) => {
-	let backend: Backend;
-	beforeEach(async () => {
-		backend = await (backends[name] as () => Promise<Backend>)();
-	});
-
-	it("restores persistent sessions in creation order and turns ephemeral ones into tombstones", async () => {
-		const first = await backend.open();
-		expect(first.previousRunClean).toBe(true);
-		expect(first.restore()).toEqual([]);
-		first.save(record("b", true, "2026-01-02T00:00:00.000Z"));
-		first.save(record("a", true, "2026-01-01T00:00:00.000Z"));
-		first.save({ ...record("a", true, "2026-01-01T00:00:00.000Z"), lastSeq: 7 });
-		first.save({ ...record("a", true, "2026-01-01T00:00:00.000Z"), lastSeq: 43 });
-		first.save(record("e", false, "2026-01-03T00:00:00.000Z"));
-		first.save(record("gone", true, "2026-01-04T00:00:00.000Z"));
-		first.remove("gone");
-		await first.close();
-
-		const second = await backend.open();
-		expect(second.previousRunClean).toBe(true);
-		expect(second.restore()).toEqual([
-			{ ...record("a", true, "2026-01-01T00:00:00.000Z"), lastSeq: 43 },
-			record("b", true, "2026-01-02T00:00:00.000Z"),
-		]);
-		expect(second.tombstone("e")).toMatchObject({ id: "e", reason: "restart" });
-		expect(second.tombstone("gone")).toBeUndefined();
-		expect(second.tombstone("a")).toBeUndefined();
-		second.bury("a", "idle");
-		expect(second.tombstone("a")).toMatchObject({ id: "a", reason: "idle" });
-		await second.close();
-
-		const third = await backend.open();
-		expect(third.restore().map((r) => r.id)).toEqual(["b"]);
-		expect(third.tombstone("a")).toMatchObject({ id: "a", reason: "idle" });
-		expect(third.tombstone("e")).toMatchObject({ id: "e", reason: "restart" });
-		await third.close();
-	});
-
-	it("skips an unreadable row, reports it, and restores the others", async () => {
-		const first = await backend.open();
-		first.restore();
-		first.save(record("ok", true, "2026-01-01T00:00:00.000Z"));
-		await first.close();
-		await backend.rawRow("broken", "{not json");
-		await backend.rawRow("wrong", JSON.stringify({ ...record("other", true, "2026-01-01T00:00:00.000Z") }));
-		const skipped: string[] = [];
-		const second = await backend.open({ skipped: (id) => skipped.push(id) });
-		expect(second.restore().map((r) => r.id)).toEqual(["ok"]);
-		expect(skipped.sort()).toEqual(["broken", "wrong"]);
-		await second.close();
-	});
-
-	it("notices when the previous run ended without closing (killed)", async () => {
-		const killed = spawnSync(
-			process.execPath,
-			["--input-type=module", "-e", `${backend.openInChild()} process.kill(process.pid, "SIGKILL");`],
-			{ encoding: "utf8" },
-		);
-		expect(killed.signal).toBe("SIGKILL");
-		const after = await backend.open();
-		expect(after.previousRunClean).toBe(false);
-		await after.close();
-		const again = await backend.open();
-		expect(again.previousRunClean).toBe(true);
-		await again.close();
-	});
 });
 
 /** A node row with a lease of `seconds` from now (negative: already run out). */
