@@ -2446,11 +2446,11 @@ export interface operations {
     "audit.list": {
         parameters: {
             query?: {
-                principal?: string;
-                sessionId?: string;
                 limit?: number;
                 /** @description `nextCursor` of an earlier page: older entries */
                 cursor?: string;
+                principal?: string;
+                sessionId?: string;
             };
             header?: never;
             path?: never;
@@ -9153,11 +9153,11 @@ export interface operations {
     "approvals.history": {
         parameters: {
             query?: {
-                status?: "answered" | "expired" | "cancelled";
-                sessionId?: string;
                 limit?: number;
                 /** @description `nextCursor` of an earlier page: older approvals */
                 cursor?: string;
+                status?: "answered" | "expired" | "cancelled";
+                sessionId?: string;
             };
             header?: never;
             path?: never;
@@ -9237,10 +9237,10 @@ export interface operations {
     "approvals.inbox": {
         parameters: {
             query?: {
-                status?: components["schemas"]["ApprovalStatus"];
                 limit?: number;
                 /** @description `nextCursor` of an earlier page: only approvals created after it */
                 cursor?: string;
+                status?: components["schemas"]["ApprovalStatus"];
                 /** @description Seconds to wait while the page would be empty */
                 wait?: number;
             };
@@ -9302,10 +9302,10 @@ export interface operations {
     "approvals.list": {
         parameters: {
             query?: {
-                status?: components["schemas"]["ApprovalStatus"];
                 limit?: number;
                 /** @description `nextCursor` of an earlier page: only approvals created after it */
                 cursor?: string;
+                status?: components["schemas"]["ApprovalStatus"];
             };
             header?: never;
             path: {

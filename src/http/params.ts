@@ -1,5 +1,17 @@
 import { z } from "@hono/zod-openapi";
 
+/** `limit` and `cursor` of a paged list; `cursor` is an earlier page's `nextCursor` (what it means is the list's). */
+export function pageQuery(cursorMeans: string) {
+	return z.object({
+		limit: z.coerce.number().int().min(1).max(500).default(100),
+		cursor: z
+			.string()
+			.regex(/^\d+$/, "a nextCursor from an earlier page")
+			.optional()
+			.openapi({ description: `\`nextCursor\` of an earlier page: ${cursorMeans}` }),
+	});
+}
+
 /** The `{id}` of every session-scoped path, shared by all feature folders. */
 export const SessionParams = z.object({
 	id: z.string().openapi({ param: { name: "id", in: "path" }, example: "ses_Qm9wYXJ0aWFs" }),

@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { Approval, ApprovalAnswer, ApprovalStatus } from "../../../sessions/approvals.ts";
 import { json, jsonBody, problem, problems } from "../../openapi.ts";
-import { SessionParams } from "../../params.ts";
+import { pageQuery, SessionParams } from "../../params.ts";
 
 const ApprovalParams = SessionParams.extend({
 	approvalId: z.string().openapi({ param: { name: "approvalId", in: "path" } }),
@@ -18,15 +18,7 @@ const ApprovalList = z
 	})
 	.openapi("ApprovalList");
 
-const PageQuery = z.object({
-	status: ApprovalStatus.optional(),
-	limit: z.coerce.number().int().min(1).max(500).default(100),
-	cursor: z
-		.string()
-		.regex(/^\d+$/, "a nextCursor from an earlier page")
-		.optional()
-		.openapi({ description: "`nextCursor` of an earlier page: only approvals created after it" }),
-});
+const PageQuery = pageQuery("only approvals created after it").extend({ status: ApprovalStatus.optional() });
 
 export const inbox = createRoute({
 	operationId: "approvals.inbox",

@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { Approval } from "../../../sessions/approvals.ts";
 import { json, problems } from "../../openapi.ts";
+import { pageQuery } from "../../params.ts";
 
 export const approvalHistory = createRoute({
 	operationId: "approvals.history",
@@ -11,15 +12,9 @@ export const approvalHistory = createRoute({
 	description:
 		"Kept in the gateway's store for --approval-history-ms (7 days by default, at most --max-approval-history rows), so it outlives the sessions' own lists and a gateway restart. Automatic answers show `resolvedBy: policy:<rule>`.",
 	request: {
-		query: z.object({
+		query: pageQuery("older approvals").extend({
 			status: z.enum(["answered", "expired", "cancelled"]).optional(),
 			sessionId: z.string().max(100).optional(),
-			limit: z.coerce.number().int().min(1).max(500).default(100),
-			cursor: z
-				.string()
-				.regex(/^\d+$/, "a nextCursor from an earlier page")
-				.optional()
-				.openapi({ description: "`nextCursor` of an earlier page: older approvals" }),
 		}),
 	},
 	responses: {

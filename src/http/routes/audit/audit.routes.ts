@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { AuditEntry } from "../../audit.ts";
 import { json, problems } from "../../openapi.ts";
+import { pageQuery } from "../../params.ts";
 
 export const auditLog = createRoute({
 	operationId: "audit.list",
@@ -11,15 +12,9 @@ export const auditLog = createRoute({
 	description:
 		"Every authenticated request that changes something (POST, PUT, PATCH, DELETE), denied ones included, with the principal, the operation, the session, the status and the client's address. Kept in the gateway's store across restarts, the newest --max-audit-entries; each is also a JSON line in the log (`msg: \"audit\"`).",
 	request: {
-		query: z.object({
+		query: pageQuery("older entries").extend({
 			principal: z.string().max(128).optional(),
 			sessionId: z.string().max(100).optional(),
-			limit: z.coerce.number().int().min(1).max(500).default(100),
-			cursor: z
-				.string()
-				.regex(/^\d+$/, "a nextCursor from an earlier page")
-				.optional()
-				.openapi({ description: "`nextCursor` of an earlier page: older entries" }),
 		}),
 	},
 	responses: {
