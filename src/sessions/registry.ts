@@ -434,9 +434,7 @@ export class SessionRegistry {
 		const session = this.#sessions.get(id);
 		if (!session?.isReleasable || this.#waking.has(id)) return undefined;
 		const record = this.#journal.record(session);
-		this.#sessions.delete(id);
-		this.#options.delete(id);
-		this.#journal.drop(id);
+		this.#forget(id, "keep the row");
 		return record;
 	}
 
@@ -447,9 +445,7 @@ export class SessionRegistry {
 	evict(id: string, why: string): void {
 		const session = this.#sessions.get(id);
 		if (!session) return;
-		this.#sessions.delete(id);
-		this.#options.delete(id);
-		this.#journal.drop(id);
+		this.#forget(id, "keep the row");
 		session.kill("SIGKILL", true);
 		this.#logger.warn({ sessionId: id, why }, "session dropped: this node no longer owns it");
 	}
@@ -466,10 +462,12 @@ export class SessionRegistry {
 		this.#forget(id);
 	}
 
-	#forget(id: string): void {
+	/** The session leaves this registry; its row goes too, unless it lives on elsewhere (cluster mode). */
+	#forget(id: string, row: "delete the row" | "keep the row" = "delete the row"): void {
 		this.#sessions.delete(id);
 		this.#options.delete(id);
-		this.#journal.forget(id);
+		if (row === "keep the row") this.#journal.drop(id);
+		else this.#journal.forget(id);
 	}
 
 	/** Idle past the limit: a persistent session hibernates (`stopped`), an ephemeral one is reaped. */
