@@ -33,40 +33,25 @@ export function frame(event: LoggedEvent, id: string | number | undefined = even
 }
 
 /**
- * A frame of pi's line not copied yet: `id: <seq>`, `typeLines` (`\nevent: <type>\ndata: `, ASCII,
- * one buffer per type), `data`, then a blank line. It is written straight into the batch a
- * subscriber's outbox sends, so pi's bytes are copied once on their way to the socket, and the
- * head costs no string per event.
+ * What an outbox queues: text, bytes, or a logged event whose frame is written straight into the
+ * batch the outbox sends (pi's bytes copied once on their way to the socket, no string and no
+ * object per event). Only an event whose data holds no CR or LF is queued as itself.
  */
-export interface LineFrame {
-	seq: number;
-	typeLines: Uint8Array;
-	/** Holds no CR or LF (a line that does is framed by frame() instead). */
-	data: Uint8Array;
-	/** The frame's bytes on the wire. */
-	size: number;
-	/** The whole frame, made when a subscriber sends it alone, and then shared by the others. */
-	bytes?: Uint8Array;
-}
-
-/** What an outbox queues: text, bytes, or a line frame. */
-export type Chunk = string | Uint8Array | LineFrame;
+export type Chunk = string | Uint8Array | LoggedEvent;
 
 let lastEvent: LoggedEvent | undefined;
 let lastFrame: Chunk | undefined;
 
 /**
- * frame(event) for live subscribers, made once per event and shared by all of them. They all
- * take an event during its append, so remembering the last one is enough; nothing is kept on
- * the logged event (the log would hold each event twice; a replay builds its own frames).
+ * What live subscribers queue for `event`, decided once per event and shared by all of them.
+ * They all take an event during its append, so remembering the last one is enough; nothing is
+ * kept on the logged event (the log would hold each event twice; a replay builds its own frames).
  */
 export function frameBytes(event: LoggedEvent): Chunk {
 	if (event !== lastEvent || lastFrame === undefined) {
 		const data = event.data;
-		lastFrame =
-			data.indexOf(LF) !== -1 || data.indexOf(CR) !== -1
-				? frame(event)
-				: lineFrame(event.seq, typeLinesOf(event.type), data);
+		// typeLinesOf checks the type (and throws for one that could forge a frame) before it is queued.
+		lastFrame = data.indexOf(LF) !== -1 || data.indexOf(CR) !== -1 || !typeLinesOf(event.type) ? frame(event) : event;
 		lastEvent = event;
 	}
 	return lastFrame;
@@ -94,8 +79,10 @@ function typeLinesOf(type: string): Uint8Array {
 	return bytes;
 }
 
-function lineFrame(seq: number, typeLines: Uint8Array, data: Uint8Array): LineFrame {
-	return { seq, typeLines, data, size: idPrefix.length + digits(seq) + typeLines.byteLength + data.byteLength + 2 };
+/** The bytes frame(event) puts on the wire, for an event whose data holds no CR or LF. */
+function lineFrameSize(event: LoggedEvent): number {
+	// `id: ` + digits + `\nevent: ` + type + `\ndata: ` + data + `\n\n`
+	return 21 + digits(event.seq) + event.type.length + event.data.length;
 }
 
 /** Decimal digits of a non-negative integer. */
@@ -108,21 +95,21 @@ function digits(n: number): number {
 	return count;
 }
 
-/** Writes a line frame at `at` of `out`; returns where it ends. No strings, no native calls for the head. */
-function writeLineFrame(out: Uint8Array, at: number, f: LineFrame): number {
-	out.set(idPrefix, at);
-	at += idPrefix.length;
-	let n = f.seq;
+/** Writes frame(event) at `at` of `out`; returns where it ends. No strings, no native calls for the head. */
+function writeLineFrame(out: Uint8Array, at: number, event: LoggedEvent): number {
+	// The short pieces byte by byte: TypedArray#set costs more per call than a few stores.
+	for (let i = 0; i < idPrefix.length; i++) out[at++] = idPrefix[i] as number;
+	let n = event.seq;
 	const width = digits(n);
 	for (let i = at + width - 1; i >= at; i--) {
 		out[i] = 0x30 + (n % 10);
 		n = Math.floor(n / 10);
 	}
 	at += width;
-	out.set(f.typeLines, at);
-	at += f.typeLines.byteLength;
-	out.set(f.data, at);
-	at += f.data.byteLength;
+	const head = typeLinesOf(event.type);
+	for (let i = 0; i < head.length; i++) out[at++] = head[i] as number;
+	out.set(event.data, at);
+	at += event.data.length;
 	out[at++] = LF;
 	out[at++] = LF;
 	return at;
@@ -198,19 +185,27 @@ export class Outbox {
 		if (id !== undefined) this.#pendingId = id;
 		// One frame alone is never too much (a big message_end must reach a reader that keeps up).
 		if (this.#bytes > this.#max && this.#chunks.length > 1) this.#drop();
-		this.#wake?.();
+		this.#notify();
 	}
 
 	/** Pull from `source` (after what is queued now) until it runs dry. */
 	pull(source: Source): void {
 		this.#source = source;
-		this.#wake?.();
+		this.#notify();
 	}
 
 	/** Stop after what is already queued. */
 	end(): void {
 		this.#ending = true;
-		this.#wake?.();
+		this.#notify();
+	}
+
+	/** Wakes a waiting pump once: the events after the first of a burst only queue. */
+	#notify(): void {
+		const wake = this.#wake;
+		if (wake === undefined) return;
+		this.#wake = undefined;
+		wake();
 	}
 
 	async pump(sink: Sink): Promise<void> {
@@ -221,8 +216,7 @@ export class Outbox {
 				const first = this.#chunks[0] as Chunk;
 				if (this.#chunks.length > 1) text = joinChunks(this.#chunks);
 				else if (typeof first === "string" || first instanceof Uint8Array) text = first;
-				// (A batch holding bytes is joined into bytes.)
-				else text = first.bytes ??= joinChunks([first]) as Uint8Array;
+				else text = singleFrame(first);
 				id = this.#pendingId;
 				this.#chunks = [];
 				this.#bytes = 0;
@@ -241,7 +235,6 @@ export class Outbox {
 				await new Promise<void>((resolve) => {
 					this.#wake = resolve;
 				});
-				this.#wake = undefined;
 				continue;
 			}
 			if (id !== undefined) this.lastSent = id;
@@ -311,7 +304,19 @@ export function sseStream(c: Context, options: SseOptions, out: Outbox, detach: 
 function chunkBytes(chunk: Chunk): number {
 	if (typeof chunk === "string") return chunk.length;
 	if (chunk instanceof Uint8Array) return chunk.byteLength;
-	return chunk.size;
+	return lineFrameSize(chunk);
+}
+
+let lastSingle: LoggedEvent | undefined;
+let lastSingleBytes: Uint8Array | undefined;
+
+/** A live event sent alone: the same frame for every subscriber that sends it alone (fan-out at a slow pace). */
+function singleFrame(event: LoggedEvent): Uint8Array {
+	if (event !== lastSingle || lastSingleBytes === undefined) {
+		lastSingleBytes = joinChunks([event]) as Uint8Array;
+		lastSingle = event;
+	}
+	return lastSingleBytes;
 }
 
 /** One write for a batch: strings joined, or everything written into one buffer when bytes are mixed in. */

@@ -25,9 +25,27 @@ export function typeOf(line: Buffer): string | undefined {
 	const end = line.indexOf(QUOTE, from);
 	// A valid type is at most 64 ASCII letters, so a longer or non-ASCII one fails isEventType anyway.
 	if (end === -1 || end - from > 64) return undefined;
+	// pi prints runs of one type (a stream of message_update): the type read last is compared in
+	// place, so the common case makes no string and runs no pattern.
+	const length = end - from;
+	if (length === lastType.length) {
+		let same = true;
+		for (let i = 0; i < length; i++) {
+			if (line[from + i] !== lastType.charCodeAt(i)) {
+				same = false;
+				break;
+			}
+		}
+		if (same) return lastType;
+	}
 	const type = line.toString("latin1", from, end);
-	return isEventType(type) ? type : undefined;
+	if (!isEventType(type)) return undefined;
+	lastType = type;
+	return type;
 }
+
+/** The last type typeOf accepted (so it passed isEventType: ASCII, and equal bytes mean an equal type). */
+let lastType = "";
 
 /** A record of pi's the gateway reads (a response, a UI request), parsed, or why it is no record. */
 export type ReadRecord =

@@ -123,4 +123,20 @@ describe("typeOf (the hot path's type sniffing, on bytes)", () => {
 		expect(type('{"type":"}')).toBeUndefined();
 		expect(type('{ "type": "agent_start" }')).toBeUndefined();
 	});
+
+	it("answers the same after a run of one type (the type read last is compared in place)", () => {
+		const type = (line: string | Buffer) => typeOf(Buffer.isBuffer(line) ? line : Buffer.from(line));
+		expect(type('{"type":"message_update","x":1}')).toBe("message_update");
+		expect(type('{"type":"message_update","x":2}')).toBe("message_update");
+		// Same length, other bytes: read again, not taken for the last type.
+		expect(type('{"type":"message_updatf","x":3}')).toBe("message_updatf");
+		expect(type('{"type":"message_updatE","x":3}')).toBeUndefined();
+		expect(type('{"type":"message updatf","x":3}')).toBeUndefined();
+		// A byte that differs from the last type only above ASCII (0xe6 vs "f", 0x66).
+		const high = Buffer.from('{"type":"message_updatf","x":4}');
+		high[high.indexOf("updatf") + 5] = 0xe6;
+		expect(type(high)).toBeUndefined();
+		expect(type('{"type":"message_upd","x":5}')).toBe("message_upd");
+		expect(type('{"type":"message_updatf","x":6}')).toBe("message_updatf");
+	});
 });
