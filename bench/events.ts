@@ -3,6 +3,10 @@
  * emits timestamped events. Baseline: a client reading the stub's stdout pipe directly (split
  * on LF + JSON.parse, as any pi client must). Measured: SSE clients of the gateway.
  */
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import {
 	api,
 	type GatewayProcess,
@@ -13,8 +17,11 @@ import {
 	readPipe,
 	readSse,
 	spawnStub,
+	stubPi,
 	summarize,
 } from "./lib.ts";
+
+const benchDir = dirname(fileURLToPath(import.meta.url));
 
 export interface EmitSpec {
 	count: number;
@@ -41,6 +48,43 @@ export async function viaPipe(spec: EmitSpec) {
 	child.stdin?.end();
 	await new Promise((r) => child.once("exit", r));
 	return { latencies, bytes, seconds };
+}
+
+/**
+ * The same emission through bench/minimal-relay.ts (its own process, read by the same SSE client
+ * code as the gateway): what any Node SSE relay costs on this machine, the ceiling of the ratio.
+ */
+export async function viaMinimalRelay(mode: "node-http" | "hono", spec: EmitSpec) {
+	const relay = spawn(process.execPath, [join(benchDir, "minimal-relay.ts"), stubPi, mode], {
+		stdio: ["ignore", "pipe", "inherit"],
+	});
+	try {
+		const port = await new Promise<number>((resolve, reject) => {
+			relay.stdout?.once("data", (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
+			relay.once("exit", (code) => reject(new Error(`minimal relay exited with ${code}`)));
+		});
+		const res = await openSse(`http://127.0.0.1:${port}/events`);
+		let delivered = 0;
+		const done = readSse(res, (_event, data) => {
+			const record = JSON.parse(data);
+			if (record.type === "message_update") delivered++;
+			return record.type === "agent_settled";
+		});
+		const cpuBefore = procStats(relay.pid as number).cpuSeconds;
+		const started = now();
+		await fetch(`http://127.0.0.1:${port}/cmd`, {
+			method: "POST",
+			body: JSON.stringify({ id: "1", type: "emit", ...spec }),
+		});
+		await done;
+		const seconds = Number(now() - started) / 1e9;
+		const cpuMicros = ((procStats(relay.pid as number).cpuSeconds - cpuBefore) / spec.count) * 1e6;
+		if (delivered !== spec.count) throw new Error(`minimal relay delivered ${delivered} of ${spec.count} events`);
+		return { seconds, cpuMicros };
+	} finally {
+		relay.kill();
+		if (relay.exitCode === null) await once(relay, "exit");
+	}
 }
 
 /** The same emission through the gateway to `subscribers` SSE clients at once. */
@@ -108,6 +152,8 @@ export async function throughput(gateway: GatewayProcess, sizes: number[], count
 	for (const size of sizes) {
 		const spec = { count, rate: 0, size };
 		const pipe = await viaPipe(spec);
+		const nodeHttp = await viaMinimalRelay("node-http", spec);
+		const hono = await viaMinimalRelay("hono", spec);
 		const cpuBefore = procStats(gateway.pid).cpuSeconds;
 		const gw = await viaGateway(gateway, spec);
 		// The gateway's own CPU per event: what it controls, and steadier than the ratio on a busy machine.
@@ -122,6 +168,9 @@ export async function throughput(gateway: GatewayProcess, sizes: number[], count
 			"SSE events/s": Math.round(gwRate),
 			"SSE MB/s": (gw.perSubscriber[0]?.bytes ?? 0) / gw.seconds / 1e6,
 			"SSE / pipe": gwRate / pipeRate,
+			"minimal node:http relay / pipe": pipe.seconds / nodeHttp.seconds,
+			"minimal Hono relay / pipe": pipe.seconds / hono.seconds,
+			"minimal Hono relay CPU µs/event": hono.cpuMicros,
 			"gateway CPU µs/event": cpuMicros,
 			// Fewer than sent: the client fell more than --sse-max-buffered-bytes behind and was cut off.
 			delivered: `${gw.perSubscriber[0]?.latencies.length ?? 0}/${count}`,
