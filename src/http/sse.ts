@@ -151,6 +151,8 @@ export class Outbox {
 	readonly #max: number;
 	#chunks: Chunk[] = [];
 	#bytes = 0;
+	/** Strings among #chunks: with none, #bytes is the batch's exact size and no chunk is looked at twice. */
+	#strings = 0;
 	#pendingId: string | number | undefined;
 	#ending = false;
 	#dropped = false;
@@ -182,6 +184,7 @@ export class Outbox {
 		if (this.#ending) return;
 		this.#chunks.push(text);
 		this.#bytes += chunkBytes(text);
+		if (typeof text === "string") this.#strings++;
 		if (id !== undefined) this.#pendingId = id;
 		// One frame alone is never too much (a big message_end must reach a reader that keeps up).
 		if (this.#bytes > this.#max && this.#chunks.length > 1) this.#drop();
@@ -214,12 +217,17 @@ export class Outbox {
 			let id: string | number | undefined;
 			if (this.#chunks.length > 0) {
 				const first = this.#chunks[0] as Chunk;
-				if (this.#chunks.length > 1) text = joinChunks(this.#chunks);
+				if (this.#chunks.length > 1)
+					text =
+						this.#strings === this.#chunks.length
+							? this.#chunks.join("")
+							: joinChunks(this.#chunks, this.#strings === 0 ? this.#bytes : undefined);
 				else if (typeof first === "string" || first instanceof Uint8Array) text = first;
 				else text = singleFrame(first);
 				id = this.#pendingId;
 				this.#chunks = [];
 				this.#bytes = 0;
+				this.#strings = 0;
 				this.#pendingId = undefined;
 			} else if (this.#source && !this.#ending) {
 				const next = this.#source();
@@ -251,6 +259,7 @@ export class Outbox {
 			}),
 		];
 		this.#bytes = 0;
+		this.#strings = 1;
 		this.#pendingId = undefined;
 		this.#dropped = true;
 		this.#ending = true;
@@ -319,11 +328,16 @@ function singleFrame(event: LoggedEvent): Uint8Array {
 	return lastSingleBytes;
 }
 
-/** One write for a batch: strings joined, or everything written into one buffer when bytes are mixed in. */
-function joinChunks(chunks: Chunk[]): string | Uint8Array {
-	if (chunks.every((c) => typeof c === "string")) return chunks.join("");
-	let size = 0;
-	for (const c of chunks) size += typeof c === "string" ? Buffer.byteLength(c) : chunkBytes(c);
+/**
+ * One write for a batch: strings joined, or everything written into one buffer when bytes are
+ * mixed in. `bytes`, when known, is the batch's exact size (no strings in it).
+ */
+function joinChunks(chunks: Chunk[], bytes?: number): string | Uint8Array {
+	let size = bytes ?? 0;
+	if (bytes === undefined) {
+		if (chunks.every((c) => typeof c === "string")) return chunks.join("");
+		for (const c of chunks) size += typeof c === "string" ? Buffer.byteLength(c) : chunkBytes(c);
+	}
 	const out = Buffer.allocUnsafe(size);
 	let at = 0;
 	for (const c of chunks) {
