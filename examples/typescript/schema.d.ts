@@ -1743,7 +1743,7 @@ export interface components {
             };
             /** @description Sessions this node holds (in cluster mode: owns) */
             sessions: number;
-            /** @description Cluster mode (--database-url): the nodes on the same database */
+            /** @description Cluster mode (--database-url): the nodes on the same database, as this node last read them (at each renewal of its lease, every third of --lease-ttl-ms) */
             cluster?: {
                 /** @description This node's id */
                 node: string;

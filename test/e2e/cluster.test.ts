@@ -88,12 +88,17 @@ describe("cluster mode: any node serves any request", () => {
 			const listed = (await node.api("/v1/sessions")).body.sessions;
 			expect(listed.map((s: { id: string }) => s.id)).toEqual([id]);
 			expect(listed[0]).toMatchObject({ status: "idle", name: "shared" });
-			const info = (await node.api("/v1/info")).body;
+			// Each node reads the membership at every renewal: one that renewed before C joined lists C at its next.
+			const info = await until(async () => {
+				const body = (await node.api("/v1/info")).body;
+				return body.cluster.nodes.length === 3 && body;
+			}, leaseTtlMs * 2);
 			expect(info.cluster.node).toBe(node.name);
 			expect(info.cluster.nodes.map((n: { id: string }) => n.id)).toEqual(["a", "b", "c"]);
 		}
-		const metrics = await (await (c as ClusterNode).fetch("/metrics")).text();
-		expect(metrics).toMatch(/pi_gateway_cluster_nodes 3/);
+		await until(async () =>
+			/pi_gateway_cluster_nodes 3/.test(await (await (c as ClusterNode).fetch("/metrics")).text()),
+		);
 		await until(async () =>
 			/pi_gateway_cluster_sessions\{node="a"\} 1/.test(await (await (b as ClusterNode).fetch("/metrics")).text()),
 		);

@@ -65,7 +65,10 @@ export const Info = z
 				),
 			})
 			.optional()
-			.openapi({ description: "Cluster mode (--database-url): the nodes on the same database" }),
+			.openapi({
+				description:
+					"Cluster mode (--database-url): the nodes on the same database, as this node last read them (at each renewal of its lease, every third of --lease-ttl-ms)",
+			}),
 	})
 	.openapi("Info");
 
