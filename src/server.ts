@@ -7,6 +7,7 @@ import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import { createApp } from "./app.ts";
 import { Cluster } from "./cluster/cluster.ts";
+import { PostgresOutbox } from "./cluster/webhook-outbox.ts";
 import { PostgresWebhooks } from "./cluster/webhooks.ts";
 import { type Config, type ConfigInput, parseConfig } from "./config.ts";
 import { AuditLog } from "./http/audit.ts";
@@ -108,6 +109,12 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 				)
 			: new IdempotencyStore(db, config.idempotencyTtlMs, config.maxIdempotencyKeys);
 		webhooks = await startWebhooks(config, registry, log, postgres && new PostgresWebhooks(postgres.pool, nodeId));
+		// Undelivered messages outlive their node: recorded in PostgreSQL, adopted by a live node within a lease.
+		if (postgres) {
+			webhooks.handOver(new PostgresOutbox(postgres.pool, nodeId), config.leaseTtlMs);
+			// A stopping node gives them up once its sessions have stopped (their last events queued).
+			postgres.beforeClose(() => webhooks.release());
+		}
 	} catch (error) {
 		await registry.shutdown();
 		throw error;

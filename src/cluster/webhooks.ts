@@ -33,6 +33,8 @@ export class PostgresWebhooks implements SharedWebhooks {
 
 	async remove(id: string): Promise<void> {
 		await this.#pool.query("DELETE FROM webhooks WHERE id = $1", [id]);
+		// Its undelivered messages go with it, wherever they were held.
+		await this.#pool.query("DELETE FROM webhook_outbox WHERE webhook_id = $1", [id]);
 		notify(this.#pool, { type: "webhooks", node: this.#node });
 	}
 }

@@ -86,6 +86,13 @@ CREATE TABLE audit_log (seq bigserial PRIMARY KEY, principal text NOT NULL, sess
 		name: "remembered approval rules follow their session",
 		sql: "CREATE TABLE session_rules (session_id text PRIMARY KEY, rules text NOT NULL);",
 	},
+	{
+		version: 7,
+		name: "undelivered webhook messages outlive their node",
+		sql: `
+CREATE TABLE webhook_outbox (webhook_id text NOT NULL, id text NOT NULL, node text NOT NULL, state text NOT NULL, type text NOT NULL, payload text NOT NULL, attempts integer NOT NULL, next_at bigint, created_at text NOT NULL, log text NOT NULL, settled_at timestamptz, PRIMARY KEY (webhook_id, id));
+CREATE INDEX webhook_outbox_node ON webhook_outbox (node, state);`,
+	},
 ];
 
 /** An arbitrary constant: the advisory lock every node takes while it migrates. */

@@ -37,6 +37,7 @@ import { SqliteStore } from "./sqlite-store.ts";
 export class PostgresStore implements SessionStore {
 	readonly #pool: pg.Pool;
 	readonly #local: SqliteStore;
+	readonly #beforeClose: (() => Promise<void>)[] = [];
 	readonly #node: string;
 	#events: StoreEvents = {};
 	readonly #gone = new Map<string, Tombstone>();
@@ -90,6 +91,11 @@ export class PostgresStore implements SessionStore {
 	/** The node's own SQLite, for the tables that are per node. */
 	get database(): DatabaseSync {
 		return this.#local.database;
+	}
+
+	/** Runs `last` when the store closes, after the sessions' writes and while this node is still a member. */
+	beforeClose(last: () => Promise<void>): void {
+		this.#beforeClose.push(last);
 	}
 
 	/** For the cluster's own queries (membership, lookups, notifications). */
@@ -305,6 +311,7 @@ export class PostgresStore implements SessionStore {
 	close(): Promise<void> {
 		this.#closed ??= (async () => {
 			await this.settled();
+			for (const last of this.#beforeClose) await last().catch(() => {});
 			await this.#pool.query("UPDATE sessions SET owner = NULL WHERE owner = $1", [this.#node]).catch(() => {});
 			await this.#pool.query("DELETE FROM nodes WHERE id = $1", [this.#node]).catch(() => {});
 			await this.#pool.end().catch(() => {});

@@ -1,7 +1,7 @@
 // Over 300 lines on purpose: the outbox (enqueue, due rows, attempts, backoff, redelivery) and, in
-// cluster mode, following the cluster's shared definitions both read and write the same map of
-// webhooks and the same outbox; the pieces with a job of their own are beside it (sender.ts,
-// messages.ts, destinations.ts, store.ts, shared.ts).
+// cluster mode, following the cluster's shared definitions and keeping the cluster's record of the
+// outbox all read and write the same map of webhooks and the same outbox; the pieces with a job of
+// their own are beside it (sender.ts, messages.ts, destinations.ts, store.ts, shared.ts, handover.ts).
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
@@ -10,6 +10,7 @@ import { z } from "zod";
 import { GatewayError } from "../errors.ts";
 import type { LoggedEvent } from "../sessions/event-log.ts";
 import { DestinationError, Destinations } from "./destinations.ts";
+import { Handover } from "./handover.ts";
 import { WebhookMessages } from "./messages.ts";
 import {
 	type CreateWebhookBody,
@@ -19,7 +20,7 @@ import {
 	type WebhookEventType,
 } from "./schemas.ts";
 import { send } from "./sender.ts";
-import type { SharedWebhooks } from "./shared.ts";
+import type { SharedOutbox, SharedWebhooks } from "./shared.ts";
 import type { StoredWebhook, WebhookStore } from "./store.ts";
 
 export interface WebhookSettings {
@@ -54,8 +55,9 @@ const resyncMs = 30_000;
  *
  * Cluster mode (share()): the definitions live in PostgreSQL for every node; this node keeps a copy
  * (the map and its gateway.db table), read again on every webhooks request, on a notice from the
- * node that changed them, and every 30 s. The outbox stays per node: a session's owner delivers its
- * events.
+ * node that changed them, and every 30 s. The outbox stays per node (a session's owner delivers its
+ * events), recorded for the cluster (handOver()) so that the messages of a node that is gone are
+ * adopted and sent by another.
  */
 export class WebhookService {
 	readonly #settings: WebhookSettings;
@@ -71,6 +73,7 @@ export class WebhookService {
 	#stopped = true;
 	#shared: SharedWebhooks | undefined;
 	#resync: NodeJS.Timeout | undefined;
+	#handover: Handover | undefined;
 	/** Reads of the shared definitions started, and the latest one applied (an older answer is dropped). */
 	#reads = 0;
 	#applied = 0;
@@ -137,6 +140,33 @@ export class WebhookService {
 		this.#shared = shared;
 		await this.reload();
 		this.#resync = setInterval(() => void this.reload().catch(() => {}), resyncMs).unref();
+	}
+
+	/**
+	 * Cluster mode: this node's undelivered messages are recorded in `outbox` (those already queued
+	 * now, then each change), and every `everyMs` the messages of nodes that are gone are adopted here.
+	 */
+	handOver(outbox: SharedOutbox, everyMs: number): void {
+		const handover = new Handover(outbox, this.#logger);
+		this.#handover = handover;
+		handover.held(this.#store.pending());
+		handover.start(
+			everyMs,
+			async () => {
+				await this.#fresh();
+				return [...this.#hooks.keys()];
+			},
+			(deliveries) => {
+				if (!this.#store.open) return;
+				for (const delivery of deliveries) this.#store.adopt(delivery);
+				this.#arm(0);
+			},
+		);
+	}
+
+	/** A stopping node (after detach()): its undelivered messages are given up for the other nodes to adopt. */
+	async release(): Promise<void> {
+		await this.#handover?.release();
 	}
 
 	/** Reads the shared definitions again (another node changed them) and applies them here. */
@@ -259,8 +289,10 @@ export class WebhookService {
 		if (delivery.state === "pending" || this.#inFlight.has(key(delivery)))
 			throw new GatewayError(409, "delivery_pending", `Delivery ${deliveryId} is still being attempted`);
 		this.#store.requeue(id, deliveryId);
+		const requeued = this.#store.get(id, deliveryId) as Delivery;
+		this.#handover?.held([requeued]);
 		this.#arm(0);
-		return this.#store.get(id, deliveryId) as Delivery;
+		return requeued;
 	}
 
 	#onEvent(sessionId: string, event: LoggedEvent): void {
@@ -282,7 +314,11 @@ export class WebhookService {
 		const payload = JSON.stringify({ type, timestamp: createdAt, data });
 		for (const hook of targets) {
 			const id = `msg_${randomBytes(12).toString("base64url")}`;
-			this.#store.enqueue(hook.id, { id, type, payload, createdAt }, this.#settings.webhookMaxPending);
+			const dropped = this.#store.enqueue(hook.id, { id, type, payload, createdAt }, this.#settings.webhookMaxPending);
+			if (!this.#handover) continue;
+			const queued = this.#store.get(hook.id, id);
+			if (queued) this.#handover.held([queued]);
+			this.#handover.settled(dropped.map((droppedId) => ({ webhookId: hook.id, id: droppedId })));
 		}
 		this.#arm(0);
 	}
@@ -311,6 +347,15 @@ export class WebhookService {
 		if (!hook) return;
 		const k = key(delivery);
 		this.#inFlight.add(k);
+		if (this.#handover && !(await this.#handover.mayDeliver(delivery))) {
+			this.#inFlight.delete(k);
+			if (this.#store.open) this.#store.discard(delivery.webhookId, delivery.id);
+			this.#logger.info(
+				{ webhookId: delivery.webhookId, deliveryId: delivery.id },
+				"webhooks: another node holds this message now; forgotten here",
+			);
+			return;
+		}
 		const started = Date.now();
 		let result: { status: number | null; error: string | null };
 		try {
@@ -338,6 +383,8 @@ export class WebhookService {
 			else if (last) this.#store.settle(delivery, attempt, "failed", null);
 			else this.#store.settle(delivery, attempt, "pending", Date.now() + this.#backoff(delivery.attempts));
 			if (ok || last) this.#store.prune(hook.id, keepSettled);
+			if (ok || last) this.#handover?.settled([delivery]);
+			else this.#handover?.held([this.#store.get(hook.id, delivery.id) as Delivery]);
 		} catch (error) {
 			this.#logger.error({ err: error, webhookId: hook.id }, "webhooks: attempt not recorded");
 		}

@@ -75,24 +75,51 @@ export class WebhookStore {
 
 	/**
 	 * Queues one message for one webhook. Past `maxPending` waiting messages the oldest are dropped
-	 * (kept in the log as `dropped`), so a dead endpoint holds a bounded number of rows.
+	 * (kept in the log as `dropped`), so a dead endpoint holds a bounded number of rows. Returns the
+	 * ids of the messages dropped.
 	 */
 	enqueue(
 		webhookId: string,
 		message: { id: string; type: WebhookEventType; payload: string; createdAt: string },
 		maxPending: number,
-	): void {
+	): string[] {
 		this.#db
 			.prepare(
 				"INSERT INTO webhook_outbox (id, webhook_id, type, payload, state, attempts, next_at, created_at, log) VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, '[]')",
 			)
 			.run(message.id, webhookId, message.type, message.payload, Date.now(), message.createdAt);
-		this.#db
+		const dropped = this.#db
 			.prepare(
 				`UPDATE webhook_outbox SET state = 'dropped', next_at = NULL WHERE webhook_id = ? AND state = 'pending' AND rowid IN (
-					SELECT rowid FROM webhook_outbox WHERE webhook_id = ? AND state = 'pending' ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?)`,
+					SELECT rowid FROM webhook_outbox WHERE webhook_id = ? AND state = 'pending' ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?)
+				RETURNING id`,
 			)
-			.run(webhookId, webhookId, maxPending);
+			.all(webhookId, webhookId, maxPending) as { id: string }[];
+		return dropped.map((r) => r.id);
+	}
+
+	/** A pending message another node held (cluster mode), queued here as it was: attempts, log and next attempt kept. */
+	adopt(delivery: Delivery): void {
+		const nextAt = delivery.nextAttemptAt === null ? Date.now() : Date.parse(delivery.nextAttemptAt);
+		this.#db
+			.prepare(
+				"INSERT OR REPLACE INTO webhook_outbox (id, webhook_id, type, payload, state, attempts, next_at, created_at, log) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+			)
+			.run(
+				delivery.id,
+				delivery.webhookId,
+				delivery.type,
+				JSON.stringify(delivery.payload),
+				delivery.attempts,
+				nextAt,
+				delivery.createdAt,
+				JSON.stringify(delivery.log),
+			);
+	}
+
+	/** Forgets a message here (another node adopted it and answers for it now). */
+	discard(webhookId: string, id: string): void {
+		this.#db.prepare("DELETE FROM webhook_outbox WHERE webhook_id = ? AND id = ?").run(webhookId, id);
 	}
 
 	/** Settled rows beyond `keep` per webhook are forgotten, oldest first. */
@@ -110,6 +137,14 @@ export class WebhookStore {
 		const rows = this.#db
 			.prepare("SELECT * FROM webhook_outbox WHERE state = 'pending' AND next_at <= ? ORDER BY next_at, rowid LIMIT ?")
 			.all(now, limit) as unknown as OutboxRow[];
+		return rows.map(toDelivery);
+	}
+
+	/** Every pending message (cluster mode records them for the cluster when the node starts). */
+	pending(): Delivery[] {
+		const rows = this.#db
+			.prepare("SELECT * FROM webhook_outbox WHERE state = 'pending' ORDER BY rowid")
+			.all() as unknown as OutboxRow[];
 		return rows.map(toDelivery);
 	}
 

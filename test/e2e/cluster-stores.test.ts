@@ -5,7 +5,7 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { type ClusterNode, startNode } from "../helpers/cluster.ts";
 import { alive, until } from "../helpers/gateway.ts";
-import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
+import { query, startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 import { type Received, startReceiver } from "../helpers/receiver.ts";
 
 // Several gateway processes and real pi per test, and waits on leases: a busy machine needs room.
@@ -31,7 +31,7 @@ afterAll(async () => {
 	await server?.stop();
 });
 
-async function cluster(names: string[]): Promise<ClusterNode[]> {
+async function cluster(names: string[], extra: string[] = []): Promise<ClusterNode[]> {
 	root = mkdtempSync(join(tmpdir(), "pi-gateway-cstores-"));
 	const databaseUrl = await server.freshDatabase();
 	const started: ClusterNode[] = [];
@@ -43,7 +43,7 @@ async function cluster(names: string[]): Promise<ClusterNode[]> {
 			root,
 			token,
 			leaseTtlMs: 5000,
-			extra: ["--webhook-allow=loopback"],
+			extra: ["--webhook-allow=loopback", ...extra],
 		});
 		nodes.push(node);
 		started.push(node);
@@ -105,6 +105,53 @@ describe("cluster mode: webhooks are shared by every node", () => {
 			expect((await node.api(`/v1/webhooks/${hook.id}`)).status).toBe(404);
 			expect((await node.api("/v1/webhooks")).body.webhooks.map((w: { id: string }) => w.id)).toEqual([next.body.id]);
 		}
+	});
+});
+
+describe("cluster mode: undelivered webhook messages outlive their node", () => {
+	it("a message A could not deliver is sent by B once A's lease runs out (same webhook-id, A's attempt in its log); A, resumed, does not send it again", async () => {
+		// A's retry comes 4–8 s after its failed attempt: B's adoption (A's 5 s lease, then B's next look) is what sends it.
+		const [a, b] = (await cluster(["a", "b"], ["--webhook-retry-base-ms=8000"])) as [ClusterNode, ClusterNode];
+		const receiver = await startReceiver((n) => (n === 0 ? 503 : 204));
+		cleanup.push(receiver.close);
+		const made = await a.api("/v1/webhooks", { method: "POST", json: { url: receiver.url, events: ["run.settled"] } });
+		expect(made.status).toBe(201);
+		const hook = made.body as { id: string; secret: string };
+		const created = await a.api("/v1/sessions", { method: "POST", json: {} });
+		expect(created.status).toBe(201);
+		const id = created.body.id as string;
+		expect((await prompt(a, id, "echo: one")).status).toBe(200);
+
+		const first = await until(() => receiver.received[0]);
+		expect(first.status).toBe(503);
+		const messageId = String(first.headers["webhook-id"]);
+		// A's record in the cluster shows the failed attempt (written behind, so wait for it).
+		const record = () =>
+			query(a.databaseUrl, "SELECT node, state, attempts FROM webhook_outbox WHERE id = $1", [messageId]);
+		await until(async () => (await record())[0]?.attempts === 1);
+		expect(await record()).toEqual([{ node: "a", state: "pending", attempts: 1 }]);
+
+		a.signal("SIGSTOP");
+		const second = await until(() => receiver.received[1], 40_000);
+		expect(second.headers["webhook-id"]).toBe(messageId);
+		expect(verified(hook.secret, second)).toMatchObject({ type: "run.settled", data: { sessionId: id } });
+		expect(b.logs.some((l) => l.msg === "webhooks: adopted the undelivered messages of a node that is gone")).toBe(
+			true,
+		);
+		const onB = (await b.api(`/v1/webhooks/${hook.id}/deliveries`)).body.deliveries;
+		expect(onB).toEqual([expect.objectContaining({ id: messageId, state: "delivered", attempts: 2 })]);
+		expect(onB[0].log.map((attempt: { status: number }) => attempt.status)).toEqual([503, 204]);
+		await until(async () => (await record())[0]?.state === "done");
+		expect(await record()).toEqual([expect.objectContaining({ node: "b", state: "done" })]);
+
+		// A wakes up, finds that B holds the message now, and forgets its copy instead of sending it again.
+		a.signal("SIGCONT");
+		await until(
+			() => a.logs.some((l) => l.msg === "webhooks: another node holds this message now; forgotten here"),
+			30_000,
+		);
+		expect((await a.api(`/v1/webhooks/${hook.id}/deliveries`)).body.deliveries).toEqual([]);
+		expect(receiver.received).toHaveLength(2);
 	});
 });
 

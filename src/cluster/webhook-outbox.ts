@@ -1,0 +1,106 @@
+import type pg from "pg";
+import type { Delivery, DeliveryAttempt, WebhookEventType } from "../webhooks/schemas.ts";
+import type { DeliveryKey, SharedOutbox } from "../webhooks/shared.ts";
+
+interface Row {
+	webhook_id: string;
+	id: string;
+	type: string;
+	payload: string;
+	attempts: number;
+	next_at: string | null;
+	created_at: string;
+	log: string;
+}
+
+/** How long a settled row is kept: a node back from a long pause must still learn that its copy went elsewhere. */
+const keepSettled = "1 day";
+
+/**
+ * The cluster's record of undelivered webhook messages (migration 7): one row per delivery, naming
+ * the node that holds it. A node writes only rows it holds; a row whose node has no live lease is
+ * adopted by a live node (the row lock makes one of them win). Settled rows stay a day as
+ * tombstones, so a node that was paused past its lease finds that its copy was sent by another.
+ */
+export class PostgresOutbox implements SharedOutbox {
+	readonly #pool: pg.Pool;
+	readonly #node: string;
+
+	constructor(pool: pg.Pool, node: string) {
+		this.#pool = pool;
+		this.#node = node;
+	}
+
+	async hold(deliveries: Delivery[]): Promise<void> {
+		for (const d of deliveries) {
+			await this.#pool.query(
+				`INSERT INTO webhook_outbox (webhook_id, id, node, state, type, payload, attempts, next_at, created_at, log)
+				 VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9)
+				 ON CONFLICT (webhook_id, id) DO UPDATE SET state = 'pending', attempts = EXCLUDED.attempts,
+				   next_at = EXCLUDED.next_at, log = EXCLUDED.log, settled_at = NULL
+				 WHERE webhook_outbox.node = $3`,
+				[
+					d.webhookId,
+					d.id,
+					this.#node,
+					d.type,
+					JSON.stringify(d.payload),
+					d.attempts,
+					d.nextAttemptAt === null ? null : Date.parse(d.nextAttemptAt),
+					d.createdAt,
+					JSON.stringify(d.log),
+				],
+			);
+		}
+	}
+
+	async settle(keys: DeliveryKey[]): Promise<void> {
+		for (const k of keys) {
+			await this.#pool.query(
+				"UPDATE webhook_outbox SET state = 'done', settled_at = now() WHERE webhook_id = $1 AND id = $2 AND node = $3",
+				[k.webhookId, k.id, this.#node],
+			);
+		}
+	}
+
+	async holder(key: DeliveryKey): Promise<"mine" | "elsewhere" | "unknown"> {
+		const { rows } = await this.#pool.query<{ node: string }>(
+			"SELECT node FROM webhook_outbox WHERE webhook_id = $1 AND id = $2",
+			[key.webhookId, key.id],
+		);
+		const row = rows[0];
+		if (!row) return "unknown";
+		return row.node === this.#node ? "mine" : "elsewhere";
+	}
+
+	async adoptOrphans(webhookIds: string[]): Promise<Delivery[]> {
+		if (webhookIds.length === 0) return [];
+		await this.#pool.query(
+			`DELETE FROM webhook_outbox WHERE state = 'done' AND settled_at < now() - interval '${keepSettled}'`,
+		);
+		// Only while this node's own lease holds: a node that lost it must not take anything.
+		const { rows } = await this.#pool.query<Row>(
+			`UPDATE webhook_outbox o SET node = $1
+			 WHERE o.state = 'pending' AND o.node <> $1 AND o.webhook_id = ANY($2)
+			   AND EXISTS (SELECT 1 FROM nodes me WHERE me.id = $1 AND me.lease_until > now())
+			   AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = o.node AND n.lease_until > now())
+			 RETURNING o.webhook_id, o.id, o.type, o.payload, o.attempts, o.next_at, o.created_at, o.log`,
+			[this.#node, webhookIds],
+		);
+		return rows.map((r) => ({
+			id: r.id,
+			webhookId: r.webhook_id,
+			type: r.type as WebhookEventType,
+			state: "pending",
+			attempts: r.attempts,
+			nextAttemptAt: r.next_at === null ? null : new Date(Number(r.next_at)).toISOString(),
+			createdAt: r.created_at,
+			payload: JSON.parse(r.payload) as Record<string, unknown>,
+			log: JSON.parse(r.log) as DeliveryAttempt[],
+		}));
+	}
+
+	async release(): Promise<void> {
+		await this.#pool.query("UPDATE webhook_outbox SET node = '' WHERE node = $1 AND state = 'pending'", [this.#node]);
+	}
+}
