@@ -71,6 +71,7 @@ describe("a gateway on PostgreSQL (--database-url)", () => {
 			{ version: 4 },
 			{ version: 5 },
 			{ version: 6 },
+			{ version: 7 },
 		]);
 		// The node gave its sessions up and left the cluster as it stopped.
 		expect(await rows(databaseUrl, "SELECT owner FROM sessions")).toEqual([{ owner: null }]);
