@@ -37,7 +37,7 @@ export class PostgresOutbox implements SharedOutbox {
 				`INSERT INTO webhook_outbox (webhook_id, id, node, state, type, payload, attempts, next_at, created_at, log)
 				 VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9)
 				 ON CONFLICT (webhook_id, id) DO UPDATE SET state = 'pending', attempts = EXCLUDED.attempts,
-				   next_at = EXCLUDED.next_at, log = EXCLUDED.log, settled_at = NULL
+				   next_at = EXCLUDED.next_at, payload = EXCLUDED.payload, log = EXCLUDED.log, settled_at = NULL
 				 WHERE webhook_outbox.node = $3`,
 				[
 					d.webhookId,
@@ -57,7 +57,8 @@ export class PostgresOutbox implements SharedOutbox {
 	async settle(keys: DeliveryKey[]): Promise<void> {
 		for (const k of keys) {
 			await this.#pool.query(
-				"UPDATE webhook_outbox SET state = 'done', settled_at = now() WHERE webhook_id = $1 AND id = $2 AND node = $3",
+				// The tombstone keeps only who held it: the message itself is in the holder's delivery log.
+				"UPDATE webhook_outbox SET state = 'done', settled_at = now(), payload = '{}', log = '[]' WHERE webhook_id = $1 AND id = $2 AND node = $3",
 				[k.webhookId, k.id, this.#node],
 			);
 		}

@@ -90,5 +90,8 @@ describe("PostgresOutbox", () => {
 		await lease("stopping", 60);
 		expect(await stopping?.adoptOrphans(["wh_2"])).toEqual([]);
 		expect(await stopping?.holder({ webhookId: "wh_2", id: "r1" })).toBe("elsewhere");
+		// Redelivered by its holder (a manual redelivery): pending again with its payload, adoptable whole.
+		await next?.hold([{ ...delivery("r1", "wh_2"), attempts: 0 }]);
+		expect((await stopping?.adoptOrphans(["wh_2"]))?.[0]).toEqual({ ...delivery("r1", "wh_2"), attempts: 0 });
 	});
 });
