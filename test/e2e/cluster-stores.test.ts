@@ -155,6 +155,36 @@ describe("cluster mode: undelivered webhook messages outlive their node", () => 
 	});
 });
 
+describe("cluster mode: a stopping node hands its undelivered webhook messages over", () => {
+	it("A stopped (SIGTERM) with a message waiting for its retry: B adopts it and sends it when the retry is due", async () => {
+		// A's retry is due 5–10 s after its failed attempt; A is stopped before that, so only B can send it.
+		const [a, b] = (await cluster(["a", "b"], ["--webhook-retry-base-ms=10000"])) as [ClusterNode, ClusterNode];
+		const receiver = await startReceiver((n) => (n === 0 ? 503 : 204));
+		cleanup.push(receiver.close);
+		const hook = (await a.api("/v1/webhooks", { method: "POST", json: { url: receiver.url, events: ["run.settled"] } }))
+			.body as { id: string };
+		const id = (await a.api("/v1/sessions", { method: "POST", json: {} })).body.id as string;
+		expect((await prompt(a, id, "echo: one")).status).toBe(200);
+		const first = await until(() => receiver.received[0]);
+		expect(first.status).toBe(503);
+
+		await a.stop();
+		nodes.splice(nodes.indexOf(a), 1);
+		expect(
+			a.logs.some((l) => l.msg === "webhooks: undelivered messages not handed over; they wait for this node"),
+		).toBe(false);
+		const second = await until(() => receiver.received[1], 30_000);
+		expect(b.logs.some((l) => l.msg === "webhooks: adopted the undelivered messages of a node that is gone")).toBe(
+			true,
+		);
+		expect(second.headers["webhook-id"]).toBe(first.headers["webhook-id"]);
+		const onB = (await b.api(`/v1/webhooks/${hook.id}/deliveries`)).body.deliveries;
+		expect(onB).toEqual([
+			expect.objectContaining({ id: first.headers["webhook-id"], state: "delivered", attempts: 2 }),
+		]);
+	});
+});
+
 describe("cluster mode: Idempotency-Key holds across nodes", () => {
 	const create = (node: ClusterNode, key: string, json: Record<string, unknown>) =>
 		node.api("/v1/sessions", { method: "POST", json, headers: { "idempotency-key": key } });
