@@ -1,3 +1,6 @@
+// Over 300 lines on purpose: locating, claiming, adopting, holding and releasing a session are one
+// protocol over the same holds and the same store, and read best together; membership, the fence,
+// forwarding, peers and notifications are beside it in this folder.
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";

@@ -1,3 +1,6 @@
+// Over 300 lines on purpose: every write of a session's state goes through the one fenced, ordered,
+// fail-soft queue here (records, the conversation copy, owner, shares, rules, release); the schema
+// and the claim queries are beside it (postgres-schema.ts, postgres-claims.ts).
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";

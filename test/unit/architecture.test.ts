@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
  * re-export or dynamic) points down or sideways, never up, no feature folder under
  * src/http/routes reaches into another, and the shared http code (outside routes/) reaches
  * into none: features build on it, and app.ts wires them. README's Development section says the same in prose.
+ * And the size rule: a file over 300 lines starts by saying why it is one piece.
  *
  *   base      src/config.ts, src/errors.ts, src/patterns.ts, src/child-env.ts, src/limits.ts
  *   pi        src/pi/**            (the child process and its JSONL protocol)
@@ -93,5 +94,15 @@ describe("architecture", () => {
 
 	it("every file in src has a layer", () => {
 		for (const file of sourceFiles(src)) expect(layers).toContain(layerOf(file));
+	});
+
+	it("a file in src over 300 lines says at its top why it is one piece", () => {
+		const long = sourceFiles(src)
+			.map((file) => ({ file: `src/${relative(src, file)}`, text: readFileSync(file, "utf8") }))
+			.filter(({ text }) => (text.match(/\n/g) ?? []).length > 300);
+		expect(long.length).toBeGreaterThan(0);
+		expect(long.filter(({ text }) => !text.startsWith("// Over 300 lines on purpose: ")).map((f) => f.file)).toEqual(
+			[],
+		);
 	});
 });

@@ -6,7 +6,8 @@ import { responseId } from "../../sessions/run-result.ts";
 import type { Session } from "../../sessions/session.ts";
 import { unwrap } from "../pi-result.ts";
 import { ApiError } from "../problem.ts";
-import { gatewayFrame, Outbox, type SseOptions, sseStream } from "../sse.ts";
+import { Outbox, type SseOptions, sseStream } from "../sse.ts";
+import { gatewayFrame } from "../sse-frames.ts";
 import { followSession } from "./follow.ts";
 
 export interface CommandStreamPlan {
