@@ -204,9 +204,15 @@ export async function idleSubscribers(gateway: GatewayProcess, count: number) {
 	await settle();
 	const before = procStats(gateway.pid).rssBytes;
 	const heapBefore = await heapUsed(gateway);
-	const streams = await Promise.all(
-		Array.from({ length: count }, () => openSse(`${gateway.url}/v1/sessions/${session.id}/events`)),
-	);
+	// In batches: hundreds of connections opened in one burst trip the gateway's bound on connections
+	// that have not sent their headers yet (--max-half-open-connections, 100), which closes the oldest.
+	const streams: Awaited<ReturnType<typeof openSse>>[] = [];
+	for (let opened = 0; opened < count; opened += 50) {
+		const batch = Array.from({ length: Math.min(50, count - opened) }, () =>
+			openSse(`${gateway.url}/v1/sessions/${session.id}/events`),
+		);
+		streams.push(...(await Promise.all(batch)));
+	}
 	await settle();
 	const after = procStats(gateway.pid).rssBytes;
 	const heapAfter = await heapUsed(gateway);
