@@ -10,12 +10,12 @@ import { fileURLToPath } from "node:url";
 import {
 	api,
 	type GatewayProcess,
-	heapUsed,
 	now,
 	openSse,
 	procStats,
 	readPipe,
 	readSse,
+	settledMemory,
 	spawnStub,
 	stubPi,
 	summarize,
@@ -200,10 +200,7 @@ export async function fanout(gateway: GatewayProcess, counts: number[], rate: nu
 /** Gateway memory per idle SSE subscriber: open N streams on one quiet session, compare RSS. */
 export async function idleSubscribers(gateway: GatewayProcess, count: number) {
 	const session = await api(`${gateway.url}/v1/sessions`, "POST", { persist: false });
-	const settle = () => new Promise((r) => setTimeout(r, 500));
-	await settle();
-	const before = procStats(gateway.pid).rssBytes;
-	const heapBefore = await heapUsed(gateway);
+	const before = await settledMemory(gateway);
 	// In batches: hundreds of connections opened in one burst trip the gateway's bound on connections
 	// that have not sent their headers yet (--max-half-open-connections, 100), which closes the oldest.
 	const streams: Awaited<ReturnType<typeof openSse>>[] = [];
@@ -213,18 +210,16 @@ export async function idleSubscribers(gateway: GatewayProcess, count: number) {
 		);
 		streams.push(...(await Promise.all(batch)));
 	}
-	await settle();
-	const after = procStats(gateway.pid).rssBytes;
-	const heapAfter = await heapUsed(gateway);
+	const after = await settledMemory(gateway);
 	for (const res of streams) res.destroy();
 	await api(`${gateway.url}/v1/sessions/${session.id}`, "DELETE");
 	return [
 		{
 			"idle subscribers": count,
-			"gateway RSS before MB": before / 2 ** 20,
-			"gateway RSS after MB": after / 2 ** 20,
-			"RSS per subscriber KB": (after - before) / count / 1024,
-			"JS heap per subscriber KB": (heapAfter - heapBefore) / count / 1024,
+			"gateway RSS before MB": before.rssBytes / 2 ** 20,
+			"gateway RSS after MB": after.rssBytes / 2 ** 20,
+			"RSS per subscriber KB": (after.rssBytes - before.rssBytes) / count / 1024,
+			"JS heap per subscriber KB": (after.heapBytes - before.heapBytes) / count / 1024,
 		},
 	];
 }

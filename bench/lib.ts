@@ -27,6 +27,10 @@ export async function startGatewayProcess(args: string[]): Promise<GatewayProces
 	const child = spawn(
 		process.execPath,
 		[
+			// A full GC on SIGUSR2 (settledMemory): memory figures count what is kept, not garbage.
+			"--expose-gc",
+			"--require",
+			join(root, "bench", "gc-on-signal.cjs"),
 			...(process.env.GW_NODE_ARGS ?? "").split(" ").filter(Boolean),
 			join(root, "src/main.ts"),
 			"--port",
@@ -198,8 +202,18 @@ export function table(title: string, rows: Record<string, string | number>[]): s
 	].join("\n");
 }
 
-/** The gateway's used JS heap, from its own /metrics (prom-client's default metrics). */
-export async function heapUsed(gateway: GatewayProcess): Promise<number> {
+/**
+ * The gateway's RSS (from /proc) and used JS heap (from its own /metrics: prom-client's default
+ * metrics) after a full garbage collection, so that a difference counts what is kept: without it,
+ * start-up garbage collected in between made "per session" figures negative.
+ */
+export async function settledMemory(gateway: GatewayProcess): Promise<{ rssBytes: number; heapBytes: number }> {
+	// Twice: V8 returns freed pages to the system lazily, after a collection that finds little to do.
+	for (let i = 0; i < 2; i++) {
+		process.kill(gateway.pid, "SIGUSR2");
+		await new Promise((r) => setTimeout(r, 500));
+	}
 	const text = await (await fetch(`${gateway.url}/metrics`, { headers: auth })).text();
-	return Number(/^nodejs_heap_size_used_bytes (\d+)/m.exec(text)?.[1] ?? Number.NaN);
+	const heapBytes = Number(/^nodejs_heap_size_used_bytes (\d+)/m.exec(text)?.[1] ?? Number.NaN);
+	return { rssBytes: procStats(gateway.pid).rssBytes, heapBytes };
 }

@@ -7,7 +7,17 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bundledPiCli, demoExtensionPath } from "../src/sessions/spawn.ts";
-import { api, type GatewayProcess, heapUsed, now, openSse, percentile, procStats, readPipe, readSse } from "./lib.ts";
+import {
+	api,
+	type GatewayProcess,
+	now,
+	openSse,
+	percentile,
+	procStats,
+	readPipe,
+	readSse,
+	settledMemory,
+} from "./lib.ts";
 
 const ms = (ns: bigint) => Number(ns) / 1e6;
 
@@ -53,9 +63,8 @@ export async function sessionStart(gateway: GatewayProcess, samples: number, lab
 }
 
 export async function scale(gateway: GatewayProcess, sessions: number) {
-	await new Promise((r) => setTimeout(r, 1000)); // let start-up garbage go first
-	const before = procStats(gateway.pid);
-	const heapBefore = await heapUsed(gateway);
+	const before = await settledMemory(gateway);
+	const cpuBefore = procStats(gateway.pid).cpuSeconds;
 	const t0 = now();
 	const ids: string[] = await Promise.all(
 		Array.from(
@@ -64,8 +73,7 @@ export async function scale(gateway: GatewayProcess, sessions: number) {
 		),
 	);
 	const started = ms(now() - t0);
-	const idle = procStats(gateway.pid);
-	const heapIdle = await heapUsed(gateway);
+	const idle = await settledMemory(gateway);
 	const runs = await Promise.all(
 		ids.map((id) =>
 			api(`${gateway.url}/v1/sessions/${id}/prompt?wait=true`, "POST", { message: "count: 200" }).then(
@@ -81,10 +89,10 @@ export async function scale(gateway: GatewayProcess, sessions: number) {
 		"all started s": started / 1000,
 		"all prompts settled s": total / 1000,
 		replies: runs.filter((n) => n > 0).length,
-		"gateway CPU s": after.cpuSeconds - before.cpuSeconds,
+		"gateway CPU s": after.cpuSeconds - cpuBefore,
 		"gateway RSS MB (idle sessions)": idle.rssBytes / 2 ** 20,
 		"RSS per idle session KB": (idle.rssBytes - before.rssBytes) / sessions / 1024,
-		"JS heap per idle session KB": (heapIdle - heapBefore) / sessions / 1024,
+		"JS heap per idle session KB": (idle.heapBytes - before.heapBytes) / sessions / 1024,
 		"gateway RSS MB (after runs)": after.rssBytes / 2 ** 20,
 	};
 }
