@@ -122,6 +122,10 @@ export class Outbox {
 				await new Promise<void>((resolve) => {
 					this.#wake = resolve;
 				});
+				// Then to the end of this turn of the event loop: what the other reads of this turn bring
+				// joins the batch (a busy pi's pipe is read several times a turn), so a flood takes half
+				// the socket writes; an event alone goes out in the same turn as before.
+				await new Promise((resolve) => setImmediate(resolve));
 				continue;
 			}
 			if (id !== undefined) this.lastSent = id;

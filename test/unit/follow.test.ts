@@ -25,7 +25,8 @@ class HeldSink implements Sink {
 	}
 }
 
-const tick = () => new Promise((r) => setImmediate(r));
+/** Two turns of the event loop: the pump sends at the end of the turn that woke it. */
+const tick = () => new Promise((r) => setImmediate(() => setImmediate(r)));
 const ids = (text: string) => [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 

@@ -19,7 +19,8 @@ class FakeSink implements Sink {
 	}
 }
 
-const tick = () => new Promise((r) => setImmediate(r));
+/** Two turns of the event loop: the pump sends at the end of the turn that woke it. */
+const tick = () => new Promise((r) => setImmediate(() => setImmediate(r)));
 
 /** frame() as text, for a LoggedEvent whose data is `data`'s UTF-8 bytes. */
 const framed = (seq: number, type: string, data: string | Buffer, id?: string) =>
