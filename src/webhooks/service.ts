@@ -1,24 +1,17 @@
-// Over 300 lines on purpose: the outbox (enqueue, due rows, attempts, backoff, redelivery) and, in
-// cluster mode, following the cluster's shared definitions and keeping the cluster's record of the
-// outbox all read and write the same map of webhooks and the same outbox; the pieces with a job of
-// their own are beside it (sender.ts, messages.ts, destinations.ts, store.ts, shared.ts, handover.ts).
+// Over 300 lines on purpose: the outbox's life (enqueue, due rows, attempts, backoff, redelivery,
+// and in cluster mode the record another node adopts from) is one loop over the same rows; the
+// pieces with a job of their own are beside it (definitions.ts, handover.ts, sender.ts,
+// messages.ts, destinations.ts, store.ts, shared.ts).
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import { Webhook as Signer } from "standardwebhooks";
-import { z } from "zod";
 import { GatewayError } from "../errors.ts";
 import type { LoggedEvent } from "../sessions/event-log.ts";
+import { fieldsOf, WebhookDefinitions } from "./definitions.ts";
 import { DestinationError, Destinations } from "./destinations.ts";
 import { Handover } from "./handover.ts";
 import { WebhookMessages } from "./messages.ts";
-import {
-	type CreateWebhookBody,
-	type Delivery,
-	StaticWebhook,
-	type Webhook,
-	type WebhookEventType,
-} from "./schemas.ts";
+import type { CreateWebhookBody, Delivery, Webhook, WebhookEventType } from "./schemas.ts";
 import { send } from "./sender.ts";
 import type { SharedOutbox, SharedWebhooks } from "./shared.ts";
 import type { StoredWebhook, WebhookStore } from "./store.ts";
@@ -44,8 +37,6 @@ export interface EventSource {
 const maxDelayMs = 3600_000;
 /** Settled deliveries kept per webhook for its delivery log. */
 const keepSettled = 1000;
-/** Cluster mode: how often the definitions are read again anyway (a notice lost in a reconnect). */
-const resyncMs = 30_000;
 
 /**
  * Turns session events into webhook messages in a durable outbox (gateway.db) and delivers them,
@@ -53,11 +44,9 @@ const resyncMs = 30_000;
  * restart. Bounded: pending rows per webhook, settled rows kept, concurrent requests, and each
  * request's time; the event hub only ever does a small synchronous insert.
  *
- * Cluster mode (share()): the definitions live in PostgreSQL for every node; this node keeps a copy
- * (the map and its gateway.db table), read again on every webhooks request, on a notice from the
- * node that changed them, and every 30 s. The outbox stays per node (a session's owner delivers its
- * events), recorded for the cluster (handOver()) so that the messages of a node that is gone are
- * adopted and sent by another.
+ * Cluster mode: the definitions are the cluster's (share(); see definitions.ts). The outbox stays
+ * per node (a session's owner delivers its events), recorded for the cluster (handOver()) so that
+ * the messages of a node that is gone are adopted and sent by another.
  */
 export class WebhookService {
 	readonly #settings: WebhookSettings;
@@ -65,18 +54,13 @@ export class WebhookService {
 	readonly #source: EventSource;
 	readonly #logger: Logger;
 	readonly #destinations: Destinations;
-	readonly #hooks = new Map<string, StoredWebhook>();
+	readonly #definitions: WebhookDefinitions;
 	readonly #inFlight = new Set<string>();
 	readonly #messages: WebhookMessages;
 	#unsubscribe: (() => void) | undefined;
 	#timer: NodeJS.Timeout | undefined;
 	#stopped = true;
-	#shared: SharedWebhooks | undefined;
-	#resync: NodeJS.Timeout | undefined;
 	#handover: Handover | undefined;
-	/** Reads of the shared definitions started, and the latest one applied (an older answer is dropped). */
-	#reads = 0;
-	#applied = 0;
 
 	constructor(settings: WebhookSettings, store: WebhookStore, source: EventSource, logger: Logger) {
 		this.#settings = settings;
@@ -85,37 +69,7 @@ export class WebhookService {
 		this.#messages = new WebhookMessages((sessionId) => source.currentRunId(sessionId));
 		this.#logger = logger;
 		this.#destinations = new Destinations(settings.webhookAllow);
-		if (settings.webhooksFile) this.#loadStatic(settings.webhooksFile);
-		for (const hook of store.list()) this.#hooks.set(hook.id, hook);
-	}
-
-	/** --webhooks-file: a JSON array of webhooks with fixed ids and secrets, replacing the previous file's. */
-	#loadStatic(path: string): void {
-		const entries = z.array(StaticWebhook).parse(JSON.parse(readFileSync(path, "utf8")));
-		const previous = new Map(this.#store.list().map((h) => [h.id, h]));
-		for (const hook of previous.values())
-			if (hook.static && !entries.some((e) => e.id === hook.id)) this.#store.remove(hook.id);
-		for (const entry of entries) {
-			const old = previous.get(entry.id);
-			if (old && !old.static)
-				throw new Error(`--webhooks-file: ${entry.id} is the id of a webhook made through the API`);
-			this.#store.put({
-				...this.#fields(entry),
-				id: entry.id,
-				static: true,
-				createdAt: old?.createdAt ?? new Date().toISOString(),
-				secret: entry.secret,
-			});
-		}
-	}
-
-	#fields(body: CreateWebhookBody) {
-		return {
-			url: body.url,
-			events: [...new Set(body.events)],
-			sessions: body.sessions ?? null,
-			description: body.description ?? null,
-		};
+		this.#definitions = new WebhookDefinitions(store, logger, settings.webhooksFile);
 	}
 
 	start(): void {
@@ -128,7 +82,7 @@ export class WebhookService {
 	stop(): void {
 		this.#stopped = true;
 		clearTimeout(this.#timer);
-		clearInterval(this.#resync);
+		this.#definitions.stop();
 	}
 
 	/**
@@ -136,10 +90,8 @@ export class WebhookService {
 	 * here follows them (webhooks of --webhooks-file stay this node's own). Throws when they cannot
 	 * be read, so a node does not start with the wrong ones.
 	 */
-	async share(shared: SharedWebhooks): Promise<void> {
-		this.#shared = shared;
-		await this.reload();
-		this.#resync = setInterval(() => void this.reload().catch(() => {}), resyncMs).unref();
+	share(shared: SharedWebhooks): Promise<void> {
+		return this.#definitions.share(shared);
 	}
 
 	/**
@@ -153,8 +105,8 @@ export class WebhookService {
 		handover.start(
 			everyMs,
 			async () => {
-				await this.#fresh();
-				return [...this.#hooks.keys()];
+				await this.#definitions.fresh();
+				return this.#definitions.all().map((hook) => hook.id);
 			},
 			(deliveries) => {
 				if (!this.#store.open) return;
@@ -170,55 +122,8 @@ export class WebhookService {
 	}
 
 	/** Reads the shared definitions again (another node changed them) and applies them here. */
-	async reload(): Promise<void> {
-		if (!this.#shared) return;
-		const read = ++this.#reads;
-		const hooks = await this.#shared.list();
-		if (read > this.#applied) this.#apply(hooks, read);
-	}
-
-	/** Before answering a webhooks request: the shared definitions as of now, or this node's copy when they cannot be read. */
-	async #fresh(): Promise<void> {
-		await this.reload().catch((error) => this.#logger.warn({ err: error }, "webhooks: shared definitions not read"));
-	}
-
-	#apply(hooks: StoredWebhook[], read: number): void {
-		if (!this.#store.open) return;
-		this.#applied = read;
-		const next = new Map(hooks.map((h) => [h.id, h]));
-		const added: string[] = [];
-		const removed: string[] = [];
-		for (const [id, hook] of this.#hooks)
-			if (!hook.static && !next.has(id)) {
-				this.#store.remove(id);
-				this.#hooks.delete(id);
-				removed.push(id);
-			}
-		for (const hook of hooks) {
-			const have = this.#hooks.get(hook.id);
-			if (have?.static || (have && JSON.stringify(have) === JSON.stringify(hook))) continue;
-			this.#store.put(hook);
-			this.#hooks.set(hook.id, hook);
-			added.push(hook.id);
-		}
-		if (added.length > 0 || removed.length > 0) this.#logger.info({ added, removed }, "webhooks: reloaded");
-	}
-
-	/** A change made here is the newest state: a read that started before it must not undo it. */
-	async #sharedWrite(write: (shared: SharedWebhooks) => Promise<void>): Promise<void> {
-		const shared = this.#shared;
-		if (!shared) return;
-		try {
-			await write(shared);
-		} catch (error) {
-			throw new GatewayError(
-				503,
-				"database_unavailable",
-				`Webhooks cannot be changed now: the database is out of reach (${(error as Error).message})`,
-				{ retryAfter: 2 },
-			);
-		}
-		this.#applied = ++this.#reads;
+	reload(): Promise<void> {
+		return this.#definitions.reload();
 	}
 
 	/** After the store closed: no more recording either. */
@@ -228,24 +133,21 @@ export class WebhookService {
 	}
 
 	async list(): Promise<Webhook[]> {
-		await this.#fresh();
-		return [...this.#hooks.values()].map(publicView).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+		await this.#definitions.fresh();
+		return this.#definitions
+			.all()
+			.map(publicView)
+			.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
 	}
 
 	async get(id: string): Promise<Webhook> {
-		await this.#fresh();
-		return publicView(this.#hook(id));
-	}
-
-	#hook(id: string): StoredWebhook {
-		const hook = this.#hooks.get(id);
-		if (!hook) throw new GatewayError(404, "webhook_not_found", `No webhook ${id}`);
-		return hook;
+		await this.#definitions.fresh();
+		return publicView(this.#definitions.require(id));
 	}
 
 	async create(body: CreateWebhookBody): Promise<StoredWebhook> {
-		await this.#fresh();
-		if (this.#hooks.size >= this.#settings.maxWebhooks)
+		await this.#definitions.fresh();
+		if (this.#definitions.size >= this.#settings.maxWebhooks)
 			throw new GatewayError(429, "too_many_webhooks", `At most ${this.#settings.maxWebhooks} webhooks`);
 		try {
 			await this.#destinations.resolve(new URL(body.url));
@@ -254,36 +156,32 @@ export class WebhookService {
 		}
 		const hook: StoredWebhook = {
 			id: `wh_${randomBytes(9).toString("base64url")}`,
-			...this.#fields(body),
+			...fieldsOf(body),
 			static: false,
 			createdAt: new Date().toISOString(),
 			secret: body.secret ?? `whsec_${randomBytes(32).toString("base64")}`,
 		};
-		await this.#sharedWrite((shared) => shared.put(hook));
-		this.#store.put(hook);
-		this.#hooks.set(hook.id, hook);
+		await this.#definitions.add(hook);
 		return hook;
 	}
 
 	async delete(id: string): Promise<void> {
-		await this.#fresh();
-		const hook = this.#hook(id);
+		await this.#definitions.fresh();
+		const hook = this.#definitions.require(id);
 		if (hook.static)
 			throw new GatewayError(409, "webhook_static", `Webhook ${id} comes from --webhooks-file; remove it there`);
-		await this.#sharedWrite((shared) => shared.remove(id));
-		this.#store.remove(id);
-		this.#hooks.delete(id);
+		await this.#definitions.remove(id);
 	}
 
 	async deliveries(id: string, limit: number): Promise<Delivery[]> {
-		await this.#fresh();
-		this.#hook(id);
+		await this.#definitions.fresh();
+		this.#definitions.require(id);
 		return this.#store.deliveries(id, limit);
 	}
 
 	async redeliver(id: string, deliveryId: string): Promise<Delivery> {
-		await this.#fresh();
-		this.#hook(id);
+		await this.#definitions.fresh();
+		this.#definitions.require(id);
 		const delivery = this.#store.get(id, deliveryId);
 		if (!delivery) throw new GatewayError(404, "delivery_not_found", `No delivery ${deliveryId} for webhook ${id}`);
 		if (delivery.state === "pending" || this.#inFlight.has(key(delivery)))
@@ -296,7 +194,7 @@ export class WebhookService {
 	}
 
 	#onEvent(sessionId: string, event: LoggedEvent): void {
-		if (this.#hooks.size === 0 || !this.#store.open) return;
+		if (this.#definitions.size === 0 || !this.#store.open) return;
 		try {
 			const message = this.#messages.of(sessionId, event);
 			if (message) this.#enqueue(sessionId, message.type, message.data);
@@ -306,9 +204,9 @@ export class WebhookService {
 	}
 
 	#enqueue(sessionId: string, type: WebhookEventType, data: Record<string, unknown>): void {
-		const targets = [...this.#hooks.values()].filter(
-			(h) => h.events.includes(type) && (h.sessions === null || h.sessions.includes(sessionId)),
-		);
+		const targets = this.#definitions
+			.all()
+			.filter((h) => h.events.includes(type) && (h.sessions === null || h.sessions.includes(sessionId)));
 		if (targets.length === 0) return;
 		const createdAt = new Date().toISOString();
 		const payload = JSON.stringify({ type, timestamp: createdAt, data });
@@ -343,7 +241,7 @@ export class WebhookService {
 	}
 
 	async #deliver(delivery: Delivery): Promise<void> {
-		const hook = this.#hooks.get(delivery.webhookId);
+		const hook = this.#definitions.find(delivery.webhookId);
 		if (!hook) return;
 		const k = key(delivery);
 		this.#inFlight.add(k);
@@ -374,7 +272,7 @@ export class WebhookService {
 			result = { status: null, error: error instanceof DestinationError ? `refused: ${error.message}` : String(error) };
 		}
 		this.#inFlight.delete(k);
-		if (!this.#store.open || !this.#hooks.has(hook.id)) return;
+		if (!this.#store.open || !this.#definitions.find(hook.id)) return;
 		const ok = result.status !== null && result.status >= 200 && result.status < 300;
 		const attempt = { at: new Date(started).toISOString(), ...result, durationMs: Date.now() - started };
 		const last = delivery.attempts + 1 >= this.#settings.webhookMaxAttempts;
