@@ -1,3 +1,4 @@
+import { z } from "@hono/zod-openapi";
 import type pg from "pg";
 import type { Logger } from "pino";
 import { transaction } from "../sessions/postgres-schema.ts";
@@ -10,14 +11,16 @@ export interface NodeIdentity {
 	leaseTtlMs: number;
 }
 
-export interface NodeRow {
-	id: string;
-	url: string;
-	startedAt: string;
-	heartbeatAt: string;
-	alive: boolean;
-	sessions: number;
-}
+/** A node as every node lists it (`/v1/info`'s `cluster.nodes`): the type and the spec from one schema. */
+export const NodeRow = z.object({
+	id: z.string(),
+	url: z.string(),
+	startedAt: z.string().openapi({ format: "date-time" }),
+	heartbeatAt: z.string().openapi({ format: "date-time" }),
+	alive: z.boolean().openapi({ description: "Its lease holds; a dead node is listed for a minute" }),
+	sessions: z.number().int().openapi({ description: "Sessions it owns" }),
+});
+export type NodeRow = z.infer<typeof NodeRow>;
 
 export interface MembershipEvents {
 	/** The lease holds until `deadline` (process.hrtime.bigint() clock), below what the database holds. */

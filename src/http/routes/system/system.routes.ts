@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { NodeRow } from "../../../cluster/membership.ts";
 import { json, problems } from "../../openapi.ts";
 
 export const healthz = createRoute({
@@ -53,16 +54,7 @@ export const Info = z
 		cluster: z
 			.object({
 				node: z.string().openapi({ description: "This node's id" }),
-				nodes: z.array(
-					z.object({
-						id: z.string(),
-						url: z.string(),
-						startedAt: z.string().openapi({ format: "date-time" }),
-						heartbeatAt: z.string().openapi({ format: "date-time" }),
-						alive: z.boolean().openapi({ description: "Its lease holds; a dead node is listed for a minute" }),
-						sessions: z.number().int().openapi({ description: "Sessions it owns" }),
-					}),
-				),
+				nodes: z.array(NodeRow),
 			})
 			.optional()
 			.openapi({
