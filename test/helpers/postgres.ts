@@ -203,3 +203,13 @@ export async function query(url: string, sql: string, params: unknown[] = []): P
 		await client.end();
 	}
 }
+
+/** A node row in `nodes` with a lease of `seconds` from now (negative: already run out). */
+export async function lease(url: string, node: string, seconds: number): Promise<void> {
+	await query(
+		url,
+		`INSERT INTO nodes (id, name, url, lease_until) VALUES ($1, $1, $2, now() + make_interval(secs => $3))
+		 ON CONFLICT (id) DO UPDATE SET lease_until = EXCLUDED.lease_until, url = EXCLUDED.url`,
+		[node, `http://${node}.invalid`, seconds],
+	);
+}

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PostgresOutbox } from "../../src/cluster/webhook-outbox.ts";
 import { migrate } from "../../src/sessions/postgres-schema.ts";
 import type { Delivery } from "../../src/webhooks/schemas.ts";
-import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
+import { lease as leaseIn, startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 
 /**
  * The cluster's record of undelivered webhook messages (cluster mode): who holds what, adoption of
@@ -13,7 +13,8 @@ let server: TestPostgres;
 let pool: pg.Pool;
 beforeAll(async () => {
 	server = await startTestPostgres();
-	pool = new pg.Pool({ connectionString: await server.freshDatabase(), max: 4 });
+	url = await server.freshDatabase();
+	pool = new pg.Pool({ connectionString: url, max: 4 });
 	await migrate(pool);
 });
 afterAll(async () => {
@@ -21,13 +22,8 @@ afterAll(async () => {
 	await server?.stop();
 });
 
-/** A node row with a lease of `seconds` from now (negative: already run out). */
-const lease = (node: string, seconds: number) =>
-	pool.query(
-		`INSERT INTO nodes (id, name, url, lease_until) VALUES ($1, $1, $2, now() + make_interval(secs => $3))
-		 ON CONFLICT (id) DO UPDATE SET lease_until = EXCLUDED.lease_until`,
-		[node, `http://${node}.invalid`, seconds],
-	);
+let url: string;
+const lease = (node: string, seconds: number) => leaseIn(url, node, seconds);
 
 const delivery = (id: string, webhookId = "wh_1"): Delivery => ({
 	id,

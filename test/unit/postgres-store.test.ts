@@ -4,8 +4,8 @@ import { dirname, join } from "node:path";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { migrate, migrations, PostgresStore } from "../../src/sessions/postgres-store.ts";
-import type { StoredSession } from "../../src/sessions/session-store.ts";
-import { query, startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
+import { lease, query, startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
+import { storedSession } from "../helpers/stored-session.ts";
 
 /**
  * PostgresStore (cluster mode): it restores nothing at start and takes sessions on demand: claims,
@@ -26,32 +26,7 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-const record = (id: string, persist: boolean, createdAt: string): StoredSession => ({
-	id,
-	name: `n-${id}`,
-	cwd: "/w",
-	persist,
-	options: { persist },
-	piState: { sessionFile: `/s/${id}.jsonl`, sessionId: id },
-	createdAt,
-	lastActivityAt: 5,
-	lastSeq: 42,
-});
-
-/** A node row with a lease of `seconds` from now (negative: already run out). */
-async function lease(url: string, node: string, seconds: number): Promise<void> {
-	const client = new pg.Client({ connectionString: url });
-	await client.connect();
-	try {
-		await client.query(
-			`INSERT INTO nodes (id, name, url, lease_until) VALUES ($1, $1, $2, now() + make_interval(secs => $3))
-			 ON CONFLICT (id) DO UPDATE SET lease_until = EXCLUDED.lease_until, url = EXCLUDED.url`,
-			[node, `http://${node}.invalid`, seconds],
-		);
-	} finally {
-		await client.end();
-	}
-}
+const record = storedSession;
 
 describe("PostgresStore", () => {
 	it("migrates once when several nodes start at once (advisory lock), and not again after", async () => {

@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { StoredSession } from "../../src/sessions/session-store.ts";
 import { SqliteStore } from "../../src/sessions/sqlite-store.ts";
+import { storedSession } from "../helpers/stored-session.ts";
 
 let dir: string;
 beforeEach(() => {
@@ -12,17 +12,7 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-const record = (id: string, persist: boolean, createdAt: string): StoredSession => ({
-	id,
-	name: `n-${id}`,
-	cwd: "/w",
-	persist,
-	options: { persist },
-	piState: { sessionFile: `/s/${id}.jsonl`, sessionId: id },
-	createdAt,
-	lastActivityAt: 5,
-	lastSeq: 42,
-});
+const record = storedSession;
 
 describe("SqliteStore", () => {
 	it("restores persistent sessions in creation order and turns ephemeral ones into tombstones", () => {
