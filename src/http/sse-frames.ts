@@ -42,9 +42,10 @@ let lastFrame: Chunk | undefined;
  */
 export function frameBytes(event: LoggedEvent): Chunk {
 	if (event !== lastEvent || lastFrame === undefined) {
+		// Checks the type before it is queued (it throws for one that could forge a frame).
+		typeLinesOf(event.type);
 		const data = event.data;
-		// typeLinesOf checks the type (and throws for one that could forge a frame) before it is queued.
-		lastFrame = data.indexOf(LF) !== -1 || data.indexOf(CR) !== -1 || !typeLinesOf(event.type) ? frame(event) : event;
+		lastFrame = data.indexOf(LF) !== -1 || data.indexOf(CR) !== -1 ? frame(event) : event;
 		lastEvent = event;
 	}
 	return lastFrame;
