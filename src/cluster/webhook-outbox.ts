@@ -25,6 +25,7 @@ const keepSettled = "1 day";
 export class PostgresOutbox implements SharedOutbox {
 	readonly #pool: pg.Pool;
 	readonly #node: string;
+	#swept = 0;
 
 	constructor(pool: pg.Pool, node: string) {
 		this.#pool = pool;
@@ -76,9 +77,13 @@ export class PostgresOutbox implements SharedOutbox {
 
 	async adoptOrphans(webhookIds: string[]): Promise<Delivery[]> {
 		if (webhookIds.length === 0) return [];
-		await this.#pool.query(
-			`DELETE FROM webhook_outbox WHERE state = 'done' AND settled_at < now() - interval '${keepSettled}'`,
-		);
+		// Tombstones older than a day go, once an hour per node rather than at every look.
+		if (Date.now() - this.#swept > 3600_000) {
+			this.#swept = Date.now();
+			await this.#pool.query(
+				`DELETE FROM webhook_outbox WHERE state = 'done' AND settled_at < now() - interval '${keepSettled}'`,
+			);
+		}
 		// Only while this node's own lease holds: a node that lost it must not take anything.
 		const { rows } = await this.#pool.query<Row>(
 			`UPDATE webhook_outbox o SET node = $1
