@@ -1,11 +1,16 @@
 import { lookup } from "node:dns/promises";
 import { BlockList, isIP } from "node:net";
+import { embeddedIPv4 } from "./embedded-ipv4.ts";
+
+export { embeddedIPv4 };
 
 /**
  * Where webhooks may go. Refused unless allowed explicitly: link-local (cloud metadata lives
  * there: 169.254.169.254, fd00:ec2::254, Alibaba's 100.100.100.200), loopback, and the
  * unspecified/"this network" ranges. With --webhook-allow, only the listed CIDRs/addresses/host
  * names are reachable at all, and a listed CIDR also lifts the default refusal for its range.
+ * An IPv6 address that embeds an IPv4 (mapped, compatible, NAT64, 6to4, Teredo: embedded-ipv4.ts)
+ * must pass the IPv4's rules too, since a translator or tunnel delivers it there.
  */
 const refusedByDefault: [string, number, "ipv4" | "ipv6"][] = [
 	["169.254.0.0", 16, "ipv4"],
@@ -25,13 +30,6 @@ export interface Destination {
 }
 
 export class DestinationError extends Error {}
-
-/** `::ffff:169.254.169.254` is 169.254.169.254. */
-function normalize(address: string): { address: string; type: "ipv4" | "ipv6" } {
-	const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-	if (mapped) return { address: mapped[1] as string, type: "ipv4" };
-	return { address, type: isIP(address) === 6 ? "ipv6" : "ipv4" };
-}
 
 export class Destinations {
 	readonly #refused = new BlockList();
@@ -68,11 +66,14 @@ export class Destinations {
 	}
 
 	#check(host: string, raw: string): void {
-		const { address, type } = normalize(raw);
-		const listed = this.#cidrs.check(address, type);
-		if (this.#refused.check(address, type) && !listed)
-			throw new DestinationError(`${host} resolves to ${raw}, a link-local, metadata or loopback address`);
-		if (this.#restricted && !listed && !this.#hostListed(host))
+		const bare = raw.replace(/%.*$/, ""); // a link-local answer may carry a zone (fe80::1%eth0)
+		const own = { address: bare, type: isIP(bare) === 6 ? "ipv6" : "ipv4" } as const;
+		const all = [own, ...embeddedIPv4(raw).map((address) => ({ address, type: "ipv4" as const }))];
+		const listed = (a: { address: string; type: "ipv4" | "ipv6" }) => this.#cidrs.check(a.address, a.type);
+		// Listing the IPv6 form itself (a NAT64 prefix, say) lifts the refusal for what it embeds.
+		const refused = !listed(own) && all.some((a) => this.#refused.check(a.address, a.type) && !listed(a));
+		if (refused) throw new DestinationError(`${host} resolves to ${raw}, a link-local, metadata or loopback address`);
+		if (this.#restricted && !all.some(listed) && !this.#hostListed(host))
 			throw new DestinationError(`${host} (${raw}) is not in --webhook-allow`);
 	}
 
