@@ -19,7 +19,7 @@ export interface TicketLifetimes {
 	reconnectGraceMs?: number;
 	/** No ticket works longer than this after it was issued, reconnects included. */
 	maxLifetimeMs?: number;
-	/** The MAC key; random per process by default. Cluster mode shares one, so any node checks a ticket. */
+	/** The MAC key; random per process by default. Cluster mode derives one from the cluster secret, so any node checks a ticket. */
 	key?: Buffer;
 }
 
@@ -34,8 +34,10 @@ interface Bound {
 /**
  * Short-lived credentials for one event stream, for clients that cannot send an Authorization
  * header (the browser's EventSource). A ticket is `<expiry>.<hmac>` over its scope (a session id,
- * or allEventsScope) and the expiry, under a key that lives only in this process: a restart
- * revokes every ticket, and a ticket opens no other route and no other stream.
+ * or allEventsScope) and the expiry, under a key that lives only in this process (cluster mode: one
+ * derived from the cluster secret, which every node holds and the database does not): a restart
+ * revokes every ticket, and a ticket opens no other route and no other stream. An expiry further
+ * ahead than the TTL (and clockSkewMs) is refused whatever the signature.
  *
  * Within `ttlMs` a ticket opens streams. A stream opened with it is bound to it: its reconnects
  * (EventSource retries the very same URL) keep working past the expiry, while a stream with that
@@ -45,6 +47,12 @@ interface Bound {
  */
 /** `<expiry>.[<principal, base64url>.]<hmac>` */
 const ticketFormat = /^([0-9a-z]{1,12})\.(?:([\w-]{1,200})\.)?([\w-]{43})$/;
+
+/**
+ * How far ahead of this node's clock another node's may run (cluster mode: a ticket issued on one
+ * node is checked on another). A ticket may claim to have been issued at most this far in the future.
+ */
+export const clockSkewMs = 5000;
 
 export class StreamTickets {
 	readonly #key: Buffer;
@@ -80,6 +88,10 @@ export class StreamTickets {
 	verify(ticket: string, scope: string, now = Date.now()): boolean {
 		const expires = this.#signedExpiry(ticket, scope);
 		if (expires === undefined) return false;
+		// The signature says who issued it, not that it was issued with this TTL: whoever holds the key
+		// (or a node configured otherwise) could sign any expiry. None is believed past what this node
+		// would have issued now, so a ticket lives at most ttlMs, plus the reconnect bounds below.
+		if (expires - this.#ttlMs > now + clockSkewMs) return false;
 		if (expires > now) return true;
 		const bound = this.#bound.get(ticket);
 		if (!bound) return false;

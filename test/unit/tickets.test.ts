@@ -54,3 +54,22 @@ describe("StreamTickets", () => {
 		expect(bound.verify(bound.issue("ses_a", now).ticket, "*", now)).toBe(false);
 	});
 });
+
+describe("StreamTickets: what the key signs is not all that is believed", () => {
+	const now = Date.UTC(2026, 0, 1);
+	const key = Buffer.alloc(32, 7);
+
+	it("a ticket whose expiry lies further ahead than the TTL (signed with the right key) opens nothing", () => {
+		const tickets = new StreamTickets({ ttlMs: 60_000, key });
+		// Signed under the same key with a year's lifetime: what anyone holding the key could mint.
+		const minted = new StreamTickets({ ttlMs: 365 * 86_400_000, key }).issue("*", now, "admin").ticket;
+		expect(tickets.verify(minted, "*", now)).toBe(false);
+		expect(tickets.verify(minted, "*", now + 86_400_000)).toBe(false);
+		// Bound or not, its reconnects are refused too: its issue time is a year in the future.
+		tickets.opened(minted, now);
+		expect(tickets.verify(minted, "*", now + 120_000)).toBe(false);
+		// A node whose clock runs a few seconds ahead still issues tickets the others take.
+		const ahead = new StreamTickets({ ttlMs: 60_000, key }).issue("*", now + 3000).ticket;
+		expect(tickets.verify(ahead, "*", now)).toBe(true);
+	});
+});
