@@ -15,27 +15,48 @@ export type KeyRecord =
 type Awaitable<T> = T | Promise<T>;
 
 /**
+ * A key as stored: the caller's own. Two principals may pick the same Idempotency-Key (a UUID
+ * library seeded alike, a guessed or leaked key); each gets the answer to their own request only.
+ */
+export interface ScopedKey {
+	principal: string;
+	key: string;
+}
+
+/**
  * What the middleware needs of a key store: SQLite's (one node) answers at once, PostgreSQL's
  * (cluster mode, postgres-idempotency-store.ts) later. `claim` must be atomic: of two requests
  * with one key, on any nodes, exactly one gets true.
  */
 export interface IdempotencyKeys {
 	readonly open: boolean;
-	get(key: string): Awaitable<KeyRecord | undefined>;
-	claim(key: string, fingerprint: string): Awaitable<boolean>;
-	finish(key: string, answer: StoredAnswer): Awaitable<void>;
-	forget(key: string): Awaitable<void>;
+	get(key: ScopedKey): Awaitable<KeyRecord | undefined>;
+	claim(key: ScopedKey, fingerprint: string): Awaitable<boolean>;
+	finish(key: ScopedKey, answer: StoredAnswer): Awaitable<void>;
+	forget(key: ScopedKey): Awaitable<void>;
 }
 
 const schema = `
 CREATE TABLE IF NOT EXISTS idempotency_keys (
-	key TEXT PRIMARY KEY,
+	principal TEXT NOT NULL,
+	key TEXT NOT NULL,
 	fingerprint TEXT NOT NULL,
 	state TEXT NOT NULL,
 	answer TEXT,
-	created_at INTEGER NOT NULL
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (principal, key)
 );
 CREATE INDEX IF NOT EXISTS idempotency_keys_age ON idempotency_keys (created_at);`;
+
+/**
+ * A gateway.db from before keys were scoped has a table keyed by the key alone. Its rows name no
+ * principal, so nobody can be given them safely: the table is dropped (at worst, a retry of a
+ * request sent before the upgrade runs again, as it would after the 24 h window).
+ */
+function dropUnscopedTable(db: DatabaseSync): void {
+	const columns = db.prepare("SELECT name FROM pragma_table_info('idempotency_keys')").all() as { name: string }[];
+	if (columns.length > 0 && !columns.some((c) => c.name === "principal")) db.exec("DROP TABLE idempotency_keys");
+}
 
 /**
  * Idempotency keys in gateway.db (own table). A key left `running` by a previous process belonged
@@ -50,6 +71,7 @@ export class IdempotencyStore implements IdempotencyKeys {
 		this.#db = db;
 		this.#ttlMs = ttlMs;
 		this.#maxKeys = maxKeys;
+		dropUnscopedTable(db);
 		db.exec(schema);
 		db.prepare("DELETE FROM idempotency_keys WHERE state = 'running'").run();
 		this.prune();
@@ -60,8 +82,10 @@ export class IdempotencyStore implements IdempotencyKeys {
 	}
 
 	/** The key's record within the window; an expired one is forgotten. */
-	get(key: string): KeyRecord | undefined {
-		const row = this.#db.prepare("SELECT * FROM idempotency_keys WHERE key = ?").get(key) as
+	get(key: ScopedKey): KeyRecord | undefined {
+		const row = this.#db
+			.prepare("SELECT * FROM idempotency_keys WHERE principal = ? AND key = ?")
+			.get(key.principal, key.key) as
 			| { fingerprint: string; state: string; answer: string | null; created_at: number }
 			| undefined;
 		if (!row) return undefined;
@@ -79,24 +103,24 @@ export class IdempotencyStore implements IdempotencyKeys {
 	}
 
 	/** Claims the key for a first request; false when someone holds it already. */
-	claim(key: string, fingerprint: string): boolean {
+	claim(key: ScopedKey, fingerprint: string): boolean {
 		const result = this.#db
 			.prepare(
-				"INSERT OR IGNORE INTO idempotency_keys (key, fingerprint, state, answer, created_at) VALUES (?, ?, 'running', NULL, ?)",
+				"INSERT OR IGNORE INTO idempotency_keys (principal, key, fingerprint, state, answer, created_at) VALUES (?, ?, ?, 'running', NULL, ?)",
 			)
-			.run(key, fingerprint, Date.now());
+			.run(key.principal, key.key, fingerprint, Date.now());
 		return result.changes === 1;
 	}
 
-	finish(key: string, answer: StoredAnswer): void {
+	finish(key: ScopedKey, answer: StoredAnswer): void {
 		this.#db
-			.prepare("UPDATE idempotency_keys SET state = 'done', answer = ? WHERE key = ?")
-			.run(JSON.stringify(answer), key);
+			.prepare("UPDATE idempotency_keys SET state = 'done', answer = ? WHERE principal = ? AND key = ?")
+			.run(JSON.stringify(answer), key.principal, key.key);
 		this.prune();
 	}
 
-	forget(key: string): void {
-		this.#db.prepare("DELETE FROM idempotency_keys WHERE key = ?").run(key);
+	forget(key: ScopedKey): void {
+		this.#db.prepare("DELETE FROM idempotency_keys WHERE principal = ? AND key = ?").run(key.principal, key.key);
 	}
 
 	/** Keys past the window go, and past maxKeys the oldest finished ones. */
@@ -104,8 +128,8 @@ export class IdempotencyStore implements IdempotencyKeys {
 		this.#db.prepare("DELETE FROM idempotency_keys WHERE created_at < ?").run(Date.now() - this.#ttlMs);
 		this.#db
 			.prepare(
-				`DELETE FROM idempotency_keys WHERE state = 'done' AND key IN (
-					SELECT key FROM idempotency_keys WHERE state = 'done' ORDER BY created_at DESC LIMIT -1 OFFSET ?)`,
+				`DELETE FROM idempotency_keys WHERE state = 'done' AND rowid IN (
+					SELECT rowid FROM idempotency_keys WHERE state = 'done' ORDER BY created_at DESC LIMIT -1 OFFSET ?)`,
 			)
 			.run(this.#maxKeys);
 	}

@@ -90,7 +90,8 @@ export class IdempotentRoutes {
 }
 
 /**
- * Replays the first answer to a repeated Idempotency-Key. Keys are claimed in the store before the
+ * Replays the first answer to a repeated Idempotency-Key, to the principal that sent it only (a key
+ * is scoped by the caller: bob reusing alice's key runs his own request). Keys are claimed in the store before the
  * handler runs (one atomic insert, so two concurrent retries cannot both pass, on one node or, in
  * cluster mode, on several) and hold the answer after.
  */
@@ -118,23 +119,25 @@ export function idempotency(routes: IdempotentRoutes, store: IdempotencyKeys | u
 		if (!store?.open) return next();
 		const body = await c.req.text();
 		const fingerprint = createHash("sha256").update(`${c.req.method} ${c.req.path}\n${body}`).digest("hex");
-		const seen = await store.get(key);
+		// The caller's own key: another principal's request under the same key is none of theirs.
+		const scoped = { principal: c.get("principal")?.name ?? "", key };
+		const seen = await store.get(scoped);
 		if (seen) return answerSeen(seen, fingerprint);
-		if (!(await store.claim(key, fingerprint))) {
+		if (!(await store.claim(scoped, fingerprint))) {
 			// Taken between the two steps (another node, in cluster mode): it may have finished already.
-			const now = await store.get(key);
+			const now = await store.get(scoped);
 			if (now) return answerSeen(now, fingerprint);
 			throw inUse();
 		}
 		try {
 			await next();
 		} catch (error) {
-			await store.forget(key);
+			await store.forget(scoped);
 			throw error;
 		}
 		if (!store.open) return;
 		if (notKept.has(c.res.status)) {
-			await store.forget(key);
+			await store.forget(scoped);
 			return;
 		}
 		const text = await c.res.clone().text();
@@ -143,7 +146,7 @@ export function idempotency(routes: IdempotentRoutes, store: IdempotencyKeys | u
 			const value = c.res.headers.get(name);
 			if (value !== null) headers[name] = value;
 		}
-		await store.finish(key, {
+		await store.finish(scoped, {
 			status: c.res.status,
 			headers,
 			body: Buffer.byteLength(text) > maxKeptBytes ? null : text,

@@ -1,13 +1,16 @@
 import type pg from "pg";
 import type { Logger } from "pino";
 import { needDatabase } from "../sessions/postgres-schema.ts";
-import type { IdempotencyKeys, KeyRecord, StoredAnswer } from "./idempotency-store.ts";
+import type { IdempotencyKeys, KeyRecord, ScopedKey, StoredAnswer } from "./idempotency-store.ts";
 
 /** How often old keys are pruned and failed writes tried again. */
 const tickMs = 10_000;
 
 /** SQL: the node that claimed row `k` still holds its lease (else its request died with it). */
 const claimerAlive = "EXISTS (SELECT 1 FROM nodes n WHERE n.id = k.node AND n.lease_until > now())";
+
+/** A JSON pair, not a joined string: no principal/key split can collide with another. */
+const unwrittenId = (principal: string, key: string) => JSON.stringify([principal, key]);
 
 /**
  * Idempotency keys in PostgreSQL (cluster mode): one table for every node, so a retry that the load
@@ -22,7 +25,7 @@ export class PostgresIdempotencyStore implements IdempotencyKeys {
 	readonly #ttlSeconds: number;
 	readonly #maxKeys: number;
 	readonly #logger: Logger;
-	/** Writes after the handler ran, kept by key when the database did not take them, and tried again. */
+	/** Writes after the handler ran, kept by principal and key when the database did not take them, and tried again. */
 	readonly #unwritten = new Map<string, () => Promise<unknown>>();
 	readonly #timer: NodeJS.Timeout;
 
@@ -48,13 +51,13 @@ export class PostgresIdempotencyStore implements IdempotencyKeys {
 		return !this.#pool.ended;
 	}
 
-	async get(key: string): Promise<KeyRecord | undefined> {
+	async get({ principal, key }: ScopedKey): Promise<KeyRecord | undefined> {
 		const { rows } = await this.#ask(() =>
 			this.#pool.query<{ fingerprint: string; state: string; answer: string | null; created_ms: number }>(
 				`SELECT fingerprint, state, answer, (extract(epoch FROM created_at) * 1000)::float8 AS created_ms
-				 FROM idempotency_keys k WHERE key = $1 AND created_at > now() - make_interval(secs => $2)
+				 FROM idempotency_keys k WHERE principal = $3 AND key = $1 AND created_at > now() - make_interval(secs => $2)
 				 AND (state = 'done' OR ${claimerAlive})`,
-				[key, this.#ttlSeconds],
+				[key, this.#ttlSeconds, principal],
 			),
 		);
 		const row = rows[0];
@@ -65,35 +68,35 @@ export class PostgresIdempotencyStore implements IdempotencyKeys {
 	}
 
 	/** Inserts the key, or takes over one that expired or whose node died; false when it is held. */
-	async claim(key: string, fingerprint: string): Promise<boolean> {
+	async claim({ principal, key }: ScopedKey, fingerprint: string): Promise<boolean> {
 		const { rowCount } = await this.#ask(() =>
 			this.#pool.query(
-				`INSERT INTO idempotency_keys AS k (key, fingerprint, state, node) VALUES ($1, $2, 'running', $3)
-				 ON CONFLICT (key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, state = 'running', answer = NULL,
+				`INSERT INTO idempotency_keys AS k (principal, key, fingerprint, state, node) VALUES ($5, $1, $2, 'running', $3)
+				 ON CONFLICT (principal, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, state = 'running', answer = NULL,
 				   node = EXCLUDED.node, created_at = now()
 				 WHERE k.created_at <= now() - make_interval(secs => $4) OR (k.state = 'running' AND NOT ${claimerAlive})`,
-				[key, fingerprint, this.#node, this.#ttlSeconds],
+				[key, fingerprint, this.#node, this.#ttlSeconds, principal],
 			),
 		);
 		return rowCount === 1;
 	}
 
 	/** Never throws: the work is done by now; a lost write is tried again (a retry meanwhile gets 409). */
-	finish(key: string, answer: StoredAnswer): Promise<void> {
-		return this.#write(key, () =>
+	finish({ principal, key }: ScopedKey, answer: StoredAnswer): Promise<void> {
+		return this.#write(unwrittenId(principal, key), () =>
 			this.#pool.query(
-				"UPDATE idempotency_keys SET state = 'done', answer = $2 WHERE key = $1 AND node = $3 AND state = 'running'",
-				[key, JSON.stringify(answer), this.#node],
+				"UPDATE idempotency_keys SET state = 'done', answer = $2 WHERE principal = $4 AND key = $1 AND node = $3 AND state = 'running'",
+				[key, JSON.stringify(answer), this.#node, principal],
 			),
 		);
 	}
 
-	forget(key: string): Promise<void> {
-		return this.#write(key, () =>
-			this.#pool.query("DELETE FROM idempotency_keys WHERE key = $1 AND node = $2 AND state = 'running'", [
-				key,
-				this.#node,
-			]),
+	forget({ principal, key }: ScopedKey): Promise<void> {
+		return this.#write(unwrittenId(principal, key), () =>
+			this.#pool.query(
+				"DELETE FROM idempotency_keys WHERE principal = $3 AND key = $1 AND node = $2 AND state = 'running'",
+				[key, this.#node, principal],
+			),
 		);
 	}
 
@@ -102,13 +105,13 @@ export class PostgresIdempotencyStore implements IdempotencyKeys {
 		return needDatabase("The Idempotency-Key cannot be checked", query);
 	}
 
-	async #write(key: string, op: () => Promise<unknown>): Promise<void> {
-		this.#unwritten.set(key, op);
+	async #write(id: string, op: () => Promise<unknown>): Promise<void> {
+		this.#unwritten.set(id, op);
 		try {
 			await op();
-			if (this.#unwritten.get(key) === op) this.#unwritten.delete(key);
+			if (this.#unwritten.get(id) === op) this.#unwritten.delete(id);
 		} catch (error) {
-			if (this.open) this.#logger.warn({ err: error, key }, "idempotency: key not written; trying again");
+			if (this.open) this.#logger.warn({ err: error, key: id }, "idempotency: key not written; trying again");
 		}
 	}
 
@@ -117,7 +120,7 @@ export class PostgresIdempotencyStore implements IdempotencyKeys {
 			clearInterval(this.#timer);
 			return;
 		}
-		for (const [key, op] of this.#unwritten) await this.#write(key, op);
+		for (const [id, op] of this.#unwritten) await this.#write(id, op);
 		await this.#prune().catch(() => {});
 	}
 
@@ -127,8 +130,8 @@ export class PostgresIdempotencyStore implements IdempotencyKeys {
 			this.#ttlSeconds,
 		]);
 		await this.#pool.query(
-			`DELETE FROM idempotency_keys WHERE state = 'done' AND key IN (
-				SELECT key FROM idempotency_keys WHERE state = 'done' ORDER BY created_at DESC OFFSET $1)`,
+			`DELETE FROM idempotency_keys WHERE state = 'done' AND (principal, key) IN (
+				SELECT principal, key FROM idempotency_keys WHERE state = 'done' ORDER BY created_at DESC OFFSET $1)`,
 			[this.#maxKeys],
 		);
 	}

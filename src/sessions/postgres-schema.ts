@@ -93,6 +93,15 @@ CREATE TABLE audit_log (seq bigserial PRIMARY KEY, principal text NOT NULL, sess
 CREATE TABLE webhook_outbox (webhook_id text NOT NULL, id text NOT NULL, node text NOT NULL, state text NOT NULL, type text NOT NULL, payload text NOT NULL, attempts integer NOT NULL, next_at bigint, created_at text NOT NULL, log text NOT NULL, settled_at timestamptz, PRIMARY KEY (webhook_id, id));
 CREATE INDEX webhook_outbox_node ON webhook_outbox (node, state);`,
 	},
+	{
+		version: 8,
+		// Rows from before name no principal, so nobody can safely be given them: they go.
+		name: "Idempotency-Key answers belong to the principal that sent them",
+		sql: `
+DELETE FROM idempotency_keys;
+ALTER TABLE idempotency_keys ADD COLUMN principal text NOT NULL;
+ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_pkey, ADD PRIMARY KEY (principal, key);`,
+	},
 ];
 
 /** An arbitrary constant: the advisory lock every node takes while it migrates. */
