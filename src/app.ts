@@ -17,7 +17,8 @@ import type { IdempotencyKeys } from "./http/idempotency-store.ts";
 import { instrument } from "./http/instrument.ts";
 import { JwtVerifier } from "./http/jwt.ts";
 import type { KeyStore } from "./http/keys.ts";
-import { accessLog, bearerAuth, hostCheck, requestId } from "./http/middleware.ts";
+import { AllowedMethods, headWithoutBody, methodGuard } from "./http/methods.ts";
+import { accessLog, bearerAuth, hostCheck, pathEncoding, requestId } from "./http/middleware.ts";
 import { type AppEnv, createRouter, invalid } from "./http/openapi.ts";
 import { sessionOwnership } from "./http/ownership.ts";
 import { declareScopes, requireScope, ScopedRoutes } from "./http/principals.ts";
@@ -122,6 +123,7 @@ export function createApp(
 	app.use(requestId());
 	app.use(accessLog(logger));
 	app.use(instrument(metrics, commandSpecs));
+	app.use(headWithoutBody());
 	if (extras.cluster) {
 		const current = extras.cluster;
 		metrics.setClusterSource(() => current()?.nodes ?? []);
@@ -131,6 +133,7 @@ export function createApp(
 		metrics.setWarmPoolSource(() => pool.readyCount);
 	}
 	app.use(hostCheck([...config.allowedHosts, config.host]));
+	app.use(pathEncoding());
 	// Built once the spec exists: browser JS may read every response header the spec documents.
 	let corsMiddleware: MiddlewareHandler<AppEnv> | undefined;
 	if (config.corsOrigins.length > 0) app.use((c, next) => (corsMiddleware as MiddlewareHandler<AppEnv>)(c, next));
@@ -143,6 +146,8 @@ export function createApp(
 	app.use(bearerAuth({ token: config.token, keys: extras.keys, jwt }, openPaths, deps.tickets));
 	const scopedRoutes = new ScopedRoutes();
 	if (config.rateLimitRequests > 0) app.use(requestLimit(config.rateLimitRequests, config.rateLimitWindowMs));
+	const allowedMethods = new AllowedMethods();
+	app.use(methodGuard(allowedMethods));
 	const auditLog = extras.audit ?? new AuditLog(undefined, config.maxAuditEntries);
 	app.use(audit(auditLog, scopedRoutes, logger));
 	app.use(requireScope(scopedRoutes));
@@ -191,6 +196,7 @@ export function createApp(
 	const document = openApiDocument(app);
 	bodyRoutes.load(document as never);
 	scopedRoutes.load(document as never);
+	allowedMethods.load(document as never);
 	idempotentRoutes.load(document as never);
 	corsMiddleware = cors({ origin: config.corsOrigins, exposeHeaders: exposedHeaders(document) });
 	// The served spec names the origin it was fetched from, so an SDK generated from a running

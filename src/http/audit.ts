@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import { recordPage } from "../sessions/record-page.ts";
 import type { SharedRecords } from "../sessions/shared-records.ts";
 import type { AppEnv } from "./openapi.ts";
+import { decodedSegment } from "./params.ts";
 import type { ScopedRoutes } from "./principals.ts";
 
 export const AuditEntry = z
@@ -142,7 +143,7 @@ export function audit(log: AuditLog, routes: ScopedRoutes, logger: Logger): Midd
 			action: operation,
 			method: c.req.method,
 			path: c.req.path,
-			sessionId: raw !== undefined ? decodeURIComponent(raw) : (created ?? null),
+			sessionId: raw !== undefined ? (decodedSegment(raw) ?? raw) : (created ?? null),
 			status: c.res.status,
 			from: c.get("clientAddress") ?? incoming?.socket?.remoteAddress ?? null,
 			requestId: c.get("requestId"),

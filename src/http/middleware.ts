@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { JwtVerifier } from "./jwt.ts";
 import type { KeyStore } from "./keys.ts";
 import type { AppEnv } from "./openapi.ts";
+import { decodedSegment } from "./params.ts";
 import { adminPrincipal, type Principal } from "./principals.ts";
 import { ApiError } from "./problem.ts";
 import { allEventsScope, type StreamTickets } from "./tickets.ts";
@@ -95,13 +96,14 @@ export function bearerAuth(
 			}
 		}
 		const ticket = c.req.query("ticket");
-		const scope = c.req.method === "GET" ? ticketScope(c.req.path) : undefined;
+		const scope = c.req.method === "GET" || c.req.method === "HEAD" ? ticketScope(c.req.path) : undefined;
 		if (ticket !== undefined && scope !== undefined && tickets?.verify(ticket, scope)) {
 			c.set("principal", ticketPrincipal(tickets.principalOf(ticket)));
 			await next();
 			// Only a stream that opened binds the ticket; it lives on after the handler returns,
 			// and its socket closing is its end.
-			if (c.res.status !== 200) return;
+			// A HEAD opened nothing: its body is let go at once (methods.ts).
+			if (c.res.status !== 200 || c.req.method !== "GET") return;
 			const ended = tickets.opened(ticket);
 			const outgoing = (
 				c.env as { outgoing?: { destroyed: boolean; once(e: "close", f: () => void): void } } | undefined
@@ -118,6 +120,20 @@ export function bearerAuth(
 				? "A valid bearer token is required (Authorization: Bearer …)"
 				: "The stream ticket is invalid, expired, or for another stream",
 		);
+	};
+}
+
+/**
+ * A path whose percent-escapes do not decode (`%ff`, `%E0%A4%A`) names nothing: 400 before any
+ * code reads an id from it (ownership, audit, cluster routing), so none of them can throw a 500.
+ */
+export function pathEncoding(): MiddlewareHandler<AppEnv> {
+	return async function pathEncodingMiddleware(c, next) {
+		// The path as sent: URL keeps percent-escapes as they are (Hono's c.req.path is decoded).
+		const raw = new URL(c.req.url).pathname;
+		if (raw.includes("%") && decodedSegment(raw) === undefined)
+			throw new ApiError(400, "invalid_path", "The path has a malformed percent-escape (each %XX must form UTF-8)");
+		return next();
 	};
 }
 

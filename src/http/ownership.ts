@@ -2,6 +2,7 @@ import type { MiddlewareHandler } from "hono";
 import { GatewayError } from "../errors.ts";
 import { rightsIn, type SessionAccess, type SessionAccessRecord, type SessionRight } from "../sessions/access.ts";
 import type { AppEnv } from "./openapi.ts";
+import { decodedSegment } from "./params.ts";
 import { hasScope, type Principal, type Scope, type ScopedRoutes } from "./principals.ts";
 
 /** The rights on a session that let an operation of each scope through (any one of them). */
@@ -36,10 +37,12 @@ export const notFound = (id: string) => new GatewayError(404, "session_not_found
 export function sessionOwnership(access: SessionAccess, routes: ScopedRoutes): MiddlewareHandler<AppEnv> {
 	return async function sessionOwnershipMiddleware(c, next) {
 		const principal = c.get("principal");
-		const id = sessionPath.exec(c.req.path)?.[1];
+		const raw = sessionPath.exec(c.req.path)?.[1];
 		const scope = routes.find(c.req.method, c.req.path);
-		if (principal && id !== undefined && scope && !mayAccess(access, principal, decodeURIComponent(id), scope))
-			throw notFound(decodeURIComponent(id));
+		if (!principal || raw === undefined || !scope) return next();
+		// An id that does not decode names no session (pathEncoding answers 400 before this).
+		const id = decodedSegment(raw);
+		if (id === undefined || !mayAccess(access, principal, id, scope)) throw notFound(id ?? raw);
 		return next();
 	};
 }

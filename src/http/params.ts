@@ -16,3 +16,12 @@ export function pageQuery(cursorMeans: string) {
 export const SessionParams = z.object({
 	id: z.string().openapi({ param: { name: "id", in: "path" }, example: "ses_Qm9wYXJ0aWFs" }),
 });
+
+/** A path segment decoded, or undefined when its percent-escapes are malformed (never a throw). */
+export function decodedSegment(raw: string): string | undefined {
+	try {
+		return decodeURIComponent(raw);
+	} catch {
+		return undefined;
+	}
+}

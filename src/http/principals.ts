@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { z } from "zod";
+import { runsAs } from "./methods.ts";
 import type { AppEnv } from "./openapi.ts";
 import { ApiError } from "./problem.ts";
 
@@ -80,13 +81,19 @@ export class ScopedRoutes {
 		}
 	}
 
+	/** The scope of the operation `method` runs on `path` (HEAD runs GET's: the same scope, the same owner check). */
 	find(method: string, path: string): Scope | undefined {
-		return this.#routes.find((r) => r.method === method && r.path.test(path))?.scope;
+		return this.#route(method, path)?.scope;
 	}
 
 	/** The operationId of an authenticated operation (the audit log's action). */
 	operation(method: string, path: string): string | undefined {
-		return this.#routes.find((r) => r.method === method && r.path.test(path))?.operationId;
+		return this.#route(method, path)?.operationId;
+	}
+
+	#route(method: string, path: string) {
+		const runs = runsAs(method);
+		return this.#routes.find((r) => r.method === runs && r.path.test(path));
 	}
 }
 
