@@ -68,7 +68,17 @@ export const ConfigSchema = z.object({
 		.default([])
 		.describe("Host header values accepted besides loopback names (DNS-rebinding guard)"),
 	corsOrigins: z.array(z.string()).default([]).describe("Origins allowed by CORS (off when empty)"),
-	workspaceRoot: z.string().default(process.cwd()).describe("Session cwds must lie inside this folder"),
+	// No default of the gateway's own directory: an agent told to `rm -rf` there deletes the gateway.
+	workspaceRoot: z
+		.string()
+		.optional()
+		.describe("Session cwds must lie inside this folder (default: <data-dir>/workspaces)"),
+	defaultCwd: z
+		.enum(["own", "root"])
+		.optional()
+		.describe(
+			"Where a session without cwd works: own = a new folder <workspace-root>/<session id>, root = the workspace root itself (default: own, or root when --workspace-root is given)",
+		),
 	dataDir: z
 		.string()
 		.default(join(homedir(), ".pi-gateway"))
@@ -216,15 +226,26 @@ export const ConfigSchema = z.object({
 		.describe("Log level: fatal, error, warn, info, debug, trace or silent (JSON lines on stdout)"),
 });
 
-export type Config = z.infer<typeof ConfigSchema>;
+/** The settings as parseConfig leaves them: the workspace root and the default cwd always decided. */
+export type Config = Omit<z.infer<typeof ConfigSchema>, "workspaceRoot" | "defaultCwd"> & {
+	workspaceRoot: string;
+	defaultCwd: "own" | "root";
+};
 export type ConfigInput = z.input<typeof ConfigSchema>;
 
 const permissionGatePath = fileURLToPath(new URL("../extensions/permission-gate.ts", import.meta.url));
 
 export function parseConfig(input: ConfigInput): Config {
-	const config = ConfigSchema.parse(input);
-	config.workspaceRoot = resolve(config.workspaceRoot);
-	config.dataDir = resolve(config.dataDir);
+	const parsed = ConfigSchema.parse(input);
+	const dataDir = resolve(parsed.dataDir);
+	// An operator who names a workspace root has chosen where agents work (scripts put files there
+	// for them); without one, each session gets a folder of its own under the data dir.
+	const config: Config = {
+		...parsed,
+		dataDir,
+		workspaceRoot: resolve(parsed.workspaceRoot ?? join(dataDir, "workspaces")),
+		defaultCwd: parsed.defaultCwd ?? (parsed.workspaceRoot === undefined ? "own" : "root"),
+	};
 	if (config.tokenFile) config.tokenFile = resolve(config.tokenFile);
 	if (config.keysFile) config.keysFile = resolve(config.keysFile);
 	if (config.jwtJwksUrl && (!config.jwtIssuer || !config.jwtAudience))

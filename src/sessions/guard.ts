@@ -3,7 +3,6 @@ import { basename, dirname, join, resolve } from "node:path";
 import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import type { PiCommand } from "../pi/protocol.ts";
-import { findSessionFiles, piSessionDir } from "./session-files.ts";
 import { confine, isInside } from "./spawn.ts";
 
 /** Decoded size of base64 text, without decoding it. */
@@ -12,22 +11,33 @@ export function base64Bytes(data: string): number {
 	return Math.floor((data.length * 3) / 4) - padding;
 }
 
-function confineAny(roots: string[], path: string, what: string): string {
-	let missing: GatewayError | undefined;
-	let outside = false;
-	for (const root of roots) {
-		try {
-			return confine(root, path, what);
-		} catch (error) {
-			// A root that does not exist (yet) refuses nothing by itself.
-			if (!(error instanceof GatewayError)) continue;
-			if (error.status === 403) outside = true;
-			else missing ??= error;
-		}
+/**
+ * A pi session file a command names (switch_session's sessionPath, new_session's parentSession):
+ * it must be a file in the session's own folder, symlinks followed. Whatever lies outside is
+ * refused with the same answer, whether it exists or not, so nobody probes another session's files.
+ */
+function confineSessionFile(folder: string | undefined, path: string, what: string): string {
+	if (folder === undefined) {
+		throw new GatewayError(
+			403,
+			"session_file_not_own",
+			`This session keeps no pi session files (persist:false), so ${what} cannot name one`,
+		);
 	}
-	// A path that exists but lies outside (403) says more than one missing under some root (400).
-	if (missing && !outside) throw missing;
-	throw new GatewayError(403, "path_outside_root", `${what} must lie inside ${roots.join(" or ")}`);
+	const notOwn = () =>
+		new GatewayError(403, "session_file_not_own", `${what} must name a file in this session's own folder ${folder}`);
+	const target = resolve(folder, path);
+	if (!isInside(folder, target)) throw notOwn();
+	let real: string;
+	try {
+		real = realpathSync(target);
+	} catch {
+		throw new GatewayError(400, "path_not_found", `${what} ${JSON.stringify(path)} does not exist`);
+	}
+	if (!isInside(realpathSync(folder), real)) throw notOwn();
+	if (!lstatSync(real).isFile())
+		throw new GatewayError(400, "not_a_file", `${what} ${JSON.stringify(path)} is no file`);
+	return real;
 }
 
 /**
@@ -109,19 +119,20 @@ function confineSessionCwd(config: Config, file: string): void {
 }
 
 /**
- * `resume` at create: pi finds the file by id in its session folder and starts in the folder its
- * header names, so every file that id could mean is held to the same rule as switch_session.
+ * `resume` at create: pi starts in the folder the file's header names, so the file is held to the
+ * same rule as switch_session.
  */
-export function guardResume(config: Config, resume: string): void {
-	for (const file of findSessionFiles(config, resume)) confineSessionCwd(config, file);
+export function guardResume(config: Config, file: string): void {
+	confineSessionCwd(config, file);
 }
 
 /**
  * The last check before a command reaches pi, whichever route it came by (typed routes or raw
- * /rpc): image sizes, and every path a command names resolved inside the allowed roots. Returns
- * the command with its paths made real; throws 400/403/413 and nothing is sent.
+ * /rpc): image sizes, and every path a command names resolved inside the allowed roots — session
+ * files inside `folder`, the session's own (undefined: it keeps none). Returns the command with
+ * its paths made real; throws 400/403/413 and nothing is sent.
  */
-export function guardCommand(config: Config, command: PiCommand): PiCommand {
+export function guardCommand(config: Config, command: PiCommand, folder?: string): PiCommand {
 	const images = command.images;
 	if (Array.isArray(images)) {
 		for (const [index, image] of images.entries()) {
@@ -141,8 +152,8 @@ export function guardCommand(config: Config, command: PiCommand): PiCommand {
 	if (typeof out.outputPath === "string") out.outputPath = confineOutput(config, out.outputPath);
 	for (const key of ["sessionPath", "parentSession"] as const) {
 		const value = out[key];
-		// pi's session folder, not the whole data dir: gateway.db is no session file.
-		if (typeof value === "string") out[key] = confineAny([piSessionDir(config), config.workspaceRoot], value, key);
+		// Its own folder only: another session's file would be read, and written by two pi processes.
+		if (typeof value === "string") out[key] = confineSessionFile(folder, value, key);
 	}
 	if (command.type === "switch_session" && typeof out.sessionPath === "string")
 		confineSessionCwd(config, out.sessionPath);

@@ -17,7 +17,7 @@ import { guardCommand, guardResume, sessionFileCwd } from "./guard.ts";
 import { Journal, type StoreHealth, unsafeSeqMargin } from "./journal.ts";
 import { PostgresStore } from "./postgres-store.ts";
 import { Session, type SessionInit, type SessionLimits, type SpawnCommand } from "./session.ts";
-import { localSessionFile, piSessionDir } from "./session-files.ts";
+import { findSessionFiles, localSessionFile, ownFolder, piSessionDir } from "./session-files.ts";
 import type { OpenStore, SessionStore, StoredSession } from "./session-store.ts";
 import { type CreateSessionBody, isInside, planSpawn } from "./spawn.ts";
 import { SqliteStore } from "./sqlite-store.ts";
@@ -47,6 +47,14 @@ export interface Takeover {
 }
 
 const defaultBody: CreateSessionBody = { persist: true };
+
+/** Who creates a session: which sessions a `resume` of theirs may find. */
+export interface Caller {
+	/** An admin may also continue a file no session holds any more. */
+	admin: boolean;
+	sees(sessionId: string): boolean;
+}
+const anyCaller: Caller = { admin: true, sees: () => true };
 const newSessionId = () => `ses_${randomBytes(9).toString("base64url")}`;
 
 /** A create request a warm-pool process can serve: nothing but (optionally) a name. */
@@ -92,6 +100,8 @@ export class SessionRegistry {
 			lost: (id) => this.evict(id, "another node owns it now"),
 		});
 		mkdirSync(piSessionDir(config), { recursive: true });
+		// Sessions without cwd get folders of their own in it (the default root lives in the data dir).
+		if (config.defaultCwd === "own") mkdirSync(config.workspaceRoot, { recursive: true });
 		if (config.warmPool > 0) this.pool = new WarmPool(config.warmPool, () => this.#startPooled(), logger);
 	}
 
@@ -170,7 +180,8 @@ export class SessionRegistry {
 		this.#cluster = hooks;
 	}
 
-	async create(body: CreateSessionBody): Promise<Session> {
+	/** `caller` decides which sessions a `resume` may find (default: an admin, who sees them all). */
+	async create(body: CreateSessionBody, caller: Caller = anyCaller): Promise<Session> {
 		if (this.#closing) throw new GatewayError(503, "shutting_down", "The gateway is shutting down");
 		await this.#cluster?.assertCanCreate();
 		if (this.#sessions.size >= this.#config.maxSessions) {
@@ -180,15 +191,12 @@ export class SessionRegistry {
 				`At most ${this.#config.maxSessions} sessions (stopped ones count)`,
 			);
 		}
-		if (body.resume) {
-			this.#assertFileFree(body.resume);
-			guardResume(this.#config, body.resume);
-		}
+		const resume = body.resume ? this.#resumeFile(body.resume, caller) : undefined;
 		this.#assertStorable();
 		const warm = isDefaultRequest(body) ? this.pool?.take() : undefined;
 		if (warm) return this.#adoptPooled(warm, body);
-		const plan = planSpawn(this.#config, body);
 		const id = newSessionId();
+		const plan = planSpawn(this.#config, body, { id, resume });
 		// Registered before start so that shutdown() also stops a child that is still starting.
 		const session = this.#register(id, body, plan.cwd);
 		try {
@@ -218,21 +226,48 @@ export class SessionRegistry {
 	}
 
 	/**
-	 * One writer per pi session file: two pi processes appending to one file fork it, and a reader
-	 * sees one branch. A file a registered session holds — live or stopped, since a stopped one
-	 * starts again on it — is resumed through that session (POST …/resume), never by a second one.
-	 * `resume` may be a prefix of pi's id, as pi's --session accepts.
+	 * The file `resume` (a pi id, or a prefix of one as pi's --session takes) names, among those the
+	 * caller may continue. One writer per pi session file: a file a registered session holds — live
+	 * or stopped, since a stopped one starts again on it — is resumed through that session (409,
+	 * POST …/resume), never by a second one; a session the caller may not see is not there (404, as
+	 * for an id that never existed), and a file no session holds any more is the operator's.
 	 */
-	#assertFileFree(resume: string): void {
-		for (const [id, session] of this.#sessions) {
-			const holds = session.piState.sessionId?.startsWith(resume) || this.#options.get(id)?.resume === resume;
-			if (!holds) continue;
-			throw new GatewayError(
+	#resumeFile(resume: string, caller: Caller): string {
+		const inUse = (id: string, session: Session) =>
+			new GatewayError(
 				409,
 				"session_file_in_use",
 				`pi session ${resume} belongs to gateway session ${id} (${session.status}); use that session, or POST /v1/sessions/${id}/resume if it is stopped`,
 			);
+		for (const [id, session] of this.#sessions) {
+			const holds = session.piState.sessionId?.startsWith(resume) || this.#options.get(id)?.resume === resume;
+			if (holds && caller.sees(id)) throw inUse(id, session);
 		}
+		const files = findSessionFiles(this.#config, resume).filter((file) => {
+			const holder = this.#folderHolder(ownFolder(this.#config, file));
+			if (holder && caller.sees(holder.id)) throw inUse(holder.id, holder);
+			return holder === undefined && caller.admin;
+		});
+		const [file, ...more] = files;
+		if (file === undefined)
+			throw new GatewayError(404, "pi_session_not_found", `No pi session ${resume} that this caller may continue`);
+		if (more.length > 0) {
+			throw new GatewayError(
+				409,
+				"resume_ambiguous",
+				`pi session id ${resume} matches ${files.length} files; give more of it`,
+			);
+		}
+		guardResume(this.#config, file);
+		return file;
+	}
+
+	/** The registered session whose own folder of pi session files is `folder`, if any. */
+	#folderHolder(folder: string | undefined, except?: string): Session | undefined {
+		if (folder === undefined) return undefined;
+		for (const [id, session] of this.#sessions)
+			if (id !== except && ownFolder(this.#config, session.piState.sessionFile) === folder) return session;
+		return undefined;
 	}
 
 	/**
@@ -274,8 +309,18 @@ export class SessionRegistry {
 				`Session ${session.id}'s pi session file ${file} is gone; its conversation cannot be continued (DELETE it, or restore the file)`,
 			);
 		}
+		// Two sessions never share a folder (switch and resume keep to their own); a record that names
+		// an older session's folder (written before that held) does not start on it.
+		const holder = this.#folderHolder(ownFolder(this.#config, file), session.id);
+		if (holder && holder.createdAt.getTime() <= session.createdAt.getTime()) {
+			throw new GatewayError(
+				409,
+				"session_file_in_use",
+				`Session ${session.id}'s pi session file lies in another session's folder; it cannot be continued (DELETE it)`,
+			);
+		}
 		const options = this.#options.get(session.id) as CreateSessionBody;
-		await this.#launch(session, planSpawn(this.#config, options, session.piState.sessionFile));
+		await this.#launch(session, planSpawn(this.#config, options, { id: session.id, restore: file }));
 		this.#logger.info({ sessionId: session.id, pid: session.pid }, "session resumed");
 		this.#journal.save(session);
 	}
@@ -308,8 +353,9 @@ export class SessionRegistry {
 
 	/** A pool process: a session started with the default options, not yet in the registry. */
 	async #startPooled(): Promise<Session> {
-		const plan = planSpawn(this.#config, defaultBody);
-		const session = this.#build(newSessionId(), defaultBody, plan.cwd);
+		const id = newSessionId();
+		const plan = planSpawn(this.#config, defaultBody, { id });
+		const session = this.#build(id, defaultBody, plan.cwd);
 		await session.start(plan);
 		return session;
 	}
@@ -352,7 +398,9 @@ export class SessionRegistry {
 			dialect: this.dialect,
 			logger: this.#logger,
 			restored: extra.restored,
-			guard: (command) => guardCommand(this.#config, command),
+			// Its own folder is the one its file lies in: switch, fork and clone keep to it.
+			guard: (command) =>
+				guardCommand(this.#config, command, ownFolder(this.#config, this.#sessions.get(id)?.piState.sessionFile)),
 			cwdOf: sessionFileCwd,
 			wake: async (s) => {
 				// Without auto-resume the command meets 409 session_stopped.

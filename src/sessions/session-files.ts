@@ -44,6 +44,16 @@ export function findSessionFiles(config: Config, idPrefix: string): string[] {
 }
 
 /**
+ * The folder of its own a session file lies in (`<dataDir>/pi-sessions/<folder>/`), or undefined
+ * for a file of the flat layout or anywhere else: a session may be pointed only at files there.
+ */
+export function ownFolder(config: Config, file: string | undefined): string | undefined {
+	if (file === undefined) return undefined;
+	const folder = dirname(file);
+	return dirname(folder) === piSessionDir(config) ? folder : undefined;
+}
+
+/**
  * The folder a pi process resuming `file` works in: the file's own folder, or, for a file of the
  * flat layout, a new folder the file is moved into first (so the process never sees the others).
  * Returns the file's path as it is after that.

@@ -1,4 +1,4 @@
-import { existsSync, realpathSync } from "node:fs";
+import { existsSync, mkdirSync, realpathSync } from "node:fs";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "@hono/zod-openapi";
@@ -9,7 +9,7 @@ import { dialectOf, hasNameFlag, piPackageOf } from "../pi/dialect.ts";
 import { SessionName, ThinkingLevel } from "../pi/protocol.ts";
 import { PolicySet } from "./policies.ts";
 import { wrapCommand } from "./sandbox.ts";
-import { findSessionFiles, folderFor, newSessionFolder } from "./session-files.ts";
+import { folderFor, newSessionFolder } from "./session-files.ts";
 
 // pi's argument parser takes a flag's next argument whatever it looks like, so a value cannot turn
 // into a flag; names share one schema (SessionName) with PUT …/name.
@@ -29,7 +29,8 @@ export const CreateSessionBody = z
 			.regex(/^[^\0]*$/, "no NUL characters")
 			.optional()
 			.openapi({
-				description: "Working folder, inside the gateway's workspace root (default: the root itself)",
+				description:
+					"Working folder, inside the gateway's workspace root. Default: a folder of the session's own, `<workspace-root>/<session id>` (created empty), so an agent never works in the gateway's folder or in another session's; a gateway started with an explicit --workspace-root gives the root itself instead, unless --default-cwd own",
 			}),
 		provider: cliSafe.max(100).optional().openapi({ example: "pi-gateway-demo" }),
 		model: cliSafe.max(200).optional().openapi({ example: "demo" }),
@@ -51,9 +52,13 @@ export const CreateSessionBody = z
 			.string()
 			.regex(/^[0-9a-fA-F-]{8,64}$/)
 			.optional()
-			.openapi({ description: "A pi session id (from a session's piSessionId) to continue" }),
+			.openapi({
+				description:
+					"A pi session id (from a session's piSessionId), or a prefix of one, to continue. It finds only sessions the caller may see (404 otherwise, as for an id that never existed); one a session still holds is 409 (use POST /v1/sessions/{id}/resume), and a file no session holds any more only an admin may continue",
+			}),
 		policies: PolicySet.optional().openapi({
-			description: "Approval policies of this session, tried before the gateway's (--approval-policies-file)",
+			description:
+				"Approval policies of this session, tried after the gateway's (--approval-policies-file) and the session's remembered answers. Rules that approve (`allow`, `{value}`) need the scope approvals:answer (403 otherwise)",
 		}),
 	})
 	.openapi("CreateSession");
@@ -110,37 +115,46 @@ export function confine(root: string, path: string, what: string): string {
 	return real;
 }
 
+/** Which session a spawn is for, and the pi session file it starts on, if any. */
+export interface SpawnAt {
+	/** The gateway session's id: a session without `cwd` may work in `<workspace-root>/<id>`. */
+	id: string;
+	/** The session's own file, to start pi again on (it knows its model, thinking level and name). */
+	restore?: string;
+	/** A file `resume` found (registry.ts checked it is the caller's to continue). */
+	resume?: string;
+}
+
+/** The folder a session works in: its `cwd` inside the root, else its own folder or the root. */
+function workingFolder(config: Config, body: CreateSessionBody, id: string): string {
+	if (body.cwd) return confine(config.workspaceRoot, body.cwd, "cwd");
+	if (config.defaultCwd === "root") return realpathSync(config.workspaceRoot);
+	const own = join(config.workspaceRoot, id);
+	mkdirSync(own, { recursive: true });
+	return confine(config.workspaceRoot, own, "cwd");
+}
+
 /**
  * Turns validated create options into pi's argv: nothing user-supplied reaches it unchecked.
- * `resumeFile` starts pi again on a session file the gateway kept; once that file exists it
- * knows its own model, thinking level and name, so those flags are left out.
+ * Starting on `at.restore`, once that file exists, leaves the model, thinking level and name
+ * flags out: the file knows them.
  */
-export function planSpawn(config: Config, body: CreateSessionBody, resumeFile?: string): SpawnPlan {
-	const restoring = resumeFile !== undefined && existsSync(resumeFile);
+export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt): SpawnPlan {
+	const restoring = at.restore !== undefined && existsSync(at.restore);
 	if (restoring) body = { ...body, provider: undefined, model: undefined, thinkingLevel: undefined, name: undefined };
-	const cwd = body.cwd ? confine(config.workspaceRoot, body.cwd, "cwd") : realpathSync(config.workspaceRoot);
+	const cwd = workingFolder(config, body, at.id);
 	const [command, ...prefix] = config.piCommand ?? [process.execPath, bundledPiCli()];
 	const args = [...prefix, "--mode", "rpc"];
 	// Each pi process keeps its files in a folder of its own (session-files.ts): the one of the file
-	// it starts on, or a new one. `resume` names a file by pi id: found here, so pi gets its path.
+	// it starts on, or a new one.
 	let sessionDir: string | undefined;
-	let sessionFile = resumeFile;
-	const resumeMatches = resumeFile === undefined && body.resume ? findSessionFiles(config, body.resume) : [];
-	if (resumeMatches.length > 1) {
-		throw new GatewayError(
-			409,
-			"resume_ambiguous",
-			`pi session id ${body.resume} matches ${resumeMatches.length} files; give more of it`,
-		);
-	}
-	if (resumeMatches[0]) sessionFile = resumeMatches[0];
+	let sessionFile = at.restore ?? at.resume;
 	if (sessionFile !== undefined && existsSync(sessionFile))
 		({ folder: sessionDir, file: sessionFile } = folderFor(config, sessionFile));
 	else if (body.persist) sessionDir = newSessionFolder(config);
 	if (sessionDir && (body.persist || sessionFile)) args.push("--session-dir", sessionDir);
 	else args.push("--no-session");
 	if (sessionFile) args.push("--session", sessionFile);
-	else if (body.resume) args.push("--session", body.resume);
 	const extensionPaths: string[] = [];
 	if (config.demo) extensionPaths.push(demoExtensionPath);
 	for (const ext of body.extensions ?? []) {

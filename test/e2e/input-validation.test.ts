@@ -1,5 +1,5 @@
 import { existsSync, linkSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
@@ -178,9 +178,11 @@ describe("item 8: switch_session stays inside the roots", () => {
 	it("a session file whose header names a cwd outside the roots is 403; the view's cwd follows a good switch", async () => {
 		const header = (cwd: string, sid: string) =>
 			`${JSON.stringify({ type: "session", version: 3, id: sid, timestamp: new Date().toISOString(), cwd })}\n`;
-		const evil = join(gw.workspace, "evil.jsonl");
-		writeFileSync(evil, header(outside, "0b9e4f5a-1111-4c3e-9a7e-000000000001"));
 		const s = await gw.session({ name: "switcher" });
+		// Only files of the session's own folder may be switched to (session-files.test.ts): these are.
+		const own = dirname((await gw.api(`/v1/sessions/${s}`)).body.piSessionFile);
+		const evil = join(own, "evil.jsonl");
+		writeFileSync(evil, header(outside, "0b9e4f5a-1111-4c3e-9a7e-000000000001"));
 		const refused = await gw.api(`/v1/sessions/${s}/switch`, { method: "POST", json: { sessionPath: evil } });
 		expect(refused.status).toBe(403);
 		expect(refused.body.code).toBe("path_outside_root");
@@ -194,7 +196,7 @@ describe("item 8: switch_session stays inside the roots", () => {
 
 		const sub = join(gw.workspace, "sub");
 		mkdirSync(sub);
-		const good = join(gw.workspace, "good.jsonl");
+		const good = join(own, "good.jsonl");
 		writeFileSync(good, header(sub, "0b9e4f5a-2222-4c3e-9a7e-000000000002"));
 		const switched = await gw.api(`/v1/sessions/${s}/switch`, { method: "POST", json: { sessionPath: good } });
 		expect(switched.status).toBe(200);

@@ -220,18 +220,21 @@ describe("confinement: paths resolve (symlinks followed) inside the roots, else 
 			["/export-html", { outputPath: "escape/out.html" }, 403],
 			["/export-html", { outputPath: "../out.html" }, 403],
 			["/export-html", { outputPath: "missing/out.html" }, 400],
-			["/switch", { sessionPath: "secret.jsonl" }, 403],
+			// Session files: the session's own folder only (a symlink in the workspace to outside, here).
+			["/switch", { sessionPath: join(gw.workspace, "secret.jsonl") }, 403],
 			["/switch", { sessionPath: join(outside, "secret.jsonl") }, 403],
 			["/switch", { sessionPath: join(gw.config.dataDir, "gateway.db") }, 403],
-			["/new", { parentSession: "escape/secret.jsonl" }, 403],
+			["/new", { parentSession: join(gw.workspace, "escape/secret.jsonl") }, 403],
+			["/new", { parentSession: "missing.jsonl" }, 400],
 			["/rpc", { type: "export_html", outputPath: "/tmp/out.html" }, 403],
-			["/rpc", { type: "switch_session", sessionPath: "escape/secret.jsonl" }, 403],
+			["/rpc", { type: "switch_session", sessionPath: join(gw.workspace, "escape/secret.jsonl") }, 403],
 			["/rpc", { type: "new_session", parentSession: "/etc/passwd" }, 403],
 		];
 		for (const [path, json, status] of cases) {
 			const res = await post(path, json);
 			expect(res.status, `${path} ${JSON.stringify(json)}`).toBe(status);
-			expect(res.body.code).toBe(status === 403 ? "path_outside_root" : "path_not_found");
+			const outside = JSON.stringify(json).includes("outputPath") ? "path_outside_root" : "session_file_not_own";
+			expect(res.body.code).toBe(status === 403 ? outside : "path_not_found");
 		}
 		for (const cwd of ["escape", "..", "/", "missing"]) {
 			const res = await gw.api("/v1/sessions", { method: "POST", json: { cwd } });

@@ -11,8 +11,11 @@ let config: ReturnType<typeof parseConfig>;
 
 beforeAll(() => {
 	root = realpathSync(mkdtempSync(join(tmpdir(), "pi-gateway-guard-")));
-	for (const dir of ["ws/sub", "data/pi-sessions", "outside"]) mkdirSync(join(root, dir), { recursive: true });
-	writeFileSync(join(root, "data/pi-sessions/s.jsonl"), "");
+	for (const dir of ["ws/sub", "data/pi-sessions/own", "data/pi-sessions/other", "outside"])
+		mkdirSync(join(root, dir), { recursive: true });
+	for (const file of ["s.jsonl", "own/s.jsonl", "other/s.jsonl"])
+		writeFileSync(join(root, "data/pi-sessions", file), "");
+	symlinkSync(join(root, "data/pi-sessions/other/s.jsonl"), join(root, "data/pi-sessions/own/link.jsonl"));
 	writeFileSync(join(root, "outside/s.jsonl"), "");
 	symlinkSync(join(root, "outside"), join(root, "ws/link"));
 	config = parseConfig({ workspaceRoot: join(root, "ws"), dataDir: join(root, "data"), maxImageBytes: 3 });
@@ -21,7 +24,7 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const refusal = (command: Record<string, unknown>) => {
 	try {
-		guardCommand(config, { type: "x", ...command });
+		guardCommand(config, { type: "x", ...command }, join(root, "data/pi-sessions/own"));
 	} catch (error) {
 		return [(error as GatewayError).status, (error as GatewayError).code];
 	}
@@ -45,17 +48,29 @@ describe("guardCommand", () => {
 		expect(guardCommand(config, { type: "export_html", outputPath: "sub/../out.html" }).outputPath).toBe(
 			join(root, "ws/out.html"),
 		);
-		expect(
-			guardCommand(config, { type: "switch_session", sessionPath: join(root, "data/pi-sessions/s.jsonl") }),
-		).toEqual({
+		const own = join(root, "data/pi-sessions/own");
+		expect(guardCommand(config, { type: "switch_session", sessionPath: "s.jsonl" }, own)).toEqual({
 			type: "switch_session",
-			sessionPath: join(root, "data/pi-sessions/s.jsonl"),
+			sessionPath: join(own, "s.jsonl"),
 		});
 		expect(refusal({ outputPath: "link/out.html" })).toEqual([403, "path_outside_root"]);
 		expect(refusal({ outputPath: "nope/out.html" })).toEqual([400, "path_not_found"]);
-		expect(refusal({ sessionPath: "link/s.jsonl" })).toEqual([403, "path_outside_root"]);
-		expect(refusal({ sessionPath: join(root, "data") })).toEqual([403, "path_outside_root"]);
-		expect(refusal({ parentSession: "../outside/s.jsonl" })).toEqual([403, "path_outside_root"]);
+	});
+
+	it("keeps session files to the session's own folder, whether the file outside exists or not", () => {
+		const notOwn = [403, "session_file_not_own"];
+		expect(refusal({ sessionPath: join(root, "ws/link/s.jsonl") })).toEqual(notOwn);
+		expect(refusal({ sessionPath: join(root, "data/pi-sessions/s.jsonl") })).toEqual(notOwn);
+		expect(refusal({ sessionPath: "../other/s.jsonl" })).toEqual(notOwn);
+		expect(refusal({ sessionPath: "../other/missing.jsonl" })).toEqual(notOwn);
+		expect(refusal({ sessionPath: "link.jsonl" })).toEqual(notOwn);
+		expect(refusal({ sessionPath: join(root, "data") })).toEqual(notOwn);
+		expect(refusal({ parentSession: "../../../outside/s.jsonl" })).toEqual(notOwn);
 		expect(refusal({ parentSession: "missing.jsonl" })).toEqual([400, "path_not_found"]);
+		expect(refusal({ sessionPath: "." })).toEqual([400, "not_a_file"]);
+		// A session that keeps no files (persist:false) names none.
+		expect(() => guardCommand(config, { type: "switch_session", sessionPath: "s.jsonl" })).toThrow(
+			/keeps no pi session files/,
+		);
 	});
 });

@@ -15,8 +15,13 @@ export function sessionsRouter({ registry, tickets, access, cluster }: Deps) {
 		.openapi(createSession, async (c) => {
 			// The body is optional: an empty POST starts a session with every default.
 			const body = CreateSessionBody.parse(c.req.valid("json") ?? {});
-			const session = await registry.create(body);
-			access.setOwner(session.id, c.get("principal")?.name ?? adminPrincipal.name);
+			const principal = c.get("principal") ?? adminPrincipal;
+			// `resume` finds only what this principal may see: another's session is not there (404).
+			const session = await registry.create(body, {
+				admin: hasScope(principal, "admin"),
+				sees: (id) => mayAccess(access, principal, id, "sessions:read"),
+			});
+			access.setOwner(session.id, principal.name);
 			c.header("Location", `/v1/sessions/${session.id}`);
 			return c.json(viewOf(session), 201);
 		})

@@ -18,7 +18,8 @@ export const createSession = createRoute({
 			...json(SessionView, "The session, ready for commands"),
 			headers: z.object({ Location: z.string().openapi({ example: "/v1/sessions/ses_Qm9wYXJ0aWFs" }) }),
 		},
-		...problems(400, 401, 403, 409, 413, 415, 429, 502, 503, 507),
+		// 404: `resume` names no pi session the caller may continue.
+		...problems(400, 401, 403, 404, 409, 413, 415, 429, 502, 503, 507),
 	},
 });
 
