@@ -15,12 +15,14 @@ const maxRounds = 3;
 /**
  * Cluster mode: a request for `/v1/sessions/{id}/…` goes where the session lives. Held here, or
  * owned by no live node (then claimed here): it goes on through this node's middleware. Owned
- * by another live node: forwarded there as it is (credentials included: the owner authenticates,
- * authorizes and audits it, as it would a request sent to it directly), and its answer streams
- * back. When the owner cannot be reached, nothing reached pi, so the request waits for the
+ * by another live node: forwarded there as it is (credentials included: the owner authenticates
+ * it again, checks the session's owner and shares, which it holds, and audits it, as it would a
+ * request sent to it directly), and its answer streams back. When the owner cannot be reached, nothing reached pi, so the request waits for the
  * session to move (the owner's lease runs out, or it gave the session up while stopping) and is
  * served where it went; only past that a 503 with Retry-After says to try again.
- * Runs before authentication: the owner does that, with the state it holds (tickets, keys).
+ * Runs after authentication and the scope check (app.ts): a claim copies a conversation to this
+ * node's disk and a forward costs the owner, so a caller without a credential for the operation
+ * gets its 401 or 403 here and changes nothing anywhere.
  */
 export function clusterRouting(
 	current: () => Cluster | undefined,
@@ -34,7 +36,9 @@ export function clusterRouting(
 			throw new ApiError(503, "database_unavailable", "This node is joining its cluster", { retryAfter: 1 } as object);
 		const match = sessionPath.exec(c.req.path);
 		if (!cluster || !match?.[1]) return next();
-		const id = decodeURIComponent(match[1]);
+		const id = decoded(match[1]);
+		// An id that does not decode names no session: nothing to locate (the routes answer it).
+		if (id === undefined) return next();
 		const forwarded = cluster.isForwarded(c.req.raw.headers);
 		// Only a verified forward may say who the client is (the audit log records it).
 		const client = forwarded ? c.req.header(clientHeader) : undefined;
@@ -67,7 +71,10 @@ export function clusterRouting(
 			const from = incoming?.socket?.remoteAddress;
 			const headers = { ...cluster.forwardHeaders, ...(from && { [clientHeader]: from }) };
 			const answer = await forward(route.url, c.req.raw, body, headers, watch(cluster, route.node));
-			if (answer instanceof Response && answer.status !== 421) return answer;
+			if (answer instanceof Response && answer.status !== 421) {
+				c.set("forwardedTo", route.node);
+				return answer;
+			}
 			if (answer instanceof Response) await answer.body?.cancel();
 			// Sent elsewhere only when the owner never saw it (refused, or sent back with 421), or it reads only.
 			const safe = answer instanceof Response || answer.refused || c.req.method === "GET" || c.req.method === "HEAD";
@@ -109,6 +116,14 @@ function watch(cluster: Cluster, node: string): { signal: AbortSignal; closed():
 	}, 1000);
 	timer.unref();
 	return { signal: controller.signal, closed: () => clearInterval(timer) };
+}
+
+function decoded(segment: string): string | undefined {
+	try {
+		return decodeURIComponent(segment);
+	} catch {
+		return undefined;
+	}
 }
 
 /** The request body, once, bounded (GET and friends have none). */

@@ -5,7 +5,10 @@ import { ApiError, Problem } from "./problem.ts";
 
 /** `principal`: who is calling, set by the bearer middleware (absent only on public routes). */
 /** `clientAddress`: the client's address as the node that forwarded the request saw it (cluster mode). */
-export type AppEnv = { Variables: { requestId: string; principal?: Principal; clientAddress?: string } };
+/** `forwardedTo`: the node this request was forwarded to (cluster mode), which audits it. */
+export type AppEnv = {
+	Variables: { requestId: string; principal?: Principal; clientAddress?: string; forwardedTo?: string };
+};
 
 /** A router whose validation failures become 400 problem+json listing each issue. */
 export function createRouter(): OpenAPIHono<AppEnv> {
