@@ -88,8 +88,19 @@ export const ConfigSchema = z.object({
 		.regex(/^postgres(ql)?:\/\//, "a postgres:// or postgresql:// URL")
 		.optional()
 		.describe(
-			"PostgreSQL for the session registry instead of <data-dir>/gateway.db: cluster mode, where every node on the same database serves every session",
+			"PostgreSQL for the session registry instead of <data-dir>/gateway.db: cluster mode, where every node on the same database serves every session; with a password prefer the env var or --database-url-file (argv is readable in /proc)",
 		),
+	databaseUrlFile: z
+		.string()
+		.optional()
+		.describe("File holding the PostgreSQL URL of --database-url (its password stays off the command line)"),
+	clusterSecret: z
+		.string()
+		.optional()
+		.describe(
+			"Cluster mode: the secret every node shares (at least 32 characters), which signs stream tickets and forwarded requests; never in the database. Env only, or --cluster-secret-file",
+		),
+	clusterSecretFile: z.string().optional().describe("Cluster mode: file holding the cluster secret"),
 	leaseTtlMs: int(1000)
 		.default(10_000)
 		.describe(
@@ -248,6 +259,8 @@ export function parseConfig(input: ConfigInput): Config {
 	};
 	if (config.tokenFile) config.tokenFile = resolve(config.tokenFile);
 	if (config.keysFile) config.keysFile = resolve(config.keysFile);
+	if (config.databaseUrlFile) config.databaseUrlFile = resolve(config.databaseUrlFile);
+	if (config.clusterSecretFile) config.clusterSecretFile = resolve(config.clusterSecretFile);
 	if (config.jwtJwksUrl && (!config.jwtIssuer || !config.jwtAudience))
 		throw new Error(
 			"--jwt-jwks-url needs --jwt-issuer and --jwt-audience (a token for another service must not work here)",

@@ -3,6 +3,7 @@ import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { ZodError } from "zod";
+import { databaseUrlOnArgv, hasPassword } from "./cluster/credentials.ts";
 import { type ConfigInput, ConfigSchema } from "./config.ts";
 import { createKey } from "./http/keys.ts";
 import { Scope, scopes } from "./http/principals.ts";
@@ -17,6 +18,8 @@ type Key = keyof typeof shape;
 const keys = Object.keys(shape) as Key[];
 const booleans = new Set<Key>(["demo", "autoResume", "auth"]);
 const lists = new Set<Key>(["allowedHosts", "corsOrigins", "piCommand", "sandboxWritable", "passEnv", "webhookAllow"]);
+// Secrets with no flag at all: on argv every local process could read them.
+const envOnly = new Set<Key>(["clusterSecret"]);
 
 function help(): string {
 	const lines = keys.map((key) => {
@@ -29,7 +32,11 @@ function help(): string {
 				return "none";
 			}
 		})();
-		const flag = booleans.has(key) ? `--[no-]${kebab(key)}` : `--${kebab(key)} <value>`;
+		const flag = envOnly.has(key)
+			? `(${kebab(key)}: no flag)`
+			: booleans.has(key)
+				? `--[no-]${kebab(key)}`
+				: `--${kebab(key)} <value>`;
 		return `  ${flag.padEnd(34)} ${schema.description ?? ""}\n  ${"".padEnd(34)} env ${envName(key)}, default ${fallback}`;
 	});
 	return [
@@ -49,9 +56,11 @@ function help(): string {
 	].join("\n");
 }
 
-function readInput(argv: string[]): { input: ConfigInput; tokenOnArgv: boolean } {
+function readInput(argv: string[]): { input: ConfigInput; tokenOnArgv: boolean; databaseUrlOnArgv: boolean } {
 	const options = Object.fromEntries(
-		keys.map((key) => [kebab(key), { type: booleans.has(key) ? ("boolean" as const) : ("string" as const) }]),
+		keys
+			.filter((key) => !envOnly.has(key))
+			.map((key) => [kebab(key), { type: booleans.has(key) ? ("boolean" as const) : ("string" as const) }]),
 	);
 	const { values } = parseArgs({
 		args: argv,
@@ -80,7 +89,12 @@ function readInput(argv: string[]): { input: ConfigInput; tokenOnArgv: boolean }
 	}
 	if (values.extension)
 		input.extensions = { ...(input.extensions as object), ...parsePairs(values.extension as string[]) };
-	return { input: input as ConfigInput, tokenOnArgv: (values as Record<string, unknown>).token !== undefined };
+	const given = values as Record<string, unknown>;
+	return {
+		input: input as ConfigInput,
+		tokenOnArgv: given.token !== undefined,
+		databaseUrlOnArgv: typeof given["database-url"] === "string" && hasPassword(given["database-url"]),
+	};
 }
 
 function parsePairs(pairs: string[]): Record<string, string> {
@@ -149,8 +163,12 @@ async function main(): Promise<void> {
 	}
 	let gateway: Awaited<ReturnType<typeof startGateway>>;
 	try {
-		const { input, tokenOnArgv } = readInput(process.argv.slice(2));
-		gateway = await startGateway(input, undefined, { tokenFrom: tokenOnArgv ? "argv" : "env" });
+		const { input, tokenOnArgv, databaseUrlOnArgv: urlOnArgv } = readInput(process.argv.slice(2));
+		if (urlOnArgv) console.error(`pi-gateway: WARNING: ${databaseUrlOnArgv}`);
+		gateway = await startGateway(input, undefined, {
+			tokenFrom: tokenOnArgv ? "argv" : "env",
+			databasePasswordOnArgv: urlOnArgv,
+		});
 	} catch (error) {
 		const message =
 			error instanceof ZodError

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import type { Server as HttpServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
@@ -7,6 +7,7 @@ import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import { createApp } from "./app.ts";
 import { Cluster } from "./cluster/cluster.ts";
+import { clusterKeys, databaseUrlOnArgv, resolveClusterSecret, resolveDatabaseUrl } from "./cluster/credentials.ts";
 import { PostgresOutbox } from "./cluster/webhook-outbox.ts";
 import { PostgresWebhooks } from "./cluster/webhooks.ts";
 import { type Config, type ConfigInput, parseConfig } from "./config.ts";
@@ -56,6 +57,8 @@ const loopback = /^(127\.\d+\.\d+\.\d+|localhost|::1|\[::1\])$/;
 export interface StartOptions {
 	/** How the CLI got config.token: on argv it is readable from /proc, and that is said loudly. */
 	tokenFrom?: "env" | "argv";
+	/** --database-url on argv named a password (readable in /proc too): logged as loudly. */
+	databasePasswordOnArgv?: boolean;
 }
 
 export async function startGateway(input: ConfigInput, logger?: Logger, options: StartOptions = {}): Promise<Gateway> {
@@ -73,6 +76,10 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		);
 	if (tokenSource.kind === "none")
 		log.warn("--no-auth: the API has no token; any local process, pi's own tools included, can answer approvals");
+	if (options.databasePasswordOnArgv) log.warn(databaseUrlOnArgv);
+	resolveDatabaseUrl(config);
+	// Cluster mode: tickets and forwarded requests are signed with what only the nodes hold.
+	const keysOfCluster = config.databaseUrl ? clusterKeys(resolveClusterSecret(config)) : undefined;
 	const sandbox = resolveSandbox(config);
 	// From here on "on" or "off": planSpawn wraps each child when it is "on".
 	config.sandbox = sandbox.enabled ? "on" : "off";
@@ -135,7 +142,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	let cluster: Cluster | undefined;
 	const app = createApp(config, registry, log, undefined, {
 		cluster: postgres && (() => cluster),
-		ticketKey: postgres && createHash("sha256").update(`tickets:${postgres.clusterSecret}`).digest(),
+		ticketKey: keysOfCluster?.tickets,
 		webhooks,
 		idempotency,
 		policies,
@@ -189,6 +196,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			cluster = await Cluster.start({
 				config,
 				store: postgres,
+				forwardKey: (keysOfCluster as { forward: Buffer }).forward,
 				registry,
 				access,
 				policies,

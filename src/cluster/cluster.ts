@@ -47,12 +47,13 @@ export class Cluster {
 	readonly #claims = new Map<string, Promise<Route>>();
 	/** Sessions a request is on its way to (located, not yet answered): never given back meanwhile. */
 	readonly #holds = new Map<string, number>();
+	readonly #forwardKey: Buffer;
 	readonly #mac: string;
 	#timer: NodeJS.Timeout | undefined;
 	#unsubscribe: (() => void) | undefined;
 
 	private constructor(options: ClusterOptions) {
-		const { config, store, registry, access, policies, logger, url } = options;
+		const { config, store, registry, access, policies, logger, url, forwardKey } = options;
 		this.#policies = policies;
 		this.node = store.node;
 		this.url = url;
@@ -61,7 +62,8 @@ export class Cluster {
 		this.#registry = registry;
 		this.#access = access;
 		this.#logger = logger.child({ node: this.node });
-		this.#mac = mac(store.clusterSecret, this.node);
+		this.#forwardKey = forwardKey;
+		this.#mac = mac(forwardKey, this.node);
 		this.#fence = new Fence(this.#logger);
 		this.#membership = new Membership(store.pool, { id: this.node, url, leaseTtlMs: config.leaseTtlMs }, this.#logger, {
 			renewed: (deadline) => this.#fence.arm(deadline),
@@ -149,7 +151,7 @@ export class Cluster {
 		if (!value) return false;
 		const [node, given] = value.split(" ");
 		if (!node || !given) return false;
-		const want = Buffer.from(mac(this.#store.clusterSecret, node));
+		const want = Buffer.from(mac(this.#forwardKey, node));
 		const got = Buffer.from(given);
 		return want.length === got.length && timingSafeEqual(want, got);
 	}
@@ -311,10 +313,11 @@ export interface ClusterOptions {
 	logger: Logger;
 	/** Where the other nodes reach this one. */
 	url: string;
+	/** Signs forwarded requests; derived from the cluster secret, which the database never holds (credentials.ts). */
+	forwardKey: Buffer;
 }
 
-const mac = (secret: string, node: string) =>
-	createHmac("sha256", secret).update(`forward:${node}`).digest("base64url");
+const mac = (key: Buffer, node: string) => createHmac("sha256", key).update(`forward:${node}`).digest("base64url");
 
 const unavailable = (detail: string) => new GatewayError(503, "database_unavailable", detail, { retryAfter: 2 });
 const noNewSessions = (why: string) =>

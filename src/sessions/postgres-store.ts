@@ -1,7 +1,6 @@
 // Over 300 lines on purpose: every write of a session's state goes through the one fenced, ordered,
 // fail-soft queue here (records, the conversation copy, owner, shares, rules, release); the schema
 // and the claim queries are beside it (postgres-schema.ts, postgres-claims.ts).
-import { randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
@@ -51,14 +50,10 @@ export class PostgresStore implements SessionStore {
 	/** Claims start sessions from their stored state; an unclean past shows per claim (ClaimResult.clean). */
 	readonly previousRunClean = true;
 	readonly detached = false;
-	/** Shared by every node of the database: the key of stream tickets and of forwarded requests. */
-	readonly clusterSecret: string;
-
-	private constructor(pool: pg.Pool, local: SqliteStore, node: string, secret: string) {
+	private constructor(pool: pg.Pool, local: SqliteStore, node: string) {
 		this.#pool = pool;
 		this.#local = local;
 		this.#node = node;
-		this.clusterSecret = secret;
 	}
 
 	/**
@@ -72,13 +67,12 @@ export class PostgresStore implements SessionStore {
 		pool.on("error", () => {});
 		try {
 			await migrate(pool);
-			// The first node to start picks the cluster's secret; the others read it.
-			await pool.query("INSERT INTO meta (key, value) VALUES ('cluster_secret', $1) ON CONFLICT (key) DO NOTHING", [
-				randomBytes(32).toString("base64url"),
-			]);
-			const { rows } = await pool.query<{ value: string }>("SELECT value FROM meta WHERE key = 'cluster_secret'");
+			// Earlier versions kept the cluster's secret here, where any reader of the database could sign
+			// tickets and forwards with it; the nodes hold it now (src/cluster/credentials.ts). At every
+			// start, not as a numbered migration: nothing else changes, and it must go whatever the version.
+			await pool.query("DELETE FROM meta WHERE key = 'cluster_secret'");
 			const local = new SqliteStore(dataDir);
-			return new PostgresStore(pool, local, node, rows[0]?.value as string);
+			return new PostgresStore(pool, local, node);
 		} catch (error) {
 			await pool.end().catch(() => {});
 			throw new Error(`Cannot use the database ${redact(url)}: ${(error as Error).message}`);

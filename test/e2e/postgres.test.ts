@@ -28,7 +28,13 @@ beforeAll(async () => {
 	server = await startTestPostgres();
 	root = mkdtempSync(join(tmpdir(), "pi-gateway-pg-e2e-"));
 	for (const dir of ["workspace", "agent"]) mkdirSync(join(root, dir));
-	dirs = { workspaceRoot: join(root, "workspace"), dataDir: join(root, "data"), piAgentDir: join(root, "agent") };
+	dirs = {
+		workspaceRoot: join(root, "workspace"),
+		dataDir: join(root, "data"),
+		piAgentDir: join(root, "agent"),
+		// Cluster mode needs the nodes' shared secret (never in the database).
+		clusterSecret: "postgres-e2e-cluster-secret-of-32-characters",
+	};
 });
 afterAll(async () => {
 	for (const gw of [...open]) await gw.stop();

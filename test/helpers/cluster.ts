@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { specCheckedApi } from "./gateway.ts";
@@ -15,6 +16,8 @@ export interface ClusterNode {
 	databaseUrl: string;
 	/** Every log line it printed (pino JSON), parsed. */
 	logs: Record<string, unknown>[];
+	/** What it printed on stderr so far (the notices for the person at the terminal). */
+	stderr(): string;
 	/** JSON in and out, with the cluster's token; every answer is checked against openapi.yaml. */
 	api<T = any>(
 		path: string,
@@ -36,20 +39,44 @@ export interface NodeOptions {
 	token: string;
 	leaseTtlMs: number;
 	extra?: string[];
+	/**
+	 * How the node gets the database URL (with its password): the environment (the default) or a
+	 * file keep it off the command line, which every process of the host can read; argv only to
+	 * see the warning.
+	 */
+	databaseUrlVia?: "env" | "file" | "argv";
 }
+
+/** The cluster secret of a database's nodes: the same for every node of one test, never in the database. */
+export const clusterSecretOf = (databaseUrl: string) =>
+	createHash("sha256").update(`test cluster secret ${databaseUrl}`).digest("base64url");
 
 export async function startNode(options: NodeOptions): Promise<ClusterNode> {
 	const home = join(options.root, options.name);
 	const dataDir = join(home, "data");
 	mkdirSync(join(home, "agent"), { recursive: true });
 	mkdirSync(join(options.root, "workspace"), { recursive: true });
+	const via = options.databaseUrlVia ?? "env";
+	const env: NodeJS.ProcessEnv = {
+		...process.env,
+		PI_GATEWAY_TOKEN: options.token,
+		PI_GATEWAY_CLUSTER_SECRET: clusterSecretOf(options.databaseUrl),
+	};
+	const database: string[] = [];
+	if (via === "env") env.PI_GATEWAY_DATABASE_URL = options.databaseUrl;
+	if (via === "argv") database.push(`--database-url=${options.databaseUrl}`);
+	if (via === "file") {
+		const file = join(home, "database-url");
+		writeFileSync(file, `${options.databaseUrl}\n`, { mode: 0o600 });
+		database.push(`--database-url-file=${file}`);
+	}
 	const child: ChildProcess = spawn(
 		process.execPath,
 		[
 			main,
 			"--host=127.0.0.1",
 			"--port=0",
-			`--database-url=${options.databaseUrl}`,
+			...database,
 			`--data-dir=${dataDir}`,
 			`--workspace-root=${join(options.root, "workspace")}`,
 			`--pi-agent-dir=${join(home, "agent")}`,
@@ -58,7 +85,7 @@ export async function startNode(options: NodeOptions): Promise<ClusterNode> {
 			"--log-level=info",
 			...(options.extra ?? []),
 		],
-		{ env: { ...process.env, PI_GATEWAY_TOKEN: options.token }, stdio: ["ignore", "pipe", "pipe"] },
+		{ env, stdio: ["ignore", "pipe", "pipe"] },
 	);
 	const logs: Record<string, unknown>[] = [];
 	let stderr = "";
@@ -92,6 +119,7 @@ export async function startNode(options: NodeOptions): Promise<ClusterNode> {
 		dataDir,
 		databaseUrl: options.databaseUrl,
 		logs,
+		stderr: () => stderr,
 		exited,
 		fetch: (path, init = {}) => fetch(url + path, { ...init, headers: withAuth(init.headers) }),
 		api: specCheckedApi(url, withAuth),

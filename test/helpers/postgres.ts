@@ -10,6 +10,7 @@ import {
 	readFileSync,
 	rmSync,
 	symlinkSync,
+	writeFileSync,
 } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
@@ -142,10 +143,26 @@ export async function startTestPostgres(): Promise<TestPostgres> {
 		const user = serverUser();
 		if (user) chownSync(data, user.uid, user.gid);
 		const env = { ...process.env, LC_ALL: "C", LANG: "C" };
+		// A password, checked (SCRAM over TCP), as a real deployment has: so a test can see where it travels.
+		const password = randomBytes(12).toString("hex");
+		const pwfile = join(root, "pwfile");
+		writeFileSync(pwfile, `${password}\n`, { mode: 0o600 });
+		if (user) chownSync(pwfile, user.uid, user.gid);
 		await run(
 			spawn(
 				join(native, "bin", "initdb"),
-				["-D", data, "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-sync", "--locale=C"],
+				[
+					"-D",
+					data,
+					"-U",
+					"postgres",
+					`--pwfile=${pwfile}`,
+					"--auth-host=scram-sha-256",
+					"--auth-local=trust",
+					"--encoding=UTF8",
+					"--no-sync",
+					"--locale=C",
+				],
 				{ ...user, env, stdio: ["ignore", "pipe", "pipe"] },
 			),
 			"initdb",
@@ -178,7 +195,8 @@ export async function startTestPostgres(): Promise<TestPostgres> {
 			});
 			child.once("exit", (code) => reject(new Error(`postgres exited (${code}): ${log}`)));
 		});
-		const adminUrl = `postgres://postgres@127.0.0.1:${port}/postgres`;
+		rmSync(pwfile);
+		const adminUrl = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
 		const inner = await external(adminUrl);
 		return {
 			adminUrl,
