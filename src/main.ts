@@ -180,6 +180,13 @@ async function main(): Promise<void> {
 	// For the person at the terminal (stdout is JSON logs): where the token is, and what is unsafe.
 	const notice = tokenNotice(gateway.tokenSource);
 	if (notice) console.error(notice);
+	// Where an agent works unless told otherwise: never this process's own directory by accident.
+	const { workspaceRoot, defaultCwd } = gateway.config;
+	console.error(
+		defaultCwd === "own"
+			? `pi-gateway: sessions without cwd work in a folder of their own, ${workspaceRoot}/<session id>`
+			: `pi-gateway: sessions without cwd work in the workspace root ${workspaceRoot}, all in the same folder`,
+	);
 	if (!gateway.sandbox.enabled)
 		console.error(`pi-gateway: sandbox off (${gateway.sandbox.reason}): pi and its tools run unconfined as this user`);
 	// Whatever ends this process, no pi child outlives it unasked (they would also exit on stdin EOF).

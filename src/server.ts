@@ -213,7 +213,14 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	}
 	const tokenFile = "path" in tokenSource ? tokenSource.path : undefined;
 	log.info(
-		{ url, demo: config.demo, workspaceRoot: config.workspaceRoot, sandbox: config.sandbox, tokenFile },
+		{
+			url,
+			demo: config.demo,
+			workspaceRoot: config.workspaceRoot,
+			defaultCwd: config.defaultCwd,
+			sandbox: config.sandbox,
+			tokenFile,
+		},
 		"pi-gateway listening",
 	);
 

@@ -86,3 +86,17 @@ describe("the token at start", () => {
 		expect(refused.stderr).toContain("Refusing to listen on 0.0.0.0 with --no-auth");
 	});
 });
+
+describe("the default folder at start", () => {
+	it("says where sessions without cwd work: <data-dir>/workspaces/<session id>, or the root given", async () => {
+		const dataDir = join(root, "folders");
+		const own = await start(["--data-dir", dataDir]);
+		expect(own).toContain(
+			`pi-gateway: sessions without cwd work in a folder of their own, ${join(dataDir, "workspaces")}/<session id>`,
+		);
+		const shared = await start(["--data-dir", dataDir, "--workspace-root", root]);
+		expect(shared).toContain(
+			`pi-gateway: sessions without cwd work in the workspace root ${root}, all in the same folder`,
+		);
+	});
+});
