@@ -1905,6 +1905,7 @@ export interface components {
             grants: components["schemas"]["SessionGrant"][];
         };
         SessionGrant: {
+            /** @example jwt:auth0|123 */
             principal: string;
             can: components["schemas"]["SessionRight"][];
         };

@@ -1,5 +1,6 @@
 import { createRemoteJWKSet, errors, type JWTPayload, jwtVerify } from "jose";
 import type { Config } from "../config.ts";
+import { jwtPrincipalName } from "./jwt-names.ts";
 import { type Principal, Scope } from "./principals.ts";
 
 const jwtShape = /^[\w-]+\.[\w-]+\.[\w-]+$/;
@@ -7,8 +8,9 @@ const jwtShape = /^[\w-]+\.[\w-]+\.[\w-]+$/;
 /**
  * Principals from an identity provider's JWTs (jose): the signature is checked against the
  * provider's JWKS (fetched, cached, and fetched again when a token names a key it does not know:
- * key rotation), and `iss`, `aud`, `exp` and `nbf` are checked. The principal is one claim
- * (`sub` by default), the scopes another (`scope`: a space-separated string, or an array).
+ * key rotation), and `iss`, `aud`, `exp` (required) and `nbf` are checked. The principal is
+ * `jwt:` and one claim (`sub` by default), the scopes another (`scope`: a space-separated string,
+ * or an array).
  */
 export class JwtVerifier {
 	readonly #jwks: ReturnType<typeof createRemoteJWKSet>;
@@ -34,15 +36,16 @@ export class JwtVerifier {
 			({ payload } = await jwtVerify(token, this.#jwks, {
 				issuer: this.#config.jwtIssuer,
 				audience: this.#config.jwtAudience,
+				// jose checks `exp` only when present: a token without one would never expire.
+				requiredClaims: ["exp"],
 				clockTolerance: 5,
 			}));
 		} catch (error) {
 			if (error instanceof errors.JOSEError) return undefined;
 			throw error;
 		}
-		const name = payload[this.#config.jwtPrincipalClaim];
-		// `admin` is the token's principal: an identity provider's user gets admin through a scope.
-		if (typeof name !== "string" || !/^[\w.@:|-]{1,128}$/.test(name) || name === "admin") return undefined;
+		const name = jwtPrincipalName(payload[this.#config.jwtPrincipalClaim]);
+		if (name === undefined) return undefined;
 		const claim = payload[this.#config.jwtScopesClaim];
 		const listed = typeof claim === "string" ? claim.split(" ") : Array.isArray(claim) ? claim : [];
 		const scopes = listed.flatMap((s) => {

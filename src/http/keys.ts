@@ -2,6 +2,8 @@ import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync, renameSync, unwatchFile, watchFile, writeFileSync } from "node:fs";
 import type { Logger } from "pino";
 import { z } from "zod";
+import { PrincipalName } from "../sessions/access.ts";
+import { jwtPrefix } from "./jwt-names.ts";
 import { type Principal, Scope } from "./principals.ts";
 
 /**
@@ -12,10 +14,11 @@ export const KeyRecord = z.object({
 	id: z.string().min(1),
 	hash: z.string().regex(/^sha256:[0-9a-f]{64}$/),
 	// `admin` is the token's principal; a key gets admin rights through its scopes, not its name.
-	principal: z
-		.string()
-		.regex(/^[\w.@:-]{1,128}$/)
-		.refine((name) => name !== "admin", "`admin` is the token's principal; name the key's owner"),
+	// `jwt:…` names an identity provider's subject: a key named so would be that user.
+	principal: PrincipalName.refine(
+		(name) => name !== "admin",
+		"`admin` is the token's principal; name the key's owner",
+	).refine((name) => !name.startsWith(jwtPrefix), "`jwt:` names identity provider subjects; name the key otherwise"),
 	scopes: z.array(Scope).min(1),
 	expiresAt: z.iso.datetime({ offset: true }).optional(),
 	createdAt: z.iso.datetime({ offset: true }).optional(),

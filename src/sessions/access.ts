@@ -9,9 +9,19 @@ import { z } from "@hono/zod-openapi";
 export const SessionRight = z.enum(["read", "write", "answer"]).openapi("SessionRight");
 export type SessionRight = z.infer<typeof SessionRight>;
 
+/**
+ * A principal's name, as keys, grants, the audit log and `resolvedBy` carry it: an API key's
+ * name, `admin`, or `jwt:<sub>` for an identity provider's subject (whose ids hold `|`:
+ * `jwt:auth0|123`). Letters, digits and `_ . @ : | -` only: safe in logs, JSON and SQL parameters.
+ */
+export const PrincipalName = z
+	.string()
+	.regex(/^[\w.@:|-]{1,128}$/, "1 to 128 of letters, digits and _ . @ : | -")
+	.openapi({ example: "jwt:auth0|123" });
+
 export const SessionGrant = z
 	.strictObject({
-		principal: z.string().regex(/^[\w.@:-]{1,128}$/),
+		principal: PrincipalName,
 		can: z.array(SessionRight).min(1),
 	})
 	.openapi("SessionGrant");
