@@ -1825,7 +1825,7 @@ export interface components {
         CreateSession: {
             /** @example refactor-auth */
             name?: string;
-            /** @description Working folder, inside the gateway's workspace root (default: the root itself) */
+            /** @description Working folder, inside the gateway's workspace root. Default: a folder of the session's own, `<workspace-root>/<session id>` (created empty), so an agent never works in the gateway's folder or in another session's; a gateway started with an explicit --workspace-root gives the root itself instead, unless --default-cwd own */
             cwd?: string;
             /** @example pi-gateway-demo */
             provider?: string;
@@ -1849,13 +1849,13 @@ export interface components {
              * @default true
              */
             persist?: boolean;
-            /** @description A pi session id (from a session's piSessionId) to continue */
+            /** @description A pi session id (from a session's piSessionId), or a prefix of one, to continue. It finds only sessions the caller may see (404 otherwise, as for an id that never existed); one a session still holds is 409 (use POST /v1/sessions/{id}/resume), and a file no session holds any more only an admin may continue */
             resume?: string;
             policies?: components["schemas"]["ApprovalPolicies"];
         };
         /** @enum {string} */
         ThinkingLevel: "off" | "minimal" | "low" | "medium" | "high" | "xhigh" | "max";
-        /** @description Approval policies of this session, tried before the gateway's (--approval-policies-file) */
+        /** @description Approval policies of this session, tried after the gateway's (--approval-policies-file) and the session's remembered answers. Rules that approve (`allow`, `{value}`) need the scope approvals:answer (403 otherwise) */
         ApprovalPolicies: {
             /** @default [] */
             rules?: components["schemas"]["ApprovalPolicyRule"][];
@@ -2632,6 +2632,15 @@ export interface operations {
             };
             /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
