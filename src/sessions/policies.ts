@@ -1,31 +1,33 @@
 import { z } from "@hono/zod-openapi";
 import { dialogMethods } from "../pi/protocol.ts";
 import type { Approval, ApprovalAnswer } from "./approvals.ts";
-
-/** Only this much of a title or message is matched: a pattern never scans an unbounded string. */
-const matchedChars = 4096;
+import {
+	fullMatch,
+	matchedChars,
+	maxPatternChars,
+	maxProgramSize,
+	maxSetProgramSize,
+	patternProblem,
+	programSize,
+} from "./policy-pattern.ts";
 
 /**
- * A pattern that cannot backtrack catastrophically: at most 200 characters, no backreferences, no
- * lookarounds, and no quantified group (every classic ReDoS needs a quantifier on a group that
- * itself repeats or alternates), matched against at most 4096 characters.
+ * A user-supplied pattern: RE2 syntax, run by the linear-time engine in policy-pattern.ts (never a
+ * JavaScript RegExp), matched against the whole text. What RE2 cannot run in linear time
+ * (backreferences, lookarounds) it refuses as a syntax error; the size bounds keep the cost of one
+ * match (program size × text length) small.
  */
 export const SafePattern = z
 	.string()
 	.min(1)
-	.max(200)
-	.refine((p) => !/\\[1-9k]/.test(p), "no backreferences")
-	.refine((p) => !/\(\?<?[=!]/.test(p), "no lookarounds")
-	.refine((p) => !/(^|[^\\])(\\\\)*\)[*+?{]/.test(p), "no quantifier after a group")
-	.refine((p) => {
-		try {
-			new RegExp(p, "u");
-			return true;
-		} catch {
-			return false;
-		}
-	}, "a valid regular expression")
-	.openapi({ description: "A bounded regular expression (no backreferences, lookarounds or quantified groups)" });
+	.max(maxPatternChars)
+	.superRefine((p, ctx) => {
+		const problem = patternProblem(p);
+		if (problem) ctx.addIssue({ code: "custom", message: problem });
+	})
+	.openapi({
+		description: `An RE2 regular expression (https://github.com/google/re2/wiki/Syntax), at most ${maxPatternChars} characters and ${maxProgramSize} RE2 instructions, matched against the whole text (an anchored full match; \`.\` does not match a newline unless the pattern starts with \`(?s)\`). No backreferences or lookarounds: RE2 has none. A text longer than ${matchedChars} characters is never matched by a pattern: the dialog is left to a person.`,
+	});
 
 const PolicyAction = z
 	.union([z.enum(["allow", "deny", "cancel", "ask"]), z.strictObject({ value: z.string().max(10_000) })])
@@ -63,23 +65,48 @@ export const PolicySet = z
 			.optional()
 			.openapi({ description: "What happens to a dialog nobody answered in afterMs: cancel, deny, or wait on" }),
 	})
+	.superRefine((set, ctx) => {
+		// One dialog is matched against every pattern of a set: the sum bounds the work it costs.
+		const total = set.rules.reduce(
+			(sum, r) =>
+				sum + (r.match.title ? programSize(r.match.title) : 0) + (r.match.message ? programSize(r.match.message) : 0),
+			0,
+		);
+		if (total > maxSetProgramSize)
+			ctx.addIssue({
+				code: "custom",
+				path: ["rules"],
+				message: `the RE2 patterns of these rules add up to ${total} instructions, over the ${maxSetProgramSize} allowed`,
+			});
+	})
 	.openapi("ApprovalPolicies", {
-		description:
-			"Ordered rules; the first that matches a dialog and fits it answers it at once, with `resolvedBy: policy:<name>`. Session rules come before the gateway's.",
+		description: `Ordered rules; the first that matches a dialog and fits it answers it at once, with \`resolvedBy: policy:<name>\`. The gateway's rules (--approval-policies-file) come first, then the session's remembered answers, then the session's own rules. The RE2 patterns of one set add up to at most ${maxSetProgramSize} instructions. A session's rules that approve (\`allow\`, \`{value}\`) need the creator to hold approvals:answer (else 403).`,
 	});
 export type PolicySet = z.infer<typeof PolicySet>;
 
 const allowLike = /^(allow|yes|approve|ok|accept)\b/i;
 const denyLike = /^(block|deny|no|reject|refuse)\b/i;
 
-function matches(rule: PolicyRule, approval: Approval): boolean {
+/**
+ * Whether the rule matches; undefined when one of its patterns would have to read a text longer than
+ * a pattern reads. Then no rule may decide (not this one, and not a later, broader one the agent
+ * reached by making its command long): the dialog is left to a person.
+ */
+function matches(rule: PolicyRule, approval: Approval): boolean | undefined {
 	const m = rule.match;
 	if (m.method && !m.method.includes(approval.method)) return false;
 	if (m.sessions && !m.sessions.includes(approval.sessionId)) return false;
 	if (m.titleEquals !== undefined && m.titleEquals !== approval.title) return false;
-	if (m.title && !new RegExp(m.title, "u").test(approval.title.slice(0, matchedChars))) return false;
-	if (m.message && !new RegExp(m.message, "u").test((approval.message ?? "").slice(0, matchedChars))) return false;
+	const title = m.title === undefined ? true : fullMatch(m.title, approval.title);
+	const message = m.message === undefined ? true : fullMatch(m.message, approval.message ?? "");
+	if (title === false || message === false) return false;
+	if (title === undefined || message === undefined) return undefined;
 	return true;
+}
+
+/** The rules of a set that approve a dialog by themselves: creating them takes approvals:answer. */
+export function approvingRules(set: PolicySet | undefined): string[] {
+	return (set?.rules ?? []).filter((r) => r.action === "allow" || typeof r.action === "object").map((r) => r.name);
 }
 
 /** The answer an action gives this dialog; undefined when it does not fit (the rule is skipped). */
@@ -106,7 +133,9 @@ export function decide(
 	approval: Approval,
 ): { rule: PolicyRule; answer: ApprovalAnswer } | undefined {
 	for (const rule of rules) {
-		if (!matches(rule, approval)) continue;
+		const matched = matches(rule, approval);
+		if (matched === undefined) return undefined;
+		if (!matched) continue;
 		const answer = answerFor(rule.action, approval);
 		if (answer === "ask") return undefined;
 		if (answer) return { rule, answer };

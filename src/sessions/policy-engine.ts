@@ -17,11 +17,17 @@ export interface PolicyHost {
 /** "Allow always" rules a person added, per session at most this many (the oldest go). */
 const maxRemembered = 100;
 
-/** --approval-policies-file: JSON or YAML of an ApprovalPolicies object. */
+/**
+ * --approval-policies-file: JSON or YAML of an ApprovalPolicies object, held to the same rules as a
+ * session's (RE2 patterns, their size). A refused rule stops the start, naming the file and the rule.
+ */
 export function loadPolicyFile(path: string): PolicySet {
 	const text = readFileSync(path, "utf8");
 	const data = /\.json$/i.test(path) ? JSON.parse(text) : parseYaml(text);
-	return PolicySet.parse(data);
+	const parsed = PolicySet.safeParse(data);
+	if (parsed.success) return parsed.data;
+	const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(top)"}: ${i.message}`);
+	throw new Error(`--approval-policies-file ${path}: ${issues.join("; ")}`);
 }
 
 /**
