@@ -24,7 +24,7 @@ echo "$SECRET" | grep -q '^whsec_'
 curl -s -H "$AUTH" $GW/v1/webhooks | jq -e -c '.webhooks[] | {id, url, events}'
 
 say "Approval policies: a session whose rule allows one command with nobody watching"
-ID=$(curl -s -H "$AUTH" --json '{"extensions":["permission-gate"],"policies":{"rules":[{"name":"scratch-ok","match":{"method":["select"],"title":"rm -rf \\./scratch$"},"action":"allow"}],"unanswered":{"afterMs":60000,"action":"deny"}}}' $GW/v1/sessions | jq -r .id)
+ID=$(curl -s -H "$AUTH" --json '{"extensions":["permission-gate"],"policies":{"rules":[{"name":"scratch-ok","match":{"method":["select"],"title":"Allow this bash command\\?\\s+rm -rf \\./scratch"},"action":"allow"}],"unanswered":{"afterMs":60000,"action":"deny"}}}' $GW/v1/sessions | jq -r .id)
 
 say "Idempotency: the same key twice runs the prompt once; the second answer is the first one, replayed"
 KEY=$(cat /proc/sys/kernel/random/uuid)

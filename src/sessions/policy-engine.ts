@@ -79,9 +79,12 @@ export class PolicyEngine {
 		this.#timers.clear();
 	}
 
-	/** Session rules (remembered ones first), then the gateway's. */
+	/**
+	 * The operator's rules first, so that an operator's `ask` or `deny` holds whatever a session
+	 * brings; then what a person chose to remember for the session; then the session's own rules.
+	 */
 	rules(sessionId: string): PolicyRule[] {
-		return [...this.#remembered(sessionId), ...(this.#host.policiesOf(sessionId)?.rules ?? []), ...this.#gateway.rules];
+		return [...this.#gateway.rules, ...this.#remembered(sessionId), ...(this.#host.policiesOf(sessionId)?.rules ?? [])];
 	}
 
 	/** "Allow always for this session": the answer becomes a rule for dialogs with the same method and title. */

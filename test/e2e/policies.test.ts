@@ -1,13 +1,18 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKey } from "../../src/http/keys.ts";
+import { startGateway } from "../../src/server.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // Real pi with the shipped permission gate: rules answer dialogs with nobody watching.
 const gate = resolve(import.meta.dirname, "../../extensions/permission-gate.ts");
+const readme = readFileSync(resolve(import.meta.dirname, "../../README.md"), "utf8");
 let gw: TestGateway;
 let policyDir: string;
+/** A key with sessions:read and sessions:write only: it may start sessions, not answer dialogs. */
+let writer: string;
 
 beforeAll(async () => {
 	policyDir = mkdtempSync(join(tmpdir(), "pi-gateway-policies-"));
@@ -16,14 +21,21 @@ beforeAll(async () => {
 		file,
 		[
 			"rules:",
-			"  - name: scratch-ok",
+			// The operator's say comes first: nothing in ./guarded is answered by a rule.
+			"  - name: guarded-ask",
 			"    match:",
-			'      title: "rm -rf \\\\./scratch$"',
+			'      title: "Allow this bash command\\\\?\\\\s+rm -rf \\\\./guarded"',
+			"    action: ask",
+			"  - name: build-ok",
+			"    match:",
+			'      title: "Allow this bash command\\\\?\\\\s+rm -rf \\\\./build"',
 			"    action: allow",
 			"",
 		].join("\n"),
 	);
-	gw = await startTestGateway({ extensions: { gate }, approvalPoliciesFile: file });
+	const keysFile = join(policyDir, "keys.json");
+	writer = createKey(keysFile, "bob", ["sessions:read", "sessions:write"]).secret;
+	gw = await startTestGateway({ extensions: { gate }, approvalPoliciesFile: file, keysFile });
 });
 afterAll(async () => {
 	await gw?.stop();
@@ -42,12 +54,12 @@ const run = (id: string, message: string, wait = true) =>
 describe("approval policies", () => {
 	it("a gateway rule answers a matching dialog with no person and leaves the others pending", async () => {
 		const id = await gw.session({ extensions: ["gate"] });
-		const scratch = dir("scratch");
-		const done = await run(id, "bash: rm -rf ./scratch");
+		const build = dir("build");
+		const done = await run(id, "bash: rm -rf ./build");
 		expect(done.status).toBe(200);
-		expect(existsSync(scratch)).toBe(false);
+		expect(existsSync(build)).toBe(false);
 		expect(await approvals(id, "answered")).toEqual([
-			expect.objectContaining({ status: "answered", answer: { value: "Allow" }, resolvedBy: "policy:scratch-ok" }),
+			expect.objectContaining({ status: "answered", answer: { value: "Allow" }, resolvedBy: "policy:build-ok" }),
 		]);
 
 		const other = dir("other");
@@ -68,21 +80,37 @@ describe("approval policies", () => {
 		expect((await run(id, "bash: rm -rf ./other")).status).toBe(200);
 		expect(existsSync(other)).toBe(false);
 		const resolvedBy = (await approvals(id, "answered")).map((a: { resolvedBy: string }) => a.resolvedBy);
-		expect(resolvedBy).toEqual(["policy:scratch-ok", "admin", expect.stringMatching(/^policy:remembered-/)]);
+		expect(resolvedBy).toEqual(["policy:build-ok", "admin", expect.stringMatching(/^policy:remembered-/)]);
 	});
 
-	it("session rules come before the gateway's, and an unanswered dialog is denied after afterMs", async () => {
+	it("the operator's rules come first: a session's allow-everything rule cannot undo the operator's ask", async () => {
+		const id = await gw.session({
+			extensions: ["gate"],
+			policies: { rules: [{ name: "yes-to-all", match: {}, action: "allow" }] },
+		});
+		const guarded = dir("guarded");
+		expect((await run(id, "bash: rm -rf ./guarded", false)).status).toBe(202);
+		const pending = await until(async () => (await approvals(id, "pending"))[0]);
+		expect(pending).toMatchObject({ status: "pending", resolvedBy: null });
+		expect(existsSync(guarded)).toBe(true);
+		await gw.api(`/v1/sessions/${id}/approvals/${pending.id}`, { method: "POST", json: { value: "Block" } });
+		await until(async () => (await gw.api(`/v1/sessions/${id}`)).body.status === "idle");
+		expect(existsSync(guarded)).toBe(true);
+
+		// Below the operator's rules, the session's still decide (here: deny before the operator's allow).
 		const strict = await gw.session({
 			extensions: ["gate"],
-			policies: { rules: [{ name: "no-rm", match: { method: ["select"], title: "rm " }, action: "deny" }] },
+			policies: { rules: [{ name: "no-rm", match: { method: ["select"], title: "(?s).*rm .*" }, action: "deny" }] },
 		});
-		const scratch = dir("scratch");
-		expect((await run(strict, "bash: rm -rf ./scratch")).status).toBe(200);
-		expect(existsSync(scratch)).toBe(true);
+		dir("kept");
+		expect((await run(strict, "bash: rm -rf ./kept")).status).toBe(200);
+		expect(existsSync(join(gw.workspace, "kept"))).toBe(true);
 		expect(await approvals(strict, "answered")).toEqual([
 			expect.objectContaining({ answer: { value: "Block" }, resolvedBy: "policy:no-rm" }),
 		]);
+	});
 
+	it("an unanswered dialog is denied after afterMs", async () => {
 		const patient = await gw.session({
 			extensions: ["gate"],
 			policies: { unanswered: { afterMs: 200, action: "deny" } },
@@ -95,13 +123,107 @@ describe("approval policies", () => {
 		]);
 	});
 
-	it("refuses patterns that could backtrack without bound", async () => {
-		for (const title of ["(a+)+$", "(x|y)*z", "(?=a)", "(a)\\1"]) {
+	it("the README's example rule matches the whole title: a second command chained before it stays pending", async () => {
+		const body = /--json '(\{[^']*"policies"[^']*\})'/.exec(section("Approval policies"))?.[1];
+		const { policies } = JSON.parse(body as string);
+		const id = await gw.session({ extensions: ["gate"], policies });
+		const victim = dir("victim2");
+		dir("scratch");
+		expect((await run(id, "bash: rm -rf ./victim2; rm -rf ./scratch", false)).status).toBe(202);
+		const pending = await until(async () => (await approvals(id, "pending"))[0]);
+		expect(pending).toMatchObject({ status: "pending", resolvedBy: null });
+		expect(existsSync(victim)).toBe(true);
+		await gw.api(`/v1/sessions/${id}/approvals/${pending.id}`, { method: "POST", json: { value: "Block" } });
+		await until(async () => (await gw.api(`/v1/sessions/${id}`)).body.status === "idle");
+		expect(existsSync(victim)).toBe(true);
+		// The command it names is still allowed, by the README's rule.
+		const scratch = dir("scratch");
+		expect((await run(id, "bash: rm -rf ./scratch")).status).toBe(200);
+		expect(existsSync(scratch)).toBe(false);
+		expect((await approvals(id, "answered")).map((a: { resolvedBy: string }) => a.resolvedBy)).toEqual([
+			"admin",
+			"policy:scratch-ok",
+		]);
+	});
+
+	it("a principal without approvals:answer cannot approve through a session policy (403), only deny or ask", async () => {
+		const as = { authorization: `Bearer ${writer}` };
+		for (const action of ["allow", { value: "Allow" }]) {
 			const refused = await gw.api("/v1/sessions", {
 				method: "POST",
-				json: { policies: { rules: [{ name: "bad", match: { title }, action: "allow" }] } },
+				headers: as,
+				json: { extensions: ["gate"], policies: { rules: [{ name: "yes", match: {}, action }] } },
+			});
+			expect(refused.status, JSON.stringify(action)).toBe(403);
+			expect(refused.res.headers.get("content-type")).toContain("application/problem+json");
+			expect(refused.body).toMatchObject({ status: 403, code: "insufficient_scope" });
+			expect(refused.body.detail).toContain("approvals:answer");
+		}
+		const created = await gw.api("/v1/sessions", {
+			method: "POST",
+			headers: as,
+			json: {
+				policies: {
+					rules: [
+						{ name: "no", match: {}, action: "deny" },
+						{ name: "hm", match: {}, action: "ask" },
+					],
+				},
+			},
+		});
+		expect(created.status).toBe(201);
+		expect((await gw.api(`/v1/sessions/${created.body.id}`, { method: "DELETE", headers: as })).status).toBe(204);
+	});
+
+	it("accepts RE2 syntax only, and refuses (400, naming RE2) what the linear engine cannot run or would run too long", async () => {
+		// Nested quantifiers are harmless in a linear-time engine: accepted.
+		for (const title of ["(a+)+$", "(x|y)*z", String.raw`\w*\w*\w*\w*!`, "(.*a){20}"]) {
+			const accepted = await gw.api("/v1/sessions", {
+				method: "POST",
+				json: { policies: { rules: [{ name: "ok", match: { title }, action: "deny" }] } },
+			});
+			expect(accepted.status, title).toBe(201);
+			await gw.api(`/v1/sessions/${accepted.body.id}`, { method: "DELETE" });
+		}
+		for (const title of ["(?=a)", "(a)\\1", "(?<=a)b", "\\u0041", "a{1001}", String.raw`[\s\S]{1000}x`]) {
+			const refused = await gw.api("/v1/sessions", {
+				method: "POST",
+				json: { policies: { rules: [{ name: "bad", match: { title }, action: "deny" }] } },
 			});
 			expect(refused.status, title).toBe(400);
+			expect(refused.res.headers.get("content-type")).toContain("application/problem+json");
+			expect(JSON.stringify(refused.body), title).toMatch(/RE2/);
 		}
 	});
+
+	it("refuses to start on an operator's file with a pattern the engine refuses, naming the file and the rule", async () => {
+		const bad = join(policyDir, "bad.yaml");
+		writeFileSync(
+			bad,
+			[
+				"rules:",
+				"  - name: broken",
+				"    match:",
+				String.raw`      title: '[\s\S]{1000}x'`,
+				"    action: deny",
+				"",
+			].join("\n"),
+		);
+		const start = startGateway({
+			host: "127.0.0.1",
+			port: 0,
+			workspaceRoot: gw.workspace,
+			dataDir: join(policyDir, "data"),
+			logLevel: "silent",
+			approvalPoliciesFile: bad,
+		});
+		await expect(start).rejects.toThrow(
+			new RegExp(`${bad.replaceAll(".", "\\.")}.*rules\\.0\\.match\\.title.*RE2`, "s"),
+		);
+	});
 });
+
+/** A `## title` section of the README. */
+function section(title: string): string {
+	return new RegExp(`^## ${title}\\n([\\s\\S]*?)(?=^## )`, "m").exec(readme)?.[1] ?? "";
+}

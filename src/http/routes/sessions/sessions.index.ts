@@ -2,6 +2,7 @@ import { CreateSessionBody } from "../../../sessions/spawn.ts";
 import type { Deps } from "../../deps.ts";
 import { createRouter } from "../../openapi.ts";
 import { mayAccess } from "../../ownership.ts";
+import { assertMayApproveByPolicy } from "../../policy-scope.ts";
 import { adminPrincipal, hasScope } from "../../principals.ts";
 import { ApiError } from "../../problem.ts";
 import { getSessionAccess, putSessionAccess } from "./access.routes.ts";
@@ -16,6 +17,7 @@ export function sessionsRouter({ registry, tickets, access, cluster }: Deps) {
 			// The body is optional: an empty POST starts a session with every default.
 			const body = CreateSessionBody.parse(c.req.valid("json") ?? {});
 			const principal = c.get("principal") ?? adminPrincipal;
+			assertMayApproveByPolicy(principal, body.policies);
 			// `resume` finds only what this principal may see: another's session is not there (404).
 			const session = await registry.create(body, {
 				admin: hasScope(principal, "admin"),
