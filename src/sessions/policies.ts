@@ -26,7 +26,7 @@ export const SafePattern = z
 		if (problem) ctx.addIssue({ code: "custom", message: problem });
 	})
 	.openapi({
-		description: `An RE2 regular expression (https://github.com/google/re2/wiki/Syntax), at most ${maxPatternChars} characters and ${maxProgramSize} RE2 instructions, matched against the whole text (an anchored full match; \`.\` does not match a newline unless the pattern starts with \`(?s)\`). No backreferences or lookarounds: RE2 has none. A text longer than ${matchedChars} characters is never matched by a pattern: the dialog is left to a person.`,
+		description: `An RE2 regular expression (https://github.com/google/re2/wiki/Syntax), at most ${maxPatternChars} characters and ${maxProgramSize} RE2 instructions (${maxSetProgramSize} for all the patterns of one policy set), matched against the whole text (an anchored full match; \`.\` does not match a newline unless the pattern starts with \`(?s)\`). No backreferences or lookarounds: RE2 has none. A text longer than ${matchedChars} characters is never matched by a pattern: the dialog is left to a person.`,
 	});
 
 const PolicyAction = z
