@@ -40,6 +40,8 @@ import { docsPaths, docsRouter } from "./http/routes/system/docs.index.ts";
 import { metricsRouter } from "./http/routes/system/scrape.index.ts";
 import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.ts";
 import { webhooksRouter } from "./http/routes/webhooks/webhooks.index.ts";
+import { workspaceChangesRouter } from "./http/routes/workspace/changes.index.ts";
+import { workspaceFilesRouter } from "./http/routes/workspace/files.index.ts";
 import { StreamEvent } from "./http/streams/event-schemas.ts";
 import { StreamTickets } from "./http/tickets.ts";
 import { SessionAccess } from "./sessions/access.ts";
@@ -47,6 +49,7 @@ import type { ApprovalHistory } from "./sessions/approval-history.ts";
 import type { PolicyEngine } from "./sessions/policy-engine.ts";
 import type { SessionRegistry } from "./sessions/registry.ts";
 import type { WebhookService } from "./webhooks/service.ts";
+import { ChangeTracker } from "./workspace/tracker.ts";
 
 // The API description and its docs page are public (they ship in the package); the API is not.
 const openPaths = new Set(["/healthz", "/readyz", "/openapi.json", "/openapi.yaml", ...docsPaths]);
@@ -77,6 +80,7 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
 			{ name: "events", description: "Server-Sent Events" },
 			{ name: "approvals", description: "Extension dialogs as resources, and UI state" },
 			{ name: "webhooks", description: "Signed event deliveries (Standard Webhooks) with a durable outbox" },
+			{ name: "workspace", description: "A session's folder: files in and out, search, archive, what runs changed" },
 			{ name: "system", description: "Health, info, metrics, docs" },
 		],
 	});
@@ -154,14 +158,14 @@ export function createApp(
 	app.use(sessionOwnership(deps.access, scopedRoutes));
 	if (config.maxLiveSessionsPerPrincipal > 0)
 		app.use(liveSessionLimit(config.maxLiveSessionsPerPrincipal, registry, deps.access));
-	app.use(
-		bodyLimit({
-			maxSize: config.maxBodyBytes,
-			onError: () => {
-				throw new ApiError(413, "body_too_large", `Request bodies are limited to ${config.maxBodyBytes} bytes`);
-			},
-		}),
-	);
+	const limitBody = bodyLimit({
+		maxSize: config.maxBodyBytes,
+		onError: () => {
+			throw new ApiError(413, "body_too_large", `Request bodies are limited to ${config.maxBodyBytes} bytes`);
+		},
+	});
+	// An upload is streamed to disk under its own bound (--workspace-max-upload-bytes), never buffered.
+	app.use((c, next) => (c.req.method === "PUT" && isUpload(c.req.path) ? next() : limitBody(c, next)));
 	const bodyRoutes = new BodyRoutes();
 	app.use(
 		bodyGuard(bodyRoutes, {
@@ -170,6 +174,16 @@ export function createApp(
 	);
 	const idempotentRoutes = new IdempotentRoutes();
 	app.use(idempotency(idempotentRoutes, extras.idempotency));
+	const tracker = workspaceTracker(config, registry, logger);
+	// The folder as the run finds it, before the prompt reaches pi (its first tool call may follow at once).
+	app.post("/v1/sessions/:id/prompt", async (c, next) => {
+		await tracker.beforePrompt(c.req.param("id"));
+		return next();
+	});
+	app.delete("/v1/sessions/:id", async (c, next) => {
+		await next();
+		if (c.res.status < 300) await tracker.forget(c.req.param("id"));
+	});
 
 	app.route("/", systemRouter(deps));
 	app.route("/", metricsRouter(metrics));
@@ -188,6 +202,8 @@ export function createApp(
 	);
 	app.route("/", approvalsRouter(deps));
 	app.route("/", uiRouter(deps));
+	app.route("/", workspaceFilesRouter(deps));
+	app.route("/", workspaceChangesRouter(deps, tracker));
 	app.route(
 		"/",
 		webhooksRouter(() => extras.webhooks),
@@ -216,6 +232,35 @@ export function createApp(
 		return c.json(problem, problem.status as 400, { "Content-Type": "application/problem+json", ...retry });
 	});
 	return app;
+}
+
+const isUpload = (path: string) => /^\/v1\/sessions\/[^/]+\/files\/content$/.test(path);
+
+/** Workspace snapshots, fed by every session's events; `run_changes` goes on the session's own stream. */
+function workspaceTracker(config: Config, registry: SessionRegistry, logger: Logger): ChangeTracker {
+	const tracker = new ChangeTracker(
+		{
+			dataDir: config.dataDir,
+			enabled: config.workspaceChanges,
+			snapshotTimeoutMs: config.workspaceSnapshotTimeoutMs,
+			limits: {
+				maxFiles: config.workspaceMaxChangedFiles,
+				maxDiffBytes: config.workspaceMaxDiffBytes,
+				maxTotalBytes: config.workspaceMaxChangesBytes,
+			},
+		},
+		(id) => {
+			if (!registry.has(id)) return undefined;
+			const session = registry.get(id);
+			return {
+				cwd: session.cwd,
+				emit: (type, fields) => session.events.append(type, JSON.stringify({ type, sessionId: id, ...fields })),
+			};
+		},
+		logger.child({ component: "workspace" }),
+	);
+	registry.subscribeAll((id, event) => tracker.onEvent(id, event));
+	return tracker;
 }
 
 type SpecDocument = ReturnType<typeof openApiDocument>;

@@ -1,3 +1,5 @@
+// Over 300 lines on purpose: every setting is one entry of the one zod schema that flags and env vars
+// land in (DESIGN: "one zod schema for every setting"); split up, a setting would have two homes.
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -231,6 +233,32 @@ export const ConfigSchema = z.object({
 	webhookMaxPending: int(1)
 		.default(1000)
 		.describe("Undelivered messages kept per webhook; past it the oldest are dropped"),
+	workspaceMaxUploadBytes: int(1)
+		.default(64 * 1024 * 1024)
+		.describe("Largest file uploaded to a session's folder (PUT …/files/content), streamed to disk"),
+	workspaceMaxArchiveBytes: int(1)
+		.default(512 * 1024 * 1024)
+		.describe("Largest folder (bytes of its files) GET …/archive sends; past it 413"),
+	workspaceMaxSearchResults: int(1).default(200).describe("Matches one workspace search returns at most"),
+	workspaceSearchTimeoutMs: int(100).default(5_000).describe("Time one workspace search may take"),
+	workspaceRipgrep: z
+		.enum(["auto", "off"])
+		.default("auto")
+		.describe("Search with ripgrep (rg) when it is on PATH (auto), or always with the bounded built-in search (off)"),
+	workspaceChanges: z
+		.boolean()
+		.default(true)
+		.describe(
+			"Snapshot each session's folder at its start and around each run (a shadow git repository under <data-dir>/workspaces) for GET …/changes and run summaries",
+		),
+	workspaceSnapshotTimeoutMs: int(100).default(30_000).describe("Time one snapshot or diff of a folder may take"),
+	workspaceMaxChangedFiles: int(1).default(500).describe("Files GET …/changes lists at most"),
+	workspaceMaxDiffBytes: int(1024)
+		.default(256 * 1024)
+		.describe("Bytes of one file's diff at most (past it: truncated)"),
+	workspaceMaxChangesBytes: int(1024)
+		.default(4 * 1024 * 1024)
+		.describe("Bytes of all diffs of one answer at most"),
 	logLevel: z
 		.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
 		.default("info")

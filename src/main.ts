@@ -16,7 +16,7 @@ const envName = (key: string) => `PI_GATEWAY_${kebab(key).replaceAll("-", "_").t
 const shape = ConfigSchema.shape;
 type Key = keyof typeof shape;
 const keys = Object.keys(shape) as Key[];
-const booleans = new Set<Key>(["demo", "autoResume", "auth"]);
+const booleans = new Set<Key>(["demo", "autoResume", "auth", "workspaceChanges"]);
 const lists = new Set<Key>(["allowedHosts", "corsOrigins", "piCommand", "sandboxWritable", "passEnv", "webhookAllow"]);
 // Secrets with no flag at all: on argv every local process could read them.
 const envOnly = new Set<Key>(["clusterSecret"]);

@@ -17,8 +17,9 @@ export class BodyRoutes {
 		for (const [template, operations] of Object.entries(document.paths ?? {})) {
 			const pattern = template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+");
 			for (const [method, operation] of Object.entries(operations)) {
-				const body = (operation as { requestBody?: { required?: boolean } }).requestBody;
-				if (body === undefined) continue;
+				const body = (operation as { requestBody?: { required?: boolean; content?: object } }).requestBody;
+				// Raw bodies (a workspace upload) take any content type.
+				if (body === undefined || !(body.content && "application/json" in body.content)) continue;
 				this.#routes.push({
 					method: method.toUpperCase(),
 					path: new RegExp(`^${pattern}$`),

@@ -13,8 +13,16 @@ export class WebhookMessages {
 	/** The last assistant message's stopReason per session, for run.settled. */
 	readonly #stopReasons = new Map<string, string>();
 
-	constructor(currentRunId: (sessionId: string) => string | undefined) {
+	/**
+	 * With workspace change tracking on, run.settled waits for the run's `run_changes` event (its
+	 * folder's snapshot, a moment after agent_settled) so that it can name the changed paths.
+	 */
+	readonly #awaitChanges: boolean;
+	readonly #settled = new Map<string, Record<string, unknown>>();
+
+	constructor(currentRunId: (sessionId: string) => string | undefined, awaitChanges = false) {
 		this.#currentRunId = currentRunId;
+		this.#awaitChanges = awaitChanges;
 	}
 
 	of(sessionId: string, event: LoggedEvent): { type: WebhookEventType; data: Record<string, unknown> } | undefined {
@@ -47,18 +55,36 @@ export class WebhookMessages {
 			case "agent_settled": {
 				const stopReason = this.#stopReasons.get(sessionId) ?? null;
 				this.#stopReasons.delete(sessionId);
+				const runId = this.#currentRunId(sessionId) ?? null;
+				const data = {
+					sessionId,
+					runId,
+					stopReason,
+					links: {
+						...sessionLinks(sessionId),
+						messages: `/v1/sessions/${sessionId}/messages`,
+						lastAssistantText: `/v1/sessions/${sessionId}/last-assistant-text`,
+						...(runId && { changes: `/v1/sessions/${sessionId}/changes?runId=${runId}` }),
+					},
+				};
+				// A run the tracker knows (pi said `started`) gets its run_changes; any other settles now.
+				if (this.#awaitChanges && runId) {
+					// Bounded: a run whose run_changes never came (its session deleted mid-snapshot) is forgotten in time.
+					if (this.#settled.size >= 1000) this.#settled.delete(this.#settled.keys().next().value as string);
+					this.#settled.set(`${sessionId}\0${runId}`, data);
+					return undefined;
+				}
+				return { type: "run.settled", data };
+			}
+			case "run_changes": {
+				const changes = eventJson<{ runId: string; files: unknown; truncated: boolean }>(event);
+				const key = `${sessionId}\0${changes.runId}`;
+				const data = this.#settled.get(key);
+				this.#settled.delete(key);
+				if (!data) return undefined;
 				return {
 					type: "run.settled",
-					data: {
-						sessionId,
-						runId: this.#currentRunId(sessionId) ?? null,
-						stopReason,
-						links: {
-							...sessionLinks(sessionId),
-							messages: `/v1/sessions/${sessionId}/messages`,
-							lastAssistantText: `/v1/sessions/${sessionId}/last-assistant-text`,
-						},
-					},
+					data: { ...data, changes: { files: changes.files, truncated: changes.truncated } },
 				};
 			}
 			case "session_exit": {

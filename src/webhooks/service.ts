@@ -25,6 +25,8 @@ export interface WebhookSettings {
 	webhookConcurrency: number;
 	maxWebhooks: number;
 	webhookMaxPending: number;
+	/** Workspace change tracking is on: run.settled waits for the run's run_changes (messages.ts). */
+	workspaceChanges?: boolean;
 }
 
 /** What the service needs of the session registry: its event hub and a session's current run. */
@@ -66,7 +68,7 @@ export class WebhookService {
 		this.#settings = settings;
 		this.#store = store;
 		this.#source = source;
-		this.#messages = new WebhookMessages((sessionId) => source.currentRunId(sessionId));
+		this.#messages = new WebhookMessages((sessionId) => source.currentRunId(sessionId), settings.workspaceChanges);
 		this.#logger = logger;
 		this.#destinations = new Destinations(settings.webhookAllow);
 		this.#definitions = new WebhookDefinitions(store, logger, settings.webhooksFile);

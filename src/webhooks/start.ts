@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
+import { hasGit } from "../workspace/git.ts";
 import { WebhookService } from "./service.ts";
 import type { SharedWebhooks } from "./shared.ts";
 import { WebhookStore } from "./store.ts";
@@ -18,7 +19,7 @@ export async function startWebhooks(
 	const db = registry.sqliteDatabase;
 	if (!db) throw new Error("webhooks need the registry's store: call registry.open() first");
 	const service = new WebhookService(
-		config,
+		{ ...config, workspaceChanges: config.workspaceChanges && hasGit() },
 		new WebhookStore(db),
 		{
 			subscribeAll: (listener) => registry.subscribeAll(listener),

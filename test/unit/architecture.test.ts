@@ -13,12 +13,13 @@ import { describe, expect, it } from "vitest";
  *   base      src/config.ts, src/errors.ts, src/patterns.ts, src/child-env.ts, src/limits.ts
  *   pi        src/pi/**            (the child process and its JSONL protocol)
  *   sessions  src/sessions/**      (sessions, approvals, the registry and its store)
+ *   workspace src/workspace/**     (a session's folder: paths, files, search, archive, snapshots and changes)
  *   webhooks  src/webhooks/**      (deliveries: they follow sessions' events, HTTP routes manage them)
  *   cluster   src/cluster/**       (membership, fence, forwarding: where a session lives among nodes)
  *   http      src/http/**          (routes, problem+json, SSE, tickets, Prometheus)
  *   app       src/app.ts, src/server.ts, src/main.ts, src/token.ts (wiring and startup)
  */
-const layers = ["base", "pi", "sessions", "webhooks", "cluster", "http", "app"] as const;
+const layers = ["base", "pi", "sessions", "workspace", "webhooks", "cluster", "http", "app"] as const;
 type Layer = (typeof layers)[number];
 
 const src = resolve(import.meta.dirname, "../../src");
@@ -42,7 +43,14 @@ function layerOf(file: string): Layer {
 		if (!layer) throw new Error(`src/${path} has no layer: add it to the table in architecture.test.ts and README`);
 		return layer;
 	}
-	if (first === "pi" || first === "sessions" || first === "webhooks" || first === "cluster" || first === "http")
+	if (
+		first === "pi" ||
+		first === "sessions" ||
+		first === "workspace" ||
+		first === "webhooks" ||
+		first === "cluster" ||
+		first === "http"
+	)
 		return first;
 	throw new Error(`src/${path}: no layer for the folder ${first}/`);
 }

@@ -177,6 +177,23 @@ const gatewayEvents = [
 		"Gateway: a dialog was answered, expired or cancelled",
 	),
 	ev(
+		"run_changes",
+		{
+			sessionId: z.string(),
+			runId: z.string(),
+			files: z
+				.array(z.object({ path: z.string(), status: z.enum(["added", "modified", "deleted"]) }))
+				.nullable()
+				.openapi({
+					description:
+						"The paths the run changed in the session's folder (at most 100); null when no snapshot could be taken (`error`)",
+				}),
+			truncated: z.boolean().openapi({ description: "More paths changed than are listed" }),
+			error: z.string().optional(),
+		},
+		"Gateway: a run settled and its folder was snapshotted (after its agent_settled); the diffs are at GET …/changes?runId=",
+	),
+	ev(
 		"gap",
 		{ sessionId: z.string(), after: z.number(), firstAvailable: z.number(), lost: z.number() },
 		"Gateway: the asked-for position is older than the log; the `lost` events after `after` are gone and the stream goes on from `firstAvailable` (the frame's id is `firstAvailable - 1`)",

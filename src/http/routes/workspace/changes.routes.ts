@@ -1,0 +1,82 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { json, problem, problems } from "../../openapi.ts";
+import { SessionParams } from "../../params.ts";
+
+const tags = ["workspace"];
+
+export const FileChange = z
+	.object({
+		path: z.string(),
+		status: z.enum(["added", "modified", "deleted"]),
+		binary: z.boolean().openapi({ description: "git's test (a NUL byte near the start): no diff is given" }),
+		diff: z.string().nullable().openapi({
+			description: "Unified diff (`diff --git …`, 3 lines of context); null for a binary file or past the caps",
+		}),
+		truncated: z.boolean().openapi({
+			description:
+				"The diff was left out: larger than --workspace-max-diff-bytes, or past --workspace-max-changes-bytes",
+		}),
+	})
+	.openapi("WorkspaceFileChange");
+
+export const changes = createRoute({
+	operationId: "workspace.changes",
+	method: "get",
+	path: "/v1/sessions/{id}/changes",
+	tags,
+	summary: "What changed in the session's folder: since the session started, or in one run",
+	description:
+		"Without `runId`: the folder now against a snapshot taken when the session started (uploads and `bash` commands included). With `runId` (a prompt's `runId` that started a run): the folder when that run settled against a snapshot taken just before its prompt reached pi (a run still going: against now). Snapshots live in a shadow git repository under the gateway's data dir, never in the folder; files the folder's .gitignore ignores are not tracked. The last 100 runs of a session are kept. Capped by --workspace-max-changed-files, --workspace-max-diff-bytes and --workspace-max-changes-bytes.",
+	request: {
+		params: SessionParams,
+		query: z.object({
+			runId: z
+				.string()
+				.regex(/^[\w.-]{1,100}$/)
+				.optional()
+				.openapi({ description: "A run's id (from the prompt's answer)", example: "gw_1" }),
+		}),
+	},
+	responses: {
+		200: json(
+			z
+				.object({
+					runId: z.string().nullable(),
+					files: z.array(FileChange),
+					truncated: z.boolean().openapi({ description: "More files changed than are listed, or the diffs were cut" }),
+				})
+				.openapi("WorkspaceChanges"),
+			"The changed files with their diffs",
+		),
+		...problems(400, 401, 403, 410),
+		404: problem("No such session, or no settled run with this id (`run_not_found`)"),
+		501: problem(
+			"Change tracking is off (--no-workspace-changes) or git is not on the gateway's PATH (`changes_unavailable`)",
+		),
+	},
+});
+
+export const archive = createRoute({
+	operationId: "workspace.archive",
+	method: "get",
+	path: "/v1/sessions/{id}/archive",
+	tags,
+	summary: "The session's folder as a gzip'd tar, streamed",
+	description:
+		"Every file, folder and symlink (as a link, never followed), names sorted. The folder is listed first, so a folder over --workspace-max-archive-bytes (bytes of its files) or 200,000 entries is a 413 before any byte is sent; then files are read one chunk at a time as the client takes them. A file that changes while it is sent keeps the size it was listed with (cut or zero-filled).",
+	request: { params: SessionParams },
+	responses: {
+		200: {
+			description: "The archive",
+			headers: {
+				"Content-Disposition": {
+					description: "`attachment; filename=<session id>.tar.gz`",
+					schema: { type: "string" as const },
+				},
+			},
+			content: { "application/gzip": { schema: z.string().openapi({ format: "binary" }) } },
+		},
+		...problems(401, 403, 404, 410),
+		413: problem("The folder is larger than --workspace-max-archive-bytes (`archive_too_large`)"),
+	},
+});

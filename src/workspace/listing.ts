@@ -1,0 +1,71 @@
+import { lstat, opendir } from "node:fs/promises";
+import { GatewayError } from "../errors.ts";
+import { openInside, resolveWorkspacePath } from "./paths.ts";
+
+export type EntryType = "file" | "dir" | "symlink" | "other";
+
+export interface Entry {
+	name: string;
+	path: string;
+	type: EntryType;
+	size: number;
+	modifiedAt: string;
+}
+
+/** Names read from one folder at most: a page is sorted by name, so every name is read first (names only). */
+export const maxFolderEntries = 100_000;
+
+export function typeOf(stat: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): EntryType {
+	if (stat.isSymbolicLink()) return "symlink";
+	if (stat.isDirectory()) return "dir";
+	return stat.isFile() ? "file" : "other";
+}
+
+/** Where an open descriptor can be reached by path: the kernel's name for it, never re-resolved. */
+export const viaFd = (fd: number, name?: string) => `/proc/self/fd/${fd}${name === undefined ? "" : `/${name}`}`;
+
+/**
+ * One page of a folder, sorted by name (bytewise, so a page boundary never moves). Symlinks are
+ * listed as symlinks, not followed. The folder is read through its descriptor, so what is listed
+ * is the folder that was checked.
+ */
+export async function listFolder(
+	cwd: string,
+	path: string,
+	page: { limit: number; offset: number },
+): Promise<{ path: string; entries: Entry[]; nextCursor: string | null }> {
+	const target = await resolveWorkspacePath(cwd, path);
+	const handle = await openInside(target, path);
+	try {
+		if (!(await handle.stat()).isDirectory())
+			throw new GatewayError(400, "not_a_folder", `${JSON.stringify(path)} is a file, not a folder`);
+		const base = process.platform === "linux" ? viaFd(handle.fd) : target.abs;
+		const names: string[] = [];
+		for await (const dirent of await opendir(base)) {
+			names.push(dirent.name);
+			if (names.length > maxFolderEntries) break;
+		}
+		names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+		const slice = names.slice(page.offset, page.offset + page.limit);
+		const entries: Entry[] = [];
+		for (const name of slice) {
+			const stat = await lstat(`${base}/${name}`).catch(() => undefined);
+			if (!stat) continue; // gone since the folder was read
+			entries.push({
+				name,
+				path: target.rel === "" ? name : `${target.rel}/${name}`,
+				type: typeOf(stat),
+				size: stat.size,
+				modifiedAt: stat.mtime.toISOString(),
+			});
+		}
+		const next = page.offset + page.limit;
+		return {
+			path: target.rel,
+			entries,
+			nextCursor: next < Math.min(names.length, maxFolderEntries) ? String(next) : null,
+		};
+	} finally {
+		await handle.close().catch(() => {});
+	}
+}

@@ -1,0 +1,189 @@
+import type { Logger } from "pino";
+import { GatewayError } from "../errors.ts";
+import { eventJson, type LoggedEvent } from "../sessions/event-log.ts";
+import { type ChangeLimits, type ChangeStatus, changedPaths, changesBetween } from "./changes.ts";
+import { hasGit } from "./git.ts";
+import { Snapshots } from "./snapshots.ts";
+
+/** What the tracker needs of a session: its folder, and a way to say something on its event stream. */
+export interface TrackedSession {
+	cwd: string;
+	emit(type: string, fields: Record<string, unknown>): void;
+}
+
+export interface TrackerOptions {
+	dataDir: string;
+	enabled: boolean;
+	snapshotTimeoutMs: number;
+	limits: Omit<ChangeLimits, "timeoutMs">;
+}
+
+/** Paths a run's summary (the `run_changes` event, the run.settled webhook) names at most. */
+export const maxSummaryPaths = 100;
+
+const safeId = /^[\w-]{1,100}$/;
+
+/**
+ * What changed in each session's folder: a snapshot when the session is first seen (its start),
+ * before each prompt that may start a run, and when each run settles; `run_changes` on the
+ * session's stream names what the run changed. Fed by the registry's event hub and by the prompt
+ * route (a snapshot before the prompt reaches pi: pi's first tool call may come within
+ * milliseconds of its answer).
+ */
+export class ChangeTracker {
+	readonly #options: TrackerOptions;
+	readonly #sessionOf: (id: string) => TrackedSession | undefined;
+	readonly #logger: Logger;
+	readonly #repos = new Map<string, Snapshots>();
+	/** The tree taken just before a prompt was sent, until pi says whether it started a run. */
+	readonly #beforePrompt = new Map<string, Promise<string | undefined>>();
+	/** The run in progress per session, and its start tree. */
+	readonly #current = new Map<string, { runId: string; start: Promise<string | undefined> }>();
+	/** Settling runs' end snapshots, by session, so a read right after a run sees them. */
+	readonly #settling = new Map<string, Promise<void>>();
+
+	constructor(options: TrackerOptions, sessionOf: (id: string) => TrackedSession | undefined, logger: Logger) {
+		this.#options = options;
+		this.#sessionOf = sessionOf;
+		this.#logger = logger;
+	}
+
+	get enabled(): boolean {
+		return this.#options.enabled && hasGit();
+	}
+
+	#repo(id: string): Snapshots | undefined {
+		const session = this.#sessionOf(id);
+		if (!session || !safeId.test(id)) return undefined;
+		let repo = this.#repos.get(id);
+		if (!repo) {
+			repo = new Snapshots(`${this.#options.dataDir}/workspaces/${id}`, session.cwd, this.#options.snapshotTimeoutMs);
+			this.#repos.set(id, repo);
+		}
+		// A switch to a session file of another folder moves the session's folder.
+		repo.workTree = session.cwd;
+		return repo;
+	}
+
+	/** A snapshot, or undefined when it failed (logged): a run without one has no changes to show. */
+	async #snap(id: string): Promise<string | undefined> {
+		const repo = this.#repo(id);
+		if (!repo || !this.enabled) return undefined;
+		try {
+			const tree = await repo.snapshot();
+			const manifest = await repo.manifest();
+			if (!manifest.base)
+				await repo.serial(() =>
+					repo.update((m) => {
+						m.base ??= tree;
+					}),
+				);
+			return tree;
+		} catch (error) {
+			this.#logger.warn({ sessionId: id, err: error }, "workspace snapshot failed");
+			return undefined;
+		}
+	}
+
+	/** Before a prompt goes to pi: the folder as the run it may start finds it. */
+	async beforePrompt(id: string): Promise<void> {
+		if (!this.enabled || this.#current.has(id)) return;
+		const tree = this.#snap(id);
+		this.#beforePrompt.set(id, tree);
+		await tree;
+	}
+
+	/** The hub's listener: runs start at pi's `started` answer and end at `agent_settled`. */
+	onEvent(id: string, event: LoggedEvent): void {
+		if (!this.enabled) return;
+		if (event.type === "session_status" && !this.#repos.has(id)) void this.#snap(id);
+		else if (event.type === "response") {
+			const response = eventJson<{ command?: string; id?: string; success?: boolean; data?: { disposition?: string } }>(
+				event,
+			);
+			if (response.command !== "prompt" || !response.success || !response.id) return;
+			const before = this.#beforePrompt.get(id);
+			this.#beforePrompt.delete(id);
+			if (response.data?.disposition !== "started") return;
+			this.#current.set(id, { runId: response.id, start: before ?? this.#snap(id) });
+		} else if (event.type === "agent_settled") {
+			const run = this.#current.get(id);
+			this.#current.delete(id);
+			if (run) this.#settling.set(id, this.#settle(id, run));
+		}
+	}
+
+	async #settle(id: string, run: { runId: string; start: Promise<string | undefined> }): Promise<void> {
+		const session = this.#sessionOf(id);
+		const repo = this.#repo(id);
+		let summary: { files: { path: string; status: ChangeStatus }[]; truncated: boolean } | undefined;
+		let error: string | undefined;
+		try {
+			const [start, end] = [await run.start, await this.#snap(id)];
+			if (!repo || !start || !end) throw new Error("no snapshot of the folder");
+			await repo.serial(() =>
+				repo.update((m) => {
+					m.runs = m.runs.filter((r) => r.runId !== run.runId);
+					m.runs.push({ runId: run.runId, start, end, settledAt: new Date().toISOString() });
+				}),
+			);
+			summary = await changedPaths(
+				repo.repo,
+				start,
+				end,
+				{ timeoutMs: this.#options.snapshotTimeoutMs },
+				maxSummaryPaths,
+			);
+		} catch (caught) {
+			error = caught instanceof Error ? caught.message : String(caught);
+		}
+		session?.emit("run_changes", {
+			runId: run.runId,
+			files: summary?.files ?? null,
+			truncated: summary?.truncated ?? false,
+			...(error ? { error } : {}),
+		});
+	}
+
+	/** What changed since the session started (no `runId`) or in one settled or running run. */
+	async changes(id: string, runId?: string) {
+		if (!this.enabled)
+			throw new GatewayError(
+				501,
+				"changes_unavailable",
+				"Change tracking is off (--no-workspace-changes) or git is not on PATH",
+			);
+		await this.#settling.get(id);
+		const repo = this.#repo(id);
+		if (!repo) throw new GatewayError(404, "session_not_found", `No session ${id}`);
+		const limits = { ...this.#options.limits, timeoutMs: this.#options.snapshotTimeoutMs };
+		const running = this.#current.get(id);
+		if (runId !== undefined && running?.runId !== runId) {
+			const run = (await repo.manifest()).runs.find((r) => r.runId === runId);
+			if (!run?.end)
+				throw new GatewayError(
+					404,
+					"run_not_found",
+					`No settled run ${runId} in session ${id} (the last ${100} are kept)`,
+				);
+			return { runId, ...(await changesBetween(repo.repo, run.start, run.end, limits)) };
+		}
+		const now = await this.#snap(id);
+		const from = runId !== undefined ? await running?.start : (await repo.manifest()).base;
+		if (!from || !now)
+			throw new GatewayError(503, "snapshot_failed", "The folder could not be snapshotted; try again", {
+				retryAfter: 1,
+			});
+		return { runId: runId ?? null, ...(await changesBetween(repo.repo, from, now, limits)) };
+	}
+
+	/** The session was deleted: its shadow repository goes too. */
+	async forget(id: string): Promise<void> {
+		const repo =
+			this.#repos.get(id) ??
+			(safeId.test(id) ? new Snapshots(`${this.#options.dataDir}/workspaces/${id}`, "/", 1000) : undefined);
+		this.#repos.delete(id);
+		this.#current.delete(id);
+		await repo?.remove();
+	}
+}
