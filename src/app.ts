@@ -10,7 +10,7 @@ import type { Config } from "./config.ts";
 import { GatewayError } from "./errors.ts";
 import { AuditLog, audit } from "./http/audit.ts";
 import { BodyRoutes, bodyGuard } from "./http/body-guard.ts";
-import { clusterRouting, declareClusterRetries, durableAnswers } from "./http/cluster-routing.ts";
+import { clusterRouting, declareClusterRetries, durableAnswers, ticketReconnects } from "./http/cluster-routing.ts";
 import type { Deps } from "./http/deps.ts";
 import { declareIdempotency, IdempotentRoutes, idempotency } from "./http/idempotency.ts";
 import type { IdempotencyKeys } from "./http/idempotency-store.ts";
@@ -146,6 +146,8 @@ export function createApp(
 		app.use(clusterRouting(extras.cluster, registry, config.maxBodyBytes));
 		app.use(durableAnswers(registry));
 	}
+	// The one thing before authentication in cluster mode: a stream ticket's late reconnect, for the node that bound it.
+	if (extras.cluster) app.use(ticketReconnects(extras.cluster, deps.tickets));
 	const jwt = config.jwtJwksUrl ? new JwtVerifier(config) : undefined;
 	app.use(bearerAuth({ token: config.token, keys: extras.keys, jwt }, openPaths, deps.tickets));
 	const scopedRoutes = new ScopedRoutes();

@@ -229,6 +229,13 @@ export class Cluster {
 		else this.#holds.delete(id);
 	}
 
+	/** The live node other than this one that owns `id`: looked up only, never claimed. */
+	async ownerElsewhere(id: string): Promise<{ node: string; url: string } | undefined> {
+		if (this.#registry.has(id)) return undefined;
+		const owner = await this.#store.ownerOf(id).catch(() => undefined);
+		return owner && owner.node !== this.node ? owner : undefined;
+	}
+
 	/** After a forward found its node gone: waits until the session has another owner or none (≤ TTL). */
 	waitForMove(id: string, from: string, signal: AbortSignal): Promise<boolean> {
 		return waitForMove(this.#store.pool, id, from, this.#config.leaseTtlMs + 2000, signal);

@@ -1,10 +1,11 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { Cluster } from "../cluster/cluster.ts";
 import { forward } from "../cluster/forward.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
 import type { AppEnv } from "./openapi.ts";
 import { sessionPath } from "./ownership.ts";
 import { ApiError } from "./problem.ts";
+import type { StreamTickets } from "./tickets.ts";
 
 /** The client's address, on a forwarded request. */
 const clientHeader = "x-pi-gateway-client";
@@ -67,10 +68,7 @@ export function clusterRouting(
 			// A forwarded request is never forwarded again: the sender looks the owner up anew.
 			if (forwarded) throw new ApiError(421, "not_owner", `Session ${id} is served by node ${route.node} now`);
 			body ??= await readBody(c.req.raw, maxBodyBytes);
-			const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
-			const from = incoming?.socket?.remoteAddress;
-			const headers = { ...cluster.forwardHeaders, ...(from && { [clientHeader]: from }) };
-			const answer = await forward(route.url, c.req.raw, body, headers, watch(cluster, route.node));
+			const answer = await forward(route.url, c.req.raw, body, sentOn(c, cluster), watch(cluster, route.node));
 			if (answer instanceof Response && answer.status !== 421) {
 				c.set("forwardedTo", route.node);
 				return answer;
@@ -90,6 +88,43 @@ export function clusterRouting(
 			}
 		}
 	};
+}
+
+const sessionStream = /^\/v1\/sessions\/([^/]+)\/events$/;
+
+/**
+ * Cluster mode, before authentication: EventSource retries the very URL of its stream, ticket
+ * included, also past the ticket's expiry, and a load balancer may send the retry to a node that
+ * did not serve the stream. Only the node that served it knows whether the ticket is bound
+ * (tickets.ts), so such a retry for a session another live node runs goes there and is judged
+ * there. The owner is only looked up, never claimed: an expired ticket changes nothing, and
+ * anything else goes on to authentication (401).
+ */
+export function ticketReconnects(
+	current: () => Cluster | undefined,
+	tickets: StreamTickets,
+): MiddlewareHandler<AppEnv> {
+	return async function ticketReconnectsMiddleware(c, next) {
+		const cluster = current();
+		const scope = c.req.method === "GET" ? sessionStream.exec(c.req.path)?.[1] : undefined;
+		const ticket = c.req.query("ticket");
+		if (!cluster || scope === undefined || ticket === undefined || c.req.header("authorization")) return next();
+		if (cluster.isForwarded(c.req.raw.headers) || !tickets.mayBeBoundElsewhere(ticket, scope)) return next();
+		const id = decoded(scope);
+		const owner = id === undefined ? undefined : await cluster.ownerElsewhere(id);
+		if (!owner) return next();
+		const answer = await forward(owner.url, c.req.raw, undefined, sentOn(c, cluster), watch(cluster, owner.node));
+		if (answer instanceof Response && answer.status !== 421) return answer;
+		if (answer instanceof Response) await answer.body?.cancel();
+		return next();
+	};
+}
+
+/** What a forwarded request carries besides its own headers: the MAC, and the client's address. */
+function sentOn(c: Context<AppEnv>, cluster: Cluster): Record<string, string> {
+	const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
+	const from = incoming?.socket?.remoteAddress;
+	return { ...cluster.forwardHeaders, ...(from && { [clientHeader]: from }) };
 }
 
 /**

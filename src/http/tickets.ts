@@ -86,17 +86,23 @@ export class StreamTickets {
 
 	/** Whether `ticket` opens a stream of `scope` now: before its expiry, or as a bound stream's reconnect. */
 	verify(ticket: string, scope: string, now = Date.now()): boolean {
-		const expires = this.#signedExpiry(ticket, scope);
+		const expires = this.#believedExpiry(ticket, scope, now);
 		if (expires === undefined) return false;
-		// The signature says who issued it, not that it was issued with this TTL: whoever holds the key
-		// (or a node configured otherwise) could sign any expiry. None is believed past what this node
-		// would have issued now, so a ticket lives at most ttlMs, plus the reconnect bounds below.
-		if (expires - this.#ttlMs > now + clockSkewMs) return false;
 		if (expires > now) return true;
 		const bound = this.#bound.get(ticket);
 		if (!bound) return false;
 		if (now - bound.issuedAt >= this.#maxLifetimeMs) return false;
 		return bound.connections > 0 || now - bound.lastSeen < this.#graceMs;
+	}
+
+	/**
+	 * Whether a node that served a stream with `ticket` may hold it bound (cluster mode: EventSource's
+	 * retry reached another node): signed for `scope`, expired, within its maximum lifetime. Only
+	 * that node's `verify` says whether it still opens the stream.
+	 */
+	mayBeBoundElsewhere(ticket: string, scope: string, now = Date.now()): boolean {
+		const expires = this.#believedExpiry(ticket, scope, now);
+		return expires !== undefined && expires <= now && now - (expires - this.#ttlMs) < this.#maxLifetimeMs;
 	}
 
 	/**
@@ -128,6 +134,17 @@ export class StreamTickets {
 			const quiet = bound.connections === 0 && now - bound.lastSeen >= this.#graceMs;
 			if (quiet || now - bound.issuedAt >= this.#maxLifetimeMs) this.#bound.delete(ticket);
 		}
+	}
+
+	/**
+	 * The signed expiry, unless it lies further ahead than this node would issue now. The signature
+	 * says who issued it, not that it was issued with this TTL: whoever holds the key (or a node
+	 * configured otherwise) could sign any expiry. So a ticket lives at most ttlMs (plus the clock
+	 * skew), and its reconnects at most maxLifetimeMs from then.
+	 */
+	#believedExpiry(ticket: string, scope: string, now: number): number | undefined {
+		const expires = this.#signedExpiry(ticket, scope);
+		return expires !== undefined && expires - this.#ttlMs <= now + clockSkewMs ? expires : undefined;
 	}
 
 	/** The expiry a well-formed ticket for `scope` carries under this process's key, else undefined. */

@@ -136,6 +136,40 @@ describe("cluster mode: the database holds no key", () => {
 	});
 });
 
+describe("cluster mode: a ticket's reconnect through another node", () => {
+	it("past its expiry a bound ticket reconnects through any node; an unbound one is refused and claims nothing", async () => {
+		const {
+			databaseUrl,
+			nodes: [a, b, c],
+		} = (await cluster(["a", "b", "c"], { extra: ["--stream-ticket-ttl-ms=1000"] })) as {
+			databaseUrl: string;
+			nodes: [ClusterNode, ClusterNode, ClusterNode];
+		};
+		const id = (await a.api("/v1/sessions", { method: "POST", json: {} })).body.id as string;
+		const ticketed = async () => (await a.api(`/v1/sessions/${id}/events/ticket`, { method: "POST" })).body.eventsUrl;
+		const [bound, unbound] = [await ticketed(), await ticketed()];
+		// Opened through B: A serves it (and binds the ticket), B relays it.
+		const first = await fetch(b.url + bound);
+		expect(first.status).toBe(200);
+		await new Promise((r) => setTimeout(r, 1500));
+		// Expired now; EventSource's retry lands on C, which did not see the stream.
+		const again = await fetch(c.url + bound);
+		expect(again.status).toBe(200);
+		await again.body?.cancel();
+		await first.body?.cancel();
+		const never = await fetch(c.url + unbound);
+		await never.body?.cancel();
+		expect(never.status).toBe(401);
+		// A session no live node runs is not claimed for an expired ticket.
+		await a.stop();
+		nodes.splice(nodes.indexOf(a), 1);
+		const late = await fetch(c.url + bound);
+		await late.body?.cancel();
+		expect(late.status).toBe(401);
+		expect((await query(databaseUrl, "SELECT owner FROM sessions WHERE id = $1", [id]))[0]?.owner).toBeNull();
+	});
+});
+
 describe("cluster mode: no password on a command line", () => {
 	it("no node's /proc/<pid>/cmdline holds the database password (URL from the environment or a file)", async () => {
 		const databaseUrl = await server.freshDatabase();

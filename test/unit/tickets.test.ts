@@ -68,6 +68,13 @@ describe("StreamTickets: what the key signs is not all that is believed", () => 
 		// Bound or not, its reconnects are refused too: its issue time is a year in the future.
 		tickets.opened(minted, now);
 		expect(tickets.verify(minted, "*", now + 120_000)).toBe(false);
+		expect(tickets.mayBeBoundElsewhere(minted, "*", now + 120_000)).toBe(false);
+		// A genuine one, expired: another node may hold it bound, up to the maximum lifetime (24 h).
+		const genuine = tickets.issue("*", now).ticket;
+		expect(tickets.mayBeBoundElsewhere(genuine, "*", now + 30_000)).toBe(false); // not expired: verify decides
+		expect(tickets.mayBeBoundElsewhere(genuine, "*", now + 120_000)).toBe(true);
+		expect(tickets.mayBeBoundElsewhere(genuine, "ses_a", now + 120_000)).toBe(false);
+		expect(tickets.mayBeBoundElsewhere(genuine, "*", now + 86_400_000)).toBe(false);
 		// A node whose clock runs a few seconds ahead still issues tickets the others take.
 		const ahead = new StreamTickets({ ttlMs: 60_000, key }).issue("*", now + 3000).ticket;
 		expect(tickets.verify(ahead, "*", now)).toBe(true);
