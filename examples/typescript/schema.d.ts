@@ -1871,10 +1871,10 @@ export interface components {
             /** @default {} */
             match?: {
                 method?: ("select" | "confirm" | "input" | "editor")[];
-                /** @description An RE2 regular expression (https://github.com/google/re2/wiki/Syntax), at most 200 characters and 400 RE2 instructions (2000 for all the patterns of one policy set), matched against the whole text (an anchored full match; `.` does not match a newline unless the pattern starts with `(?s)`). No backreferences or lookarounds: RE2 has none. A text longer than 4096 characters is never matched by a pattern: the dialog is left to a person. */
+                /** @description A bounded regular expression (no backreferences, lookarounds or quantified groups) */
                 title?: string;
                 titleEquals?: string;
-                /** @description An RE2 regular expression (https://github.com/google/re2/wiki/Syntax), at most 200 characters and 400 RE2 instructions (2000 for all the patterns of one policy set), matched against the whole text (an anchored full match; `.` does not match a newline unless the pattern starts with `(?s)`). No backreferences or lookarounds: RE2 has none. A text longer than 4096 characters is never matched by a pattern: the dialog is left to a person. */
+                /** @description A bounded regular expression (no backreferences, lookarounds or quantified groups) */
                 message?: string;
                 /** @description Gateway rules: only these sessions */
                 sessions?: string[];

@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, realpathSync } from "node:fs";
-import { homedir } from "node:os";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
 import { join, sep } from "node:path";
 import type { Config } from "../config.ts";
 import { isInside } from "./spawn.ts";
@@ -21,10 +22,29 @@ export interface SandboxStatus {
 
 const bwrap = "bwrap";
 
-/** Every child's base: its own PID namespace and session, the system read-only, fresh /dev and /proc. */
+/**
+ * Every child's base: its own PID namespace and session, the system read-only, fresh /dev and /proc,
+ * and no privilege to undo any of it. As root, bwrap keeps every capability unless told otherwise,
+ * and a tool with CAP_SYS_ADMIN can `umount -l` the hides below (or `unshare -m` first, `mount
+ * --bind /` elsewhere, `umount /proc` and nsenter the host), so three layers, each enough for the
+ * escapes measured (test/e2e/sandbox-escape.test.ts):
+ * - `--cap-drop ALL`: no capability, effective or bounding, so every mount, umount, unshare,
+ *   setns and remount fails with EPERM; bwrap's no_new_privs keeps execve (setuid files, uid 0's
+ *   exec rule) from giving any back.
+ * - `--unshare-user`: even a capability would be one of the sandbox's own user namespace, never
+ *   the host's, and every mount copied from the host is locked (cannot be lifted one by one).
+ * - `--disable-userns`: no nested user namespace, where a tool would hold every capability again
+ *   over a fresh copy of the mounts (those copies are locked too; this closes the door anyway).
+ * A seccomp filter on the mount family would be a fourth: it needs a compiled BPF program per
+ * architecture, and the three above already make each of those calls fail.
+ */
 const baseArgs = [
 	"--die-with-parent",
 	"--unshare-pid",
+	"--unshare-user",
+	"--disable-userns",
+	"--cap-drop",
+	"ALL",
 	"--new-session",
 	"--ro-bind",
 	"/",
@@ -35,23 +55,55 @@ const baseArgs = [
 	"/proc",
 ];
 
-/** Runs a tiny sandbox with the features the children need; the error says why when it cannot. */
+/**
+ * Inside a probe sandbox, what a tool would try first: its capabilities, then lifting a hide with
+ * umount, in place and from new namespaces. It prints `CapEff=<hex>` and, if any attempt worked,
+ * the secret under the hide. Only sh builtins are needed for the first; umount and unshare missing
+ * from the host count as failed attempts.
+ */
+const probeScript = (hidden: string) => `
+while read -r k v; do [ "$k" = CapEff: ] && echo "CapEff=$v"; done < /proc/self/status
+umount -l ${hidden} 2>/dev/null && cat ${hidden}/secret
+unshare -m sh -c 'umount -l ${hidden} && cat ${hidden}/secret' 2>/dev/null
+unshare -Urm sh -c 'umount -l ${hidden} && cat ${hidden}/secret' 2>/dev/null
+exit 0`;
+
+/** Runs a probe sandbox with the children's own base: it must run, and it must hold. */
 export function probeSandbox(): SandboxStatus {
 	if (process.platform !== "linux")
 		return { enabled: false, reason: `bubblewrap needs Linux (this is ${process.platform})` };
-	const probe = spawnSync(bwrap, [...baseArgs, "--tmpfs", "/tmp", "--", "true"], { encoding: "utf8", timeout: 10_000 });
-	if (probe.error) {
-		const code = (probe.error as NodeJS.ErrnoException).code;
-		return {
-			enabled: false,
-			reason: code === "ENOENT" ? "bwrap not found (apt-get install bubblewrap)" : `bwrap failed: ${code}`,
-		};
+	const dir = mkdtempSync(join(tmpdir(), "pi-gateway-probe-"));
+	const secret = `probe-${randomBytes(8).toString("hex")}`;
+	writeFileSync(join(dir, "secret"), secret);
+	try {
+		const probe = spawnSync(
+			bwrap,
+			[...baseArgs, "--tmpfs", "/tmp", "--tmpfs", dir, "--", "sh", "-c", probeScript(dir)],
+			{
+				encoding: "utf8",
+				timeout: 10_000,
+			},
+		);
+		if (probe.error) {
+			const code = (probe.error as NodeJS.ErrnoException).code;
+			return {
+				enabled: false,
+				reason: code === "ENOENT" ? "bwrap not found (apt-get install bubblewrap)" : `bwrap failed: ${code}`,
+			};
+		}
+		if (probe.status !== 0) return { enabled: false, reason: `bwrap cannot sandbox here: ${probe.stderr.trim()}` };
+		const capEff = /CapEff=(\w+)/.exec(probe.stdout)?.[1];
+		if (capEff === undefined || !/^0+$/.test(capEff))
+			return { enabled: false, reason: `bwrap runs but does not hold: capabilities kept inside (CapEff ${capEff})` };
+		if (probe.stdout.includes(secret))
+			return { enabled: false, reason: "bwrap runs but does not hold: a process inside lifted a hide with umount" };
+		return { enabled: true };
+	} finally {
+		rmSync(dir, { recursive: true, force: true });
 	}
-	if (probe.status !== 0) return { enabled: false, reason: `bwrap cannot sandbox here: ${probe.stderr.trim()}` };
-	return { enabled: true };
 }
 
-/** Decides at start: `on` without a working bwrap refuses to start, `auto` falls back with a reason. */
+/** Decides at start: `on` without a sandbox that holds refuses to start, `auto` falls back with a reason. */
 export function resolveSandbox(config: Config): SandboxStatus {
 	if (config.sandbox === "off") return { enabled: false, reason: "--sandbox off" };
 	const status = probeSandbox();

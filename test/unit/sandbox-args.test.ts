@@ -37,7 +37,16 @@ describe("sandboxArgs", () => {
 			readable: [],
 			env: { PI_CODING_AGENT_DIR: join(root, "agent") },
 		});
-		expect(args.slice(0, 3)).toEqual(["--die-with-parent", "--unshare-pid", "--new-session"]);
+		// No privilege left to undo the mounts, as root too (issue 20: bwrap as root keeps every capability).
+		expect(args.slice(0, 7)).toEqual([
+			"--die-with-parent",
+			"--unshare-pid",
+			"--unshare-user",
+			"--disable-userns",
+			"--cap-drop",
+			"ALL",
+			"--new-session",
+		]);
 		expect(mounts(args)).toEqual([
 			["--ro-bind", "/"],
 			["--tmpfs", "/tmp"],

@@ -1,0 +1,116 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { expect } from "vitest";
+import { fixtures, type TestGateway, until } from "./gateway.ts";
+
+/** What test/fixtures/attacker-escape.mjs writes: each escape tried, with what it printed. */
+export interface EscapeReport {
+	hides: string[];
+	attacks: { name: string; command: string; status: number | null; output: string }[];
+	requests: Record<string, number>;
+	answered: { id: string; status: number }[];
+	tokenFound: boolean;
+	candidates: number;
+}
+
+/** The gateway under attack, wherever it runs (in this process, or as another user). */
+export interface Target {
+	api: TestGateway["api"];
+	url: string;
+	gatewayPid: number;
+	workspace: string;
+	/** Every secret-bearing path the attacker is told about (worst case: it knows them all). */
+	paths: string[];
+	/** Strings that must never reach the attacker, by name: the token, the keys file's hashes, decoy secrets. */
+	secrets: Record<string, string>;
+}
+
+/**
+ * A process on the host with a database password on its command line and a secret in its
+ * environment, as a cluster node given `--database-url` would be: the attacker must not see it.
+ */
+export function startDecoy(): { child: ChildProcess; secrets: Record<string, string> } {
+	const secrets = { "decoy cmdline": "decoy-db-password-7f3a91c2", "decoy environ": "decoy-env-secret-5b8e20d4" };
+	const child = spawn(
+		process.execPath,
+		["-e", "setInterval(() => {}, 1e6)", "--", `--database-url=postgres://gw:${secrets["decoy cmdline"]}@db/gw`],
+		{ env: { PATH: process.env.PATH, DECOY_SECRET: secrets["decoy environ"] }, stdio: "ignore" },
+	);
+	return { child, secrets };
+}
+
+/**
+ * The battery, run as an agent would: pi's bash tool (the demo model's `bash: CMD`) starts the
+ * attacker in the background, then asks for an `rm -rf` the permission gate holds; once that
+ * approval is pending the attacker runs every escape and tries what it found against the API.
+ * Asserts the token stays unread, every call is refused and the approval is still pending, then
+ * answers it "Block" itself. Returns the report for the caller's own checks.
+ */
+export async function runEscapeBattery(t: Target, decoyPid: number): Promise<EscapeReport> {
+	const id = (await t.api("/v1/sessions", { method: "POST", json: { cwd: "agent", extensions: ["permission-gate"] } }))
+		.body.id as string;
+	const base = `/v1/sessions/${id}`;
+	const cwd = join(t.workspace, "agent");
+	mkdirSync(join(cwd, "victim"), { recursive: true });
+	copyFileSync(join(fixtures, "attacker-escape.mjs"), join(cwd, "escape.mjs"));
+	writeFileSync(
+		join(cwd, "escape.json"),
+		JSON.stringify({ url: t.url, gatewayPid: t.gatewayPid, decoyPid, paths: t.paths }),
+	);
+	try {
+		const start = await t.api(`${base}/prompt?wait=true`, {
+			method: "POST",
+			json: { message: `bash: ${process.execPath} escape.mjs > escape.log 2>&1 &` },
+		});
+		expect(start.status).toBe(200);
+		const run = t.api(`${base}/prompt?wait=true`, {
+			method: "POST",
+			json: { message: "bash: rm -rf ./victim && echo removed" },
+		});
+		const pending = await until(
+			async () => (await t.api(`${base}/approvals?status=pending`)).body.approvals[0],
+			30_000,
+		);
+		writeFileSync(join(cwd, "attack.go"), "");
+		const reportPath = join(cwd, "escape-report.json");
+		await until(() => existsSync(reportPath), 150_000).catch((error) => {
+			const log = join(cwd, "escape.log");
+			throw new Error(`${error}; escape.log: ${existsSync(log) ? readFileSync(log, "utf8").slice(0, 2000) : "none"}`);
+		});
+		const report = JSON.parse(readFileSync(reportPath, "utf8")) as EscapeReport;
+		// Per attack: its exit status (0 = the escape ran to its end) and which secrets its output held.
+		const secrets: Record<string, string> = { ...t.secrets, "gateway.db": "SQLite format 3" };
+		const outcome = report.attacks.map((a) => {
+			const leaked = Object.keys(secrets).filter((name) => a.output.includes(secrets[name] as string));
+			return `${a.name}: exit ${a.status}${leaked.length ? `, read ${leaked.join(", ")}` : ""}`;
+		});
+		const escaped = report.attacks.filter((a) => a.name !== "caps" && a.name !== "baseline" && a.status === 0);
+		const leaks = Object.keys(secrets).filter((name) => JSON.stringify(report).includes(secrets[name] as string));
+
+		// Nothing it found is a secret, no escape ran to its end, every call was refused.
+		expect({ leaks, escaped: escaped.map((a) => a.name), tokenFound: report.tokenFound }, outcome.join("\n")).toEqual({
+			leaks: [],
+			escaped: [],
+			tokenFound: false,
+		});
+		expect(report.answered).toEqual([]);
+		expect(Object.keys(report.requests).filter((k) => !/ (401|error)$/.test(k))).toEqual([]);
+		expect(report.requests["without-token 401"]).toBe(1);
+		expect(report.requests["with-candidate 401"]).toBeGreaterThan(0);
+		const caps = report.attacks.find((a) => a.name === "caps")?.output ?? "";
+		expect(caps).toMatch(/CapEff:\s+0000000000000000/);
+		expect(caps).toMatch(/CapBnd:\s+0000000000000000/);
+		expect(caps).toMatch(/NoNewPrivs:\s+1/);
+		// The approval waits for a person.
+		expect((await t.api(`${base}/approvals/${pending.id}`)).body.status).toBe("pending");
+		expect(existsSync(join(cwd, "victim"))).toBe(true);
+		const blocked = await t.api(`${base}/approvals/${pending.id}`, { method: "POST", json: { value: "Block" } });
+		expect(blocked.status).toBe(200);
+		expect((await run).status).toBe(200);
+		expect(existsSync(join(cwd, "victim"))).toBe(true);
+		return report;
+	} finally {
+		await t.api(base, { method: "DELETE" });
+	}
+}
