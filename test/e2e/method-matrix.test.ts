@@ -100,6 +100,16 @@ async function send(row: Row, caller: Caller) {
 	return { res, path, body, text };
 }
 
+/** Audit entries the matrix must have left, by "METHOD path principal" (every state-changing row with a credential). */
+const audited = new Map<string, number>();
+const principalOf: Record<Caller, string> = {
+	none: "",
+	wrongScope: "alice",
+	otherOwner: "bob",
+	owner: "alice",
+	admin: "admin",
+};
+
 describe("method × principal matrix, from the served OpenAPI document", () => {
 	it("every path × method × caller answers what the document declares", { timeout: 120_000 }, async () => {
 		const failures: string[] = [];
@@ -130,6 +140,10 @@ describe("method × principal matrix, from the served OpenAPI document", () => {
 					res.headers.get("content-type") !== "application/problem+json"
 				)
 					failures.push(`${where}: ${res.headers.get("content-type")} is not problem+json`);
+				if (row.operation && caller !== "none" && !["GET", "HEAD"].includes(row.method)) {
+					const key = `${row.method} ${path} ${principalOf[caller]}`;
+					audited.set(key, (audited.get(key) ?? 0) + 1);
+				}
 				if (row.method === "GET") getStatus.set(`${row.template} ${caller}`, res.status);
 				if (row.method === "HEAD") {
 					if (text !== "") failures.push(`${where}: HEAD answered a body`);
@@ -147,6 +161,29 @@ describe("method × principal matrix, from the served OpenAPI document", () => {
 		// Figures for the note: every path × 7 methods × 5 callers.
 		expect(cases).toBe(Object.keys(document.paths).length * 7 * callers.length);
 		console.info(`method matrix: ${Object.keys(document.paths).length} paths × 7 methods × 5 callers = ${cases}`);
+	});
+
+	it("audits every state-changing row, denied ones too, and no HEAD, OPTIONS or refused method", async () => {
+		const seen = new Map<string, number>();
+		const methods = new Set<string>();
+		let cursor: string | null = "";
+		while (cursor !== null) {
+			const page = await gw.fetch(`/v1/audit?limit=500${cursor ? `&cursor=${cursor}` : ""}`);
+			const body = (await page.json()) as {
+				entries: { path: string; principal: string; method: string }[];
+				nextCursor: string | null;
+			};
+			for (const e of body.entries) {
+				const key = `${e.method} ${e.path} ${e.principal}`;
+				seen.set(key, (seen.get(key) ?? 0) + 1);
+				methods.add(e.method);
+			}
+			cursor = body.nextCursor;
+		}
+		expect(audited.size).toBeGreaterThan(0);
+		const missing = [...audited].filter(([key, count]) => (seen.get(key) ?? 0) < count);
+		expect(missing).toEqual([]);
+		expect([...methods].filter((m) => !["POST", "PUT", "DELETE"].includes(m))).toEqual([]);
 	});
 
 	it("leaves no stream slot behind: every subscriber slot opens again", async () => {
