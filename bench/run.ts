@@ -9,6 +9,7 @@ import { runClusterBenchmarks } from "./cluster-suite.ts";
 import { fanout, idleSubscribers, latency, throughput } from "./events.ts";
 import { startGatewayProcess, stubPi, table } from "./lib.ts";
 import { fullRun, scale, sessionStart } from "./real-pi.ts";
+import { snapshotCost } from "./workspace.ts";
 
 const smoke = process.argv.includes("--smoke");
 const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
@@ -110,5 +111,13 @@ try {
 } finally {
 	await piGateway.stop();
 }
+
+if (want("workspace"))
+	console.log(
+		table(
+			"7. Workspace snapshot (shadow git repository) of a folder of N files",
+			await snapshotCost(smoke ? 500 : 10_000),
+		),
+	);
 
 await runClusterBenchmarks(smoke, want);
