@@ -16,12 +16,15 @@ import type { LoggedEvent } from "./event-log.ts";
 import { guardCommand, guardResume, sessionFileCwd } from "./guard.ts";
 import { Journal, type StoreHealth, unsafeSeqMargin } from "./journal.ts";
 import { PostgresStore } from "./postgres-store.ts";
+import { type Caller, resumeFile } from "./resume-lookup.ts";
 import { Session, type SessionInit, type SessionLimits, type SpawnCommand } from "./session.ts";
-import { findSessionFiles, localSessionFile, ownFolder, piSessionDir } from "./session-files.ts";
+import { localSessionFile, ownFolder, piSessionDir } from "./session-files.ts";
 import type { OpenStore, SessionStore, StoredSession } from "./session-store.ts";
 import { type CreateSessionBody, isInside, planSpawn } from "./spawn.ts";
 import { SqliteStore } from "./sqlite-store.ts";
 import { WarmPool } from "./warm-pool.ts";
+
+export type { Caller } from "./resume-lookup.ts";
 
 export type HubListener = (sessionId: string, event: LoggedEvent) => void;
 
@@ -48,12 +51,6 @@ export interface Takeover {
 
 const defaultBody: CreateSessionBody = { persist: true };
 
-/** Who creates a session: which sessions a `resume` of theirs may find. */
-export interface Caller {
-	/** An admin may also continue a file no session holds any more. */
-	admin: boolean;
-	sees(sessionId: string): boolean;
-}
 const anyCaller: Caller = { admin: true, sees: () => true };
 const newSessionId = () => `ses_${randomBytes(9).toString("base64url")}`;
 
@@ -225,39 +222,10 @@ export class SessionRegistry {
 		);
 	}
 
-	/**
-	 * The file `resume` (a pi id, or a prefix of one as pi's --session takes) names, among those the
-	 * caller may continue. One writer per pi session file: a file a registered session holds — live
-	 * or stopped, since a stopped one starts again on it — is resumed through that session (409,
-	 * POST …/resume), never by a second one; a session the caller may not see is not there (404, as
-	 * for an id that never existed), and a file no session holds any more is the operator's.
-	 */
+	/** The file `resume` names among those `caller` may continue (resume-lookup.ts). */
 	#resumeFile(resume: string, caller: Caller): string {
-		const inUse = (id: string, session: Session) =>
-			new GatewayError(
-				409,
-				"session_file_in_use",
-				`pi session ${resume} belongs to gateway session ${id} (${session.status}); use that session, or POST /v1/sessions/${id}/resume if it is stopped`,
-			);
-		for (const [id, session] of this.#sessions) {
-			const holds = session.piState.sessionId?.startsWith(resume) || this.#options.get(id)?.resume === resume;
-			if (holds && caller.sees(id)) throw inUse(id, session);
-		}
-		const files = findSessionFiles(this.#config, resume).filter((file) => {
-			const holder = this.#folderHolder(ownFolder(this.#config, file));
-			if (holder && caller.sees(holder.id)) throw inUse(holder.id, holder);
-			return holder === undefined && caller.admin;
-		});
-		const [file, ...more] = files;
-		if (file === undefined)
-			throw new GatewayError(404, "pi_session_not_found", `No pi session ${resume} that this caller may continue`);
-		if (more.length > 0) {
-			throw new GatewayError(
-				409,
-				"resume_ambiguous",
-				`pi session id ${resume} matches ${files.length} files; give more of it`,
-			);
-		}
+		const held = [...this.#sessions].map(([id, session]) => ({ id, session, resume: this.#options.get(id)?.resume }));
+		const file = resumeFile(this.#config, resume, caller, held);
 		guardResume(this.#config, file);
 		return file;
 	}
