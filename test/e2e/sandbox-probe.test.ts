@@ -1,0 +1,82 @@
+import { spawn, spawnSync } from "node:child_process";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { startGateway } from "../../src/server.ts";
+
+// The start-up probe asks whether the sandbox HOLDS, not whether bwrap runs: a bwrap that runs
+// but leaves the tools their capabilities (as bwrap did for root before issue 20) is "off".
+// The shim below is that bwrap: the real one, minus the flags that take privilege away.
+const realBwrap = spawnSync("sh", ["-c", "command -v bwrap"], { encoding: "utf8" }).stdout.trim();
+const dir = mkdtempSync(join(tmpdir(), "pi-gateway-probe-test-"));
+const shimDir = join(dir, "bin");
+spawnSync("mkdir", [shimDir]);
+writeFileSync(
+	join(shimDir, "bwrap"),
+	`#!/bin/sh
+skip=0
+for a do
+	shift
+	if [ $skip = 1 ]; then skip=0; continue; fi
+	case "$a" in --cap-drop) skip=1; continue;; --unshare-user|--disable-userns) continue;; esac
+	set -- "$@" "$a"
+done
+exec ${realBwrap} "$@"
+`,
+);
+chmodSync(join(shimDir, "bwrap"), 0o755);
+const shimPath = `${shimDir}:${process.env.PATH}`;
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const main = resolve(import.meta.dirname, "../../src/main.ts");
+/** The CLI, with the shim first on PATH: its exit code and what it printed, once it exits or listens. */
+function runCli(sandbox: string): Promise<{ code: number | null; stderr: string }> {
+	const args = [main, "--port", "0", "--host", "127.0.0.1", "--sandbox", sandbox, "--data-dir", join(dir, sandbox)];
+	const child = spawn(process.execPath, args, { env: { ...process.env, PATH: shimPath }, stdio: "pipe" });
+	let stderr = "";
+	child.stderr.on("data", (chunk) => {
+		stderr += chunk;
+	});
+	child.stdout.on("data", (chunk) => {
+		// Listening: it started (auto); stop it, this test only wanted its start-up words.
+		if (String(chunk).includes("pi-gateway listening")) child.kill("SIGTERM");
+	});
+	return new Promise((done) => child.on("exit", (code) => done({ code, stderr })));
+}
+
+describe.runIf(realBwrap)("the sandbox probe", () => {
+	it.runIf(process.platform === "linux")(
+		"a bwrap that runs but keeps capabilities inside: auto says off with the reason, on refuses",
+		{ timeout: 60_000 },
+		async () => {
+			const path = process.env.PATH;
+			process.env.PATH = shimPath;
+			try {
+				const gw = await startGateway({
+					port: 0,
+					sandbox: "auto",
+					dataDir: join(dir, "in-process"),
+					logLevel: "silent",
+				});
+				try {
+					expect(gw.sandbox).toEqual({
+						enabled: false,
+						reason: expect.stringMatching(
+							/^bwrap runs but does not hold: capabilities kept inside \(CapEff [0-9a-f]*[1-9a-f]/,
+						),
+					});
+				} finally {
+					await gw.close();
+				}
+			} finally {
+				process.env.PATH = path;
+			}
+			const auto = await runCli("auto");
+			expect(auto.stderr).toMatch(/pi-gateway: sandbox off \(bwrap runs but does not hold: capabilities kept inside/);
+			const on = await runCli("on");
+			expect(on.code).toBe(2);
+			expect(on.stderr).toMatch(/pi-gateway: --sandbox on, but bwrap runs but does not hold: capabilities kept inside/);
+		},
+	);
+});
