@@ -133,6 +133,10 @@ describe("cluster mode: the database holds no key", () => {
 			expect(forged.status).toBe(200);
 		}
 		expect(stored.map((r) => r.key)).not.toContain("cluster_secret");
+		// A secret an earlier version left in the database is deleted by the next node to start.
+		await query(databaseUrl, "INSERT INTO meta (key, value) VALUES ('cluster_secret', 'left-by-an-earlier-version')");
+		nodes.push(await startNode({ name: "c", databaseUrl, root: root as string, token, leaseTtlMs: 5000 }));
+		expect(await query(databaseUrl, "SELECT key FROM meta WHERE key = 'cluster_secret'")).toEqual([]);
 	});
 });
 
