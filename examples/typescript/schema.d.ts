@@ -1104,6 +1104,108 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a folder of the session's workspace (paged, sorted by name) */
+        get: operations["workspace.list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/files/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A file's bytes, with ETag and Range
+         * @description The Content-Type is the file's by its extension (`application/octet-stream` when unknown); the answer carries `Content-Security-Policy: sandbox` and `X-Content-Type-Options: nosniff`, so an HTML or SVG file of the agent's never runs script in the gateway's origin. One `Range: bytes=…` range is honoured (206), several get the whole file; `If-None-Match` with the current ETag is 304.
+         */
+        get: operations["workspace.read"];
+        /**
+         * Upload a file: the raw body, streamed to disk; missing folders are made
+         * @description The body is the file's bytes (any Content-Type), written to a temporary file beside it and renamed into place. `If-Match: ETAG` (or `*`) replaces only that version (412 otherwise); `If-None-Match: *` creates only. A symlink as the last component is written through only when it points inside the folder. Bounded by --workspace-max-upload-bytes (413).
+         */
+        put: operations["workspace.write"];
+        post?: never;
+        /** Delete a file (a symlink: the link, not its target) */
+        delete: operations["workspace.delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/files/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search file names and text in the session's folder
+         * @description Fixed text, smart case (case-blind unless `q` has a capital letter). File names containing `q` come first (`line: null`), then matching lines. ripgrep when it is on the gateway's PATH (honours .gitignore, skips hidden files), else a bounded built-in search (skips hidden files and node_modules); files over 1 MiB are skipped, lines cut to 300 characters. Capped by --workspace-max-search-results and --workspace-search-timeout-ms (`truncated`).
+         */
+        get: operations["workspace.search"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What changed in the session's folder: since the session started, or in one run
+         * @description Without `runId`: the folder now against a snapshot taken when the session started (uploads and `bash` commands included). With `runId` (a prompt's `runId` that started a run): the folder when that run settled against a snapshot taken just before its prompt reached pi (a run still going: against now). Snapshots live in a shadow git repository under the gateway's data dir, never in the folder; files the folder's .gitignore ignores are not tracked. The last 100 runs of a session are kept. Capped by --workspace-max-changed-files, --workspace-max-diff-bytes and --workspace-max-changes-bytes.
+         */
+        get: operations["workspace.changes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The session's folder as a gzip'd tar, streamed
+         * @description Every file, folder and symlink (as a link, never followed), names sorted. The folder is listed first, so a folder over --workspace-max-archive-bytes (bytes of its files) or 200,000 entries is a 413 before any byte is sent; then files are read one chunk at a time as the client takes them. A file that changes while it is sent keeps the size it was listed with (cut or zero-filled).
+         */
+        get: operations["workspace.archive"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks": {
         parameters: {
             query?: never;
@@ -1178,7 +1280,7 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        StreamEvent: components["schemas"]["Event_response"] | components["schemas"]["Event_agent_start"] | components["schemas"]["Event_agent_end"] | components["schemas"]["Event_agent_settled"] | components["schemas"]["Event_turn_start"] | components["schemas"]["Event_turn_end"] | components["schemas"]["Event_message_start"] | components["schemas"]["Event_message_update"] | components["schemas"]["Event_message_end"] | components["schemas"]["Event_tool_execution_start"] | components["schemas"]["Event_tool_execution_update"] | components["schemas"]["Event_tool_execution_end"] | components["schemas"]["Event_queue_update"] | components["schemas"]["Event_compaction_start"] | components["schemas"]["Event_compaction_end"] | components["schemas"]["Event_auto_retry_start"] | components["schemas"]["Event_auto_retry_end"] | components["schemas"]["Event_summarization_retry_scheduled"] | components["schemas"]["Event_summarization_retry_attempt_start"] | components["schemas"]["Event_summarization_retry_finished"] | components["schemas"]["Event_bash_execution_update"] | components["schemas"]["Event_extension_ui_request"] | components["schemas"]["Event_extension_error"] | components["schemas"]["Event_session_info_changed"] | components["schemas"]["Event_thinking_level_changed"] | components["schemas"]["Event_entry_appended"] | components["schemas"]["Event_stream_open"] | components["schemas"]["Event_session_status"] | components["schemas"]["Event_session_exit"] | components["schemas"]["Event_approval_requested"] | components["schemas"]["Event_approval_resolved"] | components["schemas"]["Event_gap"] | components["schemas"]["Event_dropped"] | components["schemas"]["Event_line_dropped"] | components["schemas"]["Event_shutdown"] | components["schemas"]["Event_error"];
+        StreamEvent: components["schemas"]["Event_response"] | components["schemas"]["Event_agent_start"] | components["schemas"]["Event_agent_end"] | components["schemas"]["Event_agent_settled"] | components["schemas"]["Event_turn_start"] | components["schemas"]["Event_turn_end"] | components["schemas"]["Event_message_start"] | components["schemas"]["Event_message_update"] | components["schemas"]["Event_message_end"] | components["schemas"]["Event_tool_execution_start"] | components["schemas"]["Event_tool_execution_update"] | components["schemas"]["Event_tool_execution_end"] | components["schemas"]["Event_queue_update"] | components["schemas"]["Event_compaction_start"] | components["schemas"]["Event_compaction_end"] | components["schemas"]["Event_auto_retry_start"] | components["schemas"]["Event_auto_retry_end"] | components["schemas"]["Event_summarization_retry_scheduled"] | components["schemas"]["Event_summarization_retry_attempt_start"] | components["schemas"]["Event_summarization_retry_finished"] | components["schemas"]["Event_bash_execution_update"] | components["schemas"]["Event_extension_ui_request"] | components["schemas"]["Event_extension_error"] | components["schemas"]["Event_session_info_changed"] | components["schemas"]["Event_thinking_level_changed"] | components["schemas"]["Event_entry_appended"] | components["schemas"]["Event_stream_open"] | components["schemas"]["Event_session_status"] | components["schemas"]["Event_session_exit"] | components["schemas"]["Event_approval_requested"] | components["schemas"]["Event_approval_resolved"] | components["schemas"]["Event_run_changes"] | components["schemas"]["Event_gap"] | components["schemas"]["Event_dropped"] | components["schemas"]["Event_line_dropped"] | components["schemas"]["Event_shutdown"] | components["schemas"]["Event_error"];
         /** @description pi's answer to a command that changes the session (answers to reads are not logged) */
         Event_response: {
             /**
@@ -1644,6 +1746,27 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description Gateway: a run settled and its folder was snapshotted (after its agent_settled); the diffs are at GET …/changes?runId= */
+        Event_run_changes: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "run_changes";
+            sessionId: string;
+            runId: string;
+            /** @description The paths the run changed in the session's folder (at most 100); null when no snapshot could be taken (`error`) */
+            files: {
+                path: string;
+                /** @enum {string} */
+                status: "added" | "modified" | "deleted";
+            }[] | null;
+            /** @description More paths changed than are listed */
+            truncated: boolean;
+            error?: string;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description Gateway: the asked-for position is older than the log; the `lost` events after `after` are gone and the stream goes on from `firstAvailable` (the frame's id is `firstAvailable - 1`) */
         Event_gap: {
             /**
@@ -1871,10 +1994,10 @@ export interface components {
             /** @default {} */
             match?: {
                 method?: ("select" | "confirm" | "input" | "editor")[];
-                /** @description A bounded regular expression (no backreferences, lookarounds or quantified groups) */
+                /** @description An RE2 regular expression (https://github.com/google/re2/wiki/Syntax), at most 200 characters and 400 RE2 instructions (2000 for all the patterns of one policy set), matched against the whole text (an anchored full match; `.` does not match a newline unless the pattern starts with `(?s)`). No backreferences or lookarounds: RE2 has none. A text longer than 4096 characters is never matched by a pattern: the dialog is left to a person. */
                 title?: string;
                 titleEquals?: string;
-                /** @description A bounded regular expression (no backreferences, lookarounds or quantified groups) */
+                /** @description An RE2 regular expression (https://github.com/google/re2/wiki/Syntax), at most 200 characters and 400 RE2 instructions (2000 for all the patterns of one policy set), matched against the whole text (an anchored full match; `.` does not match a newline unless the pattern starts with `(?s)`). No backreferences or lookarounds: RE2 has none. A text longer than 4096 characters is never matched by a pattern: the dialog is left to a person. */
                 message?: string;
                 /** @description Gateway rules: only these sessions */
                 sessions?: string[];
@@ -2195,6 +2318,51 @@ export interface components {
                 level: "info" | "warning" | "error";
                 at: string;
             }[];
+        };
+        WorkspaceListing: {
+            path: string;
+            entries: components["schemas"]["WorkspaceEntry"][];
+            nextCursor: string | null;
+        };
+        WorkspaceEntry: {
+            name: string;
+            /** @description Relative to the session's folder */
+            path: string;
+            /**
+             * @description Symlinks are listed, not followed; `other`: a FIFO, socket or device
+             * @enum {string}
+             */
+            type: "file" | "dir" | "symlink" | "other";
+            size: number;
+            /** Format: date-time */
+            modifiedAt: string;
+        };
+        WorkspaceSearchResult: {
+            matches: {
+                path: string;
+                line: number | null;
+                text: string | null;
+            }[];
+            truncated: boolean;
+            /** @enum {string} */
+            engine: "ripgrep" | "node";
+        };
+        WorkspaceChanges: {
+            runId: string | null;
+            files: components["schemas"]["WorkspaceFileChange"][];
+            /** @description More files changed than are listed, or the diffs were cut */
+            truncated: boolean;
+        };
+        WorkspaceFileChange: {
+            path: string;
+            /** @enum {string} */
+            status: "added" | "modified" | "deleted";
+            /** @description git's test (a NUL byte near the start): no diff is given */
+            binary: boolean;
+            /** @description Unified diff (`diff --git …`, 3 lines of context); null for a binary file or past the caps */
+            diff: string | null;
+            /** @description The diff was left out: larger than --workspace-max-diff-bytes, or past --workspace-max-changes-bytes */
+            truncated: boolean;
         };
         CreatedWebhook: {
             id: string;
@@ -2583,7 +2751,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3233,6 +3401,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The gateway cannot write its session registry (disk full or unwritable); live sessions go on */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "sessions.prompt": {
@@ -3244,7 +3421,7 @@ export interface operations {
             header?: {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
                 prefer?: string;
-                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -3409,6 +3586,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The gateway's data disk is full: the Idempotency-Key could not be stored, so the request did not run */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "sessions.steer": {
@@ -3420,7 +3606,7 @@ export interface operations {
             header?: {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
                 prefer?: string;
-                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -3583,6 +3769,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The gateway's data disk is full: the Idempotency-Key could not be stored, so the request did not run */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "sessions.followUp": {
@@ -3594,7 +3789,7 @@ export interface operations {
             header?: {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
                 prefer?: string;
-                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -3750,6 +3945,15 @@ export interface operations {
             };
             /** @description pi did not answer in time */
             504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway's data disk is full: the Idempotency-Key could not be stored, so the request did not run */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6438,7 +6642,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6579,6 +6783,15 @@ export interface operations {
             };
             /** @description pi did not answer in time */
             504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway's data disk is full: the Idempotency-Key could not be stored, so the request did not run */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7027,7 +7240,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -7170,6 +7383,15 @@ export interface operations {
             };
             /** @description pi did not answer in time */
             504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway's data disk is full: the Idempotency-Key could not be stored, so the request did not run */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7920,7 +8142,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -8061,6 +8283,15 @@ export interface operations {
             };
             /** @description pi did not answer in time */
             504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway's data disk is full: the Idempotency-Key could not be stored, so the request did not run */
+            507: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9479,7 +9710,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -9608,6 +9839,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The gateway's data disk is full: the Idempotency-Key could not be stored, so the request did not run */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     "sessions.getUi": {
@@ -9650,6 +9890,762 @@ export interface operations {
             };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "workspace.list": {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description `nextCursor` of an earlier page: the entries after those */
+                cursor?: string;
+                /** @description The folder (default: the session's folder itself). Relative to the session's folder, `/`-separated. Resolved inside it, symlinks included (the last component too): anything that leads out is 403 `path_outside_root` */
+                path?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the folder's entries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceListing"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "workspace.read": {
+        parameters: {
+            query: {
+                /** @description Relative to the session's folder, `/`-separated. Resolved inside it, symlinks included (the last component too): anything that leads out is 403 `path_outside_root` */
+                path: string;
+            };
+            header?: {
+                /** @description One byte range (RFC 9110), e.g. `bytes=0-1023` */
+                range?: string;
+                "if-none-match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file */
+            200: {
+                headers: {
+                    /** @description A strong validator of this version of the file (for If-Match, If-None-Match) */
+                    ETag?: string;
+                    /** @description `bytes` */
+                    "Accept-Ranges"?: string;
+                    /** @description Bytes in this answer */
+                    "Content-Length"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description The asked-for range */
+            206: {
+                headers: {
+                    /** @description A strong validator of this version of the file (for If-Match, If-None-Match) */
+                    ETag?: string;
+                    /** @description `bytes` */
+                    "Accept-Ranges"?: string;
+                    /** @description Bytes in this answer */
+                    "Content-Length"?: number;
+                    /** @description `bytes START-END/SIZE` */
+                    "Content-Range"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description Not modified (If-None-Match) */
+            304: {
+                headers: {
+                    /** @description A strong validator of this version of the file (for If-Match, If-None-Match) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input, or the path is a folder (`not_a_file`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The range lies outside the file (`Content-Range: bytes *\/SIZE`) */
+            416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "workspace.write": {
+        parameters: {
+            query: {
+                /** @description Relative to the session's folder, `/`-separated. Resolved inside it, symlinks included (the last component too): anything that leads out is 403 `path_outside_root` */
+                path: string;
+            };
+            header?: {
+                /** @description Replace only this version (an ETag, or `*`: any existing file) */
+                "if-match"?: string;
+                /** @description `*`: create only, never replace */
+                "if-none-match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    /** @description A strong validator of this version of the file (for If-Match, If-None-Match) */
+                    ETag?: string;
+                    /** @description The file's content URL */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Replaced */
+            204: {
+                headers: {
+                    /** @description A strong validator of this version of the file (for If-Match, If-None-Match) */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The path is a folder, or a component of it is a file */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match or If-None-Match does not hold (`precondition_failed`) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The upload is larger than --workspace-max-upload-bytes */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "workspace.delete": {
+        parameters: {
+            query: {
+                /** @description Relative to the session's folder, `/`-separated. Resolved inside it, symlinks included (the last component too): anything that leads out is 403 `path_outside_root` */
+                path: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The path is a folder */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "workspace.search": {
+        parameters: {
+            query: {
+                /** @description The text to find */
+                q: string;
+                /** @description Only paths matching this glob (`*.py`, `src/**\/*.ts`; no `/`: the base name) */
+                glob?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What was found */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceSearchResult"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "workspace.changes": {
+        parameters: {
+            query?: {
+                /** @description A run's id (from the prompt's answer) */
+                runId?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The changed files with their diffs */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WorkspaceChanges"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session, or no settled run with this id (`run_not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Change tracking is off (--no-workspace-changes) or git is not on the gateway's PATH (`changes_unavailable`) */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "workspace.archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The archive */
+            200: {
+                headers: {
+                    /** @description `attachment; filename=<session id>.tar.gz` */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/gzip": string;
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The folder is larger than --workspace-max-archive-bytes (`archive_too_large`) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

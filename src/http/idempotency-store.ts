@@ -1,4 +1,5 @@
 import type { DatabaseSync } from "node:sqlite";
+import { storedOr507 } from "../sessions/storage-full.ts";
 
 /** A stored first answer: what a retry with the same key gets back. */
 export interface StoredAnswer {
@@ -58,14 +59,24 @@ function dropUnscopedTable(db: DatabaseSync): void {
 	if (columns.length > 0 && !columns.some((c) => c.name === "principal")) db.exec("DROP TABLE idempotency_keys");
 }
 
+/** A JSON pair, not a joined string: no principal/key split can collide with another. */
+const idOf = (key: ScopedKey) => JSON.stringify([key.principal, key.key]);
+const isSqliteError = (error: unknown) => (error as { code?: unknown }).code === "ERR_SQLITE_ERROR";
+
 /**
  * Idempotency keys in gateway.db (own table). A key left `running` by a previous process belonged
  * to a request that died with it (and with its pi): it is forgotten at start, so a retry runs.
+ *
+ * A full disk: a claim that cannot be written is 507 and the request does not run. Once the request
+ * ran, its answer is the client's whatever the disk says: a finish or forget that fails is kept
+ * here (and read back from here) and written before the next claim, which is refused while it fails.
  */
 export class IdempotencyStore implements IdempotencyKeys {
 	readonly #db: DatabaseSync;
 	readonly #ttlMs: number;
 	readonly #maxKeys: number;
+	/** Writes the disk did not take, by key, with the record they leave (undefined: forgotten). */
+	readonly #unwritten = new Map<string, { record: KeyRecord | undefined; write: () => void }>();
 
 	constructor(db: DatabaseSync, ttlMs: number, maxKeys: number) {
 		this.#db = db;
@@ -83,6 +94,8 @@ export class IdempotencyStore implements IdempotencyKeys {
 
 	/** The key's record within the window; an expired one is forgotten. */
 	get(key: ScopedKey): KeyRecord | undefined {
+		const pending = this.#unwritten.get(idOf(key));
+		if (pending) return pending.record;
 		const row = this.#db
 			.prepare("SELECT * FROM idempotency_keys WHERE principal = ? AND key = ?")
 			.get(key.principal, key.key) as
@@ -104,23 +117,51 @@ export class IdempotencyStore implements IdempotencyKeys {
 
 	/** Claims the key for a first request; false when someone holds it already. */
 	claim(key: ScopedKey, fingerprint: string): boolean {
-		const result = this.#db
-			.prepare(
-				"INSERT OR IGNORE INTO idempotency_keys (principal, key, fingerprint, state, answer, created_at) VALUES (?, ?, ?, 'running', NULL, ?)",
-			)
-			.run(key.principal, key.key, fingerprint, Date.now());
-		return result.changes === 1;
+		return storedOr507("The Idempotency-Key was not stored, so the request did not run", () => {
+			for (const [id, { write }] of this.#unwritten) {
+				write();
+				this.#unwritten.delete(id);
+			}
+			const result = this.#db
+				.prepare(
+					"INSERT OR IGNORE INTO idempotency_keys (principal, key, fingerprint, state, answer, created_at) VALUES (?, ?, ?, 'running', NULL, ?)",
+				)
+				.run(key.principal, key.key, fingerprint, Date.now());
+			return result.changes === 1;
+		});
 	}
 
 	finish(key: ScopedKey, answer: StoredAnswer): void {
-		this.#db
-			.prepare("UPDATE idempotency_keys SET state = 'done', answer = ? WHERE principal = ? AND key = ?")
-			.run(JSON.stringify(answer), key.principal, key.key);
-		this.prune();
+		const claimed = this.get(key);
+		const record = claimed && { ...claimed, state: "done" as const, answer };
+		this.#attempt(key, record, () =>
+			this.#db
+				.prepare("UPDATE idempotency_keys SET state = 'done', answer = ? WHERE principal = ? AND key = ?")
+				.run(JSON.stringify(answer), key.principal, key.key),
+		);
+		try {
+			this.prune();
+		} catch (error) {
+			if (!isSqliteError(error)) throw error;
+		}
 	}
 
 	forget(key: ScopedKey): void {
-		this.#db.prepare("DELETE FROM idempotency_keys WHERE principal = ? AND key = ?").run(key.principal, key.key);
+		this.#attempt(key, undefined, () =>
+			this.#db.prepare("DELETE FROM idempotency_keys WHERE principal = ? AND key = ?").run(key.principal, key.key),
+		);
+	}
+
+	/** Writes now, or keeps the write (and what it leaves) for the next claim when the disk refuses it. */
+	#attempt(key: ScopedKey, record: KeyRecord | undefined, write: () => void): void {
+		const id = idOf(key);
+		try {
+			write();
+			this.#unwritten.delete(id);
+		} catch (error) {
+			if (!isSqliteError(error)) throw error;
+			this.#unwritten.set(id, { record, write });
+		}
 	}
 
 	/** Keys past the window go, and past maxKeys the oldest finished ones. */

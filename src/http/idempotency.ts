@@ -47,7 +47,7 @@ export function declareIdempotency(document: Document): void {
 		name: "Idempotency-Key",
 		in: "header",
 		required: false,
-		description: `Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with \`${replayedHeader}: true\`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409. 1-255 visible ASCII characters, e.g. a UUID.`,
+		description: `Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with \`${replayedHeader}: true\`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID.`,
 		schema: { type: "string", minLength: 1, maxLength: 255 },
 	};
 	for (const operations of Object.values(document.paths ?? {}))
@@ -58,6 +58,9 @@ export function declareIdempotency(document: Document): void {
 			const responses = operation.responses;
 			responses[409] ??= problem("Conflict, or a request with this Idempotency-Key is still running");
 			responses[422] ??= problem("This Idempotency-Key was used with a different request");
+			responses[507] ??= problem(
+				"The gateway's data disk is full: the Idempotency-Key could not be stored, so the request did not run",
+			);
 			for (const [status, response] of Object.entries(responses))
 				if (status.startsWith("2"))
 					response.headers = {

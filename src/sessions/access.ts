@@ -1,5 +1,6 @@
 import type { DatabaseSync } from "node:sqlite";
 import { z } from "@hono/zod-openapi";
+import { storedOr507 } from "./storage-full.ts";
 
 /**
  * What a principal other than the owner may do with a session: `read` it (state, messages,
@@ -102,13 +103,19 @@ export class SessionAccess {
 		return rightsIn(this.get(sessionId), principal);
 	}
 
+	/** Stored first, in effect after: a grant the disk did not take is refused (507), not half kept. */
 	#save(record: SessionAccessRecord): void {
-		this.#remember(record);
+		storedOr507("The session's access was not stored", () => this.#write(record));
+		this.#records.set(record.sessionId, record);
 		this.#mirror?.saveAccess(record.sessionId, record.owner, record.grants);
 	}
 
 	#remember(record: SessionAccessRecord): void {
 		this.#records.set(record.sessionId, record);
+		this.#write(record);
+	}
+
+	#write(record: SessionAccessRecord): void {
 		if (this.#db?.isOpen)
 			this.#db
 				.prepare("INSERT OR REPLACE INTO session_access (session_id, owner, grants) VALUES (?, ?, ?)")

@@ -31,5 +31,5 @@ export const putSessionAccess = createRoute({
 	description:
 		"Others see a session only when it is shared with them (404 otherwise, as for an id that does not exist). An approver with `answer` sees and answers the session's approvals, in its inbox too, but cannot read or prompt the session. Only the owner or an admin may change this (403 for a principal the session is shared with).",
 	request: { params: SessionParams, body: jsonBody(ShareBody) },
-	responses: { 200: json(SessionAccessRecord, "Owner and grants, as now"), ...problems(400, 401, 403, 404, 415) },
+	responses: { 200: json(SessionAccessRecord, "Owner and grants, as now"), ...problems(400, 401, 403, 404, 415, 507) },
 });
