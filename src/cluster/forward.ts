@@ -39,7 +39,8 @@ const refusals = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "ENOTFO
 export function forward(
 	base: string,
 	request: Request,
-	body: Uint8Array | undefined,
+	/** Read already, or (a raw upload) streamed through as it arrives: then it cannot be sent twice. */
+	body: Uint8Array | ReadableStream<Uint8Array> | undefined,
 	extraHeaders: Record<string, string>,
 	/** Aborting it cuts the exchange (before or during the answer); `closed` runs when it is over either way. */
 	control: { signal: AbortSignal; closed(): void },
@@ -51,7 +52,9 @@ export function forward(
 		if (!hopByHop.has(name)) headers[name] = value;
 	});
 	Object.assign(headers, extraHeaders);
-	if (body) headers["content-length"] = String(body.byteLength);
+	if (body instanceof Uint8Array) headers["content-length"] = String(body.byteLength);
+	else if (body && request.headers.has("content-length"))
+		headers["content-length"] = request.headers.get("content-length") as string;
 	const https = target.protocol === "https:";
 	return new Promise((resolve) => {
 		const out = (https ? httpsRequest : httpRequest)(
@@ -75,7 +78,11 @@ export function forward(
 			if (signal.aborted) abort(why)();
 			else signal.addEventListener("abort", abort(why), { once: true });
 		}
-		out.end(body);
+		if (body instanceof ReadableStream)
+			Readable.fromWeb(body as never)
+				.on("error", (error) => out.destroy(error))
+				.pipe(out);
+		else out.end(body);
 	});
 }
 

@@ -29,6 +29,8 @@ export function clusterRouting(
 	current: () => Cluster | undefined,
 	registry: SessionRegistry,
 	maxBodyBytes: number,
+	/** Requests whose body is streamed to the owner, not read first (workspace uploads, bounded there). */
+	streamsBody: (method: string, path: string) => boolean = () => false,
 ): MiddlewareHandler<AppEnv> {
 	return async function clusterRoutingMiddleware(c, next) {
 		const cluster = current();
@@ -53,6 +55,7 @@ export function clusterRouting(
 			} as object);
 		}
 		let body: Uint8Array | undefined;
+		const streamed = streamsBody(c.req.method, c.req.path);
 		for (let round = 1; ; round++) {
 			const route = await cluster.locate(id);
 			if (route.kind === "local") {
@@ -67,15 +70,19 @@ export function clusterRouting(
 			cluster.unhold(id);
 			// A forwarded request is never forwarded again: the sender looks the owner up anew.
 			if (forwarded) throw new ApiError(421, "not_owner", `Session ${id} is served by node ${route.node} now`);
-			body ??= await readBody(c.req.raw, maxBodyBytes);
-			const answer = await forward(route.url, c.req.raw, body, sentOn(c, cluster), watch(cluster, route.node));
+			if (!streamed) body ??= await readBody(c.req.raw, maxBodyBytes);
+			const sending = streamed ? (c.req.raw.body ?? undefined) : body;
+			const answer = await forward(route.url, c.req.raw, sending, sentOn(c, cluster), watch(cluster, route.node));
 			if (answer instanceof Response && answer.status !== 421) {
 				c.set("forwardedTo", route.node);
 				return answer;
 			}
 			if (answer instanceof Response) await answer.body?.cancel();
 			// Sent elsewhere only when the owner never saw it (refused, or sent back with 421), or it reads only.
-			const safe = answer instanceof Response || answer.refused || c.req.method === "GET" || c.req.method === "HEAD";
+			// A streamed body is gone once sent: that request is never sent twice (the client retries it).
+			const safe =
+				!streamed &&
+				(answer instanceof Response || answer.refused || c.req.method === "GET" || c.req.method === "HEAD");
 			const moved = safe && round < maxRounds && (await cluster.waitForMove(id, route.node, c.req.raw.signal));
 			if (!moved) {
 				const why = answer instanceof Response ? "it gave the session up" : answer.unreachable;
