@@ -61,48 +61,52 @@ async function sessionOf(gw: TestGateway, who: keyof typeof key, message: string
 }
 
 describe("a session's pi session files are its own", () => {
-	it("bob cannot point his session at alice's file (switch, raw switch_session, parentSession), before or after a restart", async () => {
-		const dataDir = join(root, "data-restart");
-		const first = await gateway({ dataDir });
-		const alice = await sessionOf(first, "alice", "alice's secret");
-		const bob = await sessionOf(first, "bob", "bob's own");
-		const hers = readFileSync(alice.file, "utf8");
-		expect(dirname(bob.file)).not.toBe(dirname(alice.file));
+	// Sandbox off is where bob read her file at once; the gateway's refusal must not depend on it.
+	it.each(["off", "auto"] as const)(
+		"bob cannot point his session at alice's file (switch, raw switch_session, parentSession), before or after a restart (sandbox %s)",
+		async (sandbox) => {
+			const dataDir = join(root, `data-restart-${sandbox}`);
+			const first = await gateway({ dataDir, sandbox });
+			const alice = await sessionOf(first, "alice", "alice's secret");
+			const bob = await sessionOf(first, "bob", "bob's own");
+			const hers = readFileSync(alice.file, "utf8");
+			expect(dirname(bob.file)).not.toBe(dirname(alice.file));
 
-		const attempts = [
-			[`/v1/sessions/${bob.id}/switch`, { sessionPath: alice.file }],
-			[`/v1/sessions/${bob.id}/rpc`, { type: "switch_session", sessionPath: alice.file }],
-			[`/v1/sessions/${bob.id}/new`, { parentSession: alice.file }],
-			[`/v1/sessions/${bob.id}/rpc`, { type: "new_session", parentSession: alice.file }],
-			// A file that does not exist is refused the same way: no probing for her files.
-			[`/v1/sessions/${bob.id}/switch`, { sessionPath: join(dirname(alice.file), "nope.jsonl") }],
-			[`/v1/sessions/${bob.id}/switch`, { sessionPath: join(dirname(bob.file), "..", theirs(alice.file)) }],
-		] as const;
-		for (const [path, json] of attempts) {
-			const refused = await first.api(path, { method: "POST", headers: as("bob"), json });
-			expect([refused.status, refused.body.code], `${path} ${JSON.stringify(json)}`).toEqual([
-				403,
-				"session_file_not_own",
-			]);
-			expect(JSON.stringify(refused.body)).not.toContain(alice.id);
-		}
-		const state = (await first.api(`/v1/sessions/${bob.id}/state`, { headers: as("bob") })).body;
-		expect(state.sessionFile).toBe(bob.file);
+			const attempts = [
+				[`/v1/sessions/${bob.id}/switch`, { sessionPath: alice.file }],
+				[`/v1/sessions/${bob.id}/rpc`, { type: "switch_session", sessionPath: alice.file }],
+				[`/v1/sessions/${bob.id}/new`, { parentSession: alice.file }],
+				[`/v1/sessions/${bob.id}/rpc`, { type: "new_session", parentSession: alice.file }],
+				// A file that does not exist is refused the same way: no probing for her files.
+				[`/v1/sessions/${bob.id}/switch`, { sessionPath: join(dirname(alice.file), "nope.jsonl") }],
+				[`/v1/sessions/${bob.id}/switch`, { sessionPath: join(dirname(bob.file), "..", theirs(alice.file)) }],
+			] as const;
+			for (const [path, json] of attempts) {
+				const refused = await first.api(path, { method: "POST", headers: as("bob"), json });
+				expect([refused.status, refused.body.code], `${path} ${JSON.stringify(json)}`).toEqual([
+					403,
+					"session_file_not_own",
+				]);
+				expect(JSON.stringify(refused.body)).not.toContain(alice.id);
+			}
+			const state = (await first.api(`/v1/sessions/${bob.id}/state`, { headers: as("bob") })).body;
+			expect(state.sessionFile).toBe(bob.file);
 
-		// The gateway restarts: each session comes back on its own file, in its own folder.
-		await stop(first);
-		const second = await gateway({ dataDir });
-		const resumed = await second.api(`/v1/sessions/${bob.id}/resume`, { method: "POST", headers: as("bob") });
-		expect(resumed.status).toBe(200);
-		expect(resumed.body.piSessionFile).toBe(bob.file);
-		const messages = (await second.api(`/v1/sessions/${bob.id}/messages`, { headers: as("bob") })).body.messages;
-		expect(JSON.stringify(messages)).toContain("bob's own");
-		expect(JSON.stringify(messages)).not.toContain("alice's secret");
-		const again = await second.api(`/v1/sessions/${alice.id}/resume`, { method: "POST", headers: as("alice") });
-		expect(again.body.piSessionFile).toBe(alice.file);
-		expect(readFileSync(alice.file, "utf8")).toBe(hers);
-		await stop(second);
-	});
+			// The gateway restarts: each session comes back on its own file, in its own folder.
+			await stop(first);
+			const second = await gateway({ dataDir, sandbox });
+			const resumed = await second.api(`/v1/sessions/${bob.id}/resume`, { method: "POST", headers: as("bob") });
+			expect(resumed.status).toBe(200);
+			expect(resumed.body.piSessionFile).toBe(bob.file);
+			const messages = (await second.api(`/v1/sessions/${bob.id}/messages`, { headers: as("bob") })).body.messages;
+			expect(JSON.stringify(messages)).toContain("bob's own");
+			expect(JSON.stringify(messages)).not.toContain("alice's secret");
+			const again = await second.api(`/v1/sessions/${alice.id}/resume`, { method: "POST", headers: as("alice") });
+			expect(again.body.piSessionFile).toBe(alice.file);
+			expect(readFileSync(alice.file, "utf8")).toBe(hers);
+			await stop(second);
+		},
+	);
 
 	it("a record that names an older session's file (written before this rule held) does not start on it", async () => {
 		const dataDir = join(root, "data-legacy");
