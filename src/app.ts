@@ -3,7 +3,6 @@ import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { HTTPException } from "hono/http-exception";
 import type { Logger } from "pino";
-import { stringify } from "yaml";
 import { ZodError } from "zod";
 import type { Cluster } from "./cluster/cluster.ts";
 import type { Config } from "./config.ts";
@@ -38,6 +37,7 @@ import { sessionsRouter } from "./http/routes/sessions/sessions.index.ts";
 import { uiRouter } from "./http/routes/sessions/ui.index.ts";
 import { docsPaths, docsRouter } from "./http/routes/system/docs.index.ts";
 import { metricsRouter } from "./http/routes/system/scrape.index.ts";
+import { specPaths, specRouter } from "./http/routes/system/spec.index.ts";
 import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.ts";
 import { webhooksRouter } from "./http/routes/webhooks/webhooks.index.ts";
 import { workspaceChangesRouter } from "./http/routes/workspace/changes.index.ts";
@@ -52,7 +52,7 @@ import type { WebhookService } from "./webhooks/service.ts";
 import { ChangeTracker } from "./workspace/tracker.ts";
 
 // The API description and its docs page are public (they ship in the package); the API is not.
-const openPaths = new Set(["/healthz", "/readyz", "/openapi.json", "/openapi.yaml", ...docsPaths]);
+const openPaths = new Set(["/healthz", "/readyz", ...specPaths, ...docsPaths]);
 
 export function openApiDocument(app: ReturnType<typeof createRouter>) {
 	app.openAPIRegistry.register("StreamEvent", StreamEvent);
@@ -143,14 +143,7 @@ export function createApp(
 	if (config.corsOrigins.length > 0) app.use((c, next) => (corsMiddleware as MiddlewareHandler<AppEnv>)(c, next));
 	// Before authentication: a session another node runs is forwarded there, and that node authenticates.
 	if (extras.cluster) {
-		app.use(
-			clusterRouting(
-				extras.cluster,
-				registry,
-				config.maxBodyBytes,
-				(method, path) => method === "PUT" && isUpload(path),
-			),
-		);
+		app.use(clusterRouting(extras.cluster, registry, config.maxBodyBytes));
 		app.use(durableAnswers(registry));
 	}
 	// The one thing before authentication in cluster mode: a stream ticket's late reconnect, for the node that bound it.
@@ -224,11 +217,8 @@ export function createApp(
 	allowedMethods.load(document as never);
 	idempotentRoutes.load(document as never);
 	corsMiddleware = cors({ origin: config.corsOrigins, exposeHeaders: exposedHeaders(document) });
-	// The served spec names the origin it was fetched from, so an SDK generated from a running
-	// gateway talks to that gateway (the checked-in openapi.yaml is what the default address serves).
-	const served = (url: string) => ({ ...document, servers: [{ url: new URL(url).origin }] });
-	app.get("/openapi.json", (c) => c.json(served(c.req.url)));
-	app.get("/openapi.yaml", (c) => c.body(stringify(served(c.req.url)), 200, { "Content-Type": "application/yaml" }));
+	// The 3.1 document and its 3.0 twin, written for generators (the gateway reads `document`).
+	app.route("/", specRouter(document));
 
 	app.notFound((c) => {
 		throw new ApiError(404, "not_found", `No route for ${c.req.method} ${c.req.path}`);

@@ -12,7 +12,7 @@ export interface paths {
             cookie?: never;
         };
         /** Liveness: the process answers */
-        get: operations["system.health"];
+        get: operations["systemHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -29,7 +29,7 @@ export interface paths {
             cookie?: never;
         };
         /** Readiness: accepting new sessions (503 while shutting down, while the session registry cannot be written, or in cluster mode while the database is out of reach) */
-        get: operations["system.ready"];
+        get: operations["systemReady"];
         put?: never;
         post?: never;
         delete?: never;
@@ -45,8 +45,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Versions, limits and the extension allow-list */
-        get: operations["system.info"];
+        /**
+         * Versions, limits and the extension allow-list
+         * @description Requires the `sessions:read` scope.
+         */
+        get: operations["systemInfo"];
         put?: never;
         post?: never;
         delete?: never;
@@ -65,8 +68,10 @@ export interface paths {
         /**
          * Prometheus metrics: sessions, pi processes, commands, events, approvals, HTTP, process
          * @description The Prometheus text exposition format (`text/plain; version=0.0.4`). Series are prefixed `pi_gateway_`, besides prom-client's standard `process_*` and `nodejs_*`.
+         *
+         *     Requires the `admin` scope.
          */
-        get: operations["system.metrics"];
+        get: operations["systemMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -85,8 +90,10 @@ export interface paths {
         /**
          * The audit log, newest first: who created, prompted, answered, deleted what, when, from where (admin)
          * @description Every authenticated request that changes something (POST, PUT, PATCH, DELETE), denied ones included, with the principal, the operation, the session, the status and the client's address. Kept in the gateway's store across restarts, the newest --max-audit-entries; each is also a JSON line in the log (`msg: "audit"`).
+         *
+         *     Requires the `admin` scope.
          */
-        get: operations["audit.list"];
+        get: operations["auditList"];
         put?: never;
         post?: never;
         delete?: never;
@@ -102,11 +109,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** All sessions */
-        get: operations["sessions.list"];
+        /**
+         * All sessions
+         * @description Requires the `sessions:read` scope.
+         */
+        get: operations["sessionsList"];
         put?: never;
-        /** Start a pi session (answers once pi is ready) */
-        post: operations["sessions.create"];
+        /**
+         * Start a pi session (answers once pi is ready)
+         * @description Requires the `sessions:write` scope.
+         */
+        post: operations["sessionsCreate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -120,12 +133,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One session */
-        get: operations["sessions.get"];
+        /**
+         * One session
+         * @description Requires the `sessions:read` scope.
+         */
+        get: operations["sessionsGet"];
         put?: never;
         post?: never;
-        /** Stop pi (stdin close, then SIGTERM, then SIGKILL) and forget the session (pi's session file stays) */
-        delete: operations["sessions.delete"];
+        /**
+         * Stop pi (stdin close, then SIGTERM, then SIGKILL) and forget the session (pi's session file stays)
+         * @description Requires the `sessions:write` scope.
+         */
+        delete: operations["sessionsDelete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -143,8 +162,10 @@ export interface paths {
         /**
          * Start pi again on the session's file (after hibernation, a crash or a gateway restart)
          * @description Answers once pi is ready, with the conversation as it was. A session that already has a pi process is returned unchanged. Commands sent to a `stopped` session do this by themselves unless the gateway runs with auto-resume off. Ephemeral sessions (`persist:false`) cannot be resumed (409).
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.resume"];
+        post: operations["sessionsResume"];
         delete?: never;
         options?: never;
         head?: never;
@@ -163,8 +184,10 @@ export interface paths {
         /**
          * A short-lived ticket that opens this session's event stream without a header
          * @description For browsers: EventSource cannot send `Authorization`. The ticket goes in `?ticket=` of `GET /v1/sessions/{id}/events` only, for this session only, and opens new streams until `expiresAt`; a stream opened with it keeps reconnecting with it after that (EventSource retries the same URL) while the stream is connected or was within the last 5 minutes, for at most 24 hours; a gateway restart revokes it. Keep the long-lived token out of URLs.
+         *
+         *     Requires the `sessions:read` scope.
          */
-        post: operations["sessions.streamTicket"];
+        post: operations["sessionsStreamTicket"];
         delete?: never;
         options?: never;
         head?: never;
@@ -178,13 +201,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Who owns the session and whom it is shared with */
-        get: operations["sessions.getAccess"];
+        /**
+         * Who owns the session and whom it is shared with
+         * @description Requires the `sessions:read` scope.
+         */
+        get: operations["sessionsGetAccess"];
         /**
          * Share the session: principals and what each may do (owner or admin only)
          * @description Others see a session only when it is shared with them (404 otherwise, as for an id that does not exist). An approver with `answer` sees and answers the session's approvals, in its inbox too, but cannot read or prompt the session. Only the owner or an admin may change this (403 for a principal the session is shared with).
+         *
+         *     Requires the `sessions:write` scope.
          */
-        put: operations["sessions.putAccess"];
+        put: operations["sessionsPutAccess"];
         post?: never;
         delete?: never;
         options?: never;
@@ -204,8 +232,10 @@ export interface paths {
         /**
          * Send a prompt: starts a run, or joins one with streamingBehavior
          * @description Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command. A dialog that opens before pi answered the command (an extension command that asks first) holds pi's answer until it is answered, so the JSON answer does not wait for it: 202 at once with `disposition: awaiting_approval` and the pending `approvals` (answer each at its `url`); pi's answer follows as the `response` event on `eventsUrl`. Wait mode keeps its deadline even while pi has not answered (then `disposition: pending`).
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.prompt"];
+        post: operations["sessionsPrompt"];
         delete?: never;
         options?: never;
         head?: never;
@@ -224,8 +254,10 @@ export interface paths {
         /**
          * Steer the running agent (delivered after the current turn's tool calls)
          * @description Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command. A dialog that opens before pi answered the command (an extension command that asks first) holds pi's answer until it is answered, so the JSON answer does not wait for it: 202 at once with `disposition: awaiting_approval` and the pending `approvals` (answer each at its `url`); pi's answer follows as the `response` event on `eventsUrl`. Wait mode keeps its deadline even while pi has not answered (then `disposition: pending`).
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.steer"];
+        post: operations["sessionsSteer"];
         delete?: never;
         options?: never;
         head?: never;
@@ -244,8 +276,10 @@ export interface paths {
         /**
          * Queue a message for when the agent finishes
          * @description Three answers, by what the client asks for. Default (`Accept: application/json`): 202 with the run id once pi accepted the command. `Accept: text/event-stream`: the gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered); answering it through the approvals resource lets the stream go on. Wait mode, `Prefer: wait=N` (RFC 7240, seconds; a bare `wait` means the gateway's limit) or `?wait=true|N`: 200 once the run ends, with the messages completed since the command was sent, the last assistant text, stop reason and usage (`Preference-Applied` echoes the preference); past the wait limit, or for a steer or follow-up with no run to join, 202 with the run id and `eventsUrl`, the session's stream from just before the command. A dialog that opens before pi answered the command (an extension command that asks first) holds pi's answer until it is answered, so the JSON answer does not wait for it: 202 at once with `disposition: awaiting_approval` and the pending `approvals` (answer each at its `url`); pi's answer follows as the `response` event on `eventsUrl`. Wait mode keeps its deadline even while pi has not answered (then `disposition: pending`).
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.followUp"];
+        post: operations["sessionsFollowUp"];
         delete?: never;
         options?: never;
         head?: never;
@@ -264,8 +298,10 @@ export interface paths {
         /**
          * Send a prompt and stream its run until it settles
          * @description The run as Server-Sent Events. The gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered): `approval_requested` arrives in the stream, and answering it through the approvals resource lets the run go on. A gateway failure after the stream began (pi did not answer in time, or exited) is a final `error` event.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.promptStream"];
+        post: operations["sessionsPromptStream"];
         delete?: never;
         options?: never;
         head?: never;
@@ -284,8 +320,10 @@ export interface paths {
         /**
          * Steer the running agent and stream the run until it settles
          * @description The run as Server-Sent Events. The gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered): `approval_requested` arrives in the stream, and answering it through the approvals resource lets the run go on. A gateway failure after the stream began (pi did not answer in time, or exited) is a final `error` event.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.steerStream"];
+        post: operations["sessionsSteerStream"];
         delete?: never;
         options?: never;
         head?: never;
@@ -304,8 +342,10 @@ export interface paths {
         /**
          * Queue a follow-up message and stream the run until it settles
          * @description The run as Server-Sent Events. The gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered): `approval_requested` arrives in the stream, and answering it through the approvals resource lets the run go on. A gateway failure after the stream began (pi did not answer in time, or exited) is a final `error` event.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.followUpStream"];
+        post: operations["sessionsFollowUpStream"];
         delete?: never;
         options?: never;
         head?: never;
@@ -324,8 +364,10 @@ export interface paths {
         /**
          * Abort the current run and wait until pi is idle (pending dialogs are cancelled)
          * @description Sends pi's `abort` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.abort"];
+        post: operations["sessionsAbort"];
         delete?: never;
         options?: never;
         head?: never;
@@ -344,8 +386,10 @@ export interface paths {
         /**
          * Remove queued steering and follow-up messages and return their text
          * @description Sends pi's `clear_queue` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.clearQueue"];
+        post: operations["sessionsClearQueue"];
         delete?: never;
         options?: never;
         head?: never;
@@ -364,8 +408,10 @@ export interface paths {
         /**
          * Start a fresh pi session in this process
          * @description Sends pi's `new_session` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.newSession"];
+        post: operations["sessionsNewSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -382,8 +428,10 @@ export interface paths {
         /**
          * pi's current state (model, streaming, queue modes, session file)
          * @description Sends pi's `get_state` command.
+         *
+         *     Requires the `sessions:read` scope.
          */
-        get: operations["sessions.getState"];
+        get: operations["sessionsGetState"];
         put?: never;
         post?: never;
         delete?: never;
@@ -402,8 +450,10 @@ export interface paths {
         /**
          * All messages of the conversation
          * @description Sends pi's `get_messages` command.
+         *
+         *     Requires the `sessions:read` scope.
          */
-        get: operations["sessions.getMessages"];
+        get: operations["sessionsGetMessages"];
         put?: never;
         post?: never;
         delete?: never;
@@ -422,8 +472,10 @@ export interface paths {
         /**
          * Session entries in append order, optionally after an entry id
          * @description Sends pi's `get_entries` command.
+         *
+         *     Requires the `sessions:read` scope.
          */
-        get: operations["sessions.getEntries"];
+        get: operations["sessionsGetEntries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -442,8 +494,10 @@ export interface paths {
         /**
          * The session as a tree of entries
          * @description Sends pi's `get_tree` command.
+         *
+         *     Requires the `sessions:read` scope.
          */
-        get: operations["sessions.getTree"];
+        get: operations["sessionsGetTree"];
         put?: never;
         post?: never;
         delete?: never;
@@ -463,8 +517,10 @@ export interface paths {
         /**
          * Switch to a model
          * @description Sends pi's `set_model` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        put: operations["sessions.setModel"];
+        put: operations["sessionsSetModel"];
         post?: never;
         delete?: never;
         options?: never;
@@ -484,8 +540,10 @@ export interface paths {
         /**
          * Cycle to the next available model (null when there is only one)
          * @description Sends pi's `cycle_model` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.cycleModel"];
+        post: operations["sessionsCycleModel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -502,8 +560,10 @@ export interface paths {
         /**
          * Every configured model
          * @description Sends pi's `get_available_models` command.
+         *
+         *     Requires the `sessions:read` scope.
          */
-        get: operations["sessions.getModels"];
+        get: operations["sessionsGetModels"];
         put?: never;
         post?: never;
         delete?: never;
@@ -523,8 +583,10 @@ export interface paths {
         /**
          * Set the thinking level
          * @description Sends pi's `set_thinking_level` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        put: operations["sessions.setThinkingLevel"];
+        put: operations["sessionsSetThinkingLevel"];
         post?: never;
         delete?: never;
         options?: never;
@@ -544,8 +606,10 @@ export interface paths {
         /**
          * Cycle the thinking level (null when the model does not think)
          * @description Sends pi's `cycle_thinking_level` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.cycleThinkingLevel"];
+        post: operations["sessionsCycleThinkingLevel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -562,8 +626,10 @@ export interface paths {
         /**
          * Thinking levels the current model supports
          * @description Sends pi's `get_available_thinking_levels` command.
+         *
+         *     Requires the `sessions:read` scope.
          */
-        get: operations["sessions.getThinkingLevels"];
+        get: operations["sessionsGetThinkingLevels"];
         put?: never;
         post?: never;
         delete?: never;
@@ -583,8 +649,10 @@ export interface paths {
         /**
          * How steering messages are delivered
          * @description Sends pi's `set_steering_mode` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        put: operations["sessions.setSteeringMode"];
+        put: operations["sessionsSetSteeringMode"];
         post?: never;
         delete?: never;
         options?: never;
@@ -603,8 +671,10 @@ export interface paths {
         /**
          * How follow-up messages are delivered
          * @description Sends pi's `set_follow_up_mode` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        put: operations["sessions.setFollowUpMode"];
+        put: operations["sessionsSetFollowUpMode"];
         post?: never;
         delete?: never;
         options?: never;
@@ -624,8 +694,10 @@ export interface paths {
         /**
          * Compact the conversation context
          * @description Sends pi's `compact` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.compact"];
+        post: operations["sessionsCompact"];
         delete?: never;
         options?: never;
         head?: never;
@@ -643,8 +715,10 @@ export interface paths {
         /**
          * Turn automatic compaction on or off
          * @description Sends pi's `set_auto_compaction` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        put: operations["sessions.setAutoCompaction"];
+        put: operations["sessionsSetAutoCompaction"];
         post?: never;
         delete?: never;
         options?: never;
@@ -663,8 +737,10 @@ export interface paths {
         /**
          * Turn automatic retry on transient errors on or off
          * @description Sends pi's `set_auto_retry` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        put: operations["sessions.setAutoRetry"];
+        put: operations["sessionsSetAutoRetry"];
         post?: never;
         delete?: never;
         options?: never;
@@ -684,8 +760,10 @@ export interface paths {
         /**
          * Cancel an in-progress retry
          * @description Sends pi's `abort_retry` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.abortRetry"];
+        post: operations["sessionsAbortRetry"];
         delete?: never;
         options?: never;
         head?: never;
@@ -704,8 +782,10 @@ export interface paths {
         /**
          * Run a shell command and add its output to the context of the next prompt
          * @description Sends pi's `bash` command. To stream its `bash_execution_update` events, use `POST …/bash/stream` (its own operation); this path answers `Accept: text/event-stream` the same way.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.bash"];
+        post: operations["sessionsBash"];
         delete?: never;
         options?: never;
         head?: never;
@@ -724,8 +804,10 @@ export interface paths {
         /**
          * Run a shell command and add its output to the context of the next prompt, streaming its output
          * @description Sends pi's `bash` command and answers with a stream: `stream_open`, then each `bash_execution_update` event of this command as pi prints it, then pi's `response` (the same data as the JSON answer of the plain operation), then the stream ends. A command that fails at once (queue full, pi gone) is still an HTTP error.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.bashStream"];
+        post: operations["sessionsBashStream"];
         delete?: never;
         options?: never;
         head?: never;
@@ -744,8 +826,10 @@ export interface paths {
         /**
          * Abort a running bash command
          * @description Sends pi's `abort_bash` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.abortBash"];
+        post: operations["sessionsAbortBash"];
         delete?: never;
         options?: never;
         head?: never;
@@ -762,8 +846,10 @@ export interface paths {
         /**
          * Token usage, cost and context-window usage
          * @description Sends pi's `get_session_stats` command.
+         *
+         *     Requires the `sessions:read` scope.
          */
-        get: operations["sessions.getStats"];
+        get: operations["sessionsGetStats"];
         put?: never;
         post?: never;
         delete?: never;
@@ -784,8 +870,10 @@ export interface paths {
         /**
          * Export the session to an HTML file (inside the workspace root)
          * @description Sends pi's `export_html` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.exportHtml"];
+        post: operations["sessionsExportHtml"];
         delete?: never;
         options?: never;
         head?: never;
@@ -804,8 +892,10 @@ export interface paths {
         /**
          * Load another pi session file
          * @description Sends pi's `switch_session` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.switchSession"];
+        post: operations["sessionsSwitchSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -824,8 +914,10 @@ export interface paths {
         /**
          * Fork from an earlier user message
          * @description Sends pi's `fork` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.fork"];
+        post: operations["sessionsFork"];
         delete?: never;
         options?: never;
         head?: never;
@@ -844,8 +936,10 @@ export interface paths {
         /**
          * Duplicate the active branch into a new pi session
          * @description Sends pi's `clone` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.clone"];
+        post: operations["sessionsClone"];
         delete?: never;
         options?: never;
         head?: never;
@@ -862,8 +956,10 @@ export interface paths {
         /**
          * User messages available for forking
          * @description Sends pi's `get_fork_messages` command.
+         *
+         *     Requires the `sessions:read` scope.
          */
-        get: operations["sessions.getForkMessages"];
+        get: operations["sessionsGetForkMessages"];
         put?: never;
         post?: never;
         delete?: never;
@@ -882,8 +978,10 @@ export interface paths {
         /**
          * Text of the last assistant message
          * @description Sends pi's `get_last_assistant_text` command.
+         *
+         *     Requires the `sessions:read` scope.
          */
-        get: operations["sessions.getLastAssistantText"];
+        get: operations["sessionsGetLastAssistantText"];
         put?: never;
         post?: never;
         delete?: never;
@@ -903,8 +1001,10 @@ export interface paths {
         /**
          * Set the session's display name
          * @description Sends pi's `set_session_name` command.
+         *
+         *     Requires the `sessions:write` scope.
          */
-        put: operations["sessions.setName"];
+        put: operations["sessionsSetName"];
         post?: never;
         delete?: never;
         options?: never;
@@ -922,8 +1022,10 @@ export interface paths {
         /**
          * Extension commands, prompt templates and skills (run them with prompt '/name')
          * @description Sends pi's `get_commands` command.
+         *
+         *     Requires the `sessions:read` scope.
          */
-        get: operations["sessions.getSlashCommands"];
+        get: operations["sessionsGetSlashCommands"];
         put?: never;
         post?: never;
         delete?: never;
@@ -944,8 +1046,10 @@ export interface paths {
         /**
          * Send a raw pi RPC command (for commands newer than this gateway)
          * @description Known command types are validated field by field; unknown ones must be objects with a snake_case `type`. The gateway assigns the `id`. Queued unless the type is a read (`get_*`) or a control (`abort*`, `clear_queue`).
+         *
+         *     Requires the `sessions:write` scope.
          */
-        post: operations["sessions.rpc"];
+        post: operations["sessionsRpc"];
         delete?: never;
         options?: never;
         head?: never;
@@ -962,8 +1066,10 @@ export interface paths {
         /**
          * The session's events as Server-Sent Events, resumable with Last-Event-ID
          * @description Every frame: `id:` the session's sequence number, `event:` the type, `data:` pi's JSON line unchanged (or the gateway event's JSON). The first frame, `stream_open`, says where the stream joined (`after`) and what the log holds (`firstAvailable`..`lastEventId`). Without a position the stream starts live; with `Last-Event-ID` or `after` it replays everything after that position from the bounded per-session log, then goes live, with nothing lost or repeated; a position older than the log gets a `gap` frame (what was lost, where the log starts now) and the stream continues. Heartbeat comments (`: heartbeat`) keep proxies from timing out. A client that falls more than the gateway's buffer behind gets a final `dropped` frame and is cut off: reconnect with `Last-Event-ID`. The stream ends after `session_exit` (pi exited or the session was deleted). With `types`, only those events are sent; `stream_open`, `gap`, `dropped` and `session_exit` always are.
+         *
+         *     Requires the `sessions:read` scope.
          */
-        get: operations["events.session"];
+        get: operations["eventsSession"];
         put?: never;
         post?: never;
         delete?: never;
@@ -982,8 +1088,10 @@ export interface paths {
         /**
          * Live events of every session (for dashboards)
          * @description The live events of every session in one stream. Each frame's `id:` is `<sessionId>:<seq>`: it names the session (pi's own JSON does not) and that session's sequence number, and the data is the same as on the session's own stream. The first frame, `stream_open`, lists every session with its last sequence number. This stream is live only (Last-Event-ID is ignored): to fill a hole after a reconnect, read `/v1/sessions/{id}/events?after=<seq>` for each session. A `shutdown` frame says the gateway is stopping; the stream ends once every session has exited.
+         *
+         *     Requires the `sessions:read` scope.
          */
-        get: operations["events.all"];
+        get: operations["eventsAll"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1004,8 +1112,10 @@ export interface paths {
         /**
          * A short-lived ticket that opens GET /v1/events without a header
          * @description For browsers: EventSource cannot send `Authorization`. The ticket goes in `?ticket=` of `GET /v1/events` only. It opens new streams until `expiresAt`; a stream opened with it keeps reconnecting with it after that (EventSource retries the same URL) while the stream is connected or was within the last 5 minutes, for at most 24 hours; a gateway restart revokes it. Keep the long-lived token out of URLs.
+         *
+         *     Requires the `sessions:read` scope.
          */
-        post: operations["events.allTicket"];
+        post: operations["eventsAllTicket"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1022,8 +1132,10 @@ export interface paths {
         /**
          * Resolved approvals across all sessions, newest first: who answered, when, and what
          * @description Kept in the gateway's store for --approval-history-ms (7 days by default, at most --max-approval-history rows), so it outlives the sessions' own lists and a gateway restart. Automatic answers show `resolvedBy: policy:<rule>`.
+         *
+         *     Requires the `approvals:read` scope.
          */
-        get: operations["approvals.history"];
+        get: operations["approvalsHistory"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1042,8 +1154,10 @@ export interface paths {
         /**
          * Approvals across all sessions, oldest first (the inbox)
          * @description `?status=pending` is the list of dialogs waiting for someone. With `wait=N` an empty page is held up to N seconds and answered as soon as a matching approval appears (long-poll for clients without SSE).
+         *
+         *     Requires the `approvals:read` scope.
          */
-        get: operations["approvals.inbox"];
+        get: operations["approvalsInbox"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1059,8 +1173,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The session's approvals, oldest first */
-        get: operations["approvals.list"];
+        /**
+         * The session's approvals, oldest first
+         * @description Requires the `approvals:read` scope.
+         */
+        get: operations["approvalsList"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1076,11 +1193,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One approval */
-        get: operations["approvals.get"];
+        /**
+         * One approval
+         * @description Requires the `approvals:read` scope.
+         */
+        get: operations["approvalsGet"];
         put?: never;
-        /** Answer a dialog; the answer goes to pi at once, never behind the command queue */
-        post: operations["approvals.answer"];
+        /**
+         * Answer a dialog; the answer goes to pi at once, never behind the command queue
+         * @description Requires the `approvals:answer` scope.
+         */
+        post: operations["approvalsAnswer"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1094,8 +1217,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The latest fire-and-forget UI state: title, statuses, widgets, editor text, notifications */
-        get: operations["sessions.getUi"];
+        /**
+         * The latest fire-and-forget UI state: title, statuses, widgets, editor text, notifications
+         * @description Requires the `approvals:read` scope.
+         */
+        get: operations["sessionsGetUi"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1111,8 +1237,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List a folder of the session's workspace (paged, sorted by name) */
-        get: operations["workspace.list"];
+        /**
+         * List a folder of the session's workspace (paged, sorted by name)
+         * @description Requires the `sessions:read` scope.
+         */
+        get: operations["workspaceList"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1131,16 +1260,23 @@ export interface paths {
         /**
          * A file's bytes, with ETag and Range
          * @description The Content-Type is the file's by its extension (`application/octet-stream` when unknown); the answer carries `Content-Security-Policy: sandbox` and `X-Content-Type-Options: nosniff`, so an HTML or SVG file of the agent's never runs script in the gateway's origin. One `Range: bytes=…` range is honoured (206), several get the whole file; `If-None-Match` with the current ETag is 304.
+         *
+         *     Requires the `sessions:read` scope.
          */
-        get: operations["workspace.read"];
+        get: operations["workspaceRead"];
         /**
          * Upload a file: the raw body, streamed to disk; missing folders are made
          * @description The body is the file's bytes (any Content-Type), written to a temporary file beside it and renamed into place. `If-Match: ETAG` (or `*`) replaces only that version (412 otherwise); `If-None-Match: *` creates only. A symlink as the last component is written through only when it points inside the folder. Bounded by --workspace-max-upload-bytes (413).
+         *
+         *     Requires the `sessions:write` scope.
          */
-        put: operations["workspace.write"];
+        put: operations["workspaceWrite"];
         post?: never;
-        /** Delete a file (a symlink: the link, not its target) */
-        delete: operations["workspace.delete"];
+        /**
+         * Delete a file (a symlink: the link, not its target)
+         * @description Requires the `sessions:write` scope.
+         */
+        delete: operations["workspaceDelete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1156,8 +1292,10 @@ export interface paths {
         /**
          * Search file names and text in the session's folder
          * @description Fixed text, smart case (case-blind unless `q` has a capital letter). File names containing `q` come first (`line: null`), then matching lines. ripgrep when it is on the gateway's PATH (honours .gitignore, skips hidden files), else a bounded built-in search (skips hidden files and node_modules); files over 1 MiB are skipped, lines cut to 300 characters. Capped by --workspace-max-search-results and --workspace-search-timeout-ms (`truncated`).
+         *
+         *     Requires the `sessions:read` scope.
          */
-        get: operations["workspace.search"];
+        get: operations["workspaceSearch"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1176,8 +1314,10 @@ export interface paths {
         /**
          * What changed in the session's folder: since the session started, or in one run
          * @description Without `runId`: the folder now against a snapshot taken when the session started (uploads and `bash` commands included). With `runId` (a prompt's `runId` that started a run): the folder when that run settled against a snapshot taken just before its prompt reached pi (a run still going: against now). Snapshots live in a shadow git repository under the gateway's data dir, never in the folder; files the folder's .gitignore ignores are not tracked. The last 100 runs of a session are kept. Capped by --workspace-max-changed-files, --workspace-max-diff-bytes and --workspace-max-changes-bytes.
+         *
+         *     Requires the `sessions:read` scope.
          */
-        get: operations["workspace.changes"];
+        get: operations["workspaceChanges"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1196,8 +1336,10 @@ export interface paths {
         /**
          * The session's folder as a gzip'd tar, streamed
          * @description Every file, folder and symlink (as a link, never followed), names sorted. The folder is listed first, so a folder over --workspace-max-archive-bytes (bytes of its files) or 200,000 entries is a 413 before any byte is sent; then files are read one chunk at a time as the client takes them. A file that changes while it is sent keeps the size it was listed with (cut or zero-filled).
+         *
+         *     Requires the `sessions:read` scope.
          */
-        get: operations["workspace.archive"];
+        get: operations["workspaceArchive"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1213,11 +1355,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** All webhooks (without their secrets) */
-        get: operations["webhooks.list"];
+        /**
+         * All webhooks (without their secrets)
+         * @description Requires the `admin` scope.
+         */
+        get: operations["webhooksList"];
         put?: never;
-        /** Subscribe an endpoint to events (signed per Standard Webhooks); the secret is shown only here */
-        post: operations["webhooks.create"];
+        /**
+         * Subscribe an endpoint to events (signed per Standard Webhooks); the secret is shown only here
+         * @description Requires the `admin` scope.
+         */
+        post: operations["webhooksCreate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1231,12 +1379,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One webhook (without its secret) */
-        get: operations["webhooks.get"];
+        /**
+         * One webhook (without its secret)
+         * @description Requires the `admin` scope.
+         */
+        get: operations["webhooksGet"];
         put?: never;
         post?: never;
-        /** Remove a webhook and its pending deliveries */
-        delete: operations["webhooks.delete"];
+        /**
+         * Remove a webhook and its pending deliveries
+         * @description Requires the `admin` scope.
+         */
+        delete: operations["webhooksDelete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1249,8 +1403,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The webhook's delivery log, newest first: state, attempts, receivers' status codes */
-        get: operations["webhooks.deliveries"];
+        /**
+         * The webhook's delivery log, newest first: state, attempts, receivers' status codes
+         * @description Requires the `admin` scope.
+         */
+        get: operations["webhooksDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1268,8 +1425,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a delivered, failed or dropped message again (same webhook-id, a fresh attempt budget) */
-        post: operations["webhooks.redeliver"];
+        /**
+         * Send a delivered, failed or dropped message again (same webhook-id, a fresh attempt budget)
+         * @description Requires the `admin` scope.
+         */
+        post: operations["webhooksRedeliver"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1573,7 +1733,34 @@ export interface components {
              */
             type: "extension_ui_request";
             id: string;
+            /** @description Dialogs: `select`, `confirm`, `input`, `editor` (each also an approval); fire-and-forget: `notify`, `setStatus`, `setWidget`, `setTitle`, `set_editor_text` */
             method: string;
+            /** @description select, confirm, input, editor, setTitle */
+            title?: string;
+            /** @description confirm, notify */
+            message?: string;
+            /** @description select: the allowed values */
+            options?: string[];
+            /** @description input */
+            placeholder?: string;
+            /** @description editor */
+            prefill?: string;
+            /** @description select, confirm, input: milliseconds pi waits */
+            timeout?: number;
+            /** @description notify: `info`, `warning` or `error` */
+            notifyType?: string;
+            /** @description setStatus */
+            statusKey?: string;
+            /** @description setStatus (absent: clear the status) */
+            statusText?: string;
+            /** @description setWidget */
+            widgetKey?: string;
+            /** @description setWidget (absent: remove the widget) */
+            widgetLines?: string[];
+            /** @description setWidget: `aboveEditor` or `belowEditor` */
+            widgetPlacement?: string;
+            /** @description set_editor_text */
+            text?: string;
         } & {
             [key: string]: unknown;
         };
@@ -1720,11 +1907,7 @@ export interface components {
             expiresAt: string | null;
             status: components["schemas"]["ApprovalStatus"];
             /** @description The answer a client posted; null while pending or when nobody answered */
-            answer: {
-                confirmed?: boolean;
-                value?: string;
-                cancelled?: boolean;
-            } | null;
+            answer: components["schemas"]["ApprovalAnswerObject"] | null;
             /** Format: date-time */
             resolvedAt: string | null;
             /** @description Who settled it: the answer's `by` (default `api`), or when nobody answered: `pi-timeout`, `gateway-policy` (approvalTimeoutMs), `gateway-abort` (the run was aborted) or `pi-exit` (pi exited) */
@@ -2440,6 +2623,90 @@ export interface components {
         };
         /** @enum {string} */
         WebhookDeliveryState: "pending" | "delivered" | "failed" | "dropped";
+        ApprovalAnswerObject: {
+            confirmed?: boolean;
+            value?: string;
+            cancelled?: boolean;
+        };
+        HealthResponse: {
+            /** @enum {string} */
+            status: "ok";
+        };
+        ReadyResponse: {
+            /** @enum {string} */
+            status: "ready";
+            registry?: {
+                writable: boolean;
+                /** @description Failed registry writes since start */
+                writeErrors: number;
+                /**
+                 * Format: date-time
+                 * @description When gateway.db, deleted while running, was last recreated from memory
+                 */
+                recreatedAt?: string;
+            };
+        };
+        PromptBody: {
+            /** @example List the files in this folder */
+            message: string;
+            images?: components["schemas"]["ImageContent"][];
+            /** @enum {string} */
+            streamingBehavior?: "steer" | "followUp";
+        };
+        SteerBody: {
+            /** @example List the files in this folder */
+            message: string;
+            images?: components["schemas"]["ImageContent"][];
+        };
+        FollowUpBody: {
+            /** @example List the files in this folder */
+            message: string;
+            images?: components["schemas"]["ImageContent"][];
+        };
+        NewSessionBody: {
+            parentSession?: string;
+        };
+        SetModelBody: {
+            /** @example pi-gateway-demo */
+            provider: string;
+            /** @example demo */
+            modelId: string;
+        };
+        SetThinkingLevelBody: {
+            level: components["schemas"]["ThinkingLevel"];
+        };
+        SetSteeringModeBody: {
+            mode: components["schemas"]["QueueMode"];
+        };
+        SetFollowUpModeBody: {
+            mode: components["schemas"]["QueueMode"];
+        };
+        CompactBody: {
+            customInstructions?: string;
+        };
+        SetAutoCompactionBody: {
+            enabled: boolean;
+        };
+        SetAutoRetryBody: {
+            enabled: boolean;
+        };
+        BashBody: {
+            /** @example ls -la */
+            command: string;
+            excludeFromContext?: boolean;
+        };
+        ExportHtmlBody: {
+            outputPath?: string;
+        };
+        SwitchSessionBody: {
+            sessionPath: string;
+        };
+        ForkBody: {
+            entryId: string;
+        };
+        SetNameBody: {
+            name: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -2449,7 +2716,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    "system.health": {
+    systemHealth: {
         parameters: {
             query?: never;
             header?: never;
@@ -2464,15 +2731,12 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "ok";
-                    };
+                    "application/json": components["schemas"]["HealthResponse"];
                 };
             };
         };
     };
-    "system.ready": {
+    systemReady: {
         parameters: {
             query?: never;
             header?: never;
@@ -2487,20 +2751,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "ready";
-                        registry?: {
-                            writable: boolean;
-                            /** @description Failed registry writes since start */
-                            writeErrors: number;
-                            /**
-                             * Format: date-time
-                             * @description When gateway.db, deleted while running, was last recreated from memory
-                             */
-                            recreatedAt?: string;
-                        };
-                    };
+                    "application/json": components["schemas"]["ReadyResponse"];
                 };
             };
             /** @description The gateway is shutting down */
@@ -2514,7 +2765,7 @@ export interface operations {
             };
         };
     };
-    "system.info": {
+    systemInfo: {
         parameters: {
             query?: never;
             header?: never;
@@ -2563,7 +2814,7 @@ export interface operations {
             };
         };
     };
-    "system.metrics": {
+    systemMetrics: {
         parameters: {
             query?: never;
             header?: never;
@@ -2612,7 +2863,7 @@ export interface operations {
             };
         };
     };
-    "audit.list": {
+    auditList: {
         parameters: {
             query?: {
                 limit?: number;
@@ -2687,7 +2938,7 @@ export interface operations {
             };
         };
     };
-    "sessions.list": {
+    sessionsList: {
         parameters: {
             query?: never;
             header?: never;
@@ -2747,7 +2998,7 @@ export interface operations {
             };
         };
     };
-    "sessions.create": {
+    sessionsCreate: {
         parameters: {
             query?: never;
             header?: {
@@ -2894,7 +3145,7 @@ export interface operations {
             };
         };
     };
-    "sessions.get": {
+    sessionsGet: {
         parameters: {
             query?: never;
             header?: never;
@@ -2974,7 +3225,7 @@ export interface operations {
             };
         };
     };
-    "sessions.delete": {
+    sessionsDelete: {
         parameters: {
             query?: never;
             header?: never;
@@ -3052,7 +3303,7 @@ export interface operations {
             };
         };
     };
-    "sessions.resume": {
+    sessionsResume: {
         parameters: {
             query?: never;
             header?: never;
@@ -3159,7 +3410,7 @@ export interface operations {
             };
         };
     };
-    "sessions.streamTicket": {
+    sessionsStreamTicket: {
         parameters: {
             query?: never;
             header?: never;
@@ -3239,7 +3490,7 @@ export interface operations {
             };
         };
     };
-    "sessions.getAccess": {
+    sessionsGetAccess: {
         parameters: {
             query?: never;
             header?: never;
@@ -3310,7 +3561,7 @@ export interface operations {
             };
         };
     };
-    "sessions.putAccess": {
+    sessionsPutAccess: {
         parameters: {
             query?: never;
             header?: never;
@@ -3412,11 +3663,11 @@ export interface operations {
             };
         };
     };
-    "sessions.prompt": {
+    sessionsPrompt: {
         parameters: {
             query?: {
-                /** @description `true` or seconds: answer when the run settles (same as `Prefer: wait=N`) */
-                wait?: boolean | number;
+                /** @description Seconds to wait for the run to settle, at most the gateway's limit (same as `Prefer: wait=N`); `true` (the limit) and `false` are also accepted */
+                wait?: number;
             };
             header?: {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
@@ -3431,13 +3682,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @example List the files in this folder */
-                    message: string;
-                    images?: components["schemas"]["ImageContent"][];
-                    /** @enum {string} */
-                    streamingBehavior?: "steer" | "followUp";
-                };
+                "application/json": components["schemas"]["PromptBody"];
             };
         };
         responses: {
@@ -3597,11 +3842,11 @@ export interface operations {
             };
         };
     };
-    "sessions.steer": {
+    sessionsSteer: {
         parameters: {
             query?: {
-                /** @description `true` or seconds: answer when the run settles (same as `Prefer: wait=N`) */
-                wait?: boolean | number;
+                /** @description Seconds to wait for the run to settle, at most the gateway's limit (same as `Prefer: wait=N`); `true` (the limit) and `false` are also accepted */
+                wait?: number;
             };
             header?: {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
@@ -3616,11 +3861,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @example List the files in this folder */
-                    message: string;
-                    images?: components["schemas"]["ImageContent"][];
-                };
+                "application/json": components["schemas"]["SteerBody"];
             };
         };
         responses: {
@@ -3780,11 +4021,11 @@ export interface operations {
             };
         };
     };
-    "sessions.followUp": {
+    sessionsFollowUp: {
         parameters: {
             query?: {
-                /** @description `true` or seconds: answer when the run settles (same as `Prefer: wait=N`) */
-                wait?: boolean | number;
+                /** @description Seconds to wait for the run to settle, at most the gateway's limit (same as `Prefer: wait=N`); `true` (the limit) and `false` are also accepted */
+                wait?: number;
             };
             header?: {
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
@@ -3799,11 +4040,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @example List the files in this folder */
-                    message: string;
-                    images?: components["schemas"]["ImageContent"][];
-                };
+                "application/json": components["schemas"]["FollowUpBody"];
             };
         };
         responses: {
@@ -3963,7 +4200,7 @@ export interface operations {
             };
         };
     };
-    "sessions.promptStream": {
+    sessionsPromptStream: {
         parameters: {
             query?: never;
             header?: never;
@@ -3974,13 +4211,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @example List the files in this folder */
-                    message: string;
-                    images?: components["schemas"]["ImageContent"][];
-                    /** @enum {string} */
-                    streamingBehavior?: "steer" | "followUp";
-                };
+                "application/json": components["schemas"]["PromptBody"];
             };
         };
         responses: {
@@ -4120,7 +4351,7 @@ export interface operations {
             };
         };
     };
-    "sessions.steerStream": {
+    sessionsSteerStream: {
         parameters: {
             query?: never;
             header?: never;
@@ -4131,11 +4362,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @example List the files in this folder */
-                    message: string;
-                    images?: components["schemas"]["ImageContent"][];
-                };
+                "application/json": components["schemas"]["SteerBody"];
             };
         };
         responses: {
@@ -4275,7 +4502,7 @@ export interface operations {
             };
         };
     };
-    "sessions.followUpStream": {
+    sessionsFollowUpStream: {
         parameters: {
             query?: never;
             header?: never;
@@ -4286,11 +4513,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @example List the files in this folder */
-                    message: string;
-                    images?: components["schemas"]["ImageContent"][];
-                };
+                "application/json": components["schemas"]["FollowUpBody"];
             };
         };
         responses: {
@@ -4430,7 +4653,7 @@ export interface operations {
             };
         };
     };
-    "sessions.abort": {
+    sessionsAbort: {
         parameters: {
             query?: never;
             header?: never;
@@ -4571,7 +4794,7 @@ export interface operations {
             };
         };
     };
-    "sessions.clearQueue": {
+    sessionsClearQueue: {
         parameters: {
             query?: never;
             header?: never;
@@ -4723,7 +4946,7 @@ export interface operations {
             };
         };
     };
-    "sessions.newSession": {
+    sessionsNewSession: {
         parameters: {
             query?: never;
             header?: never;
@@ -4734,9 +4957,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    parentSession?: string;
-                };
+                "application/json": components["schemas"]["NewSessionBody"];
             };
         };
         responses: {
@@ -4872,7 +5093,7 @@ export interface operations {
             };
         };
     };
-    "sessions.getState": {
+    sessionsGetState: {
         parameters: {
             query?: never;
             header?: never;
@@ -5015,7 +5236,7 @@ export interface operations {
             };
         };
     };
-    "sessions.getMessages": {
+    sessionsGetMessages: {
         parameters: {
             query?: never;
             header?: never;
@@ -5158,7 +5379,7 @@ export interface operations {
             };
         };
     };
-    "sessions.getEntries": {
+    sessionsGetEntries: {
         parameters: {
             query?: {
                 since?: string;
@@ -5312,7 +5533,7 @@ export interface operations {
             };
         };
     };
-    "sessions.getTree": {
+    sessionsGetTree: {
         parameters: {
             query?: never;
             header?: never;
@@ -5464,7 +5685,7 @@ export interface operations {
             };
         };
     };
-    "sessions.setModel": {
+    sessionsSetModel: {
         parameters: {
             query?: never;
             header?: never;
@@ -5475,12 +5696,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @example pi-gateway-demo */
-                    provider: string;
-                    /** @example demo */
-                    modelId: string;
-                };
+                "application/json": components["schemas"]["SetModelBody"];
             };
         };
         responses: {
@@ -5616,7 +5832,7 @@ export interface operations {
             };
         };
     };
-    "sessions.cycleModel": {
+    sessionsCycleModel: {
         parameters: {
             query?: never;
             header?: never;
@@ -5759,7 +5975,7 @@ export interface operations {
             };
         };
     };
-    "sessions.getModels": {
+    sessionsGetModels: {
         parameters: {
             query?: never;
             header?: never;
@@ -5902,7 +6118,7 @@ export interface operations {
             };
         };
     };
-    "sessions.setThinkingLevel": {
+    sessionsSetThinkingLevel: {
         parameters: {
             query?: never;
             header?: never;
@@ -5913,9 +6129,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    level: components["schemas"]["ThinkingLevel"];
-                };
+                "application/json": components["schemas"]["SetThinkingLevelBody"];
             };
         };
         responses: {
@@ -6049,7 +6263,7 @@ export interface operations {
             };
         };
     };
-    "sessions.cycleThinkingLevel": {
+    sessionsCycleThinkingLevel: {
         parameters: {
             query?: never;
             header?: never;
@@ -6192,7 +6406,7 @@ export interface operations {
             };
         };
     };
-    "sessions.getThinkingLevels": {
+    sessionsGetThinkingLevels: {
         parameters: {
             query?: never;
             header?: never;
@@ -6344,7 +6558,7 @@ export interface operations {
             };
         };
     };
-    "sessions.setSteeringMode": {
+    sessionsSetSteeringMode: {
         parameters: {
             query?: never;
             header?: never;
@@ -6355,9 +6569,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    mode: components["schemas"]["QueueMode"];
-                };
+                "application/json": components["schemas"]["SetSteeringModeBody"];
             };
         };
         responses: {
@@ -6491,7 +6703,7 @@ export interface operations {
             };
         };
     };
-    "sessions.setFollowUpMode": {
+    sessionsSetFollowUpMode: {
         parameters: {
             query?: never;
             header?: never;
@@ -6502,9 +6714,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    mode: components["schemas"]["QueueMode"];
-                };
+                "application/json": components["schemas"]["SetFollowUpModeBody"];
             };
         };
         responses: {
@@ -6638,7 +6848,7 @@ export interface operations {
             };
         };
     };
-    "sessions.compact": {
+    sessionsCompact: {
         parameters: {
             query?: never;
             header?: {
@@ -6652,9 +6862,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    customInstructions?: string;
-                };
+                "application/json": components["schemas"]["CompactBody"];
             };
         };
         responses: {
@@ -6801,7 +7009,7 @@ export interface operations {
             };
         };
     };
-    "sessions.setAutoCompaction": {
+    sessionsSetAutoCompaction: {
         parameters: {
             query?: never;
             header?: never;
@@ -6812,9 +7020,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    enabled: boolean;
-                };
+                "application/json": components["schemas"]["SetAutoCompactionBody"];
             };
         };
         responses: {
@@ -6948,7 +7154,7 @@ export interface operations {
             };
         };
     };
-    "sessions.setAutoRetry": {
+    sessionsSetAutoRetry: {
         parameters: {
             query?: never;
             header?: never;
@@ -6959,9 +7165,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    enabled: boolean;
-                };
+                "application/json": components["schemas"]["SetAutoRetryBody"];
             };
         };
         responses: {
@@ -7095,7 +7299,7 @@ export interface operations {
             };
         };
     };
-    "sessions.abortRetry": {
+    sessionsAbortRetry: {
         parameters: {
             query?: never;
             header?: never;
@@ -7236,7 +7440,7 @@ export interface operations {
             };
         };
     };
-    "sessions.bash": {
+    sessionsBash: {
         parameters: {
             query?: never;
             header?: {
@@ -7250,11 +7454,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @example ls -la */
-                    command: string;
-                    excludeFromContext?: boolean;
-                };
+                "application/json": components["schemas"]["BashBody"];
             };
         };
         responses: {
@@ -7401,7 +7601,7 @@ export interface operations {
             };
         };
     };
-    "sessions.bashStream": {
+    sessionsBashStream: {
         parameters: {
             query?: never;
             header?: never;
@@ -7412,11 +7612,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @example ls -la */
-                    command: string;
-                    excludeFromContext?: boolean;
-                };
+                "application/json": components["schemas"]["BashBody"];
             };
         };
         responses: {
@@ -7556,7 +7752,7 @@ export interface operations {
             };
         };
     };
-    "sessions.abortBash": {
+    sessionsAbortBash: {
         parameters: {
             query?: never;
             header?: never;
@@ -7697,7 +7893,7 @@ export interface operations {
             };
         };
     };
-    "sessions.getStats": {
+    sessionsGetStats: {
         parameters: {
             query?: never;
             header?: never;
@@ -7840,7 +8036,7 @@ export interface operations {
             };
         };
     };
-    "sessions.exportHtml": {
+    sessionsExportHtml: {
         parameters: {
             query?: never;
             header?: never;
@@ -7851,9 +8047,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    outputPath?: string;
-                };
+                "application/json": components["schemas"]["ExportHtmlBody"];
             };
         };
         responses: {
@@ -7989,7 +8183,7 @@ export interface operations {
             };
         };
     };
-    "sessions.switchSession": {
+    sessionsSwitchSession: {
         parameters: {
             query?: never;
             header?: never;
@@ -8000,9 +8194,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    sessionPath: string;
-                };
+                "application/json": components["schemas"]["SwitchSessionBody"];
             };
         };
         responses: {
@@ -8138,7 +8330,7 @@ export interface operations {
             };
         };
     };
-    "sessions.fork": {
+    sessionsFork: {
         parameters: {
             query?: never;
             header?: {
@@ -8152,9 +8344,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    entryId: string;
-                };
+                "application/json": components["schemas"]["ForkBody"];
             };
         };
         responses: {
@@ -8301,7 +8491,7 @@ export interface operations {
             };
         };
     };
-    "sessions.clone": {
+    sessionsClone: {
         parameters: {
             query?: never;
             header?: never;
@@ -8444,7 +8634,7 @@ export interface operations {
             };
         };
     };
-    "sessions.getForkMessages": {
+    sessionsGetForkMessages: {
         parameters: {
             query?: never;
             header?: never;
@@ -8587,7 +8777,7 @@ export interface operations {
             };
         };
     };
-    "sessions.getLastAssistantText": {
+    sessionsGetLastAssistantText: {
         parameters: {
             query?: never;
             header?: never;
@@ -8730,7 +8920,7 @@ export interface operations {
             };
         };
     };
-    "sessions.setName": {
+    sessionsSetName: {
         parameters: {
             query?: never;
             header?: never;
@@ -8741,9 +8931,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                };
+                "application/json": components["schemas"]["SetNameBody"];
             };
         };
         responses: {
@@ -8877,7 +9065,7 @@ export interface operations {
             };
         };
     };
-    "sessions.getSlashCommands": {
+    sessionsGetSlashCommands: {
         parameters: {
             query?: never;
             header?: never;
@@ -9020,7 +9208,7 @@ export interface operations {
             };
         };
     };
-    "sessions.rpc": {
+    sessionsRpc: {
         parameters: {
             query?: never;
             header?: never;
@@ -9181,7 +9369,7 @@ export interface operations {
             };
         };
     };
-    "events.session": {
+    eventsSession: {
         parameters: {
             query?: {
                 /** @description Replay events after this sequence number (Last-Event-ID wins when both are sent); 0 replays the whole log; past the last event is a 400 */
@@ -9275,7 +9463,7 @@ export interface operations {
             };
         };
     };
-    "events.all": {
+    eventsAll: {
         parameters: {
             query?: {
                 /** @description Comma-separated event types to receive */
@@ -9342,7 +9530,7 @@ export interface operations {
             };
         };
     };
-    "events.allTicket": {
+    eventsAllTicket: {
         parameters: {
             query?: never;
             header?: never;
@@ -9391,7 +9579,7 @@ export interface operations {
             };
         };
     };
-    "approvals.history": {
+    approvalsHistory: {
         parameters: {
             query?: {
                 limit?: number;
@@ -9475,7 +9663,7 @@ export interface operations {
             };
         };
     };
-    "approvals.inbox": {
+    approvalsInbox: {
         parameters: {
             query?: {
                 limit?: number;
@@ -9540,7 +9728,7 @@ export interface operations {
             };
         };
     };
-    "approvals.list": {
+    approvalsList: {
         parameters: {
             query?: {
                 limit?: number;
@@ -9625,7 +9813,7 @@ export interface operations {
             };
         };
     };
-    "approvals.get": {
+    approvalsGet: {
         parameters: {
             query?: never;
             header?: never;
@@ -9706,7 +9894,7 @@ export interface operations {
             };
         };
     };
-    "approvals.answer": {
+    approvalsAnswer: {
         parameters: {
             query?: never;
             header?: {
@@ -9850,7 +10038,7 @@ export interface operations {
             };
         };
     };
-    "sessions.getUi": {
+    sessionsGetUi: {
         parameters: {
             query?: never;
             header?: never;
@@ -9921,7 +10109,7 @@ export interface operations {
             };
         };
     };
-    "workspace.list": {
+    workspaceList: {
         parameters: {
             query?: {
                 limit?: number;
@@ -10016,7 +10204,7 @@ export interface operations {
             };
         };
     };
-    "workspace.read": {
+    workspaceRead: {
         parameters: {
             query: {
                 /** @description Relative to the session's folder, `/`-separated. Resolved inside it, symlinks included (the last component too): anything that leads out is 403 `path_outside_root` */
@@ -10153,7 +10341,7 @@ export interface operations {
             };
         };
     };
-    "workspace.write": {
+    workspaceWrite: {
         parameters: {
             query: {
                 /** @description Relative to the session's folder, `/`-separated. Resolved inside it, symlinks included (the last component too): anything that leads out is 403 `path_outside_root` */
@@ -10292,7 +10480,7 @@ export interface operations {
             };
         };
     };
-    "workspace.delete": {
+    workspaceDelete: {
         parameters: {
             query: {
                 /** @description Relative to the session's folder, `/`-separated. Resolved inside it, symlinks included (the last component too): anything that leads out is 403 `path_outside_root` */
@@ -10391,7 +10579,7 @@ export interface operations {
             };
         };
     };
-    "workspace.search": {
+    workspaceSearch: {
         parameters: {
             query: {
                 /** @description The text to find */
@@ -10485,7 +10673,7 @@ export interface operations {
             };
         };
     };
-    "workspace.changes": {
+    workspaceChanges: {
         parameters: {
             query?: {
                 /** @description A run's id (from the prompt's answer) */
@@ -10586,7 +10774,7 @@ export interface operations {
             };
         };
     };
-    "workspace.archive": {
+    workspaceArchive: {
         parameters: {
             query?: never;
             header?: never;
@@ -10677,7 +10865,7 @@ export interface operations {
             };
         };
     };
-    "webhooks.list": {
+    webhooksList: {
         parameters: {
             query?: never;
             header?: never;
@@ -10735,7 +10923,7 @@ export interface operations {
             };
         };
     };
-    "webhooks.create": {
+    webhooksCreate: {
         parameters: {
             query?: never;
             header?: never;
@@ -10853,7 +11041,7 @@ export interface operations {
             };
         };
     };
-    "webhooks.get": {
+    webhooksGet: {
         parameters: {
             query?: never;
             header?: never;
@@ -10913,7 +11101,7 @@ export interface operations {
             };
         };
     };
-    "webhooks.delete": {
+    webhooksDelete: {
         parameters: {
             query?: never;
             header?: never;
@@ -10991,7 +11179,7 @@ export interface operations {
             };
         };
     };
-    "webhooks.deliveries": {
+    webhooksDeliveries: {
         parameters: {
             query?: {
                 limit?: number;
@@ -11062,7 +11250,7 @@ export interface operations {
             };
         };
     };
-    "webhooks.redeliver": {
+    webhooksRedeliver: {
         parameters: {
             query?: never;
             header?: never;

@@ -115,7 +115,7 @@ describe("Prism contract proxy in front of the main flow", () => {
 		const s = `/v1/sessions/${id}`;
 		expect((await call("GET", s)).body.status).toBe("idle");
 
-		const waited = await call("POST", `${s}/prompt?wait=true`, { json: { message: "echo: Hello, pi!" } });
+		const waited = await call("POST", `${s}/prompt?wait=30`, { json: { message: "echo: Hello, pi!" } });
 		expect([waited.status, waited.body.text]).toEqual([200, "Hello, pi!"]);
 		const preferred = await call("POST", `${s}/prompt`, {
 			json: { message: "echo: preferred" },

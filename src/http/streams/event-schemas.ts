@@ -116,7 +116,27 @@ const piEvents = [
 	),
 	ev(
 		"extension_ui_request",
-		{ id: z.string(), method: z.string() },
+		{
+			id: z.string(),
+			method: z.string().openapi({
+				description:
+					"Dialogs: `select`, `confirm`, `input`, `editor` (each also an approval); fire-and-forget: `notify`, `setStatus`, `setWidget`, `setTitle`, `set_editor_text`",
+			}),
+			// pi's fields per method (RpcExtensionUIRequest), all optional here so one flat model reads them all.
+			title: z.string().optional().openapi({ description: "select, confirm, input, editor, setTitle" }),
+			message: z.string().optional().openapi({ description: "confirm, notify" }),
+			options: z.array(z.string()).optional().openapi({ description: "select: the allowed values" }),
+			placeholder: z.string().optional().openapi({ description: "input" }),
+			prefill: z.string().optional().openapi({ description: "editor" }),
+			timeout: z.number().optional().openapi({ description: "select, confirm, input: milliseconds pi waits" }),
+			notifyType: z.string().optional().openapi({ description: "notify: `info`, `warning` or `error`" }),
+			statusKey: z.string().optional().openapi({ description: "setStatus" }),
+			statusText: z.string().optional().openapi({ description: "setStatus (absent: clear the status)" }),
+			widgetKey: z.string().optional().openapi({ description: "setWidget" }),
+			widgetLines: z.array(z.string()).optional().openapi({ description: "setWidget (absent: remove the widget)" }),
+			widgetPlacement: z.string().optional().openapi({ description: "setWidget: `aboveEditor` or `belowEditor`" }),
+			text: z.string().optional().openapi({ description: "set_editor_text" }),
+		},
 		"An extension asked for UI: dialogs also become approvals",
 	),
 	ev(

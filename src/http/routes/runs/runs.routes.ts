@@ -56,15 +56,20 @@ export const RunResult = z
 	.openapi("RunResult");
 
 /**
- * `?wait=true|false|N` on the wire, documented as what a caller means: a boolean or seconds, so SDKs
- * take `wait: true` or `wait: 30` (both serialise to the same query string).
+ * `?wait=N` seconds, documented with one type every generator can send (a `boolean | integer`
+ * became `object` in swagger-codegen, and Python sends `True`). The gateway still takes the
+ * older `true` (its limit) and `false`.
  */
 const WaitQuery = z.object({
 	wait: z
 		.custom<string>((value) => typeof value === "string" && /^(true|false|\d+)$/.test(value), "true, false or seconds")
-		.openapi({ type: ["boolean", "integer"] as never, minimum: 0 })
+		.openapi({ type: "integer", minimum: 0 })
 		.optional()
-		.openapi({ description: "`true` or seconds: answer when the run settles (same as `Prefer: wait=N`)" }),
+		.openapi({
+			description:
+				"Seconds to wait for the run to settle, at most the gateway's limit (same as `Prefer: wait=N`); `true` (the limit) and `false` are also accepted",
+			example: 60,
+		}),
 });
 
 const PreferHeader = z.object({

@@ -1,0 +1,128 @@
+import { type Json, operationsOf, walk } from "./openapi-generators.ts";
+
+/**
+ * The OpenAPI 3.0.3 twin of the published 3.1 document (/openapi-3.0.json), for the many
+ * generators that stop at 3.0 (swagger-codegen, kin-openapi, AutoRest, …). Same operations and
+ * schemas; only what 3.0 cannot say is said another way:
+ * - `type: [T, "null"]` and `anyOf: [..., {type: null}]` → `type: T` + `nullable: true`, and a
+ *   nullable property is not listed in `required` (swagger-codegen's Python and Java models refuse
+ *   `None` for a required property even when it is nullable: the gateway still always sends it);
+ * - `const` → a one-value `enum`; numeric `exclusiveMinimum`/`exclusiveMaximum` → the 3.0 booleans;
+ *   `examples` → `example`;
+ * - an `anyOf`/`oneOf` without a discriminator, which 3.0 generators turn into types they never
+ *   define: of objects → one object with every branch's properties (the description says which
+ *   combinations the gateway takes); of anything else → a schema of any type;
+ * - `additionalProperties: true` beside declared properties is left out (3.0's default, and
+ *   swagger-codegen makes a map, not a model, of an object that declares it);
+ * - bearer security with empty scope lists (3.0 allows scopes only for OAuth2 and OpenID Connect):
+ *   the operation's scope is in `x-required-scope` and its description;
+ * - `webhooks` (3.1 only) move to `x-webhooks`.
+ */
+export function toOpenApi30(published: Json): Json {
+	const document = structuredClone(published);
+	document.openapi = "3.0.3";
+	if (document.webhooks) {
+		if (Object.keys(document.webhooks).length > 0) document["x-webhooks"] = document.webhooks;
+		delete document.webhooks;
+	}
+	delete document.jsonSchemaDialect;
+
+	walk(document.components?.schemas ?? {}, downgrade);
+	for (const { op } of operationsOf(document)) {
+		walk(op, downgrade);
+		if (op.security?.length) op.security = op.security.map((requirement: Json) => mapValues(requirement, () => []));
+	}
+	walk(document["x-webhooks"] ?? {}, downgrade);
+	return document;
+}
+
+function mapValues(object: Json, f: (value: Json) => Json): Json {
+	return Object.fromEntries(Object.entries(object).map(([key, value]) => [key, f(value)]));
+}
+
+/** Keywords that make a schema more than "any value". */
+const shaping = ["type", "$ref", "allOf", "anyOf", "oneOf", "enum", "properties", "items", "not"];
+
+/**
+ * A schema of any value is `{}`: swagger-codegen's Go client declares it as an `Object` type it
+ * never defines, while `type: object` without properties becomes `interface{}` in Go and `object`
+ * in Python, both of which hold any JSON value. So the twin says `type: object` and, in words,
+ * that any value comes.
+ */
+function anyValue(node: Json): void {
+	if (!node || typeof node !== "object" || shaping.some((key) => key in node)) return;
+	node.type = "object";
+	node.description = node.description ? `Any JSON value. ${node.description}` : "Any JSON value";
+}
+
+const isNullSchema = (schema: Json) =>
+	schema?.type === "null" || (schema?.enum?.length === 1 && schema.enum[0] === null);
+
+/** Rewrites one schema node in place into its 3.0 form (children were rewritten first). */
+function downgrade(node: Json): void {
+	if (!node || typeof node !== "object" || Array.isArray(node)) return;
+	if (Array.isArray(node.type)) {
+		const types = node.type.filter((t: string) => t !== "null");
+		if (types.length < node.type.length) node.nullable = true;
+		if (types.length === 1) node.type = types[0];
+		else delete node.type; // several types: any value (3.0 has no type lists)
+	}
+	if (node.type === "null") {
+		delete node.type;
+		node.nullable = true;
+		node.enum = [null];
+	}
+	if ("const" in node) {
+		node.enum = [node.const];
+		delete node.const;
+	}
+	for (const [bound, flag] of [
+		["exclusiveMinimum", "minimum"],
+		["exclusiveMaximum", "maximum"],
+	] as const)
+		if (typeof node[bound] === "number") {
+			node[flag] = node[bound];
+			node[bound] = true;
+		}
+	if (Array.isArray(node.examples)) {
+		if (node.example === undefined && node.examples.length > 0) node.example = node.examples[0];
+		delete node.examples;
+	}
+	for (const key of ["$schema", "$id", "contentMediaType", "contentEncoding", "unevaluatedProperties"])
+		delete node[key];
+	for (const union of ["anyOf", "oneOf"] as const) {
+		if (!Array.isArray(node[union]) || node.discriminator) continue;
+		const branches = node[union].filter((b: Json) => !isNullSchema(b));
+		if (branches.length < node[union].length) node.nullable = true;
+		delete node[union];
+		// A nullable reference: the `$ref` alone (swagger-codegen makes an undefined `AllOf…` type of
+		// `allOf: [$ref]`); `nullable` beside it is ignored by 3.0 tools but keeps it out of `required`.
+		if (branches.length === 1) Object.assign(node, branches[0]);
+		else if (branches.every((b: Json) => b.type === "object" && b.properties && !b.$ref))
+			Object.assign(node, merged(branches));
+		// Otherwise: any value; the description says what the gateway takes.
+	}
+	if (node.additionalProperties === true) delete node.additionalProperties;
+	// Children were rewritten first, so a property or item left without a type accepts any value.
+	const children = [...Object.values(node.properties ?? {}), node.items, node.additionalProperties, node.schema];
+	for (const child of children) anyValue(child);
+	if (node.properties && Array.isArray(node.required)) {
+		const required = node.required.filter((name: string) => !node.properties[name]?.nullable);
+		if (required.length > 0) node.required = required;
+		else delete node.required;
+	}
+}
+
+/** One object holding every branch's properties; required only what every branch requires. */
+function merged(branches: Json[]): Json {
+	const properties: Record<string, Json> = {};
+	for (const branch of branches) Object.assign(properties, branch.properties);
+	const required = Object.keys(properties).filter((name) => branches.every((b) => b.required?.includes(name)));
+	const strict = branches.every((b) => b.additionalProperties === false);
+	return {
+		type: "object",
+		properties,
+		...(required.length > 0 ? { required } : {}),
+		...(strict ? { additionalProperties: false } : {}),
+	};
+}

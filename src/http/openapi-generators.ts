@@ -1,0 +1,141 @@
+/**
+ * The published OpenAPI document, written for SDK generators: a transform of the document the
+ * routes generate, so an operation added tomorrow gets the same treatment without knowing of it.
+ *
+ * The gateway itself keeps reading the routes' own document (scopes, idempotency, body rules and
+ * the audit log's dotted action names come from it); what /openapi.json serves is this one.
+ * - operationIds become identifiers in every common language (`sessions.create` → `sessionsCreate`);
+ *   the dotted name, which the audit log records as `action`, stays in `x-operation-name`;
+ * - `additionalProperties: {}` (zod's loose objects) becomes `additionalProperties: true`;
+ * - inline object request bodies and responses get names in `components.schemas` (`PromptBody`,
+ *   `HealthResponse`) instead of the generator's `IdPromptBody` / `InlineResponse200`;
+ * - every error response carries `application/problem+json` with the `Problem` schema;
+ * - each operation's scope is also in `x-required-scope` and its description.
+ */
+
+// biome-ignore lint/suspicious/noExplicitAny: a JSON document walked generically
+export type Json = any;
+
+const httpMethods = new Set(["get", "put", "post", "delete", "patch", "options", "head", "trace"]);
+
+/** Every operation of the document, with its path and method. */
+export function operationsOf(document: Json): { path: string; method: string; op: Json }[] {
+	return Object.entries(document.paths ?? {}).flatMap(([path, item]) =>
+		Object.entries(item as object)
+			.filter(([method]) => httpMethods.has(method))
+			.map(([method, op]) => ({ path, method, op })),
+	);
+}
+
+/** `sessions.getLastAssistantText` → `sessionsGetLastAssistantText`: letters and digits only. */
+export function identifierFor(operationId: string): string {
+	const [first = "", ...rest] = operationId.split(/[^A-Za-z0-9]+/).filter(Boolean);
+	return first + rest.map((part) => part[0]?.toUpperCase() + part.slice(1)).join("");
+}
+
+const pascal = (name: string) => name[0]?.toUpperCase() + name.slice(1);
+
+/** The name of an operation without its resource (`sessions.setModel` → `SetModel`). */
+const shortName = (dotted: string) =>
+	pascal(identifierFor(dotted.includes(".") ? dotted.slice(dotted.indexOf(".") + 1) : dotted));
+
+/** Values, not schemas: a walk does not look inside them. */
+const values = new Set(["example", "examples", "default", "enum", "const"]);
+
+/** Walks every object of a document (but not inside example and default values), children first. */
+export function walk(node: Json, visit: (node: Json) => void): void {
+	if (Array.isArray(node)) for (const item of node) walk(item, visit);
+	else if (node && typeof node === "object") {
+		for (const [key, value] of Object.entries(node)) if (!values.has(key)) walk(value, visit);
+		visit(node);
+	}
+}
+
+const isNamedObject = (schema: Json) =>
+	schema &&
+	!schema.$ref &&
+	(schema.type === "object" || (Array.isArray(schema.type) && schema.type.includes("object"))) &&
+	schema.properties;
+
+/**
+ * swagger-codegen names an inline object property `<Schema><Property>` (`Session.model` →
+ * `SessionModel`); when a component already has that name, one model overwrites the other (Go's
+ * `ApprovalAnswer`, the request body, lost `by` to `Approval.answer`). Such a property gets a
+ * component of its own, `<Schema><Property>Object`, nullable through an `anyOf` with null.
+ */
+function nameCollidingObjects(schemas: Record<string, Json>): void {
+	for (const [parent, schema] of Object.entries(schemas))
+		for (const [property, inline] of Object.entries((schema.properties ?? {}) as Record<string, Json>)) {
+			if (!isNamedObject(inline) || !schemas[parent + pascal(property)]) continue;
+			let unique = `${parent}${pascal(property)}Object`;
+			for (let n = 2; schemas[unique]; n++) unique = `${parent}${pascal(property)}Object${n}`;
+			const { description, ...shape } = inline;
+			const nullable = Array.isArray(shape.type) && shape.type.includes("null");
+			schemas[unique] = { ...shape, type: "object" };
+			const ref = { $ref: `#/components/schemas/${unique}` };
+			schema.properties[property] = {
+				...(nullable ? { anyOf: [ref, { type: "null" }] } : ref),
+				...(description ? { description } : {}),
+			};
+		}
+}
+
+const problemSchema = { $ref: "#/components/schemas/Problem" };
+
+/** The published 3.1 document: the routes' document, written for generators (see the module comment). */
+export function forGenerators(source: Json): Json {
+	const document = structuredClone(source);
+	document.components ??= {};
+	document.components.schemas ??= {};
+	const schemas: Record<string, Json> = document.components.schemas;
+
+	walk(document, (node) => {
+		const extra = node.additionalProperties;
+		if (extra && typeof extra === "object" && !Array.isArray(extra) && Object.keys(extra).length === 0)
+			node.additionalProperties = true;
+	});
+
+	/** Names an inline object schema, reusing the name of an identical one named before. */
+	const name = (schema: Json, wanted: string): Json => {
+		for (const [existing, named] of Object.entries(schemas))
+			if (existing.startsWith(wanted.replace(/\d+$/, "")) && JSON.stringify(named) === JSON.stringify(schema))
+				return { $ref: `#/components/schemas/${existing}` };
+		let unique = wanted;
+		for (let n = 2; schemas[unique]; n++) unique = `${wanted}${n}`;
+		schemas[unique] = schema;
+		return { $ref: `#/components/schemas/${unique}` };
+	};
+
+	nameCollidingObjects(schemas);
+	const operations = operationsOf(document);
+	// A stream operation's body is its JSON twin's (`sessions.promptStream` sends a `PromptBody`).
+	const sorted = [...operations].sort(
+		(a, b) => Number(a.op.operationId?.endsWith("Stream")) - Number(b.op.operationId?.endsWith("Stream")),
+	);
+	for (const { op } of sorted) {
+		const dotted: string = op.operationId ?? "";
+		const short = shortName(dotted.replace(/Stream$/, ""));
+		for (const media of Object.values(op.requestBody?.content ?? {}) as Json[])
+			if (isNamedObject(media.schema)) media.schema = name(media.schema, `${short}Body`);
+		for (const [status, response] of Object.entries(op.responses ?? {}) as [string, Json][]) {
+			for (const media of Object.values(response.content ?? {}) as Json[])
+				if (isNamedObject(media.schema)) media.schema = name(media.schema, `${shortName(dotted)}Response`);
+			if (/^[45]/.test(status) && !response.content?.["application/problem+json"])
+				response.content = { ...response.content, "application/problem+json": { schema: problemSchema } };
+		}
+	}
+
+	for (const { op } of operations) {
+		if (op.operationId) {
+			op["x-operation-name"] = op.operationId;
+			op.operationId = identifierFor(op.operationId);
+		}
+		const scope = op.security?.[0]?.bearer?.[0];
+		if (typeof scope === "string") {
+			op["x-required-scope"] = scope;
+			const says = `Requires the \`${scope}\` scope.`;
+			op.description = op.description ? `${op.description}\n\n${says}` : says;
+		}
+	}
+	return document;
+}

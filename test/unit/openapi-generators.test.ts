@@ -1,0 +1,129 @@
+import { readFileSync } from "node:fs";
+import SwaggerParser from "@apidevtools/swagger-parser";
+import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { generateSpec, specFiles } from "../../scripts/openapi.ts";
+import { operationsOf, walk } from "../../src/http/openapi-generators.ts";
+
+// Both published documents are written for SDK generators (issue 21): what each rule below
+// prevents is what a generator made of the document before (see README "Clients").
+const checkedIn = { "3.1": readFileSync(specFiles["3.1"], "utf8"), "3.0": readFileSync(specFiles["3.0"], "utf8") };
+const documents = { "3.1": parse(checkedIn["3.1"]), "3.0": parse(checkedIn["3.0"]) };
+const v30 = documents["3.0"];
+
+describe("openapi-3.0.yaml", () => {
+	it("is exactly what the route definitions generate (run `npm run spec` after changing routes)", async () => {
+		expect(checkedIn["3.0"]).toBe(await generateSpec("3.0"));
+	});
+
+	it("is a valid OpenAPI 3.0.3 document with the 3.1 document's operations", async () => {
+		const api = await SwaggerParser.validate(structuredClone(v30));
+		expect((api as { openapi?: string }).openapi).toBe("3.0.3");
+		const ids = (doc: object) => operationsOf(doc).map(({ path, method, op }) => `${method} ${path} ${op.operationId}`);
+		expect(ids(v30)).toEqual(ids(documents["3.1"]));
+	});
+
+	it("says nothing only 3.1 can say: no type lists, null types, const, numeric exclusive bounds, webhooks", () => {
+		expect(v30.webhooks).toBeUndefined();
+		walk(v30, (node) => {
+			expect(Array.isArray(node.type), JSON.stringify(node).slice(0, 120)).toBe(false);
+			expect(node.type).not.toBe("null");
+			expect(node).not.toHaveProperty("const");
+			for (const bound of ["exclusiveMinimum", "exclusiveMaximum"])
+				if (bound in node) expect(typeof node[bound]).toBe("boolean");
+		});
+	});
+
+	it("declares bearer with empty scope lists, each operation's scope in x-required-scope and its description", () => {
+		let scoped = 0;
+		for (const { path, method, op } of operationsOf(v30)) {
+			const where = `${method} ${path}`;
+			if (op.security?.length === 0) continue;
+			expect(op.security ?? v30.security, where).toEqual([{ bearer: [] }]);
+			expect(op["x-required-scope"], where).toMatch(
+				/^(sessions:read|sessions:write|approvals:read|approvals:answer|admin)$/,
+			);
+			expect(op.description, where).toContain(`Requires the \`${op["x-required-scope"]}\` scope.`);
+			scoped++;
+		}
+		expect(scoped).toBeGreaterThan(60);
+	});
+
+	it("lists no nullable property as required (swagger-codegen refuses None for a required one)", () => {
+		walk(v30, (node) => {
+			for (const name of node.properties && Array.isArray(node.required) ? node.required : [])
+				expect(node.properties[name]?.nullable, name).not.toBe(true);
+		});
+		expect(v30.components.schemas.Session.properties.name).toEqual({ type: "string", nullable: true });
+	});
+
+	it("has no anyOf/oneOf a 3.0 generator cannot name: only the discriminated StreamEvent", () => {
+		walk(v30, (node) => {
+			for (const union of ["anyOf", "oneOf"]) if (union in node) expect(node.discriminator, union).toBeDefined();
+		});
+	});
+});
+
+describe.each(["3.1", "3.0"] as const)("the %s document, for generators", (version) => {
+	const doc = documents[version];
+	const operations = operationsOf(doc);
+
+	it("has no empty additionalProperties: {} (every event model became an empty map)", () => {
+		walk(doc, (node) => {
+			const extra = node.additionalProperties;
+			if (extra && typeof extra === "object")
+				expect(Object.keys(extra).length, JSON.stringify(node).slice(0, 80)).toBeGreaterThan(0);
+		});
+	});
+
+	it("names every object request body and response in components (no IdPromptBody, InlineResponse200)", () => {
+		for (const { path, method, op } of operations) {
+			const media = [
+				...Object.values(op.requestBody?.content ?? {}),
+				...Object.values(op.responses as Record<string, any>).flatMap((r) => Object.values(r.content ?? {})),
+			] as { schema?: { type?: string; $ref?: string; properties?: object } }[];
+			for (const { schema } of media) if (schema?.properties) expect(schema.$ref, `${method} ${path}`).toBeDefined();
+		}
+	});
+
+	it("gives every parameter one type (`wait` is integer seconds)", () => {
+		for (const { path, method, op } of operations)
+			for (const p of op.parameters ?? []) {
+				const schema = p.schema.$ref ? doc.components.schemas[p.schema.$ref.split("/").pop()] : p.schema;
+				expect(typeof schema.type, `${method} ${path} ${p.name}`).toBe("string");
+			}
+		const wait = doc.paths["/v1/sessions/{id}/prompt"].post.parameters.find((p: any) => p.name === "wait");
+		expect(wait.schema).toMatchObject({ type: "integer", minimum: 0 });
+	});
+
+	it("has operationIds that are identifiers everywhere, and problem+json with Problem on every error", () => {
+		for (const { path, method, op } of operations) {
+			expect(op.operationId, `${method} ${path}`).toMatch(/^[a-z][a-zA-Z0-9]*$/);
+			for (const [status, response] of Object.entries(op.responses as Record<string, any>))
+				if (/^[45]/.test(status))
+					expect(response.content["application/problem+json"].schema, `${method} ${path} ${status}`).toEqual({
+						$ref: "#/components/schemas/Problem",
+					});
+		}
+	});
+
+	it("declares every event's fields, extension_ui_request's per-method ones among them", () => {
+		const events = doc.components.schemas.StreamEvent.oneOf.map((e: { $ref: string }) => e.$ref.split("/").pop());
+		expect(events.length).toBeGreaterThan(30);
+		for (const name of events) expect(Object.keys(doc.components.schemas[name].properties), name).toContain("type");
+		const ui = doc.components.schemas.Event_extension_ui_request.properties;
+		for (const field of [
+			"title",
+			"message",
+			"options",
+			"placeholder",
+			"prefill",
+			"timeout",
+			"notifyType",
+			"statusKey",
+			"widgetLines",
+			"text",
+		])
+			expect(ui, field).toHaveProperty(field);
+	});
+});
