@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chownSync, copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { fixtures, type TestGateway, until } from "./gateway.ts";
@@ -22,6 +22,10 @@ export interface Target {
 	workspace: string;
 	/** Every secret-bearing path the attacker is told about (worst case: it knows them all). */
 	paths: string[];
+	/** The node binary the agent runs the attacker with (one the gateway's user can read). */
+	node: string;
+	/** The gateway's uid, when not this process's: what the test writes into the session's folder is given to it. */
+	owner?: number;
 	/** Strings that must never reach the attacker, by name: the token, the keys file's hashes, decoy secrets. */
 	secrets: Record<string, string>;
 }
@@ -48,20 +52,27 @@ export function startDecoy(): { child: ChildProcess; secrets: Record<string, str
  * answers it "Block" itself. Returns the report for the caller's own checks.
  */
 export async function runEscapeBattery(t: Target, decoyPid: number): Promise<EscapeReport> {
-	const id = (await t.api("/v1/sessions", { method: "POST", json: { cwd: "agent", extensions: ["permission-gate"] } }))
-		.body.id as string;
-	const base = `/v1/sessions/${id}`;
 	const cwd = join(t.workspace, "agent");
+	mkdirSync(cwd, { recursive: true });
+	if (t.owner !== undefined) chownSync(cwd, t.owner, t.owner);
+	const created = await t.api("/v1/sessions", {
+		method: "POST",
+		json: { cwd: "agent", extensions: ["permission-gate"] },
+	});
+	expect(created.status).toBe(201);
+	const base = `/v1/sessions/${created.body.id}`;
 	mkdirSync(join(cwd, "victim"), { recursive: true });
 	copyFileSync(join(fixtures, "attacker-escape.mjs"), join(cwd, "escape.mjs"));
 	writeFileSync(
 		join(cwd, "escape.json"),
 		JSON.stringify({ url: t.url, gatewayPid: t.gatewayPid, decoyPid, paths: t.paths }),
 	);
+	if (t.owner !== undefined)
+		for (const name of ["victim", "escape.mjs", "escape.json"]) chownSync(join(cwd, name), t.owner, t.owner);
 	try {
 		const start = await t.api(`${base}/prompt?wait=true`, {
 			method: "POST",
-			json: { message: `bash: ${process.execPath} escape.mjs > escape.log 2>&1 &` },
+			json: { message: `bash: ${t.node} escape.mjs > escape.log 2>&1 &` },
 		});
 		expect(start.status).toBe(200);
 		const run = t.api(`${base}/prompt?wait=true`, {

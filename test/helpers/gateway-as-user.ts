@@ -1,0 +1,135 @@
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import {
+	chmodSync,
+	chownSync,
+	copyFileSync,
+	mkdirSync,
+	mkdtempSync,
+	readFileSync,
+	rmSync,
+	writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { createKey } from "../../src/http/keys.ts";
+import { specCheckedApi } from "./gateway.ts";
+
+const repo = resolve(import.meta.dirname, "../..");
+const nobody = 65534;
+
+/**
+ * Why the gateway cannot be run as `nobody` here, or undefined when it can: this process must be
+ * root (to switch user) with setpriv installed, and the checkout must be readable by others.
+ */
+export function cannotRunAsNobody(): string | undefined {
+	if (process.getuid?.() !== 0) return "this test process is not root, so it cannot switch to nobody";
+	if (spawnSync("sh", ["-c", "command -v setpriv"]).status !== 0) return "setpriv not installed";
+	const probe = spawnSync("setpriv", [
+		`--reuid=${nobody}`,
+		`--regid=${nobody}`,
+		"--clear-groups",
+		"cat",
+		join(repo, "package.json"),
+	]);
+	if (probe.status !== 0) return `the checkout ${repo} is not readable by nobody`;
+	return undefined;
+}
+
+export interface GatewayAsNobody {
+	url: string;
+	pid: number;
+	token: string;
+	/** The node binary nobody runs (a copy: root's cache folder is mode 700). */
+	node: string;
+	root: string;
+	workspace: string;
+	dataDir: string;
+	tokenFile: string;
+	keysFile: string;
+	api: ReturnType<typeof specCheckedApi>;
+	stop(): Promise<void>;
+}
+
+/**
+ * `node src/main.ts` as nobody (setpriv), on 127.0.0.1:0 with the sandbox on, in a folder of
+ * nobody's own: a workspace, a data dir, a token file and a keys file. Resolves once it listens.
+ */
+export async function startGatewayAsNobody(): Promise<GatewayAsNobody> {
+	const root = mkdtempSync(join(tmpdir(), "pi-gateway-nobody-"));
+	chmodSync(root, 0o755);
+	const node = join(root, "node");
+	copyFileSync(process.execPath, node);
+	chmodSync(node, 0o755);
+	const [workspace, dataDir, agentDir, secrets] = ["workspace", "data", "agent", "secrets"].map((d) => join(root, d));
+	const tokenFile = join(secrets as string, "token");
+	const keysFile = join(secrets as string, "keys.json");
+	for (const dir of [workspace, dataDir, agentDir, secrets] as string[]) mkdirSync(dir);
+	const token = `tok_nobody_${"k9".repeat(16)}`;
+	writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
+	createKey(keysFile, "mallory", ["sessions:read"]);
+	for (const path of [workspace, dataDir, agentDir, secrets, tokenFile, keysFile] as string[])
+		chownSync(path, nobody, nobody);
+	const args = [
+		...[`--reuid=${nobody}`, `--regid=${nobody}`, "--clear-groups", node, join(repo, "src/main.ts")],
+		...["--host", "127.0.0.1", "--port", "0", "--sandbox", "on", "--workspace-root", workspace as string],
+		...[
+			"--data-dir",
+			dataDir as string,
+			"--token-file",
+			tokenFile,
+			"--keys-file",
+			keysFile,
+			"--pi-agent-dir",
+			agentDir as string,
+		],
+	];
+	const child: ChildProcess = spawn("setpriv", args, {
+		cwd: root,
+		env: { PATH: `${root}:/usr/local/bin:/usr/bin:/bin`, HOME: root, LANG: "C.UTF-8" },
+		stdio: ["ignore", "pipe", "pipe"],
+	});
+	let stderr = "";
+	child.stderr?.on("data", (chunk) => {
+		stderr += chunk;
+	});
+	const url = await new Promise<string>((done, fail) => {
+		let out = "";
+		child.stdout?.on("data", (chunk) => {
+			out += chunk;
+			const line = out.split("\n").find((l) => l.includes("pi-gateway listening"));
+			if (line) done(JSON.parse(line).url);
+		});
+		child.on("exit", (code) => fail(new Error(`gateway as nobody exited ${code}: ${stderr}`)));
+	});
+	const withAuth = (init: RequestInit["headers"]) => {
+		const headers = new Headers(init);
+		if (!headers.has("authorization")) headers.set("authorization", `Bearer ${token}`);
+		return headers;
+	};
+	return {
+		url,
+		pid: child.pid as number,
+		token,
+		node,
+		root,
+		workspace: workspace as string,
+		dataDir: dataDir as string,
+		tokenFile,
+		keysFile,
+		api: specCheckedApi(url, withAuth),
+		async stop() {
+			if (child.exitCode === null) {
+				const exited = new Promise((done) => child.once("exit", done));
+				child.kill("SIGTERM");
+				await exited;
+			}
+			rmSync(root, { recursive: true, force: true });
+		},
+	};
+}
+
+/** The keys file's hashes, by key id: strings the attacker must never see. */
+export function keyHashes(keysFile: string): Record<string, string> {
+	const { keys } = JSON.parse(readFileSync(keysFile, "utf8")) as { keys: { hash: string; id: string }[] };
+	return Object.fromEntries(keys.map((k) => [`key hash ${k.id}`, k.hash]));
+}
