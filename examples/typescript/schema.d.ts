@@ -58,6 +58,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/whoami": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who this credential is and which scopes it holds (any credential may ask)
+         * @description For clients such as the console: offer only the operations the caller's scopes allow. Needs no particular scope; a stream ticket is not a credential here.
+         */
+        get: operations["systemWhoami"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -2067,6 +2087,14 @@ export interface components {
                 }[];
             };
         };
+        Whoami: {
+            /** @description The credential's principal: `admin` for the token, else the key's or JWT's name */
+            principal: string;
+            /** @description What it may do; `admin` holds every other scope. A client shows only what these allow */
+            scopes: ("sessions:read" | "sessions:write" | "approvals:read" | "approvals:answer" | "admin")[];
+            /** @description --no-auth: nobody is authenticated, everyone is admin */
+            anonymous: boolean;
+        };
         AuditPage: {
             entries: components["schemas"]["AuditEntry"][];
             nextCursor: string | null;
@@ -2794,6 +2822,46 @@ export interface operations {
             };
             /** @description The credential lacks this operation's scope */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    systemWhoami: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Whoami"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

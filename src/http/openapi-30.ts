@@ -26,8 +26,13 @@ export function toOpenApi30(published: Json): Json {
 		delete document.webhooks;
 	}
 	delete document.jsonSchemaDialect;
+	document.info = {
+		...document.info,
+		description:
+			`${document.info?.description ?? ""}\n\nThe OpenAPI 3.0.3 twin of /openapi.json (3.1), for generators that stop at 3.0: the same operations and schemas; each operation's scope is in \`x-required-scope\` and its description.`.trim(),
+	};
 
-	walk(document.components?.schemas ?? {}, downgrade);
+	walk(document.components ?? {}, downgrade);
 	for (const { op } of operationsOf(document)) {
 		walk(op, downgrade);
 		if (op.security?.length) op.security = op.security.map((requirement: Json) => mapValues(requirement, () => []));

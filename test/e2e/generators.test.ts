@@ -118,7 +118,7 @@ const env = () => ({ ...process.env, PI_GATEWAY_URL: gw.url, PI_GATEWAY_TOKEN: t
 /** What both drivers print: the same flow, the same answers. */
 const expected = (language: string, id: string) =>
 	[
-		`session ${id} is idle (name ${language}-client, model demo)`,
+		`session ${id} is idle (name ${language === "python" ? "None" : "go-client"}, model demo)`,
 		`waited: hello from ${language} (stop, 2 messages)`,
 		"approval requested (select): Allow this bash command?",
 		"",
