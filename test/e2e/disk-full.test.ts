@@ -106,4 +106,30 @@ describe.skipIf(!root)("a full data disk (tmpfs, as root)", () => {
 		});
 		expect(retried.status).toBe(202);
 	});
+
+	it("a create whose owner cannot be stored is 507 and leaves no session behind (it is stopped, not handed to the admin)", async () => {
+		// The registry row and the owner row go to the same disk one after the other; a disk that
+		// fills between the two cannot be arranged on demand, so the owner's write alone is made to
+		// fail here (an SQLite trigger), as SQLite fails it on a full disk.
+		const db = gw.registry.sqliteDatabase;
+		if (!db) throw new Error("no gateway.db");
+		db.exec(
+			"CREATE TRIGGER full_owner BEFORE INSERT ON session_access BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END",
+		);
+		try {
+			const before = (await gw.api("/v1/sessions")).body.sessions.length as number;
+			const created = await gw.api("/v1/sessions", {
+				method: "POST",
+				json: { name: "no owner" },
+				headers: { authorization: `Bearer ${bob}` },
+			});
+			expect(created.status, JSON.stringify(created.body)).toBe(507);
+			expect(created.body.code).toBe("insufficient_storage");
+			const after = (await gw.api("/v1/sessions")).body.sessions as { name?: string }[];
+			expect(after).toHaveLength(before);
+			expect(after.some((s) => s.name === "no owner")).toBe(false);
+		} finally {
+			db.exec("DROP TRIGGER full_owner");
+		}
+	});
 });

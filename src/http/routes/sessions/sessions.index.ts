@@ -23,7 +23,13 @@ export function sessionsRouter({ registry, tickets, access, cluster }: Deps) {
 				admin: hasScope(principal, "admin"),
 				sees: (id) => mayAccess(access, principal, id, "sessions:read"),
 			});
-			access.setOwner(session.id, principal.name);
+			try {
+				access.setOwner(session.id, principal.name);
+			} catch (error) {
+				// An owner the disk did not take (507): the session would be the admin's; it goes instead.
+				await registry.delete(session.id);
+				throw error;
+			}
 			c.header("Location", `/v1/sessions/${session.id}`);
 			return c.json(viewOf(session), 201);
 		})
