@@ -105,6 +105,8 @@ export async function runEscapeBattery(t: Target, decoyPid: number): Promise<Esc
 			escaped: [],
 			tokenFound: false,
 		});
+		// A tool missing from the host (unshare, nsenter, mount) would make its attack pass for nothing.
+		expect(report.attacks.filter((a) => /not found/.test(a.output)).map((a) => a.name)).toEqual([]);
 		expect(report.answered).toEqual([]);
 		expect(Object.keys(report.requests).filter((k) => !/ (401|error)$/.test(k))).toEqual([]);
 		expect(report.requests["without-token 401"]).toBe(1);
