@@ -41,7 +41,7 @@ import { specPaths, specRouter } from "./http/routes/system/spec.index.ts";
 import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.ts";
 import { webhooksRouter } from "./http/routes/webhooks/webhooks.index.ts";
 import { workspaceChangesRouter } from "./http/routes/workspace/changes.index.ts";
-import { workspaceFilesRouter } from "./http/routes/workspace/files.index.ts";
+import { isUpload, workspaceFilesRouter } from "./http/routes/workspace/files.index.ts";
 import { StreamEvent } from "./http/streams/event-schemas.ts";
 import { StreamTickets } from "./http/tickets.ts";
 import { SessionAccess } from "./sessions/access.ts";
@@ -49,7 +49,7 @@ import type { ApprovalHistory } from "./sessions/approval-history.ts";
 import type { PolicyEngine } from "./sessions/policy-engine.ts";
 import type { SessionRegistry } from "./sessions/registry.ts";
 import type { WebhookService } from "./webhooks/service.ts";
-import { ChangeTracker } from "./workspace/tracker.ts";
+import { startChangeTracker } from "./workspace/start.ts";
 
 // The API description and its docs page are public (they ship in the package); the API is not.
 const openPaths = new Set(["/healthz", "/readyz", ...specPaths, ...docsPaths]);
@@ -176,7 +176,12 @@ export function createApp(
 	);
 	const idempotentRoutes = new IdempotentRoutes();
 	app.use(idempotency(idempotentRoutes, extras.idempotency));
-	const tracker = workspaceTracker(config, registry, logger);
+	const tracker = startChangeTracker(config, registry, logger);
+	// A change to a session's folder waits for its first snapshot (taken as the session starts).
+	app.use("/v1/sessions/:id/*", async (c, next) => {
+		if (c.req.method !== "GET" && c.req.method !== "HEAD") await tracker.ensureBase(c.req.param("id"));
+		return next();
+	});
 	// The folder as the run finds it, before the prompt reaches pi (its first tool call may follow at once).
 	app.post("/v1/sessions/:id/prompt", async (c, next) => {
 		await tracker.beforePrompt(c.req.param("id"));
@@ -231,35 +236,6 @@ export function createApp(
 		return c.json(problem, problem.status as 400, { "Content-Type": "application/problem+json", ...retry });
 	});
 	return app;
-}
-
-const isUpload = (path: string) => /^\/v1\/sessions\/[^/]+\/files\/content$/.test(path);
-
-/** Workspace snapshots, fed by every session's events; `run_changes` goes on the session's own stream. */
-function workspaceTracker(config: Config, registry: SessionRegistry, logger: Logger): ChangeTracker {
-	const tracker = new ChangeTracker(
-		{
-			dataDir: config.dataDir,
-			enabled: config.workspaceChanges,
-			snapshotTimeoutMs: config.workspaceSnapshotTimeoutMs,
-			limits: {
-				maxFiles: config.workspaceMaxChangedFiles,
-				maxDiffBytes: config.workspaceMaxDiffBytes,
-				maxTotalBytes: config.workspaceMaxChangesBytes,
-			},
-		},
-		(id) => {
-			if (!registry.has(id)) return undefined;
-			const session = registry.get(id);
-			return {
-				cwd: session.cwd,
-				emit: (type, fields) => session.events.append(type, JSON.stringify({ type, sessionId: id, ...fields })),
-			};
-		},
-		logger.child({ component: "workspace" }),
-	);
-	registry.subscribeAll((id, event) => tracker.onEvent(id, event));
-	return tracker;
 }
 
 type SpecDocument = ReturnType<typeof openApiDocument>;

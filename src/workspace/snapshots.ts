@@ -48,6 +48,8 @@ export class Snapshots {
 
 	async #snapshotNow(): Promise<string> {
 		await this.#init();
+		// A git killed at its deadline leaves its lock; nothing else uses this index (jobs are serial).
+		await rm(`${this.#dir}/git/index.lock`, { force: true });
 		const options = { timeoutMs: this.#timeoutMs };
 		await git(this.repo, ["add", "--all", "--ignore-errors", "--", "."], options).catch((error) => {
 			// --ignore-errors exits 1 after adding what it could read (an unreadable file, say).

@@ -39,6 +39,8 @@ export class ChangeTracker {
 	readonly #beforePrompt = new Map<string, Promise<string | undefined>>();
 	/** The run in progress per session, and its start tree. */
 	readonly #current = new Map<string, { runId: string; start: Promise<string | undefined> }>();
+	/** Each session's first snapshot: "since the session started" means since this one. */
+	readonly #base = new Map<string, Promise<unknown>>();
 	/** Settling runs' end snapshots, by session, so a read right after a run sees them. */
 	readonly #settling = new Map<string, Promise<void>>();
 
@@ -85,6 +87,21 @@ export class ChangeTracker {
 		}
 	}
 
+	/**
+	 * The session's first snapshot, taken once (it starts when the session does): every request
+	 * that may change the folder (an upload, a prompt, bash) waits for it, so none slips into it.
+	 */
+	async ensureBase(id: string): Promise<void> {
+		// Only sessions this node holds: a made-up id leaves nothing behind.
+		if (!this.enabled || !this.#sessionOf(id)) return;
+		let base = this.#base.get(id);
+		if (!base) {
+			base = this.#snap(id);
+			this.#base.set(id, base);
+		}
+		await base;
+	}
+
 	/** Before a prompt goes to pi: the folder as the run it may start finds it. */
 	async beforePrompt(id: string): Promise<void> {
 		if (!this.enabled || this.#current.has(id)) return;
@@ -96,7 +113,7 @@ export class ChangeTracker {
 	/** The hub's listener: runs start at pi's `started` answer and end at `agent_settled`. */
 	onEvent(id: string, event: LoggedEvent): void {
 		if (!this.enabled) return;
-		if (event.type === "session_status" && !this.#repos.has(id)) void this.#snap(id);
+		if (event.type === "session_status" && !this.#base.has(id)) void this.ensureBase(id);
 		else if (event.type === "response") {
 			const response = eventJson<{ command?: string; id?: string; success?: boolean; data?: { disposition?: string } }>(
 				event,
@@ -184,6 +201,7 @@ export class ChangeTracker {
 			(safeId.test(id) ? new Snapshots(`${this.#options.dataDir}/workspaces/${id}`, "/", 1000) : undefined);
 		this.#repos.delete(id);
 		this.#current.delete(id);
+		this.#base.delete(id);
 		await repo?.remove();
 	}
 }

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,13 +12,17 @@ let id: string;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 const files = (rest = "") => `/v1/sessions/${id}/files${rest}`;
 const content = (path: string) => files(`/content?path=${encodeURIComponent(path)}`);
-const put = (path: string, body: BodyInit, headers: Record<string, string> = {}) =>
+const put = (path: string, body: RequestInit["body"], headers: Record<string, string> = {}) =>
 	gw.fetch(content(path), { method: "PUT", body, headers, duplex: "half" } as RequestInit);
 
 beforeAll(async () => {
 	receiver = await startReceiver();
 	// A JSON body limit far below the upload limit: uploads are bounded on their own.
-	gw = await startTestGateway({ webhookAllow: ["loopback"], maxBodyBytes: 64 * 1024, workspaceMaxUploadBytes: 1024 * 1024 });
+	gw = await startTestGateway({
+		webhookAllow: ["loopback"],
+		maxBodyBytes: 64 * 1024,
+		workspaceMaxUploadBytes: 1024 * 1024,
+	});
 	const hook = await gw.api("/v1/webhooks", { method: "POST", json: { url: receiver.url, events: ["run.settled"] } });
 	expect(hook.status).toBe(201);
 	writeFileSync(join(gw.workspace, "kept.txt"), "one\n");
@@ -41,7 +45,7 @@ describe("workspace files", () => {
 		const stale = await put("notes/todo.txt", "lost\n", { "if-match": '"nope"' });
 		expect(stale.status).toBe(412);
 		expect(stale.headers.get("content-type")).toContain("application/problem+json");
-		expect((await stale.json()).code).toBe("precondition_failed");
+		expect(((await stale.json()) as { code: string }).code).toBe("precondition_failed");
 		expect((await put("notes/todo.txt", "x", { "if-none-match": "*" })).status).toBe(412);
 		const replaced = await put("notes/todo.txt", "second\n", { "if-match": etag });
 		expect(replaced.status).toBe(204);
@@ -79,7 +83,7 @@ describe("workspace files", () => {
 		const past = await gw.fetch(content("notes/todo.txt"), { headers: { range: "bytes=100-" } });
 		expect(past.status).toBe(416);
 		expect(past.headers.get("content-range")).toBe("bytes */7");
-		expect((await past.json()).code).toBe("range_not_satisfiable");
+		expect(((await past.json()) as { code: string }).code).toBe("range_not_satisfiable");
 		expect((await gw.fetch(content("notes/todo.txt"), { headers: { "if-none-match": etag } })).status).toBe(304);
 		const missing = await gw.api(content("notes/none.txt"));
 		expect(missing.status).toBe(404);
@@ -93,7 +97,10 @@ describe("workspace files", () => {
 		expect(root.body.path).toBe("");
 		const names = root.body.entries.map((e: { name: string }) => e.name);
 		expect(names).toEqual([...names].sort());
-		expect(root.body.entries.find((e: { name: string }) => e.name === "notes")).toMatchObject({ type: "dir", path: "notes" });
+		expect(root.body.entries.find((e: { name: string }) => e.name === "notes")).toMatchObject({
+			type: "dir",
+			path: "notes",
+		});
 		const first = await gw.api(files("?limit=1"));
 		expect(first.body.entries).toHaveLength(1);
 		expect(first.body.nextCursor).toBe("1");
@@ -135,7 +142,10 @@ describe("workspace files", () => {
 		const tar = gunzipSync(Buffer.from(await res.arrayBuffer()));
 		const entries = new Map<string, string>();
 		for (let at = 0; at + 512 <= tar.length; ) {
-			const name = tar.subarray(at, at + 100).toString("utf8").replace(/\0.*$/s, "");
+			const name = tar
+				.subarray(at, at + 100)
+				.toString("utf8")
+				.replace(/\0.*$/s, "");
 			if (!name) break;
 			const size = Number.parseInt(tar.subarray(at + 124, at + 136).toString("ascii"), 8);
 			entries.set(name, tar.subarray(at + 512, at + 512 + size).toString("utf8"));
@@ -152,8 +162,12 @@ describe("workspace changes", () => {
 
 	it("says what one run changed: added, modified, deleted with unified diffs, binaries flagged", async () => {
 		const after = (await gw.api(`/v1/sessions/${id}`)).body;
-		const command = "printf 'two\\n' >> kept.txt && rm gone.txt && printf 'new\\n' > made.txt && printf 'a\\0b' > blob.bin";
-		const run = await gw.api(`/v1/sessions/${id}/prompt?wait=true`, { method: "POST", json: { message: `bash: ${command}` } });
+		const command =
+			"printf 'two\\n' >> kept.txt && rm gone.txt && printf 'new\\n' > made.txt && printf 'a\\0b' > blob.bin";
+		const run = await gw.api(`/v1/sessions/${id}/prompt?wait=true`, {
+			method: "POST",
+			json: { message: `bash: ${command}` },
+		});
 		expect(run.status).toBe(200);
 		runId = run.body.runId;
 		const res = await gw.api(`/v1/sessions/${id}/changes?runId=${runId}`);
@@ -199,5 +213,10 @@ describe("workspace changes", () => {
 		const listed = await gw.api(files());
 		expect(listed.body.entries.map((e: { name: string }) => e.name)).not.toContain(".git");
 		expect(readFileSync(join(gw.root, "data", "workspaces", id, "runs.json"), "utf8")).toContain(runId);
+	});
+
+	it("a deleted session's snapshots go with it", async () => {
+		expect((await gw.api(`/v1/sessions/${id}`, { method: "DELETE" })).status).toBe(204);
+		expect(existsSync(join(gw.root, "data", "workspaces", id))).toBe(false);
 	});
 });

@@ -11,22 +11,6 @@ import { attackFolder, attacks } from "../helpers/workspace-attacks.ts";
 let base: string;
 let root: string;
 
-export function attackFolder(): { base: string; root: string } {
-	const base = mkdtempSync(join(tmpdir(), "pi-gw-paths-"));
-	const root = join(base, "root");
-	mkdirSync(join(root, "sub"), { recursive: true });
-	mkdirSync(join(base, "outside"));
-	writeFileSync(join(base, "outside", "secret"), "secret");
-	writeFileSync(join(root, "sub", "file.txt"), "inside");
-	symlinkSync("../outside", join(root, "link-out"));
-	symlinkSync("../outside/secret", join(root, "link-out-file"));
-	symlinkSync("/etc/passwd", join(root, "link-abs"));
-	symlinkSync("..", join(root, "link-up"));
-	symlinkSync("../nowhere", join(root, "link-dangling"));
-	symlinkSync("sub", join(root, "link-in"));
-	return { base, root };
-}
-
 beforeAll(() => {
 	({ base, root } = attackFolder());
 });

@@ -10,6 +10,9 @@ import { type AppEnv, createRouter } from "../../openapi.ts";
 import { toProblem } from "../../problem.ts";
 import { deleteFile, listFiles, readFile, searchFiles, writeFile } from "./files.routes.ts";
 
+/** The upload operation's path: its body is raw and bounded here, not by the JSON body limit (app.ts). */
+export const isUpload = (path: string) => /^\/v1\/sessions\/[^/]+\/files\/content$/.test(path);
+
 /** What keeps an agent's HTML or SVG from running script in the gateway's origin (which holds the token). */
 const inert = { "Content-Security-Policy": "sandbox; default-src 'none'", "X-Content-Type-Options": "nosniff" };
 

@@ -1,0 +1,34 @@
+import type { Logger } from "pino";
+import type { Config } from "../config.ts";
+import type { SessionRegistry } from "../sessions/registry.ts";
+import { ChangeTracker } from "./tracker.ts";
+
+/**
+ * The one hook point into the registry (as webhooks/start.ts): workspace snapshots fed by every
+ * session's events, and `run_changes` written to the session's own stream.
+ */
+export function startChangeTracker(config: Config, registry: SessionRegistry, logger: Logger): ChangeTracker {
+	const tracker = new ChangeTracker(
+		{
+			dataDir: config.dataDir,
+			enabled: config.workspaceChanges,
+			snapshotTimeoutMs: config.workspaceSnapshotTimeoutMs,
+			limits: {
+				maxFiles: config.workspaceMaxChangedFiles,
+				maxDiffBytes: config.workspaceMaxDiffBytes,
+				maxTotalBytes: config.workspaceMaxChangesBytes,
+			},
+		},
+		(id) => {
+			if (!registry.has(id)) return undefined;
+			const session = registry.get(id);
+			return {
+				cwd: session.cwd,
+				emit: (type, fields) => session.events.append(type, JSON.stringify({ type, sessionId: id, ...fields })),
+			};
+		},
+		logger.child({ component: "workspace" }),
+	);
+	registry.subscribeAll((id, event) => tracker.onEvent(id, event));
+	return tracker;
+}
