@@ -2271,7 +2271,16 @@ export interface components {
             /** @description Text of the last assistant message that had text */
             text: string | null;
             stopReason: string | null;
-            usage?: unknown;
+            /** @description Token usage of the last assistant message (pi's `usage`) */
+            usage: ({
+                input: number;
+                output: number;
+                cacheRead?: number;
+                cacheWrite?: number;
+                totalTokens?: number;
+            } & {
+                [key: string]: unknown;
+            }) | null;
             /** @description Sequence number of the first event after the command was sent */
             firstEventId: number;
             /** @description Sequence number of the event that ended the run (its agent_settled) */

@@ -3,7 +3,7 @@ import { commandFields } from "../../../pi/protocol.ts";
 import { Approval } from "../../../sessions/approvals.ts";
 import { commandErrors, json, jsonBody } from "../../openapi.ts";
 import { SessionParams } from "../../params.ts";
-import { AgentMessage } from "../../schemas.ts";
+import { AgentMessage, Usage } from "../../schemas.ts";
 
 export const RunAccepted = z
 	.object({
@@ -43,7 +43,7 @@ export const RunResult = z
 			.openapi({ description: "Messages completed during the run (user, assistant, tool results)" }),
 		text: z.string().nullable().openapi({ description: "Text of the last assistant message that had text" }),
 		stopReason: z.string().nullable(),
-		usage: z.unknown().nullable(),
+		usage: Usage.nullable().openapi({ description: "Token usage of the last assistant message (pi's `usage`)" }),
 		firstEventId: z
 			.number()
 			.int()
