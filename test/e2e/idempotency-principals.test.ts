@@ -35,7 +35,9 @@ describe.each(stores)("Idempotency-Key is scoped by principal (%s)", (_name, dat
 	let gw: TestGateway;
 	beforeAll(async () => {
 		const databaseUrl = await database();
-		gw = await startTestGateway({ keysFile, ...(databaseUrl ? { databaseUrl } : {}) });
+		// Cluster mode needs the nodes' shared secret (never in the database).
+		const cluster = databaseUrl ? { databaseUrl, clusterSecret: "idempotency-principals-secret-of-32-chars" } : {};
+		gw = await startTestGateway({ keysFile, ...cluster });
 	});
 	afterAll(async () => {
 		await gw?.stop();
