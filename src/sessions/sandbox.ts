@@ -1,7 +1,6 @@
 import { spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { existsSync, mkdirSync, realpathSync } from "node:fs";
+import { homedir } from "node:os";
 import { join, sep } from "node:path";
 import type { Config } from "../config.ts";
 import { isInside } from "./spawn.ts";
@@ -11,7 +10,8 @@ import { isInside } from "./spawn.ts";
  * sight, and every tool process dies with the namespace), the system read-only, the gateway's data
  * directory, token file and workspace root hidden under empty tmpfs, and only what this session
  * needs put back: its cwd, pi's session folder and agent dir (writable), the files it runs (read-only).
- * The network is shared: pi must reach its model provider.
+ * The network is shared: pi must reach its model provider. Nothing inside holds a capability
+ * (see baseArgs), as root either.
  */
 
 export interface SandboxStatus {
@@ -56,51 +56,39 @@ const baseArgs = [
 ];
 
 /**
- * Inside a probe sandbox, what a tool would try first: its capabilities, then lifting a hide with
- * umount, in place and from new namespaces. It prints `CapEff=<hex>` and, if any attempt worked,
- * the secret under the hide. Only sh builtins are needed for the first; umount and unshare missing
- * from the host count as failed attempts.
+ * Inside a probe sandbox, what a tool would try first: its capabilities, then lifting the hide
+ * over /tmp with umount, in place and from new namespaces. It prints `CapEff=<hex>`, and `lifted`
+ * for each umount that worked. Only sh builtins are needed for the first; umount or unshare
+ * missing from the host count as failed attempts.
  */
-const probeScript = (hidden: string) => `
+const probeScript = `
 while read -r k v; do [ "$k" = CapEff: ] && echo "CapEff=$v"; done < /proc/self/status
-umount -l ${hidden} 2>/dev/null && cat ${hidden}/secret
-unshare -m sh -c 'umount -l ${hidden} && cat ${hidden}/secret' 2>/dev/null
-unshare -Urm sh -c 'umount -l ${hidden} && cat ${hidden}/secret' 2>/dev/null
+umount -l /tmp 2>/dev/null && echo lifted
+unshare -m sh -c 'umount -l /tmp && echo lifted' 2>/dev/null
+unshare -Urm sh -c 'umount -l /tmp && echo lifted' 2>/dev/null
 exit 0`;
 
 /** Runs a probe sandbox with the children's own base: it must run, and it must hold. */
 export function probeSandbox(): SandboxStatus {
 	if (process.platform !== "linux")
 		return { enabled: false, reason: `bubblewrap needs Linux (this is ${process.platform})` };
-	const dir = mkdtempSync(join(tmpdir(), "pi-gateway-probe-"));
-	const secret = `probe-${randomBytes(8).toString("hex")}`;
-	writeFileSync(join(dir, "secret"), secret);
-	try {
-		const probe = spawnSync(
-			bwrap,
-			[...baseArgs, "--tmpfs", "/tmp", "--tmpfs", dir, "--", "sh", "-c", probeScript(dir)],
-			{
-				encoding: "utf8",
-				timeout: 10_000,
-			},
-		);
-		if (probe.error) {
-			const code = (probe.error as NodeJS.ErrnoException).code;
-			return {
-				enabled: false,
-				reason: code === "ENOENT" ? "bwrap not found (apt-get install bubblewrap)" : `bwrap failed: ${code}`,
-			};
-		}
-		if (probe.status !== 0) return { enabled: false, reason: `bwrap cannot sandbox here: ${probe.stderr.trim()}` };
-		const capEff = /CapEff=(\w+)/.exec(probe.stdout)?.[1];
-		if (capEff === undefined || !/^0+$/.test(capEff))
-			return { enabled: false, reason: `bwrap runs but does not hold: capabilities kept inside (CapEff ${capEff})` };
-		if (probe.stdout.includes(secret))
-			return { enabled: false, reason: "bwrap runs but does not hold: a process inside lifted a hide with umount" };
-		return { enabled: true };
-	} finally {
-		rmSync(dir, { recursive: true, force: true });
+	const args = [...baseArgs, "--tmpfs", "/tmp", "--", "sh", "-c", probeScript];
+	const probe = spawnSync(bwrap, args, { encoding: "utf8", timeout: 10_000 });
+	if (probe.error) {
+		const code = (probe.error as NodeJS.ErrnoException).code;
+		return {
+			enabled: false,
+			reason: code === "ENOENT" ? "bwrap not found (apt-get install bubblewrap)" : `bwrap failed: ${code}`,
+		};
 	}
+	if (probe.status !== 0) return { enabled: false, reason: `bwrap cannot sandbox here: ${probe.stderr.trim()}` };
+	// Both checks, both named: each is a reason of its own (and the tests see each one work).
+	const capEff = /CapEff=(\w+)/.exec(probe.stdout)?.[1];
+	const problems: string[] = [];
+	if (capEff === undefined || !/^0+$/.test(capEff)) problems.push(`capabilities kept inside (CapEff ${capEff})`);
+	if (probe.stdout.includes("lifted")) problems.push("a process inside lifted a hide with umount");
+	if (problems.length) return { enabled: false, reason: `bwrap runs but does not hold: ${problems.join("; ")}` };
+	return { enabled: true };
 }
 
 /** Decides at start: `on` without a sandbox that holds refuses to start, `auto` falls back with a reason. */
