@@ -1,9 +1,9 @@
 import { constants } from "node:fs";
-import { lstat, open, opendir, readlink, realpath } from "node:fs/promises";
+import { lstat, open, readlink } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { createGzip } from "node:zlib";
 import { GatewayError } from "../errors.ts";
-import { fdPath, isInside } from "./paths.ts";
+import { fdPath, folderOf, isInside, openFolderInside } from "./paths.ts";
 import { headerOf, padding, type TarEntry, trailer } from "./tar.ts";
 
 /** Entries one archive holds at most (their names are listed before streaming starts). */
@@ -15,7 +15,7 @@ export const maxArchiveEntries = 200_000;
  * byte is sent, so a refusal is a clean problem+json and never half an archive.
  */
 export async function listArchive(cwd: string, maxBytes: number): Promise<{ root: string; entries: TarEntry[] }> {
-	const root = await realpath(cwd);
+	const root = await folderOf(cwd);
 	const entries: TarEntry[] = [];
 	let bytes = 0;
 	const tooLarge = (what: string) =>
@@ -25,7 +25,7 @@ export async function listArchive(cwd: string, maxBytes: number): Promise<{ root
 			`The folder is larger than the archive limit (${what}; --workspace-max-archive-bytes)`,
 		);
 	const walk = async (rel: string) => {
-		const dir = await opendir(rel ? `${root}/${rel}` : root).catch(() => undefined);
+		const dir = await openFolderInside(root, rel);
 		if (!dir) return;
 		const names: string[] = [];
 		for await (const entry of dir) names.push(entry.name);

@@ -1,6 +1,6 @@
 import { lstat, opendir } from "node:fs/promises";
 import { GatewayError } from "../errors.ts";
-import { openInside, resolveWorkspacePath } from "./paths.ts";
+import { openInside, resolveWorkspacePath, viaFd } from "./paths.ts";
 
 export type EntryType = "file" | "dir" | "symlink" | "other";
 
@@ -20,9 +20,6 @@ export function typeOf(stat: { isFile(): boolean; isDirectory(): boolean; isSymb
 	if (stat.isDirectory()) return "dir";
 	return stat.isFile() ? "file" : "other";
 }
-
-/** Where an open descriptor can be reached by path: the kernel's name for it, never re-resolved. */
-export const viaFd = (fd: number, name?: string) => `/proc/self/fd/${fd}${name === undefined ? "" : `/${name}`}`;
 
 /**
  * One page of a folder, sorted by name (bytewise, so a page boundary never moves). Symlinks are

@@ -1,5 +1,6 @@
+import type { Dir } from "node:fs";
 import { constants } from "node:fs";
-import { type FileHandle, lstat, open, readlink, realpath } from "node:fs/promises";
+import { type FileHandle, lstat, open, opendir, readlink, realpath } from "node:fs/promises";
 import { isAbsolute, posix, sep } from "node:path";
 import { GatewayError } from "../errors.ts";
 
@@ -46,13 +47,48 @@ export function normalizeWorkspacePath(path: string): string {
 
 export const isInside = (root: string, real: string) => real === root || real.startsWith(root + sep);
 
+/** Where an open descriptor can be reached by path: the kernel's name for it, never re-resolved. */
+export const viaFd = (fd: number, name?: string) => `/proc/self/fd/${fd}${name === undefined ? "" : `/${name}`}`;
+
+/** The real path of the session's folder; 404 when it is gone (removed under a stopped session). */
+export async function folderOf(cwd: string): Promise<string> {
+	try {
+		return await realpath(cwd);
+	} catch (error) {
+		if ((error as NodeJS.ErrnoException).code === "ENOENT") throw notFound("");
+		throw error;
+	}
+}
+
+/**
+ * A folder under `root` for a walk (search, archive), read through its descriptor once the kernel
+ * says it is inside: a folder swapped for a symlink out during the walk is skipped, not followed.
+ */
+export async function openFolderInside(root: string, rel: string): Promise<Dir | undefined> {
+	let handle: FileHandle | undefined;
+	try {
+		handle = await open(
+			rel ? `${root}/${rel}` : root,
+			constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW,
+		);
+		const real = await fdPath(handle);
+		if (real !== undefined && !isInside(root, real)) return undefined;
+		return await opendir(real === undefined ? `${root}/${rel}` : viaFd(handle.fd));
+	} catch {
+		return undefined;
+	} finally {
+		// opendir holds a descriptor of its own.
+		await handle?.close();
+	}
+}
+
 /**
  * `path` inside `cwd`, symlinks resolved: existing paths by their real path, a path that does not
  * exist yet by its deepest existing ancestor (what a write would create lies under it).
  */
 export async function resolveWorkspacePath(cwd: string, path: string): Promise<WorkspacePath> {
 	const rel = normalizeWorkspacePath(path);
-	const root = await realpath(cwd);
+	const root = await folderOf(cwd);
 	const abs = rel === "" ? root : `${root}/${rel}`;
 	let probe = abs;
 	for (;;) {

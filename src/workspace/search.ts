@@ -1,12 +1,11 @@
 import { spawn } from "node:child_process";
 import { accessSync, constants } from "node:fs";
-import { type FileHandle, open, opendir, realpath } from "node:fs/promises";
+import { type FileHandle, open } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import { GatewayError } from "../errors.ts";
 import { globMatcher } from "./glob.ts";
-import { viaFd } from "./listing.ts";
-import { fdPath, isInside } from "./paths.ts";
+import { fdPath, folderOf, isInside, openFolderInside } from "./paths.ts";
 
 export interface SearchMatch {
 	path: string;
@@ -66,7 +65,7 @@ export async function searchWorkspace(cwd: string, options: SearchOptions): Prom
 	} catch {
 		throw new GatewayError(400, "invalid_input", `glob: not a valid pattern: ${options.glob}`);
 	}
-	const root = await realpath(cwd);
+	const root = await folderOf(cwd);
 	const rg = options.ripgrep === "auto" ? findRipgrep() : undefined;
 	const deadline = Date.now() + options.timeoutMs;
 	const found = rg ? await viaRipgrep(rg, root, options, deadline) : await viaNode(root, options, matchGlob, deadline);
@@ -182,7 +181,7 @@ async function viaNode(
 			break;
 		}
 		const rel = queue.shift() as string;
-		const dir = await openFolder(root, rel);
+		const dir = await openFolderInside(root, rel);
 		if (!dir) continue;
 		for await (const entry of dir) {
 			if (entry.name.startsWith(".") || entry.name === "node_modules") continue;
@@ -223,25 +222,6 @@ async function readSmallText(root: string, path: string): Promise<string | undef
 	} catch {
 		return undefined;
 	} finally {
-		await handle?.close();
-	}
-}
-
-/** A folder of the walk, read through its descriptor once it is known to be inside. */
-async function openFolder(root: string, rel: string) {
-	let handle: FileHandle | undefined;
-	try {
-		handle = await open(
-			rel ? `${root}/${rel}` : root,
-			constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW,
-		);
-		const real = await fdPath(handle);
-		if (real !== undefined && !isInside(root, real)) return undefined;
-		return await opendir(real === undefined ? `${root}/${rel}` : viaFd(handle.fd));
-	} catch {
-		return undefined;
-	} finally {
-		// opendir holds a descriptor of its own.
 		await handle?.close();
 	}
 }

@@ -3,8 +3,7 @@ import { constants } from "node:fs";
 import { type FileHandle, lstat, mkdir, open, realpath, rename, unlink } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { GatewayError } from "../errors.ts";
-import { viaFd } from "./listing.ts";
-import { assertOpenedInside, isInside, normalizeWorkspacePath, notFound, outside } from "./paths.ts";
+import { assertOpenedInside, folderOf, isInside, normalizeWorkspacePath, notFound, outside, viaFd } from "./paths.ts";
 import { etagOf } from "./reading.ts";
 
 /** The folder a file goes in, open and checked, and the file's name in it. */
@@ -26,7 +25,7 @@ const dirFlags = constants.O_RDONLY | constants.O_DIRECTORY;
 export async function openParent(cwd: string, path: string, create: boolean): Promise<Parent> {
 	const rel = normalizeWorkspacePath(path);
 	if (rel === "") throw outside(path, "the folder itself is not a file");
-	const root = await realpath(cwd);
+	const root = await folderOf(cwd);
 	const parts = rel.split("/");
 	const name = parts.pop() as string;
 	let dir = await open(root, dirFlags);

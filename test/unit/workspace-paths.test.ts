@@ -79,6 +79,10 @@ describe("the workspace path resolver", () => {
 		expect(await refusal(() => openInside(target, "swap/secret"))).toBe("403 path_outside_root");
 	});
 
+	it("a session's folder that is gone is 404, not an error", async () => {
+		expect(await refusal(() => resolveWorkspacePath(join(base, "no-such-folder"), "a.txt"))).toBe("404 path_not_found");
+	});
+
 	it("bounds an upload and leaves no partial file behind", async () => {
 		const big = Readable.from([Buffer.alloc(60), Buffer.alloc(60)]);
 		expect(await refusal(() => writeFile(root, "sub/big.bin", big, { maxBytes: 100 }))).toBe("413 body_too_large");
