@@ -1,0 +1,176 @@
+import { AllEventsStream } from "./all-events.ts";
+import { Approvals } from "./approvals.ts";
+import { type ClientOptions, Transport } from "./http.ts";
+import type { paths } from "./schema.ts";
+import { commandEvents, EventStream, runEnd } from "./streams.ts";
+import type { Method, OptionalArgs, PathsOf, RequestOptions, ResponseData, Schemas } from "./types.ts";
+import { Workspace } from "./workspace.ts";
+
+type Signal = { signal?: AbortSignal };
+type RunKind = "prompt" | "steer" | "follow-up";
+
+export interface EventsOptions extends Signal {
+	/** Replay the log after this sequence number first (0: the whole log); default: live from now. */
+	after?: number;
+	/** Only these event types (`stream_open`, `gap`, `dropped`, `session_exit` always come). */
+	types?: string[];
+	/**
+	 * After a `session_exit` that says `resumable: true` (the session hibernated), keep following:
+	 * reconnect until it runs again (default false: the iteration ends with that frame).
+	 */
+	followResumes?: boolean;
+}
+
+/**
+ * pi-gateway over HTTP. `request()` reaches every operation of the spec, typed from it; the named
+ * methods cover the common flow; streams are async iterators that reconnect on their own.
+ */
+export class PiGateway {
+	readonly approvals: Approvals;
+	readonly workspace: Workspace;
+	readonly #http: Transport;
+
+	constructor(options: ClientOptions) {
+		this.#http = new Transport(options);
+		this.approvals = new Approvals(this.#http);
+		this.workspace = new Workspace(this.#http);
+	}
+
+	/**
+	 * Any operation, by method and path as the spec writes them: `request("POST",
+	 * "/v1/sessions/{id}/steer", { path: { id }, body: { message } })`. Resolves to the JSON of
+	 * the 2xx answer (undefined for 204); a problem+json answer is thrown as a GatewayError.
+	 */
+	request<M extends Method, P extends PathsOf<M>>(
+		method: M,
+		path: P,
+		...[options]: OptionalArgs<RequestOptions<P, M>>
+	): Promise<ResponseData<P, M>> {
+		return this.#http.json(method, path, (options ?? {}) as never);
+	}
+
+	/** The same, answering the raw Response (for bytes and streams); still throws GatewayError outside 2xx. */
+	raw<M extends Method, P extends PathsOf<M>>(
+		method: M,
+		path: P,
+		...[options]: OptionalArgs<RequestOptions<P, M>>
+	): Promise<Response> {
+		return this.#http.send(method, path, (options ?? {}) as never);
+	}
+
+	createSession(body: Schemas["CreateSession"] = {}, options: Signal = {}): Promise<Schemas["Session"]> {
+		return this.#http.json("POST", "/v1/sessions", { body, ...options });
+	}
+
+	getSession(id: string, options: Signal = {}): Promise<Schemas["Session"]> {
+		return this.#http.json("GET", "/v1/sessions/{id}", { path: { id }, ...options });
+	}
+
+	listSessions(options: Signal = {}): Promise<Schemas["SessionList"]> {
+		return this.#http.json("GET", "/v1/sessions", options);
+	}
+
+	/** Stops pi (gracefully) and forgets the session. */
+	deleteSession(id: string, options: Signal = {}): Promise<void> {
+		return this.#http.json("DELETE", "/v1/sessions/{id}", { path: { id }, ...options });
+	}
+
+	/** Sends a prompt and answers once pi accepted it (202): follow the run on `events()`. */
+	prompt(id: string, body: Schemas["PromptBody"], options: Signal = {}): Promise<Schemas["RunAccepted"]> {
+		return this.#http.json("POST", "/v1/sessions/{id}/prompt", { path: { id }, body, ...options });
+	}
+
+	/**
+	 * Wait mode: answers once the run settled (RunResult: its messages, last text, stop reason),
+	 * or RunAccepted when `seconds` (default: the gateway's limit) ran out first or a dialog holds
+	 * pi's answer (`disposition: awaiting_approval`).
+	 */
+	promptAndWait(
+		id: string,
+		body: Schemas["PromptBody"],
+		options: Signal & { seconds?: number } = {},
+	): Promise<Schemas["RunResult"] | Schemas["RunAccepted"]> {
+		const prefer = options.seconds === undefined ? "wait" : `wait=${options.seconds}`;
+		return this.#http.json("POST", "/v1/sessions/{id}/prompt", {
+			path: { id },
+			body,
+			headers: { prefer },
+			signal: options.signal,
+		});
+	}
+
+	/** A prompt's run as it happens, from pi's answer through the `agent_settled` that ends it. */
+	promptStream(id: string, body: Schemas["PromptBody"], options: Signal = {}): EventStream {
+		return this.#runStream("prompt", id, body, options.signal);
+	}
+
+	steerStream(id: string, body: Schemas["SteerBody"], options: Signal = {}): EventStream {
+		return this.#runStream("steer", id, body, options.signal);
+	}
+
+	followUpStream(id: string, body: Schemas["FollowUpBody"], options: Signal = {}): EventStream {
+		return this.#runStream("follow-up", id, body, options.signal);
+	}
+
+	abort(id: string, options: Signal = {}): Promise<void> {
+		return this.#http.json("POST", "/v1/sessions/{id}/abort", { path: { id }, ...options });
+	}
+
+	/** Runs a shell command in pi (its output joins the next prompt's context). */
+	bash(id: string, body: Schemas["BashBody"], options: Signal = {}): Promise<Schemas["BashResult"]> {
+		return this.#http.json("POST", "/v1/sessions/{id}/bash", { path: { id }, body, ...options });
+	}
+
+	/** The same, streamed: `bash_execution_update` events as output arrives, then pi's `response`. */
+	bashStream(id: string, body: Schemas["BashBody"], options: Signal = {}): EventStream {
+		const own = commandEvents();
+		return new EventStream(
+			this.#http,
+			{ sessionId: id, ...own, cleanEndIsFinal: true, open: (signal) => this.#post(id, "bash/stream", body, signal) },
+			options.signal,
+		);
+	}
+
+	lastAssistantText(id: string, options: Signal = {}): Promise<Schemas["LastAssistantText"]> {
+		return this.#http.json("GET", "/v1/sessions/{id}/last-assistant-text", { path: { id }, ...options });
+	}
+
+	/** The session's events; ends after `session_exit` (see `followResumes`). */
+	events(id: string, options: EventsOptions = {}): EventStream {
+		const types = options.types?.join(",");
+		const ends = (event: { type: string; resumable?: unknown }) =>
+			event.type === "session_exit" && !(options.followResumes && event.resumable === true);
+		const open = (signal: AbortSignal | undefined) =>
+			this.#http.send("GET", "/v1/sessions/{id}/events", {
+				path: { id },
+				query: { after: options.after, types },
+				headers: { accept: "text/event-stream" },
+				signal,
+			});
+		return new EventStream(this.#http, { sessionId: id, types, ends, open, cleanEndIsFinal: false }, options.signal);
+	}
+
+	/** Every session's live events (for dashboards); after a cut, what was missed is read back per session. */
+	allEvents(options: Signal & { types?: string[] } = {}): AllEventsStream {
+		return new AllEventsStream(this.#http, options.types?.join(","), options.signal);
+	}
+
+	#runStream(kind: RunKind, id: string, body: object, signal: AbortSignal | undefined): EventStream {
+		return new EventStream(
+			this.#http,
+			{ sessionId: id, ends: runEnd(), cleanEndIsFinal: true, open: (s) => this.#post(id, `${kind}/stream`, body, s) },
+			signal,
+		);
+	}
+
+	#post(id: string, tail: string, body: object, signal: AbortSignal | undefined): Promise<Response> {
+		return this.#http.send("POST", `/v1/sessions/{id}/${tail}`, {
+			path: { id },
+			body,
+			headers: { accept: "text/event-stream" },
+			signal,
+		});
+	}
+}
+
+export type { paths };

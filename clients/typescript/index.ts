@@ -1,0 +1,24 @@
+/**
+ * pi-gateway's TypeScript client (`import { PiGateway } from "pi-gateway/client"`): typed from
+ * openapi.yaml, streams as async iterators that resume with Last-Event-ID, an approvals helper,
+ * problem+json errors as GatewayError, AbortSignal everywhere. No dependencies beyond fetch.
+ */
+export { AllEventsStream, type HubEvent } from "./all-events.ts";
+export { type Approval, type ApprovalAnswer, Approvals, type NextApprovalOptions } from "./approvals.ts";
+export { type EventsOptions, PiGateway } from "./client.ts";
+export { GatewayError, type Problem, StreamInterruptedError } from "./errors.ts";
+export type { ClientOptions, ReconnectOptions } from "./http.ts";
+export type { components, operations, paths } from "./schema.ts";
+export { LineParser, parseSse, type SseFrame } from "./sse.ts";
+export { EventStream } from "./streams.ts";
+export type {
+	EventOf,
+	EventType,
+	Method,
+	PathsOf,
+	RequestOptions,
+	ResponseData,
+	Schemas,
+	StreamEvent,
+} from "./types.ts";
+export { Workspace } from "./workspace.ts";
