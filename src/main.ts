@@ -44,6 +44,7 @@ function help(): string {
 		"",
 		"Usage: pi-gateway [options]",
 		"       pi-gateway keys create --principal NAME --scopes SCOPE[,SCOPE] [--expires-in-days N] [--keys-file F]",
+		"       pi-gateway acp --url GW [--extensions a,b] [--model provider/id] [--cwd-map LOCAL=REMOTE] [--token-file F]",
 		"",
 		...lines,
 		`  ${"--extension <name=path>".padEnd(34)} Same as --extensions; repeatable`,
@@ -152,6 +153,17 @@ function keysCommand(argv: string[]): void {
 }
 
 async function main(): Promise<void> {
+	if (process.argv[2] === "acp") {
+		// The ACP bridge (src/acp/): stdout is the protocol's, so errors go to stderr only.
+		const { acpCommand } = await import("./acp/cli.ts");
+		try {
+			await acpCommand(process.argv.slice(3));
+		} catch (error) {
+			console.error(`pi-gateway acp: ${(error as Error).message}`);
+			process.exit(2);
+		}
+		process.exit(0);
+	}
 	if (process.argv[2] === "keys") {
 		try {
 			keysCommand(process.argv.slice(3));

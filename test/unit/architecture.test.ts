@@ -17,9 +17,11 @@ import { describe, expect, it } from "vitest";
  *   webhooks  src/webhooks/**      (deliveries: they follow sessions' events, HTTP routes manage them)
  *   cluster   src/cluster/**       (membership, fence, forwarding: where a session lives among nodes)
  *   http      src/http/**          (routes, problem+json, SSE, tickets, Prometheus)
+ *   acp       src/acp/**           (the ACP bridge: an HTTP client of the gateway, so it imports nothing
+ *                                  of the server; only src/acp/ itself)
  *   app       src/app.ts, src/server.ts, src/main.ts, src/token.ts (wiring and startup)
  */
-const layers = ["base", "pi", "sessions", "workspace", "webhooks", "cluster", "http", "app"] as const;
+const layers = ["base", "pi", "sessions", "workspace", "webhooks", "cluster", "http", "acp", "app"] as const;
 type Layer = (typeof layers)[number];
 
 const src = resolve(import.meta.dirname, "../../src");
@@ -49,7 +51,8 @@ function layerOf(file: string): Layer {
 		first === "workspace" ||
 		first === "webhooks" ||
 		first === "cluster" ||
-		first === "http"
+		first === "http" ||
+		first === "acp"
 	)
 		return first;
 	throw new Error(`src/${path}: no layer for the folder ${first}/`);
@@ -90,6 +93,7 @@ function violations(files = sourceFiles(src)): string[] {
 			const [a, b] = [featureOf(file), featureOf(target)];
 			if (a && b && a !== b) found.push(`${name}: routes/${a} imports routes/${b}; share it from src/http instead`);
 			if (from === "http" && !a && b) found.push(`${name}: shared http code imports a feature; app.ts wires features`);
+			if (from === "acp" && to !== "acp") found.push(`${name}: the ACP bridge talks to the gateway over HTTP only`);
 		}
 	}
 	return found;

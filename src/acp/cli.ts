@@ -1,0 +1,32 @@
+import { createRequire } from "node:module";
+import { Readable, Writable } from "node:stream";
+import { ndJsonStream } from "@agentclientprotocol/sdk";
+import { createBridge } from "./agent.ts";
+import { parseAcpArgs } from "./args.ts";
+import { GatewayClient } from "./gateway-client.ts";
+
+/**
+ * `pi-gateway acp`: the ACP agent on stdio (JSON-RPC lines, as editors launch agents), every
+ * session on the gateway at --url. stdout is the protocol's alone: logs go to stderr.
+ */
+export async function acpCommand(argv: string[]): Promise<void> {
+	const version: string = createRequire(import.meta.url)("../../package.json").version;
+	const args = parseAcpArgs(argv);
+	const log = (line: string) => process.stderr.write(`${line}\n`);
+	const gateway = new GatewayClient({ url: args.url, token: args.token, log });
+	const bridge = createBridge({
+		gateway,
+		version,
+		extensions: args.extensions,
+		model: args.model,
+		cwdMap: args.cwdMap,
+		log,
+	});
+	const stream = ndJsonStream(
+		Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,
+		Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>,
+	);
+	log(`pi-gateway acp: bridging stdio to ${args.url}`);
+	const connection = bridge.connect(stream);
+	await connection.closed;
+}
