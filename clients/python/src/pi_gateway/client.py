@@ -1,0 +1,146 @@
+"""PiGateway: every operation through ``request()``, named methods for the common flow, streams."""
+
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Union, cast
+
+from . import schema as s
+from .approvals import Approvals
+from .hub import HubEvent, all_events
+from .streams import EventStream, StreamPlan, command_events, run_end
+from .transport import AbortSignal, Response, Transport
+from .workspace import Workspace
+
+
+class PiGateway:
+    """pi-gateway over HTTP (standard library only).
+
+    ``request(method, path, ...)`` reaches any operation as the spec writes it
+    (``request("POST", "/v1/sessions/{id}/steer", path={"id": sid}, body={"message": "…"})``);
+    a problem+json answer is raised as ``GatewayError``. Streams are iterators that reconnect with
+    ``Last-Event-ID`` on their own. Every call takes ``signal`` (an ``AbortSignal``).
+    """
+
+    def __init__(self, base_url: str, token: Optional[str] = None, headers: Optional[Mapping[str, str]] = None,
+                 timeout: float = 300.0, stream_timeout: float = 90.0, retry_delay: float = 0.5,
+                 max_reconnects: int = 10):
+        self._http = Transport(base_url, token, headers, timeout, stream_timeout)
+        self._retry_delay = retry_delay
+        self._max_reconnects = max_reconnects
+        self.approvals = Approvals(self._http)
+        self.workspace = Workspace(self._http)
+
+    # Any operation
+
+    def request(self, method: str, path: str, *, params: Optional[Mapping[str, Any]] = None,
+                query: Optional[Mapping[str, Any]] = None, body: Any = None,
+                headers: Optional[Mapping[str, str]] = None, signal: Optional[AbortSignal] = None) -> Any:
+        """The decoded JSON of the 2xx answer (None for 204)."""
+        return self._http.json(method, path, params=params, query=query, body=body, headers=headers, signal=signal)
+
+    def raw(self, method: str, path: str, **kwargs: Any) -> Response:
+        """The same, answering the open response (read it, then close it); still raises GatewayError."""
+        return self._http.send(method, path, **kwargs)
+
+    # Sessions
+
+    def create_session(self, body: Optional[s.CreateSession] = None, signal: Optional[AbortSignal] = None) -> s.Session:
+        return cast(s.Session, self._http.json("POST", "/v1/sessions", body=body or {}, signal=signal))
+
+    def get_session(self, session_id: str, signal: Optional[AbortSignal] = None) -> s.Session:
+        return cast(s.Session, self._http.json("GET", "/v1/sessions/{id}", params={"id": session_id}, signal=signal))
+
+    def list_sessions(self, signal: Optional[AbortSignal] = None) -> s.SessionList:
+        return cast(s.SessionList, self._http.json("GET", "/v1/sessions", signal=signal))
+
+    def delete_session(self, session_id: str, signal: Optional[AbortSignal] = None) -> None:
+        self._http.json("DELETE", "/v1/sessions/{id}", params={"id": session_id}, signal=signal)
+
+    # Runs
+
+    def prompt(self, session_id: str, message: str, signal: Optional[AbortSignal] = None,
+               **fields: Any) -> s.RunAccepted:
+        """Sends a prompt; answers once pi accepted it (follow the run on ``events()``)."""
+        return cast(s.RunAccepted, self._http.json(
+            "POST", "/v1/sessions/{id}/prompt", params={"id": session_id}, body={"message": message, **fields},
+            signal=signal))
+
+    def prompt_and_wait(self, session_id: str, message: str, seconds: Optional[int] = None,
+                        signal: Optional[AbortSignal] = None,
+                        **fields: Any) -> Union[s.RunResult, s.RunAccepted]:
+        """Wait mode: the RunResult once the run settled, or RunAccepted when the wait ran out first
+        or a dialog holds pi's answer (``disposition: awaiting_approval``)."""
+        prefer = "wait" if seconds is None else f"wait={seconds}"
+        return cast(Union[s.RunResult, s.RunAccepted], self._http.json(
+            "POST", "/v1/sessions/{id}/prompt", params={"id": session_id}, body={"message": message, **fields},
+            headers={"Prefer": prefer}, signal=signal))
+
+    def prompt_stream(self, session_id: str, message: str, signal: Optional[AbortSignal] = None,
+                      **fields: Any) -> EventStream:
+        """The run as it happens, from pi's answer through the ``agent_settled`` that ends it."""
+        return self._run_stream("prompt", session_id, {"message": message, **fields}, signal)
+
+    def steer_stream(self, session_id: str, message: str, signal: Optional[AbortSignal] = None,
+                     **fields: Any) -> EventStream:
+        return self._run_stream("steer", session_id, {"message": message, **fields}, signal)
+
+    def follow_up_stream(self, session_id: str, message: str, signal: Optional[AbortSignal] = None,
+                         **fields: Any) -> EventStream:
+        return self._run_stream("follow-up", session_id, {"message": message, **fields}, signal)
+
+    def abort(self, session_id: str, signal: Optional[AbortSignal] = None) -> None:
+        self._http.json("POST", "/v1/sessions/{id}/abort", params={"id": session_id}, signal=signal)
+
+    def bash(self, session_id: str, command: str, signal: Optional[AbortSignal] = None) -> s.BashResult:
+        return cast(s.BashResult, self._http.json(
+            "POST", "/v1/sessions/{id}/bash", params={"id": session_id}, body={"command": command}, signal=signal))
+
+    def bash_stream(self, session_id: str, command: str, signal: Optional[AbortSignal] = None) -> EventStream:
+        """``bash_execution_update`` events as output arrives, then pi's ``response``."""
+        own = command_events()
+        plan = StreamPlan(session_id, lambda: self._post_stream(session_id, "bash/stream", {"command": command}, signal),
+                          own["ends"], True, own["accept"], own["types"])
+        return self._stream(plan, signal)
+
+    def last_assistant_text(self, session_id: str, signal: Optional[AbortSignal] = None) -> s.LastAssistantText:
+        return cast(s.LastAssistantText, self._http.json(
+            "GET", "/v1/sessions/{id}/last-assistant-text", params={"id": session_id}, signal=signal))
+
+    # Events
+
+    def events(self, session_id: str, after: Optional[int] = None, types: Optional[List[str]] = None,
+               follow_resumes: bool = False, signal: Optional[AbortSignal] = None) -> EventStream:
+        """The session's events; ends after ``session_exit`` unless ``follow_resumes`` and it says
+        ``resumable: true`` (the session hibernated): then it keeps reconnecting until it runs again."""
+        joined = ",".join(types) if types else None
+
+        def ends(event: Dict[str, Any]) -> bool:
+            return event["type"] == "session_exit" and not (follow_resumes and event.get("resumable") is True)
+
+        def open_() -> Response:
+            return self._http.send("GET", "/v1/sessions/{id}/events", params={"id": session_id},
+                                   query={"after": after, "types": joined},
+                                   headers={"Accept": "text/event-stream"}, signal=signal,
+                                   timeout=self._http.stream_timeout)
+
+        return self._stream(StreamPlan(session_id, open_, ends, False, None, joined), signal)
+
+    def all_events(self, types: Optional[List[str]] = None, signal: Optional[AbortSignal] = None) -> Iterator[HubEvent]:
+        """Every session's live events as ``(session_id, seq, event)``; what a cut missed is read back."""
+        return all_events(self._http, ",".join(types) if types else None, signal, self._retry_delay,
+                          self._max_reconnects)
+
+    # Plumbing
+
+    def _stream(self, plan: StreamPlan, signal: Optional[AbortSignal]) -> EventStream:
+        return EventStream(self._http, plan, signal, self._retry_delay, self._max_reconnects)
+
+    def _run_stream(self, kind: str, session_id: str, body: Dict[str, Any],
+                    signal: Optional[AbortSignal]) -> EventStream:
+        plan = StreamPlan(session_id, lambda: self._post_stream(session_id, f"{kind}/stream", body, signal),
+                          run_end(), True)
+        return self._stream(plan, signal)
+
+    def _post_stream(self, session_id: str, tail: str, body: Dict[str, Any],
+                     signal: Optional[AbortSignal]) -> Response:
+        return self._http.send("POST", "/v1/sessions/{id}/" + tail, params={"id": session_id}, body=body,
+                               headers={"Accept": "text/event-stream"}, signal=signal,
+                               timeout=self._http.stream_timeout)

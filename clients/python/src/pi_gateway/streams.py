@@ -1,0 +1,195 @@
+"""One session's events as an iterator that survives broken connections.
+
+Every frame of a session's log carries its sequence number as ``id:``. After a cut the iterator
+reconnects to ``GET /v1/sessions/{id}/events`` with ``Last-Event-ID`` set to the last one it
+yielded, so the gateway replays exactly what came after: nothing lost, and a frame at or below
+that number is dropped should one come twice. A ``dropped`` frame (this client fell too far
+behind) is such a cut, resumed from its ``resumeFrom``; a ``gap`` frame (the log no longer
+reaches back) is yielded so the caller knows what was lost. The ``stream_open`` of a reconnect is
+not yielded. Commands that stream (prompt, bash) are POSTs and are never sent twice: their
+stream is resumed on the session's event stream and ends where the command's would have.
+"""
+
+import http.client
+import json
+import time
+from typing import Any, Callable, Dict, Iterator, Optional
+
+from .errors import Aborted, GatewayError, StreamInterrupted
+from .sse import parse_chunks
+from .transport import AbortSignal, Response, Transport
+
+Event = Dict[str, Any]
+
+
+class StreamPlan:
+    """What differs between streams: how the first connection opens, which events count, where it ends."""
+
+    def __init__(self, session_id: str, open: Callable[[], Response], ends: Callable[[Event], bool],
+                 clean_end_is_final: bool, accept: Optional[Callable[[Event], bool]] = None,
+                 types: Optional[str] = None):
+        self.session_id = session_id
+        self.open = open
+        self.ends = ends
+        self.clean_end_is_final = clean_end_is_final
+        self.accept = accept
+        self.types = types
+
+
+class EventStream:
+    """Iterate it once (``for event in stream``); ``close()`` or ``with`` ends it early."""
+
+    def __init__(self, transport: Transport, plan: StreamPlan, signal: Optional[AbortSignal] = None,
+                 retry_delay: float = 0.5, max_attempts: int = 10):
+        self.last_event_id: Optional[int] = None
+        self.reconnects = 0
+        self._transport = transport
+        self._plan = plan
+        self._signal = signal
+        self._retry = retry_delay
+        self._max_attempts = max_attempts
+        self._res: Optional[Response] = None
+        self._iter: Optional[Iterator[Event]] = None
+
+    def __iter__(self) -> Iterator[Event]:
+        if self._iter is None:
+            self._iter = self._run()
+        return self._iter
+
+    def __enter__(self) -> "EventStream":
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._iter is not None:
+            self._iter.close()  # type: ignore[attr-defined]
+        if self._res is not None:
+            self._res.close()
+
+    def _set_retry(self, ms: int) -> None:
+        self._retry = ms / 1000
+
+    def _run(self) -> Iterator[Event]:
+        plan = self._plan
+        self._res = plan.open()
+        opened = False
+        try:
+            while True:
+                clean_end = False
+                resume_from: Optional[int] = None
+                try:
+                    for frame in parse_chunks(self._res.chunks(), self._set_retry):
+                        try:
+                            event = json.loads(frame.data)
+                        except ValueError:
+                            continue
+                        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+                            continue
+                        if frame.id is not None and frame.id.isdigit():
+                            seq = int(frame.id)
+                            if self.last_event_id is not None and seq <= self.last_event_id:
+                                continue
+                            self.last_event_id = seq
+                        kind = event["type"]
+                        if kind == "stream_open":
+                            if self.last_event_id is None and isinstance(event.get("after"), int):
+                                self.last_event_id = event["after"]
+                            if opened:
+                                continue
+                            opened = True
+                        elif kind == "dropped":
+                            at = event.get("resumeFrom")
+                            resume_from = int(at) if isinstance(at, (int, float)) or (isinstance(at, str) and at.isdigit()) else self.last_event_id
+                            break
+                        if plan.accept and kind not in ("stream_open", "gap") and not plan.accept(event):
+                            continue
+                        yield event
+                        if plan.ends(event):
+                            return
+                    clean_end = resume_from is None
+                except (OSError, http.client.HTTPException, ValueError):
+                    if self._signal and self._signal.aborted:
+                        raise Aborted("aborted") from None
+                if self._signal and self._signal.aborted:
+                    raise Aborted("aborted")
+                self._res.close()
+                if clean_end and plan.clean_end_is_final:
+                    return
+                if resume_from is not None:
+                    self.last_event_id = resume_from
+                self._res = self._reconnect()
+        finally:
+            if self._res is not None:
+                self._res.close()
+
+    def _reconnect(self) -> Response:
+        after = self.last_event_id
+        if after is None:
+            raise StreamInterrupted("The stream broke before it said where it joined; cannot resume")
+        last_error: Optional[BaseException] = None
+        delay = self._retry
+        for _ in range(self._max_attempts):
+            if self._signal:
+                self._signal.check()
+            time.sleep(delay)
+            try:
+                res = self._transport.send(
+                    "GET", "/v1/sessions/{id}/events", params={"id": self._plan.session_id},
+                    query={"types": self._plan.types},
+                    headers={"Accept": "text/event-stream", "Last-Event-ID": str(after)},
+                    signal=self._signal, timeout=self._transport.stream_timeout,
+                )
+                self.reconnects += 1
+                return res
+            except GatewayError as error:
+                # A 4xx other than 429 will not change by retrying (the session is gone, the token revoked).
+                if error.status < 500 and error.status != 429:
+                    raise
+                delay = error.retry_after or delay
+                last_error = error
+            except (OSError, http.client.HTTPException) as error:
+                if self._signal and self._signal.aborted:
+                    raise Aborted("aborted") from None
+                last_error = error
+        raise StreamInterrupted(f"Could not reconnect after event {after}: {last_error}", str(after))
+
+
+def run_end() -> Callable[[Event], bool]:
+    """Where a prompt/steer/follow-up stream ends: pi refused or handled it, else the run's agent_settled."""
+    state: Dict[str, Any] = {"run": None, "responded": False}
+
+    def ends(event: Event) -> bool:
+        kind = event["type"]
+        if kind == "stream_open" and state["run"] is None:
+            state["run"] = event.get("runId")
+        if kind in ("session_exit", "error"):
+            return True
+        if not state["responded"]:
+            if kind != "response" or event.get("id") != state["run"]:
+                return False
+            state["responded"] = True
+            data = event.get("data") or {}
+            return event.get("success") is not True or data.get("disposition") == "handled"
+        return kind == "agent_settled"
+
+    return ends
+
+
+def command_events() -> Dict[str, Any]:
+    """The events of one streamed bash command: its output updates and pi's response to it."""
+    state: Dict[str, Optional[str]] = {"id": None}
+
+    def ours(event: Event) -> bool:
+        kind = event["type"]
+        if kind in ("session_exit", "error"):
+            return True
+        return kind in ("bash_execution_update", "response") and event.get("id") == state["id"]
+
+    def ends(event: Event) -> bool:
+        if event["type"] == "stream_open" and state["id"] is None:
+            state["id"] = event.get("commandId")
+        return ours(event) and event["type"] != "bash_execution_update"
+
+    return {"types": "bash_execution_update,response", "accept": ours, "ends": ends}

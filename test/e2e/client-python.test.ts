@@ -1,0 +1,92 @@
+import { execFile, execFileSync } from "node:child_process";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { generate } from "../../clients/python/generate-types.ts";
+import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+
+// The first-party Python client (clients/python, standard library only): its typed schema is
+// what the generator makes of openapi.yaml, pip installs it without the network, and its own
+// unittest program (clients/python/tests) passes against a live gateway with real pi.
+const run = promisify(execFile);
+const repo = resolve(import.meta.dirname, "../..");
+const pkg = join(repo, "clients/python");
+const token = "client-py-test-token-0123456789";
+const python = (() => {
+	try {
+		execFileSync("python3", ["-c", "import sys; assert sys.version_info >= (3, 9)"], { stdio: "ignore" });
+		return "python3";
+	} catch {
+		return undefined;
+	}
+})();
+/** A setuptools wheel on this machine, so pip can build the package with no index at all. */
+const wheels = [process.env.PI_GATEWAY_WHEELS, "/opt/pypi/files"].find(
+	(dir) => dir && existsSync(dir) && readdirSync(dir).some((f) => /^setuptools-.*\.whl$/.test(f)),
+);
+
+it("schema.py is what `npm run clients:types` makes of openapi.yaml", () => {
+	const fresh = generate(parse(readFileSync(join(repo, "openapi.yaml"), "utf8")));
+	expect(fresh === readFileSync(join(pkg, "src/pi_gateway/schema.py"), "utf8"), "run `npm run clients:types`").toBe(
+		true,
+	);
+});
+
+describe.skipIf(!python)("the Python client against a live gateway", () => {
+	let gw: TestGateway;
+	beforeAll(async () => {
+		gw = await startTestGateway({ token });
+	});
+	afterAll(() => gw?.stop());
+
+	it("its unittest program passes (gate, streamed prompt, cut and resume, wait mode, errors, abort, delete)", async () => {
+		const result = await run(python as string, ["-m", "unittest", "discover", "-v", "-s", join(pkg, "tests")], {
+			cwd: repo,
+			env: {
+				...process.env,
+				PYTHONPATH: join(pkg, "src"),
+				PYTHONDONTWRITEBYTECODE: "1",
+				PI_GATEWAY_URL: gw.url,
+				PI_GATEWAY_TOKEN: token,
+				PI_GATEWAY_WORKSPACE: gw.workspace,
+			},
+			timeout: 120_000,
+		}).catch((error) => error);
+		expect(result.stderr, result.stdout).toMatch(/\nOK\n$/);
+		expect(result.stderr).toMatch(/^Ran 7 tests/m);
+	}, 150_000);
+
+	it.skipIf(!wheels)(
+		"pip installs it offline into a fresh venv (pip install ./clients/python)",
+		async () => {
+			const venv = mkdtempSync(join(tmpdir(), "pi-gateway-venv-"));
+			try {
+				await run(python as string, ["-m", "venv", venv], { timeout: 60_000 });
+				const bin = join(venv, "bin");
+				// pip builds in the source folder (build/, *.egg-info): a copy keeps the tree clean.
+				const source = join(venv, "src-copy");
+				cpSync(pkg, source, { recursive: true, filter: (path) => !/__pycache__|\.egg-info|\/build$/.test(path) });
+				await run(join(bin, "pip"), ["install", "-q", "--no-index", "--find-links", wheels as string, source], {
+					cwd: tmpdir(),
+					timeout: 120_000,
+				});
+				const { stdout } = await run(
+					join(bin, "python"),
+					["-c", "import pi_gateway, os; print(pi_gateway.PiGateway.__name__, os.path.dirname(pi_gateway.__file__))"],
+					{ cwd: tmpdir() },
+				);
+				const site = stdout.trim().split(" ")[1] ?? "";
+				expect(stdout).toMatch(/^PiGateway \S+\/site-packages\/pi_gateway\n$/);
+				expect(site.startsWith(venv)).toBe(true);
+				// Typed for mypy/pyright users: the PEP 561 marker and the generated schema ship too.
+				expect(readdirSync(site)).toEqual(expect.arrayContaining(["py.typed", "schema.py", "client.py"]));
+			} finally {
+				rmSync(venv, { recursive: true, force: true });
+			}
+		},
+		200_000,
+	);
+});
