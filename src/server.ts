@@ -27,6 +27,7 @@ import { SharedRecords } from "./sessions/shared-records.ts";
 import { resolveToken, type TokenSource } from "./token.ts";
 import type { WebhookService } from "./webhooks/service.ts";
 import { startWebhooks } from "./webhooks/start.ts";
+import { PostgresRunArchive } from "./workspace/run-archive.ts";
 
 export interface Gateway {
 	url: string;
@@ -150,6 +151,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		keys,
 		access,
 		audit: new AuditLog(db, config.maxAuditEntries, shared("audit_log", config.maxAuditEntries)),
+		workspaceRuns: postgres && new PostgresRunArchive(postgres.pool),
 	});
 	const connections = new ConnectionGuard(config, log);
 	// A start that fails after this point undoes what it started, in reverse.

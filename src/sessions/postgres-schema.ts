@@ -102,6 +102,12 @@ DELETE FROM idempotency_keys;
 ALTER TABLE idempotency_keys ADD COLUMN principal text NOT NULL;
 ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_pkey, ADD PRIMARY KEY (principal, key);`,
 	},
+	{
+		version: 9,
+		// The folder stays on its node's disk; what its settled runs changed is kept here (src/workspace/run-archive.ts).
+		name: "the changes of settled runs survive their session's move to another node",
+		sql: "CREATE TABLE workspace_runs (session_id text NOT NULL, run_id text NOT NULL, settled_at timestamptz NOT NULL DEFAULT now(), changes text NOT NULL, PRIMARY KEY (session_id, run_id));",
+	},
 ];
 
 /** An arbitrary constant: the advisory lock every node takes while it migrates. */

@@ -1,13 +1,19 @@
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
+import type { RunArchive } from "./run-archive.ts";
 import { ChangeTracker } from "./tracker.ts";
 
 /**
  * The one hook point into the registry (as webhooks/start.ts): workspace snapshots fed by every
  * session's events, and `run_changes` written to the session's own stream.
  */
-export function startChangeTracker(config: Config, registry: SessionRegistry, logger: Logger): ChangeTracker {
+export function startChangeTracker(
+	config: Config,
+	registry: SessionRegistry,
+	logger: Logger,
+	archive?: RunArchive,
+): ChangeTracker {
 	const tracker = new ChangeTracker(
 		{
 			dataDir: config.dataDir,
@@ -18,6 +24,7 @@ export function startChangeTracker(config: Config, registry: SessionRegistry, lo
 				maxDiffBytes: config.workspaceMaxDiffBytes,
 				maxTotalBytes: config.workspaceMaxChangesBytes,
 			},
+			archive,
 		},
 		(id) => {
 			if (!registry.has(id)) return undefined;

@@ -1,9 +1,11 @@
 import type { Logger } from "pino";
 import { GatewayError } from "../errors.ts";
 import { eventJson, type LoggedEvent } from "../sessions/event-log.ts";
+import { needDatabase } from "../sessions/postgres-schema.ts";
 import { type ChangeLimits, type ChangeStatus, changedPaths, changesBetween } from "./changes.ts";
 import { hasGit } from "./git.ts";
-import { Snapshots } from "./snapshots.ts";
+import type { RunArchive } from "./run-archive.ts";
+import { maxRuns, Snapshots } from "./snapshots.ts";
 
 /** What the tracker needs of a session: its folder, and a way to say something on its event stream. */
 export interface TrackedSession {
@@ -16,6 +18,8 @@ export interface TrackerOptions {
 	enabled: boolean;
 	snapshotTimeoutMs: number;
 	limits: Omit<ChangeLimits, "timeoutMs">;
+	/** Cluster mode: settled runs' changes kept in PostgreSQL, so they outlive a move to another node. */
+	archive?: RunArchive;
 }
 
 /** Paths a run's summary (the `run_changes` event, the run.settled webhook) names at most. */
@@ -151,6 +155,7 @@ export class ChangeTracker {
 				{ timeoutMs: this.#options.snapshotTimeoutMs },
 				maxSummaryPaths,
 			);
+			await this.#archive(id, run.runId, repo, start, end);
 		} catch (caught) {
 			error = caught instanceof Error ? caught.message : String(caught);
 		}
@@ -160,6 +165,18 @@ export class ChangeTracker {
 			truncated: summary?.truncated ?? false,
 			...(error ? { error } : {}),
 		});
+	}
+
+	/** Cluster mode: the run's changes into PostgreSQL before its run_changes says it settled. */
+	async #archive(id: string, runId: string, repo: Snapshots, start: string, end: string): Promise<void> {
+		const archive = this.#options.archive;
+		if (!archive) return;
+		try {
+			const limits = { ...this.#options.limits, timeoutMs: this.#options.snapshotTimeoutMs };
+			await archive.save(id, runId, { runId, ...(await changesBetween(repo.repo, start, end, limits)) });
+		} catch (error) {
+			this.#logger.warn({ sessionId: id, runId, err: error }, "a run's changes could not be kept in the database");
+		}
 	}
 
 	/** What changed since the session started (no `runId`) or in one settled or running run. */
@@ -177,13 +194,16 @@ export class ChangeTracker {
 		const running = this.#current.get(id);
 		if (runId !== undefined && running?.runId !== runId) {
 			const run = (await repo.manifest()).runs.find((r) => r.runId === runId);
-			if (!run?.end)
-				throw new GatewayError(
-					404,
-					"run_not_found",
-					`No settled run ${runId} in session ${id} (the last ${100} are kept)`,
-				);
-			return { runId, ...(await changesBetween(repo.repo, run.start, run.end, limits)) };
+			if (run?.end) return { runId, ...(await changesBetween(repo.repo, run.start, run.end, limits)) };
+			// Settled on another node before the session moved here (cluster mode).
+			const archive = this.#options.archive;
+			const kept = archive && (await needDatabase("a run's changes", () => archive.load(id, runId)));
+			if (kept) return kept as Awaited<ReturnType<typeof changesBetween>> & { runId: string };
+			throw new GatewayError(
+				404,
+				"run_not_found",
+				`No settled run ${runId} in session ${id} (the last ${maxRuns} are kept)`,
+			);
 		}
 		const now = await this.#snap(id);
 		const from = runId !== undefined ? await running?.start : (await repo.manifest()).base;
@@ -203,5 +223,6 @@ export class ChangeTracker {
 		this.#current.delete(id);
 		this.#base.delete(id);
 		await repo?.remove();
+		await this.#options.archive?.forget(id).catch(() => {});
 	}
 }

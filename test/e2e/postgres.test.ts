@@ -78,6 +78,8 @@ describe("a gateway on PostgreSQL (--database-url)", () => {
 			{ version: 5 },
 			{ version: 6 },
 			{ version: 7 },
+			{ version: 8 },
+			{ version: 9 },
 		]);
 		// The node gave its sessions up and left the cluster as it stopped.
 		expect(await rows(databaseUrl, "SELECT owner FROM sessions")).toEqual([{ owner: null }]);

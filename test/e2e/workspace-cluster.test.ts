@@ -3,7 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type ClusterNode, startNode } from "../helpers/cluster.ts";
+import { until } from "../helpers/gateway.ts";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
+import { collect } from "../helpers/sse.ts";
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 });
 
@@ -20,7 +22,7 @@ beforeAll(async () => {
 	const databaseUrl = await server.freshDatabase();
 	for (const name of ["a", "b"])
 		nodes.push(
-			await startNode({ name, databaseUrl, root, token, leaseTtlMs: 10_000, extra: ["--max-body-bytes=65536"] }),
+			await startNode({ name, databaseUrl, root, token, leaseTtlMs: 5000, extra: ["--max-body-bytes=65536"] }),
 		);
 });
 afterAll(async () => {
@@ -59,5 +61,30 @@ describe("cluster mode: the workspace is served by the session's node", () => {
 		expect(archive.status).toBe(200);
 		expect((await archive.arrayBuffer()).byteLength).toBeGreaterThan(0);
 		expect((await b.fetch(`/v1/sessions/${id}/files/content?path=made.txt`, { method: "DELETE" })).status).toBe(204);
+	});
+
+	it("a settled run's changes survive its node's death: another node answers them from PostgreSQL", async () => {
+		const [a, b] = nodes as [ClusterNode, ClusterNode];
+		const created = await a.api("/v1/sessions", { method: "POST", json: {} });
+		const id = created.body.id as string;
+		const run = await a.api(`/v1/sessions/${id}/prompt?wait=true`, {
+			method: "POST",
+			json: { message: "bash: printf 'before the crash\n' > kept.txt" },
+		});
+		expect(run.status).toBe(200);
+		const runId = run.body.runId as string;
+		// run_changes says the changes are kept (they are written before it).
+		const events = await a.fetch(`/v1/sessions/${id}/events?after=0`);
+		await collect(events, (f) => f.event === "run_changes");
+		const before = (await a.api(`/v1/sessions/${id}/changes?runId=${runId}`)).body;
+		a.signal("SIGKILL");
+		await a.exited;
+		// B takes the session over once A's lease runs out (the GET waits for the move).
+		const after = await until(async () => {
+			const res = await b.api(`/v1/sessions/${id}/changes?runId=${runId}`);
+			return res.status === 200 ? res.body : undefined;
+		}, 60_000);
+		expect(after).toEqual(before);
+		expect(after.files).toMatchObject([{ path: "kept.txt", status: "added" }]);
 	});
 });
