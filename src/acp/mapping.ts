@@ -223,6 +223,7 @@ export function mapEvent(state: TurnState, event: Record<string, unknown>): [Tur
 			const [next] = advance(state, id, "in_progress");
 			// pi's partialResult is the output so far (bash streams it): the content is replaced, not appended.
 			const text = resultText(event.partialResult);
+			if (!text) return [next, []];
 			return [
 				next,
 				[{ sessionUpdate: "tool_call_update", toolCallId: id, status: "in_progress", content: textContent(text) }],
