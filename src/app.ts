@@ -30,6 +30,7 @@ import { auditRouter } from "./http/routes/audit/audit.index.ts";
 import { commandsRouter } from "./http/routes/commands/commands.index.ts";
 import { commandSpecs } from "./http/routes/commands/commands.table.ts";
 import { rpcRouter } from "./http/routes/commands/rpc.index.ts";
+import { consolePaths, consoleRouter } from "./http/routes/console/console.index.ts";
 import { eventsRouter } from "./http/routes/events/events.index.ts";
 import { runsRouter } from "./http/routes/runs/runs.index.ts";
 import { runStreamsRouter } from "./http/routes/runs/streams.index.ts";
@@ -39,6 +40,7 @@ import { docsPaths, docsRouter } from "./http/routes/system/docs.index.ts";
 import { metricsRouter } from "./http/routes/system/scrape.index.ts";
 import { specPaths, specRouter } from "./http/routes/system/spec.index.ts";
 import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.ts";
+import { whoamiRouter } from "./http/routes/system/whoami.index.ts";
 import { webhooksRouter } from "./http/routes/webhooks/webhooks.index.ts";
 import { workspaceChangesRouter } from "./http/routes/workspace/changes.index.ts";
 import { isUpload, workspaceFilesRouter } from "./http/routes/workspace/files.index.ts";
@@ -49,11 +51,10 @@ import type { ApprovalHistory } from "./sessions/approval-history.ts";
 import type { PolicyEngine } from "./sessions/policy-engine.ts";
 import type { SessionRegistry } from "./sessions/registry.ts";
 import type { WebhookService } from "./webhooks/service.ts";
-import type { RunArchive } from "./workspace/run-archive.ts";
 import { startChangeTracker } from "./workspace/start.ts";
 
 // The API description and its docs page are public (they ship in the package); the API is not.
-const openPaths = new Set(["/healthz", "/readyz", ...specPaths, ...docsPaths]);
+const openPaths = new Set(["/healthz", "/readyz", ...specPaths, ...docsPaths, ...consolePaths]);
 
 export function openApiDocument(app: ReturnType<typeof createRouter>) {
 	app.openAPIRegistry.register("StreamEvent", StreamEvent);
@@ -111,8 +112,6 @@ export function createApp(
 		audit?: AuditLog;
 		/** Cluster mode: the node's cluster, once it joined. */
 		cluster?: () => Cluster | undefined;
-		/** Cluster mode: settled runs' workspace changes in PostgreSQL (they outlive a move). */
-		workspaceRuns?: RunArchive;
 		/** The key of stream tickets (cluster mode: the same on every node). */
 		ticketKey?: Buffer;
 	} = {},
@@ -179,7 +178,7 @@ export function createApp(
 	);
 	const idempotentRoutes = new IdempotentRoutes();
 	app.use(idempotency(idempotentRoutes, extras.idempotency));
-	const tracker = startChangeTracker(config, registry, logger, extras.workspaceRuns);
+	const tracker = startChangeTracker(config, registry, logger);
 	// A change to a session's folder waits for its first snapshot (taken as the session starts).
 	app.use("/v1/sessions/:id/*", async (c, next) => {
 		if (c.req.method !== "GET" && c.req.method !== "HEAD") await tracker.ensureBase(c.req.param("id"));
@@ -196,9 +195,11 @@ export function createApp(
 	});
 
 	app.route("/", systemRouter(deps));
+	app.route("/", whoamiRouter());
 	app.route("/", metricsRouter(metrics));
 	app.route("/", auditRouter(auditLog));
 	app.route("/", docsRouter());
+	app.route("/", consoleRouter());
 	app.route("/", sessionsRouter(deps));
 	app.route("/", runsRouter(deps));
 	app.route("/", runStreamsRouter(deps));

@@ -50,6 +50,8 @@ export function declareScopes(document: Document): void {
 			if (!methods.has(method)) continue;
 			const op = operation as Operation;
 			if (op.security && op.security.length === 0) continue;
+			// `[{bearer: []}]` as written by the route: any credential, no particular scope (GET /v1/whoami).
+			if (op.security?.length === 1 && op.security[0]?.bearer?.length === 0) continue;
 			op.security = [{ bearer: [scopeFor(method, template)] }];
 			// Any credential may lack the scope: every authenticated operation can answer 403.
 			op.responses ??= {};

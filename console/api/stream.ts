@@ -1,0 +1,131 @@
+import type { StreamEvent } from "../session/reducer.ts";
+import { apiRoot, post, seg } from "./client.ts";
+import type { StreamTicket } from "./types.ts";
+
+/** EventSource has no catch-all for named events: every type the spec's StreamEvent lists. */
+export const eventTypes = [
+	"stream_open",
+	"response",
+	"agent_start",
+	"agent_end",
+	"agent_settled",
+	"turn_start",
+	"turn_end",
+	"message_start",
+	"message_update",
+	"message_end",
+	"tool_execution_start",
+	"tool_execution_update",
+	"tool_execution_end",
+	"queue_update",
+	"compaction_start",
+	"compaction_end",
+	"auto_retry_start",
+	"auto_retry_end",
+	"bash_execution_update",
+	"extension_ui_request",
+	"extension_error",
+	"session_info_changed",
+	"thinking_level_changed",
+	"entry_appended",
+	"session_status",
+	"session_exit",
+	"approval_requested",
+	"approval_resolved",
+	"run_changes",
+	"gap",
+	"dropped",
+	"shutdown",
+	"error",
+];
+
+export type Link = "connecting" | "live" | "reconnecting" | "ended";
+
+export interface StreamHandlers {
+	onEvents: (events: StreamEvent[]) => void;
+	onLink: (link: Link) => void;
+}
+
+/**
+ * A session's events through a stream ticket (the credential never goes into a URL). The browser
+ * reconnects by itself with Last-Event-ID; when it gives up (CLOSED) or the gateway cut us off
+ * (`dropped`), a fresh ticket resumes with ?after= the last id seen. Events are handed over once per
+ * animation frame, so a burst of deltas renders once.
+ */
+export function sessionStream(id: string, handlers: StreamHandlers, after = 0): () => void {
+	let last = after;
+	let source: EventSource | undefined;
+	let stopped = false;
+	let retry: ReturnType<typeof setTimeout> | undefined;
+	let delay = 500;
+	let batch: StreamEvent[] = [];
+	let frame = 0;
+	const flush = () => {
+		frame = 0;
+		const events = batch;
+		batch = [];
+		if (events.length > 0) handlers.onEvents(events);
+	};
+	const onFrame = (type: string) => (e: MessageEvent<string>) => {
+		const seq = Number(e.lastEventId);
+		if (type === "dropped" || type === "shutdown") return reopen();
+		if (type === "stream_open") {
+			delay = 500;
+			handlers.onLink("live");
+		}
+		if (!Number.isFinite(seq) || e.lastEventId === "" || seq <= last) return;
+		last = seq;
+		let data: unknown;
+		try {
+			data = JSON.parse(e.data);
+		} catch {
+			return;
+		}
+		batch.push({ seq, type, data });
+		if (type === "session_exit") {
+			flush();
+			handlers.onLink("ended");
+			return close();
+		}
+		frame ||= requestAnimationFrame(flush);
+	};
+	const close = () => {
+		source?.close();
+		source = undefined;
+	};
+	const reopen = () => {
+		close();
+		if (stopped) return;
+		handlers.onLink("reconnecting");
+		clearTimeout(retry);
+		retry = setTimeout(connect, delay);
+		delay = Math.min(delay * 2, 10_000);
+	};
+	const connect = async () => {
+		if (stopped) return;
+		let ticket: StreamTicket;
+		try {
+			ticket = await post<StreamTicket>(`/v1/sessions/${seg(id)}/events/ticket`);
+		} catch {
+			return reopen();
+		}
+		if (stopped) return;
+		const url = new URL(apiRoot + ticket.eventsUrl);
+		url.searchParams.set("after", String(last));
+		const es = new EventSource(url);
+		source = es;
+		for (const type of eventTypes) es.addEventListener(type, onFrame(type) as EventListener);
+		es.onerror = () => {
+			if (es.readyState === EventSource.CLOSED) reopen();
+			else handlers.onLink("reconnecting");
+		};
+	};
+	handlers.onLink("connecting");
+	void connect();
+	return () => {
+		stopped = true;
+		clearTimeout(retry);
+		if (frame) cancelAnimationFrame(frame);
+		close();
+	};
+}

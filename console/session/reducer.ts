@@ -1,0 +1,220 @@
+/**
+ * The transcript as one pure fold over a session's event stream. Every event carries its sequence
+ * number; one at or below the last applied is a replay and changes nothing, so a reconnect (the
+ * browser's Last-Event-ID, a fresh ticket with ?after=, or the whole log again) is not a special
+ * case. Items are upserted by id: a message by the sequence number of its message_start, a tool
+ * call by pi's toolCallId, an approval by its id.
+ */
+
+export type Block = { type: "text" | "thinking"; text: string };
+
+export type Item =
+	| { kind: "user"; id: string; text: string }
+	| { kind: "assistant"; id: string; blocks: Block[]; streaming: boolean; error?: string }
+	| { kind: "tool"; id: string; name: string; args: unknown; output: string; status: "running" | "done" | "error" }
+	| { kind: "notice"; id: string; text: string; level: "info" | "warning" | "error" };
+
+export interface ApprovalRef {
+	id: string;
+	status: string;
+	title: string;
+}
+
+export interface Transcript {
+	/** The last sequence number applied. */
+	lastSeq: number;
+	items: readonly Item[];
+	/** The assistant message being streamed (its item id). */
+	current?: string;
+	/** The user message between its message_start and message_end. */
+	currentUser?: string;
+	status?: string;
+	/** Run ids whose changes are known, newest last, with the paths they touched. */
+	runs: readonly { runId: string; files: readonly { path: string; status: string }[] }[];
+	approvals: Readonly<Record<string, ApprovalRef>>;
+	/** Events the log no longer held when this stream joined it. */
+	lost: number;
+	ended: boolean;
+}
+
+export interface StreamEvent {
+	seq: number;
+	type: string;
+	// biome-ignore lint/suspicious/noExplicitAny: pi's event JSON, read field by field below
+	data: any;
+}
+
+export const emptyTranscript: Transcript = { lastSeq: 0, items: [], runs: [], approvals: {}, lost: 0, ended: false };
+
+export function reduce(t: Transcript, e: StreamEvent): Transcript {
+	if (!Number.isFinite(e.seq) || e.seq <= t.lastSeq) return t;
+	const next = apply({ ...t, lastSeq: e.seq }, e);
+	return next;
+}
+
+/** Folds a list (a test's literal events, or a batch flushed once per frame). */
+export const reduceAll = (t: Transcript, events: readonly StreamEvent[]) => events.reduce(reduce, t);
+
+function apply(t: Transcript, { seq, type, data }: StreamEvent): Transcript {
+	switch (type) {
+		case "session_status":
+			return { ...t, status: String(data.status) };
+		case "session_exit":
+			return { ...t, status: data.status ?? "exited", ended: true };
+		case "gap":
+			return { ...t, lost: t.lost + Number(data.lost ?? 0) };
+		case "message_start":
+			return messageStart(t, seq, data.message);
+		case "message_update":
+			return messageUpdate(t, data.assistantMessageEvent);
+		case "message_end":
+			return messageEnd(t, seq, data.message);
+		case "tool_execution_start":
+			return upsert(t, {
+				kind: "tool",
+				id: `t:${data.toolCallId}`,
+				name: String(data.toolName ?? "tool"),
+				args: data.args,
+				output: "",
+				status: "running",
+			});
+		case "tool_execution_update":
+			return patchTool(t, data.toolCallId, { output: resultText(data.partialResult) });
+		case "tool_execution_end":
+			return patchTool(t, data.toolCallId, {
+				output: resultText(data.result),
+				status: data.isError ? "error" : "done",
+			});
+		case "approval_requested":
+		case "approval_resolved": {
+			const a = data.approval ?? {};
+			if (typeof a.id !== "string") return t;
+			const ref = { id: a.id, status: String(a.status), title: String(a.title ?? "") };
+			return { ...t, approvals: { ...t.approvals, [a.id]: ref } };
+		}
+		case "run_changes":
+			if (t.runs.some((r) => r.runId === data.runId)) return t;
+			return {
+				...t,
+				runs: [...t.runs, { runId: String(data.runId), files: Array.isArray(data.files) ? data.files : [] }],
+			};
+		case "extension_error":
+			return upsert(t, {
+				kind: "notice",
+				id: `n:${seq}`,
+				text: String(data.error ?? "extension error"),
+				level: "error",
+			});
+		case "auto_retry_start":
+			return upsert(t, {
+				kind: "notice",
+				id: `n:${seq}`,
+				text: `Retrying: ${data.errorMessage ?? ""}`,
+				level: "warning",
+			});
+		default:
+			return t;
+	}
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: pi's message JSON
+type Message = any;
+
+function messageStart(t: Transcript, seq: number, message: Message): Transcript {
+	const id = `m:${seq}`;
+	if (message?.role === "user")
+		return { ...upsert(t, { kind: "user", id, text: textOf(message.content) }), currentUser: id };
+	if (message?.role !== "assistant") return t;
+	return { ...upsert(t, { kind: "assistant", id, blocks: blocksOf(message.content), streaming: true }), current: id };
+}
+
+function messageUpdate(t: Transcript, ev: Message): Transcript {
+	const item = t.items.find((i) => i.id === t.current);
+	if (!ev || item?.kind !== "assistant") return t;
+	const index = Number(ev.contentIndex ?? 0);
+	const blocks = [...item.blocks];
+	const set = (type: Block["type"], text: string) => {
+		blocks[index] = { type, text };
+	};
+	const prior = blocks[index]?.text ?? "";
+	switch (ev.type) {
+		case "text_start":
+			set("text", "");
+			break;
+		case "text_delta":
+			set("text", prior + String(ev.delta ?? ""));
+			break;
+		case "text_end":
+			set("text", String(ev.content ?? prior));
+			break;
+		case "thinking_start":
+			set("thinking", "");
+			break;
+		case "thinking_delta":
+			set("thinking", prior + String(ev.delta ?? ""));
+			break;
+		case "thinking_end":
+			set("thinking", String(ev.content ?? prior));
+			break;
+		default:
+			return t;
+	}
+	return upsert(t, { ...item, blocks: dense(blocks) });
+}
+
+function messageEnd(t: Transcript, seq: number, message: Message): Transcript {
+	if (message?.role === "user") {
+		// Its message_start made the item; a stream that joined between the two makes it here.
+		const id = t.currentUser ?? `m:${seq}`;
+		return { ...upsert(t, { kind: "user", id, text: textOf(message.content) }), currentUser: undefined };
+	}
+	if (message?.role !== "assistant") return t;
+	const id = t.current ?? `m:${seq}`;
+	const error =
+		message.stopReason === "error" || message.errorMessage ? String(message.errorMessage ?? "error") : undefined;
+	const item: Item = { kind: "assistant", id, blocks: blocksOf(message.content), streaming: false, error };
+	return { ...upsert(t, item), current: undefined };
+}
+
+function patchTool(t: Transcript, toolCallId: unknown, patch: Partial<Extract<Item, { kind: "tool" }>>): Transcript {
+	const id = `t:${toolCallId}`;
+	const item = t.items.find((i) => i.id === id);
+	if (item?.kind !== "tool") return t;
+	return upsert(t, { ...item, ...patch });
+}
+
+function upsert(t: Transcript, item: Item): Transcript {
+	const at = t.items.findIndex((i) => i.id === item.id);
+	if (at < 0) return { ...t, items: [...t.items, item] };
+	const items = [...t.items];
+	items[at] = item;
+	return { ...t, items };
+}
+
+const dense = (blocks: Block[]) => Array.from(blocks, (b) => b ?? { type: "text" as const, text: "" });
+
+function blocksOf(content: Message): Block[] {
+	if (typeof content === "string") return [{ type: "text", text: content }];
+	if (!Array.isArray(content)) return [];
+	return content.map((c: Message) =>
+		c?.type === "thinking"
+			? { type: "thinking" as const, text: String(c.thinking ?? "") }
+			: { type: "text" as const, text: c?.type === "text" ? String(c.text ?? "") : "" },
+	);
+}
+
+function textOf(content: Message): string {
+	return blocksOf(content)
+		.filter((b) => b.type === "text")
+		.map((b) => b.text)
+		.join("");
+}
+
+function resultText(result: Message): string {
+	const content = result?.content;
+	if (!Array.isArray(content)) return "";
+	return content
+		.filter((c: Message) => c?.type === "text")
+		.map((c: Message) => String(c.text ?? ""))
+		.join("");
+}

@@ -1,0 +1,49 @@
+import { useEffect, useState } from "preact/hooks";
+import { get, seg } from "../api/client.ts";
+import type { UiState } from "../api/types.ts";
+
+const everyMs = 1500;
+
+/** The extensions' fire-and-forget UI (title, statuses, widgets, notifications), re-read as events arrive. */
+export function UiPanel({ id, at }: { id: string; at: number }) {
+	const [ui, setUi] = useState<UiState>();
+	const [readAt, setReadAt] = useState(-Infinity);
+	useEffect(() => {
+		// At most once per interval, however fast events arrive.
+		const wait = Math.max(0, readAt + everyMs - Date.now());
+		const timer = setTimeout(() => {
+			setReadAt(Date.now());
+			get<UiState>(`/v1/sessions/${seg(id)}/ui`)
+				.then(setUi)
+				.catch(() => {});
+		}, wait);
+		return () => clearTimeout(timer);
+	}, [id, at]);
+	if (!ui) return null;
+	const statuses = Object.entries(ui.statuses);
+	const widgets = Object.entries(ui.widgets);
+	const notes = ui.notifications.slice(-5);
+	if (!ui.title && statuses.length === 0 && widgets.length === 0 && notes.length === 0) return null;
+	return (
+		<aside class="ui card" aria-label="Extension status">
+			{ui.title && <p class="ui-title">{ui.title}</p>}
+			{statuses.map(([key, text]) => (
+				<p key={key} class="meta">
+					{key}: {text}
+				</p>
+			))}
+			{widgets.map(([key, w]) => (
+				<pre key={key}>{w.lines.join("\n")}</pre>
+			))}
+			{notes.length > 0 && (
+				<ul class="plain notes">
+					{notes.map((n) => (
+						<li key={n.at + n.message} class={n.level === "info" ? "" : n.level}>
+							{n.message}
+						</li>
+					))}
+				</ul>
+			)}
+		</aside>
+	);
+}

@@ -1,0 +1,28 @@
+import { fileURLToPath } from "node:url";
+import { defineConfig } from "vite";
+
+// Fixed file names (no hashes): the gateway serves a short, known list of paths without a token,
+// revalidated by ETag. One JS file and one CSS file, no preload polyfill (it would be inline).
+export default defineConfig({
+	root: fileURLToPath(new URL(".", import.meta.url)),
+	base: "./",
+	publicDir: false,
+	logLevel: "warn",
+	oxc: { jsx: { runtime: "automatic", importSource: "preact" } },
+	build: {
+		outDir: fileURLToPath(new URL("../dist/console", import.meta.url)),
+		emptyOutDir: true,
+		modulePreload: false,
+		cssCodeSplit: false,
+		assetsInlineLimit: 0,
+		target: "es2022",
+		rollupOptions: {
+			output: {
+				entryFileNames: "console.js",
+				chunkFileNames: "console-[name].js",
+				assetFileNames: "console.[ext]",
+				codeSplitting: false,
+			},
+		},
+	},
+});

@@ -1,0 +1,153 @@
+import { describe, expect, it } from "vitest";
+import { emptyTranscript, reduceAll, type StreamEvent } from "../../console/session/reducer.ts";
+
+// The console's transcript is one pure fold over a session's events (console/session/reducer.ts):
+// literal events as the gateway sends them (demo model, permission gate), replayed whole or in
+// part as a reconnect does, must give the same transcript.
+const sid = "ses_test";
+let seq = 0;
+const ev = (type: string, data: Record<string, unknown> = {}): StreamEvent => ({
+	seq: ++seq,
+	type,
+	data: { type, ...data },
+});
+const user = (text: string) => ({ role: "user", content: [{ type: "text", text }] });
+const assistant = (text: string) => ({ role: "assistant", content: [{ type: "text", text }], stopReason: "stop" });
+const delta = (d: string) =>
+	ev("message_update", { assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: d } });
+
+const approval = {
+	id: "ap1",
+	sessionId: sid,
+	method: "select",
+	title: "Allow this bash command?\n\n  rm -rf ./x",
+	options: ["Allow", "Block"],
+	status: "pending",
+};
+const run: StreamEvent[] = [
+	ev("session_status", { sessionId: sid, status: "running" }),
+	ev("agent_start"),
+	ev("message_start", { message: user("bash: rm -rf ./x") }),
+	ev("message_end", { message: user("bash: rm -rf ./x") }),
+	ev("message_start", { message: { role: "assistant", content: [] } }),
+	ev("message_update", { assistantMessageEvent: { type: "thinking_start", contentIndex: 0 } }),
+	ev("message_update", { assistantMessageEvent: { type: "thinking_delta", contentIndex: 0, delta: "hmm" } }),
+	ev("message_end", {
+		message: {
+			role: "assistant",
+			content: [
+				{ type: "thinking", thinking: "hmm" },
+				{ type: "toolCall", id: "c1" },
+			],
+		},
+	}),
+	ev("tool_execution_start", { toolCallId: "c1", toolName: "bash", args: { command: "rm -rf ./x" } }),
+	ev("approval_requested", { sessionId: sid, approval }),
+	ev("session_status", { sessionId: sid, status: "waiting" }),
+	ev("approval_resolved", {
+		sessionId: sid,
+		approval: { ...approval, status: "answered", answer: { value: "Allow" } },
+	}),
+	ev("tool_execution_update", { toolCallId: "c1", partialResult: { content: [{ type: "text", text: "remov" }] } }),
+	ev("tool_execution_update", { toolCallId: "c1", partialResult: { content: [{ type: "text", text: "removed x" }] } }),
+	ev("tool_execution_end", {
+		toolCallId: "c1",
+		result: { content: [{ type: "text", text: "removed x\n" }] },
+		isError: false,
+	}),
+	ev("message_start", { message: { role: "assistant", content: [] } }),
+	ev("message_update", { assistantMessageEvent: { type: "text_start", contentIndex: 0 } }),
+	delta("The command "),
+	delta("finished."),
+	ev("message_end", { message: assistant("The command finished.") }),
+	ev("agent_settled", { aborted: false }),
+	ev("session_status", { sessionId: sid, status: "idle" }),
+	ev("run_changes", { sessionId: sid, runId: "gw_2", files: [{ path: "x", status: "deleted" }], truncated: false }),
+];
+const whole = reduceAll(emptyTranscript, run);
+
+describe("the console's transcript reducer", () => {
+	it("folds a run into entries: the prompt, thinking, the tool call with its output, the answer", () => {
+		expect(whole.items).toEqual([
+			{ kind: "user", id: "m:3", text: "bash: rm -rf ./x" },
+			{
+				kind: "assistant",
+				id: "m:5",
+				blocks: [
+					{ type: "thinking", text: "hmm" },
+					{ type: "text", text: "" },
+				],
+				streaming: false,
+				error: undefined,
+			},
+			{
+				kind: "tool",
+				id: "t:c1",
+				name: "bash",
+				args: { command: "rm -rf ./x" },
+				output: "removed x\n",
+				status: "done",
+			},
+			{
+				kind: "assistant",
+				id: "m:16",
+				blocks: [{ type: "text", text: "The command finished." }],
+				streaming: false,
+				error: undefined,
+			},
+		]);
+		expect(whole.status).toBe("idle");
+		expect(whole.approvals).toEqual({ ap1: { id: "ap1", status: "answered", title: approval.title } });
+		expect(whole.runs).toEqual([{ runId: "gw_2", files: [{ path: "x", status: "deleted" }] }]);
+		expect(whole.lastSeq).toBe(run.length);
+	});
+
+	it("streams: deltas grow the open message, bash output grows its tool entry", () => {
+		const upTo = (n: number) => reduceAll(emptyTranscript, run.slice(0, n));
+		const at18 = upTo(18).items.at(-1);
+		expect(at18).toMatchObject({
+			kind: "assistant",
+			streaming: true,
+			blocks: [{ type: "text", text: "The command " }],
+		});
+		expect(upTo(13).items.find((i) => i.id === "t:c1")).toMatchObject({ output: "remov", status: "running" });
+	});
+
+	it("a replay changes nothing: the whole log again, or a reconnect that resends what it saw", () => {
+		expect(reduceAll(whole, run)).toBe(whole);
+		for (const cut of [1, 7, 12, 18, 22]) {
+			// A reconnect: the stream starts again a few events before where it broke (as after=0 would).
+			const resumed = reduceAll(reduceAll(emptyTranscript, run.slice(0, cut)), run.slice(Math.max(0, cut - 5)));
+			expect(resumed, `cut at ${cut}`).toEqual(whole);
+		}
+	});
+
+	it("events out of order below the last applied are ignored; events without an id are too", () => {
+		const late = reduceAll(whole, [{ seq: 2, type: "message_start", data: { message: user("again") } }]);
+		expect(late).toBe(whole);
+		expect(reduceAll(whole, [{ seq: Number.NaN, type: "dropped", data: {} }])).toBe(whole);
+	});
+
+	it("a stream that joins mid-message still gets the message from its message_end; a gap is counted", () => {
+		const joined = reduceAll(emptyTranscript, [
+			{ seq: 40, type: "gap", data: { type: "gap", lost: 39, after: 0, firstAvailable: 41 } },
+			{ seq: 41, type: "message_update", data: { assistantMessageEvent: { type: "text_delta", delta: "lost" } } },
+			{ seq: 42, type: "message_end", data: { message: assistant("whole text") } },
+		]);
+		expect(joined.lost).toBe(39);
+		expect(joined.items).toEqual([
+			{
+				kind: "assistant",
+				id: "m:42",
+				blocks: [{ type: "text", text: "whole text" }],
+				streaming: false,
+				error: undefined,
+			},
+		]);
+	});
+
+	it("ends on session_exit", () => {
+		const ended = reduceAll(whole, [{ seq: 99, type: "session_exit", data: { code: 0, signal: null } }]);
+		expect(ended).toMatchObject({ ended: true, status: "exited" });
+	});
+});
