@@ -51,6 +51,7 @@ import type { ApprovalHistory } from "./sessions/approval-history.ts";
 import type { PolicyEngine } from "./sessions/policy-engine.ts";
 import type { SessionRegistry } from "./sessions/registry.ts";
 import type { WebhookService } from "./webhooks/service.ts";
+import type { RunArchive } from "./workspace/run-archive.ts";
 import { startChangeTracker } from "./workspace/start.ts";
 
 // The API description and its docs page are public (they ship in the package); the API is not.
@@ -112,6 +113,8 @@ export function createApp(
 		audit?: AuditLog;
 		/** Cluster mode: the node's cluster, once it joined. */
 		cluster?: () => Cluster | undefined;
+		/** Cluster mode: settled runs' workspace changes in PostgreSQL (they outlive a move). */
+		workspaceRuns?: RunArchive;
 		/** The key of stream tickets (cluster mode: the same on every node). */
 		ticketKey?: Buffer;
 	} = {},
@@ -178,7 +181,7 @@ export function createApp(
 	);
 	const idempotentRoutes = new IdempotentRoutes();
 	app.use(idempotency(idempotentRoutes, extras.idempotency));
-	const tracker = startChangeTracker(config, registry, logger);
+	const tracker = startChangeTracker(config, registry, logger, extras.workspaceRuns);
 	// A change to a session's folder waits for its first snapshot (taken as the session starts).
 	app.use("/v1/sessions/:id/*", async (c, next) => {
 		if (c.req.method !== "GET" && c.req.method !== "HEAD") await tracker.ensureBase(c.req.param("id"));
