@@ -62,10 +62,10 @@ export class Transport {
 		const headers = new Headers(this.#headers);
 		if (this.#token) headers.set("authorization", `Bearer ${this.#token}`);
 		for (const [key, value] of Object.entries(options.headers ?? {})) headers.set(key, value);
-		let body: BodyInit | undefined;
+		let body: RequestInit["body"];
 		const raw = options.body;
 		if (raw instanceof Uint8Array || raw instanceof ArrayBuffer || raw instanceof Blob || typeof raw === "string") {
-			body = raw as BodyInit;
+			body = raw as RequestInit["body"];
 			if (!headers.has("content-type")) headers.set("content-type", "application/octet-stream");
 		} else if (raw instanceof ReadableStream) {
 			body = raw;

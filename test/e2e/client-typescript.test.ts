@@ -191,6 +191,41 @@ describe("PiGateway against a live gateway", () => {
 		await client.deleteSession(id);
 	});
 
+	it("allEvents() reads back from each session's stream what a cut of the live-only /v1/events missed", async () => {
+		// Reconnects keep failing while the proxy is away: allow them for 10 s.
+		const reconnect = { delayMs: 50, maxAttempts: 200 };
+		const viaProxy = new PiGateway({ baseUrl: `http://127.0.0.1:${proxy.port}`, token, reconnect });
+		const id = await gw.session();
+		const controller = new AbortController();
+		const stream = viaProxy.allEvents({ signal: controller.signal });
+		const mine: { seq: number | undefined; event: StreamEvent }[] = [];
+		let opened!: () => void;
+		const open = new Promise<void>((resolve) => {
+			opened = resolve;
+		});
+		const reading = (async () => {
+			for await (const item of stream) {
+				if (item.event.type === "stream_open") opened();
+				if (item.sessionId === id) mine.push({ seq: item.seq, event: item.event });
+				if (item.sessionId === id && item.event.type === "agent_settled" && mine.length > 5) break;
+			}
+		})();
+		await open;
+		const before = gw.registry.get(id).events.lastSeq;
+		// The gateway is out of reach while a whole run happens.
+		await proxy.pause();
+		await client.promptAndWait(id, { message: "echo: while you were away" });
+		await proxy.resume();
+		await reading;
+		controller.abort();
+		expect(stream.reconnects).toBeGreaterThanOrEqual(1);
+		const seqs = mine.map((m) => m.seq as number);
+		expect(seqs).toEqual([...new Set(seqs)].sort((a, b) => a - b));
+		expect(mine.map((m) => m.event)).toEqual(await logged(id, before, (e) => e.type === "agent_settled"));
+		expect(deltas(mine.map((m) => m.event))).toBe("while you were away");
+		await client.deleteSession(id);
+	});
+
 	it("a wait-mode prompt answers the run's result; request() reaches any operation, typed", async () => {
 		const id = await gw.session();
 		const result = await client.promptAndWait(id, { message: "echo: waited" }, { seconds: 30 });
