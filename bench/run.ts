@@ -6,6 +6,7 @@ import { mkdtempSync } from "node:fs";
 import { cpus, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { runClusterBenchmarks } from "./cluster-suite.ts";
+import { consoleFirstLoad } from "./console.ts";
 import { fanout, idleSubscribers, latency, throughput } from "./events.ts";
 import { startGatewayProcess, stubPi, table } from "./lib.ts";
 import { fullRun, scale, sessionStart } from "./real-pi.ts";
@@ -119,5 +120,7 @@ if (want("workspace"))
 			await snapshotCost(smoke ? 500 : 10_000),
 		),
 	);
+
+if (want("console")) console.log(table("8. Console first load (what GET /console/ fetches)", consoleFirstLoad()));
 
 await runClusterBenchmarks(smoke, want);

@@ -36,18 +36,25 @@ export function Inbox({ me, pending }: { me: Whoami; pending: Pending }) {
 }
 
 /** A dialog next to what the agent did so far in its session's folder. */
-export function ApprovalWithContext(props: { approval: Approval; me: Whoami; onDone: () => void }) {
+export function ApprovalWithContext(props: {
+	approval: Approval;
+	me: Whoami;
+	onDone: () => void;
+	inSession?: boolean;
+}) {
 	const { approval, me } = props;
 	return (
 		<div class="with-context">
-			<p class="meta">
-				Session{" "}
-				{can(me, "sessions:read") ? (
-					<a href={sessionHref(approval.sessionId)}>{approval.sessionId}</a>
-				) : (
-					<code>{approval.sessionId}</code>
-				)}
-			</p>
+			{!props.inSession && (
+				<p class="meta">
+					Session{" "}
+					{can(me, "sessions:read") ? (
+						<a href={sessionHref(approval.sessionId)}>{approval.sessionId}</a>
+					) : (
+						<code>{approval.sessionId}</code>
+					)}
+				</p>
+			)}
 			<Dialog approval={approval} me={me} onDone={props.onDone} />
 			{can(me, "sessions:read") && (
 				<details class="changes">

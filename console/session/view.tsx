@@ -82,7 +82,7 @@ export function SessionView({ id, me, pending }: { id: string; me: Whoami; pendi
 			{dialogs.length > 0 && (
 				<section aria-label="Waiting for an answer" class="dialogs">
 					{dialogs.map((a) => (
-						<ApprovalWithContext key={a.id} approval={a} me={me} onDone={pending.refresh} />
+						<ApprovalWithContext key={a.id} approval={a} me={me} onDone={pending.refresh} inSession />
 					))}
 				</section>
 			)}

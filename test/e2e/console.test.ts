@@ -1,0 +1,264 @@
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import AxeBuilder from "@axe-core/playwright";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKey } from "../../src/http/keys.ts";
+import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.ts";
+
+// The console in Debian's Chromium over the whole flow, with real pi and the demo model: sign in,
+// create a session with the permission gate, watch text stream, answer the gate's dialog by its
+// "Allow" button, cut the connection mid-run and see the transcript resume whole, a phone's
+// viewport, axe in light and dark, the CSP. The browser talks to the gateway through a TCP proxy
+// (the page's origin), which is what the test cuts. Elements are found by role and name only.
+const token = "console-e2e-token-0123456789";
+const artifacts = resolve(import.meta.dirname, "../../test-artifacts/console");
+let gw: TestGateway;
+let proxy: TcpProxy;
+let browser: BrowserContext;
+let profile: string;
+let keysDir: string;
+let approverKey: string;
+let origin: string;
+const cspViolations: string[] = [];
+
+beforeAll(async () => {
+	// The console as the package ships it (dist/console), built from this tree.
+	execFileSync(process.execPath, [resolve("node_modules/vite/bin/vite.js"), "build", "-c", "console/vite.config.ts"], {
+		stdio: "pipe",
+	});
+	mkdirSync(artifacts, { recursive: true });
+	keysDir = mkdtempSync(join(tmpdir(), "pi-gateway-console-keys-"));
+	const keysFile = join(keysDir, "keys.json");
+	approverKey = createKey(keysFile, "approver", ["approvals:read", "approvals:answer"]).secret;
+	gw = await startTestGateway({ token, keysFile });
+	proxy = await startProxy(Number(new URL(gw.url).port));
+	origin = `http://127.0.0.1:${proxy.port}`;
+	profile = mkdtempSync(join(tmpdir(), "pi-gateway-chromium-"));
+	browser = await chromium.launchPersistentContext(profile, {
+		executablePath: "/usr/bin/chromium",
+		headless: true,
+		viewport: { width: 1100, height: 900 },
+		args: [
+			"--headless",
+			"--no-sandbox",
+			"--disable-gpu",
+			"--disable-quic",
+			"--no-first-run",
+			"--disable-background-networking",
+			"--disable-component-update",
+			"--disable-sync",
+		],
+	});
+}, 90_000);
+
+afterAll(async () => {
+	await browser?.close();
+	await proxy?.close();
+	await gw?.stop();
+	for (const dir of [profile, keysDir]) if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+async function openConsole(): Promise<Page> {
+	const page = await browser.newPage();
+	page.on("console", (m) => {
+		if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text());
+	});
+	return page;
+}
+
+async function signIn(page: Page, credential: string) {
+	await page.goto(`${origin}/console`);
+	await page.getByLabel("Token or API key").fill(credential);
+	await page.getByRole("button", { name: "Sign in" }).click();
+	await page.getByRole("button", { name: "Sign out" }).waitFor();
+}
+
+/** The transcript's text per entry, as a person reads it. */
+const entries = (page: Page) =>
+	page
+		.getByRole("log", { name: "Transcript" })
+		.locator(":scope > div, :scope > details")
+		// innerText: the text as rendered, line breaks included.
+		// biome-ignore lint/performance/useDomNodeTextContent: what a person reads
+		.evaluateAll((nodes) => nodes.map((n) => (n as unknown as { innerText: string }).innerText.trim()));
+const lastAgentText = async (page: Page) =>
+	(await entries(page))
+		.filter((t) => t.startsWith("Agent"))
+		.at(-1)
+		?.replace(/^Agent\s*/, "");
+
+async function noSeriousViolations(page: Page, where: string) {
+	const result = await new AxeBuilder({ page }).analyze();
+	const serious = result.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+	expect(
+		serious.map((v) => `${where}: ${v.id} ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`),
+		where,
+	).toEqual([]);
+}
+
+const shot = (page: Page, name: string) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
+
+describe("the console", () => {
+	let page: Page;
+	let sessionId: string;
+
+	it("is served on the gateway itself with a strict CSP, and signs in with the token typed into its field", async () => {
+		const res = await fetch(`${origin}/console/`);
+		expect(res.status).toBe(200);
+		const csp = res.headers.get("content-security-policy") ?? "";
+		for (const directive of [
+			"default-src 'self'",
+			"script-src 'self'",
+			"style-src 'self'",
+			"connect-src 'self'",
+			"frame-ancestors 'none'",
+			"object-src 'none'",
+		])
+			expect(csp).toContain(directive);
+		expect(csp).not.toContain("unsafe-inline");
+		expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+		expect(await res.text()).not.toMatch(/<script>|<style>| style=/);
+
+		page = await openConsole();
+		await page.goto(`${origin}/console`);
+		await page.getByLabel("Token or API key").waitFor();
+		expect(await page.getByLabel("Token or API key").getAttribute("type")).toBe("password");
+		await noSeriousViolations(page, "sign-in");
+		await shot(page, "sign-in");
+		await signIn(page, token);
+		await page.getByRole("heading", { name: "Sessions" }).waitFor();
+		// Kept for the tab only, never in a URL.
+		expect(page.url()).not.toContain(token);
+		expect(await page.evaluate(() => localStorage.length)).toBe(0);
+	});
+
+	it("creates a session with the permission gate and streams a prompt's text as it comes", async () => {
+		await page.getByText("New session").click();
+		await page.getByLabel("Name").fill("console-e2e");
+		await page.getByLabel("permission-gate").check();
+		await page.getByRole("button", { name: "Create session" }).click();
+		await page.getByRole("heading", { name: "console-e2e" }).waitFor();
+		sessionId = decodeURIComponent(new URL(page.url()).hash.replace("#/sessions/", ""));
+		expect(gw.registry.get(sessionId).name).toBe("console-e2e");
+		await until(async () => (await page.getByRole("status").allInnerTexts()).includes("Live"), 15_000);
+
+		await page.getByLabel("Message").fill("slow: 10");
+		await page.getByLabel("Message").press("Enter");
+		const seen = new Set<string>();
+		await until(async () => {
+			const text = await lastAgentText(page);
+			if (text) seen.add(text);
+			return text === "1 2 3 4 5 6 7 8 9 10";
+		}, 20_000);
+		// Some frames showed part of the answer: it streamed.
+		expect([...seen].some((t) => /^1( \d)+$/.test(t) && t !== "1 2 3 4 5 6 7 8 9 10")).toBe(true);
+		await until(async () => (await page.getByRole("button", { name: "Send" }).count()) === 1, 10_000);
+		await shot(page, "session");
+	});
+
+	it("shows the gate's dialog in the inbox and next to the session, and answers it by its Allow button", async () => {
+		await page.getByLabel("Message").fill("bash: rm -rf ./x");
+		await page.getByLabel("Message").press("Enter");
+		await page.getByRole("link", { name: /Approvals 1 pending/ }).waitFor({ timeout: 15_000 });
+		// Next to the session's transcript too, with what the agent changed so far.
+		await page.getByRole("region", { name: "Waiting for an answer" }).getByRole("button", { name: "Allow" }).waitFor();
+		await page.getByText("What the agent changed").first().click();
+		await page.getByText("No files changed.").waitFor();
+		await shot(page, "session-approval");
+		await page.getByRole("link", { name: /Approvals/ }).click();
+		await page.getByRole("heading", { name: "Approvals" }).waitFor();
+		const dialog = page.getByRole("region", { name: /Allow this bash command/ });
+		await dialog.waitFor();
+		expect(await dialog.getByRole("button").allInnerTexts()).toEqual(["Allow", "Block", "Dismiss"]);
+		expect(await dialog.getByLabel("Remember for this session").isChecked()).toBe(false);
+		await noSeriousViolations(page, "inbox");
+		await shot(page, "approval");
+		await dialog.getByRole("button", { name: "Allow" }).click();
+		await dialog.getByText("Answered: Allow by admin").waitFor();
+		const answered = gw.registry
+			.get(sessionId)
+			.approvals.list()
+			.find((a) => a.title.includes("rm -rf ./x"));
+		expect(answered?.answer).toEqual({ value: "Allow" });
+
+		await page.getByRole("link", { name: sessionId }).first().click();
+		await until(async () => (await lastAgentText(page))?.startsWith("The command finished."), 20_000);
+		expect((await entries(page)).some((t) => t.startsWith("$ rm -rf ./x"))).toBe(true);
+	});
+
+	it("resumes the transcript whole after the connection is cut mid-run: nothing lost, nothing twice", async () => {
+		const before = proxy.requests.filter((r) => r.startsWith(`GET /v1/sessions/${sessionId}/events?`)).length;
+		await page.getByLabel("Message").fill("slow: 30");
+		await page.getByLabel("Message").press("Enter");
+		await until(async () => /^1 2 3/.test((await lastAgentText(page)) ?? ""), 10_000);
+		proxy.cut();
+		await until(async () => (await page.getByRole("status").allInnerTexts()).includes("Live"), 20_000);
+		const full = Array.from({ length: 30 }, (_, i) => i + 1).join(" ");
+		await until(async () => (await lastAgentText(page)) === full, 30_000);
+		const reconnects = proxy.requests.filter((r) => r.startsWith(`GET /v1/sessions/${sessionId}/events?`));
+		expect(reconnects.length).toBeGreaterThan(before);
+		expect(reconnects.at(-1)).toMatch(/\r\nlast-event-id: \d+\r\n|[?&]after=[1-9]/i);
+
+		// The page's conversation is pi's, entry for entry.
+		await until(async () => (await page.getByRole("button", { name: "Send" }).count()) === 1, 10_000);
+		const messages = (await gw.api(`/v1/sessions/${sessionId}/messages`)).body.messages as {
+			role: string;
+			content: { type: string; text?: string }[];
+		}[];
+		const said = messages
+			.filter((m) => m.role === "user" || (m.role === "assistant" && m.content.some((c) => c.type === "text")))
+			.map((m) => `${m.role === "user" ? "You" : "Agent"}\n${m.content.map((c) => c.text ?? "").join("")}`.trim());
+		const shown = (await entries(page)).filter((t) => t.startsWith("You") || t.startsWith("Agent"));
+		expect(shown.map((t) => t.replace(/\s+/g, " "))).toEqual(said.map((t) => t.replace(/\s+/g, " ")));
+		await noSeriousViolations(page, "session");
+	});
+
+	it("fits a phone: nothing scrolls sideways at 390×844, light and dark", async () => {
+		await page.setViewportSize({ width: 390, height: 844 });
+		for (const scheme of ["light", "dark"] as const) {
+			await page.emulateMedia({ colorScheme: scheme });
+			for (const hash of ["#/", `#/sessions/${encodeURIComponent(sessionId)}`, "#/approvals"]) {
+				await page.goto(`${origin}/console/${hash}`);
+				await page.getByRole("button", { name: "Sign out" }).waitFor();
+				await page.waitForTimeout(300);
+				const { scrollWidth, clientWidth } = await page.evaluate(() => {
+					type Root = { scrollWidth: number; clientWidth: number };
+					const root = (globalThis as unknown as { document: { documentElement: Root } }).document.documentElement;
+					return { scrollWidth: root.scrollWidth, clientWidth: root.clientWidth };
+				});
+				expect(scrollWidth, `${scheme} ${hash}`).toBeLessThanOrEqual(clientWidth);
+			}
+			await noSeriousViolations(page, `phone ${scheme}`);
+			await shot(page, `phone-${scheme}`);
+		}
+		await page.goto(`${origin}/console/#/sessions/${encodeURIComponent(sessionId)}`);
+		await page.getByRole("log", { name: "Transcript" }).waitFor();
+		await shot(page, "phone-session");
+	});
+
+	it("signs out: the credential leaves the tab", async () => {
+		await page.getByRole("button", { name: "Sign out" }).click();
+		await page.getByLabel("Token or API key").waitFor();
+		expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+		// No request carried the credential in its URL.
+		expect(proxy.requests.some((r) => r.split("\r\n")[0]?.includes(token))).toBe(false);
+		expect(cspViolations).toEqual([]);
+		await page.close();
+	});
+
+	it("shows a key only what its scopes allow: an approver sees the inbox and no session controls", async () => {
+		const approver = await openConsole();
+		await signIn(approver, approverKey);
+		const nav = approver.getByRole("navigation", { name: "Console" });
+		await nav.getByRole("link", { name: "Approvals" }).waitFor();
+		expect(await approver.getByText("New session").count()).toBe(0);
+		expect(await approver.getByRole("button", { name: /Delete|Resume|Create session/ }).count()).toBe(0);
+		await nav.getByRole("link", { name: "Approvals" }).click();
+		await approver.getByRole("heading", { name: "Approvals" }).waitFor();
+		await approver.close();
+	});
+});
