@@ -103,7 +103,11 @@ const textOf = (updates: SessionNotification[], kind = "agent_message_chunk") =>
 	updates
 		.map((n) => n.update)
 		.filter((u) => u.sessionUpdate === kind)
-		.map((u) => ("content" in u && !Array.isArray(u.content) && u.content.type === "text" ? u.content.text : ""))
+		.map((u) => {
+			const content =
+				"content" in u && !Array.isArray(u.content) ? (u.content as { type?: string; text?: string }) : undefined;
+			return content?.type === "text" ? (content.text ?? "") : "";
+		})
 		.join("");
 
 function toolUpdates(updates: SessionNotification[]) {
@@ -122,7 +126,7 @@ function assertMonotonic(updates: SessionNotification[]) {
 		const before = last.get(u.toolCallId) ?? -1;
 		expect(rank[status], `${u.toolCallId} went ${status} after rank ${before}`).toBeGreaterThanOrEqual(before);
 		expect(before, `${u.toolCallId} changed after it ended`).toBeLessThan(2);
-		last.set(u.toolCallId, rank[status]);
+		last.set(u.toolCallId, rank[status] ?? -1);
 	}
 }
 
@@ -150,6 +154,42 @@ describe("pi-gateway acp", () => {
 		await editor.stop();
 	});
 
+	it("stdout is JSON-RPC lines only, even with a session and a run (raw stdio, as an editor reads it)", async () => {
+		const child = spawn(process.execPath, ["src/main.ts", "acp", "--url", gw.url], {
+			cwd: repo,
+			env: { ...process.env, PI_GATEWAY_TOKEN: token },
+			stdio: ["pipe", "pipe", "pipe"],
+		});
+		let out = "";
+		child.stdout.on("data", (chunk) => {
+			out += chunk;
+		});
+		const send = (message: unknown) => child.stdin.write(`${JSON.stringify(message)}\n`);
+		const answer = (id: number) =>
+			until(() => out.split("\n").some((l) => l.startsWith(`{"jsonrpc":"2.0","id":${id},`)));
+		try {
+			send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 1 } });
+			await answer(1);
+			send({ jsonrpc: "2.0", id: 2, method: "session/new", params: { cwd: "/tmp", mcpServers: [] } });
+			await answer(2);
+			const sessionId = JSON.parse(out.split("\n").find((l) => l.includes('"id":2,')) as string).result.sessionId;
+			send({
+				jsonrpc: "2.0",
+				id: 3,
+				method: "session/prompt",
+				params: { sessionId, prompt: [{ type: "text", text: "count: 3" }] },
+			});
+			await answer(3);
+			const lines = out.split("\n").filter(Boolean);
+			expect(lines.length).toBeGreaterThan(4);
+			for (const line of lines) expect(JSON.parse(line).jsonrpc).toBe("2.0");
+		} finally {
+			const exited = new Promise((r) => child.once("exit", r));
+			child.stdin.end(); // an editor closing the pipe ends the bridge
+			await exited;
+		}
+	});
+
 	it("streams text as agent_message_chunk, lists pi's commands, and never echoes the prompt", async () => {
 		const editor = await launch(gw.url);
 		const { sessionId } = await editor.connection.agent.request("session/new", {
@@ -163,6 +203,7 @@ describe("pi-gateway acp", () => {
 		});
 		expect(echo.stopReason).toBe("end_turn");
 		expect(textOf(editor.updates)).toBe("Hello from an editor");
+		const announced = editor.updates.filter((n) => n.update.sessionUpdate === "available_commands_update");
 		editor.updates.length = 0;
 		const count = await editor.connection.agent.request("session/prompt", {
 			sessionId,
@@ -174,7 +215,11 @@ describe("pi-gateway acp", () => {
 		expect(textOf(editor.updates)).toBe("1 2 3 4 5");
 		expect(editor.updates.every((n) => n.sessionId === sessionId)).toBe(true);
 		expect(editor.updates.some((n) => n.update.sessionUpdate === "user_message_chunk")).toBe(false);
-		await until(() => editor.wire.length >= 0);
+		// pi's slash commands, announced after session/new
+		const commands = announced[0]?.update;
+		expect(
+			commands?.sessionUpdate === "available_commands_update" && commands.availableCommands.map((c) => c.name),
+		).toContain("mcp");
 		await editor.stop();
 	});
 
