@@ -43,7 +43,7 @@ import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.
 import { whoamiRouter } from "./http/routes/system/whoami.index.ts";
 import { webhooksRouter } from "./http/routes/webhooks/webhooks.index.ts";
 import { workspaceChangesRouter } from "./http/routes/workspace/changes.index.ts";
-import { isUpload, workspaceFilesRouter } from "./http/routes/workspace/files.index.ts";
+import { closeAfterRefusedUpload, isUpload, workspaceFilesRouter } from "./http/routes/workspace/files.index.ts";
 import { StreamEvent } from "./http/streams/event-schemas.ts";
 import { StreamTickets } from "./http/tickets.ts";
 import { SessionAccess } from "./sessions/access.ts";
@@ -131,6 +131,7 @@ export function createApp(
 	const app = createRouter();
 	app.use(requestId());
 	app.use(accessLog(logger));
+	app.use(closeAfterRefusedUpload());
 	app.use(instrument(metrics, commandSpecs));
 	app.use(headWithoutBody());
 	if (extras.cluster) {

@@ -57,6 +57,8 @@ describe("workspace files", () => {
 		expect((await put("big.bin", new Uint8Array(512 * 1024))).status).toBe(201);
 		const over = await put("over.bin", new Uint8Array(1024 * 1024 + 1));
 		expect(over.status).toBe(413);
+		// Its body was not read: the connection is not reused for the next request.
+		expect(over.headers.get("connection")).toBe("close");
 		// Streamed without a length: counted while it is written, and the partial file removed.
 		const chunks = new ReadableStream({
 			start(controller) {

@@ -1,5 +1,5 @@
 import { Readable } from "node:stream";
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { GatewayError } from "../../../errors.ts";
 import { listFolder } from "../../../workspace/listing.ts";
 import { contentTypeOf, etagOf, openFile, parseRange } from "../../../workspace/reading.ts";
@@ -12,6 +12,18 @@ import { deleteFile, listFiles, readFile, searchFiles, writeFile } from "./files
 
 /** The upload operation's path: its body is raw and bounded here, not by the JSON body limit (app.ts). */
 export const isUpload = (path: string) => /^\/v1\/sessions\/[^/]+\/files\/content$/.test(path);
+
+/**
+ * A refused upload (413, 403, 412, …) leaves its body unread, and a connection with half a body
+ * in it cannot carry the next request: the answer says `Connection: close`, so the client opens a
+ * new one instead of reusing this (seen: the next request on it failed with "other side closed").
+ */
+export function closeAfterRefusedUpload(): MiddlewareHandler {
+	return async function closeAfterRefusedUploadMiddleware(c, next) {
+		await next();
+		if (c.req.method === "PUT" && isUpload(c.req.path) && c.res.status >= 400) c.res.headers.set("Connection", "close");
+	};
+}
 
 /** What keeps an agent's HTML or SVG from running script in the gateway's origin (which holds the token). */
 const inert = { "Content-Security-Policy": "sandbox; default-src 'none'", "X-Content-Type-Options": "nosniff" };
