@@ -1,5 +1,7 @@
 import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -104,6 +106,51 @@ describe("the SSE parser", () => {
 			{ id: undefined, lastEventId: "1", event: "b", data: "{}" },
 		]);
 		expect(retries).toEqual([1500]);
+	});
+});
+
+describe("the resume rules, against a scripted server", () => {
+	it("dropped → resumeFrom, a doubled frame dropped, gap yielded, a cut mid-frame resumed, retry: honoured", async () => {
+		const heads: (string | undefined)[] = [];
+		const script = [
+			// retry: 30 overrides the client's 5 s delay: the test finishing fast shows it was honoured.
+			'retry: 30\n\nevent: stream_open\ndata: {"type":"stream_open","after":0}\n\nid: 1\ndata: {"type":"agent_start"}\n\nid: 2\r\ndata: {"type":"turn_start"}\r\n\r\nevent: dropped\ndata: {"type":"dropped","reason":"slow","detail":"behind","resumeFrom":2}\n\n',
+			'data: {"type":"stream_open","after":2}\n\nid: 2\ndata: {"type":"turn_start"}\n\nid: 9\ndata: {"type":"gap","after":2,"firstAvailable":10,"lost":7}\n\nid: 10\ndata: {"type":"agent_end"}\n\nid: 11\ndata: {"type":"ag',
+			'data: {"type":"stream_open","after":10}\n\nid: 11\ndata: {"type":"agent_settled"}\n\nid: 12\ndata: {"type":"session_exit","resumable":false}\n\n',
+		];
+		const server = createServer((req, res) => {
+			heads.push(req.headers["last-event-id"] as string | undefined);
+			const body = script[heads.length - 1] ?? "";
+			res.writeHead(200, { "content-type": "text/event-stream" });
+			res.write(body);
+			// The second connection breaks in the middle of a frame.
+			if (heads.length === 2) setTimeout(() => res.socket?.destroy(), 20);
+			else res.end();
+		});
+		await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+		try {
+			const port = (server.address() as AddressInfo).port;
+			const scripted = new PiGateway({ baseUrl: `http://127.0.0.1:${port}`, reconnect: { delayMs: 5000 } });
+			const started = Date.now();
+			const stream = scripted.events("ses_x");
+			const types: string[] = [];
+			for await (const event of stream) types.push(event.type);
+			expect(types).toEqual([
+				"stream_open",
+				"agent_start",
+				"turn_start",
+				"gap",
+				"agent_end",
+				"agent_settled",
+				"session_exit",
+			]);
+			expect(heads).toEqual([undefined, "2", "10"]);
+			expect([stream.reconnects, stream.lastEventId]).toEqual([2, 12]);
+			expect(Date.now() - started).toBeLessThan(3000);
+		} finally {
+			server.closeAllConnections();
+			await new Promise((r) => server.close(r));
+		}
 	});
 });
 

@@ -4,6 +4,7 @@ test/e2e/client-python.test.ts starts the gateway and runs this with PI_GATEWAY_
 PI_GATEWAY_TOKEN set:  python3 -m unittest discover -s clients/python/tests
 """
 
+import http.server
 import json
 import os
 import socket
@@ -83,6 +84,60 @@ class CuttableProxy:
     def close(self) -> None:
         self.server.close()
         self.cut()
+
+
+SCRIPT = [
+    # retry: 30 overrides the client's 5 s delay: the test finishing fast shows it was honoured.
+    'retry: 30\n\nevent: stream_open\ndata: {"type":"stream_open","after":0}\n\nid: 1\ndata: {"type":"agent_start"}\n\n'
+    'id: 2\r\ndata: {"type":"turn_start"}\r\n\r\n'
+    'event: dropped\ndata: {"type":"dropped","reason":"slow","detail":"behind","resumeFrom":2}\n\n',
+    'data: {"type":"stream_open","after":2}\n\nid: 2\ndata: {"type":"turn_start"}\n\n'
+    'id: 9\ndata: {"type":"gap","after":2,"firstAvailable":10,"lost":7}\n\nid: 10\ndata: {"type":"agent_end"}\n\n'
+    'id: 11\ndata: {"type":"ag',
+    'data: {"type":"stream_open","after":10}\n\nid: 11\ndata: {"type":"agent_settled"}\n\n'
+    'id: 12\ndata: {"type":"session_exit","resumable":false}\n\n',
+]
+
+
+class ScriptedResume(unittest.TestCase):
+    """The resume rules against a scripted server: dropped → resumeFrom, a doubled frame dropped,
+    gap yielded, a cut in the middle of a frame resumed, retry: honoured."""
+
+    def test_resume_rules(self) -> None:
+        heads: List[Any] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def do_GET(self) -> None:
+                heads.append(self.headers.get("Last-Event-ID"))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                self.wfile.write(SCRIPT[len(heads) - 1].encode())
+                self.wfile.flush()
+                if len(heads) == 2:
+                    time.sleep(0.02)
+                    self.connection.shutdown(socket.SHUT_RDWR)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            gw = PiGateway(f"http://127.0.0.1:{server.server_address[1]}", retry_delay=5)
+            started = time.monotonic()
+            stream = gw.events("ses_x")
+            kinds = [e["type"] for e in stream]
+            self.assertEqual(kinds, ["stream_open", "agent_start", "turn_start", "gap", "agent_end",
+                                     "agent_settled", "session_exit"])
+            self.assertEqual(heads, [None, "2", "10"])
+            self.assertEqual((stream.reconnects, stream.last_event_id), (2, 12))
+            self.assertLess(time.monotonic() - started, 3)
+        finally:
+            server.shutdown()
+            server.server_close()
 
 
 class LiveGateway(unittest.TestCase):
