@@ -149,7 +149,14 @@ export function createApp(
 	if (config.corsOrigins.length > 0) app.use((c, next) => (corsMiddleware as MiddlewareHandler<AppEnv>)(c, next));
 	// Before authentication: a session another node runs is forwarded there, and that node authenticates.
 	if (extras.cluster) {
-		app.use(clusterRouting(extras.cluster, registry, config.maxBodyBytes));
+		app.use(
+			clusterRouting(
+				extras.cluster,
+				registry,
+				config.maxBodyBytes,
+				(method, path) => method === "PUT" && isUpload(path),
+			),
+		);
 		app.use(durableAnswers(registry));
 	}
 	// The one thing before authentication in cluster mode: a stream ticket's late reconnect, for the node that bound it.
