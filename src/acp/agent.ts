@@ -211,6 +211,7 @@ export function createBridge(options: BridgeOptions): AgentApp {
 				session.turn = turn;
 				let aborted = false;
 				let piStop: string | undefined;
+				let exited: string | undefined;
 				let grace: NodeJS.Timeout | undefined;
 				const onEvent = async (event: StreamedEvent): Promise<boolean> => {
 					if (event.type === "response" && event.command === "prompt") {
@@ -243,9 +244,9 @@ export function createBridge(options: BridgeOptions): AgentApp {
 						aborted = event.aborted === true;
 						return true;
 					}
-					if (event.type === "session_exit") {
-						aborted = true;
-						return event.resumable !== true;
+					if (event.type === "session_exit" && event.resumable !== true) {
+						exited = String(event.reason ?? "exit");
+						return true;
 					}
 					return false;
 				};
@@ -265,8 +266,10 @@ export function createBridge(options: BridgeOptions): AgentApp {
 					for (const asking of turn.asking.values()) asking.abort();
 					session.turn = undefined;
 				}
-				if (turn.cancelled || aborted) await send(client, id, closeOpenTools(turn.state));
+				if (turn.cancelled || aborted || exited) await send(client, id, closeOpenTools(turn.state));
 				else await chain;
+				// pi ended mid-run (crashed, killed): an error, not a turn that ended; session/load resumes it.
+				if (exited && !turn.cancelled) throw RequestError.internalError({ reason: exited }, "pi exited during the run");
 				return { stopReason: turn.cancelled ? "cancelled" : stopReason(aborted, piStop) };
 			})
 			.onNotification("session/cancel", ({ params }) => {

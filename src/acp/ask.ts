@@ -1,6 +1,6 @@
 import type { AgentContext, ClientCapabilities, SessionUpdate } from "@agentclientprotocol/sdk";
 import { type GatewayClient, GatewayProblem } from "./gateway-client.ts";
-import { announce, type TurnState } from "./mapping.ts";
+import { announce, mapEvent, type TurnState } from "./mapping.ts";
 import {
 	type Answer,
 	type Approval,
@@ -39,11 +39,13 @@ export interface Ask {
 export async function ask({ gateway, client, sessionId, turn, approval, capabilities, send, log }: Ask): Promise<void> {
 	const asking = new AbortController();
 	turn.asking.set(approval.id, asking);
+	// The tool the dialog is about: the newest one still open, else one made for the dialog.
+	let toolCallId = [...turn.state]
+		.reverse()
+		.find(([, tool]) => tool.status === "pending" || tool.status === "in_progress")?.[0];
+	const standalone = !toolCallId;
+	let summary = "Answered elsewhere";
 	try {
-		// The tool the dialog is about: the newest one still open, else one made for the dialog.
-		let toolCallId = [...turn.state]
-			.reverse()
-			.find(([, tool]) => tool.status === "pending" || tool.status === "in_progress")?.[0];
 		if (!toolCallId) {
 			toolCallId = `approval_${approval.id}`;
 			const [next, updates] = announce(turn.state, toolCallId, "dialog", {});
@@ -55,6 +57,8 @@ export async function ask({ gateway, client, sessionId, turn, approval, capabili
 			);
 		}
 		await send(client, sessionId, []); // everything before, the tool_call included, is out first
+		// A policy (a remembered "always", the operator's rules) may have answered it already: then nobody is asked.
+		if (asking.signal.aborted || (await gateway.approval(sessionId, approval.id)).status !== "pending") return;
 		const tool = turn.state.get(toolCallId);
 		let answer: Answer;
 		if (approval.method === "confirm" || approval.method === "select") {
@@ -102,6 +106,7 @@ export async function ask({ gateway, client, sessionId, turn, approval, capabili
 				},
 			]);
 		}
+		summary = describe(answer);
 		await gateway.answer(sessionId, approval.id, answer).catch((error) => {
 			// 409: someone answered first (inbox, console, another editor); 410: it is gone. Their outcome stands.
 			if (error instanceof GatewayProblem && (error.status === 409 || error.status === 410))
@@ -113,5 +118,23 @@ export async function ask({ gateway, client, sessionId, turn, approval, capabili
 		await gateway.answer(sessionId, approval.id, denial(approval)).catch(() => {});
 	} finally {
 		turn.asking.delete(approval.id);
+		if (standalone && toolCallId) {
+			// A dialog about no tool (an extension command's) is a tool call of its own: it ends with its answer.
+			const [next, updates] = mapEvent(turn.state, {
+				type: "tool_execution_end",
+				toolCallId,
+				toolName: "dialog",
+				result: { content: [{ type: "text", text: summary }] },
+				isError: false,
+			});
+			turn.state = next;
+			void send(client, sessionId, updates);
+		}
 	}
+}
+
+function describe(answer: Answer): string {
+	if ("cancelled" in answer) return "Dismissed";
+	if ("confirmed" in answer) return answer.confirmed ? "Allowed" : "Rejected";
+	return answer.value;
 }

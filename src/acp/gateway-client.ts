@@ -134,6 +134,10 @@ export class GatewayClient {
 	async abort(id: string): Promise<void> {
 		await this.#json("POST", `/v1/sessions/${encodeURIComponent(id)}/abort`, {});
 	}
+	/** GET …/approvals/{approvalId} (approvalsGet). */
+	approval(id: string, approvalId: string): Promise<{ id: string; status: string }> {
+		return this.#json("GET", `/v1/sessions/${encodeURIComponent(id)}/approvals/${encodeURIComponent(approvalId)}`);
+	}
 	/** POST …/approvals/{approvalId} (approvalsAnswer); 409 when another answer won, 410 when it is gone. */
 	async answer(id: string, approvalId: string, answer: Record<string, unknown>): Promise<void> {
 		await this.#json(

@@ -11,7 +11,7 @@ import {
 	type SessionNotification,
 } from "@agentclientprotocol/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sleep, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { fixtures, sleep, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.ts";
 
 /**
@@ -31,15 +31,16 @@ interface Editor {
 	permissions: RequestPermissionRequest[];
 	stderr: () => string;
 	/** How the editor answers permission requests: by option kind, cancelled, or not until the bridge withdraws it. */
-	answer: "allow_once" | "reject_once" | "cancelled" | "hold";
+	answer: "allow_once" | "allow_always" | "reject_once" | "cancelled" | "hold";
 	/** Permission requests the bridge withdrew ($/cancel_request) while the editor held them. */
 	withdrawn: number;
+	elicitations: unknown[];
 	stop(): Promise<void>;
 }
 
 const editors = new Set<Editor>();
 
-async function launch(url: string, extra: string[] = []): Promise<Editor> {
+async function launch(url: string, extra: string[] = [], capabilities: Record<string, unknown> = {}): Promise<Editor> {
 	const child = spawn(process.execPath, ["src/main.ts", "acp", "--url", url, ...extra], {
 		cwd: repo,
 		env: { ...process.env, PI_GATEWAY_TOKEN: token },
@@ -57,6 +58,7 @@ async function launch(url: string, extra: string[] = []): Promise<Editor> {
 		stderr: () => stderr,
 		answer: "allow_once",
 		withdrawn: 0,
+		elicitations: [],
 	} as unknown as Editor;
 	const app = client({ name: "test-editor" })
 		.onNotification("session/update", ({ params }) => {
@@ -74,6 +76,10 @@ async function launch(url: string, extra: string[] = []): Promise<Editor> {
 			}
 			const option = params.options.find((o) => o.kind === editor.answer);
 			return { outcome: { outcome: "selected", optionId: option?.optionId ?? "nope" } };
+		})
+		.onRequest("elicitation/create", ({ params }) => {
+			editor.elicitations.push(params);
+			return { action: "accept", content: { text: `typed for ${params.message}` } };
 		});
 	editor.connection = app.connect(
 		ndJsonStream(
@@ -93,7 +99,7 @@ async function launch(url: string, extra: string[] = []): Promise<Editor> {
 	editors.add(editor);
 	const init = await editor.connection.agent.request("initialize", {
 		protocolVersion: 1,
-		clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+		clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false, ...capabilities },
 	});
 	expect(init.protocolVersion).toBe(1);
 	return editor;
@@ -133,7 +139,7 @@ function assertMonotonic(updates: SessionNotification[]) {
 let gw: TestGateway;
 
 beforeAll(async () => {
-	gw = await startTestGateway({ token } as never);
+	gw = await startTestGateway({ token, extensions: { dialogs: join(fixtures, "extensions/dialogs.ts") } } as never);
 });
 
 afterAll(async () => {
@@ -291,6 +297,70 @@ describe("pi-gateway acp", () => {
 			if (!removed) expect(textOf(editor.updates)).toContain("Blocked by the permission gate");
 		}
 		await editor.stop();
+	});
+
+	it("always allow is remembered by the gateway for the session: the next same dialog is not asked again", async () => {
+		const editor = await launch(gw.url, ["--extensions", "permission-gate"]);
+		const { sessionId } = await editor.connection.agent.request("session/new", { cwd: "/tmp", mcpServers: [] });
+		const cwd = (await gw.api(`/v1/sessions/${sessionId}`)).body.cwd as string;
+		editor.answer = "allow_always";
+		for (const round of [1, 2]) {
+			mkdirSync(join(cwd, "x"), { recursive: true });
+			const res = await editor.connection.agent.request("session/prompt", {
+				sessionId,
+				prompt: [{ type: "text", text: "bash: rm -rf ./x" }],
+			});
+			expect(res.stopReason).toBe("end_turn");
+			expect(existsSync(join(cwd, "x")), `round ${round}`).toBe(false);
+		}
+		expect(editor.permissions).toHaveLength(1);
+		const { body } = await gw.api(`/v1/sessions/${sessionId}/approvals`);
+		expect(body.approvals.map((a: { answer: unknown }) => a.answer)).toEqual([{ value: "Allow" }, { value: "Allow" }]);
+		await editor.stop();
+	});
+
+	it("an extension command's dialogs: select as a permission request, input and editor as form elicitation, else dismissed", async () => {
+		const withForms = await launch(gw.url, ["--extensions", "dialogs"], { elicitation: { form: {} } });
+		const plain = await launch(gw.url, ["--extensions", "dialogs"]);
+		for (const [editor, expected] of [
+			[withForms, { color: "red", name: "typed for Your name?", notes: "typed for Edit the notes" }],
+			[plain, { color: "red", name: null, notes: null }],
+		] as const) {
+			const { sessionId } = await editor.connection.agent.request("session/new", { cwd: "/tmp", mcpServers: [] });
+			const res = await editor.connection.agent.request("session/prompt", {
+				sessionId,
+				prompt: [{ type: "text", text: "/trio" }],
+			});
+			expect(res.stopReason).toBe("end_turn");
+			expect(editor.permissions.at(-1)?.options.map((o) => o.name)).toEqual([
+				"red",
+				"green",
+				"blue",
+				"red (always, this session)",
+				"green (always, this session)",
+				"blue (always, this session)",
+			]);
+			const ui = await until(async () => {
+				const { body } = await gw.api(`/v1/sessions/${sessionId}/ui`);
+				return (body.notifications as { message: string }[]).find((n) => n.message.startsWith("trio "));
+			});
+			expect(JSON.parse(ui.message.slice(5))).toEqual(expected);
+			// The dialogs' own tool calls all ended.
+			assertMonotonic(editor.updates);
+			const open = toolUpdates(editor.updates)
+				.filter((u) => u.sessionUpdate === "tool_call")
+				.map((u) => u.toolCallId);
+			for (const id of open)
+				expect(
+					toolUpdates(editor.updates)
+						.filter((u) => u.toolCallId === id)
+						.at(-1),
+				).toMatchObject({ status: "completed" });
+		}
+		expect(withForms.elicitations).toHaveLength(2);
+		expect(textOf(plain.updates)).toContain("which this editor cannot answer");
+		await withForms.stop();
+		await plain.stop();
 	});
 
 	it("a dialog answered elsewhere first wins: the editor's request is withdrawn and its late answer changes nothing", async () => {
