@@ -198,11 +198,33 @@ describe("pi-gateway acp", () => {
 
 	it("streams text as agent_message_chunk, lists pi's commands, and never echoes the prompt", async () => {
 		const editor = await launch(gw.url);
-		const { sessionId } = await editor.connection.agent.request("session/new", {
-			cwd: "/home/dev/project",
-			mcpServers: [],
-		});
+		const created = await editor.connection.agent.request("session/new", { cwd: "/home/dev/project", mcpServers: [] });
+		const { sessionId } = created;
 		expect(sessionId).toMatch(/^ses_/);
+		// The model as a config option (the demo model has no thinking levels beyond off: no thought option).
+		expect(created.configOptions).toEqual([
+			{
+				id: "model",
+				name: "Model",
+				category: "model",
+				type: "select",
+				currentValue: "pi-gateway-demo/demo",
+				options: [{ value: "pi-gateway-demo/demo", name: "Offline demo model" }],
+			},
+		]);
+		const set = await editor.connection.agent.request("session/set_config_option", {
+			sessionId,
+			configId: "model",
+			value: "pi-gateway-demo/demo",
+		});
+		expect(set.configOptions[0]).toMatchObject({ currentValue: "pi-gateway-demo/demo" });
+		await expect(
+			editor.connection.agent.request("session/set_config_option", {
+				sessionId,
+				configId: "model",
+				value: "nope/none",
+			}),
+		).rejects.toThrow();
 		const echo = await editor.connection.agent.request("session/prompt", {
 			sessionId,
 			prompt: [{ type: "text", text: "echo: Hello from an editor" }],
