@@ -100,6 +100,23 @@ async function noSeriousViolations(page: Page, where: string) {
 	).toEqual([]);
 }
 
+/** Presses Tab (or Shift+Tab) until the focused element is the one with this role and name. */
+async function tabTo(page: Page, role: string, name: string, backwards = false) {
+	for (let i = 0; i < 40; i++) {
+		await page.keyboard.press(backwards ? "Shift+Tab" : "Tab");
+		const focused = await page.evaluate(() => {
+			const el = (globalThis as unknown as { document: { activeElement: any } }).document.activeElement;
+			const type = el?.getAttribute?.("type");
+			return {
+				role: el?.tagName === "BUTTON" ? "button" : type === "checkbox" ? "checkbox" : String(el?.tagName),
+				name: String(el?.labels?.[0]?.textContent ?? el?.textContent ?? "").trim(),
+			};
+		});
+		if (focused.role === role && focused.name === name) return;
+	}
+	throw new Error(`Tab never reached the ${role} "${name}"`);
+}
+
 const shot = (page: Page, name: string) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
 
 describe("the console", () => {
@@ -217,6 +234,31 @@ describe("the console", () => {
 		await noSeriousViolations(page, "session");
 	});
 
+	it("renders the model's Markdown through the one sanitizing sink: markup yes, script and handlers no", async () => {
+		let alerted = false;
+		page.on("dialog", (d) => {
+			alerted = true;
+			void d.dismiss();
+		});
+		const hostile =
+			'echo: **bold** and [a link](https://example.invalid/x) <img src=x onerror="alert(1)"> <script>alert(2)</script> [js](javascript:alert(3))';
+		await page.getByLabel("Message").fill(hostile);
+		await page.getByLabel("Message").press("Enter");
+		const log = page.getByRole("log", { name: "Transcript" });
+		await log.getByText("bold", { exact: true }).waitFor({ timeout: 15_000 });
+		expect(await log.locator("strong", { hasText: "bold" }).count()).toBe(1);
+		const link = log.getByRole("link", { name: "a link" });
+		expect(await link.getAttribute("rel")).toBe("noopener noreferrer");
+		expect(await log.locator("img, script, [onerror]").count()).toBe(0);
+		expect(await log.locator('a[href^="javascript:"]').count()).toBe(0);
+		// Raw HTML from the model is shown as text, tags and all (and so is the prompt).
+		const agent = await lastAgentText(page);
+		expect(agent).toContain('<img src=x onerror="alert(1)">');
+		expect(agent).toContain("<script>alert(2)</script>");
+		await until(async () => (await page.getByRole("button", { name: "Send" }).count()) === 1, 10_000);
+		expect(alerted).toBe(false);
+	});
+
 	it("fits a phone: nothing scrolls sideways at 390×844, light and dark", async () => {
 		await page.setViewportSize({ width: 390, height: 844 });
 		for (const scheme of ["light", "dark"] as const) {
@@ -259,6 +301,46 @@ describe("the console", () => {
 		expect(await approver.getByRole("button", { name: /Delete|Resume|Create session/ }).count()).toBe(0);
 		await nav.getByRole("link", { name: "Approvals" }).click();
 		await approver.getByRole("heading", { name: "Approvals" }).waitFor();
+
+		// The admin's session, shared for answering; with the keyboard alone: tick "Remember for this
+		// session" and press Block.
+		const shared = await gw.api(`/v1/sessions/${sessionId}/access`, {
+			method: "PUT",
+			json: { grants: [{ principal: "approver", can: ["answer"] }] },
+		});
+		expect(shared.status, JSON.stringify(shared.body)).toBe(200);
+		const prompt = gw.api(`/v1/sessions/${sessionId}/prompt`, {
+			method: "POST",
+			json: { message: "bash: rm -rf ./y" },
+		});
+		expect((await prompt).status).toBe(202);
+		const dialog = approver.getByRole("region", { name: /rm -rf \.\/y/ });
+		await dialog.waitFor({ timeout: 15_000 });
+		await tabTo(approver, "checkbox", "Remember for this session");
+		await approver.keyboard.press("Space");
+		expect(await dialog.getByLabel("Remember for this session").isChecked()).toBe(true);
+		await tabTo(approver, "button", "Block", true);
+		await approver.keyboard.press("Enter");
+		await dialog.getByText("Answered: Block by approver").waitFor();
+		const answered = (await gw.api(`/v1/sessions/${sessionId}/approvals?status=answered`)).body.approvals.find(
+			(a: { title: string }) => a.title.includes("rm -rf ./y"),
+		);
+		expect(answered.answer).toEqual({ value: "Block" });
+		// Remembered for the session: the same dialog again is answered at once, by the policy.
+		const again = await gw.api(`/v1/sessions/${sessionId}/prompt?wait=true`, {
+			method: "POST",
+			json: { message: "bash: rm -rf ./y" },
+		});
+		expect(again.status).toBe(200);
+		const same = (await gw.api(`/v1/sessions/${sessionId}/approvals`)).body.approvals.filter((a: { title: string }) =>
+			a.title.includes("rm -rf ./y"),
+		);
+		expect(same.map((a: { resolvedBy: string }) => a.resolvedBy)).toEqual([
+			"approver",
+			expect.stringMatching(/^policy:remembered-/),
+		]);
+		expect(same[1].answer).toEqual({ value: "Block" });
+		await approver.getByRole("button", { name: "Sign out" }).click();
 		await approver.close();
 	});
 });
