@@ -254,7 +254,8 @@ describe("pi-gateway --help", () => {
 			const flag = kebab(key);
 			const env = `PI_GATEWAY_${flag.replaceAll("-", "_").toUpperCase()}`;
 			const entry = new RegExp(
-				`^  --(?:\\[no-\\])?${flag}(?: <value>)? +(\\S.*)\\n {37}env ${env}, default (\\S.*)$`,
+				// A secret with no flag of its own (argv is readable in /proc) is listed as `(name: no flag)`.
+				`^  (?:--(?:\\[no-\\])?${flag}(?: <value>)?|\\(${flag}: no flag\\)) +(\\S.*)\\n {37}env ${env}, default (\\S.*)$`,
 				"m",
 			).exec(stdout);
 			expect(entry, `--${flag}`).not.toBeNull();

@@ -45,6 +45,7 @@ describe("webhooks", () => {
 
 		const id = await gw.session({ extensions: ["gate"] });
 		mkdirSync(join(gw.workspace, "scratch"));
+		writeFileSync(join(gw.workspace, "scratch", "note.txt"), "gone after the run\n");
 		const run = await gw.api(`/v1/sessions/${id}/prompt`, {
 			method: "POST",
 			json: { message: "bash: rm -rf ./scratch" },
@@ -85,10 +86,13 @@ describe("webhooks", () => {
 			sessionId: id,
 			runId: run.body.runId,
 			stopReason: "stop",
+			// What the run changed (the workspace's snapshot at its start against its end), paths only.
+			changes: { files: [{ path: "scratch/note.txt", status: "deleted" }], truncated: false },
 			links: {
 				session: `/v1/sessions/${id}`,
 				messages: `/v1/sessions/${id}/messages`,
 				lastAssistantText: `/v1/sessions/${id}/last-assistant-text`,
+				changes: `/v1/sessions/${id}/changes?runId=${run.body.runId}`,
 			},
 		});
 		// Each message has its own webhook-id, and the delivery log shows the receiver's answers.
