@@ -58,6 +58,10 @@ describe("the npm package", () => {
 			"package/extensions/demo-model.ts",
 			"package/extensions/permission-gate.ts",
 			"package/openapi.yaml",
+			// The console, built (issue 23).
+			"package/dist/console/index.html",
+			"package/dist/console/console.js",
+			"package/dist/console/console.css",
 		]) {
 			expect(files, file).toContain(file);
 		}
@@ -113,6 +117,11 @@ describe("the npm package", () => {
 		expect(created.body.model).toEqual({ provider: "pi-gateway-demo", id: "demo" });
 		const waited = await api(`/v1/sessions/${created.body.id}/prompt?wait=true`, { message: "echo: from the package" });
 		expect([waited.status, waited.body.text]).toEqual([200, "from the package"]);
+		// The console the package ships, served with its CSP, no token needed for the page itself.
+		const page = await fetch(`${url}/console/`);
+		expect(page.status).toBe(200);
+		expect(page.headers.get("content-security-policy")).toContain("default-src 'self'");
+		expect(await page.text()).toContain('src="./console.js"');
 
 		const exited = new Promise<number | null>((r) => gateway?.once("exit", (code) => r(code)));
 		gateway.kill("SIGTERM");
