@@ -150,6 +150,8 @@ describe("idle lifetime", () => {
 			json: { message: "remember" },
 		});
 		expect(run.body.text).toBe("stub: remember");
+		// The run's last event is its run_changes (the workspace snapshot at its end), logged after agent_settled.
+		await collect(await idle.fetch(`/v1/sessions/${keep}/events?after=0`), (f) => f.event === "run_changes");
 		const before = (await idle.api(`/v1/sessions/${keep}`)).body;
 		const messages = (await idle.api(`/v1/sessions/${keep}/messages`)).body;
 		await until(async () => (await idle.api(`/v1/sessions/${keep}`)).body.status === "stopped");
