@@ -34,7 +34,8 @@ beforeAll(async () => {
 	keysDir = mkdtempSync(join(tmpdir(), "pi-gateway-console-keys-"));
 	const keysFile = join(keysDir, "keys.json");
 	approverKey = createKey(keysFile, "approver", ["approvals:read", "approvals:answer"]).secret;
-	gw = await startTestGateway({ token, keysFile });
+	// One live pi at a time: a second session hibernates the first, which the console then resumes.
+	gw = await startTestGateway({ token, keysFile, maxLiveSessions: 1 });
 	proxy = await startProxy(Number(new URL(gw.url).port));
 	origin = `http://127.0.0.1:${proxy.port}`;
 	profile = mkdtempSync(join(tmpdir(), "pi-gateway-chromium-"));
@@ -342,5 +343,23 @@ describe("the console", () => {
 		expect(same[1].answer).toEqual({ value: "Block" });
 		await approver.getByRole("button", { name: "Sign out" }).click();
 		await approver.close();
+	});
+
+	it("deletes a session and resumes a stopped one from the list", async () => {
+		const admin = await openConsole();
+		await signIn(admin, token);
+		// A second session takes the one live pi slot: the first is hibernated (stopped).
+		const second = await gw.session({ name: "second" });
+		await until(async () => (await gw.api(`/v1/sessions/${sessionId}`)).body.status === "stopped", 20_000);
+		admin.once("dialog", (d) => void d.accept());
+		await admin.getByRole("button", { name: "Delete second" }).click();
+		await until(async () => (await gw.api(`/v1/sessions/${second}`)).status === 404, 20_000);
+		await admin.getByRole("link", { name: "second" }).waitFor({ state: "detached", timeout: 10_000 });
+
+		const resume = admin.getByRole("button", { name: "Resume console-e2e" });
+		await resume.click();
+		await until(async () => (await gw.api(`/v1/sessions/${sessionId}`)).body.pid !== null, 30_000);
+		await resume.waitFor({ state: "detached", timeout: 10_000 });
+		await admin.close();
 	});
 });
