@@ -310,6 +310,19 @@ describe("the console", () => {
 			json: { grants: [{ principal: "approver", can: ["answer"] }] },
 		});
 		expect(shared.status, JSON.stringify(shared.body)).toBe(200);
+		// The tab in the background: a dialog that opens then gives a title badge and a notification
+		// (the Notification API stubbed, permission granted: headless Chromium shows none to look at).
+		await approver.evaluate(() => {
+			const w = globalThis as unknown as Record<string, any>;
+			Object.defineProperty(w.document, "visibilityState", { get: () => "hidden", configurable: true });
+			w.shown = [];
+			w.Notification = class {
+				static permission = "granted";
+				constructor(title: string, options: { body: string }) {
+					w.shown.push([title, options.body]);
+				}
+			};
+		});
 		const prompt = gw.api(`/v1/sessions/${sessionId}/prompt`, {
 			method: "POST",
 			json: { message: "bash: rm -rf ./y" },
@@ -317,6 +330,16 @@ describe("the console", () => {
 		expect((await prompt).status).toBe(202);
 		const dialog = approver.getByRole("region", { name: /rm -rf \.\/y/ });
 		await dialog.waitFor({ timeout: 15_000 });
+		await until(async () => (await approver.title()) === "(1) pi-gateway console", 5000);
+		expect(await approver.evaluate(() => (globalThis as unknown as { shown: unknown }).shown)).toEqual([
+			["Approval needed", "Allow this bash command?\n\n  rm -rf ./y"],
+		]);
+		await approver.evaluate(() => {
+			const d = (globalThis as unknown as { document: any }).document;
+			Object.defineProperty(d, "visibilityState", { get: () => "visible", configurable: true });
+			d.dispatchEvent(new (globalThis as unknown as { Event: any }).Event("visibilitychange"));
+		});
+		expect(await approver.title()).toBe("pi-gateway console");
 		await tabTo(approver, "checkbox", "Remember for this session");
 		await approver.keyboard.press("Space");
 		expect(await dialog.getByLabel("Remember for this session").isChecked()).toBe(true);
