@@ -147,18 +147,6 @@ export function createApp(
 	// Built once the spec exists: browser JS may read every response header the spec documents.
 	let corsMiddleware: MiddlewareHandler<AppEnv> | undefined;
 	if (config.corsOrigins.length > 0) app.use((c, next) => (corsMiddleware as MiddlewareHandler<AppEnv>)(c, next));
-	// Before authentication: a session another node runs is forwarded there, and that node authenticates.
-	if (extras.cluster) {
-		app.use(
-			clusterRouting(
-				extras.cluster,
-				registry,
-				config.maxBodyBytes,
-				(method, path) => method === "PUT" && isUpload(path),
-			),
-		);
-		app.use(durableAnswers(registry));
-	}
 	// The one thing before authentication in cluster mode: a stream ticket's late reconnect, for the node that bound it.
 	if (extras.cluster) app.use(ticketReconnects(extras.cluster, deps.tickets));
 	const jwt = config.jwtJwksUrl ? new JwtVerifier(config) : undefined;
@@ -170,6 +158,19 @@ export function createApp(
 	const auditLog = extras.audit ?? new AuditLog(undefined, config.maxAuditEntries);
 	app.use(audit(auditLog, scopedRoutes, logger));
 	app.use(requireScope(scopedRoutes));
+	// After authentication and the scope check: a request that has neither never locates, claims or
+	// forwards a session. Before ownership: the node that runs the session holds its owner and shares.
+	if (extras.cluster) {
+		app.use(
+			clusterRouting(
+				extras.cluster,
+				registry,
+				config.maxBodyBytes,
+				(method, path) => method === "PUT" && isUpload(path),
+			),
+		);
+		app.use(durableAnswers(registry));
+	}
 	app.use(sessionOwnership(deps.access, scopedRoutes));
 	if (config.maxLiveSessionsPerPrincipal > 0)
 		app.use(liveSessionLimit(config.maxLiveSessionsPerPrincipal, registry, deps.access));

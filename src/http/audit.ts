@@ -130,7 +130,8 @@ export function audit(log: AuditLog, routes: ScopedRoutes, logger: Logger): Midd
 		const at = new Date().toISOString();
 		await next();
 		const principal = c.get("principal");
-		if (!principal || reads.has(c.req.method)) return;
+		// A request forwarded to the node that runs its session is recorded there, once.
+		if (!principal || reads.has(c.req.method) || c.get("forwardedTo")) return;
 		const operation = routes.operation(c.req.method, c.req.path);
 		if (!operation) return;
 		const raw = sessionPath.exec(c.req.path)?.[1];
