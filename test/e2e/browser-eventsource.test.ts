@@ -26,6 +26,7 @@ const types = [
 	"agent_start",
 	"agent_end",
 	"agent_settled",
+	"run_changes",
 	"turn_start",
 	"turn_end",
 	"message_start",
@@ -92,7 +93,8 @@ it("a native EventSource on a ticket reconnects after the ticket expired, with L
 	expect(
 		(await gw.api(`/v1/sessions/${id}/prompt?wait=true`, { method: "POST", json: { message: "echo: one" } })).status,
 	).toBe(200);
-	await until(async () => (await count(tab, "agent_settled")) === 1);
+	// A run's last event is its run_changes (what it changed in the folder), after agent_settled.
+	await until(async () => (await count(tab, "run_changes")) === 1);
 	const beforeCut = (await seen(tab)).at(-1)?.id;
 
 	// Past the ticket's expiry (a fresh stream could no longer open with it), cut the connection while
@@ -103,7 +105,7 @@ it("a native EventSource on a ticket reconnects after the ticket expired, with L
 	expect((await second).status).toBe(200);
 
 	// The browser's own reconnect, after its retry delay: the gateway lets it in, it resumes.
-	await until(async () => (await count(tab, "agent_settled")) === 2, 20_000);
+	await until(async () => (await count(tab, "run_changes")) === 2, 20_000);
 	expect(await tab.evaluate(() => (globalThis as unknown as { opens: number }).opens)).toBe(2);
 	const heads = proxy.requests.filter((r) => r.startsWith(`GET /v1/sessions/${id}/events?ticket=`));
 	expect(heads).toHaveLength(2);
