@@ -1,6 +1,6 @@
 import type { StreamEvent } from "../session/reducer.ts";
-import { apiRoot, post, seg } from "./client.ts";
-import type { StreamTicket } from "./types.ts";
+import { apiRoot, get, post, seg } from "./client.ts";
+import type { Session, StreamTicket } from "./types.ts";
 
 /** EventSource has no catch-all for named events: every type the spec's StreamEvent lists. */
 export const eventTypes = [
@@ -39,6 +39,9 @@ export const eventTypes = [
 	"error",
 ];
 
+/** How long a stream may be silent before the watchdog asks whether events were missed. */
+const quietMs = 20_000;
+
 export type Link = "connecting" | "live" | "reconnecting" | "ended";
 
 export interface StreamHandlers {
@@ -49,8 +52,10 @@ export interface StreamHandlers {
 /**
  * A session's events through a stream ticket (the credential never goes into a URL). The browser
  * reconnects by itself with Last-Event-ID; when it gives up (CLOSED) or the gateway cut us off
- * (`dropped`), a fresh ticket resumes with ?after= the last id seen. Events are handed over once per
- * animation frame, so a burst of deltas renders once.
+ * (`dropped`), a fresh ticket resumes with ?after= the last id seen. A connection that died without
+ * a word (EventSource cannot see the gateway's heartbeat comments) is found by a watchdog: quiet
+ * for a while, yet the session's lastEventId moved on, and the stream is reopened from where it
+ * stopped. Events are handed over once per animation frame, so a burst of deltas renders once.
  */
 export function sessionStream(id: string, handlers: StreamHandlers, after = 0): () => void {
 	let last = after;
@@ -60,6 +65,10 @@ export function sessionStream(id: string, handlers: StreamHandlers, after = 0): 
 	let delay = 500;
 	let batch: StreamEvent[] = [];
 	let frame = 0;
+	let heardAt = Date.now();
+	// The log's last id when this connection joined: all it held up to there was replayed to us (an
+	// event type this page does not listen for advances lastEventId without ever reaching us).
+	let joinedAt = 0;
 	const flush = () => {
 		frame = 0;
 		const events = batch;
@@ -68,9 +77,15 @@ export function sessionStream(id: string, handlers: StreamHandlers, after = 0): 
 	};
 	const onFrame = (type: string) => (e: MessageEvent<string>) => {
 		const seq = Number(e.lastEventId);
+		heardAt = Date.now();
 		if (type === "dropped" || type === "shutdown") return reopen();
 		if (type === "stream_open") {
 			delay = 500;
+			try {
+				joinedAt = Number((JSON.parse(e.data) as { lastEventId?: number }).lastEventId ?? 0);
+			} catch {
+				joinedAt = 0;
+			}
 			handlers.onLink("live");
 		}
 		if (!Number.isFinite(seq) || e.lastEventId === "" || seq <= last) return;
@@ -120,10 +135,16 @@ export function sessionStream(id: string, handlers: StreamHandlers, after = 0): 
 			else handlers.onLink("reconnecting");
 		};
 	};
+	const watchdog = setInterval(async () => {
+		if (stopped || !source || Date.now() - heardAt < quietMs) return;
+		const session = await get<Session>(`/v1/sessions/${seg(id)}`).catch(() => undefined);
+		if (session && session.lastEventId > Math.max(last, joinedAt) && Date.now() - heardAt >= quietMs) reopen();
+	}, quietMs / 2);
 	handlers.onLink("connecting");
 	void connect();
 	return () => {
 		stopped = true;
+		clearInterval(watchdog);
 		clearTimeout(retry);
 		if (frame) cancelAnimationFrame(frame);
 		close();
