@@ -27,6 +27,7 @@ import { SharedRecords } from "./sessions/shared-records.ts";
 import { resolveToken, type TokenSource } from "./token.ts";
 import type { WebhookService } from "./webhooks/service.ts";
 import { startWebhooks } from "./webhooks/start.ts";
+import { gitSettled } from "./workspace/git.ts";
 import { PostgresRunArchive } from "./workspace/run-archive.ts";
 
 export interface Gateway {
@@ -239,6 +240,8 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			// Sending stops first; events of the stopping sessions still reach the outbox, for the next start.
 			webhooks.stop();
 			await registry.shutdown();
+			// Snapshots of the sessions that just stopped finish (or meet their deadline) before we return.
+			await gitSettled();
 			webhooks.detach();
 			policies.stop();
 			history.stop();

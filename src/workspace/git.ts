@@ -59,6 +59,17 @@ export function hasGit(): boolean {
 
 export class GitError extends Error {}
 
+/** Every git this process runs, until it has exited: a stopping gateway waits for them (gitSettled). */
+const running = new Set<Promise<void>>();
+
+/**
+ * Resolves once no git of this process runs: a gateway that stops waits here, so no snapshot
+ * goes on writing into a data dir its owner is about to remove (each git is bounded by its deadline).
+ */
+export async function gitSettled(): Promise<void> {
+	while (running.size > 0) await Promise.allSettled([...running]);
+}
+
 /**
  * Runs git; resolves its stdout (at most `maxBytes`, then git is stopped and `cut` is set).
  * Rejects on a non-zero exit or when `timeoutMs` passes (git is killed).
@@ -75,6 +86,9 @@ export function git(
 			env: env(repo),
 			stdio: ["ignore", "pipe", "pipe"],
 		});
+		const exited = new Promise<void>((done) => child.once("close", () => done()).once("error", () => done()));
+		running.add(exited);
+		void exited.then(() => running.delete(exited));
 		const chunks: Buffer[] = [];
 		let size = 0;
 		let cut = false;
