@@ -29,7 +29,7 @@ export interface Row {
 	method: Method;
 	/** The operation that method runs: GET's for HEAD; none for OPTIONS or an undeclared method. */
 	operation?: Operation;
-	/** The scope the operation declares; null for a public one. */
+	/** The scope the operation declares; null for a public one, "any" for any credential. */
 	scope?: string | null;
 	/** Methods the document declares on this path, as `Allow` should list them. */
 	allow: string[];
@@ -43,7 +43,12 @@ export function rows(document: Document): Row[] {
 		const allow = [...declared, ...(declared.includes("GET") ? ["HEAD"] : []), "OPTIONS"].sort();
 		for (const method of methods) {
 			const operation = item[(method === "HEAD" ? "GET" : method).toLowerCase()];
-			const scope = operation ? (operation.security?.[0]?.bearer?.[0] ?? null) : undefined;
+			// `security: []` is public (null); `[{bearer: []}]` needs a credential but no scope ("any").
+			const scope = operation
+				? operation.security?.length === 0
+					? null
+					: (operation.security?.[0]?.bearer?.[0] ?? "any")
+				: undefined;
 			out.push({ template, method, operation, scope, allow });
 		}
 	}
@@ -66,6 +71,8 @@ export function expected(row: Row, caller: Caller): Outcome {
 	// No operation runs: OPTIONS says which methods the path has, any other method is refused.
 	if (!row.operation) return row.method === "OPTIONS" ? { status: 204, allow: true } : { status: 405, allow: true };
 	if (isPublic) return { declared: true, notStatus: [401, 403, 500] };
+	// Any credential will do: a key with some other scope gets what the owner gets.
+	if (row.scope === "any") return { declared: true, notStatus: [401, 403, 500] };
 	if (caller === "wrongScope") return { status: 403, code: "insufficient_scope" };
 	if (row.scope === "admin" && caller !== "admin") return { status: 403, code: "insufficient_scope" };
 	if (caller === "otherOwner" && sessionScoped(row.template)) return { status: 404, code: "session_not_found" };
