@@ -41,6 +41,8 @@ describe("a gateway restart", () => {
 			json: { message: "echo: remember this" },
 		});
 		expect(run.body.text).toBe("remember this");
+		// The run's last event is its run_changes (the folder's snapshot at its end), logged after agent_settled.
+		await collect(await first.fetch(`/v1/sessions/${keep}/events?after=0`), (f) => f.event === "run_changes");
 		const messages = (await first.api(`/v1/sessions/${keep}/messages`)).body;
 		const before = (await first.api(`/v1/sessions/${keep}`)).body;
 		expect(alive(before.pid)).toBe(true);
