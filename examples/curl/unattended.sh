@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The README's "Webhooks", "Idempotency" and "Approval policies" examples as one script; the test
+# The examples of docs/webhooks.md, docs/idempotency.md and docs/policies.md as one script; the test
 # suite runs it against a live gateway (test/e2e/unattended-curl.test.ts) and checks that every
-# curl line of those README sections is in here.
+# curl line of those pages is in here.
 #
 #   npm start -- --webhook-allow loopback &
 #   RECEIVER=http://127.0.0.1:9000/hook examples/curl/unattended.sh

@@ -58,6 +58,10 @@ describe("the npm package", () => {
 			"package/extensions/demo-model.ts",
 			"package/extensions/permission-gate.ts",
 			"package/openapi.yaml",
+			// The documentation README.md links into (issue 25).
+			"package/README.md",
+			"package/docs/events.md",
+			"package/docs/console.png",
 			// The console, built (issue 23).
 			"package/dist/console/index.html",
 			"package/dist/console/console.js",

@@ -8,7 +8,7 @@ import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts
 
 // Real pi with the shipped permission gate: rules answer dialogs with nobody watching.
 const gate = resolve(import.meta.dirname, "../../extensions/permission-gate.ts");
-const readme = readFileSync(resolve(import.meta.dirname, "../../README.md"), "utf8");
+const policiesDoc = readFileSync(resolve(import.meta.dirname, "../../docs/policies.md"), "utf8");
 let gw: TestGateway;
 let policyDir: string;
 /** A key with sessions:read and sessions:write only: it may start sessions, not answer dialogs. */
@@ -123,8 +123,8 @@ describe("approval policies", () => {
 		]);
 	});
 
-	it("the README's example rule matches the whole title: a second command chained before it stays pending", async () => {
-		const body = /--json '(\{[^']*"policies"[^']*\})'/.exec(section("Approval policies"))?.[1];
+	it("the docs' example rule matches the whole title: a second command chained before it stays pending", async () => {
+		const body = /--json '(\{[^']*"policies"[^']*\})'/.exec(policiesDoc)?.[1];
 		const { policies } = JSON.parse(body as string);
 		const id = await gw.session({ extensions: ["gate"], policies });
 		const victim = dir("victim2");
@@ -136,7 +136,7 @@ describe("approval policies", () => {
 		await gw.api(`/v1/sessions/${id}/approvals/${pending.id}`, { method: "POST", json: { value: "Block" } });
 		await until(async () => (await gw.api(`/v1/sessions/${id}`)).body.status === "idle");
 		expect(existsSync(victim)).toBe(true);
-		// The command it names is still allowed, by the README's rule.
+		// The command it names is still allowed, by the docs' rule.
 		const scratch = dir("scratch");
 		expect((await run(id, "bash: rm -rf ./scratch")).status).toBe(200);
 		expect(existsSync(scratch)).toBe(false);
@@ -222,8 +222,3 @@ describe("approval policies", () => {
 		);
 	});
 });
-
-/** A `## title` section of the README. */
-function section(title: string): string {
-	return new RegExp(`^## ${title}\\n([\\s\\S]*?)(?=^## )`, "m").exec(readme)?.[1] ?? "";
-}

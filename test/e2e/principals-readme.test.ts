@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
-// README's "Principals and scopes" shell blocks, run as written against a real gateway: the
+// docs/principals.md's shell blocks, run as written against a real gateway: the
 // keys are made with the CLI, alice creates and shares a session, carol reads her inbox, the
 // admin reads the audit log. Lines that start a gateway (`pi-gateway --…`) are the test's job,
 // and the JWT block needs an identity provider (test/e2e/jwt.test.ts covers it).
@@ -22,8 +22,7 @@ const has = (command: string) => {
 };
 
 function blocks(): string[] {
-	const readme = readFileSync(join(repo, "README.md"), "utf8");
-	const section = /^## Principals and scopes\n([\s\S]*?)(?=^## )/m.exec(readme)?.[1] ?? "";
+	const section = readFileSync(join(repo, "docs/principals.md"), "utf8");
 	return [...section.matchAll(/```sh\n([\s\S]*?)```/g)]
 		.map((m) => m[1] as string)
 		.filter((block) => !block.includes("ACCESS_TOKEN"))
@@ -42,7 +41,7 @@ afterAll(async () => {
 	rmSync(dir, { recursive: true, force: true });
 });
 
-describe.skipIf(!has("curl") || !has("jq"))("README: Principals and scopes", () => {
+describe.skipIf(!has("curl") || !has("jq"))("docs/principals.md: Principals and scopes", () => {
 	it("the shell blocks work as written", async () => {
 		const [keys, share, audit, ...rest] = blocks();
 		expect(rest).toEqual([]);

@@ -17,13 +17,12 @@ const has = (command: string) => {
 	}
 };
 
-/** The ```sh blocks of the README sections this script backs. */
+/** The ```sh blocks of the docs pages this script backs. */
 function readmeCurlLines(): string[] {
-	const readme = readFileSync(join(repo, "README.md"), "utf8");
 	const lines: string[] = [];
-	for (const title of ["Webhooks", "Idempotency", "Approval policies"]) {
-		const section = new RegExp(`^## ${title}\\n([\\s\\S]*?)(?=^## )`, "m").exec(readme)?.[1] ?? "";
-		expect(section, `README section ${title}`).not.toBe("");
+	for (const page of ["webhooks", "idempotency", "policies"]) {
+		const section = readFileSync(join(repo, `docs/${page}.md`), "utf8");
+		expect(section, `docs/${page}.md`).not.toBe("");
 		for (const block of section.matchAll(/```sh\n([\s\S]*?)```/g))
 			lines.push(...(block[1] as string).split("\n").filter((l) => /\bcurl\b/.test(l)));
 	}
@@ -31,7 +30,7 @@ function readmeCurlLines(): string[] {
 }
 
 describe.skipIf(!has("curl") || !has("jq"))(
-	"the README's unattended-use examples (examples/curl/unattended.sh)",
+	"the unattended-use examples of docs/webhooks.md, idempotency.md and policies.md (examples/curl/unattended.sh)",
 	() => {
 		let gw: TestGateway;
 		let receiver: Awaited<ReturnType<typeof startReceiver>>;
@@ -60,7 +59,7 @@ describe.skipIf(!has("curl") || !has("jq"))(
 			await receiver?.close();
 		});
 
-		it("run to the end with the answers the README shows", () => {
+		it("run to the end with the answers the docs show", () => {
 			expect(stdout).toContain('{"stopReason":"stop"}');
 			expect(stdout).toMatch(/^idempotent-replayed: true\r?$/im);
 			expect(stdout).toContain('{"status":422,"code":"idempotency_key_reused"}');
@@ -78,7 +77,7 @@ describe.skipIf(!has("curl") || !has("jq"))(
 			]);
 		});
 
-		it("hold every curl line of the README's Webhooks, Idempotency and Approval policies sections", () => {
+		it("hold every curl line of the docs' Webhooks, Idempotency and Approval policies pages", () => {
 			const lines = readmeCurlLines();
 			expect(lines.length).toBeGreaterThan(5);
 			const text = readFileSync(script, "utf8");

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
@@ -94,11 +94,14 @@ describe("patterns", () => {
 		expect(checked).toBeGreaterThan(0);
 	});
 
-	it("the request bodies shown in README.md and the curl walkthrough fit their operation's schema", () => {
+	it("the request bodies shown in README.md, docs/ and the curl walkthrough fit their operation's schema", () => {
 		const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false });
 		ajv.addSchema(structuredClone(spec), "openapi.json");
 		const locate = new OpenApiValidator();
-		const sources = ["README.md", "examples/curl/walkthrough.sh", "examples/README.md"].map((f) =>
+		const docs = readdirSync(join(repo, "docs"))
+			.filter((f) => f.endsWith(".md"))
+			.map((f) => `docs/${f}`);
+		const sources = ["README.md", ...docs, "examples/curl/walkthrough.sh", "examples/README.md"].map((f) =>
 			readFileSync(join(repo, f), "utf8").replace(/\\\n/g, " "),
 		);
 		const bodies = sources.flatMap((text) =>
