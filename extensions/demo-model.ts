@@ -5,7 +5,7 @@
  * The reply is chosen from the last user message (the trigger is case-insensitive):
  *   bash: CMD     calls pi's bash tool with CMD, then reports the tool's output
  *   echo: TEXT    replies TEXT exactly, a few characters per delta
- *   count: N      replies "1 2 … N", one delta per number (long streams)
+ *   count: N      replies "1 2 … N", one delta per number (long streams, abortable)
  *   slow: N       N deltas 100 ms apart (time to steer, abort or disconnect mid-run)
  *   fail: TEXT    the provider fails with TEXT as the error message
  *   anything else a short greeting that quotes the prompt, one delta per word
@@ -24,6 +24,12 @@ type Block = { type: string; text?: string };
 type AnyMessage = { role: string; content: string | Block[] };
 
 const SLOW_DELTA_MS = 100;
+/**
+ * Deltas pushed between two turns of the event loop. With no delay the loop below never waits on
+ * a timer, and `await` of a settled promise is only a microtask: without a macrotask turn now and
+ * then pi would not read its stdin (an abort) until all of `count: 100000` was produced.
+ */
+const DELTAS_PER_TURN = 64;
 
 function textOf(message: AnyMessage | undefined): string {
 	if (!message) return "";
@@ -121,8 +127,9 @@ function streamDemo(model: Model<string>, context: { messages: unknown[] }, opti
 			const block = { type: "text" as const, text: "" };
 			output.content.push(block);
 			stream.push({ type: "text_start", contentIndex: 0, partial: output });
-			for (const delta of step.deltas) {
-				await sleep(step.delayMs, signal);
+			for (const [i, delta] of step.deltas.entries()) {
+				if (step.delayMs > 0) await sleep(step.delayMs, signal);
+				else if (i % DELTAS_PER_TURN === DELTAS_PER_TURN - 1) await new Promise(setImmediate);
 				if (signal?.aborted) throw new Error("Request was aborted");
 				block.text += delta;
 				output.usage.output += 1;

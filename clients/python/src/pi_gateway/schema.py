@@ -706,7 +706,7 @@ class RunResult(TypedDict):
 class _RunAcceptedRequired(TypedDict):
     # The gateway's id for this command; the run it started or joined
     runId: str
-    # pi's `disposition`, or what the gateway answered before pi did: `awaiting_approval` (a dialog opened first and holds pi's answer: answer `approvals...
+    # pi's `disposition`, or what the gateway answered before pi did: `awaiting_approval` (a dialog holds the run: it opened before pi answered, or a wai...
     disposition: Literal["started", "queued", "handled", "awaiting_approval", "pending"]
     # Where to follow the run: the session's stream from just before this command
     eventsUrl: str

@@ -12,6 +12,16 @@ export interface HeldApproval {
 	approval: Approval;
 }
 
+const toHeld = (session: Session, approval: Approval): HeldApproval => ({
+	id: approval.id,
+	url: `/v1/sessions/${session.id}/approvals/${approval.id}`,
+	approval,
+});
+
+/** The session's pending dialogs: at a waited run's deadline they are what holds it. */
+export const pendingApprovals = (session: Session): HeldApproval[] =>
+	session.approvals.list("pending").map((approval) => toHeld(session, approval));
+
 /**
  * What became of a command by the time its caller must hear something: pi answered (`data`), a
  * dialog opened first (pi answers an extension command only once its dialogs are answered, and
@@ -45,7 +55,7 @@ export async function sendUntilHeld(
 		if (event.type === "response" && responseId(event) === command.id) responded = true;
 		if (responded || event.type !== "approval_requested") return;
 		const { approval } = eventJson<{ approval: Approval }>(event);
-		approvals.push({ id: approval.id, url: `/v1/sessions/${session.id}/approvals/${approval.id}`, approval });
+		approvals.push(toHeld(session, approval));
 		held();
 	});
 	let timer: NodeJS.Timeout | undefined;

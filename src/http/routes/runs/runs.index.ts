@@ -10,7 +10,7 @@ import type { SseOptions } from "../../sse.ts";
 import { streamCommand, wantsStream } from "../../streams/command-stream.ts";
 import { sseOptions } from "../../streams/options.ts";
 import { requestedWait, type WaitRequest } from "../../wait.ts";
-import { type Acceptance, sendUntilHeld } from "./held.ts";
+import { type Acceptance, pendingApprovals, sendUntilHeld } from "./held.ts";
 import { followUp, prompt, steer } from "./runs.routes.ts";
 
 type RunCommand = PiCommand & { id: string };
@@ -66,6 +66,13 @@ async function waitRun(c: Context, session: Session, command: RunCommand, wait: 
 			throw new ApiError(502, "pi_exited", `Session ${session.id} exited before the run settled`);
 		}
 		if (!finished || watch.outcome === "idle" || !watch.outcome) {
+			// A dialog that opened during the run holds it: say so, as the early answer does.
+			const approvals = watch.outcome ? [] : pendingApprovals(session);
+			if (approvals.length > 0)
+				return c.json(
+					{ runId: command.id, disposition: "awaiting_approval", eventsUrl: eventsUrl(session, startSeq), approvals },
+					202,
+				);
 			return c.json({ runId: command.id, disposition, eventsUrl: eventsUrl(session, startSeq) }, 202);
 		}
 		if (wait.applied) c.header("Preference-Applied", wait.applied);

@@ -10,7 +10,7 @@ export const RunAccepted = z
 		runId: z.string().openapi({ description: "The gateway's id for this command; the run it started or joined" }),
 		disposition: z.enum(["started", "queued", "handled", "awaiting_approval", "pending"]).openapi({
 			description:
-				"pi's `disposition`, or what the gateway answered before pi did: `awaiting_approval` (a dialog opened first and holds pi's answer: answer `approvals`), `pending` (the wait ran out before pi answered). Either way pi's answer comes later as the `response` event on `eventsUrl`",
+				"pi's `disposition`, or what the gateway answered before pi did: `awaiting_approval` (a dialog holds the run: it opened before pi answered, or a waited run met its deadline while the dialog was pending; answer `approvals`), `pending` (the wait ran out before pi answered). Either way pi's answer comes later as the `response` event on `eventsUrl`",
 		}),
 		eventsUrl: z.string().openapi({
 			description: "Where to follow the run: the session's stream from just before this command",
@@ -81,7 +81,7 @@ const PreferHeader = z.object({
 
 /** How the JSON answers treat a dialog that holds pi's answer. */
 const heldByDialog =
-	" A dialog that opens before pi answered the command (an extension command that asks first) holds pi's answer until it is answered, so the JSON answer does not wait for it: 202 at once with `disposition: awaiting_approval` and the pending `approvals` (answer each at its `url`); pi's answer follows as the `response` event on `eventsUrl`. Wait mode keeps its deadline even while pi has not answered (then `disposition: pending`).";
+	" A dialog that opens before pi answered the command (an extension command that asks first) holds pi's answer until it is answered, so the JSON answer does not wait for it: 202 at once with `disposition: awaiting_approval` and the pending `approvals` (answer each at its `url`); pi's answer follows as the `response` event on `eventsUrl`. Wait mode keeps its deadline even while pi has not answered (then `disposition: pending`); a run that a dialog holds at the deadline (a tool's permission prompt) answers `disposition: awaiting_approval` with the pending `approvals` too.";
 
 function messageRoute(operationId: string, path: string, type: "prompt" | "steer" | "follow_up", summary: string) {
 	return createRoute({

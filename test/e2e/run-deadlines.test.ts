@@ -1,0 +1,82 @@
+import { resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { collect } from "../helpers/sse.ts";
+
+// Issue 25: what a waited prompt says at its deadline when a dialog holds the run, and an abort
+// of the demo model's longest stream (real pi, the demo model, the shipped permission gate).
+let gw: TestGateway;
+const gate = resolve(import.meta.dirname, "../../extensions/permission-gate.ts");
+
+beforeAll(async () => {
+	gw = await startTestGateway({ extensions: { gate } });
+});
+afterAll(() => gw?.stop());
+
+describe("a waited prompt held by a dialog at its deadline", () => {
+	it("answers 202 awaiting_approval with the pending approvals and where to answer them", async () => {
+		const id = await gw.session({ extensions: ["gate"] });
+		// The prompt starts a run at once (pi answers `started`); the gate's dialog opens during it.
+		const started = Date.now();
+		const { status, body } = await gw.api(`/v1/sessions/${id}/prompt?wait=2`, {
+			method: "POST",
+			json: { message: "bash: rm -rf ./scratch" },
+		});
+		expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
+		expect(status).toBe(202);
+		expect(body.disposition).toBe("awaiting_approval");
+		expect(body.approvals).toHaveLength(1);
+		const [held] = body.approvals;
+		expect(held.url).toBe(`/v1/sessions/${id}/approvals/${held.id}`);
+		expect(held.approval).toMatchObject({ id: held.id, method: "select", status: "pending" });
+		expect(held.approval.title).toContain("rm -rf ./scratch");
+		// Answering it lets the run settle.
+		const answered = await gw.api(held.url, { method: "POST", json: { value: "Block" } });
+		expect(answered.status).toBe(200);
+		await until(async () => (await gw.api(`/v1/sessions/${id}`)).body.status === "idle");
+	});
+
+	it("a run still streaming at its deadline (no dialog) answers started as before", async () => {
+		const id = await gw.session();
+		const { status, body } = await gw.api(`/v1/sessions/${id}/prompt?wait=1`, {
+			method: "POST",
+			json: { message: "slow: 30" },
+		});
+		expect(status).toBe(202);
+		expect(body).toMatchObject({ disposition: "started" });
+		expect(body.approvals).toBeUndefined();
+		await gw.api(`/v1/sessions/${id}/abort`, { method: "POST", json: {} });
+	});
+});
+
+describe("the demo model's count: 100000", () => {
+	it("is aborted mid-stream: the run settles as aborted", async () => {
+		const id = await gw.session();
+		const accepted = await gw.api(`/v1/sessions/${id}/prompt`, {
+			method: "POST",
+			json: { message: "count: 100000" },
+		});
+		expect(accepted.status).toBe(202);
+		const after = Number(new URL(accepted.body.eventsUrl, gw.url).searchParams.get("after"));
+		// Streaming for a while: deltas reach the log.
+		await until(async () => {
+			const { body } = await gw.api(`/v1/sessions/${id}`);
+			return body.status === "running" && body.lastEventId > after + 50;
+		}, 20_000);
+		const aborted = await gw.api(`/v1/sessions/${id}/abort`, { method: "POST", json: {} });
+		expect(aborted.status).toBe(204);
+		const res = await gw.fetch(`/v1/sessions/${id}/events?after=${after}&types=agent_settled`, {
+			headers: { accept: "text/event-stream" },
+			signal: AbortSignal.timeout(15_000),
+		});
+		const frames = await collect(res, (f) => f.event === "agent_settled").catch(() => []);
+		expect(frames.at(-1)?.event, "agent_settled within 15 s of the abort").toBe("agent_settled");
+		expect(frames.at(-1)?.json).toMatchObject({ aborted: true });
+		const { body: result } = await gw.api(`/v1/sessions/${id}/messages`);
+		const last = result.messages.at(-1);
+		expect(last).toMatchObject({ role: "assistant", stopReason: "aborted" });
+		const text = last.content.map((b: { text?: string }) => b.text ?? "").join("");
+		expect(text.length).toBeGreaterThan(0);
+		expect(text.endsWith(" 100000")).toBe(false);
+	}, 60_000);
+});
