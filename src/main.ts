@@ -1,14 +1,18 @@
 import { mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { ZodError } from "zod";
 import { databaseUrlOnArgv, hasPassword } from "./cluster/credentials.ts";
 import { type ConfigInput, ConfigSchema } from "./config.ts";
-import { createKey } from "./http/keys.ts";
+import { createKey, readKeysFile, revokeKeys } from "./http/keys.ts";
 import { Scope, scopes } from "./http/principals.ts";
 import { startGateway } from "./server.ts";
 import { tokenNotice } from "./token.ts";
+
+/** package.json sits one folder up from both src/main.ts (npm start) and dist/main.js (the bin). */
+const version: string = createRequire(import.meta.url)("../package.json").version;
 
 /** Flag name (kebab-case) ↔ config key ↔ env var PI_GATEWAY_<SNAKE>. */
 const kebab = (key: string) => key.replace(/[A-Z]/g, (ch) => `-${ch.toLowerCase()}`);
@@ -43,12 +47,13 @@ function help(): string {
 		"pi-gateway — HTTP REST + SSE for pi's RPC mode",
 		"",
 		"Usage: pi-gateway [options]",
-		"       pi-gateway keys create --principal NAME --scopes SCOPE[,SCOPE] [--expires-in-days N] [--keys-file F]",
+		"       pi-gateway keys create|list|revoke … (pi-gateway keys --help)",
 		"       pi-gateway acp --url GW [--extensions a,b] [--model provider/id] [--cwd-map LOCAL=REMOTE] [--token-file F]",
 		"",
 		...lines,
 		`  ${"--extension <name=path>".padEnd(34)} Same as --extensions; repeatable`,
 		`  ${"-h, --help".padEnd(34)} This text`,
+		`  ${"-V, --version".padEnd(34)} The version of pi-gateway`,
 		"",
 		"Lists (allowed hosts, CORS origins, extensions, pass-env, sandbox-writable, webhook-allow) are comma-separated; --pi-command splits on spaces.",
 		"With no token given, one is generated at first start in <data-dir>/token (mode 0600) and reused after.",
@@ -66,18 +71,28 @@ function readInput(argv: string[]): { input: ConfigInput; tokenOnArgv: boolean; 
 	const { values } = parseArgs({
 		args: argv,
 		allowNegative: true,
-		options: { ...options, extension: { type: "string", multiple: true }, help: { type: "boolean", short: "h" } },
+		options: {
+			...options,
+			extension: { type: "string", multiple: true },
+			help: { type: "boolean", short: "h" },
+			version: { type: "boolean", short: "V" },
+		},
 		strict: true,
 	});
 	if (values.help) {
 		console.log(help());
 		process.exit(0);
 	}
+	if (values.version) {
+		console.log(version);
+		process.exit(0);
+	}
 	const input: Record<string, unknown> = {};
 	for (const key of keys) {
 		const raw = (values as Record<string, string | boolean | undefined>)[kebab(key)] ?? process.env[envName(key)];
-		// An empty env var means unset (PI_GATEWAY_TOKEN= in a unit file must not be a token).
-		if (raw === undefined || raw === "") continue;
+		// An empty env var means unset (PI_GATEWAY_TOKEN= in a unit file must not be a token); empty
+		// Node options mean none, Node's defaults.
+		if (raw === undefined || (raw === "" && key !== "piNodeOptions")) continue;
 		if (booleans.has(key)) input[key] = raw === true || raw === "true" || raw === "1";
 		else if (key === "piCommand") input[key] = String(raw).split(" ").filter(Boolean);
 		else if (lists.has(key))
@@ -108,10 +123,21 @@ function parsePairs(pairs: string[]): Record<string, string> {
 	);
 }
 
-/**
- * `pi-gateway keys create --principal NAME --scopes a,b [--expires-in-days N] [--keys-file F]`:
- * appends a hashed key and prints its secret, the only time it is shown.
- */
+const keysUsage = [
+	"Usage: pi-gateway keys create --principal NAME --scopes SCOPE[,SCOPE] [--expires-in-days N] [--keys-file F]",
+	"       pi-gateway keys list [--json] [--keys-file F]",
+	"       pi-gateway keys revoke ID|PRINCIPAL [--keys-file F]",
+	"",
+	"  create   adds a key and prints its secret on stdout, the only time it is shown",
+	"  list     every key: id, principal, scopes, created, expires (never a secret or its hash)",
+	"  revoke   removes the key with this id, or every key of this principal; a running gateway",
+	"           stops accepting it within a second (it polls the keys file; SIGHUP reloads at once)",
+	"",
+	`Scopes: ${scopes.join(", ")}`,
+	"The keys file: --keys-file, else PI_GATEWAY_KEYS_FILE, else <data-dir>/keys.json (--data-dir, PI_GATEWAY_DATA_DIR, ~/.pi-gateway).",
+].join("\n");
+
+/** `pi-gateway keys create|list|revoke`: the keys file, edited as the running gateway reads it. */
 function keysCommand(argv: string[]): void {
 	const { positionals, values } = parseArgs({
 		args: argv,
@@ -122,15 +148,29 @@ function keysCommand(argv: string[]): void {
 			"expires-in-days": { type: "string" },
 			"keys-file": { type: "string" },
 			"data-dir": { type: "string" },
+			json: { type: "boolean" },
+			help: { type: "boolean", short: "h" },
 		},
 		strict: true,
 	});
-	if (positionals[0] !== "create" || !values.principal || !values.scopes)
-		throw new Error(
-			"Usage: pi-gateway keys create --principal NAME --scopes SCOPE[,SCOPE] [--expires-in-days N] [--keys-file F]",
-		);
+	const [verb, name, ...extra] = positionals;
+	if (values.help || verb === "help") {
+		console.log(keysUsage);
+		return;
+	}
 	const dataDir = values["data-dir"] ?? process.env.PI_GATEWAY_DATA_DIR ?? join(homedir(), ".pi-gateway");
 	const file = resolve(values["keys-file"] ?? process.env.PI_GATEWAY_KEYS_FILE ?? join(dataDir, "keys.json"));
+	if (verb === "list" && !name) {
+		listKeys(file, values.json === true);
+		return;
+	}
+	if (verb === "revoke" && name && extra.length === 0) {
+		const gone = revokeKeys(file, name);
+		if (gone.length === 0) throw new Error(`no key with the id or principal ${JSON.stringify(name)} in ${file}`);
+		for (const key of gone) console.error(`pi-gateway: key ${key.id} of ${key.principal} revoked in ${file}`);
+		return;
+	}
+	if (verb !== "create" || name || !values.principal || !values.scopes) throw new Error(keysUsage);
 	const requested = values.scopes
 		.split(",")
 		.map((s) => s.trim())
@@ -150,6 +190,27 @@ function keysCommand(argv: string[]): void {
 		`pi-gateway: key ${record.id} for ${record.principal} (${record.scopes.join(",")}) added to ${file}; the secret below is shown only now`,
 	);
 	console.log(secret);
+}
+
+/** One line per key (or a JSON array with --json); the hash stays in the file. */
+function listKeys(file: string, json: boolean): void {
+	const keys = readKeysFile(file).map(({ hash: _hash, ...key }) => key);
+	if (json) console.log(JSON.stringify(keys, null, 2));
+	else if (keys.length === 0) console.error(`pi-gateway: no keys in ${file}`);
+	else {
+		const rows = [
+			["ID", "PRINCIPAL", "SCOPES", "CREATED", "EXPIRES"],
+			...keys.map((k) => [k.id, k.principal, k.scopes.join(","), k.createdAt ?? "-", k.expiresAt ?? "never"]),
+		];
+		const widths = (rows[0] as string[]).map((_, i) => Math.max(...rows.map((row) => (row[i] as string).length)));
+		for (const row of rows)
+			console.log(
+				row
+					.map((cell, i) => cell.padEnd(widths[i] as number))
+					.join("  ")
+					.trimEnd(),
+			);
+	}
 }
 
 async function main(): Promise<void> {

@@ -61,10 +61,31 @@ export function createKey(
 		...(expiresAt ? { expiresAt: expiresAt.toISOString() } : {}),
 		createdAt: new Date().toISOString(),
 	});
-	const temporary = `${path}.${process.pid}.tmp`;
-	writeFileSync(temporary, `${JSON.stringify({ keys: [...keys, record] }, null, 2)}\n`, { mode: 0o600 });
-	renameSync(temporary, path);
+	writeKeysFile(path, [...keys, record]);
 	return { secret, record };
+}
+
+/** Written to a temporary file and renamed, so a gateway reloading the file never reads half of it. */
+function writeKeysFile(path: string, keys: KeyRecord[]): void {
+	const temporary = `${path}.${process.pid}.tmp`;
+	writeFileSync(temporary, `${JSON.stringify({ keys }, null, 2)}\n`, { mode: 0o600 });
+	renameSync(temporary, path);
+}
+
+/**
+ * Removes the key with this id, or every key of the principal with this name, and returns what
+ * it removed (nothing: the file is left as it was). A running gateway sees the change within its
+ * poll interval (KeyStore.watch), so the secret stops working without a restart.
+ */
+export function revokeKeys(path: string, name: string): KeyRecord[] {
+	const keys = readKeysFile(path);
+	const gone = keys.filter((key) => key.id === name || key.principal === name);
+	if (gone.length > 0)
+		writeKeysFile(
+			path,
+			keys.filter((key) => !gone.includes(key)),
+		);
+	return gone;
 }
 
 /**

@@ -100,3 +100,53 @@ describe("the default folder at start", () => {
 		);
 	});
 });
+
+describe("--version", () => {
+	it("prints package.json's version and exits 0", async () => {
+		const { stdout } = await main(["--version"]);
+		expect(stdout.trim()).toBe(JSON.parse(readFileSync(join(repo, "package.json"), "utf8")).version);
+	});
+});
+
+describe("keys", () => {
+	it("--help prints the usage of create, list and revoke and exits 0", async () => {
+		const { stdout } = await main(["keys", "--help"]);
+		for (const verb of ["create", "list", "revoke"]) expect(stdout).toContain(`pi-gateway keys ${verb}`);
+	});
+
+	it("list shows names, scopes and dates, never a secret or hash; revoke stops the key in the running gateway", async () => {
+		const file = join(root, "keys.json");
+		const withKeys = await startTestGateway({ keysFile: file });
+		try {
+			const secret = (
+				await main(["keys", "create", "--principal", "alice", "--scopes", "sessions:read", "--keys-file", file])
+			).stdout.trim();
+			await main(["keys", "create", "--principal", "bob", "--scopes", "approvals:read", "--keys-file", file]);
+			const whoami = () =>
+				withKeys.fetch("/v1/whoami", { headers: { authorization: `Bearer ${secret}` } }).then((r) => r.status);
+			await until(async () => (await whoami()) === 200);
+
+			const { stdout: table } = await main(["keys", "list", "--keys-file", file]);
+			const lines = table.trim().split("\n");
+			expect(lines[0]).toMatch(/^ID\s+PRINCIPAL\s+SCOPES\s+CREATED\s+EXPIRES$/);
+			expect(lines).toHaveLength(3);
+			expect(lines[1]).toMatch(/^key_[0-9a-f]+\s+alice\s+sessions:read\s+\d{4}-\d\d-\d\dT\S+\s+never$/);
+			expect(table).not.toContain(secret);
+			expect(table).not.toContain("sha256:");
+			const listed = JSON.parse((await main(["keys", "list", "--json", "--keys-file", file])).stdout);
+			expect(listed.map((k: { principal: string }) => k.principal)).toEqual(["alice", "bob"]);
+			expect(Object.keys(listed[0]).sort()).toEqual(["createdAt", "id", "principal", "scopes"]);
+
+			const revoked = await main(["keys", "revoke", "alice", "--keys-file", file]);
+			expect(revoked.stderr).toContain(`key ${listed[0].id} of alice revoked in ${file}`);
+			await until(async () => (await whoami()) === 401, 5_000);
+			const after = JSON.parse((await main(["keys", "list", "--json", "--keys-file", file])).stdout);
+			expect(after.map((k: { principal: string }) => k.principal)).toEqual(["bob"]);
+			const missing = await main(["keys", "revoke", "alice", "--keys-file", file]).catch((e) => e);
+			expect(missing.code).toBe(2);
+			expect(missing.stderr).toContain('no key with the id or principal "alice"');
+		} finally {
+			await withKeys.stop();
+		}
+	});
+});
