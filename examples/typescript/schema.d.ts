@@ -2054,6 +2054,8 @@ export interface components {
             }[];
             /** @description The tail of pi's stderr (502 only) */
             stderr?: string;
+            /** @description `unknown_model` (422) only: the models pi offers, as `provider/id` */
+            models?: string[];
         };
         Info: {
             /** @enum {string} */
@@ -3171,7 +3173,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description This Idempotency-Key was used with a different request */
+            /** @description `unknown_model`: pi has no usable model by that `provider`/`model` (not one of its models, or its provider has no credentials); `models` lists those it offers, as `provider/id`. The session is not created */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -15,6 +15,10 @@ export const Problem = z
 			.optional()
 			.openapi({ description: "What was wrong with the input (400 only)" }),
 		stderr: z.string().optional().openapi({ description: "The tail of pi's stderr (502 only)" }),
+		models: z
+			.array(z.string())
+			.optional()
+			.openapi({ description: "`unknown_model` (422) only: the models pi offers, as `provider/id`" }),
 	})
 	.openapi("Problem");
 export type Problem = z.infer<typeof Problem>;

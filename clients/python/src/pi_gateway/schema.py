@@ -555,6 +555,8 @@ class Problem(_ProblemRequired, total=False):
     issues: List[Dict[str, Any]]
     # The tail of pi's stderr (502 only)
     stderr: str
+    # `unknown_model` (422) only: the models pi offers, as `provider/id`
+    models: List[str]
 
 
 class _InfoRequired(TypedDict):

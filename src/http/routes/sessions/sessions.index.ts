@@ -8,6 +8,7 @@ import { ApiError } from "../../problem.ts";
 import { getSessionAccess, putSessionAccess } from "./access.routes.ts";
 import { clusterSessions } from "./cluster-list.ts";
 import { createStreamTicket, resumeSession } from "./lifecycle.routes.ts";
+import { unavailableModel } from "./model-check.ts";
 import { viewOf } from "./session-view.ts";
 import { createSession, deleteSession, getSession, listSessions } from "./sessions.routes.ts";
 
@@ -23,6 +24,12 @@ export function sessionsRouter({ registry, tickets, access, cluster }: Deps) {
 				admin: hasScope(principal, "admin"),
 				sees: (id) => mayAccess(access, principal, id, "sessions:read"),
 			});
+			// A model pi cannot run fails the create now, not the first prompt: its pi stops.
+			const unusable = await unavailableModel(session, body);
+			if (unusable) {
+				await registry.delete(session.id).catch(() => {});
+				throw unusable;
+			}
 			try {
 				access.setOwner(session.id, principal.name);
 			} catch (error) {

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { CreateSessionBody } from "../../../sessions/spawn.ts";
-import { json, jsonBody, problems } from "../../openapi.ts";
+import { json, jsonBody, problem, problems } from "../../openapi.ts";
 import { SessionParams } from "../../params.ts";
 import { SessionView } from "./session-view.ts";
 
@@ -20,6 +20,9 @@ export const createSession = createRoute({
 		},
 		// 404: `resume` names no pi session the caller may continue.
 		...problems(400, 401, 403, 404, 409, 413, 415, 429, 502, 503, 507),
+		422: problem(
+			"`unknown_model`: pi has no usable model by that `provider`/`model` (not one of its models, or its provider has no credentials); `models` lists those it offers, as `provider/id`. The session is not created",
+		),
 	},
 });
 
