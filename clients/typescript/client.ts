@@ -21,6 +21,9 @@ export interface EventsOptions extends Signal {
 	followResumes?: boolean;
 }
 
+/** Paging and filters of `GET /v1/sessions`, as the spec declares them. */
+export type ListSessionsOptions = NonNullable<paths["/v1/sessions"]["get"]["parameters"]["query"]> & Signal;
+
 /**
  * pi-gateway over HTTP. `request()` reaches every operation of the spec, typed from it; the named
  * methods cover the common flow; streams are async iterators that reconnect on their own.
@@ -66,8 +69,20 @@ export class PiGateway {
 		return this.#http.json("GET", "/v1/sessions/{id}", { path: { id }, ...options });
 	}
 
-	listSessions(options: Signal = {}): Promise<Schemas["SessionList"]> {
-		return this.#http.json("GET", "/v1/sessions", options);
+	/** One page of sessions, oldest first (100 unless `limit` says otherwise); `nextCursor` goes on. */
+	listSessions(options: ListSessionsOptions = {}): Promise<Schemas["SessionList"]> {
+		const { signal, ...query } = options;
+		return this.#http.json("GET", "/v1/sessions", { query, signal });
+	}
+
+	/** Every session that matches, page after page (`limit` is the page size): `for await (const s of …)`. */
+	async *allSessions(options: Omit<ListSessionsOptions, "cursor"> = {}): AsyncGenerator<Schemas["Session"]> {
+		let cursor: string | undefined;
+		do {
+			const page = await this.listSessions({ ...options, cursor });
+			yield* page.sessions;
+			cursor = page.nextCursor ?? undefined;
+		} while (cursor !== undefined);
 	}
 
 	/** Stops pi (gracefully) and forgets the session. */

@@ -130,8 +130,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * All sessions
-         * @description Requires the `sessions:read` scope.
+         * Sessions, oldest first, a page at a time
+         * @description Paged like the other lists: `limit` (default 100, at most 500) and `cursor` (an earlier page's `nextCursor`); a call without them answers the first page, and `hasMore`/`nextCursor` say whether more follow. Filters: `status`, `node` (cluster mode: the node that runs it) and `principal` (the owner; another principal than the caller's needs the admin scope: a caller sees only the sessions it may read anyway). In cluster mode the list is the whole cluster's.
+         *
+         *     Requires the `sessions:read` scope.
          */
         get: operations["sessionsList"];
         put?: never;
@@ -2128,6 +2130,8 @@ export interface components {
             id: string;
             name: string | null;
             status: components["schemas"]["SessionStatus"];
+            /** @description Cluster mode: the node whose pi runs this session (its `--node-name`, as in `/v1/info` and the cluster metrics); null while it is stopped (no node holds it: the next command starts it on the node that receives it). Always null on a single gateway (no cluster) */
+            node: string | null;
             pid: number | null;
             cwd: string;
             persist: boolean;
@@ -2222,6 +2226,10 @@ export interface components {
         };
         SessionList: {
             sessions: components["schemas"]["Session"][];
+            /** @description Pass as `cursor` for the next page; null when this page is the last */
+            nextCursor: string | null;
+            /** @description More sessions lie beyond this page (then `nextCursor` is set) */
+            hasMore: boolean;
         };
         StreamTicket: {
             /** @example mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE */
@@ -3019,20 +3027,40 @@ export interface operations {
     };
     sessionsList: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Sessions per page (default 100, also when the call names no limit) */
+                limit?: number;
+                /** @description `nextCursor` of an earlier page: only sessions created after its last one */
+                cursor?: string;
+                /** @description `stopped`: no pi process (hibernated, or restored after a gateway restart); the next command or POST …/resume starts pi again on the same session file */
+                status?: components["schemas"]["SessionStatus"];
+                /** @description Cluster mode: only sessions this node runs (`node` of a session); none on a single gateway */
+                node?: string;
+                /** @description Only sessions this principal owns; naming another principal than the caller's needs the admin scope */
+                principal?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Sessions, oldest first */
+            /** @description A page of sessions, oldest first */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["SessionList"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or wrong bearer token */
@@ -3044,7 +3072,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The credential lacks this operation's scope */
+            /** @description The credential lacks this operation's scope, or `principal` names another principal without the admin scope */
             403: {
                 headers: {
                     [name: string]: unknown;

@@ -7,19 +7,38 @@ import { CreateSession } from "./create.tsx";
 import { StatusBadge } from "./status.tsx";
 
 const pollMs = 3000;
+/** Sessions per page of the list (the API's default): "Show more" adds a page. */
+export const pageSize = 100;
 
-/** Every session the credential may see (cluster-wide, as the API lists them). */
+/** The first `pages` pages of sessions, oldest first, and whether more follow. */
+async function firstPages(pages: number): Promise<{ sessions: Session[]; hasMore: boolean }> {
+	const sessions: Session[] = [];
+	let cursor: string | null = null;
+	for (let i = 0; i < pages; i++) {
+		const query = new URLSearchParams({ limit: String(pageSize), ...(cursor !== null && { cursor }) });
+		const page: SessionList = await get<SessionList>(`/v1/sessions?${query}`);
+		sessions.push(...page.sessions);
+		cursor = page.nextCursor;
+		if (cursor === null) break;
+	}
+	return { sessions, hasMore: cursor !== null };
+}
+
+/** Every session the credential may see (cluster-wide, as the API lists them), a page at a time. */
 export function SessionsScreen({ me }: { me: Whoami }) {
 	const [sessions, setSessions] = useState<Session[]>();
+	const [pages, setPages] = useState(1);
+	const [hasMore, setHasMore] = useState(false);
 	const [error, setError] = useState<string>();
 	const load = useCallback(() => {
-		get<SessionList>("/v1/sessions")
+		firstPages(pages)
 			.then((list) => {
 				setSessions(list.sessions);
+				setHasMore(list.hasMore);
 				setError(undefined);
 			})
 			.catch((e: Error) => setError(e.message));
-	}, []);
+	}, [pages]);
 	useEffect(() => {
 		if (!can(me, "sessions:read")) return;
 		load();
@@ -48,6 +67,11 @@ export function SessionsScreen({ me }: { me: Whoami }) {
 						<SessionRow key={s.id} session={s} me={me} onChange={load} />
 					))}
 				</ul>
+				{hasMore && (
+					<button type="button" onClick={() => setPages((n) => n + 1)}>
+						Show more sessions
+					</button>
+				)}
 			</section>
 		</>
 	);
@@ -77,6 +101,7 @@ function SessionRow({ session, me, onChange }: { session: Session; me: Whoami; o
 				<div class="meta">
 					<code>{session.cwd}</code>
 					{session.model && ` · ${session.model.provider}/${session.model.id}`}
+					{session.node && ` · on ${session.node}`}
 				</div>
 				{error && <p class="error">{error}</p>}
 			</div>

@@ -288,6 +288,19 @@ describe("PiGateway against a live gateway", () => {
 		await client.deleteSession(id);
 	});
 
+	it("lists sessions a page at a time, and allSessions() walks every page", async () => {
+		const mine = [await gw.session(), await gw.session(), await gw.session()];
+		const page = await client.listSessions({ limit: 1 });
+		expect(page.sessions).toHaveLength(1);
+		expect(page).toMatchObject({ hasMore: true, nextCursor: expect.any(String) });
+		const listed: string[] = [];
+		for await (const session of client.allSessions({ limit: 2 })) listed.push(session.id);
+		expect(new Set(listed).size).toBe(listed.length);
+		expect(listed.filter((id) => mine.includes(id))).toEqual(mine);
+		expect((await client.listSessions({ status: "crashed" })).sessions).toEqual([]);
+		for (const id of mine) await client.deleteSession(id);
+	});
+
 	it("a problem+json answer is thrown as a GatewayError with its code and detail", async () => {
 		const missing = await client.getSession("ses_doesnotexist00").catch((e) => e);
 		expect(missing).toBeInstanceOf(GatewayError);

@@ -385,4 +385,26 @@ describe("the console", () => {
 		await resume.waitFor({ state: "detached", timeout: 10_000 });
 		await admin.close();
 	});
+
+	it("lists sessions a page at a time: Show more sessions reads the next page by its cursor", async () => {
+		// The one live slot is console-e2e's, just resumed: it hibernates once it is idle enough.
+		const third = await until(async () => {
+			const res = await gw.api("/v1/sessions", { method: "POST", json: { name: "third" } });
+			return res.status === 201 && (res.body.id as string);
+		}, 30_000);
+		const admin = await openConsole();
+		// Pages of one here (the console asks for 100): the gateway's own first page and cursor.
+		await admin.route(/\/v1\/sessions\?limit=100$/, async (route) => {
+			const response = await route.fetch({ url: route.request().url().replace("limit=100", "limit=1") });
+			await route.fulfill({ response });
+		});
+		await signIn(admin, token);
+		await admin.getByRole("link", { name: "console-e2e" }).waitFor({ timeout: 10_000 });
+		expect(await admin.getByRole("link", { name: "third" }).count()).toBe(0);
+		await admin.getByRole("button", { name: "Show more sessions" }).click();
+		await admin.getByRole("link", { name: "third" }).waitFor({ timeout: 10_000 });
+		await admin.getByRole("button", { name: "Show more sessions" }).waitFor({ state: "detached", timeout: 10_000 });
+		await admin.close();
+		await gw.api(`/v1/sessions/${third}`, { method: "DELETE" });
+	});
 });

@@ -221,6 +221,17 @@ class LiveGateway(unittest.TestCase):
         self.assertFalse(state["isStreaming"])
         self.assertIsNone(self.gw.request("PUT", "/v1/sessions/{id}/name", params={"id": sid}, body={"name": "x"}))
 
+    def test_list_pages_and_all_sessions(self) -> None:
+        mine = [self.session(), self.session(), self.session()]
+        page = self.gw.list_sessions(limit=1)
+        self.assertEqual(len(page["sessions"]), 1)
+        self.assertTrue(page["hasMore"])
+        self.assertIsNotNone(page["nextCursor"])
+        listed = [x["id"] for x in self.gw.all_sessions(limit=2)]
+        self.assertEqual(len(listed), len(set(listed)))
+        self.assertEqual([sid for sid in listed if sid in mine], mine)
+        self.assertEqual(self.gw.list_sessions(node="elsewhere")["sessions"], [])
+
     def test_bash_stream(self) -> None:
         sid = self.session()
         events = list(self.gw.bash_stream(sid, "echo one; echo two"))

@@ -48,8 +48,23 @@ class PiGateway:
     def get_session(self, session_id: str, signal: Optional[AbortSignal] = None) -> s.Session:
         return cast(s.Session, self._http.json("GET", "/v1/sessions/{id}", params={"id": session_id}, signal=signal))
 
-    def list_sessions(self, signal: Optional[AbortSignal] = None) -> s.SessionList:
-        return cast(s.SessionList, self._http.json("GET", "/v1/sessions", signal=signal))
+    def list_sessions(self, limit: Optional[int] = None, cursor: Optional[str] = None, status: Optional[str] = None,
+                      node: Optional[str] = None, principal: Optional[str] = None,
+                      signal: Optional[AbortSignal] = None) -> s.SessionList:
+        """One page of sessions, oldest first (100 unless ``limit`` says otherwise); ``nextCursor`` goes on."""
+        query = {"limit": limit, "cursor": cursor, "status": status, "node": node, "principal": principal}
+        return cast(s.SessionList, self._http.json("GET", "/v1/sessions", query=query, signal=signal))
+
+    def all_sessions(self, limit: Optional[int] = None, status: Optional[str] = None, node: Optional[str] = None,
+                     principal: Optional[str] = None, signal: Optional[AbortSignal] = None) -> Iterator[s.Session]:
+        """Every session that matches, page after page (``limit`` is the page size)."""
+        cursor: Optional[str] = None
+        while True:
+            page = self.list_sessions(limit, cursor, status, node, principal, signal=signal)
+            yield from page["sessions"]
+            cursor = page["nextCursor"]
+            if cursor is None:
+                return
 
     def delete_session(self, session_id: str, signal: Optional[AbortSignal] = None) -> None:
         self._http.json("DELETE", "/v1/sessions/{id}", params={"id": session_id}, signal=signal)

@@ -603,6 +603,8 @@ class Session(TypedDict):
     id: str
     name: Union[str, None]
     status: "SessionStatus"
+    # Cluster mode: the node whose pi runs this session (its `--node-name`, as in `/v1/info` and the cluster metrics); null while it is stopped (no node ...
+    node: Union[str, None]
     pid: Union[int, None]
     cwd: str
     persist: bool
@@ -662,6 +664,10 @@ class ApprovalPolicyRule(_ApprovalPolicyRuleRequired, total=False):
 
 class SessionList(TypedDict):
     sessions: List["Session"]
+    # Pass as `cursor` for the next page; null when this page is the last
+    nextCursor: Union[str, None]
+    # More sessions lie beyond this page (then `nextCursor` is set)
+    hasMore: bool
 
 
 class StreamTicket(TypedDict):

@@ -8,6 +8,10 @@ export const SessionView = z
 		id: z.string().openapi({ example: "ses_Qm9wYXJ0aWFs" }),
 		name: z.string().nullable(),
 		status: SessionStatus,
+		node: z.string().nullable().openapi({
+			description:
+				"Cluster mode: the node whose pi runs this session (its `--node-name`, as in `/v1/info` and the cluster metrics); null while it is stopped (no node holds it: the next command starts it on the node that receives it). Always null on a single gateway (no cluster)",
+		}),
 		pid: z.number().int().nullable(),
 		cwd: z.string(),
 		persist: z.boolean(),
@@ -36,12 +40,14 @@ export const SessionView = z
 	.openapi("Session");
 export type SessionView = z.infer<typeof SessionView>;
 
-export function viewOf(session: Session): SessionView {
+/** `node`: this node's id in cluster mode, undefined on a single gateway. */
+export function viewOf(session: Session, node?: string): SessionView {
 	const { piState, exit } = session;
 	return {
 		id: session.id,
 		name: session.name ?? null,
 		status: session.status,
+		node: node !== undefined && session.status !== "stopped" ? node : null,
 		pid: session.pid ?? null,
 		cwd: session.cwd,
 		persist: session.persist,
@@ -67,6 +73,7 @@ export function storedViewOf(record: StoredSession): SessionView {
 		id: record.id,
 		name: record.name ?? null,
 		status: "stopped",
+		node: null,
 		pid: null,
 		cwd: record.cwd,
 		persist: record.persist,

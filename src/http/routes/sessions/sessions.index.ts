@@ -8,7 +8,9 @@ import { ApiError } from "../../problem.ts";
 import { getSessionAccess, putSessionAccess } from "./access.routes.ts";
 import { clusterSessions } from "./cluster-list.ts";
 import { createStreamTicket, resumeSession } from "./lifecycle.routes.ts";
+import { localCandidates } from "./local-list.ts";
 import { unavailableModel } from "./model-check.ts";
+import { assertMayFilterBy, pageOfViews } from "./session-page.ts";
 import { viewOf } from "./session-view.ts";
 import { createSession, deleteSession, getSession, listSessions } from "./sessions.routes.ts";
 
@@ -38,26 +40,28 @@ export function sessionsRouter({ registry, tickets, access, cluster }: Deps) {
 				throw error;
 			}
 			c.header("Location", `/v1/sessions/${session.id}`);
-			return c.json(viewOf(session), 201);
+			return c.json(viewOf(session, cluster?.()?.node), 201);
 		})
 		.openapi(listSessions, async (c) => {
 			const principal = c.get("principal");
-			const visible = registry.list().filter((s) => !principal || mayAccess(access, principal, s.id, "sessions:read"));
-			const local = visible.map(viewOf);
-			// Cluster mode: the whole cluster's, unless another node asks for this node's own.
+			const query = c.req.valid("query");
+			assertMayFilterBy(principal, query.principal);
 			const node = cluster?.();
-			if (!node || node.isForwarded(c.req.raw.headers)) return c.json({ sessions: local }, 200);
-			const all = await clusterSessions(node, local, principal, c.req.header("authorization") ?? null);
-			return c.json({ sessions: all }, 200);
+			const local = localCandidates(registry, access, principal, query, node?.node);
+			// Cluster mode: the whole cluster's, unless another node asks for this node's own.
+			if (!node || node.isForwarded(c.req.raw.headers)) return c.json(pageOfViews(local, query.limit), 200);
+			return c.json(await clusterSessions(node, local, principal, c.req.header("authorization") ?? null, query), 200);
 		})
-		.openapi(getSession, (c) => c.json(viewOf(registry.get(c.req.valid("param").id)), 200))
+		.openapi(getSession, (c) => c.json(viewOf(registry.get(c.req.valid("param").id), cluster?.()?.node), 200))
 		.openapi(deleteSession, async (c) => {
 			const { id } = c.req.valid("param");
 			await registry.delete(id);
 			access.forget(id);
 			return c.body(null, 204);
 		})
-		.openapi(resumeSession, async (c) => c.json(viewOf(await registry.resume(c.req.valid("param").id)), 200))
+		.openapi(resumeSession, async (c) =>
+			c.json(viewOf(await registry.resume(c.req.valid("param").id), cluster?.()?.node), 200),
+		)
 		.openapi(createStreamTicket, (c) => {
 			const session = registry.get(c.req.valid("param").id);
 			const { ticket, expiresAt } = tickets.issue(session.id, undefined, c.get("principal")?.name);

@@ -2,6 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { CreateSessionBody } from "../../../sessions/spawn.ts";
 import { json, jsonBody, problem, problems } from "../../openapi.ts";
 import { SessionParams } from "../../params.ts";
+import { SessionList, SessionListQuery } from "./session-page.ts";
 import { SessionView } from "./session-view.ts";
 
 export const createSession = createRoute({
@@ -31,10 +32,16 @@ export const listSessions = createRoute({
 	method: "get",
 	path: "/v1/sessions",
 	tags: ["sessions"],
-	summary: "All sessions",
+	summary: "Sessions, oldest first, a page at a time",
+	description:
+		"Paged like the other lists: `limit` (default 100, at most 500) and `cursor` (an earlier page's `nextCursor`); a call without them answers the first page, and `hasMore`/`nextCursor` say whether more follow. Filters: `status`, `node` (cluster mode: the node that runs it) and `principal` (the owner; another principal than the caller's needs the admin scope: a caller sees only the sessions it may read anyway). In cluster mode the list is the whole cluster's.",
+	request: { query: SessionListQuery },
 	responses: {
-		200: json(z.object({ sessions: z.array(SessionView) }).openapi("SessionList"), "Sessions, oldest first"),
-		...problems(401),
+		200: json(SessionList, "A page of sessions, oldest first"),
+		...problems(400, 401),
+		403: problem(
+			"The credential lacks this operation's scope, or `principal` names another principal without the admin scope",
+		),
 	},
 });
 
