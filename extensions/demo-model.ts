@@ -140,6 +140,11 @@ function streamDemo(model: Model<string>, context: { messages: unknown[] }, opti
 		}
 		output.usage.input = context.messages.length;
 		output.usage.totalTokens = output.usage.input + output.usage.output;
+		// Priced like a real model (per million tokens), so usage and cost metrics show real numbers.
+		const cost = output.usage.cost;
+		cost.input = (output.usage.input * model.cost.input) / 1e6;
+		cost.output = (output.usage.output * model.cost.output) / 1e6;
+		cost.total = cost.input + cost.output;
 		stream.push({ type: "done", reason: output.stopReason, message: output });
 		stream.end();
 	};
@@ -165,7 +170,9 @@ export default function demoModel(pi: ExtensionAPI) {
 				name: "Offline demo model",
 				reasoning: false,
 				input: ["text", "image"],
-				cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+				// Demo prices (USD per million tokens; nothing is charged): input is the number of
+				// messages in the context, output one token per delta.
+				cost: { input: 1, output: 2, cacheRead: 0, cacheWrite: 0 },
 				contextWindow: 128000,
 				maxTokens: 8192,
 			},

@@ -136,8 +136,9 @@ export function createApp(
 	app.use(headWithoutBody());
 	if (extras.cluster) {
 		const current = extras.cluster;
-		metrics.setClusterSource(() => current()?.nodes ?? []);
+		metrics.setClusterSource(() => current()?.liveNodes() ?? []);
 	}
+	metrics.setOwnerSource((id) => deps.access.get(id).owner);
 	if (registry.pool) {
 		const pool = registry.pool;
 		metrics.setWarmPoolSource(() => pool.readyCount);

@@ -110,6 +110,11 @@ export class Cluster {
 		return this.#membership.nodes;
 	}
 
+	/** The nodes and their session counts asked of the database now; the last renewal's when it does not answer. */
+	async liveNodes(): Promise<readonly NodeRow[]> {
+		return this.#membership.queryNodes().catch(() => this.nodes);
+	}
+
 	/** Why this node cannot take new work now, as of its last renewal: the database is out of reach, or the lease. */
 	get unavailable(): string | undefined {
 		if (this.#membership.error !== undefined) return `the database is out of reach (${this.#membership.error})`;

@@ -192,6 +192,11 @@ export class Membership {
 	}
 
 	async #readNodes(): Promise<void> {
+		this.#nodes = await this.queryNodes();
+	}
+
+	/** The nodes and the sessions each owns, as the database says now (metrics read it at scrape time). */
+	async queryNodes(): Promise<NodeRow[]> {
 		const { rows } = await this.#pool.query<{
 			id: string;
 			url: string;
@@ -204,7 +209,7 @@ export class Membership {
 			        (SELECT count(*) FROM sessions s WHERE s.owner = n.id) AS sessions
 			 FROM nodes n WHERE n.lease_until > now() - interval '1 minute' ORDER BY n.id`,
 		);
-		this.#nodes = rows.map((r) => ({
+		return rows.map((r) => ({
 			id: r.id,
 			url: r.url,
 			startedAt: r.started_at.toISOString(),

@@ -2,8 +2,11 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 import { eventJson, type LoggedEvent } from "../sessions/event-log.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
 import { SessionStatus } from "../sessions/session.ts";
+import { usageCounters } from "./usage-metrics.ts";
 
 const statuses = SessionStatus.options;
+
+type NodeCount = { id: string; alive: boolean; sessions: number };
 
 /**
  * The gateway's Prometheus metrics, in a registry of its own (not prom-client's global one), so a
@@ -18,7 +21,8 @@ export class Metrics {
 	readonly httpRequests: Counter<"method" | "route" | "status">;
 	readonly httpSeconds: Histogram<"method" | "route">;
 	#warmPool: () => number = () => 0;
-	#nodes: () => readonly { id: string; alive: boolean; sessions: number }[] = () => [];
+	#nodes: () => Promise<readonly NodeCount[]> | readonly NodeCount[] = () => [];
+	#ownerOf: (sessionId: string) => string = () => "admin";
 
 	constructor(sessions: SessionRegistry) {
 		const registers = [this.registry];
@@ -57,26 +61,28 @@ export class Metrics {
 			name: "pi_gateway_cluster_nodes",
 			help: "Cluster mode: nodes whose lease holds (as of this node's last renewal)",
 			registers,
-			collect() {
-				this.set(nodes().filter((n) => n.alive).length);
+			async collect() {
+				this.set((await nodes()).filter((n) => n.alive).length);
 			},
 		});
 		new Gauge({
 			name: "pi_gateway_cluster_sessions",
-			help: "Cluster mode: sessions each node owns (stopped sessions no node owns are not counted)",
+			help: "Cluster mode: sessions each node owns, read from the database at scrape time (stopped sessions no node owns are not counted)",
 			labelNames: ["node"],
 			registers,
-			collect() {
+			async collect() {
+				const now = await nodes();
 				this.reset();
-				for (const n of nodes()) this.set({ node: n.id }, n.sessions);
+				for (const n of now) this.set({ node: n.id }, n.sessions);
 			},
 		});
 		new Gauge({
 			name: "pi_gateway_pi_processes",
-			help: "Live pi child processes",
+			help: "Live pi child processes: sessions' and the warm pool's (pi_gateway_warm_pool_size of them are idle in the pool)",
 			registers,
 			collect() {
-				this.set(sessions.list().filter((s) => s.isAlive && s.pid !== undefined).length);
+				const pooled = sessions.pool?.size ?? 0;
+				this.set(sessions.list().filter((s) => s.isAlive && s.pid !== undefined).length + pooled);
 			},
 		});
 		new Gauge({
@@ -142,9 +148,11 @@ export class Metrics {
 		// Known label values start at 0, so rate() and alerts see a series before the first increment.
 		for (const status of ["answered", "cancelled", "expired"]) resolved.inc({ status }, 0);
 		for (const reason of ["stopped", "exited", "crashed"]) exits.inc({ reason }, 0);
-		sessions.subscribeAll((_sessionId, event) => {
+		const usage = usageCounters(registers, (sessionId) => this.#ownerOf(sessionId));
+		sessions.subscribeAll((sessionId, event) => {
 			eventCounts.set(event.type, (eventCounts.get(event.type) ?? 0) + 1);
-			if (event.type === "approval_requested") requested.inc();
+			if (event.type === "message_end") usage(sessionId, event);
+			else if (event.type === "approval_requested") requested.inc();
 			else if (event.type === "approval_resolved") {
 				resolved.inc({ status: field(event, "approval", "status") ?? "unknown" });
 			} else if (event.type === "session_exit") {
@@ -182,9 +190,14 @@ export class Metrics {
 		});
 	}
 
-	/** Cluster mode: the nodes as of the last lease renewal, for the cluster gauges. */
-	setClusterSource(nodes: () => readonly { id: string; alive: boolean; sessions: number }[]): void {
+	/** Cluster mode: the nodes and the sessions each owns, asked at scrape time, for the cluster gauges. */
+	setClusterSource(nodes: () => Promise<readonly NodeCount[]> | readonly NodeCount[]): void {
 		this.#nodes = nodes;
+	}
+
+	/** Whose a session is (its owner principal), for the usage counters' `principal` label. */
+	setOwnerSource(ownerOf: (sessionId: string) => string): void {
+		this.#ownerOf = ownerOf;
 	}
 
 	/** Where the warm-pool gauge reads its size at scrape time (the pool registers itself here). */

@@ -105,6 +105,53 @@ describe("cluster mode: any node serves any request", () => {
 	});
 });
 
+describe("cluster mode: the session list and who owns what", () => {
+	it("says each session's node, pages and filters cluster-wide, and the per-node gauge follows a move at once", async () => {
+		// A long lease: the membership is read only at each renewal (every 20 s), which is what the gauge lagged behind.
+		const {
+			databaseUrl,
+			nodes: [a, b],
+		} = await cluster(["a", "b"], ["--max-live-sessions=1"], 60_000);
+		const [na, nb] = [a, b] as ClusterNode[];
+		const first = (await na.api("/v1/sessions", { method: "POST", json: {} })).body;
+		expect(first.node).toBe("a");
+		expect((await nb.api(`/v1/sessions/${first.id}`)).body.node).toBe("a");
+		const second = await create(nb);
+		const third = await create(na); // a holds one pi: the first session hibernates and is given back
+		const owner = async (id: string) => (await rows(databaseUrl, "SELECT owner FROM sessions WHERE id = $1", [id]))[0];
+		await until(async () => (await owner(first.id))?.owner === null, 20_000);
+
+		const seen: { id: string; node: string | null; status: string }[] = [];
+		let cursor: string | null = null;
+		do {
+			const page: { body: any } = await nb.api(`/v1/sessions?limit=1${cursor ? `&cursor=${cursor}` : ""}`);
+			expect(page.body.sessions.length).toBe(1);
+			seen.push(...page.body.sessions);
+			cursor = page.body.nextCursor;
+		} while (cursor);
+		expect(seen.map((v) => [v.id, v.node, v.status])).toEqual([
+			[first.id, null, "stopped"],
+			[second, "b", "idle"],
+			[third, "a", "idle"],
+		]);
+		const ids = async (query: string) =>
+			(await nb.api(`/v1/sessions?${query}`)).body.sessions.map((v: { id: string }) => v.id);
+		expect(await ids("node=a")).toEqual([third]);
+		expect(await ids("node=b")).toEqual([second]);
+		expect(await ids("status=stopped")).toEqual([first.id]);
+		expect(await ids("limit=2")).toEqual([first.id, second]);
+
+		// The move: a prompt through B takes the stopped session there. B's gauge says so at once.
+		expect((await prompt(nb, first.id, "echo: moved")).status).toBe(200);
+		expect((await na.api(`/v1/sessions/${first.id}`)).body.node).toBe("b");
+		const gauge = (text: string, node: string) =>
+			Number(text.match(new RegExp(`^pi_gateway_cluster_sessions\\{node="${node}"\\} (\\d+)$`, "m"))?.[1]);
+		const text = await (await nb.fetch("/metrics")).text();
+		expect(gauge(text, "b")).toBeGreaterThanOrEqual(1);
+		expect(gauge(text, "a")).toBe(1);
+	});
+});
+
 describe("cluster mode: approvals", () => {
 	it("a long-poll of the inbox on C wakes for a dialog on A; C's answer reaches A's pi", async () => {
 		const {

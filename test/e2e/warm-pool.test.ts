@@ -40,6 +40,9 @@ describe("the warm pool", () => {
 	it("shows the pool in /metrics and counts it against live processes", async () => {
 		const metrics = await gw.api("/metrics");
 		expect(metrics.body).toContain("pi_gateway_warm_pool_size 2");
+		// Every pi child counts as a process, the pool's included (it read 0 beside a pool of 2).
+		const live = gw.registry.list().filter((s) => s.isAlive && s.pid !== undefined).length;
+		expect(metrics.body).toMatch(new RegExp(`^pi_gateway_pi_processes ${live + 2}$`, "m"));
 		expect(gw.registry.liveCount).toBe(gw.registry.list().filter((s) => s.hasProcess).length + 2);
 	});
 });
