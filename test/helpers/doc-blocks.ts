@@ -65,8 +65,11 @@ export function docBlocks(file: string): DocBlock[] {
 	return blocks;
 }
 
+/** Shell blocks, and untagged ones that read as a transcript (`$ command`): those must say what they are. */
 export function shellBlocks(): DocBlock[] {
-	return docFiles().flatMap((f) => docBlocks(f).filter((b) => shellInfos.has(b.info)));
+	return docFiles().flatMap((f) =>
+		docBlocks(f).filter((b) => shellInfos.has(b.info) || (b.info === "" && /^\$ /.test(b.code))),
+	);
 }
 
 /** Volatile values replaced by stand-ins, in shown and in real output alike. */
