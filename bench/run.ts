@@ -9,6 +9,7 @@ import { runClusterBenchmarks } from "./cluster-suite.ts";
 import { consoleFirstLoad } from "./console.ts";
 import { fanout, idleSubscribers, latency, throughput } from "./events.ts";
 import { startGatewayProcess, stubPi, table } from "./lib.ts";
+import { optionSets, piMemory } from "./pi-memory.ts";
 import { fullRun, scale, sessionStart } from "./real-pi.ts";
 import { snapshotCost } from "./workspace.ts";
 
@@ -111,6 +112,15 @@ try {
 	}
 } finally {
 	await piGateway.stop();
+}
+
+if (want("pi-memory")) {
+	// Smoke: the default set once, so CI proves the bench runs; the figures need all sets, 5+ samples.
+	const { memory, cost } = await piMemory(smoke ? 1 : 5, smoke ? optionSets.slice(0, 1) : optionSets);
+	console.log(
+		table("9. Memory of one live pi under Node option sets (--pi-node-options; real pi, demo model)", memory),
+	);
+	console.log(table("9b. Time and CPU under those option sets, and live sessions per GiB", cost));
 }
 
 if (want("workspace"))
