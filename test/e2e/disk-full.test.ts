@@ -37,9 +37,23 @@ beforeAll(async () => {
 });
 afterAll(async () => {
 	await gw?.stop();
-	if (mounted) execFileSync("umount", [data]);
+	// A process that has just let go of the tmpfs (sqlite, a snapshot's git) can keep it busy for a
+	// moment on a loaded machine: retry, then detach it lazily so the folder can go.
+	if (mounted) await unmount(data);
 	if (dir) rmSync(dir, { recursive: true, force: true });
 });
+
+async function unmount(path: string): Promise<void> {
+	for (let i = 0; i < 50; i++) {
+		try {
+			execFileSync("umount", [path], { stdio: "ignore" });
+			return;
+		} catch {
+			await new Promise((r) => setTimeout(r, 100));
+		}
+	}
+	execFileSync("umount", ["-l", path]);
+}
 
 /** Writes zeros into `path` until the file system has no block left (ENOSPC). */
 function fill(path: string): void {

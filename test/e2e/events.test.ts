@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { openRaw, parseFrames } from "../helpers/raw-sse.ts";
 import { collect, type Frame, readFrames } from "../helpers/sse.ts";
@@ -10,7 +10,12 @@ let id: string;
 beforeAll(async () => {
 	gw = await startTestGateway({ sseHeartbeatMs: 200 });
 	id = await gw.session({ name: "events", persist: false });
+}); // A run's last event, run_changes, follows its agent_settled once the folder is snapshotted; reading
+// the changes waits for that, so no test starts while the previous one's run is still ending.
+beforeEach(async () => {
+	await gw.api(`/v1/sessions/${id}/changes`);
 });
+
 afterAll(() => gw?.stop());
 
 const open = (path: string, headers: Record<string, string> = {}, signal?: AbortSignal) =>
