@@ -10,7 +10,9 @@ let id: string;
 beforeAll(async () => {
 	gw = await startTestGateway({ sseHeartbeatMs: 200 });
 	id = await gw.session({ name: "events", persist: false });
-}); // A run's last event, run_changes, follows its agent_settled once the folder is snapshotted; reading
+});
+
+// A run's last event, run_changes, follows its agent_settled once the folder is snapshotted; reading
 // the changes waits for that, so no test starts while the previous one's run is still ending.
 beforeEach(async () => {
 	await gw.api(`/v1/sessions/${id}/changes`);
