@@ -1,5 +1,14 @@
 import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+	chmodSync,
+	existsSync,
+	mkdirSync,
+	mkdtempSync,
+	readdirSync,
+	readFileSync,
+	rmSync,
+	writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -47,6 +56,18 @@ async function until(what: string, check: () => Promise<boolean>, ms = 60_000): 
 }
 
 const answers = async (url: string) => (await fetch(url)).ok;
+
+/** Processes whose command line names a path under `dir`. */
+function leftovers(dir: string): string[] {
+	const found: string[] = [];
+	for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+		try {
+			const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+			if (cmdline.includes(dir)) found.push(`${pid} ${cmdline.slice(0, 120)}`);
+		} catch {}
+	}
+	return found;
+}
 
 describe.skipIf(!nginx || !has("openssl"))("docs/cluster.md: two nodes on one host behind nginx", () => {
 	const blocks = docBlocks(page);
@@ -131,7 +152,10 @@ describe.skipIf(!nginx || !has("openssl"))("docs/cluster.md: two nodes on one ho
 					process.kill(-(nodes?.pid as number), "SIGKILL");
 				} catch {}
 			});
-			await sleep(500);
+			// Nothing of the try outlives it: no process names this test's folder (nodes, their pi, nginx).
+			await until("every process of the try to end", async () => leftovers(dir).length === 0, 15_000).catch(() => {
+				throw new Error(`left running: ${leftovers(dir).join("; ")}`);
+			});
 		}
 		await pg?.stop();
 		rmSync(dir, { recursive: true, force: true });
