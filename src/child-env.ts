@@ -142,3 +142,27 @@ export function childEnv(source: NodeJS.ProcessEnv, options: ChildEnvOptions = {
 	}
 	return env;
 }
+
+/**
+ * Node's flags for a pi child (--pi-node-options). Memory per live session bounds how many a machine
+ * holds; a 1 MiB young generation (Node's default grows it to 16 MiB) takes a fifth off pi's RSS at
+ * no measured CPU cost. --optimize-for-size would take 5 % more but costs 1.4–1.7× pi's CPU per run
+ * (BENCHMARKS.md, table 9), so it is left to the operator.
+ */
+export const defaultPiNodeOptions = "--max-semi-space-size=1";
+
+/** Why a --pi-node-options value is refused, or undefined: flags only, never a script or an inspector. */
+export function nodeFlagsProblem(value: string): string | undefined {
+	for (const flag of nodeFlags(value)) {
+		if (!/^--[a-z0-9][\w-]*(=\S+)?$/i.test(flag))
+			return `${JSON.stringify(flag)} is not a --flag or --flag=value: pi's script is the gateway's to name`;
+		// An inspector port would let any local process (an agent's tool included) run code in pi.
+		if (/^--(inspect|debug)/i.test(flag)) return `${flag}: an inspector is not allowed on pi children`;
+	}
+	return undefined;
+}
+
+/** The flags of a --pi-node-options value ("" or blanks: none, Node's defaults). */
+export function nodeFlags(value: string): string[] {
+	return value.split(/\s+/).filter(Boolean);
+}

@@ -4,7 +4,7 @@ import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { checkPassEnvName } from "./child-env.ts";
+import { checkPassEnvName, defaultPiNodeOptions, nodeFlagsProblem } from "./child-env.ts";
 
 const int = (min: number) => z.coerce.number().int().min(min);
 
@@ -127,6 +127,18 @@ export const ConfigSchema = z.object({
 		.min(1)
 		.optional()
 		.describe("Command that starts pi (default: the bundled pi on this Node); `--mode rpc` is appended"),
+	// On pi's node command line, not in NODE_OPTIONS: Node refuses --optimize-for-size there, and
+	// NODE_OPTIONS would reach every node the agent's tools start. Figures: BENCHMARKS.md, table 9.
+	piNodeOptions: z
+		.string()
+		.default(defaultPiNodeOptions)
+		.superRefine((value, ctx) => {
+			const problem = nodeFlagsProblem(value);
+			if (problem) ctx.addIssue({ code: "custom", message: problem });
+		})
+		.describe(
+			'Node flags for each pi child, space-separated, when pi runs on node (the bundled pi, or a --pi-command starting with node); "" for Node\'s defaults. On the command line write --pi-node-options="--flag …"',
+		),
 	piAgentDir: z.string().optional().describe("PI_CODING_AGENT_DIR for the children (pi's config folder)"),
 	demo: z.boolean().default(false).describe("Use the built-in offline demo model (default when no provider is set)"),
 	provider: z.string().optional().describe("Default provider for new sessions"),

@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, realpathSync } from "node:fs";
-import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "@hono/zod-openapi";
-import { childEnv } from "../child-env.ts";
+import { childEnv, nodeFlags } from "../child-env.ts";
 import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import { dialectOf, hasNameFlag, piPackageOf } from "../pi/dialect.ts";
@@ -95,6 +95,11 @@ export function bundledPiCli(): string {
 	return join(piPackageDir(), "dist/bundle/cli.js");
 }
 
+/** True when `command` is a Node binary (this one, or one named node, node22, …), which takes Node's flags. */
+export function isNode(command: string): boolean {
+	return command === process.execPath || /^node(js)?[\d.]*$/.test(basename(command));
+}
+
 /** True when `child` (already real) is `root` or lies below it. */
 export function isInside(root: string, child: string): boolean {
 	const rel = relative(root, child);
@@ -144,7 +149,10 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 	if (restoring) body = { ...body, provider: undefined, model: undefined, thinkingLevel: undefined, name: undefined };
 	const cwd = workingFolder(config, body, at.id);
 	const [command, ...prefix] = config.piCommand ?? [process.execPath, bundledPiCli()];
-	const args = [...prefix, "--mode", "rpc"];
+	// Node's flags go before pi's script, on argv: only the operator's config names them (never a
+	// request), and they reach pi alone, not the node processes its tools start.
+	const nodeOptions = isNode(command as string) ? nodeFlags(config.piNodeOptions) : [];
+	const args = [...nodeOptions, ...prefix, "--mode", "rpc"];
 	// Each pi process keeps its files in a folder of its own (session-files.ts): the one of the file
 	// it starts on, or a new one.
 	let sessionDir: string | undefined;
