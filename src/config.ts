@@ -275,6 +275,10 @@ export const ConfigSchema = z.object({
 		.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
 		.default("info")
 		.describe("Log level: fatal, error, warn, info, debug, trace or silent (JSON lines on stdout)"),
+	logFormat: z
+		.enum(["auto", "json", "pretty"])
+		.default("auto")
+		.describe("The log on stdout: json (one object a line), pretty (for a person), auto: pretty on a terminal"),
 });
 
 /** The settings as parseConfig leaves them: the workspace root and the default cwd always decided. */

@@ -262,6 +262,18 @@ async function main(): Promise<void> {
 	);
 	if (!gateway.sandbox.enabled)
 		console.error(`pi-gateway: sandbox off (${gateway.sandbox.reason}): pi and its tools run unconfined as this user`);
+	const { keysFile, approvalPoliciesFile, webhooksFile } = gateway.loaded;
+	const count = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`;
+	if (keysFile) console.error(`pi-gateway: API keys from ${keysFile.path} (${count(keysFile.keys, "key")})`);
+	if (approvalPoliciesFile)
+		console.error(
+			`pi-gateway: approval policies from ${approvalPoliciesFile.path} (${count(approvalPoliciesFile.rules, "rule")})`,
+		);
+	if (webhooksFile)
+		console.error(`pi-gateway: webhooks from ${webhooksFile.path} (${count(webhooksFile.webhooks, "webhook")})`);
+	console.error(
+		`pi-gateway: listening on ${gateway.url}; API reference ${gateway.url}/docs, console ${gateway.url}/console`,
+	);
 	// Whatever ends this process, no pi child outlives it unasked (they would also exit on stdin EOF).
 	process.on("exit", () => gateway.registry.killAll());
 	let signals = 0;

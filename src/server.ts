@@ -5,6 +5,7 @@ import { hostname } from "node:os";
 import type { DatabaseSync } from "node:sqlite";
 import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
+import pinoPretty from "pino-pretty";
 import { createApp } from "./app.ts";
 import { Cluster } from "./cluster/cluster.ts";
 import { clusterKeys, databaseUrlOnArgv, resolveClusterSecret, resolveDatabaseUrl } from "./cluster/credentials.ts";
@@ -47,6 +48,8 @@ export interface Gateway {
 	keys?: KeyStore;
 	/** Cluster mode (--database-url): this node's membership. */
 	cluster?: Cluster;
+	/** The keys, policies and webhooks files read at start, with their counts. */
+	loaded: LoadedFiles;
 	/** Stop accepting, end streams, stop every child. Idempotent. */
 	close(): Promise<void>;
 }
@@ -63,6 +66,20 @@ export interface StartOptions {
 	databasePasswordOnArgv?: boolean;
 }
 
+/** JSON lines on stdout (for `| jq` and log shippers), or pino-pretty's lines for a person at a terminal. */
+function gatewayLogger(config: Config): Logger {
+	const pretty = config.logFormat === "pretty" || (config.logFormat === "auto" && process.stdout.isTTY === true);
+	if (!pretty) return pino({ level: config.logLevel });
+	return pino({ level: config.logLevel }, pinoPretty({ destination: 1, sync: true, colorize: process.stdout.isTTY }));
+}
+
+/** The files read at start, with what they held: said at start (main.ts) and in the listening log. */
+export interface LoadedFiles {
+	keysFile?: { path: string; keys: number };
+	approvalPoliciesFile?: { path: string; rules: number };
+	webhooksFile?: { path: string; webhooks: number };
+}
+
 export async function startGateway(input: ConfigInput, logger?: Logger, options: StartOptions = {}): Promise<Gateway> {
 	const config = parseConfig(input);
 	if (!loopback.test(config.host) && !config.auth) {
@@ -70,7 +87,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	}
 	if (!config.auth && (config.keysFile || config.jwtJwksUrl))
 		throw new Error("--no-auth contradicts --keys-file and --jwt-jwks-url");
-	const log = logger ?? pino({ level: config.logLevel });
+	const log = logger ?? gatewayLogger(config);
 	const tokenSource = resolveToken(config, options.tokenFrom);
 	if (tokenSource.kind === "argv")
 		log.warn(
@@ -215,9 +232,21 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		}
 	}
 	const tokenFile = "path" in tokenSource ? tokenSource.path : undefined;
+	const loaded: LoadedFiles = {};
+	if (config.keysFile && keys) loaded.keysFile = { path: config.keysFile, keys: keys.size };
+	if (config.approvalPoliciesFile)
+		loaded.approvalPoliciesFile = { path: config.approvalPoliciesFile, rules: gatewayPolicies.rules.length };
+	if (config.webhooksFile)
+		loaded.webhooksFile = {
+			path: config.webhooksFile,
+			webhooks: (await webhooks.list()).filter((hook) => hook.static).length,
+		};
 	log.info(
 		{
 			url,
+			docs: `${url}/docs`,
+			console: `${url}/console`,
+			...loaded,
 			demo: config.demo,
 			workspaceRoot: config.workspaceRoot,
 			defaultCwd: config.defaultCwd,
@@ -259,5 +288,5 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		})();
 		return closing;
 	};
-	return { url, port, config, registry, connections, tokenSource, sandbox, webhooks, keys, cluster, close };
+	return { url, port, config, registry, connections, tokenSource, sandbox, webhooks, keys, cluster, loaded, close };
 }

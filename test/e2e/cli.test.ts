@@ -1,9 +1,10 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createKey } from "../../src/http/keys.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // The CLI as a user meets it: what --help promises, and the lines printed at start about the token.
@@ -19,17 +20,37 @@ beforeAll(async () => {
 	root = mkdtempSync(join(tmpdir(), "pi-gateway-cli-"));
 });
 afterAll(async () => {
-	for (const child of launched) child.kill("SIGKILL");
+	for (const child of launched) {
+		if (child.exitCode !== null || child.signalCode !== null) continue;
+		if (child.spawnargs[0] === "npm") process.kill(-(child.pid as number), "SIGKILL");
+		else child.kill("SIGKILL");
+	}
 	await gw?.stop();
 	rmSync(root, { recursive: true, force: true });
 });
 
 /** Starts the CLI on a free port and returns what it printed on stderr once it listens. */
 async function start(args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
-	const child = spawn(process.execPath, ["src/main.ts", "--port", "0", ...args], {
+	return (await launch(args, env)).err;
+}
+
+/**
+ * Starts the CLI (or `npm start --silent --` with `viaNpm`) on a free port; once it listens,
+ * stops it and returns what it printed on stdout and stderr.
+ */
+async function launch(
+	args: string[],
+	env: NodeJS.ProcessEnv = {},
+	viaNpm = false,
+	listening = '"pi-gateway listening"',
+): Promise<{ out: string; err: string }> {
+	const [command, ...prefix] = viaNpm ? ["npm", "start", "--silent", "--"] : [process.execPath, "src/main.ts"];
+	const child = spawn(command as string, [...prefix, "--port", "0", ...args], {
 		cwd: repo,
 		env: { ...process.env, ...env },
 		stdio: ["ignore", "pipe", "pipe"],
+		// npm → sh → node: a group of its own, so a failed test's cleanup reaches the gateway too.
+		detached: viaNpm,
 	});
 	launched.push(child);
 	let out = "";
@@ -40,10 +61,12 @@ async function start(args: string[], env: NodeJS.ProcessEnv = {}): Promise<strin
 	child.stderr?.on("data", (c) => {
 		err += c;
 	});
-	await until(() => out.includes('"pi-gateway listening"') && err.length > 0, 20_000);
-	child.kill("SIGTERM");
+	await until(() => out.includes(listening) && err.includes("pi-gateway: listening on"), 20_000);
+	// The gateway itself, by the pid it logs: npm would not pass a SIGTERM on to it.
+	const pid = viaNpm ? Number(/"pid":(\d+)/.exec(out)?.[1]) : (child.pid as number);
+	process.kill(pid, "SIGTERM");
 	await new Promise((r) => child.once("exit", r));
-	return err;
+	return { out, err };
 }
 
 describe("--help", () => {
@@ -148,5 +171,81 @@ describe("keys", () => {
 		} finally {
 			await withKeys.stop();
 		}
+	});
+});
+
+describe("the log at start", () => {
+	const files = () => {
+		const dir = join(root, "files");
+		const keysFile = join(dir, "keys.json");
+		const policies = join(dir, "policies.yaml");
+		const webhooks = join(dir, "webhooks.json");
+		mkdirSync(dir, { recursive: true });
+		createKey(keysFile, "alice", ["sessions:read"]);
+		createKey(keysFile, "bob", ["sessions:read"]);
+		writeFileSync(policies, "rules:\n  - name: ls-ok\n    match:\n      title: ls\n    action: allow\n");
+		const secret = `whsec_${Buffer.alloc(32, 7).toString("base64")}`;
+		writeFileSync(
+			webhooks,
+			JSON.stringify([{ id: "ops", url: "https://hooks.example.com/pi", events: ["session.crashed"], secret }]),
+		);
+		return { keysFile, policies, webhooks };
+	};
+
+	it("stdout is only the JSON log (also through npm start --silent); stderr says which files it loaded and where /docs and /console are", async () => {
+		const { keysFile, policies, webhooks } = files();
+		const args = [
+			"--data-dir",
+			join(root, "log"),
+			"--keys-file",
+			keysFile,
+			"--approval-policies-file",
+			policies,
+			"--webhooks-file",
+			webhooks,
+		];
+		for (const viaNpm of [false, true]) {
+			const { out, err } = await launch(args, {}, viaNpm);
+			const lines = out.split("\n").filter(Boolean);
+			const records = lines.map((line) => JSON.parse(line));
+			const listening = records.find((r) => r.msg === "pi-gateway listening");
+			const url = listening.url as string;
+			expect(listening).toMatchObject({
+				docs: `${url}/docs`,
+				console: `${url}/console`,
+				keysFile: { path: keysFile, keys: 2 },
+				approvalPoliciesFile: { path: policies, rules: 1 },
+				webhooksFile: { path: webhooks, webhooks: 1 },
+			});
+			expect(err).toContain(`pi-gateway: API keys from ${keysFile} (2 keys)`);
+			expect(err).toContain(`pi-gateway: approval policies from ${policies} (1 rule)`);
+			expect(err).toContain(`pi-gateway: webhooks from ${webhooks} (1 webhook)`);
+			expect(err).toContain(`pi-gateway: listening on ${url}; API reference ${url}/docs, console ${url}/console`);
+		}
+	});
+
+	it("--log-format pretty prints pino-pretty's lines instead, and a terminal gets them by default", async () => {
+		const pretty = await launch(
+			["--data-dir", join(root, "pretty"), "--log-format", "pretty"],
+			{},
+			false,
+			"pi-gateway listening",
+		);
+		expect(pretty.out).toMatch(/INFO.*pi-gateway listening/);
+		expect(pretty.out).not.toContain('"msg":"pi-gateway listening"');
+		// stdout a terminal (script(1) gives the CLI a pty): pretty unless told otherwise.
+		// The gateway is killed by its pid: script(1) closing the pty would only send it SIGHUP (a keys reload).
+		const pidFile = join(root, "tty.pid");
+		const cli = `echo $$ > ${pidFile}; exec ${JSON.stringify(process.execPath)} src/main.ts --port 0 --data-dir ${join(root, "tty")}`;
+		const tty = spawn("script", ["-qfec", cli, "/dev/null"], { cwd: repo, stdio: ["pipe", "pipe", "pipe"] });
+		launched.push(tty);
+		let seen = "";
+		tty.stdout?.on("data", (c) => {
+			seen += c;
+		});
+		await until(() => seen.includes("pi-gateway: listening on") && /INFO.*pi-gateway listening/.test(seen), 20_000);
+		expect(seen).not.toContain('"msg":"pi-gateway listening"');
+		process.kill(Number(readFileSync(pidFile, "utf8")), "SIGTERM");
+		await new Promise((r) => tty.once("exit", r));
 	});
 });
