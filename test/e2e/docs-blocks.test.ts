@@ -2,9 +2,18 @@ import { execFileSync, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join, normalize } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DocBlock, fits, normalise, outputMark, repo, scriptOf, shellBlocks } from "../helpers/doc-blocks.ts";
+import {
+	type DocBlock,
+	docFiles,
+	fits,
+	normalise,
+	outputMark,
+	repo,
+	scriptOf,
+	shellBlocks,
+} from "../helpers/doc-blocks.ts";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { startReceiver } from "../helpers/receiver.ts";
 
@@ -43,6 +52,31 @@ describe("docs: every shell block has a runner or says why not", () => {
 		expect(marker, "a comment before a shell block is `run by test/…` or `not run: why`").toMatch(
 			/^not run: \S.{10,}/s,
 		);
+	});
+});
+
+describe("docs: every relative link of README.md and docs/ resolves", () => {
+	const slug = (title: string) =>
+		title
+			.toLowerCase()
+			.replace(/[^\p{L}\p{N} _-]/gu, "")
+			.replace(/ /g, "-");
+	const headings = (file: string) =>
+		new Set(
+			readFileSync(join(repo, file), "utf8")
+				.split("\n")
+				.filter((line) => /^#+ /.test(line))
+				.map((line) => slug(line.replace(/^#+ /, ""))),
+		);
+	it.each(docFiles())("%s", (file) => {
+		const text = readFileSync(join(repo, file), "utf8").replace(/```[\s\S]*?```/g, "");
+		for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+			if (/^(https?:|mailto:)/.test(target as string)) continue;
+			const [path, anchor] = (target as string).split("#");
+			const into = path ? normalize(join(dirname(file), path)) : file;
+			expect(existsSync(join(repo, into)), `${file}: ${target}`).toBe(true);
+			if (anchor && into.endsWith(".md")) expect(headings(into).has(anchor), `${file}: ${target}`).toBe(true);
+		}
 	});
 });
 
