@@ -2,7 +2,8 @@
  * 3. Many registered, stopped sessions in one cluster: the rows are written straight into
  * PostgreSQL (owner NULL: released, as a node leaves them), cloned from a record a real node
  * saved, so they are in the store's own format. Measured on a node started on an empty registry
- * and on one started on the full registry: its start, its memory, and GET /v1/sessions.
+ * and on one started on the full registry: its start, its memory, GET /v1/sessions (its first
+ * page, what a call without a limit answers) and every page walked by cursor.
  */
 import { randomUUID } from "node:crypto";
 import type { ClusterNode } from "../test/helpers/cluster.ts";
@@ -64,13 +65,15 @@ async function measure(h: BenchCluster, db: string, registered: number, starts: 
 	const atStart = await h.memory(measured);
 	const times: number[] = [];
 	let bytes = 0;
+	// The unpaged call: the first page (default limit 100), as a client that names no limit gets it.
 	for (let i = -2; i < lists; i++) {
 		const res = await h.call(measured, "GET", "/v1/sessions");
-		if (res.status !== 200 || res.json.sessions.length !== registered)
+		if (res.status !== 200 || res.json.sessions.length !== Math.min(registered, firstPage))
 			throw new Error(`GET /v1/sessions: HTTP ${res.status}, ${res.json.sessions?.length} sessions`);
 		if (i >= 0) times.push(res.ms);
 		bytes = res.bytes;
 	}
+	const walk = await everyPage(h, measured, registered);
 	const afterLists = await h.memory(measured);
 	await h.stop(measured);
 	times.sort((a, b) => a - b);
@@ -82,7 +85,28 @@ async function measure(h: BenchCluster, db: string, registered: number, starts: 
 		listP50: percentile(times, 50),
 		listP99: percentile(times, 99),
 		bytes,
+		walk,
 	};
+}
+
+const firstPage = 100;
+
+/** Every page at the largest limit (500), cursor after cursor: what listing all of them costs now. */
+async function everyPage(h: BenchCluster, node: ClusterNode, registered: number) {
+	let cursor: string | null = null;
+	let ms = 0;
+	let bytes = 0;
+	let seen = 0;
+	do {
+		const res = await h.call(node, "GET", `/v1/sessions?limit=500${cursor ? `&cursor=${cursor}` : ""}`);
+		if (res.status !== 200) throw new Error(`GET /v1/sessions?limit=500: HTTP ${res.status}`);
+		ms += res.ms;
+		bytes += res.bytes;
+		seen += res.json.sessions.length;
+		cursor = res.json.nextCursor;
+	} while (cursor);
+	if (seen !== registered) throw new Error(`every page: ${seen} sessions of ${registered}`);
+	return { ms, bytes };
 }
 
 export async function registry(h: BenchCluster, count: number, starts: number, lists: number): Promise<Row[][]> {
@@ -100,9 +124,11 @@ export async function registry(h: BenchCluster, count: number, starts: number, l
 		"node start p50 ms": m.startMs,
 		"RSS MB": m.atStart.rssBytes / MB,
 		"JS heap MB": m.atStart.heapBytes / MB,
-		"GET /v1/sessions p50 ms": m.listP50,
+		"GET /v1/sessions (first page) p50 ms": m.listP50,
 		"p99 ms": m.listP99,
 		"body KB": m.bytes / 1024,
+		"every page (limit 500) ms": m.walk.ms,
+		"every page KB": m.walk.bytes / 1024,
 		"RSS MB after lists": m.afterLists.rssBytes / MB,
 		"JS heap MB after lists": m.afterLists.heapBytes / MB,
 	});

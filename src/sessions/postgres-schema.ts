@@ -108,6 +108,12 @@ ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_pkey, ADD PRIMARY 
 		name: "the changes of settled runs survive their session's move to another node",
 		sql: "CREATE TABLE workspace_runs (session_id text NOT NULL, run_id text NOT NULL, settled_at timestamptz NOT NULL DEFAULT now(), changes text NOT NULL, PRIMARY KEY (session_id, run_id));",
 	},
+	{
+		version: 10,
+		// The expression src/cluster/session-rows.ts orders by, so a page is an index range, not a sort of every record.
+		name: "GET /v1/sessions pages the stored sessions in their list order (createdAt, id)",
+		sql: `CREATE INDEX sessions_list_order ON sessions (((record::json->>'createdAt') COLLATE "C"), (id COLLATE "C"));`,
+	},
 ];
 
 /** An arbitrary constant: the advisory lock every node takes while it migrates. */
