@@ -13,6 +13,7 @@ const session = {
 	resumable: true,
 	name: null,
 	status: "idle",
+	node: null,
 	pid: 42,
 	cwd: "/w",
 	persist: true,
