@@ -11,6 +11,7 @@ import { fanout, idleSubscribers, latency, throughput } from "./events.ts";
 import { startGatewayProcess, stubPi, table } from "./lib.ts";
 import { optionSets, piMemory } from "./pi-memory.ts";
 import { fullRun, scale, sessionStart } from "./real-pi.ts";
+import { sessionList } from "./session-list.ts";
 import { snapshotCost } from "./workspace.ts";
 
 const smoke = process.argv.includes("--smoke");
@@ -132,5 +133,11 @@ if (want("workspace"))
 	);
 
 if (want("console")) console.log(table("8. Console first load (what GET /console/ fetches)", consoleFirstLoad()));
+
+if (want("list")) {
+	const count = smoke ? 300 : 10_000;
+	const rows = await sessionList(count, smoke ? 3 : 20);
+	console.log(table(`10. GET /v1/sessions on one gateway (SQLite) holding ${count} stopped sessions`, rows));
+}
 
 await runClusterBenchmarks(smoke, want);
