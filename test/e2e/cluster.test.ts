@@ -112,7 +112,7 @@ describe("cluster mode: the session list and who owns what", () => {
 			databaseUrl,
 			nodes: [a, b],
 		} = await cluster(["a", "b"], ["--max-live-sessions=1"], 60_000);
-		const [na, nb] = [a, b] as ClusterNode[];
+		const [na, nb] = [a, b] as [ClusterNode, ClusterNode];
 		const first = (await na.api("/v1/sessions", { method: "POST", json: {} })).body;
 		expect(first.node).toBe("a");
 		expect((await nb.api(`/v1/sessions/${first.id}`)).body.node).toBe("a");
