@@ -14,16 +14,6 @@ export type Claim =
 			rules?: string;
 	  };
 
-export interface ListedRow {
-	id: string;
-	record: string;
-	owner: string | null;
-	url: string | null;
-	live: boolean;
-	access_owner: string | null;
-	access_grants: string | null;
-}
-
 /**
  * Takes session `id` for `node` when no live node holds it, in one transaction (the row locked).
  * Says who holds it otherwise, or that it does not exist (with its tombstone, if it was buried).
@@ -88,15 +78,4 @@ export async function ownerOf(pool: pg.Pool, id: string): Promise<{ node: string
 	);
 	const row = rows[0];
 	return row && { node: row.owner, url: row.url };
-}
-
-/** Every session row with its owner (live or not) and its access record. */
-export async function listSessionRows(pool: pg.Pool): Promise<ListedRow[]> {
-	const { rows } = await pool.query<ListedRow>(
-		`SELECT s.id, s.record, s.owner, n.url, COALESCE(n.lease_until > now(), false) AS live,
-			        a.owner AS access_owner, a.grants AS access_grants
-			 FROM sessions s LEFT JOIN nodes n ON n.id = s.owner LEFT JOIN session_access a ON a.session_id = s.id
-			 ORDER BY s.id`,
-	);
-	return rows;
 }

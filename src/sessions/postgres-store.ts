@@ -5,8 +5,8 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
 import pg from "pg";
-import { type Claim, claimSession, type ListedRow, listSessionRows, ownerOf } from "./postgres-claims.ts";
-import { migrate, needDatabase, redact, transaction } from "./postgres-schema.ts";
+import { type Claim, claimSession, ownerOf } from "./postgres-claims.ts";
+import { migrate, redact, transaction } from "./postgres-schema.ts";
 import { tombstoneMs } from "./records.ts";
 import type { SessionStore, StoredSession, StoreEvents, Tombstone } from "./session-store.ts";
 import { SqliteStore } from "./sqlite-store.ts";
@@ -266,11 +266,6 @@ export class PostgresStore implements SessionStore {
 		return ownerOf(this.#pool, id);
 	}
 
-	/** Who owns each session, and who may see it: the cluster-wide list reads this. */
-	listRows(): Promise<ListedRow[]> {
-		return needDatabase("Sessions cannot be listed", () => listSessionRows(this.#pool));
-	}
-
 	/** Keeps who owns a session and whom it is shared with, so the next owner knows (access.ts). */
 	saveAccess(sessionId: string, owner: string, grants: unknown[]): void {
 		this.#write(`access:${sessionId}`, () =>
@@ -322,5 +317,5 @@ export class PostgresStore implements SessionStore {
 const mine = (column: string, node: string) =>
 	`${column} = ${node} AND EXISTS (SELECT 1 FROM nodes WHERE id = ${node} AND lease_until > now())`;
 
-export type { Claim, ListedRow } from "./postgres-claims.ts";
+export type { Claim } from "./postgres-claims.ts";
 export { migrate, migrations, redact } from "./postgres-schema.ts";
