@@ -15,6 +15,8 @@ import { now, percentile, readPipe } from "./lib.ts";
 export const optionSets: { label: string; options: string }[] = [
 	{ label: "defaults", options: "" },
 	{ label: "semi=1", options: "--max-semi-space-size=1" },
+	{ label: "semi=2 (the gateway's default)", options: "--max-semi-space-size=2" },
+	{ label: "semi=4", options: "--max-semi-space-size=4" },
 	{ label: "optimize-for-size", options: "--optimize-for-size" },
 	{ label: "semi=1 + optimize-for-size", options: "--max-semi-space-size=1 --optimize-for-size" },
 	{

@@ -145,11 +145,13 @@ export function childEnv(source: NodeJS.ProcessEnv, options: ChildEnvOptions = {
 
 /**
  * Node's flags for a pi child (--pi-node-options). Memory per live session bounds how many a machine
- * holds; a 1 MiB young generation (Node's default grows it to 16 MiB) takes a fifth off pi's RSS at
- * no measured CPU cost. --optimize-for-size would take 5 % more but costs 1.4–1.7× pi's CPU per run
- * (BENCHMARKS.md, table 9), so it is left to the operator.
+ * holds, and most of what an idle pi holds beyond its code is V8's young generation, which Node lets
+ * grow to 16 MiB per semi-space: 2 MiB takes a fifth off pi's RSS after a long run at no measured
+ * CPU or start-up cost. 1 MiB saves 4 % more for about 10 % more CPU and a slower start, and
+ * --optimize-for-size 4 % more again for 1.2–1.4× the CPU per run (BENCHMARKS.md, "Cost of a
+ * session"), so those are left to the operator.
  */
-export const defaultPiNodeOptions = "--max-semi-space-size=1";
+export const defaultPiNodeOptions = "--max-semi-space-size=2";
 
 /** Why a --pi-node-options value is refused, or undefined: flags only, never a script or an inspector. */
 export function nodeFlagsProblem(value: string): string | undefined {

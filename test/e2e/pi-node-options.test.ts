@@ -115,14 +115,14 @@ describe("--pi-node-options", () => {
 		const gw = await gateway({
 			sandbox: "on",
 			warmPool: 1,
-			piNodeOptions: "--max-old-space-size=300  --max-semi-space-size=2",
+			piNodeOptions: "--max-old-space-size=300  --max-semi-space-size=3",
 		});
 		await until(() => gw.registry.pool?.readyCount === 1, 20_000);
 		const pooled = new Set(gw.registry.pool?.readyPids ?? []);
 		const created = await gw.api("/v1/sessions", { method: "POST", json: {} });
 		expect(pooled.has(created.body.pid)).toBe(true);
 		expect(await nodeFlagsOf(gw, created.body.id)).toEqual({
-			execArgv: ["--max-old-space-size=300", "--max-semi-space-size=2"],
+			execArgv: ["--max-old-space-size=300", "--max-semi-space-size=3"],
 			nodeOptions: null,
 		});
 		expect(await toolNodeOptions(gw, created.body.id)).toBe("[]\n");
@@ -131,8 +131,8 @@ describe("--pi-node-options", () => {
 	it("on the command line and in the environment, an empty value is Node's defaults too", async () => {
 		const empty = await cli([], { PI_GATEWAY_PI_NODE_OPTIONS: "" });
 		expect(empty).toEqual({ execArgv: [], nodeOptions: null });
-		const given = await cli(["--pi-node-options=--max-semi-space-size=2"], {});
-		expect(given).toEqual({ execArgv: ["--max-semi-space-size=2"], nodeOptions: null });
+		const given = await cli(["--pi-node-options=--max-semi-space-size=3"], {});
+		expect(given).toEqual({ execArgv: ["--max-semi-space-size=3"], nodeOptions: null });
 	});
 
 	it("takes flags only: no script, no inspector", () => {
