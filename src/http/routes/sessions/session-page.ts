@@ -26,13 +26,9 @@ export const SessionListQuery = z.object({
 		.optional()
 		.openapi({ description: "`nextCursor` of an earlier page: only sessions created after its last one" }),
 	status: SessionStatus.optional(),
-	node: z
-		.string()
-		.max(100)
-		.optional()
-		.openapi({
-			description: "Cluster mode: only sessions this node runs (`node` of a session); none on a single gateway",
-		}),
+	node: z.string().max(100).optional().openapi({
+		description: "Cluster mode: only sessions this node runs (`node` of a session); none on a single gateway",
+	}),
 	principal: z.string().max(200).optional().openapi({
 		description: "Only sessions this principal owns; naming another principal than the caller's needs the admin scope",
 	}),
