@@ -170,9 +170,15 @@ describe.skipIf(!nginx || !has("openssl"))("docs/cluster.md: two nodes on one ho
 		proxy = spawn(nginx as string, nginxArgs(), { stdio: ["ignore", "ignore", "pipe"] });
 		await until("nginx", () => answers(`${lb}/healthz`), 15_000);
 		const auth = { authorization: `Bearer ${token}` };
-		const info = await (await fetch(`${lb}/v1/info`, { headers: auth })).json();
-		expect(JSON.stringify(info)).toContain('"n1"');
-		expect(JSON.stringify(info)).toContain('"n2"');
+		// A node lists the nodes as of its last lease renewal: one that joined after it shows at the next.
+		await until(
+			"both nodes listed",
+			async () => {
+				const info = JSON.stringify(await (await fetch(`${lb}/v1/info`, { headers: auth })).json());
+				return info.includes('"n1"') && info.includes('"n2"');
+			},
+			30_000,
+		);
 		const created = await fetch(`${lb}/v1/sessions`, {
 			method: "POST",
 			headers: { ...auth, "content-type": "application/json" },

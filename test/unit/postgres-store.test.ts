@@ -34,7 +34,7 @@ describe("PostgresStore", () => {
 		const pools = Array.from({ length: 4 }, () => new pg.Pool({ connectionString: url, max: 1 }));
 		try {
 			const applied = await Promise.all(pools.map((p) => migrate(p)));
-			expect(applied.flat().sort()).toEqual(migrations.map((m) => m.version));
+			expect(applied.flat().sort((a, b) => a - b)).toEqual(migrations.map((m) => m.version));
 			const { rows } = await (pools[0] as pg.Pool).query("SELECT version FROM pi_gateway_migrations ORDER BY version");
 			expect(rows.map((r) => r.version)).toEqual(migrations.map((m) => m.version));
 			expect(await migrate(pools[0] as pg.Pool)).toEqual([]);
