@@ -7,23 +7,23 @@ import { ZodError } from "zod";
 import type { Cluster } from "./cluster/cluster.ts";
 import type { Config } from "./config.ts";
 import { GatewayError } from "./errors.ts";
-import { AuditLog, audit } from "./http/audit.ts";
-import { BodyRoutes, bodyGuard } from "./http/body-guard.ts";
-import { clusterRouting, declareClusterRetries, durableAnswers, ticketReconnects } from "./http/cluster-routing.ts";
-import type { Deps } from "./http/deps.ts";
-import { declareIdempotency, IdempotentRoutes, idempotency } from "./http/idempotency.ts";
-import type { IdempotencyKeys } from "./http/idempotency-store.ts";
-import { instrument } from "./http/instrument.ts";
-import { JwtVerifier } from "./http/jwt.ts";
-import type { KeyStore } from "./http/keys.ts";
-import { AllowedMethods, headWithoutBody, methodGuard } from "./http/methods.ts";
-import { accessLog, bearerAuth, hostCheck, pathEncoding, requestId } from "./http/middleware.ts";
-import { type AppEnv, createRouter, invalid } from "./http/openapi.ts";
-import { sessionOwnership } from "./http/ownership.ts";
-import { declareScopes, requireScope, ScopedRoutes } from "./http/principals.ts";
-import { ApiError, type Problem, toProblem } from "./http/problem.ts";
-import { Metrics } from "./http/prometheus.ts";
-import { declareRateLimits, liveSessionLimit, requestLimit } from "./http/rate-limits.ts";
+import { JwtVerifier } from "./http/auth/jwt.ts";
+import type { KeyStore } from "./http/auth/keys.ts";
+import { sessionOwnership } from "./http/auth/ownership.ts";
+import { declareScopes, requireScope, ScopedRoutes } from "./http/auth/principals.ts";
+import { declareRateLimits, liveSessionLimit, requestLimit } from "./http/auth/rate-limits.ts";
+import { StreamTickets } from "./http/auth/tickets.ts";
+import {
+	clusterRouting,
+	declareClusterRetries,
+	durableAnswers,
+	ticketReconnects,
+} from "./http/cluster/cluster-routing.ts";
+import { declareIdempotency, IdempotentRoutes, idempotency } from "./http/idempotency/idempotency.ts";
+import type { IdempotencyKeys } from "./http/idempotency/idempotency-store.ts";
+import { AuditLog, audit } from "./http/observability/audit.ts";
+import { instrument } from "./http/observability/instrument.ts";
+import { Metrics } from "./http/observability/prometheus.ts";
 import { approvalsRouter } from "./http/routes/approvals/approvals.index.ts";
 import { approvalHistoryRouter } from "./http/routes/approvals/history.index.ts";
 import { auditRouter } from "./http/routes/audit/audit.index.ts";
@@ -45,7 +45,12 @@ import { webhooksRouter } from "./http/routes/webhooks/webhooks.index.ts";
 import { workspaceChangesRouter } from "./http/routes/workspace/changes.index.ts";
 import { closeAfterRefusedUpload, isUpload, workspaceFilesRouter } from "./http/routes/workspace/files.index.ts";
 import { StreamEvent } from "./http/streams/event-schemas.ts";
-import { StreamTickets } from "./http/tickets.ts";
+import { BodyRoutes, bodyGuard } from "./http/transport/body-guard.ts";
+import type { Deps } from "./http/transport/deps.ts";
+import { AllowedMethods, headWithoutBody, methodGuard } from "./http/transport/methods.ts";
+import { accessLog, bearerAuth, hostCheck, pathEncoding, requestId } from "./http/transport/middleware.ts";
+import { type AppEnv, createRouter, invalid } from "./http/transport/openapi.ts";
+import { ApiError, type Problem, toProblem } from "./http/transport/problem.ts";
 import { SessionAccess } from "./sessions/access.ts";
 import type { ApprovalHistory } from "./sessions/approval-history.ts";
 import type { PolicyEngine } from "./sessions/policy-engine.ts";

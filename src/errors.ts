@@ -1,7 +1,7 @@
 /**
  * An error the gateway's domain (pi children, sessions, approvals, the registry) raises on
  * purpose: an HTTP-style status, a stable machine-readable code, and a sentence for people.
- * It knows nothing of HTTP framing; src/http/problem.ts renders it as problem+json, which is
+ * It knows nothing of HTTP framing; src/http/transport/problem.ts renders it as problem+json, which is
  * why this module imports neither hono nor zod.
  */
 export class GatewayError extends Error {

@@ -6,8 +6,8 @@ import { parseArgs } from "node:util";
 import { ZodError } from "zod";
 import { databaseUrlOnArgv, hasPassword } from "./cluster/credentials.ts";
 import { type ConfigInput, ConfigSchema } from "./config.ts";
-import { createKey, readKeysFile, revokeKeys } from "./http/keys.ts";
-import { Scope, scopes } from "./http/principals.ts";
+import { createKey, readKeysFile, revokeKeys } from "./http/auth/keys.ts";
+import { Scope, scopes } from "./http/auth/principals.ts";
 import { startGateway } from "./server.ts";
 import { tokenNotice } from "./token.ts";
 

@@ -12,11 +12,11 @@ import { clusterKeys, databaseUrlOnArgv, resolveClusterSecret, resolveDatabaseUr
 import { PostgresOutbox } from "./cluster/webhook-outbox.ts";
 import { PostgresWebhooks } from "./cluster/webhooks.ts";
 import { type Config, type ConfigInput, parseConfig } from "./config.ts";
-import { AuditLog } from "./http/audit.ts";
-import { ConnectionGuard } from "./http/connections.ts";
-import { IdempotencyStore } from "./http/idempotency-store.ts";
-import { KeyStore } from "./http/keys.ts";
-import { PostgresIdempotencyStore } from "./http/postgres-idempotency-store.ts";
+import { KeyStore } from "./http/auth/keys.ts";
+import { IdempotencyStore } from "./http/idempotency/idempotency-store.ts";
+import { PostgresIdempotencyStore } from "./http/idempotency/postgres-idempotency-store.ts";
+import { AuditLog } from "./http/observability/audit.ts";
+import { ConnectionGuard } from "./http/transport/connections.ts";
 import { SessionAccess } from "./sessions/access.ts";
 import { ApprovalHistory } from "./sessions/approval-history.ts";
 import { PolicySet } from "./sessions/policies.ts";

@@ -29,7 +29,7 @@ const releaseEveryMs = 1000;
 /**
  * Cluster mode (`--database-url`): this node's membership, its fence, and the rules that say
  * where a session lives. A session is served by the node that owns it (see PostgresStore): a
- * request for it on any other node is forwarded there (src/http/cluster-routing.ts), a session no
+ * request for it on any other node is forwarded there (src/http/cluster/cluster-routing.ts), a session no
  * live node owns is claimed by the node the request reached, and a stopped session is given back
  * so that whichever node is asked next can take it. See README "Running several nodes".
  */

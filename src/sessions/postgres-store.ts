@@ -32,7 +32,7 @@ import { SqliteStore } from "./sqlite-store.ts";
  * sessions on demand (claim), so its start does not grow with the number of sessions.
  *
  * Webhook definitions and Idempotency-Key answers are the cluster's too (src/cluster/webhooks.ts,
- * src/http/postgres-idempotency-store.ts). Webhook deliveries (each session's owner delivers its
+ * src/http/idempotency/postgres-idempotency-store.ts). Webhook deliveries (each session's owner delivers its
  * events), approval history, the audit log and remembered policies stay in the node's own
  * gateway.db (`local`), which also keeps one gateway per data dir.
  */

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKey } from "../../src/http/keys.ts";
+import { createKey } from "../../src/http/auth/keys.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // The CLI as a user meets it: what --help promises, and the lines printed at start about the token.

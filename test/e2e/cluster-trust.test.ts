@@ -3,8 +3,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { createKey } from "../../src/http/keys.ts";
-import { StreamTickets } from "../../src/http/tickets.ts";
+import { createKey } from "../../src/http/auth/keys.ts";
+import { StreamTickets } from "../../src/http/auth/tickets.ts";
 import { type ClusterNode, type NodeOptions, startNode } from "../helpers/cluster.ts";
 import { query, startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 

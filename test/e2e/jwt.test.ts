@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKey } from "../../src/http/keys.ts";
+import { createKey } from "../../src/http/auth/keys.ts";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // JWTs from an identity provider, checked against its JWKS served here on 127.0.0.1:0: the

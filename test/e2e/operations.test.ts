@@ -8,7 +8,7 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
 import { ConfigSchema, parseConfig } from "../../src/config.ts";
-import { Metrics } from "../../src/http/prometheus.ts";
+import { Metrics } from "../../src/http/observability/prometheus.ts";
 import { SessionRegistry } from "../../src/sessions/registry.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { readFrames } from "../helpers/sse.ts";

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKey } from "../../src/http/keys.ts";
+import { createKey } from "../../src/http/auth/keys.ts";
 import { startGateway } from "../../src/server.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 

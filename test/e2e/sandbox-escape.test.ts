@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKey } from "../../src/http/keys.ts";
+import { createKey } from "../../src/http/auth/keys.ts";
 import { runEscapeBattery, startDecoy } from "../helpers/escape-battery.ts";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config.ts";
-import { createKey } from "../../src/http/keys.ts";
+import { createKey } from "../../src/http/auth/keys.ts";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // A session owns its pi session files (issue 20, "A session can be pointed at another principal's

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKey } from "../../src/http/keys.ts";
+import { createKey } from "../../src/http/auth/keys.ts";
 import { specCheckedApi, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { attacks, plantAttacks } from "../helpers/workspace-attacks.ts";
 

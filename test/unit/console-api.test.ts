@@ -5,7 +5,7 @@ import { join, resolve } from "node:path";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { firstLoadBudgetBytes } from "../../console/budget.ts";
-import { createKey } from "../../src/http/keys.ts";
+import { createKey } from "../../src/http/auth/keys.ts";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // What the console needs of the API and of its build: GET /v1/whoami (who am I, which scopes: the

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { Outbox, type Sink } from "../../src/http/sse.ts";
 import { followSession } from "../../src/http/streams/follow.ts";
+import { Outbox, type Sink } from "../../src/http/streams/sse.ts";
 import { EventLog } from "../../src/sessions/event-log.ts";
 import type { Session } from "../../src/sessions/session.ts";
 

@@ -8,7 +8,7 @@ import { parse } from "yaml";
 import { generateSpec, specFiles } from "../../scripts/openapi.ts";
 import { createApp } from "../../src/app.ts";
 import { parseConfig } from "../../src/config.ts";
-import { operationsOf, walk } from "../../src/http/openapi-generators.ts";
+import { operationsOf, walk } from "../../src/http/transport/openapi-generators.ts";
 import { SessionRegistry } from "../../src/sessions/registry.ts";
 
 // Both published documents are written for SDK generators (issue 21): what each rule below

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { Outbox, type Sink } from "../../src/http/sse.ts";
-import { frame, frameBytes, gatewayFrame } from "../../src/http/sse-frames.ts";
+import { Outbox, type Sink } from "../../src/http/streams/sse.ts";
+import { frame, frameBytes, gatewayFrame } from "../../src/http/streams/sse-frames.ts";
 
 /** A socket stand-in: records writes; while `held`, each write waits until released. */
 class FakeSink implements Sink {

@@ -1,7 +1,7 @@
 import pg from "pg";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PostgresIdempotencyStore } from "../../src/http/postgres-idempotency-store.ts";
+import { PostgresIdempotencyStore } from "../../src/http/idempotency/postgres-idempotency-store.ts";
 import { migrate, migrations } from "../../src/sessions/postgres-store.ts";
 import { lease, query, startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { createApp } from "../../src/app.ts";
 import { parseConfig } from "../../src/config.ts";
-import { createKey, KeyStore } from "../../src/http/keys.ts";
+import { createKey, KeyStore } from "../../src/http/auth/keys.ts";
 import { portablePattern } from "../../src/patterns.ts";
 import { SessionRegistry } from "../../src/sessions/registry.ts";
 import { OpenApiValidator } from "../helpers/openapi-validate.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { StreamTickets } from "../../src/http/tickets.ts";
+import { StreamTickets } from "../../src/http/auth/tickets.ts";
 
 describe("StreamTickets", () => {
 	const tickets = new StreamTickets(60_000);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parsePrefer, requestedWait } from "../../src/http/wait.ts";
+import { parsePrefer, requestedWait } from "../../src/http/transport/wait.ts";
 
 describe("Prefer (RFC 7240)", () => {
 	it("parses names case-insensitively, unquotes values, ignores params, keeps the first instance", () => {

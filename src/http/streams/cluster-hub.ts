@@ -1,6 +1,6 @@
 import type { Cluster } from "../../cluster/cluster.ts";
 import type { SessionStatus } from "../../sessions/session.ts";
-import type { Outbox } from "../sse.ts";
+import type { Outbox } from "./sse.ts";
 
 /** A session as `stream_open` of GET /v1/events lists it. */
 export interface HubSession {

@@ -4,11 +4,11 @@ import type { PiCommand } from "../../pi/protocol.ts";
 import type { LoggedEvent } from "../../sessions/event-log.ts";
 import { responseId } from "../../sessions/run-result.ts";
 import type { Session } from "../../sessions/session.ts";
-import { unwrap } from "../pi-result.ts";
-import { ApiError } from "../problem.ts";
-import { Outbox, type SseOptions, sseStream } from "../sse.ts";
-import { gatewayFrame } from "../sse-frames.ts";
+import { unwrap } from "../transport/pi-result.ts";
+import { ApiError } from "../transport/problem.ts";
 import { followSession } from "./follow.ts";
+import { Outbox, type SseOptions, sseStream } from "./sse.ts";
+import { gatewayFrame } from "./sse-frames.ts";
 
 export interface CommandStreamPlan {
 	session: Session;

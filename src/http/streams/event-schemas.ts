@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { Approval } from "../../sessions/approvals.ts";
 import { SessionStatus } from "../../sessions/session.ts";
-import { AgentMessage, Usage } from "../schemas.ts";
+import { AgentMessage, Usage } from "../transport/schemas.ts";
 
 /**
  * The `data:` of each SSE frame, one schema per event type, so generated clients know what can

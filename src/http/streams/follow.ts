@@ -1,8 +1,8 @@
 import type { LoggedEvent } from "../../sessions/event-log.ts";
 import type { SessionRegistry } from "../../sessions/registry.ts";
 import type { Session } from "../../sessions/session.ts";
-import type { Outbox } from "../sse.ts";
-import { frame, frameBytes, gatewayFrame } from "../sse-frames.ts";
+import type { Outbox } from "./sse.ts";
+import { frame, frameBytes, gatewayFrame } from "./sse-frames.ts";
 
 /** Events per replay batch: big enough to fill a socket write, small enough to keep the loop responsive. */
 const REPLAY_BATCH = 256;

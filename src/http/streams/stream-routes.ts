@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { type CommandType, commandFields } from "../../pi/protocol.ts";
-import { commandErrors, jsonBody } from "../openapi.ts";
-import { SessionParams } from "../params.ts";
+import { commandErrors, jsonBody } from "../transport/openapi.ts";
+import { SessionParams } from "../transport/params.ts";
 import { EventStreamDoc, eventStreamFraming } from "./event-schemas.ts";
 
 /** The shared pieces of every streamed operation (runs and commands). */

@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { Approval, ApprovalAnswer, ApprovalStatus } from "../../../sessions/approvals.ts";
-import { json, jsonBody, problem, problems } from "../../openapi.ts";
-import { pageQuery, SessionParams } from "../../params.ts";
+import { json, jsonBody, problem, problems } from "../../transport/openapi.ts";
+import { pageQuery, SessionParams } from "../../transport/params.ts";
 
 const ApprovalParams = SessionParams.extend({
 	approvalId: z.string().openapi({ param: { name: "approvalId", in: "path" } }),

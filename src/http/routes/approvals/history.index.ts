@@ -1,8 +1,8 @@
 import type { SessionAccess } from "../../../sessions/access.ts";
 import type { ApprovalHistory } from "../../../sessions/approval-history.ts";
-import { createRouter } from "../../openapi.ts";
-import { mayAccess } from "../../ownership.ts";
-import { ApiError } from "../../problem.ts";
+import { mayAccess } from "../../auth/ownership.ts";
+import { createRouter } from "../../transport/openapi.ts";
+import { ApiError } from "../../transport/problem.ts";
 import { approvalHistory } from "./history.routes.ts";
 
 export function approvalHistoryRouter(history: () => ApprovalHistory | undefined, access: SessionAccess) {

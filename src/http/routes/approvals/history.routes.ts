@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { Approval } from "../../../sessions/approvals.ts";
-import { json, problems } from "../../openapi.ts";
-import { pageQuery } from "../../params.ts";
+import { json, problems } from "../../transport/openapi.ts";
+import { pageQuery } from "../../transport/params.ts";
 
 export const approvalHistory = createRoute({
 	operationId: "approvals.history",

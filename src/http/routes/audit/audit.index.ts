@@ -1,5 +1,5 @@
-import type { AuditLog } from "../../audit.ts";
-import { createRouter } from "../../openapi.ts";
+import type { AuditLog } from "../../observability/audit.ts";
+import { createRouter } from "../../transport/openapi.ts";
 import { auditLog } from "./audit.routes.ts";
 
 export function auditRouter(log: AuditLog) {

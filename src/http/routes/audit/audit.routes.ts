@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { AuditEntry } from "../../audit.ts";
-import { json, problems } from "../../openapi.ts";
-import { pageQuery } from "../../params.ts";
+import { AuditEntry } from "../../observability/audit.ts";
+import { json, problems } from "../../transport/openapi.ts";
+import { pageQuery } from "../../transport/params.ts";
 
 export const auditLog = createRoute({
 	operationId: "audit.list",

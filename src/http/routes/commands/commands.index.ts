@@ -1,12 +1,12 @@
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import { lacksCommand } from "../../../pi/dialect.ts";
-import type { Deps } from "../../deps.ts";
-import { commandErrors, createRouter, json, jsonBody } from "../../openapi.ts";
-import { SessionParams } from "../../params.ts";
-import { unwrap } from "../../pi-result.ts";
 import { streamOwnEvents, wantsStream } from "../../streams/command-stream.ts";
 import { sseOptions } from "../../streams/options.ts";
 import { streamedCommandDescription, streamRoute } from "../../streams/stream-routes.ts";
+import type { Deps } from "../../transport/deps.ts";
+import { commandErrors, createRouter, json, jsonBody } from "../../transport/openapi.ts";
+import { SessionParams } from "../../transport/params.ts";
+import { unwrap } from "../../transport/pi-result.ts";
 import { type CommandSpec, commandSpecs, fieldsSchema } from "./commands.table.ts";
 
 function routeOf(spec: CommandSpec): RouteConfig {

@@ -11,7 +11,7 @@ import {
 	SessionStats,
 	SlashCommand,
 	TreeNode,
-} from "../../schemas.ts";
+} from "../../transport/schemas.ts";
 
 /**
  * Every pi RPC command but prompt/steer/follow_up (runs.routes.ts: streaming and wait modes) as one HTTP

@@ -6,7 +6,7 @@
 import type { RpcCommand, RpcResponse, RpcSessionState } from "@earendil-works/pi-coding-agent";
 import type { z } from "@hono/zod-openapi";
 import type { Equal, Expect } from "../../../pi/protocol-check.ts";
-import type { Disposition, PiState } from "../../schemas.ts";
+import type { Disposition, PiState } from "../../transport/schemas.ts";
 import type { commandSpecs } from "./commands.table.ts";
 
 /** Named keys only (a loose object's output also has a `string` index signature). */

@@ -2,8 +2,8 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Hono } from "hono";
-import type { AppEnv } from "../../openapi.ts";
-import { ApiError } from "../../problem.ts";
+import type { AppEnv } from "../../transport/openapi.ts";
+import { ApiError } from "../../transport/problem.ts";
 
 /**
  * GET /console: the web console, built by `npm run build` into dist/console and shipped in the

@@ -1,13 +1,13 @@
-import type { Deps } from "../../deps.ts";
-import { createRouter } from "../../openapi.ts";
-import { mayAccess } from "../../ownership.ts";
-import { ApiError } from "../../problem.ts";
-import { Outbox, sseStream } from "../../sse.ts";
-import { gatewayFrame } from "../../sse-frames.ts";
+import { mayAccess } from "../../auth/ownership.ts";
+import { allEventsScope } from "../../auth/tickets.ts";
 import { followPeers } from "../../streams/cluster-hub.ts";
 import { followAll, followSession, typeFilter } from "../../streams/follow.ts";
 import { sseOptions } from "../../streams/options.ts";
-import { allEventsScope } from "../../tickets.ts";
+import { Outbox, sseStream } from "../../streams/sse.ts";
+import { gatewayFrame } from "../../streams/sse-frames.ts";
+import type { Deps } from "../../transport/deps.ts";
+import { createRouter } from "../../transport/openapi.ts";
+import { ApiError } from "../../transport/problem.ts";
 import { allEvents, createAllEventsTicket, sessionEvents } from "./events.routes.ts";
 
 export function eventsRouter({ registry, config, tickets, access, cluster }: Deps) {

@@ -1,8 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { problems } from "../../openapi.ts";
-import { SessionParams } from "../../params.ts";
 import { EventStreamDoc, eventStreamFraming } from "../../streams/event-schemas.ts";
 import { SseHeaders } from "../../streams/stream-routes.ts";
+import { problems } from "../../transport/openapi.ts";
+import { SessionParams } from "../../transport/params.ts";
 
 export const StreamQuery = z.object({
 	// z.coerce documents itself as nullable; a query string cannot carry null.

@@ -3,7 +3,7 @@ import type { Approval } from "../../../sessions/approvals.ts";
 import { eventJson } from "../../../sessions/event-log.ts";
 import { responseId } from "../../../sessions/run-result.ts";
 import type { Session } from "../../../sessions/session.ts";
-import { unwrap } from "../../pi-result.ts";
+import { unwrap } from "../../transport/pi-result.ts";
 
 /** An approval that holds pi's answer, with where to answer it. */
 export interface HeldApproval {

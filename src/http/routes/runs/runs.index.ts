@@ -3,13 +3,13 @@ import type { PiCommand } from "../../../pi/protocol.ts";
 import type { LoggedEvent } from "../../../sessions/event-log.ts";
 import { RunCollector, RunWatch } from "../../../sessions/run-result.ts";
 import type { Session } from "../../../sessions/session.ts";
-import type { Deps } from "../../deps.ts";
-import { createRouter } from "../../openapi.ts";
-import { ApiError } from "../../problem.ts";
-import type { SseOptions } from "../../sse.ts";
 import { streamCommand, wantsStream } from "../../streams/command-stream.ts";
 import { sseOptions } from "../../streams/options.ts";
-import { requestedWait, type WaitRequest } from "../../wait.ts";
+import type { SseOptions } from "../../streams/sse.ts";
+import type { Deps } from "../../transport/deps.ts";
+import { createRouter } from "../../transport/openapi.ts";
+import { ApiError } from "../../transport/problem.ts";
+import { requestedWait, type WaitRequest } from "../../transport/wait.ts";
 import { type Acceptance, pendingApprovals, sendUntilHeld } from "./held.ts";
 import { followUp, prompt, steer } from "./runs.routes.ts";
 

@@ -1,9 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { commandFields } from "../../../pi/protocol.ts";
 import { Approval } from "../../../sessions/approvals.ts";
-import { commandErrors, json, jsonBody } from "../../openapi.ts";
-import { SessionParams } from "../../params.ts";
-import { AgentMessage, Usage } from "../../schemas.ts";
+import { commandErrors, json, jsonBody } from "../../transport/openapi.ts";
+import { SessionParams } from "../../transport/params.ts";
+import { AgentMessage, Usage } from "../../transport/schemas.ts";
 
 export const RunAccepted = z
 	.object({

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
-import type { Deps } from "../../deps.ts";
-import { createRouter } from "../../openapi.ts";
 import { sseOptions } from "../../streams/options.ts";
+import type { Deps } from "../../transport/deps.ts";
+import { createRouter } from "../../transport/openapi.ts";
 import { streamRun } from "./runs.index.ts";
 import { followUpStream, promptStream, steerStream } from "./streams.routes.ts";
 

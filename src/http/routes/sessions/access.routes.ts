@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { SessionAccessRecord, SessionGrant } from "../../../sessions/access.ts";
-import { json, jsonBody, problems } from "../../openapi.ts";
-import { SessionParams } from "../../params.ts";
+import { json, jsonBody, problems } from "../../transport/openapi.ts";
+import { SessionParams } from "../../transport/params.ts";
 
 export const ShareBody = z
 	.strictObject({

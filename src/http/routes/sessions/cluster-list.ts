@@ -1,8 +1,8 @@
 import type { Cluster } from "../../../cluster/cluster.ts";
 import type { RowQuery } from "../../../cluster/session-rows.ts";
 import { parseStoredRecord } from "../../../sessions/records.ts";
-import { mayAccessRecord } from "../../ownership.ts";
-import { hasScope, type Principal } from "../../principals.ts";
+import { mayAccessRecord } from "../../auth/ownership.ts";
+import { hasScope, type Principal } from "../../auth/principals.ts";
 import { decodeCursor, pageOfViews, type SessionList, type SessionListQuery } from "./session-page.ts";
 import { type SessionView, storedViewOf } from "./session-view.ts";
 

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { json, problems } from "../../openapi.ts";
-import { SessionParams } from "../../params.ts";
+import { json, problems } from "../../transport/openapi.ts";
+import { SessionParams } from "../../transport/params.ts";
 import { SessionView } from "./session-view.ts";
 
 export const resumeSession = createRoute({

@@ -1,8 +1,8 @@
 import type { SessionAccess } from "../../../sessions/access.ts";
 import type { SessionRegistry } from "../../../sessions/registry.ts";
 import type { Session } from "../../../sessions/session.ts";
-import { mayAccess } from "../../ownership.ts";
-import type { Principal } from "../../principals.ts";
+import { mayAccess } from "../../auth/ownership.ts";
+import type { Principal } from "../../auth/principals.ts";
 import { comparePositions, decodeCursor, type Position, type SessionListQuery } from "./session-page.ts";
 import { type SessionView, viewOf } from "./session-view.ts";
 

@@ -1,7 +1,7 @@
 import type { Session } from "../../../sessions/session.ts";
 import type { CreateSessionBody } from "../../../sessions/spawn.ts";
-import { unwrap } from "../../pi-result.ts";
-import { ApiError } from "../../problem.ts";
+import { unwrap } from "../../transport/pi-result.ts";
+import { ApiError } from "../../transport/problem.ts";
 
 type ModelRef = { provider: string; id: string };
 const named = (model: ModelRef) => `${model.provider}/${model.id}`;

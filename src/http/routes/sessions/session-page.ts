@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { SessionStatus } from "../../../sessions/session.ts";
-import { hasScope, type Principal } from "../../principals.ts";
-import { ApiError } from "../../problem.ts";
+import { hasScope, type Principal } from "../../auth/principals.ts";
+import { ApiError } from "../../transport/problem.ts";
 import { SessionView } from "./session-view.ts";
 
 /**

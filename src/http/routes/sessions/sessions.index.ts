@@ -1,10 +1,10 @@
 import { CreateSessionBody } from "../../../sessions/spawn.ts";
-import type { Deps } from "../../deps.ts";
-import { createRouter } from "../../openapi.ts";
-import { mayAccess } from "../../ownership.ts";
-import { assertMayApproveByPolicy } from "../../policy-scope.ts";
-import { adminPrincipal, hasScope } from "../../principals.ts";
-import { ApiError } from "../../problem.ts";
+import { mayAccess } from "../../auth/ownership.ts";
+import { assertMayApproveByPolicy } from "../../auth/policy-scope.ts";
+import { adminPrincipal, hasScope } from "../../auth/principals.ts";
+import type { Deps } from "../../transport/deps.ts";
+import { createRouter } from "../../transport/openapi.ts";
+import { ApiError } from "../../transport/problem.ts";
 import { getSessionAccess, putSessionAccess } from "./access.routes.ts";
 import { clusterSessions } from "./cluster-list.ts";
 import { createStreamTicket, resumeSession } from "./lifecycle.routes.ts";

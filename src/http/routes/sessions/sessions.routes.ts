@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { CreateSessionBody } from "../../../sessions/spawn.ts";
-import { json, jsonBody, problem, problems } from "../../openapi.ts";
-import { SessionParams } from "../../params.ts";
+import { json, jsonBody, problem, problems } from "../../transport/openapi.ts";
+import { SessionParams } from "../../transport/params.ts";
 import { SessionList, SessionListQuery } from "./session-page.ts";
 import { SessionView } from "./session-view.ts";
 

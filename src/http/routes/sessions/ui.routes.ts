@@ -1,7 +1,7 @@
 import { createRoute } from "@hono/zod-openapi";
 import { UiState } from "../../../sessions/ui-state.ts";
-import { json, problems } from "../../openapi.ts";
-import { SessionParams } from "../../params.ts";
+import { json, problems } from "../../transport/openapi.ts";
+import { SessionParams } from "../../transport/params.ts";
 
 // Tagged with approvals (dialogs and UI state share a section in the docs), but it is a view of the session.
 export const getUi = createRoute({

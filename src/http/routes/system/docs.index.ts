@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { Hono } from "hono";
-import type { AppEnv } from "../../openapi.ts";
+import type { AppEnv } from "../../transport/openapi.ts";
 
 /**
  * GET /docs: Swagger UI from the installed swagger-ui-dist package (no CDN: the machine may be

@@ -1,5 +1,5 @@
-import { createRouter } from "../../openapi.ts";
-import type { Metrics } from "../../prometheus.ts";
+import type { Metrics } from "../../observability/prometheus.ts";
+import { createRouter } from "../../transport/openapi.ts";
 import { metrics as metricsRoute } from "./system.routes.ts";
 
 export function metricsRouter(metrics: Metrics) {

@@ -1,8 +1,8 @@
 import { Hono } from "hono";
 import { stringify } from "yaml";
-import type { AppEnv } from "../../openapi.ts";
-import { toOpenApi30 } from "../../openapi-30.ts";
-import { forGenerators, type Json } from "../../openapi-generators.ts";
+import type { AppEnv } from "../../transport/openapi.ts";
+import { toOpenApi30 } from "../../transport/openapi-30.ts";
+import { forGenerators, type Json } from "../../transport/openapi-generators.ts";
 
 /**
  * The API description, public (it ships in the package): the 3.1 document at /openapi.json and

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { NodeRow } from "../../../cluster/membership.ts";
-import { json, problems } from "../../openapi.ts";
+import { json, problems } from "../../transport/openapi.ts";
 
 export const healthz = createRoute({
 	operationId: "system.health",

@@ -1,6 +1,6 @@
-import { createRouter } from "../../openapi.ts";
-import { scopes } from "../../principals.ts";
-import { ApiError } from "../../problem.ts";
+import { scopes } from "../../auth/principals.ts";
+import { createRouter } from "../../transport/openapi.ts";
+import { ApiError } from "../../transport/problem.ts";
 import { whoami } from "./whoami.routes.ts";
 
 /** GET /v1/whoami: the caller's principal and scopes, read from what bearerAuth set. */

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { json, problems } from "../../openapi.ts";
-import { Scope } from "../../principals.ts";
+import { Scope } from "../../auth/principals.ts";
+import { json, problems } from "../../transport/openapi.ts";
 
 export const Whoami = z
 	.object({

@@ -1,6 +1,6 @@
 import type { WebhookService } from "../../../webhooks/service.ts";
-import { createRouter } from "../../openapi.ts";
-import { ApiError } from "../../problem.ts";
+import { createRouter } from "../../transport/openapi.ts";
+import { ApiError } from "../../transport/problem.ts";
 import {
 	createWebhook,
 	deleteWebhook,

@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { CreatedWebhook, CreateWebhookBody, Delivery, Webhook } from "../../../webhooks/schemas.ts";
-import { json, jsonBody, problems } from "../../openapi.ts";
-import { Problem } from "../../problem.ts";
+import { json, jsonBody, problems } from "../../transport/openapi.ts";
+import { Problem } from "../../transport/problem.ts";
 
 const WebhookParams = z.object({
 	webhookId: z.string().openapi({ param: { name: "webhookId", in: "path" }, example: "wh_Qm9wYXJ0aWFs" }),

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { json, problem, problems } from "../../openapi.ts";
-import { pageQuery, SessionParams } from "../../params.ts";
+import { json, problem, problems } from "../../transport/openapi.ts";
+import { pageQuery, SessionParams } from "../../transport/params.ts";
 
 const tags = ["workspace"];
 const pathHelp =

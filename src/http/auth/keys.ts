@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { existsSync, readFileSync, renameSync, unwatchFile, watchFile, writeFileSync } from "node:fs";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { PrincipalName } from "../sessions/access.ts";
+import { PrincipalName } from "../../sessions/access.ts";
 import { jwtPrefix } from "./jwt-names.ts";
 import { type Principal, Scope } from "./principals.ts";
 

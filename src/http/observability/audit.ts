@@ -2,11 +2,11 @@ import type { DatabaseSync } from "node:sqlite";
 import { z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
-import { recordPage } from "../sessions/record-page.ts";
-import type { SharedRecords } from "../sessions/shared-records.ts";
-import type { AppEnv } from "./openapi.ts";
-import { decodedSegment } from "./params.ts";
-import type { ScopedRoutes } from "./principals.ts";
+import { recordPage } from "../../sessions/record-page.ts";
+import type { SharedRecords } from "../../sessions/shared-records.ts";
+import type { ScopedRoutes } from "../auth/principals.ts";
+import type { AppEnv } from "../transport/openapi.ts";
+import { decodedSegment } from "../transport/params.ts";
 
 export const AuditEntry = z
 	.object({

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../../errors.ts";
 
 /** RFC 9457 problem details; `code` is a stable machine-readable name, `type` its URI form. */
 export const Problem = z

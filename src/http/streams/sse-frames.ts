@@ -1,5 +1,5 @@
-import { isEventType } from "../pi/event-type.ts";
-import type { LoggedEvent } from "../sessions/event-log.ts";
+import { isEventType } from "../../pi/event-type.ts";
+import type { LoggedEvent } from "../../sessions/event-log.ts";
 
 // SSE frames as wire bytes, and the batches an outbox sends: everything here is built so that no
 // field can hold CR or LF (the SSE line breaks), and pi's bytes are copied once, into the batch.

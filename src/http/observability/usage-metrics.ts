@@ -1,5 +1,5 @@
 import { Counter, type Registry } from "prom-client";
-import { eventJson, type LoggedEvent } from "../sessions/event-log.ts";
+import { eventJson, type LoggedEvent } from "../../sessions/event-log.ts";
 
 /**
  * Most principals a `principal` label takes; the rest are counted as `_other`. Principals are

@@ -1,9 +1,9 @@
 import type { MiddlewareHandler } from "hono";
 import { rateLimiter } from "hono-rate-limiter";
-import type { SessionAccess } from "../sessions/access.ts";
-import type { SessionRegistry } from "../sessions/registry.ts";
-import type { AppEnv } from "./openapi.ts";
-import { ApiError } from "./problem.ts";
+import type { SessionAccess } from "../../sessions/access.ts";
+import type { SessionRegistry } from "../../sessions/registry.ts";
+import type { AppEnv } from "../transport/openapi.ts";
+import { ApiError } from "../transport/problem.ts";
 
 /**
  * Requests per principal per window (hono-rate-limiter, in memory): past it 429 problem+json

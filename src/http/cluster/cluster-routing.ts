@@ -1,11 +1,11 @@
 import type { Context, MiddlewareHandler } from "hono";
-import type { Cluster } from "../cluster/cluster.ts";
-import { forward } from "../cluster/forward.ts";
-import type { SessionRegistry } from "../sessions/registry.ts";
-import type { AppEnv } from "./openapi.ts";
-import { sessionPath } from "./ownership.ts";
-import { ApiError } from "./problem.ts";
-import type { StreamTickets } from "./tickets.ts";
+import type { Cluster } from "../../cluster/cluster.ts";
+import { forward } from "../../cluster/forward.ts";
+import type { SessionRegistry } from "../../sessions/registry.ts";
+import { sessionPath } from "../auth/ownership.ts";
+import type { StreamTickets } from "../auth/tickets.ts";
+import type { AppEnv } from "../transport/openapi.ts";
+import { ApiError } from "../transport/problem.ts";
 
 /** The client's address, on a forwarded request. */
 const clientHeader = "x-pi-gateway-client";

@@ -1,8 +1,8 @@
 import type { MiddlewareHandler } from "hono";
-import { GatewayError } from "../errors.ts";
-import { rightsIn, type SessionAccess, type SessionAccessRecord, type SessionRight } from "../sessions/access.ts";
-import type { AppEnv } from "./openapi.ts";
-import { decodedSegment } from "./params.ts";
+import { GatewayError } from "../../errors.ts";
+import { rightsIn, type SessionAccess, type SessionAccessRecord, type SessionRight } from "../../sessions/access.ts";
+import type { AppEnv } from "../transport/openapi.ts";
+import { decodedSegment } from "../transport/params.ts";
 import { hasScope, type Principal, type Scope, type ScopedRoutes } from "./principals.ts";
 
 /** The rights on a session that let an operation of each scope through (any one of them). */

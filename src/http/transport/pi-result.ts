@@ -1,4 +1,4 @@
-import type { PiResponse } from "../pi/protocol.ts";
+import type { PiResponse } from "../../pi/protocol.ts";
 import { ApiError } from "./problem.ts";
 
 const busy = /already processing|is streaming|while streaming|agent is busy/i;

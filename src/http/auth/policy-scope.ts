@@ -1,6 +1,6 @@
-import { approvingRules, type PolicySet } from "../sessions/policies.ts";
+import { approvingRules, type PolicySet } from "../../sessions/policies.ts";
+import { ApiError } from "../transport/problem.ts";
 import { hasScope, type Principal } from "./principals.ts";
-import { ApiError } from "./problem.ts";
 
 /**
  * A session rule that approves (`allow`, `{value}`) answers dialogs for its creator, so creating one

@@ -1,10 +1,10 @@
 import type { Logger } from "pino";
-import type { Cluster } from "../cluster/cluster.ts";
-import type { Config } from "../config.ts";
-import type { SessionAccess } from "../sessions/access.ts";
-import type { PolicyEngine } from "../sessions/policy-engine.ts";
-import type { SessionRegistry } from "../sessions/registry.ts";
-import type { StreamTickets } from "./tickets.ts";
+import type { Cluster } from "../../cluster/cluster.ts";
+import type { Config } from "../../config.ts";
+import type { SessionAccess } from "../../sessions/access.ts";
+import type { PolicyEngine } from "../../sessions/policy-engine.ts";
+import type { SessionRegistry } from "../../sessions/registry.ts";
+import type { StreamTickets } from "../auth/tickets.ts";
 
 /** What every route factory gets: built once in createApp, no globals. */
 export interface Deps {

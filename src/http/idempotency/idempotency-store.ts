@@ -1,5 +1,5 @@
 import type { DatabaseSync } from "node:sqlite";
-import { storedOr507 } from "../sessions/storage-full.ts";
+import { storedOr507 } from "../../sessions/storage-full.ts";
 
 /** A stored first answer: what a retry with the same key gets back. */
 export interface StoredAnswer {

@@ -1,8 +1,8 @@
 import type { MiddlewareHandler } from "hono";
 import { z } from "zod";
-import { runsAs } from "./methods.ts";
-import type { AppEnv } from "./openapi.ts";
-import { ApiError } from "./problem.ts";
+import { runsAs } from "../transport/methods.ts";
+import type { AppEnv } from "../transport/openapi.ts";
+import { ApiError } from "../transport/problem.ts";
 
 /** What a credential may do. `admin` holds every other scope too (all sessions, metrics, webhooks). */
 export const Scope = z.enum(["sessions:read", "sessions:write", "approvals:read", "approvals:answer", "admin"]);

@@ -1,10 +1,10 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { routePath } from "hono/route";
-import { GatewayError } from "../errors.ts";
-import { commandFields } from "../pi/protocol.ts";
-import type { AppEnv } from "./openapi.ts";
+import { GatewayError } from "../../errors.ts";
+import { commandFields } from "../../pi/protocol.ts";
+import type { AppEnv } from "../transport/openapi.ts";
+import { requestedWait } from "../transport/wait.ts";
 import type { Metrics } from "./prometheus.ts";
-import { requestedWait } from "./wait.ts";
 
 const session = "/v1/sessions/:id";
 

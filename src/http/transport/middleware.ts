@@ -1,13 +1,13 @@
 import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
-import { JwtVerifier } from "./jwt.ts";
-import type { KeyStore } from "./keys.ts";
+import { JwtVerifier } from "../auth/jwt.ts";
+import type { KeyStore } from "../auth/keys.ts";
+import { adminPrincipal, type Principal } from "../auth/principals.ts";
+import { allEventsScope, type StreamTickets } from "../auth/tickets.ts";
 import type { AppEnv } from "./openapi.ts";
 import { decodedSegment } from "./params.ts";
-import { adminPrincipal, type Principal } from "./principals.ts";
 import { ApiError } from "./problem.ts";
-import { allEventsScope, type StreamTickets } from "./tickets.ts";
 
 /** X-Request-Id in and out: a caller's id (if sane) or a fresh one; problem+json `instance` uses it. */
 export function requestId(): MiddlewareHandler<AppEnv> {

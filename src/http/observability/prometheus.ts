@@ -1,7 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import { eventJson, type LoggedEvent } from "../sessions/event-log.ts";
-import type { SessionRegistry } from "../sessions/registry.ts";
-import { SessionStatus } from "../sessions/session.ts";
+import { eventJson, type LoggedEvent } from "../../sessions/event-log.ts";
+import type { SessionRegistry } from "../../sessions/registry.ts";
+import { SessionStatus } from "../../sessions/session.ts";
 import { usageCounters } from "./usage-metrics.ts";
 
 const statuses = SessionStatus.options;
@@ -12,7 +12,7 @@ type NodeCount = { id: string; alive: boolean; sessions: number };
  * The gateway's Prometheus metrics, in a registry of its own (not prom-client's global one), so a
  * process can hold several gateways (tests do). Nothing here is on a hot path: state is read from
  * the session registry at scrape time, counters come from the all-sessions event hub, and commands
- * and requests are counted by an HTTP middleware (src/http/instrument.ts).
+ * and requests are counted by an HTTP middleware (src/http/observability/instrument.ts).
  */
 export class Metrics {
 	readonly registry = new Registry();

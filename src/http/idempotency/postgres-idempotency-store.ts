@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Logger } from "pino";
-import { needDatabase } from "../sessions/postgres-schema.ts";
+import { needDatabase } from "../../sessions/postgres-schema.ts";
 import type { IdempotencyKeys, KeyRecord, ScopedKey, StoredAnswer } from "./idempotency-store.ts";
 
 /** How often old keys are pruned and failed writes tried again. */
