@@ -7,15 +7,15 @@ import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import type { SessionAccess } from "../sessions/access.ts";
 import type { PolicyEngine } from "../sessions/policy-engine.ts";
-import { needDatabase } from "../sessions/postgres-schema.ts";
-import type { Claim, PostgresStore } from "../sessions/postgres-store.ts";
 import { parseStoredRecord } from "../sessions/records.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
+import { needDatabase } from "../store/postgres/schema.ts";
+import { type PagedRow, type RowQuery, storedRows } from "../store/postgres/session-rows.ts";
+import type { Claim, PostgresStore } from "../store/postgres/sessions.ts";
 import { Fence } from "./fence.ts";
 import { Membership, type NodeRow } from "./membership.ts";
 import { type ClusterNotice, Notifications } from "./notifications.ts";
 import { fanOut, waitForMove } from "./peers.ts";
-import { type PagedRow, type RowQuery, storedRows } from "./session-rows.ts";
 
 /** Where a request for a session is served: here, or on the node that owns it. */
 export type Route = { kind: "local" } | { kind: "forward"; node: string; url: string };
@@ -247,7 +247,7 @@ export class Cluster {
 		return waitForMove(this.#store.pool, id, from, this.#config.leaseTtlMs + 2000, signal);
 	}
 
-	/** A batch of stored session rows in the list's order, filtered in the database (session-rows.ts). */
+	/** A batch of stored session rows in the list's order, filtered in the database (src/store/postgres/session-rows.ts). */
 	storedRows(query: RowQuery): Promise<PagedRow[]> {
 		return needDatabase("Sessions cannot be listed", () => storedRows(this.#store.pool, query));
 	}

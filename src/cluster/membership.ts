@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type pg from "pg";
 import type { Logger } from "pino";
-import { transaction } from "../sessions/postgres-schema.ts";
+import { transaction } from "../store/postgres/schema.ts";
 
 export interface NodeIdentity {
 	/** Unique per database: the node's name. */

@@ -1,6 +1,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import { z } from "@hono/zod-openapi";
-import { storedOr507 } from "./storage-full.ts";
+import { accessTable } from "../store/sqlite/schema.ts";
+import { storedOr507 } from "../store/storage-full.ts";
 
 /**
  * What a principal other than the owner may do with a session: `read` it (state, messages,
@@ -36,13 +37,6 @@ export const SessionAccessRecord = z
 	.openapi("SessionAccess");
 export type SessionAccessRecord = z.infer<typeof SessionAccessRecord>;
 
-const schema = `
-CREATE TABLE IF NOT EXISTS session_access (
-	session_id TEXT PRIMARY KEY,
-	owner TEXT NOT NULL,
-	grants TEXT NOT NULL
-);`;
-
 /**
  * Who owns each session and whom it is shared with, in its own table of gateway.db (next to
  * the registry, not inside it), cached in memory. A session with no row (made before principals
@@ -62,7 +56,7 @@ export class SessionAccess {
 		this.#db = db;
 		this.#mirror = mirror;
 		if (!db) return;
-		db.exec(schema);
+		db.exec(accessTable);
 		for (const row of db.prepare("SELECT session_id, owner, grants FROM session_access").all()) {
 			const sessionId = String(row.session_id);
 			this.#records.set(sessionId, {

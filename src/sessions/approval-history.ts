@@ -1,19 +1,9 @@
 import type { DatabaseSync } from "node:sqlite";
+import type { SharedRecords } from "../store/postgres/shared-records.ts";
+import { approvalHistoryTable } from "../store/sqlite/schema.ts";
 import type { Approval } from "./approvals.ts";
 import { eventJson, type LoggedEvent } from "./event-log.ts";
 import { recordPage } from "./record-page.ts";
-import type { SharedRecords } from "./shared-records.ts";
-
-const schema = `
-CREATE TABLE IF NOT EXISTS approval_history (
-	session_id TEXT NOT NULL,
-	id TEXT NOT NULL,
-	status TEXT NOT NULL,
-	resolved_at TEXT NOT NULL,
-	record TEXT NOT NULL,
-	PRIMARY KEY (session_id, id)
-);
-CREATE INDEX IF NOT EXISTS approval_history_resolved ON approval_history (resolved_at);`;
 
 /** Prune every this many writes (a DELETE per write would be wasted work). */
 const pruneEvery = 100;
@@ -36,7 +26,7 @@ export class ApprovalHistory {
 		this.#shared = shared;
 		this.#keepMs = keepMs;
 		this.#maxRows = maxRows;
-		db.exec(schema);
+		db.exec(approvalHistoryTable);
 		this.prune();
 	}
 

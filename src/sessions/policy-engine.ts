@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import type { DatabaseSync } from "node:sqlite";
 import type { Logger } from "pino";
 import { parse as parseYaml } from "yaml";
+import { sessionRulesTable } from "../store/sqlite/schema.ts";
 import type { ApprovalAnswer } from "./approvals.ts";
 import { eventJson, type LoggedEvent } from "./event-log.ts";
 import { answerFor, decide, type PolicyRule, PolicySet } from "./policies.ts";
@@ -57,7 +58,7 @@ export class PolicyEngine {
 		this.#host = host;
 		this.#db = db;
 		this.#logger = logger;
-		db.exec("CREATE TABLE IF NOT EXISTS approval_session_rules (session_id TEXT PRIMARY KEY, rules TEXT NOT NULL)");
+		db.exec(sessionRulesTable);
 	}
 
 	start(): void {

@@ -2,7 +2,7 @@
 // and live-process caps, LRU hibernation, idle reaping, resume, the warm pool, the hub, and in
 // cluster mode taking sessions over, giving them back and dropping them) and each of them needs
 // the same map of sessions. The disk is journal.ts over a SessionStore
-// (session-store.ts; SQLite in sqlite-store.ts), spawning is spawn.ts, paths are guard.ts.
+// (session-store.ts; SQLite in src/store/sqlite/sessions.ts), spawning is spawn.ts, paths are guard.ts.
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync } from "node:fs";
 import type { DatabaseSync } from "node:sqlite";
@@ -11,17 +11,17 @@ import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import { pickLimits, sessionLimitKeys } from "../limits.ts";
 import { type Dialect, dialectOf, type PiPackage, piPackageOf } from "../pi/dialect.ts";
+import { PostgresStore } from "../store/postgres/sessions.ts";
+import { SqliteStore } from "../store/sqlite/sessions.ts";
 import type { Approval } from "./approvals.ts";
 import type { LoggedEvent } from "./event-log.ts";
 import { guardCommand, guardResume, sessionFileCwd } from "./guard.ts";
 import { Journal, type StoreHealth, unsafeSeqMargin } from "./journal.ts";
-import { PostgresStore } from "./postgres-store.ts";
 import { type Caller, resumeFile } from "./resume-lookup.ts";
 import { Session, type SessionInit, type SessionLimits, type SpawnCommand } from "./session.ts";
 import { localSessionFile, ownFolder, piSessionDir } from "./session-files.ts";
 import type { OpenStore, SessionStore, StoredSession } from "./session-store.ts";
 import { type CreateSessionBody, isInside, planSpawn } from "./spawn.ts";
-import { SqliteStore } from "./sqlite-store.ts";
 import { WarmPool } from "./warm-pool.ts";
 
 export type { Caller } from "./resume-lookup.ts";

@@ -38,8 +38,8 @@ export interface Tombstone {
 /**
  * Where the registry keeps sessions across restarts: what the journal (journal.ts) needs and
  * nothing more, so a second backend (PostgreSQL for several nodes) is one new class and no
- * change in sessions/. SqliteStore (sqlite-store.ts) is the default, PostgresStore
- * (postgres-store.ts, --database-url) writes behind into PostgreSQL. Every write fails soft:
+ * change in sessions/. SqliteStore (src/store/sqlite/sessions.ts) is the default, PostgresStore
+ * (src/store/postgres/sessions.ts, --database-url) writes behind into PostgreSQL. Every write fails soft:
  * it reports through StoreEvents, keeps the write for retry(), and never throws.
  */
 export interface SessionStore {

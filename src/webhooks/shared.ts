@@ -1,8 +1,8 @@
+import type { StoredWebhook } from "../store/sqlite/webhooks.ts";
 import type { Delivery } from "./schemas.ts";
-import type { StoredWebhook } from "./store.ts";
 
 /**
- * Where a cluster keeps its webhook definitions (cluster mode; src/cluster/webhooks.ts): every node
+ * Where a cluster keeps its webhook definitions (cluster mode; src/store/postgres/webhooks.ts): every node
  * reads and writes them there, and each change tells the other nodes to read them again. The
  * service keeps a copy in the node's own WebhookStore, so the event hub matches events against it
  * synchronously.
@@ -16,7 +16,7 @@ export interface SharedWebhooks {
 export type DeliveryKey = Pick<Delivery, "webhookId" | "id">;
 
 /**
- * Where a cluster keeps every node's undelivered messages (cluster mode; src/cluster/webhook-outbox.ts),
+ * Where a cluster keeps every node's undelivered messages (cluster mode; src/store/postgres/webhook-outbox.ts),
  * so that a node that dies or stops does not take them with it: the others adopt them. Each node
  * still sends from its own outbox (gateway.db); this is the copy that names which node holds what.
  */

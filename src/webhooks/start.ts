@@ -1,10 +1,10 @@
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
+import { WebhookStore } from "../store/sqlite/webhooks.ts";
 import { hasGit } from "../workspace/git.ts";
 import { WebhookService } from "./service.ts";
 import type { SharedWebhooks } from "./shared.ts";
-import { WebhookStore } from "./store.ts";
 
 /**
  * The one hook point into the registry: its all-sessions event hub and the open gateway.db. In

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
-import type { RunArchive } from "./run-archive.ts";
+import type { RunArchive } from "../store/postgres/run-archive.ts";
 import { ChangeTracker } from "./tracker.ts";
 
 /**

@@ -1,10 +1,10 @@
 import type { Logger } from "pino";
 import { GatewayError } from "../errors.ts";
 import { eventJson, type LoggedEvent } from "../sessions/event-log.ts";
-import { needDatabase } from "../sessions/postgres-schema.ts";
+import type { RunArchive } from "../store/postgres/run-archive.ts";
+import { needDatabase } from "../store/postgres/schema.ts";
 import { type ChangeLimits, type ChangeStatus, changedPaths, changesBetween } from "./changes.ts";
 import { hasGit } from "./git.ts";
-import type { RunArchive } from "./run-archive.ts";
 import { maxRuns, Snapshots } from "./snapshots.ts";
 
 /** What the tracker needs of a session: its folder, and a way to say something on its event stream. */

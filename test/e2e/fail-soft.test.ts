@@ -5,7 +5,7 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/server.ts";
 import type { SessionRegistry } from "../../src/sessions/registry.ts";
-import type { SqliteStore } from "../../src/sessions/sqlite-store.ts";
+import type { SqliteStore } from "../../src/store/sqlite/sessions.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // Issue 10 items 10, 12 and 13: faults from outside the API (a crash, a full disk, a broken

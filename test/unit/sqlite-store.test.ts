@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SqliteStore } from "../../src/sessions/sqlite-store.ts";
+import { SqliteStore } from "../../src/store/sqlite/sessions.ts";
 import { storedSession } from "../helpers/stored-session.ts";
 
 let dir: string;
@@ -62,7 +62,7 @@ describe("SqliteStore", () => {
 	});
 
 	it("notices when the previous run ended without closing (killed): the lock is free, the run unclean", () => {
-		const store = new URL("../../src/sessions/sqlite-store.ts", import.meta.url).href;
+		const store = new URL("../../src/store/sqlite/sessions.ts", import.meta.url).href;
 		const killed = spawnSync(
 			process.execPath,
 			[

@@ -1,7 +1,7 @@
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
+import { WebhookStore } from "../../src/store/sqlite/webhooks.ts";
 import { Destinations } from "../../src/webhooks/destinations.ts";
-import { WebhookStore } from "../../src/webhooks/store.ts";
 
 const message = (n: number) => ({
 	id: `msg_${n}`,

@@ -3,7 +3,8 @@ import { z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import { recordPage } from "../../sessions/record-page.ts";
-import type { SharedRecords } from "../../sessions/shared-records.ts";
+import type { SharedRecords } from "../../store/postgres/shared-records.ts";
+import { auditTable } from "../../store/sqlite/schema.ts";
 import type { ScopedRoutes } from "../auth/principals.ts";
 import type { AppEnv } from "../transport/openapi.ts";
 import { decodedSegment } from "../transport/params.ts";
@@ -22,13 +23,6 @@ export const AuditEntry = z
 	})
 	.openapi("AuditEntry");
 export type AuditEntry = z.infer<typeof AuditEntry>;
-
-const schema = `
-CREATE TABLE IF NOT EXISTS audit_log (
-	principal TEXT NOT NULL,
-	session_id TEXT,
-	record TEXT NOT NULL
-);`;
 
 /** Prune every this many writes (a DELETE per write would be wasted work). */
 const pruneEvery = 100;
@@ -50,7 +44,7 @@ export class AuditLog {
 		this.#db = db;
 		this.#shared = shared;
 		this.#maxRows = maxRows;
-		db?.exec(schema);
+		db?.exec(auditTable);
 	}
 
 	record(entry: AuditEntry): void {

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../../errors.ts";
 
 /** What a client is told when a request needs the database and cannot have it: retry, on any node. */
 export function databaseUnavailable(what: string, cause?: unknown): GatewayError {
@@ -104,13 +104,13 @@ ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_pkey, ADD PRIMARY 
 	},
 	{
 		version: 9,
-		// The folder stays on its node's disk; what its settled runs changed is kept here (src/workspace/run-archive.ts).
+		// The folder stays on its node's disk; what its settled runs changed is kept here (src/store/postgres/run-archive.ts).
 		name: "the changes of settled runs survive their session's move to another node",
 		sql: "CREATE TABLE workspace_runs (session_id text NOT NULL, run_id text NOT NULL, settled_at timestamptz NOT NULL DEFAULT now(), changes text NOT NULL, PRIMARY KEY (session_id, run_id));",
 	},
 	{
 		version: 10,
-		// The expression src/cluster/session-rows.ts orders by, so a page is an index range, not a sort of every record.
+		// The expression src/store/postgres/session-rows.ts orders by, so a page is an index range, not a sort of every record.
 		name: "GET /v1/sessions pages the stored sessions in their list order (createdAt, id)",
 		sql: `CREATE INDEX sessions_list_order ON sessions (((record::json->>'createdAt') COLLATE "C"), (id COLLATE "C"));`,
 	},

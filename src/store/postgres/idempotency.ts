@@ -1,7 +1,7 @@
 import type pg from "pg";
 import type { Logger } from "pino";
-import { needDatabase } from "../../sessions/postgres-schema.ts";
-import type { IdempotencyKeys, KeyRecord, ScopedKey, StoredAnswer } from "./idempotency-store.ts";
+import type { IdempotencyKeys, KeyRecord, ScopedKey, StoredAnswer } from "../sqlite/idempotency.ts";
+import { needDatabase } from "./schema.ts";
 
 /** How often old keys are pruned and failed writes tried again. */
 const tickMs = 10_000;

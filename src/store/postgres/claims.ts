@@ -1,6 +1,6 @@
 import type pg from "pg";
-import { transaction } from "./postgres-schema.ts";
-import type { Tombstone } from "./session-store.ts";
+import type { Tombstone } from "../../sessions/session-store.ts";
+import { transaction } from "./schema.ts";
 
 export type Claim =
 	| { kind: "absent"; gone?: Tombstone }

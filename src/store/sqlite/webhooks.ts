@@ -1,26 +1,8 @@
 import type { DatabaseSync } from "node:sqlite";
-import type { Delivery, DeliveryAttempt, Webhook, WebhookEventType } from "./schemas.ts";
+import type { Delivery, DeliveryAttempt, Webhook, WebhookEventType } from "../../webhooks/schemas.ts";
+import { webhookTables } from "./schema.ts";
 
 /** Webhooks and their outbox live in gateway.db next to the session registry, in tables of their own. */
-const schema = `
-CREATE TABLE IF NOT EXISTS webhooks (
-	id TEXT PRIMARY KEY,
-	record TEXT NOT NULL,
-	secret TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS webhook_outbox (
-	id TEXT NOT NULL,
-	webhook_id TEXT NOT NULL,
-	type TEXT NOT NULL,
-	payload TEXT NOT NULL,
-	state TEXT NOT NULL,
-	attempts INTEGER NOT NULL,
-	next_at INTEGER,
-	created_at TEXT NOT NULL,
-	log TEXT NOT NULL,
-	PRIMARY KEY (webhook_id, id)
-);
-CREATE INDEX IF NOT EXISTS webhook_outbox_due ON webhook_outbox (state, next_at);`;
 
 interface OutboxRow {
 	id: string;
@@ -47,7 +29,7 @@ export class WebhookStore {
 
 	constructor(db: DatabaseSync) {
 		this.#db = db;
-		this.#db.exec(schema);
+		this.#db.exec(webhookTables);
 	}
 
 	get open(): boolean {

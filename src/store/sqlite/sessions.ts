@@ -2,8 +2,9 @@ import { mkdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
-import { parseStoredRecord, tombstoneMs } from "./records.ts";
-import type { SessionStore, StoredSession, StoreEvents, Tombstone } from "./session-store.ts";
+import { parseStoredRecord, tombstoneMs } from "../../sessions/records.ts";
+import type { SessionStore, StoredSession, StoreEvents, Tombstone } from "../../sessions/session-store.ts";
+import { registryTables } from "./schema.ts";
 
 /** node:sqlite still prints an ExperimentalWarning on load; this is the one warning hidden. */
 function loadSqlite(): typeof import("node:sqlite") {
@@ -19,21 +20,6 @@ function loadSqlite(): typeof import("node:sqlite") {
 		process.emitWarning = emit;
 	}
 }
-
-const schema = `
-CREATE TABLE IF NOT EXISTS sessions (
-	id TEXT PRIMARY KEY,
-	record TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS gone (
-	id TEXT PRIMARY KEY,
-	reason TEXT NOT NULL,
-	at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS meta (
-	key TEXT PRIMARY KEY,
-	value TEXT NOT NULL
-);`;
 
 /**
  * The session registry on disk: one SQLite file (Node's built-in driver, no native addon) in the
@@ -66,7 +52,7 @@ export class SqliteStore implements SessionStore {
 		try {
 			this.#db.exec("PRAGMA locking_mode = EXCLUSIVE; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
 			// The first write takes the lock, and EXCLUSIVE mode keeps it until the connection closes.
-			this.#db.exec(`BEGIN IMMEDIATE; ${schema} COMMIT;`);
+			this.#db.exec(`BEGIN IMMEDIATE; ${registryTables} COMMIT;`);
 		} catch (error) {
 			this.#db.close();
 			const busy = /locked|busy/i.test((error as Error).message);

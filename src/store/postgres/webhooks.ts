@@ -1,8 +1,8 @@
 import type pg from "pg";
-import type { Webhook } from "../webhooks/schemas.ts";
-import type { SharedWebhooks } from "../webhooks/shared.ts";
-import type { StoredWebhook } from "../webhooks/store.ts";
-import { notify } from "./notifications.ts";
+import { notify } from "../../cluster/notifications.ts";
+import type { Webhook } from "../../webhooks/schemas.ts";
+import type { SharedWebhooks } from "../../webhooks/shared.ts";
+import type { StoredWebhook } from "../sqlite/webhooks.ts";
 
 /** The cluster's webhook definitions: the `webhooks` table (migration 4); a change sends a `webhooks` notice. */
 export class PostgresWebhooks implements SharedWebhooks {

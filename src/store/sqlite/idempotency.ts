@@ -1,5 +1,6 @@
 import type { DatabaseSync } from "node:sqlite";
-import { storedOr507 } from "../../sessions/storage-full.ts";
+import { storedOr507 } from "../storage-full.ts";
+import { idempotencyTable } from "./schema.ts";
 
 /** A stored first answer: what a retry with the same key gets back. */
 export interface StoredAnswer {
@@ -26,7 +27,7 @@ export interface ScopedKey {
 
 /**
  * What the middleware needs of a key store: SQLite's (one node) answers at once, PostgreSQL's
- * (cluster mode, postgres-idempotency-store.ts) later. `claim` must be atomic: of two requests
+ * (cluster mode, src/store/postgres/idempotency.ts) later. `claim` must be atomic: of two requests
  * with one key, on any nodes, exactly one gets true.
  */
 export interface IdempotencyKeys {
@@ -36,18 +37,6 @@ export interface IdempotencyKeys {
 	finish(key: ScopedKey, answer: StoredAnswer): Awaitable<void>;
 	forget(key: ScopedKey): Awaitable<void>;
 }
-
-const schema = `
-CREATE TABLE IF NOT EXISTS idempotency_keys (
-	principal TEXT NOT NULL,
-	key TEXT NOT NULL,
-	fingerprint TEXT NOT NULL,
-	state TEXT NOT NULL,
-	answer TEXT,
-	created_at INTEGER NOT NULL,
-	PRIMARY KEY (principal, key)
-);
-CREATE INDEX IF NOT EXISTS idempotency_keys_age ON idempotency_keys (created_at);`;
 
 /**
  * A gateway.db from before keys were scoped has a table keyed by the key alone. Its rows name no
@@ -83,7 +72,7 @@ export class IdempotencyStore implements IdempotencyKeys {
 		this.#ttlMs = ttlMs;
 		this.#maxKeys = maxKeys;
 		dropUnscopedTable(db);
-		db.exec(schema);
+		db.exec(idempotencyTable);
 		db.prepare("DELETE FROM idempotency_keys WHERE state = 'running'").run();
 		this.prune();
 	}

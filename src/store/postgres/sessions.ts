@@ -1,15 +1,15 @@
 // Over 300 lines on purpose: every write of a session's state goes through the one fenced, ordered,
 // fail-soft queue here (records, the conversation copy, owner, shares, rules, release); the schema
-// and the claim queries are beside it (postgres-schema.ts, postgres-claims.ts).
+// and the claim queries are beside it (schema.ts, claims.ts).
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
 import pg from "pg";
-import { type Claim, claimSession, ownerOf } from "./postgres-claims.ts";
-import { migrate, redact, transaction } from "./postgres-schema.ts";
-import { tombstoneMs } from "./records.ts";
-import type { SessionStore, StoredSession, StoreEvents, Tombstone } from "./session-store.ts";
-import { SqliteStore } from "./sqlite-store.ts";
+import { tombstoneMs } from "../../sessions/records.ts";
+import type { SessionStore, StoredSession, StoreEvents, Tombstone } from "../../sessions/session-store.ts";
+import { SqliteStore } from "../sqlite/sessions.ts";
+import { type Claim, claimSession, ownerOf } from "./claims.ts";
+import { migrate, redact, transaction } from "./schema.ts";
 
 /**
  * The session registry in PostgreSQL (`--database-url`): cluster mode, where several nodes share
@@ -31,8 +31,8 @@ import { SqliteStore } from "./sqlite-store.ts";
  * fail-soft contract of SqliteStore. restore() brings nothing back: a node starts empty and takes
  * sessions on demand (claim), so its start does not grow with the number of sessions.
  *
- * Webhook definitions and Idempotency-Key answers are the cluster's too (src/cluster/webhooks.ts,
- * src/http/idempotency/postgres-idempotency-store.ts). Webhook deliveries (each session's owner delivers its
+ * Webhook definitions and Idempotency-Key answers are the cluster's too (src/store/postgres/webhooks.ts,
+ * src/store/postgres/idempotency.ts). Webhook deliveries (each session's owner delivers its
  * events), approval history, the audit log and remembered policies stay in the node's own
  * gateway.db (`local`), which also keeps one gateway per data dir.
  */
@@ -253,7 +253,7 @@ export class PostgresStore implements SessionStore {
 	}
 
 	/**
-	 * Takes a session for this node when no live node holds it (postgres-claims.ts). The
+	 * Takes a session for this node when no live node holds it (claims.ts). The
 	 * session's writes still queued here go first, so a release of a moment ago is not undone.
 	 */
 	async claim(id: string): Promise<Claim> {
@@ -317,5 +317,5 @@ export class PostgresStore implements SessionStore {
 const mine = (column: string, node: string) =>
 	`${column} = ${node} AND EXISTS (SELECT 1 FROM nodes WHERE id = ${node} AND lease_until > now())`;
 
-export type { Claim } from "./postgres-claims.ts";
-export { migrate, migrations, redact } from "./postgres-schema.ts";
+export type { Claim } from "./claims.ts";
+export { migrate, migrations, redact } from "./schema.ts";

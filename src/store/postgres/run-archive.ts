@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { maxRuns } from "./snapshots.ts";
+import { maxRuns } from "../../workspace/snapshots.ts";
 
 /**
  * Cluster mode: what each settled run changed, kept in PostgreSQL, so `GET …/changes?runId=`

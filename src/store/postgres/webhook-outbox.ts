@@ -1,6 +1,6 @@
 import type pg from "pg";
-import type { Delivery, DeliveryAttempt, WebhookEventType } from "../webhooks/schemas.ts";
-import type { DeliveryKey, SharedOutbox } from "../webhooks/shared.ts";
+import type { Delivery, DeliveryAttempt, WebhookEventType } from "../../webhooks/schemas.ts";
+import type { DeliveryKey, SharedOutbox } from "../../webhooks/shared.ts";
 
 interface Row {
 	webhook_id: string;

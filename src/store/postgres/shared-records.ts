@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Logger } from "pino";
-import { needDatabase } from "./postgres-schema.ts";
+import { needDatabase } from "./schema.ts";
 
 /** Prune every this many writes (a DELETE per write would be wasted work). */
 const pruneEvery = 100;
