@@ -1,6 +1,6 @@
-import type { components } from "./schema.d.ts";
+import type { components } from "../../clients/typescript/schema.ts";
 
-/** The public API's shapes, from openapi.yaml (`npm run spec` regenerates schema.d.ts). */
+/** The public API's shapes, from openapi.yaml (`npm run spec` regenerates clients/typescript/schema.ts, the one generated copy). */
 type S = components["schemas"];
 export type Session = S["Session"];
 export type SessionStatus = S["SessionStatus"];

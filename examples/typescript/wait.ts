@@ -8,7 +8,7 @@
  * PI_GATEWAY_URL and PI_GATEWAY_TOKEN as for main.ts.
  */
 import createClient from "openapi-fetch";
-import type { components, paths } from "./schema.d.ts";
+import type { components, paths } from "../../clients/typescript/schema.ts";
 
 type RunResult = components["schemas"]["RunResult"];
 type RunAccepted = components["schemas"]["RunAccepted"];

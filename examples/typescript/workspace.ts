@@ -7,7 +7,7 @@
  * PI_GATEWAY_URL and PI_GATEWAY_TOKEN as for main.ts.
  */
 import createClient from "openapi-fetch";
-import type { paths } from "./schema.d.ts";
+import type { paths } from "../../clients/typescript/schema.ts";
 
 const baseUrl = process.env.PI_GATEWAY_URL ?? "http://127.0.0.1:8787";
 const token = process.env.PI_GATEWAY_TOKEN;
