@@ -1,9 +1,7 @@
-import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { launchChromium } from "../helpers/chromium.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.ts";
 
@@ -16,7 +14,7 @@ let gw: TestGateway;
 let page: Server;
 let proxy: TcpProxy;
 let browser: BrowserContext;
-let profile: string;
+let chrome: Awaited<ReturnType<typeof launchChromium>> | undefined;
 
 /** The event types the page listens for (EventSource has no catch-all for named events). */
 const types = [
@@ -52,29 +50,15 @@ beforeAll(async () => {
 	const origin = `http://127.0.0.1:${(page.address() as { port: number }).port}`;
 	gw = await startTestGateway({ token: "browser-test-token", streamTicketTtlMs: ttlMs, corsOrigins: [origin] });
 	proxy = await startProxy(Number(new URL(gw.url).port));
-	profile = mkdtempSync(join(tmpdir(), "pi-gateway-chromium-"));
-	browser = await chromium.launchPersistentContext(profile, {
-		executablePath: "/usr/bin/chromium",
-		headless: true,
-		args: [
-			"--headless",
-			"--no-sandbox",
-			"--disable-gpu",
-			"--disable-quic",
-			"--no-first-run",
-			"--disable-background-networking",
-			"--disable-component-update",
-			"--disable-sync",
-		],
-	});
+	chrome = await launchChromium();
+	browser = chrome.browser;
 }, 60_000);
 
 afterAll(async () => {
-	await browser?.close();
+	await chrome?.close();
 	await proxy?.close();
 	await new Promise((resolve) => page?.close(resolve));
 	await gw?.stop();
-	if (profile) rmSync(profile, { recursive: true, force: true });
 });
 
 type Seen = { id: string; type: string; data: string };

@@ -3,9 +3,10 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import AxeBuilder from "@axe-core/playwright";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
+import { launchChromium } from "../helpers/chromium.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.ts";
 
@@ -19,7 +20,7 @@ const artifacts = resolve(import.meta.dirname, "../../test-artifacts/console");
 let gw: TestGateway;
 let proxy: TcpProxy;
 let browser: BrowserContext;
-let profile: string;
+let chrome: Awaited<ReturnType<typeof launchChromium>> | undefined;
 let keysDir: string;
 let approverKey: string;
 let origin: string;
@@ -38,29 +39,15 @@ beforeAll(async () => {
 	gw = await startTestGateway({ token, keysFile, maxLiveSessions: 1 });
 	proxy = await startProxy(Number(new URL(gw.url).port));
 	origin = `http://127.0.0.1:${proxy.port}`;
-	profile = mkdtempSync(join(tmpdir(), "pi-gateway-chromium-"));
-	browser = await chromium.launchPersistentContext(profile, {
-		executablePath: "/usr/bin/chromium",
-		headless: true,
-		viewport: { width: 1100, height: 900 },
-		args: [
-			"--headless",
-			"--no-sandbox",
-			"--disable-gpu",
-			"--disable-quic",
-			"--no-first-run",
-			"--disable-background-networking",
-			"--disable-component-update",
-			"--disable-sync",
-		],
-	});
+	chrome = await launchChromium({ width: 1100, height: 900 });
+	browser = chrome.browser;
 }, 90_000);
 
 afterAll(async () => {
-	await browser?.close();
+	await chrome?.close();
 	await proxy?.close();
 	await gw?.stop();
-	for (const dir of [profile, keysDir]) if (dir) rmSync(dir, { recursive: true, force: true });
+	if (keysDir) rmSync(keysDir, { recursive: true, force: true });
 });
 
 async function openConsole(): Promise<Page> {
