@@ -183,7 +183,7 @@ export interface paths {
         put?: never;
         /**
          * Start pi again on the session's file (after hibernation, a crash or a gateway restart)
-         * @description Answers once pi is ready, with the conversation as it was. A session that already has a pi process is returned unchanged. Commands sent to a `stopped` session do this by themselves unless the gateway runs with auto-resume off. Ephemeral sessions (`persist:false`) cannot be resumed (409).
+         * @description Answers once pi is ready, with the conversation as it was. A session that already has a pi process is returned unchanged. Commands sent to a `stopped` session do this by themselves unless the gateway runs with auto-resume off. Ephemeral sessions (`persist:false`) cannot be resumed (409). A model pi no longer knows is 422 `unknown_model`.
          *
          *     Requires the `sessions:write` scope.
          */
@@ -3477,6 +3477,15 @@ export interface operations {
             };
             /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
             410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi refused the command (its message is in `detail`) */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

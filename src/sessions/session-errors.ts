@@ -7,8 +7,22 @@ export function spawnError(error: unknown): GatewayError {
 	return new GatewayError(502, "pi_spawn_failed", `Could not start pi: ${(error as Error).message}`);
 }
 
-/** pi ran but did not answer its first commands (get_state, and a legacy pi's set-up). */
+/** pi's own words when it refuses the model it was started with (`--model`), before any command. */
+const modelRefused = /^Error: (Model "[^"\n]*" not found\.)/m;
+
+/**
+ * pi ran but did not answer its first commands (get_state, and a legacy pi's set-up). A model pi
+ * does not know makes it exit at once: that is the caller's input, 422 unknown_model as the check
+ * after start answers for a model pi starts on but cannot use, not a 502.
+ */
 export function startError(error: unknown, stderrTail: string): GatewayError {
+	const refused = modelRefused.exec(stderrTail);
+	if (refused)
+		return new GatewayError(
+			422,
+			"unknown_model",
+			`pi refused the session's model: ${refused[1]} See GET …/models of a session for the ones it offers.`,
+		);
 	const detail = error instanceof GatewayError ? error.message : String(error);
 	return new GatewayError(502, "pi_start_failed", `pi did not start: ${detail}`, { stderr: stderrTail });
 }

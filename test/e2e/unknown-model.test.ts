@@ -30,6 +30,17 @@ describe("POST /v1/sessions with a model pi cannot run", () => {
 		});
 	}
 
+	it("a model id pi does not know at all (no provider): 422 unknown_model, not 502 pi_start_failed", async () => {
+		// pi exits at start with its own "Model … not found"; that is the caller's input.
+		const before = await sessionIds();
+		const { status, body: problem, res } = await gw.api("/v1/sessions", { method: "POST", json: { model: "nope" } });
+		expect(status).toBe(422);
+		expect(res.headers.get("content-type")).toContain("application/problem+json");
+		expect(problem).toMatchObject({ code: "unknown_model", status: 422, title: "Unprocessable Content" });
+		expect(problem.detail).toContain('Model "nope" not found');
+		expect(await sessionIds()).toEqual(before);
+	});
+
 	it("a model pi offers is created as before", async () => {
 		const { status, body } = await gw.api("/v1/sessions", {
 			method: "POST",

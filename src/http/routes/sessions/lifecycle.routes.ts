@@ -10,11 +10,11 @@ export const resumeSession = createRoute({
 	tags: ["sessions"],
 	summary: "Start pi again on the session's file (after hibernation, a crash or a gateway restart)",
 	description:
-		"Answers once pi is ready, with the conversation as it was. A session that already has a pi process is returned unchanged. Commands sent to a `stopped` session do this by themselves unless the gateway runs with auto-resume off. Ephemeral sessions (`persist:false`) cannot be resumed (409).",
+		"Answers once pi is ready, with the conversation as it was. A session that already has a pi process is returned unchanged. Commands sent to a `stopped` session do this by themselves unless the gateway runs with auto-resume off. Ephemeral sessions (`persist:false`) cannot be resumed (409). A model pi no longer knows is 422 `unknown_model`.",
 	request: { params: SessionParams },
 	responses: {
 		200: json(SessionView, "The session, with pi running"),
-		...problems(400, 401, 403, 404, 409, 410, 429, 502, 503),
+		...problems(400, 401, 403, 404, 409, 410, 422, 429, 502, 503),
 	},
 });
 
