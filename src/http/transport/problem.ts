@@ -1,3 +1,4 @@
+import { STATUS_CODES } from "node:http";
 import { z } from "@hono/zod-openapi";
 import { GatewayError } from "../../errors.ts";
 
@@ -32,8 +33,10 @@ const titles: Record<number, string> = {
 	406: "Not Acceptable",
 	409: "Conflict",
 	410: "Gone",
+	412: "Precondition Failed",
 	413: "Content Too Large",
 	415: "Unsupported Media Type",
+	416: "Range Not Satisfiable",
 	421: "Misdirected Request",
 	422: "Unprocessable Content",
 	429: "Too Many Requests",
@@ -58,7 +61,7 @@ export class ApiError extends GatewayError {
 export function toProblem(error: GatewayError, instance?: string): Problem {
 	return {
 		type: `urn:pi-gateway:problem:${error.code}`,
-		title: titles[error.status] ?? "Error",
+		title: titles[error.status] ?? STATUS_CODES[error.status] ?? "Error",
 		status: error.status,
 		code: error.code,
 		detail: error.message,
