@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { runEnded, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { openRaw, parseFrames } from "../helpers/raw-sse.ts";
 import { collect, type Frame, readFrames } from "../helpers/sse.ts";
 
@@ -12,11 +12,8 @@ beforeAll(async () => {
 	id = await gw.session({ name: "events", persist: false });
 });
 
-// A run's last event, run_changes, follows its agent_settled once the folder is snapshotted; reading
-// the changes waits for that, so no test starts while the previous one's run is still ending.
-beforeEach(async () => {
-	await gw.api(`/v1/sessions/${id}/changes`);
-});
+// No test starts while the previous one's run is still ending (its run_changes not yet logged).
+beforeEach(() => runEnded(gw, id));
 
 afterAll(() => gw?.stop());
 

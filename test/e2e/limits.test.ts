@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fixtures, startTestGateway, stdinRecord, type TestGateway, until } from "../helpers/gateway.ts";
+import { fixtures, runEnded, startTestGateway, stdinRecord, type TestGateway, until } from "../helpers/gateway.ts";
 import { collect } from "../helpers/sse.ts";
 
 // Each limit answered with its own problem+json. A stub pi that records its stdin proves that
@@ -150,8 +150,7 @@ describe("idle lifetime", () => {
 			json: { message: "remember" },
 		});
 		expect(run.body.text).toBe("stub: remember");
-		// The run's last event is its run_changes (the workspace snapshot at its end), logged after agent_settled.
-		await collect(await idle.fetch(`/v1/sessions/${keep}/events?after=0`), (f) => f.event === "run_changes");
+		await runEnded(idle, keep);
 		const before = (await idle.api(`/v1/sessions/${keep}`)).body;
 		const messages = (await idle.api(`/v1/sessions/${keep}/messages`)).body;
 		await until(async () => (await idle.api(`/v1/sessions/${keep}`)).body.status === "stopped");

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config.ts";
-import { alive, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { alive, runEnded, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { collect } from "../helpers/sse.ts";
 
 // Real pi with the demo model: the conversation must come back from pi's own session file.
@@ -41,8 +41,7 @@ describe("a gateway restart", () => {
 			json: { message: "echo: remember this" },
 		});
 		expect(run.body.text).toBe("remember this");
-		// The run's last event is its run_changes (the folder's snapshot at its end), logged after agent_settled.
-		await collect(await first.fetch(`/v1/sessions/${keep}/events?after=0`), (f) => f.event === "run_changes");
+		await runEnded(first, keep);
 		const messages = (await first.api(`/v1/sessions/${keep}/messages`)).body;
 		const before = (await first.api(`/v1/sessions/${keep}`)).body;
 		expect(alive(before.pid)).toBe(true);

