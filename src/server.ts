@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Server as HttpServer } from "node:http";
+import type { Server as HttpServer, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import type { DatabaseSync } from "node:sqlite";
@@ -12,6 +12,7 @@ import { clusterKeys, databaseUrlOnArgv, resolveClusterSecret, resolveDatabaseUr
 import { type Config, type ConfigInput, parseConfig } from "./config.ts";
 import { KeyStore } from "./http/auth/keys.ts";
 import { AuditLog } from "./http/observability/audit.ts";
+import { takeOver } from "./http/streams/sse.ts";
 import { ConnectionGuard } from "./http/transport/connections.ts";
 import { SessionAccess } from "./sessions/access.ts";
 import { ApprovalHistory } from "./sessions/approval-history.ts";
@@ -187,7 +188,8 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
 			const s = serve(
 				{
-					fetch: app.fetch,
+					// An SSE answer is written to Node's response by its own pump (sse.ts); this server is HTTP/1.1.
+					fetch: async (request, env) => takeOver(await app.fetch(request, env), env.outgoing as ServerResponse),
 					hostname: config.host,
 					port: config.port,
 					// Bounds on receiving a request only: a long response (SSE) is never cut by them.

@@ -1,5 +1,7 @@
+import type { ServerResponse } from "node:http";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Context } from "hono";
-import { streamSSE } from "hono/streaming";
+import { type Channel, NodeChannel, WebChannel } from "./sse-channels.ts";
 import { type Chunk, chunkBytes, gatewayFrame, joinChunks, singleFrame } from "./sse-frames.ts";
 
 export interface SseOptions {
@@ -10,9 +12,11 @@ export interface SseOptions {
 	dropGraceMs: number;
 }
 
-/** What the pump writes to: Hono's SSE stream in the app, a fake in unit tests. */
+/** What the pump writes to: Node's response or the web body (below), a fake in unit tests. */
 export interface Sink {
 	readonly aborted: boolean;
+	/** Gives each written batch back to the pool once sent (releaseBatch): the pump may take pooled ones. */
+	readonly recycles?: boolean;
 	write(chunk: string | Uint8Array): Promise<unknown>;
 }
 
@@ -100,7 +104,7 @@ export class Outbox {
 					text =
 						this.#strings === this.#chunks.length
 							? this.#chunks.join("")
-							: joinChunks(this.#chunks, this.#strings === 0 ? this.#bytes : undefined);
+							: joinChunks(this.#chunks, this.#strings === 0 ? this.#bytes : undefined, sink.recycles);
 				else if (typeof first === "string" || first instanceof Uint8Array) text = first;
 				else text = singleFrame(first);
 				id = this.#pendingId;
@@ -150,44 +154,94 @@ export class Outbox {
 	}
 }
 
+/** The SSE bodies the server may write to Node's response itself, and how to start each. */
+const takeable = new WeakMap<ReadableStream, (res: ServerResponse) => void>();
+
 /**
- * An SSE response over Hono's streamSSE that pumps `out`, which the caller has already filled
- * and subscribed (so nothing falls between a command and its stream). `detach` unsubscribes; it
- * runs once, the moment the client goes, the subscriber is dropped, or the stream ends.
+ * An SSE response that pumps `out`, which the caller has already filled and subscribed (so
+ * nothing falls between a command and its stream). `detach` unsubscribes; it runs once, the
+ * moment the client goes, the subscriber is dropped, or the stream ends. Nothing is pumped until
+ * the response is sent: by `takeOver` to Node's response, or to whoever reads the body.
  */
 export function sseStream(c: Context, options: SseOptions, out: Outbox, detach: () => void): Response {
-	const response = streamSSE(c, async (stream) => {
-		let detached = false;
-		const stop = () => {
-			if (detached) return;
-			detached = true;
-			detach();
-			out.end();
-		};
+	let detached = false;
+	const stop = () => {
+		if (detached) return;
+		detached = true;
+		detach();
+		out.end();
+	};
+	let started = false;
+	const run = async (channel: Channel) => {
+		started = true;
 		let cutOff: NodeJS.Timeout | undefined;
 		out.onDrop = () => {
 			stop();
 			// A reader that takes nothing more cannot be told it was dropped; free its socket.
-			cutOff = setTimeout(() => {
-				stream.abort();
-				(c.env as { outgoing?: { destroy(): void } } | undefined)?.outgoing?.destroy();
-			}, options.dropGraceMs);
+			cutOff = setTimeout(() => channel.destroy(), options.dropGraceMs);
 			cutOff.unref();
 		};
-		stream.onAbort(stop);
 		const heartbeat = setInterval(() => out.push(": heartbeat\n\n"), options.heartbeatMs);
 		heartbeat.unref();
 		try {
 			if (out.dropped) out.onDrop();
-			await out.pump(stream);
+			await out.pump(channel);
 		} finally {
 			clearInterval(heartbeat);
 			clearTimeout(cutOff);
 			stop();
+			channel.close();
 		}
+	};
+	let web: WebChannel | undefined;
+	const body = new ReadableStream<Uint8Array>(
+		{
+			start(controller) {
+				web = new WebChannel(controller, c.env);
+			},
+			pull() {
+				if (!started && web) void run(web);
+				else web?.pulled();
+			},
+			cancel() {
+				web?.cancelled();
+				stop();
+			},
+		},
+		{ highWaterMark: 0 },
+	);
+	takeable.set(body, (res) => {
+		if (started) return;
+		void run(new NodeChannel(res, stop));
 	});
-	// After streamSSE, which sets its own Cache-Control: no-transform keeps proxies from re-encoding.
-	response.headers.set("Cache-Control", "no-cache, no-transform");
-	response.headers.set("X-Accel-Buffering", "no");
-	return response;
+	c.header("Transfer-Encoding", "chunked");
+	c.header("Content-Type", "text/event-stream");
+	// no-transform keeps proxies from re-encoding; X-Accel-Buffering: no keeps nginx from holding frames.
+	c.header("Cache-Control", "no-cache, no-transform");
+	c.header("Connection", "keep-alive");
+	c.header("X-Accel-Buffering", "no");
+	return c.newResponse(body, 200);
+}
+
+/**
+ * The server's last step for every answer: an SSE stream from sseStream (its body unread, so
+ * after every middleware) is written to Node's response by its pump; anything else is left to
+ * @hono/node-server. Returns what @hono/node-server should do with the answer.
+ */
+export function takeOver(answer: Response, res: ServerResponse | undefined): Response {
+	const body = answer.body;
+	const start = body && res ? takeable.get(body) : undefined;
+	if (!start || !res || body?.locked) return answer;
+	takeable.delete(body as ReadableStream);
+	const headers: Record<string, string | string[]> = {};
+	answer.headers.forEach((value, name) => {
+		headers[name] = value;
+	});
+	const cookies = answer.headers.getSetCookie();
+	if (cookies.length > 0) headers["set-cookie"] = cookies;
+	// The headers go out with the first batch (every stream queues its stream_open first). The web
+	// body is left unread, not cancelled: cancelling it would end the stream it stands for.
+	res.writeHead(answer.status, headers);
+	start(res);
+	return RESPONSE_ALREADY_SENT;
 }
