@@ -37,11 +37,16 @@ const stubGateway = await startGatewayProcess([
 ]);
 try {
 	if (want("latency")) {
-		const rows = await latency(stubGateway, smoke ? [1000] : [1000, 10000], (rate) => (smoke ? 200 : rate * 5));
+		const rows = await latency(
+			stubGateway,
+			smoke ? [1000] : [1000, 10000],
+			(rate) => (smoke ? 200 : rate * 10),
+			smoke ? { flood: 200, pacedMs: 100 } : undefined,
+		);
 		console.log(table("1. Added latency per event (200 B events, stub pi → client)", rows));
 	}
 	if (want("throughput")) {
-		const rows = await throughput(stubGateway, [200, 2048], smoke ? 2000 : 200_000);
+		const rows = await throughput(stubGateway, [200, 2048], smoke ? 2000 : 200_000, smoke ? 1 : 3);
 		console.log(table("2. Throughput ceiling (stub floods events)", rows));
 	}
 	if (want("fanout")) {

@@ -3,7 +3,8 @@
 // Each event carries `t`: process.hrtime.bigint() (CLOCK_MONOTONIC, comparable across
 // processes on one machine) as a decimal string, so a reader can measure delivery latency.
 //   {"type":"emit","count":N,"rate":R,"size":B}  N events of ~B bytes at R events/s
-//                                                (rate 0: as fast as the pipe takes them)
+//                                                (rate 0: as fast as the pipe takes them;
+//                                                paced, the events due are sent on a timer)
 // The command is answered at once; the last event is {"type":"agent_settled"}.
 const send = (line) => process.stdout.write(line);
 let buffer = "";
@@ -22,7 +23,11 @@ async function emit({ count, rate, size }) {
 		if (rate > 0) {
 			const due = Math.min(count, Math.floor((Number(process.hrtime.bigint() - started) / 1e9) * rate) + 1);
 			while (i < due) send(one());
-			await new Promise((r) => setImmediate(r));
+			// Asleep until the next event is due, as pi is between tokens. (It used to spin on
+			// setImmediate, which held one of this machine's two cores for the whole run and put the
+			// gateway and the client behind each other: most of the old p99, see BENCHMARKS.md.)
+			const nextAt = (i / rate) * 1e9 - Number(process.hrtime.bigint() - started);
+			await new Promise((r) => setTimeout(r, Math.max(0, nextAt / 1e6)));
 		} else {
 			let ok = true;
 			while (i < count && ok) ok = send(one());
