@@ -5,6 +5,7 @@
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
@@ -29,25 +30,41 @@ export interface EmitSpec {
 	size: number;
 }
 
-/** Latencies (ns) and bytes of one emission read straight from the pipe. */
+/**
+ * Latencies (ns) and bytes of one emission read straight from the pipe; `deliveries` keeps each
+ * event's stamp beside its latency, and `clientWaitMs` is how long this process waited for a CPU.
+ */
 export async function viaPipe(spec: EmitSpec) {
 	const child = spawnStub();
 	const latencies: number[] = [];
+	const deliveries: [emittedAt: number, latencyNs: number][] = [];
 	// Ready first, so the clock measures events, not the stub's start.
 	const ready = readPipe(child, (record) => record.type === "response");
 	child.stdin?.write(`${JSON.stringify({ id: "0", type: "get_state" })}\n`);
 	await ready;
+	const waitedBefore = runqueueWaitMs(process.pid);
 	const started = now();
 	const done = readPipe(child, (record) => {
-		if (record.type === "message_update") latencies.push(Number(now() - BigInt(record.t)));
+		if (record.type === "message_update") {
+			const t = BigInt(record.t);
+			const latency = Number(now() - t);
+			latencies.push(latency);
+			deliveries.push([Number(t), latency]);
+		}
 		return record.type === "agent_settled";
 	});
 	child.stdin?.write(`${JSON.stringify({ id: "1", type: "emit", ...spec })}\n`);
 	const bytes = await done;
 	const seconds = Number(now() - started) / 1e9;
+	const clientWaitMs = runqueueWaitMs(process.pid) - waitedBefore;
 	child.stdin?.end();
 	await new Promise((r) => child.once("exit", r));
-	return { latencies, bytes, seconds };
+	return { latencies, deliveries, bytes, seconds, stubPid: child.pid as number, clientWaitMs };
+}
+
+/** How long a process's main thread has waited for a CPU (runnable, not running), in ms. */
+export function runqueueWaitMs(pid: number): number {
+	return Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[1]) / 1e6;
 }
 
 /**

@@ -21,7 +21,10 @@ export interface GatewayProcess {
 }
 
 /** The gateway as its own process (as users run it), so its CPU and memory are its own. */
-export async function startGatewayProcess(args: string[]): Promise<GatewayProcess> {
+export async function startGatewayProcess(
+	args: string[],
+	extra: { nodeArgs?: string[]; env?: Record<string, string> } = {},
+): Promise<GatewayProcess> {
 	// Each gateway its own data directory (one gateway per directory; none in the user's home).
 	if (!args.includes("--data-dir")) args = [...args, "--data-dir", mkdtempSync(join(tmpdir(), "pi-bench-data-"))];
 	const child = spawn(
@@ -32,6 +35,7 @@ export async function startGatewayProcess(args: string[]): Promise<GatewayProces
 			"--require",
 			join(root, "bench", "gc-on-signal.cjs"),
 			...(process.env.GW_NODE_ARGS ?? "").split(" ").filter(Boolean),
+			...(extra.nodeArgs ?? []),
 			join(root, "src/main.ts"),
 			"--port",
 			"0",
@@ -41,7 +45,7 @@ export async function startGatewayProcess(args: string[]): Promise<GatewayProces
 		],
 		{
 			stdio: ["ignore", "pipe", "inherit"],
-			env: { ...process.env, PI_GATEWAY_TOKEN: token },
+			env: { ...process.env, ...extra.env, PI_GATEWAY_TOKEN: token },
 		},
 	);
 	const url = await new Promise<string>((resolve, reject) => {

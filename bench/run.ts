@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { runClusterBenchmarks } from "./cluster-suite.ts";
 import { consoleFirstLoad } from "./console.ts";
 import { fanout, idleSubscribers, latency, throughput } from "./events.ts";
+import { latencyTail } from "./latency-tail.ts";
 import { startGatewayProcess, stubPi, table } from "./lib.ts";
 import { optionSets, piMemory } from "./pi-memory.ts";
 import { fullRun, scale, sessionStart } from "./real-pi.ts";
@@ -118,6 +119,13 @@ try {
 	}
 } finally {
 	await piGateway.stop();
+}
+
+if (want("tail")) {
+	// Smoke: tiny and without perf (CI proves the bench runs; the attribution needs the 10 s run).
+	const { rows, who } = await latencyTail(1000, smoke ? 0.2 : 10, smoke ? 100 : 3000, smoke ? false : undefined);
+	console.log(table("11. Where the slow events of the 1k events/s run come from (200 B, stub pi → client)", rows));
+	if (who.length > 0) console.log(table("11b. What held the CPUs while a thread of the chain waited for one", who));
 }
 
 if (want("pi-memory")) {
