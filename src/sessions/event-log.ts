@@ -1,3 +1,5 @@
+import { maxSlabbedBytes, Slab } from "./log-slabs.ts";
+
 /**
  * One frame of a session's event stream: `data` is pi's line as the bytes pi printed (never
  * decoded unless someone reads it: see eventText/eventJson), or a gateway event's JSON as UTF-8.
@@ -6,6 +8,11 @@ export interface LoggedEvent {
 	seq: number;
 	type: string;
 	data: Buffer;
+	/**
+	 * The log's slab that holds `data` (log-slabs.ts): its bytes are used again once the event
+	 * has left the log, so whoever reads `data` later than the append must pin it (outboxes do).
+	 */
+	slab?: Slab | undefined;
 }
 
 /** The event's data as text: for the few records the gateway reads, not for forwarding. */
@@ -49,6 +56,8 @@ export class EventLog {
 	#bytes = 0;
 	#lastSeq = 0;
 	readonly #listeners = new Set<Listener>();
+	/** Where the next events' bytes go. */
+	#slab: Slab | undefined;
 
 	/** `startSeq`: the last seq of an earlier log this one continues (a session restored after a restart). */
 	constructor(maxEvents: number, maxBytes: number, startSeq = 0) {
@@ -78,13 +87,20 @@ export class EventLog {
 		return this.#listeners.size;
 	}
 
-	/** `data`: pi's line as read (kept, not copied), or text (a gateway event's JSON), stored as UTF-8. */
+	/** `data`: pi's line as read (copied into the log's slab), or text (a gateway event's JSON), stored as UTF-8. */
 	append(type: string, data: Buffer | string): LoggedEvent {
-		const event: LoggedEvent = {
-			seq: ++this.#lastSeq,
-			type,
-			data: typeof data === "string" ? Buffer.from(data) : data,
-		};
+		const event: LoggedEvent = { seq: ++this.#lastSeq, type, data: empty, slab: undefined };
+		if (typeof data === "string") event.data = Buffer.from(data);
+		else if (data.length > maxSlabbedBytes) event.data = data;
+		else {
+			let slab = this.#slab;
+			if (slab === undefined || !slab.fits(data.length)) {
+				slab?.retire();
+				slab = this.#slab = new Slab(slab === undefined);
+			}
+			event.data = slab.add(data);
+			event.slab = slab;
+		}
 		this.#events.push(event);
 		this.#bytes += event.data.length;
 		this.#evict();
@@ -123,6 +139,7 @@ export class EventLog {
 		while (this.size > this.#maxEvents || (this.#bytes > this.#maxBytes && this.size > 1)) {
 			const old = this.#events[this.#head++] as LoggedEvent;
 			this.#bytes -= old.data.length;
+			old.slab?.evicted();
 		}
 		// Compact the array once the dead prefix dominates, so eviction stays O(1) amortised.
 		if (this.#head > 1024 && this.#head * 2 > this.#events.length) {
@@ -131,3 +148,5 @@ export class EventLog {
 		}
 	}
 }
+
+const empty = Buffer.alloc(0);

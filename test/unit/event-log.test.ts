@@ -62,12 +62,15 @@ describe("EventLog", () => {
 		expect(log.bytes).toBe(50);
 	});
 
-	it("holds data as bytes and counts them: pi's line as it came (not copied), text as UTF-8", () => {
+	it("holds data as bytes and counts them: pi's line copied out of the pipe's read, text as UTF-8", () => {
 		const log = new EventLog(100, 1 << 20);
 		log.append("e", "\u2028😀中");
 		expect(log.bytes).toBe(10);
 		const line = Buffer.from('{"type":"x"}');
-		expect(log.append("x", line).data).toBe(line);
+		const kept = log.append("x", line).data;
+		expect(kept).toEqual(line);
+		// A copy in the log's slab: the read it came in is not kept alive by the log.
+		expect(kept.buffer).not.toBe(line.buffer);
 		expect(log.bytes).toBe(10 + line.length);
 		expect(eventText(log.since(0).events[0] as LoggedEvent)).toBe("\u2028😀中");
 		expect(eventJson(log.since(1).events[0] as LoggedEvent)).toEqual({ type: "x" });

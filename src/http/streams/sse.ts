@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Context } from "hono";
+import { pinEvent, unpinEvent } from "../../sessions/log-slabs.ts";
 import { type Channel, NodeChannel, WebChannel } from "./sse-channels.ts";
 import { type Chunk, chunkBytes, gatewayFrame, joinChunks, singleFrame } from "./sse-frames.ts";
 
@@ -36,6 +37,8 @@ export class Outbox {
 	#bytes = 0;
 	/** Strings among #chunks: with none, #bytes is the batch's exact size and no chunk is looked at twice. */
 	#strings = 0;
+	/** Logged events among #chunks, each pinning its slab. */
+	#pinned = 0;
 	#pendingId: string | number | undefined;
 	#ending = false;
 	#dropped = false;
@@ -68,6 +71,11 @@ export class Outbox {
 		this.#chunks.push(text);
 		this.#bytes += chunkBytes(text);
 		if (typeof text === "string") this.#strings++;
+		else if (!(text instanceof Uint8Array)) {
+			// Its bytes are read when the batch is made: the log must not reuse them before.
+			pinEvent(text);
+			this.#pinned++;
+		}
 		if (id !== undefined) this.#pendingId = id;
 		// One frame alone is never too much (a big message_end must reach a reader that keeps up).
 		if (this.#bytes > this.#max && this.#chunks.length > 1) this.#drop();
@@ -108,6 +116,7 @@ export class Outbox {
 				else if (typeof first === "string" || first instanceof Uint8Array) text = first;
 				else text = singleFrame(first);
 				id = this.#pendingId;
+				this.#unpinQueued();
 				this.#chunks = [];
 				this.#bytes = 0;
 				this.#strings = 0;
@@ -135,9 +144,21 @@ export class Outbox {
 			if (id !== undefined) this.lastSent = id;
 			await sink.write(text);
 		}
+		// The client is gone: what is still queued is never read.
+		this.#unpinQueued();
+		this.#chunks = [];
+	}
+
+	/** The queued events' bytes are copied (or never will be): the log may reuse them. */
+	#unpinQueued(): void {
+		if (this.#pinned === 0) return;
+		for (const chunk of this.#chunks)
+			if (typeof chunk !== "string" && !(chunk instanceof Uint8Array)) unpinEvent(chunk);
+		this.#pinned = 0;
 	}
 
 	#drop(): void {
+		this.#unpinQueued();
 		this.#chunks = [
 			gatewayFrame("dropped", {
 				reason: "slow_consumer",

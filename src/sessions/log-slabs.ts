@@ -1,0 +1,83 @@
+import type { LoggedEvent } from "./event-log.ts";
+
+// Where an event log keeps its events' bytes: copied out of pi's pipe reads into slabs that are
+// used again once every event in them has left the log and no outbox still has one queued. Kept
+// as views of the reads, the reads outlived two scavenges, were promoted, and only mark-compacts
+// freed them, which V8 starts as external memory grows: 5–6 per 200,000-event 2 KB flood, each
+// marking the whole heap (BENCHMARKS.md, fourth pass). Reused slabs make no new external memory.
+
+const slabBytes = 128 * 1024;
+/** A log's first slab: an idle session holds no more than this of slab (a busy one soon fills it). */
+export const firstSlabBytes = 16 * 1024;
+/** Larger events keep the buffer they came in (rare: a slab would hold only a few of them). */
+export const maxSlabbedBytes = 32 * 1024;
+/** Idle slabs kept for the next events, of any log: 8 MiB at most. */
+const maxFree = 64;
+const free: Buffer[] = [];
+
+export class Slab {
+	readonly #bytes: Buffer;
+	#used = 0;
+	/** Events of this slab still in their log. */
+	#live = 0;
+	/** Queued in outboxes and not yet copied into a batch: their bytes must stay. */
+	#pins = 0;
+	/** Full: no more events go in. */
+	#retired = false;
+	#freed = false;
+
+	/** `first`: a log's first slab, small and never pooled. */
+	constructor(first = false) {
+		this.#bytes = first ? Buffer.allocUnsafe(firstSlabBytes) : (free.pop() ?? Buffer.allocUnsafe(slabBytes));
+	}
+
+	fits(bytes: number): boolean {
+		return this.#used + bytes <= this.#bytes.length;
+	}
+
+	/** A copy of `data` in this slab, counted as one event in the log. */
+	add(data: Buffer): Buffer {
+		data.copy(this.#bytes, this.#used);
+		const view = this.#bytes.subarray(this.#used, this.#used + data.length);
+		this.#used += data.length;
+		this.#live++;
+		return view;
+	}
+
+	retire(): void {
+		this.#retired = true;
+		this.#release();
+	}
+
+	/** One of its events fell off the log. */
+	evicted(): void {
+		this.#live--;
+		this.#release();
+	}
+
+	pin(): void {
+		this.#pins++;
+	}
+
+	unpin(): void {
+		this.#pins--;
+		this.#release();
+	}
+
+	/** Its bytes go to the next slab once nothing can read them any more, exactly once. */
+	#release(): void {
+		if (this.#freed || !this.#retired || this.#live > 0 || this.#pins > 0) return;
+		this.#freed = true;
+		if (this.#bytes.length === slabBytes && free.length < maxFree) free.push(this.#bytes);
+	}
+}
+
+/** An outbox queued `event` (read later, when its batch is made). */
+export function pinEvent(event: LoggedEvent): void {
+	event.slab?.pin();
+}
+
+/** The outbox copied `event` into a batch, or will never read it. */
+export function unpinEvent(event: LoggedEvent): void {
+	event.slab?.unpin();
+}
