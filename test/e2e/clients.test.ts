@@ -1,9 +1,10 @@
-import { execFile, execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { hasCommand } from "../helpers/host.ts";
 
 // The examples in examples/ run as their users run them: as processes, against a live gateway
 // with real pi, the demo model and the shipped permission gate. A spec that lies breaks the typed SDK example
@@ -12,14 +13,6 @@ const run = promisify(execFile);
 const repo = resolve(import.meta.dirname, "../..");
 const examples = join(repo, "examples");
 const token = "clients-test-token-0123456789";
-const has = (command: string) => {
-	try {
-		execFileSync("sh", ["-c", `command -v ${command}`], { stdio: "ignore" });
-		return true;
-	} catch {
-		return false;
-	}
-};
 
 let gw: TestGateway;
 beforeAll(async () => {
@@ -96,7 +89,7 @@ describe("TypeScript SDK example (openapi-typescript + openapi-fetch)", () => {
 	});
 });
 
-describe.skipIf(!has("python3"))("Python example (standard library only)", () => {
+describe.skipIf(!hasCommand("python3"))("Python example (standard library only)", () => {
 	it("creates a session, streams a prompt, answers the approval, deletes the session", async () => {
 		await runClient("python3", [join(examples, "python/client.py")]);
 	});
@@ -112,7 +105,7 @@ describe.skipIf(!has("python3"))("Python example (standard library only)", () =>
 	});
 });
 
-describe.skipIf(!has("curl") || !has("jq"))("curl walkthrough (the README's)", () => {
+describe.skipIf(!hasCommand("curl") || !hasCommand("jq"))("curl walkthrough (the README's)", () => {
 	const transcriptPath = join(examples, "curl/walkthrough.txt");
 	let transcript = "";
 

@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,20 +15,13 @@ import {
 	shellBlocks,
 } from "../helpers/doc-blocks.ts";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { hasCommand } from "../helpers/host.ts";
 import { startReceiver } from "../helpers/receiver.ts";
 
 // Every shell block of README.md and docs/*.md runs in the suite, or says why not (the convention
 // is in test/helpers/doc-blocks.ts). The blocks without a runner of their own run here, with bash,
 // against one live gateway (real pi, the demo model), with GW and AUTH set as the walkthrough sets
 // them, ID a session made for the block (what its page's examples assume), and a fresh folder.
-const has = (command: string) => {
-	try {
-		execFileSync("sh", ["-c", `command -v ${command}`]);
-		return true;
-	} catch {
-		return false;
-	}
-};
 
 const blocks = shellBlocks();
 const where = (b: DocBlock) => `${b.file}:${b.line}`;
@@ -97,7 +90,7 @@ const during: Array<{ when: RegExp; act: (gw: TestGateway, id: string, out: () =
 	},
 ];
 
-describe.skipIf(!has("curl") || !has("jq"))("docs: the shell blocks run as written", () => {
+describe.skipIf(!hasCommand("curl") || !hasCommand("jq"))("docs: the shell blocks run as written", () => {
 	let gw: TestGateway;
 	let receiver: Awaited<ReturnType<typeof startReceiver>>;
 	const dirs: string[] = [];

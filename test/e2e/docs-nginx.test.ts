@@ -1,4 +1,4 @@
-import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import {
 	chmodSync,
 	existsSync,
@@ -9,12 +9,12 @@ import {
 	rmSync,
 	writeFileSync,
 } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { docBlocks, repo } from "../helpers/doc-blocks.ts";
+import { freePort, hasCommand } from "../helpers/host.ts";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 
 // docs/cluster.md's one-host try, as written: its two-node block started with bash (a database
@@ -24,25 +24,6 @@ import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 // arrive as they happen (nothing buffered them).
 const page = "docs/cluster.md";
 const nginx = ["/usr/sbin/nginx", "/usr/bin/nginx"].find((path) => existsSync(path));
-const has = (command: string) => {
-	try {
-		execFileSync("sh", ["-c", `command -v ${command}`]);
-		return true;
-	} catch {
-		return false;
-	}
-};
-
-async function freePort(): Promise<number> {
-	return await new Promise((resolve, reject) => {
-		const server = createServer();
-		server.once("error", reject);
-		server.listen(0, "127.0.0.1", () => {
-			const { port } = server.address() as { port: number };
-			server.close(() => resolve(port));
-		});
-	});
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -69,7 +50,7 @@ function leftovers(dir: string): string[] {
 	return found;
 }
 
-describe.skipIf(!nginx || !has("openssl"))("docs/cluster.md: two nodes on one host behind nginx", () => {
+describe.skipIf(!nginx || !hasCommand("openssl"))("docs/cluster.md: two nodes on one host behind nginx", () => {
 	const blocks = docBlocks(page);
 	const nodesBlock = blocks.find((b) => b.marker?.startsWith("run by test/e2e/docs-nginx.test.ts"));
 	const nginxBlock = blocks.find((b) => b.info === "nginx");

