@@ -1,3 +1,4 @@
+import { giveSlab, takeSlab } from "../slabs.ts";
 import type { LoggedEvent } from "./event-log.ts";
 
 // Where an event log keeps its events' bytes: copied out of pi's pipe reads into slabs that are
@@ -6,14 +7,10 @@ import type { LoggedEvent } from "./event-log.ts";
 // freed them, which V8 starts as external memory grows: 5–6 per 200,000-event 2 KB flood, each
 // marking the whole heap (BENCHMARKS.md, fourth pass). Reused slabs make no new external memory.
 
-const slabBytes = 128 * 1024;
-/** A log's first slab: an idle session holds no more than this of slab (a busy one soon fills it). */
-export const firstSlabBytes = 16 * 1024;
+/** A log's first slab, its own: an idle session holds no more than this (a busy one soon fills it). */
+const firstSlabBytes = 16 * 1024;
 /** Larger events keep the buffer they came in (rare: a slab would hold only a few of them). */
 export const maxSlabbedBytes = 32 * 1024;
-/** Idle slabs kept for the next events, of any log: 8 MiB at most. */
-const maxFree = 64;
-const free: Buffer[] = [];
 
 export class Slab {
 	readonly #bytes: Buffer;
@@ -28,7 +25,7 @@ export class Slab {
 
 	/** `first`: a log's first slab, small and never pooled. */
 	constructor(first = false) {
-		this.#bytes = first ? Buffer.allocUnsafe(firstSlabBytes) : (free.pop() ?? Buffer.allocUnsafe(slabBytes));
+		this.#bytes = first ? Buffer.allocUnsafe(firstSlabBytes) : Buffer.from(takeSlab());
 	}
 
 	fits(bytes: number): boolean {
@@ -68,7 +65,7 @@ export class Slab {
 	#release(): void {
 		if (this.#freed || !this.#retired || this.#live > 0 || this.#pins > 0) return;
 		this.#freed = true;
-		if (this.#bytes.length === slabBytes && free.length < maxFree) free.push(this.#bytes);
+		giveSlab(this.#bytes.buffer);
 	}
 }
 

@@ -35,6 +35,7 @@ const topLevel: Record<string, Layer> = {
 	"patterns.ts": "base",
 	"limits.ts": "base",
 	"child-env.ts": "base",
+	"slabs.ts": "base",
 	"app.ts": "app",
 	"server.ts": "app",
 	"main.ts": "app",

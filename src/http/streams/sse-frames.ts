@@ -1,5 +1,6 @@
 import { isEventType } from "../../pi/event-type.ts";
 import type { LoggedEvent } from "../../sessions/event-log.ts";
+import { giveSlab, slabBytes, takeSlab } from "../../slabs.ts";
 
 // SSE frames as wire bytes, and the batches an outbox sends: everything here is built so that no
 // field can hold CR or LF (the SSE line breaks), and pi's bytes are copied once, into the batch.
@@ -155,7 +156,7 @@ export function joinChunks(chunks: Chunk[], bytes?: number, pooled = false): str
 		if (chunks.every((c) => typeof c === "string")) return chunks.join("");
 		for (const c of chunks) size += typeof c === "string" ? Buffer.byteLength(c) : chunkBytes(c);
 	}
-	const out = pooled && size <= slabBytes ? pooledBatch(size) : Buffer.allocUnsafe(size);
+	const out = pooled && size <= slabBytes ? Buffer.from(takeSlab(), 0, size) : Buffer.allocUnsafe(size);
 	let at = 0;
 	for (const c of chunks) {
 		if (typeof c === "string") at += out.write(c, at);
@@ -167,26 +168,7 @@ export function joinChunks(chunks: Chunk[], bytes?: number, pooled = false): str
 	return out;
 }
 
-// Batches are written from slabs that the socket gives back once it has sent them: a flood makes
-// no new external memory per batch, and V8 ran a scavenge for "external memory pressure" every
-// ~30 ms of a 2 KB flood, most of them for these short-lived buffers (BENCHMARKS.md, fourth pass).
-const slabBytes = 256 * 1024;
-const maxFreeSlabs = 32;
-const freeSlabs: ArrayBuffer[] = [];
-/** Only slabs made here go back to the pool: any other buffer is left to the collector. */
-const slabs = new WeakSet<ArrayBuffer>();
-
-function pooledBatch(size: number): Buffer {
-	let slab = freeSlabs.pop();
-	if (slab === undefined) {
-		slab = new ArrayBuffer(slabBytes);
-		slabs.add(slab);
-	}
-	return Buffer.from(slab, 0, size);
-}
-
-/** The socket has sent `chunk` (or will never send it): a pooled slab serves a later batch. */
+/** The socket has sent `chunk` (or will never send it): a batch's slab serves a later one. */
 export function releaseBatch(chunk: string | Uint8Array): void {
-	if (typeof chunk === "string" || !slabs.has(chunk.buffer as ArrayBuffer) || freeSlabs.length >= maxFreeSlabs) return;
-	freeSlabs.push(chunk.buffer as ArrayBuffer);
+	if (typeof chunk !== "string") giveSlab(chunk.buffer);
 }
