@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { setFlagsFromString } from "node:v8";
 import { ZodError } from "zod";
 import { databaseUrlOnArgv, hasPassword } from "./cluster/credentials.ts";
 import { type ConfigInput, ConfigSchema } from "./config.ts";
@@ -234,6 +235,12 @@ async function main(): Promise<void> {
 		}
 		return;
 	}
+	// The process's own V8 setting, so here and not in startGateway (a library call). V8 decides at
+	// each scavenge which allocation sites to allocate in old space at once; after paced traffic
+	// (events living seconds in the replay log) it chose the log's events and never went back: a
+	// later flood ran 32 mark-compacts instead of 0 and cost 2× the CPU per event (BENCHMARKS.md,
+	// fourth pass). V8 reads the flag at each GC, so setting it now takes effect.
+	setFlagsFromString("--no-allocation-site-pretenuring");
 	let gateway: Awaited<ReturnType<typeof startGateway>>;
 	try {
 		const { input, tokenOnArgv, databaseUrlOnArgv: urlOnArgv } = readInput(process.argv.slice(2));

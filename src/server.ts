@@ -3,7 +3,6 @@ import type { Server as HttpServer, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import type { DatabaseSync } from "node:sqlite";
-import { setFlagsFromString } from "node:v8";
 import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import pinoPretty from "pino-pretty";
@@ -83,11 +82,6 @@ export interface LoadedFiles {
 }
 
 export async function startGateway(input: ConfigInput, logger?: Logger, options: StartOptions = {}): Promise<Gateway> {
-	// V8 decides at each scavenge which allocation sites to allocate in old space at once. After
-	// paced traffic (events that live seconds in the replay log) it chose the log's events, and
-	// never went back: a later flood then ran 32 mark-compacts instead of 0 and cost 2× the CPU
-	// per event (BENCHMARKS.md, fourth pass). Read at each GC, so setting it here takes effect.
-	setFlagsFromString("--no-allocation-site-pretenuring");
 	const config = parseConfig(input);
 	if (!loopback.test(config.host) && !config.auth) {
 		throw new Error(`Refusing to listen on ${config.host} with --no-auth: a token is required beyond loopback`);
