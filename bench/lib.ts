@@ -1,10 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { type IncomingMessage, request } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { bundledPiCli, demoExtensionPath } from "../src/sessions/spawn.ts";
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const stubPi = join(root, "bench", "stub-pi.mjs");
@@ -168,6 +169,23 @@ export function readPipe(
 		};
 		child.stdout?.on("data", onData);
 	});
+}
+
+/**
+ * Real pi with the demo model in its own agent folder, read straight from its pipe (as a client
+ * without the gateway would), its environment as small as the gateway gives its children.
+ * `nodeFlags` go on pi's node command line, as --pi-node-options puts them.
+ */
+export function spawnDemoPi(nodeFlags: string[] = []): ChildProcess {
+	const agentDir = mkdtempSync(join(tmpdir(), "pi-bench-agent-"));
+	const cli = [bundledPiCli(), "--mode", "rpc", "--no-session", "-e", demoExtensionPath];
+	const child = spawn(process.execPath, [...nodeFlags, ...cli, "--provider", "pi-gateway-demo", "--model", "demo"], {
+		cwd: agentDir,
+		stdio: ["pipe", "pipe", "ignore"],
+		env: { PATH: process.env.PATH, HOME: process.env.HOME, PI_OFFLINE: "1", PI_CODING_AGENT_DIR: agentDir },
+	});
+	child.once("exit", () => rmSync(agentDir, { recursive: true, force: true }));
+	return child;
 }
 
 export function spawnStub(): ChildProcess {

@@ -5,12 +5,9 @@
  * a fresh pi: idle after start, one short prompt, idle, a long run with tool calls, idle. The option
  * sets take turns sample by sample, so the load of a shared machine falls on all of them alike.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { bundledPiCli, demoExtensionPath } from "../src/sessions/spawn.ts";
-import { now, percentile, readPipe } from "./lib.ts";
+import type { ChildProcess } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { now, percentile, readPipe, spawnDemoPi } from "./lib.ts";
 
 export const optionSets: { label: string; options: string }[] = [
 	{ label: "defaults", options: "" },
@@ -97,25 +94,7 @@ async function prompt(child: ChildProcess, message: string): Promise<{ firstMs: 
 }
 
 async function sample(options: string): Promise<Sample> {
-	const agentDir = mkdtempSync(join(tmpdir(), "pi-bench-memory-"));
-	const args = [
-		...options.split(" ").filter(Boolean),
-		bundledPiCli(),
-		"--mode",
-		"rpc",
-		"--no-session",
-		"-e",
-		demoExtensionPath,
-		"--provider",
-		"pi-gateway-demo",
-		"--model",
-		"demo",
-	];
-	const child = spawn(process.execPath, args, {
-		cwd: agentDir,
-		stdio: ["pipe", "pipe", "ignore"],
-		env: { PATH: process.env.PATH, HOME: process.env.HOME, PI_OFFLINE: "1", PI_CODING_AGENT_DIR: agentDir },
-	});
+	const child = spawnDemoPi(options.split(" ").filter(Boolean));
 	const pid = child.pid as number;
 	try {
 		const t0 = now();
@@ -150,7 +129,6 @@ async function sample(options: string): Promise<Sample> {
 	} finally {
 		child.stdin?.end();
 		if (child.exitCode === null) await new Promise((r) => child.once("exit", r));
-		rmSync(agentDir, { recursive: true, force: true });
 	}
 }
 

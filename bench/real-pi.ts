@@ -1,12 +1,3 @@
-/**
- * Benchmarks 4–6 with real pi and the offline demo model: session start, many sessions at
- * once, and one long run through the gateway against the same run read from pi's pipe.
- */
-import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { bundledPiCli, demoExtensionPath } from "../src/sessions/spawn.ts";
 import {
 	api,
 	type GatewayProcess,
@@ -17,6 +8,7 @@ import {
 	readPipe,
 	readSse,
 	settledMemory,
+	spawnDemoPi,
 } from "./lib.ts";
 
 const ms = (ns: bigint) => Number(ns) / 1e6;
@@ -99,23 +91,7 @@ export async function scale(gateway: GatewayProcess, sessions: number) {
 
 /** pi read directly from its pipe, as a client without the gateway would. */
 async function directRun(deltas: number) {
-	const agentDir = mkdtempSync(join(tmpdir(), "pi-bench-agent-"));
-	const child = spawn(
-		process.execPath,
-		[
-			bundledPiCli(),
-			"--mode",
-			"rpc",
-			"--no-session",
-			"-e",
-			demoExtensionPath,
-			"--provider",
-			"pi-gateway-demo",
-			"--model",
-			"demo",
-		],
-		{ stdio: ["pipe", "pipe", "ignore"], env: { ...process.env, PI_OFFLINE: "1", PI_CODING_AGENT_DIR: agentDir } },
-	);
+	const child = spawnDemoPi();
 	const ready = readPipe(child, (r) => r.type === "response");
 	child.stdin?.write(`${JSON.stringify({ id: "0", type: "get_state" })}\n`);
 	await ready;
