@@ -98,4 +98,13 @@ describe("GET /v1/sessions", () => {
 		expect((await gw.api("/v1/sessions?limit=0")).status).toBe(400);
 		expect((await gw.api("/v1/sessions?limit=501")).status).toBe(400);
 	});
+
+	it("refuses an empty filter (400 naming it), which would match nobody and look like no sessions", async () => {
+		for (const filter of ["principal", "node"]) {
+			const { status, body, res } = await gw.api(`/v1/sessions?${filter}=`);
+			expect(status).toBe(400);
+			expect(res.headers.get("content-type")).toContain("application/problem+json");
+			expect((body as { detail: string }).detail).toContain(`name a ${filter}`);
+		}
+	});
 });

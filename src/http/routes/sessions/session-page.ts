@@ -26,10 +26,10 @@ export const SessionListQuery = z.object({
 		.optional()
 		.openapi({ description: "`nextCursor` of an earlier page: only sessions created after its last one" }),
 	status: SessionStatus.optional(),
-	node: z.string().max(100).optional().openapi({
+	node: z.string().min(1, "name a node (or leave node out)").max(100).optional().openapi({
 		description: "Cluster mode: only sessions this node runs (`node` of a session); none on a single gateway",
 	}),
-	principal: z.string().max(200).optional().openapi({
+	principal: z.string().min(1, "name a principal (or leave principal out)").max(200).optional().openapi({
 		description: "Only sessions this principal owns; naming another principal than the caller's needs the admin scope",
 	}),
 });
