@@ -119,8 +119,20 @@ export async function viaMinimalRelay(mode: "node-http" | "hono", spec: EmitSpec
 	}
 }
 
-/** The same emission through the gateway to `subscribers` SSE clients at once. */
-export async function viaGateway(gateway: GatewayProcess, spec: EmitSpec, subscribers = 1, parse = true) {
+/**
+ * The same emission through the gateway to `subscribers` SSE clients at once. Each subscriber's
+ * `deliveries` keep every event's stamp beside its latency; `beforeEmit` runs once the streams are
+ * open and just before pi is told to emit (a bench reads its counters there).
+ */
+export async function viaGateway(
+	gateway: GatewayProcess,
+	spec: EmitSpec,
+	{
+		subscribers = 1,
+		parse = true,
+		beforeEmit,
+	}: { subscribers?: number; parse?: boolean; beforeEmit?: () => void } = {},
+) {
 	const session = await api(`${gateway.url}/v1/sessions`, "POST", { persist: false });
 	// The session's first workspace snapshot (git, at its start) done first: it is the session's
 	// cost, not its events', and its spawns would fall into the measured emission.
@@ -129,6 +141,7 @@ export async function viaGateway(gateway: GatewayProcess, spec: EmitSpec, subscr
 		Array.from({ length: subscribers }, async () => {
 			const res = await openSse(`${gateway.url}/v1/sessions/${session.id}/events?types=message_update,agent_settled`);
 			const latencies: number[] = [];
+			const deliveries: [emittedAt: number, latencyNs: number][] = [];
 			let started = 0n;
 			const ready = { resolve: () => {} };
 			const opened = new Promise<void>((r) => {
@@ -143,19 +156,29 @@ export async function viaGateway(gateway: GatewayProcess, spec: EmitSpec, subscr
 				// Parsed, as the pipe reader parses each line: any client must. (Fan-out skips it: one
 				// process reading 100 streams would measure its own JSON.parse, not the gateway.)
 				const t = parse ? JSON.parse(data).t : data.slice(data.lastIndexOf('"t":"') + 5, -2);
-				if (event === "message_update") latencies.push(Number(now() - BigInt(t)));
+				if (event === "message_update") {
+					const latency = Number(now() - BigInt(t));
+					latencies.push(latency);
+					deliveries.push([Number(t), latency]);
+				}
 				return event === "agent_settled";
 			});
 			await opened;
-			return { done, latencies, startedAt: () => started };
+			return { done, latencies, deliveries, startedAt: () => started };
 		}),
 	);
+	beforeEmit?.();
 	const started = now();
 	await api(`${gateway.url}/v1/sessions/${session.id}/rpc`, "POST", { type: "emit", ...spec });
 	const bytes = await Promise.all(results.map((r) => r.done));
 	const seconds = Number(now() - started) / 1e9;
 	await api(`${gateway.url}/v1/sessions/${session.id}`, "DELETE");
-	return { perSubscriber: results.map((r, i) => ({ latencies: r.latencies, bytes: bytes[i] as number })), seconds };
+	const perSubscriber = results.map((r, i) => ({
+		latencies: r.latencies,
+		deliveries: r.deliveries,
+		bytes: bytes[i] as number,
+	}));
+	return { perSubscriber, seconds };
 }
 
 export async function latency(
@@ -258,7 +281,7 @@ export async function throughput(gateway: GatewayProcess, sizes: number[], count
 export async function fanout(gateway: GatewayProcess, counts: number[], rate: number, events: number) {
 	const rows = [];
 	for (const subscribers of counts) {
-		const run = await viaGateway(gateway, { count: events, rate, size: 200 }, subscribers, false);
+		const run = await viaGateway(gateway, { count: events, rate, size: 200 }, { subscribers, parse: false });
 		const delivered = run.perSubscriber.reduce((n, s) => n + s.latencies.length, 0);
 		const all = summarize(run.perSubscriber.flatMap((s) => s.latencies));
 		rows.push({

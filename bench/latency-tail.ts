@@ -15,8 +15,8 @@ import { once } from "node:events";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runqueueWaitMs, viaPipe } from "./events.ts";
-import { api, now, openSse, readSse, root, startGatewayProcess, stubPi } from "./lib.ts";
+import { runqueueWaitMs, viaGateway, viaPipe } from "./events.ts";
+import { root, startGatewayProcess, stubPi } from "./lib.ts";
 
 const slowMs = 2;
 
@@ -140,36 +140,6 @@ function attribute(
 	return { slow: slow.length, duringGc, waited, holders };
 }
 
-/** The paced emission through the gateway, keeping each event's stamp and latency. */
-async function viaGatewayTimed(url: string, spec: { count: number; rate: number; size: number }) {
-	const session = await api(`${url}/v1/sessions`, "POST", { persist: false });
-	await api(`${url}/v1/sessions/${session.id}/changes`, "GET");
-	const res = await openSse(`${url}/v1/sessions/${session.id}/events?types=message_update,agent_settled`);
-	const deliveries: Delivery[] = [];
-	let opened: () => void = () => {};
-	const open = new Promise<void>((r) => {
-		opened = r;
-	});
-	const done = readSse(res, (event, data) => {
-		if (event === "stream_open") opened();
-		else if (event === "message_update") {
-			const t = BigInt(JSON.parse(data).t);
-			deliveries.push([Number(t), Number(now() - t)]);
-		}
-		return event === "agent_settled";
-	});
-	await open;
-	return {
-		session: session.id as string,
-		run: async () => {
-			await api(`${url}/v1/sessions/${session.id}/rpc`, "POST", { type: "emit", ...spec });
-			await done;
-			await api(`${url}/v1/sessions/${session.id}`, "DELETE");
-			return deliveries;
-		},
-	};
-}
-
 function figures(deliveries: Delivery[]) {
 	const ms = deliveries.map(([, ns]) => ns / 1e6).sort((a, b) => a - b);
 	const at = (q: number) => ms[Math.min(ms.length - 1, Math.floor(q * ms.length))] ?? Number.NaN;
@@ -188,8 +158,8 @@ export async function latencyTail(rate: number, seconds: number, warmUpMs: numbe
 	const who: Record<string, string | number>[] = [];
 	try {
 		// Warm, as table 1: a flood and a paced run first, not counted.
-		await (await viaGatewayTimed(gateway.url, { count: 3000, rate: 0, size: 200 })).run();
-		await (await viaGatewayTimed(gateway.url, { count: warmUpMs, rate: 1000, size: 200 })).run();
+		await viaGateway(gateway, { count: 3000, rate: 0, size: 200 });
+		await viaGateway(gateway, { count: warmUpMs, rate: 1000, size: 200 });
 		for (const path of ["pipe", "gateway"] as const) {
 			const perfFile = join(dir, `${path}.perf`);
 			let measured: { deliveries: Delivery[]; chain: Chain; waits: Record<string, number> };
@@ -203,11 +173,17 @@ export async function latencyTail(rate: number, seconds: number, warmUpMs: numbe
 						waits: { client: run.clientWaitMs },
 					};
 				} else {
-					const stream = await viaGatewayTimed(gateway.url, spec);
-					const stub = stubUnder(gateway.pid);
+					let stub: number | undefined;
+					const before = { gateway: 0, client: 0 };
+					const run = await viaGateway(gateway, spec, {
+						beforeEmit: () => {
+							stub = stubUnder(gateway.pid);
+							before.gateway = runqueueWaitMs(gateway.pid);
+							before.client = runqueueWaitMs(process.pid);
+						},
+					});
 					if (stub === undefined) throw new Error("the gateway's stub pi was not found");
-					const before = { gateway: runqueueWaitMs(gateway.pid), client: runqueueWaitMs(process.pid) };
-					const deliveries = await stream.run();
+					const deliveries = run.perSubscriber[0]?.deliveries ?? [];
 					measured = {
 						deliveries,
 						chain: { gateway: gateway.pid, stub, client: process.pid },
