@@ -10,7 +10,7 @@ import { type ConfigInput, ConfigSchema } from "./config.ts";
 import { createKey, readKeysFile, revokeKeys } from "./http/auth/keys.ts";
 import { Scope, scopes } from "./http/auth/principals.ts";
 import { startGateway } from "./server.ts";
-import { tokenNotice } from "./token.ts";
+import { startupNotices } from "./startup-notices.ts";
 
 /** package.json sits one folder up from both src/main.ts (npm start) and dist/main.js (the bin). */
 const version: string = createRequire(import.meta.url)("../package.json").version;
@@ -235,11 +235,8 @@ async function main(): Promise<void> {
 		}
 		return;
 	}
-	// The process's own V8 setting, so here and not in startGateway (a library call). V8 decides at
-	// each scavenge which allocation sites to allocate in old space at once; after paced traffic
-	// (events living seconds in the replay log) it chose the log's events and never went back: a
-	// later flood ran 32 mark-compacts instead of 0 and cost 2× the CPU per event (BENCHMARKS.md,
-	// fourth pass). V8 reads the flag at each GC, so setting it now takes effect.
+	// A process-wide V8 setting, so the CLI's: after paced traffic V8 put the log's events in old space
+	// for good and floods cost 2× (BENCHMARKS.md, fourth pass). Read at each GC, so it takes effect now.
 	setFlagsFromString("--no-allocation-site-pretenuring");
 	let gateway: Awaited<ReturnType<typeof startGateway>>;
 	try {
@@ -257,30 +254,7 @@ async function main(): Promise<void> {
 		console.error(`pi-gateway: ${message}`);
 		process.exit(2);
 	}
-	// For the person at the terminal (stdout is JSON logs): where the token is, and what is unsafe.
-	const notice = tokenNotice(gateway.tokenSource);
-	if (notice) console.error(notice);
-	// Where an agent works unless told otherwise: never this process's own directory by accident.
-	const { workspaceRoot, defaultCwd } = gateway.config;
-	console.error(
-		defaultCwd === "own"
-			? `pi-gateway: sessions without cwd work in a folder of their own, ${workspaceRoot}/<session id>`
-			: `pi-gateway: sessions without cwd work in the workspace root ${workspaceRoot}, all in the same folder`,
-	);
-	if (!gateway.sandbox.enabled)
-		console.error(`pi-gateway: sandbox off (${gateway.sandbox.reason}): pi and its tools run unconfined as this user`);
-	const { keysFile, approvalPoliciesFile, webhooksFile } = gateway.loaded;
-	const count = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`;
-	if (keysFile) console.error(`pi-gateway: API keys from ${keysFile.path} (${count(keysFile.keys, "key")})`);
-	if (approvalPoliciesFile)
-		console.error(
-			`pi-gateway: approval policies from ${approvalPoliciesFile.path} (${count(approvalPoliciesFile.rules, "rule")})`,
-		);
-	if (webhooksFile)
-		console.error(`pi-gateway: webhooks from ${webhooksFile.path} (${count(webhooksFile.webhooks, "webhook")})`);
-	console.error(
-		`pi-gateway: listening on ${gateway.url}; API reference ${gateway.url}/docs, console ${gateway.url}/console`,
-	);
+	for (const line of startupNotices(gateway)) console.error(line);
 	// Whatever ends this process, no pi child outlives it unasked (they would also exit on stdin EOF).
 	process.on("exit", () => gateway.registry.killAll());
 	let signals = 0;

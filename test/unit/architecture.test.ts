@@ -40,6 +40,7 @@ const topLevel: Record<string, Layer> = {
 	"server.ts": "app",
 	"main.ts": "app",
 	"token.ts": "app",
+	"startup-notices.ts": "app",
 };
 
 /**

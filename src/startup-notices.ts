@@ -1,0 +1,34 @@
+import type { Gateway } from "./server.ts";
+import { tokenNotice } from "./token.ts";
+
+/**
+ * What start-up says on stderr to the person at the terminal (stdout carries the JSON log): where
+ * the token is and what is unsafe, where sessions work, what files were read, where to look.
+ */
+export function startupNotices(gateway: Gateway): string[] {
+	const lines: string[] = [];
+	const notice = tokenNotice(gateway.tokenSource);
+	if (notice) lines.push(notice);
+	// Where an agent works unless told otherwise: never this process's own directory by accident.
+	const { workspaceRoot, defaultCwd } = gateway.config;
+	lines.push(
+		defaultCwd === "own"
+			? `pi-gateway: sessions without cwd work in a folder of their own, ${workspaceRoot}/<session id>`
+			: `pi-gateway: sessions without cwd work in the workspace root ${workspaceRoot}, all in the same folder`,
+	);
+	if (!gateway.sandbox.enabled)
+		lines.push(`pi-gateway: sandbox off (${gateway.sandbox.reason}): pi and its tools run unconfined as this user`);
+	const { keysFile, approvalPoliciesFile, webhooksFile } = gateway.loaded;
+	const count = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`;
+	if (keysFile) lines.push(`pi-gateway: API keys from ${keysFile.path} (${count(keysFile.keys, "key")})`);
+	if (approvalPoliciesFile)
+		lines.push(
+			`pi-gateway: approval policies from ${approvalPoliciesFile.path} (${count(approvalPoliciesFile.rules, "rule")})`,
+		);
+	if (webhooksFile)
+		lines.push(`pi-gateway: webhooks from ${webhooksFile.path} (${count(webhooksFile.webhooks, "webhook")})`);
+	lines.push(
+		`pi-gateway: listening on ${gateway.url}; API reference ${gateway.url}/docs, console ${gateway.url}/console`,
+	);
+	return lines;
+}
