@@ -59,12 +59,27 @@ export function hasGit(): boolean {
 
 export class GitError extends Error {}
 
-/** Every git this process runs, until it has exited: a stopping gateway waits for them (gitSettled). */
-const running = new Set<Promise<void>>();
+/**
+ * Every git this process runs until it has exited, and every job of several (a snapshot is a few
+ * gits and file writes) until it has ended: a stopping gateway waits for them (gitSettled).
+ */
+const running = new Set<Promise<unknown>>();
+
+/** Counts `work` as running until it settles; returns it. */
+export function workOnDisk<T>(work: Promise<T>): Promise<T> {
+	running.add(work);
+	void work.then(
+		() => running.delete(work),
+		() => running.delete(work),
+	);
+	return work;
+}
 
 /**
- * Resolves once no git of this process runs: a gateway that stops waits here, so no snapshot
- * goes on writing into a data dir its owner is about to remove (each git is bounded by its deadline).
+ * Resolves once no git or job of this process runs: a gateway that stops waits here, so no
+ * snapshot goes on writing into a data dir its owner is about to remove (each git is bounded by
+ * its deadline). Jobs count whole: between two of a snapshot's gits nothing ran, and a stopped
+ * gateway's snapshot once went on to write git objects while a test removed its data dir.
  */
 export async function gitSettled(): Promise<void> {
 	while (running.size > 0) await Promise.allSettled([...running]);
@@ -86,9 +101,7 @@ export function git(
 			env: env(repo),
 			stdio: ["ignore", "pipe", "pipe"],
 		});
-		const exited = new Promise<void>((done) => child.once("close", () => done()).once("error", () => done()));
-		running.add(exited);
-		void exited.then(() => running.delete(exited));
+		workOnDisk(new Promise<void>((done) => child.once("close", () => done()).once("error", () => done())));
 		const chunks: Buffer[] = [];
 		let size = 0;
 		let cut = false;

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { type GitRepo, git } from "./git.ts";
+import { type GitRepo, git, workOnDisk } from "./git.ts";
 
 /** What a session's shadow repository remembers: the tree at its start and at each run's start and end. */
 export interface Manifest {
@@ -36,7 +36,7 @@ export class Snapshots {
 
 	/** `job` after every earlier job on this session. */
 	serial<T>(job: () => Promise<T>): Promise<T> {
-		const next = this.#chain.then(job, job);
+		const next = workOnDisk(this.#chain.then(job, job));
 		this.#chain = next.catch(() => {});
 		return next;
 	}
