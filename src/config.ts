@@ -271,6 +271,11 @@ export const ConfigSchema = z.object({
 	workspaceMaxChangesBytes: int(1024)
 		.default(4 * 1024 * 1024)
 		.describe("Bytes of all diffs of one answer at most"),
+	workspaceMaxSnapshotBytes: int(1024 * 1024)
+		.default(1024 * 1024 * 1024)
+		.describe(
+			"Bytes one session's shadow repository (its snapshots) may hold; a snapshot that would pass it is refused, and GET …/changes answers 507 snapshot_limit",
+		),
 	logLevel: z
 		.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
 		.default("info")

@@ -1335,7 +1335,7 @@ export interface paths {
         };
         /**
          * What changed in the session's folder: since the session started, or in one run
-         * @description Without `runId`: the folder now against a snapshot taken when the session started (uploads and `bash` commands included). With `runId` (a prompt's `runId` that started a run): the folder when that run settled against a snapshot taken just before its prompt reached pi (a run still going: against now). Snapshots live in a shadow git repository under the gateway's data dir, never in the folder; files the folder's .gitignore ignores are not tracked. The last 100 runs of a session are kept. Capped by --workspace-max-changed-files, --workspace-max-diff-bytes and --workspace-max-changes-bytes.
+         * @description Without `runId`: the folder now against a snapshot taken when the session started (uploads and `bash` commands included). With `runId` (a prompt's `runId` that started a run): the folder when that run settled against a snapshot taken just before its prompt reached pi (a run still going: against now). Snapshots live in a shadow git repository under the gateway's data dir, never in the folder; files the folder's .gitignore ignores are not tracked. The last 100 runs of a session are kept; what no kept run needs is pruned. A session's snapshots are bounded by --workspace-max-snapshot-bytes (past it, 507 `snapshot_limit`). Capped by --workspace-max-changed-files, --workspace-max-diff-bytes and --workspace-max-changes-bytes.
          *
          *     Requires the `sessions:read` scope.
          */
@@ -10287,6 +10287,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `folder_replaced`: a folder on the path of the session's folder was replaced by a link since it was checked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
             410: {
                 headers: {
@@ -10415,6 +10424,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `folder_replaced`: a folder on the path of the session's folder was replaced by a link since it was checked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
             410: {
                 headers: {
@@ -10536,7 +10554,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The path is a folder, or a component of it is a file */
+            /** @description The path is a folder, or a component of it is a file; or `folder_replaced` (see the read) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10653,7 +10671,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The path is a folder */
+            /** @description The path is a folder; or `folder_replaced` (see the read) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10756,6 +10774,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `folder_replaced`: a folder on the path of the session's folder was replaced by a link since it was checked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
             410: {
                 headers: {
@@ -10848,6 +10875,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `folder_replaced`: a folder on the path of the session's folder was replaced by a link since it was checked */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
             410: {
                 headers: {
@@ -10882,6 +10918,15 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying (cluster-mode 503s) */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The session's snapshots stopped: its shadow repository would pass --workspace-max-snapshot-bytes (`snapshot_limit`), and this answer needs a snapshot it refused */
+            507: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -10932,6 +10977,15 @@ export interface operations {
             };
             /** @description No such session or approval */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `folder_replaced`: a folder on the path of the session's folder was replaced by a link since it was checked */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

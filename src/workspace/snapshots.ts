@@ -1,15 +1,39 @@
 import { existsSync } from "node:fs";
-import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { lstat, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { type GitRepo, git, workOnDisk } from "./git.ts";
 
 /** What a session's shadow repository remembers: the tree at its start and at each run's start and end. */
 export interface Manifest {
 	base?: string;
-	runs: { runId: string; start: string; end?: string; settledAt?: string }[];
+	/** `error`: a run whose snapshots --workspace-max-snapshot-bytes refused (no trees). */
+	runs: { runId: string; start?: string; end?: string; settledAt?: string; error?: string }[];
 }
 
-/** Runs remembered per session (the oldest go first; their trees stay in the repository until it is removed). */
+/** Runs remembered per session (the oldest go first; their trees go at the next prune). */
 export const maxRuns = 100;
+
+/** What a shadow repository may hold, and when its loose objects are packed and the unneeded pruned. */
+export interface SnapshotLimits {
+	/** Bytes of the repository at most (--workspace-max-snapshot-bytes): a snapshot that would pass it is refused. */
+	maxBytes: number;
+	/** Loose objects past this many bytes (or `pruneLooseObjects` objects) are packed at the next settle. */
+	pruneLooseBytes: number;
+	pruneLooseObjects: number;
+}
+
+export const defaultSnapshotLimits: SnapshotLimits = {
+	maxBytes: 1024 * 1024 * 1024,
+	pruneLooseBytes: 32 * 1024 * 1024,
+	pruneLooseObjects: 5000,
+};
+
+/** A snapshot refused because the shadow repository would pass --workspace-max-snapshot-bytes. */
+export class SnapshotLimitError extends Error {}
+
+/** Trees of the latest snapshots, kept by a prune though no manifest names them yet (a run's start). */
+const recentKept = 16;
+const objectId = /^[0-9a-f]{40,64}$/;
 
 /**
  * One session's snapshots: a shadow git repository under the data dir whose work tree is the
@@ -20,14 +44,22 @@ export const maxRuns = 100;
 export class Snapshots {
 	readonly #dir: string;
 	readonly #timeoutMs: number;
+	readonly #limits: SnapshotLimits;
 	#chain: Promise<unknown> = Promise.resolve();
 	#manifest: Manifest | undefined;
+	/** The latest snapshots' trees, newest last. */
+	readonly #recent: string[] = [];
+	/** Runs left the manifest since the last prune: their objects may go. */
+	#dropped = false;
+	/** Trees a prune keeps though the manifest does not name them (yet): a running run's start. */
+	readonly pinned = new Set<string>();
 	workTree: string;
 
-	constructor(dir: string, workTree: string, timeoutMs: number) {
+	constructor(dir: string, workTree: string, timeoutMs: number, limits: Partial<SnapshotLimits> = {}) {
 		this.#dir = dir;
 		this.workTree = workTree;
 		this.#timeoutMs = timeoutMs;
+		this.#limits = { ...defaultSnapshotLimits, ...limits };
 	}
 
 	get repo(): GitRepo {
@@ -51,12 +83,99 @@ export class Snapshots {
 		// A git killed at its deadline leaves its lock; nothing else uses this index (jobs are serial).
 		await rm(`${this.#dir}/git/index.lock`, { force: true });
 		const options = { timeoutMs: this.#timeoutMs };
+		await this.#fits();
 		await git(this.repo, ["add", "--all", "--ignore-errors", "--", "."], options).catch((error) => {
 			// --ignore-errors exits 1 after adding what it could read (an unreadable file, say).
 			if (!String(error.message).includes("failed (1)")) throw error;
 		});
 		const { out } = await git(this.repo, ["write-tree"], options);
-		return out.toString("utf8").trim();
+		const tree = out.toString("utf8").trim();
+		this.#recent.push(tree);
+		if (this.#recent.length > recentKept) this.#recent.shift();
+		return tree;
+	}
+
+	/**
+	 * Refuses the snapshot (before git stores a byte) when the files it would add — changed and new
+	 * ones, as the folder's .gitignore filters them, counted uncompressed — would take the repository
+	 * past its cap, after a prune of what nothing needs. So one run that writes a huge file costs the
+	 * data dir nothing.
+	 */
+	async #fits(): Promise<void> {
+		const { maxBytes } = this.#limits;
+		const args = ["ls-files", "-z", "--modified", "--others", "--exclude-standard"];
+		const { out } = await git(this.repo, args, { timeoutMs: this.#timeoutMs });
+		let pending = 0;
+		for (const path of new Set(out.toString("utf8").split("\0"))) {
+			if (!path) continue;
+			pending += await lstat(join(this.workTree, path)).then(
+				(stat) => (stat.isFile() ? stat.size : 0),
+				() => 0,
+			);
+			if (pending > maxBytes) break;
+		}
+		if (pending === 0) return;
+		let usage = await this.#usage();
+		if (usage.bytes + pending > maxBytes && (usage.looseObjects > 0 || this.#dropped)) {
+			await this.#prune();
+			usage = await this.#usage();
+		}
+		if (usage.bytes + pending > maxBytes)
+			throw new SnapshotLimitError(
+				`Snapshots of this session stopped: the folder's changes (${mib(pending)}) would take its shadow repository (${mib(usage.bytes)}) past --workspace-max-snapshot-bytes (${mib(maxBytes)})`,
+			);
+	}
+
+	/** The repository's bytes on disk (git's count), and its loose objects. */
+	async #usage(): Promise<{ bytes: number; looseBytes: number; looseObjects: number }> {
+		const { out } = await git(this.repo, ["count-objects", "-v"], { timeoutMs: this.#timeoutMs });
+		const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, "m").exec(out.toString("utf8"))?.[1] ?? 0);
+		const looseBytes = field("size") * 1024;
+		return {
+			bytes: looseBytes + (field("size-pack") + field("size-garbage")) * 1024,
+			looseBytes,
+			looseObjects: field("count"),
+		};
+	}
+
+	/** After a run settled: packs and prunes once the loose objects pass their threshold. */
+	pruneIfDue(): Promise<void> {
+		return this.serial(async () => {
+			if (!existsSync(`${this.#dir}/git/HEAD`)) return;
+			const usage = await this.#usage();
+			if (usage.looseBytes > this.#limits.pruneLooseBytes || usage.looseObjects > this.#limits.pruneLooseObjects)
+				await this.#prune();
+		});
+	}
+
+	/**
+	 * Keeps only what the trees still needed reach — the session's start, the kept runs' starts and
+	 * ends, running runs' starts, the latest snapshots — each held by a ref
+	 * `refs/keep/<tree>`; then everything reachable (and the shadow index) is packed into one pack,
+	 * with deltas, and the rest removed.
+	 */
+	async #prune(): Promise<void> {
+		const manifest = await this.manifest();
+		const wanted = new Set(
+			[manifest.base, ...manifest.runs.flatMap((r) => [r.start, r.end]), ...this.#recent, ...this.pinned].filter(
+				(tree): tree is string => typeof tree === "string" && objectId.test(tree),
+			),
+		);
+		const options = { timeoutMs: this.#timeoutMs };
+		const { out } = await git(this.repo, ["for-each-ref", "--format=%(objectname)", "refs/keep/"], options);
+		const held = new Set(out.toString("utf8").split("\n").filter(Boolean));
+		for (const tree of wanted)
+			if (!held.has(tree))
+				// A tree already gone (a snapshot that never finished) holds nothing.
+				await git(this.repo, ["update-ref", `refs/keep/${tree}`, tree], options).catch(() => {});
+		for (const tree of held)
+			if (!wanted.has(tree) && objectId.test(tree))
+				await git(this.repo, ["update-ref", "-d", `refs/keep/${tree}`], options);
+		// Packing rewrites the whole repository: it gets longer than one snapshot.
+		const long = { timeoutMs: this.#timeoutMs * 4 };
+		await git(this.repo, ["repack", "-a", "-d", "-q"], long);
+		await git(this.repo, ["prune", "--expire=now"], long);
+		this.#dropped = false;
 	}
 
 	async #init(): Promise<void> {
@@ -79,7 +198,10 @@ export class Snapshots {
 	async update(change: (manifest: Manifest) => void): Promise<void> {
 		const manifest = await this.manifest();
 		change(manifest);
-		if (manifest.runs.length > maxRuns) manifest.runs.splice(0, manifest.runs.length - maxRuns);
+		if (manifest.runs.length > maxRuns) {
+			manifest.runs.splice(0, manifest.runs.length - maxRuns);
+			this.#dropped = true;
+		}
 		await mkdir(this.#dir, { recursive: true });
 		const temp = `${this.#dir}/runs.json.${process.pid}`;
 		await writeFile(temp, JSON.stringify(manifest));
@@ -91,3 +213,5 @@ export class Snapshots {
 		return this.serial(() => rm(this.#dir, { recursive: true, force: true }));
 	}
 }
+
+const mib = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;

@@ -19,6 +19,7 @@ export function startChangeTracker(
 			dataDir: config.dataDir,
 			enabled: config.workspaceChanges,
 			snapshotTimeoutMs: config.workspaceSnapshotTimeoutMs,
+			maxSnapshotBytes: config.workspaceMaxSnapshotBytes,
 			limits: {
 				maxFiles: config.workspaceMaxChangedFiles,
 				maxDiffBytes: config.workspaceMaxDiffBytes,

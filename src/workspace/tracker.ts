@@ -5,7 +5,7 @@ import type { RunArchive } from "../store/postgres/run-archive.ts";
 import { needDatabase } from "../store/postgres/schema.ts";
 import { type ChangeLimits, type ChangeStatus, changedPaths, changesBetween } from "./changes.ts";
 import { hasGit } from "./git.ts";
-import { maxRuns, Snapshots } from "./snapshots.ts";
+import { maxRuns, SnapshotLimitError, Snapshots } from "./snapshots.ts";
 
 /** What the tracker needs of a session: its folder, and a way to say something on its event stream. */
 export interface TrackedSession {
@@ -17,6 +17,8 @@ export interface TrackerOptions {
 	dataDir: string;
 	enabled: boolean;
 	snapshotTimeoutMs: number;
+	/** Bytes one session's shadow repository may hold (--workspace-max-snapshot-bytes). */
+	maxSnapshotBytes?: number;
 	limits: Omit<ChangeLimits, "timeoutMs">;
 	/** Cluster mode: settled runs' changes kept in PostgreSQL, so they outlive a move to another node. */
 	archive?: RunArchive;
@@ -26,6 +28,13 @@ export interface TrackerOptions {
 export const maxSummaryPaths = 100;
 
 const safeId = /^[\w-]{1,100}$/;
+
+/** A snapshot's tree, or why there is none (`limit`: refused by --workspace-max-snapshot-bytes). */
+interface Snap {
+	tree?: string;
+	error?: string;
+	limit?: boolean;
+}
 
 /**
  * What changed in each session's folder: a snapshot when the session is first seen (its start),
@@ -40,9 +49,9 @@ export class ChangeTracker {
 	readonly #logger: Logger;
 	readonly #repos = new Map<string, Snapshots>();
 	/** The tree taken just before a prompt was sent, until pi says whether it started a run. */
-	readonly #beforePrompt = new Map<string, Promise<string | undefined>>();
+	readonly #beforePrompt = new Map<string, Promise<Snap>>();
 	/** The run in progress per session, and its start tree. */
-	readonly #current = new Map<string, { runId: string; start: Promise<string | undefined> }>();
+	readonly #current = new Map<string, { runId: string; start: Promise<Snap> }>();
 	/** Each session's first snapshot: "since the session started" means since this one. */
 	readonly #base = new Map<string, Promise<unknown>>();
 	/** Settling runs' end snapshots, by session, so a read right after a run sees them. */
@@ -63,7 +72,13 @@ export class ChangeTracker {
 		if (!session || !safeId.test(id)) return undefined;
 		let repo = this.#repos.get(id);
 		if (!repo) {
-			repo = new Snapshots(`${this.#options.dataDir}/workspaces/${id}`, session.cwd, this.#options.snapshotTimeoutMs);
+			const limits = this.#options.maxSnapshotBytes ? { maxBytes: this.#options.maxSnapshotBytes } : {};
+			repo = new Snapshots(
+				`${this.#options.dataDir}/workspaces/${id}`,
+				session.cwd,
+				this.#options.snapshotTimeoutMs,
+				limits,
+			);
 			this.#repos.set(id, repo);
 		}
 		// A switch to a session file of another folder moves the session's folder.
@@ -71,10 +86,10 @@ export class ChangeTracker {
 		return repo;
 	}
 
-	/** A snapshot, or undefined when it failed (logged): a run without one has no changes to show. */
-	async #snap(id: string): Promise<string | undefined> {
+	/** A snapshot, or why it failed (logged): a run without one has no changes to show. */
+	async #snap(id: string): Promise<Snap> {
 		const repo = this.#repo(id);
-		if (!repo || !this.enabled) return undefined;
+		if (!repo || !this.enabled) return { error: "no snapshot of the folder" };
 		try {
 			const tree = await repo.snapshot();
 			const manifest = await repo.manifest();
@@ -84,10 +99,14 @@ export class ChangeTracker {
 						m.base ??= tree;
 					}),
 				);
-			return tree;
+			return { tree };
 		} catch (error) {
+			if (error instanceof SnapshotLimitError) {
+				this.#logger.warn({ sessionId: id }, error.message);
+				return { error: error.message, limit: true };
+			}
 			this.#logger.warn({ sessionId: id, err: error }, "workspace snapshot failed");
-			return undefined;
+			return { error: "no snapshot of the folder" };
 		}
 	}
 
@@ -126,7 +145,10 @@ export class ChangeTracker {
 			const before = this.#beforePrompt.get(id);
 			this.#beforePrompt.delete(id);
 			if (response.data?.disposition !== "started") return;
-			this.#current.set(id, { runId: response.id, start: before ?? this.#snap(id) });
+			const start = before ?? this.#snap(id);
+			this.#current.set(id, { runId: response.id, start });
+			// Its start tree outlives any prune until the run is in the manifest.
+			void start.then((snap) => snap.tree && this.#repos.get(id)?.pinned.add(snap.tree));
 		} else if (event.type === "agent_settled") {
 			const run = this.#current.get(id);
 			this.#current.delete(id);
@@ -134,14 +156,26 @@ export class ChangeTracker {
 		}
 	}
 
-	async #settle(id: string, run: { runId: string; start: Promise<string | undefined> }): Promise<void> {
+	async #settle(id: string, run: { runId: string; start: Promise<Snap> }): Promise<void> {
 		const session = this.#sessionOf(id);
 		const repo = this.#repo(id);
 		let summary: { files: { path: string; status: ChangeStatus }[]; truncated: boolean } | undefined;
 		let error: string | undefined;
 		try {
-			const [start, end] = [await run.start, await this.#snap(id)];
-			if (!repo || !start || !end) throw new Error("no snapshot of the folder");
+			const [first, last] = [await run.start, await this.#snap(id)];
+			const [start, end] = [first.tree, last.tree];
+			if (!repo || !start || !end) {
+				const limit = [first, last].find((snap) => snap.limit);
+				// A refused run is remembered as such: GET …/changes?runId= says why it has no changes.
+				if (repo && limit)
+					await repo.serial(() =>
+						repo.update((m) => {
+							m.runs = m.runs.filter((r) => r.runId !== run.runId);
+							m.runs.push({ runId: run.runId, error: limit.error, settledAt: new Date().toISOString() });
+						}),
+					);
+				throw new Error(limit?.error ?? first.error ?? last.error ?? "no snapshot of the folder");
+			}
 			await repo.serial(() =>
 				repo.update((m) => {
 					m.runs = m.runs.filter((r) => r.runId !== run.runId);
@@ -156,6 +190,10 @@ export class ChangeTracker {
 				maxSummaryPaths,
 			);
 			await this.#archive(id, run.runId, repo, start, end);
+			repo.pinned.delete(start);
+			await repo
+				.pruneIfDue()
+				.catch((error) => this.#logger.warn({ sessionId: id, err: error }, "pruning the shadow repository failed"));
 		} catch (caught) {
 			error = caught instanceof Error ? caught.message : String(caught);
 		}
@@ -194,7 +232,8 @@ export class ChangeTracker {
 		const running = this.#current.get(id);
 		if (runId !== undefined && running?.runId !== runId) {
 			const run = (await repo.manifest()).runs.find((r) => r.runId === runId);
-			if (run?.end) return { runId, ...(await changesBetween(repo.repo, run.start, run.end, limits)) };
+			if (run?.error) throw new GatewayError(507, "snapshot_limit", run.error);
+			if (run?.start && run.end) return { runId, ...(await changesBetween(repo.repo, run.start, run.end, limits)) };
 			// Settled on another node before the session moved here (cluster mode).
 			const archive = this.#options.archive;
 			const kept = archive && (await needDatabase("a run's changes", () => archive.load(id, runId)));
@@ -206,12 +245,15 @@ export class ChangeTracker {
 			);
 		}
 		const now = await this.#snap(id);
-		const from = runId !== undefined ? await running?.start : (await repo.manifest()).base;
-		if (!from || !now)
+		const start = runId !== undefined ? await running?.start : undefined;
+		const from = runId !== undefined ? start?.tree : (await repo.manifest()).base;
+		const limit = [now, start].find((snap) => snap?.limit);
+		if (limit) throw new GatewayError(507, "snapshot_limit", limit.error as string);
+		if (!from || !now.tree)
 			throw new GatewayError(503, "snapshot_failed", "The folder could not be snapshotted; try again", {
 				retryAfter: 1,
 			});
-		return { runId: runId ?? null, ...(await changesBetween(repo.repo, from, now, limits)) };
+		return { runId: runId ?? null, ...(await changesBetween(repo.repo, from, now.tree, limits)) };
 	}
 
 	/** The session was deleted: its shadow repository goes too. */

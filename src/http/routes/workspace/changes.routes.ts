@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { json, problem, problems } from "../../transport/openapi.ts";
 import { SessionParams } from "../../transport/params.ts";
+import { folderReplaced } from "./files.routes.ts";
 
 const tags = ["workspace"];
 
@@ -26,7 +27,7 @@ export const changes = createRoute({
 	tags,
 	summary: "What changed in the session's folder: since the session started, or in one run",
 	description:
-		"Without `runId`: the folder now against a snapshot taken when the session started (uploads and `bash` commands included). With `runId` (a prompt's `runId` that started a run): the folder when that run settled against a snapshot taken just before its prompt reached pi (a run still going: against now). Snapshots live in a shadow git repository under the gateway's data dir, never in the folder; files the folder's .gitignore ignores are not tracked. The last 100 runs of a session are kept. Capped by --workspace-max-changed-files, --workspace-max-diff-bytes and --workspace-max-changes-bytes.",
+		"Without `runId`: the folder now against a snapshot taken when the session started (uploads and `bash` commands included). With `runId` (a prompt's `runId` that started a run): the folder when that run settled against a snapshot taken just before its prompt reached pi (a run still going: against now). Snapshots live in a shadow git repository under the gateway's data dir, never in the folder; files the folder's .gitignore ignores are not tracked. The last 100 runs of a session are kept; what no kept run needs is pruned. A session's snapshots are bounded by --workspace-max-snapshot-bytes (past it, 507 `snapshot_limit`). Capped by --workspace-max-changed-files, --workspace-max-diff-bytes and --workspace-max-changes-bytes.",
 	request: {
 		params: SessionParams,
 		query: z.object({
@@ -49,9 +50,14 @@ export const changes = createRoute({
 			"The changed files with their diffs",
 		),
 		...problems(400, 401, 403, 410),
+		409: folderReplaced,
 		404: problem("No such session, or no settled run with this id (`run_not_found`)"),
 		501: problem(
 			"Change tracking is off (--no-workspace-changes) or git is not on the gateway's PATH (`changes_unavailable`)",
+		),
+		503: problem("The folder could not be snapshotted (`snapshot_failed`); try again"),
+		507: problem(
+			"The session's snapshots stopped: its shadow repository would pass --workspace-max-snapshot-bytes (`snapshot_limit`), and this answer needs a snapshot it refused",
 		),
 	},
 });
@@ -77,6 +83,7 @@ export const archive = createRoute({
 			content: { "application/gzip": { schema: z.string().openapi({ format: "binary" }) } },
 		},
 		...problems(401, 403, 404, 410),
+		409: folderReplaced,
 		413: problem("The folder is larger than --workspace-max-archive-bytes (`archive_too_large`)"),
 	},
 });

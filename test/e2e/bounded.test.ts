@@ -1,0 +1,91 @@
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { collect } from "../helpers/sse.ts";
+
+// Issue 29, "bounded and fair": what a hostile (or just busy) agent can make the gateway keep.
+// Real pi with the demo model; the default layout (no --workspace-root).
+const MiB = 1024 * 1024;
+const diskBytes = (path: string) => Number(execFileSync("du", ["-sb", path], { encoding: "utf8" }).split("\t")[0]);
+
+describe("the shadow repository stays bounded", () => {
+	let gw: TestGateway;
+	beforeAll(async () => {
+		gw = await startTestGateway({ workspaceRoot: undefined });
+	});
+	afterAll(async () => {
+		await gw?.stop();
+	});
+
+	it("a 20 MB file changed by every run: the versions nothing needs are pruned", async () => {
+		const id = await gw.session();
+		const upload = await gw.fetch(`/v1/sessions/${id}/files/content?path=big.bin`, {
+			method: "PUT",
+			body: randomBytes(20 * MiB),
+		});
+		expect(upload.status).toBe(201);
+		const git = join(gw.root, "data", "snapshots", id, "git");
+		const runs: string[] = [];
+		for (let i = 0; i < 7; i++) {
+			// One byte changed in place: a new 20 MB blob for git each time.
+			const message = `bash: printf x | dd of=big.bin bs=1 seek=${i * 1000} conv=notrunc status=none`;
+			const run = await gw.api(`/v1/sessions/${id}/prompt?wait=true`, { method: "POST", json: { message } });
+			expect(run.status).toBe(200);
+			runs.push(run.body.runId);
+			const changes = await gw.api(`/v1/sessions/${id}/changes?runId=${run.body.runId}`);
+			expect(changes.status).toBe(200);
+			expect(changes.body.files).toMatchObject([{ path: "big.bin", status: "modified", binary: true }]);
+		}
+		// Unpruned: 8 versions of 20 MB (about 160 MB). Kept: the needed trees, packed with deltas.
+		expect(diskBytes(git)).toBeLessThan(80 * MiB);
+		// Every kept run still diffs, and so does "since the session started".
+		for (const runId of runs) {
+			const changes = await gw.api(`/v1/sessions/${id}/changes?runId=${runId}`);
+			expect(changes.body.files).toMatchObject([{ path: "big.bin", status: "modified" }]);
+		}
+		const all = await gw.api(`/v1/sessions/${id}/changes`);
+		expect(all.body.files).toMatchObject([{ path: "big.bin", status: "added" }]);
+	}, 240_000);
+});
+
+describe("a session's snapshots stop at --workspace-max-snapshot-bytes", () => {
+	let gw: TestGateway;
+	beforeAll(async () => {
+		gw = await startTestGateway({ workspaceRoot: undefined, workspaceMaxSnapshotBytes: 8 * MiB });
+	});
+	afterAll(async () => {
+		await gw?.stop();
+	});
+
+	it("refuses a snapshot past the cap before storing it; run_changes and GET …/changes say why; room again resumes them", async () => {
+		const id = await gw.session();
+		const prompt = (message: string) =>
+			gw.api(`/v1/sessions/${id}/prompt?wait=true`, { method: "POST", json: { message } });
+		const git = join(gw.root, "data", "snapshots", id, "git");
+		expect((await prompt("bash: head -c 20000000 /dev/urandom > big.bin")).status).toBe(200);
+		const refused = await prompt("bash: echo hi > small.txt");
+		expect(refused.status).toBe(200);
+		const events = await gw.fetch(`/v1/sessions/${id}/events?after=0`);
+		const frames = await collect(events, (f) => f.event === "run_changes" && f.json.runId === refused.body.runId);
+		const summary = frames.at(-1)?.json;
+		expect(summary).toMatchObject({ type: "run_changes", runId: refused.body.runId, files: null });
+		expect(summary.error).toContain("--workspace-max-snapshot-bytes");
+		const byRun = await gw.api(`/v1/sessions/${id}/changes?runId=${refused.body.runId}`);
+		expect(byRun.status).toBe(507);
+		expect(byRun.body.code).toBe("snapshot_limit");
+		const sinceStart = await gw.api(`/v1/sessions/${id}/changes`);
+		expect(sinceStart.status).toBe(507);
+		expect(sinceStart.body.code).toBe("snapshot_limit");
+		expect(sinceStart.body.detail).toContain("--workspace-max-snapshot-bytes");
+		// Not a byte of the 20 MB went into the shadow repository.
+		expect(diskBytes(git)).toBeLessThan(4 * MiB);
+		// The file gone, the folder fits again.
+		expect((await gw.fetch(`/v1/sessions/${id}/files/content?path=big.bin`, { method: "DELETE" })).status).toBe(204);
+		const again = await prompt("bash: echo again > small.txt");
+		const changes = await gw.api(`/v1/sessions/${id}/changes?runId=${again.body.runId}`);
+		expect(changes.status).toBe(200);
+		expect(changes.body.files).toMatchObject([{ path: "small.txt", status: "modified" }]);
+	}, 60_000);
+});
