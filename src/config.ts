@@ -261,7 +261,7 @@ export const ConfigSchema = z.object({
 		.boolean()
 		.default(true)
 		.describe(
-			"Snapshot each session's folder at its start and around each run (a shadow git repository under <data-dir>/workspaces) for GET …/changes and run summaries",
+			"Snapshot each session's folder at its start and around each run (a shadow git repository under <data-dir>/snapshots) for GET …/changes and run summaries",
 		),
 	workspaceSnapshotTimeoutMs: int(100).default(30_000).describe("Time one snapshot or diff of a folder may take"),
 	workspaceMaxChangedFiles: int(1).default(500).describe("Files GET …/changes lists at most"),
@@ -275,6 +275,13 @@ export const ConfigSchema = z.object({
 		.default(1024 * 1024 * 1024)
 		.describe(
 			"Bytes one session's shadow repository (its snapshots) may hold; a snapshot that would pass it is refused, and GET …/changes answers 507 snapshot_limit",
+		),
+	workspaceRetentionDays: z.coerce
+		.number()
+		.min(0)
+		.default(30)
+		.describe(
+			"Days a deleted session's own folder (<workspace-root>/<session id>, made for a session created without cwd) is kept before it is removed; 0 keeps it forever. A cwd the client named is never removed",
 		),
 	logLevel: z
 		.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])

@@ -1,5 +1,6 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { once } from "node:events";
+import { closeSync } from "node:fs";
 import { JsonlDecoder } from "./jsonl.ts";
 import {
 	childrenOf,
@@ -23,6 +24,12 @@ export interface PiProcessOptions {
 	onOverflow(droppedChars: number, head: string): void;
 	/** Set when `command` is bwrap running `sandboxed.command`: the sandbox changes how pi's end looks. */
 	sandboxed?: { command: string };
+	/**
+	 * The folder to hand the child as descriptor 3 (bwrap's `--bind-fd 3`), opened by `openFolder`
+	 * just before the spawn and closed just after: what the sandbox binds is what was checked.
+	 */
+	bindFolder?: { path: string; root: string };
+	openFolder?(path: string, root: string): number;
 }
 
 export interface ExitInfo {
@@ -81,14 +88,21 @@ export class PiProcess {
 			if (inner && !findExecutable(inner, env.PATH)) {
 				throw Object.assign(new Error(`spawn ${inner} ENOENT`), { code: "ENOENT" });
 			}
+			const { bindFolder, openFolder } = this.#options;
+			const folder = bindFolder && openFolder ? openFolder(bindFolder.path, bindFolder.root) : undefined;
 			// Its own process group (detached), so a signal reaches pi and whatever it did not move elsewhere.
-			child = spawn(command, args, {
-				cwd,
-				env: { ...env, [tagVariable]: this.#tag },
-				stdio: ["pipe", "pipe", "pipe"],
-				shell: false,
-				detached: true,
-			});
+			// A bound folder is given by descriptor; bwrap itself then starts in / (no path is trusted).
+			try {
+				child = spawn(command, args, {
+					cwd: folder === undefined ? cwd : "/",
+					env: { ...env, [tagVariable]: this.#tag },
+					stdio: folder === undefined ? ["pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", folder],
+					shell: false,
+					detached: true,
+				}) as ChildProcessWithoutNullStreams;
+			} finally {
+				if (folder !== undefined) closeSync(folder);
+			}
 		} catch (error) {
 			// Refused before any process existed (an argument Node will not pass): nothing to wait for.
 			this.#exitInfo = { code: null, signal: null, requested: false };

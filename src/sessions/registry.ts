@@ -190,10 +190,12 @@ export class SessionRegistry {
 		}
 		const resume = body.resume ? this.#resumeFile(body.resume, caller) : undefined;
 		this.#assertStorable();
-		const warm = isDefaultRequest(body) ? this.pool?.take() : undefined;
+		// A warm child works in a folder of the whole root's: only for a caller whose area that is.
+		const wholeRoot = caller.area === undefined || caller.area.admin;
+		const warm = isDefaultRequest(body) && wholeRoot ? this.pool?.take() : undefined;
 		if (warm) return this.#adoptPooled(warm, body);
 		const id = newSessionId();
-		const plan = planSpawn(this.#config, body, { id, resume });
+		const plan = planSpawn(this.#config, body, { id, resume, area: caller.area });
 		// Registered before start so that shutdown() also stops a child that is still starting.
 		const session = this.#register(id, body, plan.cwd);
 		try {
@@ -288,7 +290,7 @@ export class SessionRegistry {
 			);
 		}
 		const options = this.#options.get(session.id) as CreateSessionBody;
-		await this.#launch(session, planSpawn(this.#config, options, { id: session.id, restore: file }));
+		await this.#launch(session, planSpawn(this.#config, options, { id: session.id, restore: file, cwd: session.cwd }));
 		this.#logger.info({ sessionId: session.id, pid: session.pid }, "session resumed");
 		this.#journal.save(session);
 	}

@@ -1,5 +1,6 @@
 import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
+import type { Area } from "./areas.ts";
 import type { Session } from "./session.ts";
 import { findSessionFiles, ownFolder } from "./session-files.ts";
 
@@ -8,6 +9,8 @@ export interface Caller {
 	/** An admin may also continue a file no session holds any more. */
 	admin: boolean;
 	sees(sessionId: string): boolean;
+	/** Where the new session's folder is and its cwd must lie (areas.ts); absent: the whole root. */
+	area?: Area;
 }
 
 /** A registered session, and the pi id it was created to resume, if any. */

@@ -113,7 +113,13 @@ export interface SandboxPaths {
 	env: Record<string, string>;
 }
 
-type Mount = { path: string; kind: "hide" | "rw" | "ro" | "null" };
+type Mount = { path: string; kind: "hide" | "rw" | "ro" | "null" | "cwd" };
+
+/**
+ * The descriptor the child is given its folder on (stdio slot 3): bwrap binds the folder the
+ * gateway opened and checked (areas.ts openCheckedFolder), never a path resolved again later.
+ */
+export const cwdFd = 3;
 
 const depth = (path: string) => path.split(sep).filter(Boolean).length;
 
@@ -131,7 +137,8 @@ export function sandboxArgs(config: Config, paths: SandboxPaths): string[] {
 	const agent = agentDir(paths.env);
 	mkdirSync(agent, { recursive: true });
 	const writable = [paths.cwd, agent, ...(paths.sessionDir ? [paths.sessionDir] : []), ...config.sandboxWritable];
-	for (const path of writable) if (existsSync(path)) mounts.push({ path, kind: "rw" });
+	mounts.push({ path: paths.cwd, kind: "cwd" });
+	for (const path of writable.slice(1)) if (existsSync(path)) mounts.push({ path, kind: "rw" });
 	for (const path of paths.readable) {
 		// Only what a hide would take away, and never over something already writable.
 		if (!existsSync(path) || writable.some((w) => isInside(w, path))) continue;
@@ -141,11 +148,12 @@ export function sandboxArgs(config: Config, paths: SandboxPaths): string[] {
 	// The keys file too (only hashes, but who holds which scopes is not the agent's business).
 	for (const file of [config.tokenFile, config.keysFile])
 		if (file && existsSync(file)) mounts.push({ path: realpathSync(file), kind: "null" });
-	const order = { hide: 0, rw: 1, ro: 1, null: 2 };
+	const order = { hide: 0, cwd: 1, rw: 1, ro: 1, null: 2 };
 	mounts.sort((a, b) => depth(a.path) - depth(b.path) || order[a.kind] - order[b.kind]);
 	const args = [...baseArgs];
 	for (const { path, kind } of mounts) {
 		if (kind === "hide") args.push("--tmpfs", path);
+		else if (kind === "cwd") args.push("--bind-fd", String(cwdFd), path);
 		else if (kind === "rw") args.push("--bind", path, path);
 		else if (kind === "ro") args.push("--ro-bind", path, path);
 		else args.push("--ro-bind", "/dev/null", path);

@@ -4,6 +4,8 @@ import type { SessionStatus, StopReason } from "./session-types.ts";
 
 /** pi could not be spawned at all (no such command, no permission). */
 export function spawnError(error: unknown): GatewayError {
+	// Refused before the spawn with a reason of the gateway's own (the folder replaced by a link).
+	if (error instanceof GatewayError) return error;
 	return new GatewayError(502, "pi_spawn_failed", `Could not start pi: ${(error as Error).message}`);
 }
 

@@ -26,6 +26,8 @@ export interface SpawnCommand {
 	env: NodeJS.ProcessEnv;
 	/** The command bwrap runs, when `command` is bwrap. */
 	sandboxed?: { command: string };
+	/** Sandboxed: the folder bwrap binds from descriptor 3, opened and checked at the spawn. */
+	bindFolder?: { path: string; root: string };
 }
 
 /** Why the gateway stopped pi: `stopped` (DELETE), `idle`/`lru` (hibernation), `shutdown`. */

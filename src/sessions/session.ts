@@ -10,6 +10,7 @@ import { type ExitInfo, PiProcess } from "../pi/child.ts";
 import { readRecord, typeOf } from "../pi/event-type.ts";
 import { commandKind, isDialogRequest, type PiCommand, type PiResponse, type UiRequest } from "../pi/protocol.ts";
 import { Approvals, resolvers } from "./approvals.ts";
+import { openCheckedFolder } from "./areas.ts";
 import { CommandChannel } from "./command-channel.ts";
 import { EventLog } from "./event-log.ts";
 import { LegacyAdapter } from "./legacy-adapter.ts";
@@ -183,6 +184,7 @@ export class Session {
 		const child: PiProcess = new PiProcess({
 			...plan,
 			cwd: this.cwd,
+			openFolder: openCheckedFolder,
 			maxLineChars: limits.maxLineChars,
 			stderrTailBytes: limits.stderrTailBytes,
 			onLine: (line) => {

@@ -7,6 +7,7 @@ import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import { dialectOf, hasNameFlag, piPackageOf } from "../pi/dialect.ts";
 import { SessionName, ThinkingLevel } from "../pi/protocol.ts";
+import { type Area, areaOf, confineToArea, ensureArea } from "./areas.ts";
 import { PolicySet } from "./policies.ts";
 import { wrapCommand } from "./sandbox.ts";
 import { folderFor, newSessionFolder } from "./session-files.ts";
@@ -71,6 +72,11 @@ export interface SpawnPlan {
 	cwd: string;
 	/** The command bwrap runs, when `command` is bwrap. */
 	sandboxed?: { command: string };
+	/**
+	 * Sandboxed: the folder to open and hand to bwrap as descriptor 3 (`--bind-fd`), and the root it
+	 * must lie in. The spawn opens it and checks the kernel's name for it (areas.ts).
+	 */
+	bindFolder?: { path: string; root: string };
 }
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -128,15 +134,28 @@ export interface SpawnAt {
 	restore?: string;
 	/** A file `resume` found (registry.ts checked it is the caller's to continue). */
 	resume?: string;
+	/** A new session: the area of the principal creating it, where its folder is and its cwd must lie. */
+	area?: Area;
+	/** A session that exists: the folder it was given at create, which it keeps (checked again). */
+	cwd?: string;
 }
 
-/** The folder a session works in: its `cwd` inside the root, else its own folder or the root. */
-function workingFolder(config: Config, body: CreateSessionBody, id: string): string {
-	if (body.cwd) return confine(config.workspaceRoot, body.cwd, "cwd");
-	if (config.defaultCwd === "root") return realpathSync(config.workspaceRoot);
-	const own = join(config.workspaceRoot, id);
-	mkdirSync(own, { recursive: true });
-	return confine(config.workspaceRoot, own, "cwd");
+/**
+ * The folder a session works in. At create: its `cwd` inside the caller's area, else a folder of
+ * its own there (`--default-cwd own`) or the area itself (`root`). After: the folder it was given,
+ * still a real folder inside the root (not a link put in its place since).
+ */
+function workingFolder(config: Config, body: CreateSessionBody, at: SpawnAt): string {
+	if (at.cwd !== undefined) {
+		if (isInside(config.workspaceRoot, at.cwd)) mkdirSync(at.cwd, { recursive: true });
+		return at.cwd;
+	}
+	const area = at.area ?? areaOf(config, "admin", true);
+	if (body.cwd) return confineToArea(area, body.cwd);
+	const base = ensureArea(area);
+	if (config.defaultCwd === "root") return base;
+	mkdirSync(join(base, at.id), { recursive: true });
+	return confineToArea(area, at.id);
 }
 
 /**
@@ -147,7 +166,7 @@ function workingFolder(config: Config, body: CreateSessionBody, id: string): str
 export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt): SpawnPlan {
 	const restoring = at.restore !== undefined && existsSync(at.restore);
 	if (restoring) body = { ...body, provider: undefined, model: undefined, thinkingLevel: undefined, name: undefined };
-	const cwd = workingFolder(config, body, at.id);
+	const cwd = workingFolder(config, body, at);
 	const [command, ...prefix] = config.piCommand ?? [process.execPath, bundledPiCli()];
 	// Node's flags go before pi's script, on argv: only the operator's config names them (never a
 	// request), and they reach pi alone, not the node processes its tools start.
@@ -209,5 +228,6 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 	// the extensions import from.
 	const readable = [command as string, ...prefix, ...extensionPaths, installedModules()].filter((p) => isAbsolute(p));
 	const wrapped = wrapCommand(config, { cwd, sessionDir, readable, env }, command as string, args);
-	return { ...wrapped, env, cwd, sandboxed: { command: command as string } };
+	const bindFolder = { path: cwd, root: realpathSync(config.workspaceRoot) };
+	return { ...wrapped, env, cwd, sandboxed: { command: command as string }, bindFolder };
 }

@@ -50,14 +50,27 @@ export const isInside = (root: string, real: string) => real === root || real.st
 /** Where an open descriptor can be reached by path: the kernel's name for it, never re-resolved. */
 export const viaFd = (fd: number, name?: string) => `/proc/self/fd/${fd}${name === undefined ? "" : `/${name}`}`;
 
-/** The real path of the session's folder; 404 when it is gone (removed under a stopped session). */
+/**
+ * The session's folder, as it was checked at create (a real path); 404 when it is gone (removed
+ * under a stopped session), 409 when its path now leads elsewhere: a folder on the way replaced by
+ * a link (an agent can flip names in a folder it writes, and a session may work below it) would
+ * otherwise make every files route work in wherever the link points.
+ */
 export async function folderOf(cwd: string): Promise<string> {
+	let real: string;
 	try {
-		return await realpath(cwd);
+		real = await realpath(cwd);
 	} catch (error) {
 		if ((error as NodeJS.ErrnoException).code === "ENOENT") throw notFound("");
 		throw error;
 	}
+	if (real !== cwd)
+		throw new GatewayError(
+			409,
+			"folder_replaced",
+			`The session's folder ${JSON.stringify(cwd)} now leads to ${JSON.stringify(real)}: a folder on its path was replaced by a link`,
+		);
+	return real;
 }
 
 /**

@@ -37,6 +37,13 @@ interface Snap {
 }
 
 /**
+ * Where a session's shadow repository and run manifest live: a folder of the data dir that no
+ * workspace root can be or contain (config.ts refuses an overlap), so the agent, who writes its own
+ * folder, never writes a byte git or the gateway reads back as configuration.
+ */
+export const snapshotDir = (dataDir: string, id: string) => `${dataDir}/snapshots/${id}`;
+
+/**
  * What changed in each session's folder: a snapshot when the session is first seen (its start),
  * before each prompt that may start a run, and when each run settles; `run_changes` on the
  * session's stream names what the run changed. Fed by the registry's event hub and by the prompt
@@ -74,7 +81,7 @@ export class ChangeTracker {
 		if (!repo) {
 			const limits = this.#options.maxSnapshotBytes ? { maxBytes: this.#options.maxSnapshotBytes } : {};
 			repo = new Snapshots(
-				`${this.#options.dataDir}/workspaces/${id}`,
+				snapshotDir(this.#options.dataDir, id),
 				session.cwd,
 				this.#options.snapshotTimeoutMs,
 				limits,
@@ -260,7 +267,7 @@ export class ChangeTracker {
 	async forget(id: string): Promise<void> {
 		const repo =
 			this.#repos.get(id) ??
-			(safeId.test(id) ? new Snapshots(`${this.#options.dataDir}/workspaces/${id}`, "/", 1000) : undefined);
+			(safeId.test(id) ? new Snapshots(snapshotDir(this.#options.dataDir, id), "/", 1000) : undefined);
 		this.#repos.delete(id);
 		this.#current.delete(id);
 		this.#base.delete(id);

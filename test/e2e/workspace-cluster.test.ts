@@ -54,7 +54,7 @@ describe("cluster mode: the workspace is served by the session's node", () => {
 		expect(changes.status).toBe(200);
 		expect(changes.body.files).toMatchObject([{ path: "made.txt", status: "added" }]);
 		// The snapshots are in the data dir of the node that ran the run.
-		expect(readFileSync(join(a.dataDir, "workspaces", id, "runs.json"), "utf8")).toContain(run.body.runId);
+		expect(readFileSync(join(a.dataDir, "snapshots", id, "runs.json"), "utf8")).toContain(run.body.runId);
 		const search = await b.api(`/v1/sessions/${id}/files/search?q=made`);
 		expect(search.body.matches).toContainEqual({ path: "made.txt", line: 1, text: "made on a" });
 		const archive = await b.fetch(`/v1/sessions/${id}/archive`);

@@ -214,11 +214,11 @@ describe("workspace changes", () => {
 	it("never writes into the session's folder: the snapshots live under the data dir", async () => {
 		const listed = await gw.api(files());
 		expect(listed.body.entries.map((e: { name: string }) => e.name)).not.toContain(".git");
-		expect(readFileSync(join(gw.root, "data", "workspaces", id, "runs.json"), "utf8")).toContain(runId);
+		expect(readFileSync(join(gw.root, "data", "snapshots", id, "runs.json"), "utf8")).toContain(runId);
 	});
 
 	it("a deleted session's snapshots go with it", async () => {
 		expect((await gw.api(`/v1/sessions/${id}`, { method: "DELETE" })).status).toBe(204);
-		expect(existsSync(join(gw.root, "data", "workspaces", id))).toBe(false);
+		expect(existsSync(join(gw.root, "data", "snapshots", id))).toBe(false);
 	});
 });

@@ -1,3 +1,4 @@
+import { areaOf } from "../../../sessions/areas.ts";
 import { CreateSessionBody } from "../../../sessions/spawn.ts";
 import { mayAccess } from "../../auth/ownership.ts";
 import { assertMayApproveByPolicy } from "../../auth/policy-scope.ts";
@@ -14,7 +15,7 @@ import { assertMayFilterBy, pageOfViews } from "./session-page.ts";
 import { viewOf } from "./session-view.ts";
 import { createSession, deleteSession, getSession, listSessions } from "./sessions.routes.ts";
 
-export function sessionsRouter({ registry, tickets, access, cluster }: Deps) {
+export function sessionsRouter({ registry, tickets, access, cluster, config }: Deps) {
 	return createRouter()
 		.openapi(createSession, async (c) => {
 			// The body is optional: an empty POST starts a session with every default.
@@ -22,9 +23,11 @@ export function sessionsRouter({ registry, tickets, access, cluster }: Deps) {
 			const principal = c.get("principal") ?? adminPrincipal;
 			assertMayApproveByPolicy(principal, body.policies);
 			// `resume` finds only what this principal may see: another's session is not there (404).
+			const admin = hasScope(principal, "admin");
 			const session = await registry.create(body, {
-				admin: hasScope(principal, "admin"),
+				admin,
 				sees: (id) => mayAccess(access, principal, id, "sessions:read"),
+				area: areaOf(config, principal.name, admin),
 			});
 			// A model pi cannot run fails the create now, not the first prompt: its pi stops.
 			const unusable = await unavailableModel(session, body);

@@ -2,6 +2,11 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { json, problem, problems } from "../../transport/openapi.ts";
 import { pageQuery, SessionParams } from "../../transport/params.ts";
 
+/** Every route on a session's folder: its path leads elsewhere now (paths.ts folderOf). */
+export const folderReplaced = problem(
+	"`folder_replaced`: a folder on the path of the session's folder was replaced by a link since it was checked",
+);
+
 const tags = ["workspace"];
 const pathHelp =
 	"Relative to the session's folder, `/`-separated. Resolved inside it, symlinks included (the last component too): anything that leads out is 403 `path_outside_root`";
@@ -48,6 +53,7 @@ export const listFiles = createRoute({
 			"A page of the folder's entries",
 		),
 		...problems(400, 401, 403, 404, 410),
+		409: folderReplaced,
 	},
 });
 
@@ -91,6 +97,7 @@ export const readFile = createRoute({
 		},
 		304: { description: "Not modified (If-None-Match)", headers: { ETag: fileHeaders.ETag } },
 		...problems(401, 403, 404, 410),
+		409: folderReplaced,
 		400: problem("Invalid input, or the path is a folder (`not_a_file`)"),
 		416: problem("The range lies outside the file (`Content-Range: bytes */SIZE`)"),
 	},
@@ -126,7 +133,7 @@ export const writeFile = createRoute({
 		},
 		204: { description: "Replaced", headers: { ETag: fileHeaders.ETag } },
 		...problems(400, 401, 403, 404, 410),
-		409: problem("The path is a folder, or a component of it is a file"),
+		409: problem("The path is a folder, or a component of it is a file; or `folder_replaced` (see the read)"),
 		412: problem("If-Match or If-None-Match does not hold (`precondition_failed`)"),
 		413: problem("The upload is larger than --workspace-max-upload-bytes"),
 	},
@@ -142,7 +149,7 @@ export const deleteFile = createRoute({
 	responses: {
 		204: { description: "Deleted" },
 		...problems(400, 401, 403, 404, 410),
-		409: problem("The path is a folder"),
+		409: problem("The path is a folder; or `folder_replaced` (see the read)"),
 	},
 });
 
@@ -179,5 +186,6 @@ export const searchFiles = createRoute({
 			"What was found",
 		),
 		...problems(400, 401, 403, 404, 410),
+		409: folderReplaced,
 	},
 });

@@ -1,0 +1,97 @@
+import { closeSync, constants, mkdirSync, openSync, readlinkSync, realpathSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { Config } from "../config.ts";
+import { GatewayError } from "../errors.ts";
+import { confine, isInside } from "./spawn.ts";
+
+/**
+ * Each principal's own part of the workspace root: its sessions work there, and a `cwd` it names
+ * must resolve there. Without it one tenant's `{"cwd":"."}`, or the id or path of another's folder,
+ * was that folder, read and written by the tenant's files API and agent.
+ *
+ * An admin (the token, or a key with the admin scope) is the operator: its area is the whole root,
+ * where its sessions keep the folders they had before areas existed (`<root>/<session id>`).
+ * Everyone else has `<root>/@<name>`: the `@` keeps areas apart from those session folders
+ * (ids start `ses_`), and the name is escaped so that no principal's area is `.`, `..` or hidden.
+ */
+export interface Area {
+	/** The area's path (real once it exists: the root is resolved when the gateway starts). */
+	path: string;
+	/** Whose it is, for messages. */
+	principal: string;
+	admin: boolean;
+}
+
+/** A principal's name as one path component: `[A-Za-z0-9_@.-]` kept (no leading dot), the rest %XX. */
+export function areaName(principal: string): string {
+	const escaped = principal.replace(
+		/[^\w@.-]/g,
+		(c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`,
+	);
+	return `@${escaped.replace(/^\./, "%2E")}`;
+}
+
+export function areaOf(config: Config, principal: string, admin: boolean): Area {
+	const root = realpathSync(config.workspaceRoot);
+	return { path: admin ? root : join(root, areaName(principal)), principal, admin };
+}
+
+/** The area, made if missing (its parent, the root, exists: the registry made it at start). */
+export function ensureArea(area: Area): string {
+	mkdirSync(area.path, { recursive: true, mode: 0o700 });
+	return area.path;
+}
+
+/**
+ * A user's `cwd`, relative to the caller's area (absolute paths allowed), symlinks resolved, held
+ * inside that area: 400 when it does not exist, 403 when it leads out (the root itself and other
+ * principals' areas included, by whatever path or symlink).
+ */
+export function confineToArea(area: Area, cwd: string): string {
+	const base = ensureArea(area);
+	try {
+		return confine(base, resolve(base, cwd), "cwd");
+	} catch (error) {
+		if (error instanceof GatewayError && error.status === 403)
+			throw new GatewayError(
+				403,
+				"path_outside_root",
+				area.admin
+					? `cwd must lie inside the workspace root ${base}`
+					: `cwd must lie inside ${base}, the folder of ${area.principal}'s sessions (relative paths start there)`,
+			);
+		throw error;
+	}
+}
+
+/**
+ * Opens the folder a session works in for a bind by descriptor (`bwrap --bind-fd`): what pi gets
+ * is the folder that was checked, not whatever the path names when bwrap gets to it. The kernel's
+ * name for the open descriptor must be the checked real path: a component swapped for a symlink
+ * between the check and here (an agent can flip names in a folder it writes) is refused.
+ */
+export function openCheckedFolder(path: string, root: string): number {
+	let fd: number;
+	try {
+		fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+	} catch (error) {
+		throw new GatewayError(
+			409,
+			"folder_replaced",
+			`The session's folder ${JSON.stringify(path)} cannot be opened as a folder (${(error as NodeJS.ErrnoException).code}): was it removed or replaced by a link?`,
+		);
+	}
+	let real: string | undefined;
+	try {
+		real = readlinkSync(`/proc/self/fd/${fd}`);
+	} catch {}
+	if (real !== path || !isInside(root, real)) {
+		closeSync(fd);
+		throw new GatewayError(
+			409,
+			"folder_replaced",
+			`The session's folder ${JSON.stringify(path)} was replaced by a link while it was opened`,
+		);
+	}
+	return fd;
+}
