@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { checkPassEnvName, defaultPiNodeOptions, nodeFlagsProblem } from "./child-env.ts";
+import { refuseOverlap } from "./layout-check.ts";
 
 const int = (min: number) => z.coerce.number().int().min(min);
 
@@ -313,6 +314,7 @@ export function parseConfig(input: ConfigInput): Config {
 		workspaceRoot: resolve(parsed.workspaceRoot ?? join(dataDir, "workspaces")),
 		defaultCwd: parsed.defaultCwd ?? (parsed.workspaceRoot === undefined ? "own" : "root"),
 	};
+	refuseOverlap(config.dataDir, config.workspaceRoot, parsed.workspaceRoot !== undefined);
 	if (config.tokenFile) config.tokenFile = resolve(config.tokenFile);
 	if (config.keysFile) config.keysFile = resolve(config.keysFile);
 	if (config.databaseUrlFile) config.databaseUrlFile = resolve(config.databaseUrlFile);
