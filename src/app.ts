@@ -11,7 +11,7 @@ import { JwtVerifier } from "./http/auth/jwt.ts";
 import type { KeyStore } from "./http/auth/keys.ts";
 import { sessionOwnership } from "./http/auth/ownership.ts";
 import { declareScopes, requireScope, ScopedRoutes } from "./http/auth/principals.ts";
-import { declareRateLimits, liveSessionLimit, requestLimit } from "./http/auth/rate-limits.ts";
+import { declareRateLimits, requestLimit, sessionLimits } from "./http/auth/rate-limits.ts";
 import { StreamTickets } from "./http/auth/tickets.ts";
 import {
 	clusterRouting,
@@ -178,8 +178,8 @@ export function createApp(
 		app.use(durableAnswers(registry));
 	}
 	app.use(sessionOwnership(deps.access, scopedRoutes));
-	if (config.maxLiveSessionsPerPrincipal > 0)
-		app.use(liveSessionLimit(config.maxLiveSessionsPerPrincipal, registry, deps.access));
+	const perPrincipal = { live: config.maxLiveSessionsPerPrincipal, stored: config.maxSessionsPerPrincipal };
+	if (perPrincipal.live > 0 || perPrincipal.stored > 0) app.use(sessionLimits(perPrincipal, registry, deps.access));
 	const limitBody = bodyLimit({
 		maxSize: config.maxBodyBytes,
 		onError: () => {

@@ -214,6 +214,11 @@ export const ConfigSchema = z.object({
 		.default(0)
 		.describe("Requests per principal per --rate-limit-window-ms at most, then 429 with Retry-After (0: no limit)"),
 	rateLimitWindowMs: int(1000).default(60_000).describe("The window of --rate-limit-requests"),
+	maxSessionsPerPrincipal: int(0)
+		.default(100)
+		.describe(
+			"Sessions one principal (not an admin) may have, stopped and crashed ones included; creating more is a 429 (0: no limit)",
+		),
 	maxLiveSessionsPerPrincipal: int(0)
 		.default(0)
 		.describe("Sessions with a live pi process one principal may own; creating more is a 429 (0: no limit)"),

@@ -54,4 +54,31 @@ describe("rate limits per principal", () => {
 		);
 		expect((await gw.api("/v1/sessions", { method: "POST", headers: as("alice"), json: {} })).status).toBe(201);
 	});
+
+	it("a principal may have at most --max-sessions-per-principal sessions of any status, stopped ones included (on by default)", async () => {
+		const gw = await startTestGateway({ keysFile, workspaceRoot: undefined, maxSessionsPerPrincipal: 2 });
+		open.push(gw);
+		expect(gw.config.maxSessionsPerPrincipal).toBe(2);
+		const ids: string[] = [];
+		for (let i = 0; i < 2; i++) {
+			const made = await gw.api("/v1/sessions", { method: "POST", headers: as("alice"), json: {} });
+			expect(made.status).toBe(201);
+			ids.push(made.body.id);
+		}
+		// One of hers crashes: a crashed session still takes a slot until it is deleted.
+		const crash = await gw.api(`/v1/sessions/${ids[0]}/bash`, {
+			method: "POST",
+			headers: as("alice"),
+			json: { command: "kill -9 $PPID" },
+		});
+		expect(crash.status).toBeGreaterThanOrEqual(200);
+		const third = await gw.api("/v1/sessions", { method: "POST", headers: as("alice"), json: {} });
+		expect([third.status, third.body.code]).toEqual([429, "too_many_sessions"]);
+		expect(third.body.detail).toContain("--max-sessions-per-principal");
+		// Bob's slots are his own, and the operator is held only to --max-sessions.
+		expect((await gw.api("/v1/sessions", { method: "POST", headers: as("bob"), json: {} })).status).toBe(201);
+		for (let i = 0; i < 3; i++) expect((await gw.api("/v1/sessions", { method: "POST", json: {} })).status).toBe(201);
+		expect((await gw.api(`/v1/sessions/${ids[0]}`, { method: "DELETE", headers: as("alice") })).status).toBe(204);
+		expect((await gw.api("/v1/sessions", { method: "POST", headers: as("alice"), json: {} })).status).toBe(201);
+	});
 });

@@ -4,6 +4,7 @@ import type { SessionAccess } from "../../sessions/access.ts";
 import type { SessionRegistry } from "../../sessions/registry.ts";
 import type { AppEnv } from "../transport/openapi.ts";
 import { ApiError } from "../transport/problem.ts";
+import { hasScope } from "./principals.ts";
 
 /**
  * Requests per principal per window (hono-rate-limiter, in memory): past it 429 problem+json
@@ -27,21 +28,33 @@ export function requestLimit(limit: number, windowMs: number): MiddlewareHandler
 	});
 }
 
-/** 429 when the principal already owns `max` sessions with a live pi process (checked on create). */
-export function liveSessionLimit(
-	max: number,
+/**
+ * Per-principal session caps, checked on create: `live` sessions with a pi process (0: none), and
+ * `stored` sessions of any status, stopped and crashed ones included: without that one key could
+ * fill --max-sessions (crashed sessions stay until deleted) so that nobody else could create one.
+ * Admins, the operator, are held only to --max-sessions.
+ */
+export function sessionLimits(
+	max: { live: number; stored: number },
 	registry: SessionRegistry,
 	access: SessionAccess,
 ): MiddlewareHandler<AppEnv> {
-	return async function liveSessionLimitMiddleware(c, next) {
+	return async function sessionLimitsMiddleware(c, next) {
 		const principal = c.get("principal");
-		if (principal && c.req.method === "POST" && c.req.path === "/v1/sessions") {
-			const live = registry.list().filter((s) => s.hasProcess && access.get(s.id).owner === principal.name).length;
-			if (live >= max)
+		if (principal && !hasScope(principal, "admin") && c.req.method === "POST" && c.req.path === "/v1/sessions") {
+			const owned = registry.list().filter((s) => access.get(s.id).owner === principal.name);
+			const live = owned.filter((s) => s.hasProcess).length;
+			if (max.live > 0 && live >= max.live)
 				throw new ApiError(
 					429,
 					"too_many_live_sessions",
-					`${principal.name} already has ${live} sessions with a live pi process (at most ${max}); delete or let one go idle`,
+					`${principal.name} already has ${live} sessions with a live pi process (at most ${max.live}); delete or let one go idle`,
+				);
+			if (max.stored > 0 && owned.length >= max.stored)
+				throw new ApiError(
+					429,
+					"too_many_sessions",
+					`${principal.name} already has ${owned.length} sessions, stopped and crashed ones included (at most ${max.stored}, --max-sessions-per-principal); delete some`,
 				);
 		}
 		return next();
