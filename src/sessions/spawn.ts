@@ -31,7 +31,7 @@ export const CreateSessionBody = z
 			.optional()
 			.openapi({
 				description:
-					"Working folder, inside the gateway's workspace root. Default: a folder of the session's own, `<workspace-root>/<session id>` (created empty), so an agent never works in the gateway's folder or in another session's; a gateway started with an explicit --workspace-root gives the root itself instead, unless --default-cwd own",
+					"Working folder, relative to the caller's area of the workspace root (an admin's: the root; another principal's: `<workspace-root>/@<name>`), and inside it once links are followed: the root, another principal's area or its folders are 403 `path_outside_root`. Default: a folder of the session's own in that area, `<area>/<session id>` (created empty); a gateway started with an explicit --workspace-root gives the area itself instead, unless --default-cwd own",
 			}),
 		provider: cliSafe.max(100).optional().openapi({ example: "pi-gateway-demo" }),
 		model: cliSafe.max(200).optional().openapi({ example: "demo" }),
