@@ -1313,7 +1313,7 @@ export interface paths {
         };
         /**
          * Search file names and text in the session's folder
-         * @description Fixed text, smart case (case-blind unless `q` has a capital letter). File names containing `q` come first (`line: null`), then matching lines. ripgrep when it is on the gateway's PATH (honours .gitignore, skips hidden files), else a bounded built-in search (skips hidden files and node_modules); files over 1 MiB are skipped, lines cut to 300 characters. Capped by --workspace-max-search-results and --workspace-search-timeout-ms (`truncated`).
+         * @description Fixed text, smart case (case-blind unless `q` has a capital letter). File names containing `q` come first (`line: null`), then matching lines. ripgrep when it is on the gateway's PATH (honours .gitignore, skips hidden files), else a bounded built-in search (skips hidden files and node_modules); files over 1 MiB are skipped, lines cut to 300 characters; files with NUL bytes are searched too, a line holding one flagged `binary`. Capped by --workspace-max-search-results and --workspace-search-timeout-ms (`truncated`).
          *
          *     Requires the `sessions:read` scope.
          */
@@ -2165,7 +2165,7 @@ export interface components {
         CreateSession: {
             /** @example refactor-auth */
             name?: string;
-            /** @description Working folder, inside the gateway's workspace root. Default: a folder of the session's own, `<workspace-root>/<session id>` (created empty), so an agent never works in the gateway's folder or in another session's; a gateway started with an explicit --workspace-root gives the root itself instead, unless --default-cwd own */
+            /** @description Working folder, relative to the caller's area of the workspace root (an admin's: the root; another principal's: `<workspace-root>/@<name>`), and inside it once links are followed: the root, another principal's area or its folders are 403 `path_outside_root`. Default: a folder of the session's own in that area, `<area>/<session id>` (created empty); a gateway started with an explicit --workspace-root gives the area itself instead, unless --default-cwd own */
             cwd?: string;
             /** @example pi-gateway-demo */
             provider?: string;
@@ -2572,6 +2572,8 @@ export interface components {
                 path: string;
                 line: number | null;
                 text: string | null;
+                /** @description `true`: the line holds a NUL byte (a binary file around the match); each NUL is shown as U+FFFD. Absent otherwise */
+                binary?: boolean;
             }[];
             truncated: boolean;
             /** @enum {string} */

@@ -1,4 +1,4 @@
-import { type GitRepo, git } from "./git.ts";
+import { assertObjectId, type GitRepo, git } from "./git.ts";
 
 export type ChangeStatus = "added" | "modified" | "deleted";
 
@@ -24,6 +24,13 @@ export interface ChangeLimits {
 const statuses: Record<string, ChangeStatus> = { A: "added", D: "deleted", M: "modified", T: "modified" };
 const diffOptions = ["--no-renames", "--no-ext-diff", "--no-textconv", "--no-color"];
 
+/** Two tree ids as git's last options: checked to be ids (they come back from runs.json), after `--end-of-options`. */
+function trees(from: string, to: string): string[] {
+	assertObjectId(from);
+	assertObjectId(to);
+	return ["--end-of-options", from, to];
+}
+
 /** The paths that differ between two trees and how, at most `max` (sorted by path, as git lists them). */
 export async function changedPaths(
 	repo: GitRepo,
@@ -32,7 +39,11 @@ export async function changedPaths(
 	limits: Pick<ChangeLimits, "timeoutMs">,
 	max: number,
 ): Promise<{ files: { path: string; status: ChangeStatus }[]; truncated: boolean }> {
-	const { out } = await git(repo, ["diff-tree", "-r", "-z", "--name-status", ...diffOptions, from, to], limits);
+	const { out } = await git(
+		repo,
+		["diff-tree", "-r", "-z", "--name-status", ...diffOptions, ...trees(from, to)],
+		limits,
+	);
 	const fields = out.toString("utf8").split("\0");
 	const files: { path: string; status: ChangeStatus }[] = [];
 	let total = 0;
@@ -52,7 +63,7 @@ export async function changedPaths(
  */
 export async function changesBetween(repo: GitRepo, from: string, to: string, limits: ChangeLimits) {
 	const { files, truncated } = await changedPaths(repo, from, to, limits, limits.maxFiles);
-	const numstat = await git(repo, ["diff-tree", "-r", "-z", "--numstat", ...diffOptions, from, to], limits);
+	const numstat = await git(repo, ["diff-tree", "-r", "-z", "--numstat", ...diffOptions, ...trees(from, to)], limits);
 	const binary = new Set<string>();
 	for (const record of numstat.out.toString("utf8").split("\0")) {
 		const [added, removed, path] = record.split("\t");
@@ -62,7 +73,7 @@ export async function changesBetween(repo: GitRepo, from: string, to: string, li
 	const patches = new Map<string, string>();
 	let cut = false;
 	if (text.length > 0) {
-		const args = ["diff-tree", "-r", "-p", "-U3", ...diffOptions, from, to, "--", ...text.map((f) => f.path)];
+		const args = ["diff-tree", "-r", "-p", "-U3", ...diffOptions, ...trees(from, to), "--", ...text.map((f) => f.path)];
 		const patch = await git(repo, args, { ...limits, maxBytes: limits.maxTotalBytes });
 		cut = patch.cut;
 		const chunks = patch.out

@@ -1,14 +1,34 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
+import { mkdir, writeFile } from "node:fs/promises";
+import { type Confinement, confinementFor, spawnConfined } from "./confined.ts";
 
 /**
  * git on a shadow repository: `--git-dir` under the gateway's data dir, `--work-tree` the
- * session's folder, so nothing is ever written into the folder. Spawned without a shell, with no
- * system or user config and no hooks (the folder is the agent's: its .gitattributes may name
- * drivers, which only config could define, and there is none), literal pathspecs, and a deadline.
+ * session's folder, so nothing is ever written into the folder. Spawned without a shell, inside
+ * bubblewrap where it holds (confined.ts: the folder read-only, only the git dir writable), with
+ * no system or user config and no hooks, literal pathspecs, and a deadline.
+ *
+ * Nothing in the folder steers it:
+ * - Config comes only from these `-c` flags and the git dir (ours): a `.git/config` or `git/config`
+ *   the agent plants in its folder is a file like any other (GIT_DIR is given, nothing is discovered).
+ * - Ignore files: `core.excludesFile=/dev/null`, and snapshots add with `--force`, so the folder's
+ *   `.gitignore` hides nothing from "what changed".
+ * - Attributes: the folder's `.gitattributes` is read by git whatever we say (git 2.39 has no
+ *   --attr-source). What it can name that runs a program (`filter`, `diff` drivers, textconv, merge
+ *   drivers) needs a config section to define it, and there is none: an undefined filter or driver
+ *   is ignored, a `required` filter is a config key too. What it can still do without config is
+ *   change what is stored and shown: `text`/`eol`/`crlf` rewrite line endings, `ident` collapses
+ *   `$Id$`, `working-tree-encoding` re-encodes (or fails the add), `-diff`/`binary` hide a file's
+ *   diff as if binary. So the git dir's `info/attributes`, which takes precedence over every
+ *   `.gitattributes` attribute by attribute, sets each of those back to unspecified for every path
+ *   (shadowAttributes): git's defaults apply, bytes are stored as they are.
+ * - Revisions are only object ids we wrote, checked (objectId) and put after `--end-of-options`.
  */
 export interface GitRepo {
 	gitDir: string;
 	workTree: string;
+	/** How git is confined; by default what is registered for the data dir holding the git dir. */
+	confine?: Confinement;
 }
 
 const safety = [
@@ -16,6 +36,10 @@ const safety = [
 	"core.fsmonitor=false",
 	"-c",
 	"core.hooksPath=/dev/null",
+	"-c",
+	"core.excludesFile=/dev/null",
+	"-c",
+	"core.attributesFile=/dev/null",
 	"-c",
 	"core.autocrlf=false",
 	"-c",
@@ -34,7 +58,25 @@ const safety = [
 	"diff.external=",
 ];
 
-function env(repo: GitRepo): NodeJS.ProcessEnv {
+/** Every attribute that changes what git stores or shows, unspecified for every path (see above). */
+export const shadowAttributes =
+	"* !text !eol !crlf !diff !merge !filter !ident !working-tree-encoding !whitespace !delta !encoding\n";
+
+/** Writes the shadow repository's own attributes (before each snapshot: a repository of an older gateway gets them too). */
+export async function writeShadowAttributes(gitDir: string): Promise<void> {
+	await mkdir(`${gitDir}/info`, { recursive: true });
+	await writeFile(`${gitDir}/info/attributes`, shadowAttributes);
+}
+
+/** A full object id (SHA-1) as git prints it: nothing else read back from disk becomes a git argument. */
+export const objectId = /^[0-9a-f]{40}$/;
+
+export function assertObjectId(id: unknown): asserts id is string {
+	if (typeof id !== "string" || !objectId.test(id))
+		throw new GitError(`not an object id: ${JSON.stringify(String(id).slice(0, 80))}`);
+}
+
+function env(repo: GitRepo): Record<string, string> {
 	return {
 		PATH: process.env.PATH ?? "/usr/bin:/bin",
 		GIT_DIR: repo.gitDir,
@@ -42,6 +84,7 @@ function env(repo: GitRepo): NodeJS.ProcessEnv {
 		GIT_INDEX_FILE: `${repo.gitDir}/index`,
 		GIT_CONFIG_NOSYSTEM: "1",
 		GIT_CONFIG_GLOBAL: "/dev/null",
+		GIT_ATTR_NOSYSTEM: "1",
 		GIT_LITERAL_PATHSPECS: "1",
 		GIT_TERMINAL_PROMPT: "0",
 		GIT_OPTIONAL_LOCKS: "0",
@@ -95,44 +138,54 @@ export function git(
 	options: { timeoutMs: number; maxBytes?: number },
 ): Promise<{ out: Buffer; cut: boolean }> {
 	const maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
-	return new Promise((resolve, reject) => {
-		const child = spawn("git", [...safety, ...args], {
-			cwd: repo.workTree,
-			env: env(repo),
-			stdio: ["ignore", "pipe", "pipe"],
-		});
-		workOnDisk(new Promise<void>((done) => child.once("close", () => done()).once("error", () => done())));
-		const chunks: Buffer[] = [];
-		let size = 0;
-		let cut = false;
-		let stderr = "";
-		const timer = setTimeout(() => {
-			child.kill("SIGKILL");
-			reject(new GitError(`git ${args[0]} took longer than ${options.timeoutMs} ms`));
-		}, options.timeoutMs);
-		child.stdout.on("data", (chunk: Buffer) => {
-			if (cut) return;
-			if (size + chunk.length > maxBytes) {
-				chunks.push(chunk.subarray(0, maxBytes - size));
-				size = maxBytes;
-				cut = true;
-				child.kill("SIGKILL");
-				return;
-			}
-			chunks.push(chunk);
-			size += chunk.length;
-		});
-		child.stderr.on("data", (chunk: Buffer) => {
-			if (stderr.length < 4096) stderr += chunk.toString("utf8");
-		});
-		child.on("error", (error) => {
-			clearTimeout(timer);
-			reject(error);
-		});
-		child.on("close", (code) => {
-			clearTimeout(timer);
-			if (code === 0 || cut) resolve({ out: Buffer.concat(chunks), cut });
-			else reject(new GitError(`git ${args[0]} failed (${code}): ${stderr.trim().slice(0, 500)}`));
-		});
+	const started = spawnConfined(repo.confine ?? confinementFor(repo.gitDir), {
+		command: "git",
+		args: [...safety, ...args],
+		folder: repo.workTree,
+		writable: [repo.gitDir],
+		env: env(repo),
 	});
+	workOnDisk(
+		started.then((child) => new Promise<void>((done) => child.once("close", () => done()).once("error", () => done()))),
+	);
+	return started.then(
+		(child) =>
+			new Promise((resolve, reject) => {
+				const chunks: Buffer[] = [];
+				let size = 0;
+				let cut = false;
+				let stderr = "";
+				const timer = setTimeout(() => {
+					child.kill("SIGKILL");
+					reject(new GitError(`git ${args[0]} took longer than ${options.timeoutMs} ms`));
+				}, options.timeoutMs);
+				child.stdout.on("data", (chunk: Buffer) => {
+					if (cut) return;
+					if (size + chunk.length > maxBytes) {
+						chunks.push(chunk.subarray(0, maxBytes - size));
+						size = maxBytes;
+						cut = true;
+						child.kill("SIGKILL");
+						return;
+					}
+					chunks.push(chunk);
+					size += chunk.length;
+				});
+				child.stderr.on("data", (chunk: Buffer) => {
+					if (stderr.length < 4096) stderr += chunk.toString("utf8");
+				});
+				child.on("error", (error) => {
+					clearTimeout(timer);
+					reject(error);
+				});
+				child.on("close", (code) => {
+					clearTimeout(timer);
+					if (code === 0 || cut) resolve({ out: Buffer.concat(chunks), cut });
+					else reject(new GitError(`git ${args[0]} failed (${code}): ${stderr.trim().slice(0, 500)}`));
+				});
+			}),
+		(error: Error) => {
+			throw new GitError(`git ${args[0]} did not start: ${error.message}`);
+		},
+	);
 }

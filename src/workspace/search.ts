@@ -1,9 +1,8 @@
-import { spawn } from "node:child_process";
 import { accessSync, constants } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { delimiter, join } from "node:path";
-import { StringDecoder } from "node:string_decoder";
 import { GatewayError } from "../errors.ts";
+import { type Confinement, spawnConfined } from "./confined.ts";
 import { globMatcher } from "./glob.ts";
 import { fdPath, folderOf, isInside, openFolderInside } from "./paths.ts";
 
@@ -12,6 +11,8 @@ export interface SearchMatch {
 	/** 1-based; null for a match of the file's name. */
 	line: number | null;
 	text: string | null;
+	/** The line holds a NUL byte (a binary file around the match); each NUL is shown as U+FFFD. */
+	binary?: true;
 }
 
 export interface SearchResult {
@@ -28,6 +29,8 @@ export interface SearchOptions {
 	timeoutMs: number;
 	/** "off": the pure-Node search even when rg is on PATH. */
 	ripgrep: "auto" | "off";
+	/** How rg runs (confined.ts); directly when absent. */
+	confine?: Confinement;
 }
 
 /** Files larger than this are not searched (either engine); lines are cut to `maxLineChars`. */
@@ -35,6 +38,12 @@ const maxFileBytes = 1024 * 1024;
 const maxLineChars = 300;
 /** The fallback reads at most this many files per search. */
 const maxFallbackFiles = 20_000;
+/**
+ * rg's JSON output ignores --max-columns: a record holds the whole line, escaped (a 1 MiB file's
+ * one line of text fits; one of control bytes, six bytes each, may not). A longer record is
+ * skipped to its newline, never buffered whole nor parsed in pieces.
+ */
+const maxRecordBytes = 2 * 1024 * 1024;
 
 let rgPath: string | null | undefined;
 /** ripgrep on PATH, looked up once. */
@@ -55,8 +64,9 @@ export function findRipgrep(): string | undefined {
 /**
  * File names that contain `q`, then lines that contain it (fixed strings, smart case: case-blind
  * unless `q` has a capital), both capped in number and time. ripgrep when it is on PATH (it
- * honours .gitignore and skips hidden files); else a bounded walk in Node that skips hidden
- * files and node_modules. Symlinks are not followed by either.
+ * honours .gitignore and skips hidden files; confined as `options.confine` says); else a bounded
+ * walk in Node that skips hidden files and node_modules. Symlinks are not followed by either.
+ * Files with NUL bytes are searched as text: a line holding one is flagged `binary`.
  */
 export async function searchWorkspace(cwd: string, options: SearchOptions): Promise<SearchResult> {
 	let matchGlob: ((path: string) => boolean) | undefined;
@@ -80,75 +90,156 @@ const contains = (q: string) => {
 };
 const cut = (line: string) => (line.length > maxLineChars ? line.slice(0, maxLineChars) : line).replace(/\r?\n$/, "");
 
+/** A matched line as answered: cut, NULs shown as U+FFFD and the match flagged binary. */
+function lineMatch(path: string, line: number, text: string): SearchMatch {
+	const shown = cut(text);
+	if (!text.includes("\0")) return { path, line, text: shown };
+	return { path, line, text: shown.replaceAll("\0", "\uFFFD"), binary: true };
+}
+
 async function viaRipgrep(rg: string, root: string, options: SearchOptions, deadline: number) {
 	const globs = options.glob ? [`--glob=${options.glob}`] : [];
 	const matches: SearchMatch[] = [];
 	const nameHit = contains(options.q);
 	let truncated = false;
+	const run = (args: string[], onLine: (line: string) => boolean) =>
+		runLines(rg, args, root, deadline, onLine, options.confine);
 	// Every user string is the value of an `=` option or follows `-e`/`--`: none can be read as an option.
-	const names = await runLines(
-		rg,
-		["--files", "--no-config", `--max-filesize=${maxFileBytes}`, ...globs, "--", "."],
-		root,
-		deadline,
-		(line) => {
-			const path = line.replace(/^\.\//, "");
-			if (nameHit(path.slice(path.lastIndexOf("/") + 1))) matches.push({ path, line: null, text: null });
-			return matches.length >= options.maxResults;
-		},
-	);
+	const names = await run(["--files", "--no-config", `--max-filesize=${maxFileBytes}`, ...globs, "--", "."], (line) => {
+		const path = line.replace(/^\.\//, "");
+		if (nameHit(path.slice(path.lastIndexOf("/") + 1))) matches.push({ path, line: null, text: null });
+		return matches.length >= options.maxResults;
+	});
 	truncated ||= names.cut;
 	if (matches.length < options.maxResults && !names.cut) {
-		const args = ["--json", "--no-config", "--fixed-strings", "--smart-case", `--max-filesize=${maxFileBytes}`];
-		const lines = await runLines(
-			rg,
-			[...args, `--max-columns=${maxLineChars}`, "--max-columns-preview", ...globs, "-e", options.q, "--", "."],
-			root,
-			deadline,
-			(line) => {
-				const record = JSON.parse(line) as { type: string; data?: RipgrepMatch };
-				const data = record.data;
-				if (record.type !== "match" || !data?.path.text || data.lines.text === undefined) return false;
-				matches.push({ path: data.path.text.replace(/^\.\//, ""), line: data.line_number, text: cut(data.lines.text) });
-				return matches.length >= options.maxResults;
-			},
-		);
+		// --text: a NUL byte does not end the file's search (rg's default) or renumber its lines (--binary).
+		const args = [
+			"--json",
+			"--no-config",
+			"--text",
+			"--fixed-strings",
+			"--smart-case",
+			`--max-filesize=${maxFileBytes}`,
+		];
+		const lines = await run([...args, ...globs, "-e", options.q, "--", "."], (line) => {
+			const match = ripgrepMatch(line);
+			if (match) matches.push(match);
+			return matches.length >= options.maxResults;
+		});
 		truncated ||= lines.cut;
 	}
 	return { matches: matches.slice(0, options.maxResults), truncated };
 }
 
-type RipgrepMatch = { path: { text?: string }; lines: { text?: string }; line_number: number };
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+	value !== null && typeof value === "object" && !Array.isArray(value);
 
-/** Runs `command` without a shell, handing each stdout line to `onLine` until it returns true or time runs out. */
-function runLines(
+/** One line of rg's JSON as a match, when it is one of the shape rg writes; anything else is undefined. */
+export function ripgrepMatch(line: string): SearchMatch | undefined {
+	let record: unknown;
+	try {
+		record = JSON.parse(line);
+	} catch {
+		return undefined;
+	}
+	if (!isRecord(record) || record.type !== "match" || !isRecord(record.data)) return undefined;
+	const { path, lines, line_number: number } = record.data;
+	if (!isRecord(path) || typeof path.text !== "string" || !isRecord(lines)) return undefined;
+	if (typeof number !== "number" || !Number.isSafeInteger(number) || number < 1) return undefined;
+	// A line that is not UTF-8 comes as base64 `bytes`.
+	const text =
+		typeof lines.text === "string"
+			? lines.text
+			: typeof lines.bytes === "string"
+				? Buffer.from(lines.bytes, "base64").toString("utf8")
+				: undefined;
+	if (text === undefined) return undefined;
+	return lineMatch(path.text.replace(/^\.\//, ""), number, text);
+}
+
+/**
+ * Cuts a byte stream into lines (without their newline) of at most `maxBytes`: a longer line is
+ * dropped as it comes and the stream skipped to its next newline. Splitting bytes at "\n" never
+ * cuts a UTF-8 character.
+ */
+export class LineSplitter {
+	readonly #maxBytes: number;
+	#parts: Buffer[] = [];
+	#size = 0;
+	#skipping = false;
+
+	constructor(maxBytes: number) {
+		this.#maxBytes = maxBytes;
+	}
+
+	/** The lines `chunk` completes. */
+	push(chunk: Buffer): string[] {
+		const lines: string[] = [];
+		let start = 0;
+		for (;;) {
+			const newline = chunk.indexOf(10, start);
+			const piece = chunk.subarray(start, newline === -1 ? chunk.length : newline);
+			if (!this.#skipping && this.#size + piece.length > this.#maxBytes) {
+				this.#skipping = true;
+				this.#parts = [];
+				this.#size = 0;
+			} else if (!this.#skipping && piece.length > 0) {
+				this.#parts.push(piece);
+				this.#size += piece.length;
+			}
+			if (newline === -1) return lines;
+			if (!this.#skipping) lines.push(Buffer.concat(this.#parts, this.#size).toString("utf8"));
+			this.#parts = [];
+			this.#size = 0;
+			this.#skipping = false;
+			start = newline + 1;
+		}
+	}
+
+	/** The last line, when the stream ended without a newline after it. */
+	end(): string | undefined {
+		const last =
+			this.#skipping || this.#size === 0 ? undefined : Buffer.concat(this.#parts, this.#size).toString("utf8");
+		this.#parts = [];
+		this.#size = 0;
+		return last;
+	}
+}
+
+/**
+ * Runs `command` without a shell (confined as `confine` says), handing each stdout line to
+ * `onLine` until it returns true or time runs out. Lines are bounded (LineSplitter) and whatever
+ * `onLine` throws is taken as a line that matched nothing: nothing rg prints can throw here, in a
+ * stream listener, where it would end the process.
+ */
+async function runLines(
 	command: string,
 	args: string[],
 	cwd: string,
 	deadline: number,
 	onLine: (line: string) => boolean,
+	confine: Confinement | undefined,
 ): Promise<{ cut: boolean }> {
+	const child = await spawnConfined(confine, { command, args, folder: cwd, env: { PATH: process.env.PATH ?? "" } });
+	const take = (line: string) => {
+		try {
+			return onLine(line);
+		} catch {
+			return false;
+		}
+	};
 	return new Promise((resolve, reject) => {
-		const child = spawn(command, args, {
-			cwd,
-			stdio: ["ignore", "pipe", "ignore"],
-			env: { PATH: process.env.PATH ?? "" },
-		});
-		const decoder = new StringDecoder("utf8");
-		let rest = "";
+		const lines = new LineSplitter(maxRecordBytes);
 		let cut = false;
 		const stop = () => {
 			cut = true;
 			child.kill("SIGKILL");
 		};
 		const timer = setTimeout(stop, Math.max(0, deadline - Date.now()));
+		child.stderr.resume();
 		child.stdout.on("data", (chunk: Buffer) => {
 			if (cut) return;
-			const lines = (rest + decoder.write(chunk)).split("\n");
-			rest = lines.pop() ?? "";
-			// A line longer than this is no line of ours (rg caps columns): dropped, not buffered.
-			if (rest.length > 64 * 1024) rest = "";
-			for (const line of lines) if (line && onLine(line)) return stop();
+			for (const line of lines.push(chunk)) if (line && take(line)) return stop();
 		});
 		child.on("error", (error) => {
 			clearTimeout(timer);
@@ -156,7 +247,8 @@ function runLines(
 		});
 		child.on("close", () => {
 			clearTimeout(timer);
-			if (!cut && rest && onLine(rest)) cut = true;
+			const last = lines.end();
+			if (!cut && last && take(last)) cut = true;
 			resolve({ cut });
 		});
 	});
@@ -198,18 +290,18 @@ async function viaNode(
 			truncated ||= Date.now() > deadline;
 			break;
 		}
-		const text = await readSmallText(root, path);
+		const text = await readSmallFile(root, path);
 		if (text === undefined) continue;
 		const lines = text.split("\n");
 		for (let i = 0; i < lines.length && !full(); i++)
-			if (hit(lines[i] as string)) matches.push({ path, line: i + 1, text: cut(lines[i] as string) });
+			if (hit(lines[i] as string)) matches.push(lineMatch(path, i + 1, lines[i] as string));
 	}
 	if (full()) truncated = true;
 	return { matches: matches.slice(0, options.maxResults), truncated };
 }
 
-/** The file as text when it is small, regular (not through a symlink) and has no NUL byte; else undefined. */
-async function readSmallText(root: string, path: string): Promise<string | undefined> {
+/** The file as text (NUL bytes and all) when it is small and regular (not through a symlink); else undefined. */
+async function readSmallFile(root: string, path: string): Promise<string | undefined> {
 	let handle: FileHandle | undefined;
 	try {
 		handle = await open(`${root}/${path}`, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -218,7 +310,7 @@ async function readSmallText(root: string, path: string): Promise<string | undef
 		const stat = await handle.stat();
 		if (!stat.isFile() || stat.size > maxFileBytes) return undefined;
 		const bytes = await handle.readFile();
-		return bytes.includes(0) ? undefined : bytes.toString("utf8");
+		return bytes.toString("utf8");
 	} catch {
 		return undefined;
 	} finally {

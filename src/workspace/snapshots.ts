@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
-import { lstat, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { lstat, mkdir, readFile, realpath, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { type GitRepo, git, workOnDisk } from "./git.ts";
+import { assertObjectId, type GitRepo, git, objectId, workOnDisk, writeShadowAttributes } from "./git.ts";
 
 /** What a session's shadow repository remembers: the tree at its start and at each run's start and end. */
 export interface Manifest {
@@ -33,12 +33,11 @@ export class SnapshotLimitError extends Error {}
 
 /** Trees of the latest snapshots, kept by a prune though no manifest names them yet (a run's start). */
 const recentKept = 16;
-const objectId = /^[0-9a-f]{40,64}$/;
 
 /**
  * One session's snapshots: a shadow git repository under the data dir whose work tree is the
- * session's folder. A snapshot is `git add -A` into the shadow index and `git write-tree`: the
- * folder's content (as its .gitignore filters it) as a tree object; unchanged files cost a stat.
+ * session's folder. A snapshot is `git add --all --force` into the shadow index and `git write-tree`:
+ * the folder's whole content (its .gitignore hides nothing) as a tree object; unchanged files cost a stat.
  * The manifest (trees by run) is a JSON file beside it. Everything on one session is serialized.
  */
 export class Snapshots {
@@ -84,12 +83,15 @@ export class Snapshots {
 		await rm(`${this.#dir}/git/index.lock`, { force: true });
 		const options = { timeoutMs: this.#timeoutMs };
 		await this.#fits();
-		await git(this.repo, ["add", "--all", "--ignore-errors", "--", "."], options).catch((error) => {
+		await writeShadowAttributes(`${this.#dir}/git`);
+		// --force: what the folder's .gitignore names is taken too (it hides nothing from "what changed").
+		await git(this.repo, ["add", "--all", "--force", "--ignore-errors", "--", "."], options).catch((error) => {
 			// --ignore-errors exits 1 after adding what it could read (an unreadable file, say).
 			if (!String(error.message).includes("failed (1)")) throw error;
 		});
 		const { out } = await git(this.repo, ["write-tree"], options);
 		const tree = out.toString("utf8").trim();
+		assertObjectId(tree);
 		this.#recent.push(tree);
 		if (this.#recent.length > recentKept) this.#recent.shift();
 		return tree;
@@ -97,13 +99,14 @@ export class Snapshots {
 
 	/**
 	 * Refuses the snapshot (before git stores a byte) when the files it would add — changed and new
-	 * ones, as the folder's .gitignore filters them, counted uncompressed — would take the repository
+	 * ones, ignored or not, counted uncompressed — would take the repository
 	 * past its cap, after a prune of what nothing needs. So one run that writes a huge file costs the
 	 * data dir nothing.
 	 */
 	async #fits(): Promise<void> {
 		const { maxBytes } = this.#limits;
-		const args = ["ls-files", "-z", "--modified", "--others", "--exclude-standard"];
+		// Ignored files too: the snapshot takes them (add --force).
+		const args = ["ls-files", "-z", "--modified", "--others"];
 		const { out } = await git(this.repo, args, { timeoutMs: this.#timeoutMs });
 		let pending = 0;
 		for (const path of new Set(out.toString("utf8").split("\0"))) {
@@ -180,14 +183,16 @@ export class Snapshots {
 
 	async #init(): Promise<void> {
 		if (existsSync(`${this.#dir}/git/HEAD`)) return;
-		await mkdir(this.#dir, { recursive: true });
-		await git({ gitDir: `${this.#dir}/git`, workTree: this.#dir }, ["init", "--quiet"], { timeoutMs: this.#timeoutMs });
+		// The git dir exists before git runs: a confined git is given it to write (confined.ts).
+		await mkdir(`${this.#dir}/git`, { recursive: true });
+		const workTree = await realpath(this.#dir);
+		await git({ gitDir: `${this.#dir}/git`, workTree }, ["init", "--quiet"], { timeoutMs: this.#timeoutMs });
 	}
 
 	async manifest(): Promise<Manifest> {
 		if (this.#manifest) return this.#manifest;
 		try {
-			this.#manifest = JSON.parse(await readFile(`${this.#dir}/runs.json`, "utf8")) as Manifest;
+			this.#manifest = checkedManifest(JSON.parse(await readFile(`${this.#dir}/runs.json`, "utf8")));
 		} catch {
 			this.#manifest = { runs: [] };
 		}
@@ -212,6 +217,36 @@ export class Snapshots {
 	remove(): Promise<void> {
 		return this.serial(() => rm(this.#dir, { recursive: true, force: true }));
 	}
+}
+
+/**
+ * The manifest as read back from disk, keeping only what has the shape it was written with: a
+ * tree that is not an object id is dropped (its run then has no changes to show: 404
+ * run_not_found), so nothing in the file becomes a git argument or throws on use.
+ */
+export function checkedManifest(parsed: unknown): Manifest {
+	const tree = (value: unknown) => (typeof value === "string" && objectId.test(value) ? value : undefined);
+	const text = (value: unknown) => (typeof value === "string" ? value : undefined);
+	const record = (value: unknown) =>
+		value !== null && typeof value === "object" && !Array.isArray(value)
+			? (value as Record<string, unknown>)
+			: undefined;
+	const file = record(parsed);
+	const runs: Manifest["runs"] = [];
+	for (const entry of Array.isArray(file?.runs) ? file.runs : []) {
+		const run = record(entry);
+		const runId = text(run?.runId);
+		if (!run || !runId) continue;
+		const fields = {
+			start: tree(run.start),
+			end: tree(run.end),
+			settledAt: text(run.settledAt),
+			error: text(run.error),
+		};
+		runs.push({ runId, ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) });
+	}
+	const base = tree(file?.base);
+	return base ? { base, runs } : { runs };
 }
 
 const mib = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;

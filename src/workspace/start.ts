@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
 import type { RunArchive } from "../store/postgres/run-archive.ts";
+import { confinementOf, confineToolsUnder } from "./confined.ts";
 import { ChangeTracker } from "./tracker.ts";
 
 /**
@@ -14,6 +15,8 @@ export function startChangeTracker(
 	logger: Logger,
 	archive?: RunArchive,
 ): ChangeTracker {
+	// git on the shadow repositories under the data dir runs confined as the config says (confined.ts).
+	confineToolsUnder(config.dataDir, confinementOf(config));
 	const tracker = new ChangeTracker(
 		{
 			dataDir: config.dataDir,

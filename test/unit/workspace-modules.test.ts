@@ -43,6 +43,8 @@ describe("workspace search: ripgrep and the built-in walk find the same", () => 
 			const result = await searchWorkspace(root, { ...options, ripgrep });
 			expect(result.engine).toBe(ripgrep === "auto" ? "ripgrep" : "node");
 			expect(sorted(result.matches)).toEqual([
+				// A file with NUL bytes is searched too; its line is flagged (issue 29).
+				{ path: "bin.dat", line: 1, text: "\uFFFD\u0001\u0002needle", binary: true },
 				{ path: "src/deep/b.ts", line: 1, text: "// Needle capital" },
 				{ path: "src/deep/b.ts", line: 2, text: "// needle small" },
 				{ path: "src/needle.py", line: 2, text: "needle()" },

@@ -627,7 +627,7 @@ class Session(TypedDict):
 
 class CreateSession(TypedDict, total=False):
     name: str
-    # Working folder, inside the gateway's workspace root. Default: a folder of the session's own, `<workspace-root>/<session id>` (created empty), so an...
+    # Working folder, relative to the caller's area of the workspace root (an admin's: the root; another principal's: `<workspace-root>/@<name>`), and in...
     cwd: str
     provider: str
     model: str

@@ -1,6 +1,7 @@
 import { Readable } from "node:stream";
 import type { Context, MiddlewareHandler } from "hono";
 import { GatewayError } from "../../../errors.ts";
+import { confinementOf } from "../../../workspace/confined.ts";
 import { listFolder } from "../../../workspace/listing.ts";
 import { contentTypeOf, etagOf, openFile, parseRange } from "../../../workspace/reading.ts";
 import { searchWorkspace } from "../../../workspace/search.ts";
@@ -114,6 +115,7 @@ export function workspaceFilesRouter(deps: Deps) {
 				maxResults: config.workspaceMaxSearchResults,
 				timeoutMs: config.workspaceSearchTimeoutMs,
 				ripgrep: config.workspaceRipgrep,
+				confine: confinementOf(config),
 			});
 			return c.json(result, 200);
 		});

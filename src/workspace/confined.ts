@@ -1,0 +1,191 @@
+import { type ChildProcessByStdio, spawn } from "node:child_process";
+import { accessSync, constants, existsSync, realpathSync } from "node:fs";
+import { open, readlink } from "node:fs/promises";
+import { delimiter, join, sep } from "node:path";
+import type { Readable } from "node:stream";
+import type { Config } from "../config.ts";
+import { probeSandbox } from "../sessions/sandbox.ts";
+
+/**
+ * The gateway's own tools (git for changes, ripgrep for search) on the agent's bytes, inside
+ * bubblewrap like pi: the session's folder read-only, bound from a descriptor checked to be the
+ * folder (no gap between the check and the mount), only what the tool writes (the shadow git dir)
+ * writable, the rest of the host read-only with the gateway's data dir, the workspace root and
+ * /tmp hidden under empty tmpfs, no network, no environment but the tool's own, and a bound on
+ * memory. Time and output stay bounded by the caller, as before. Where bubblewrap cannot hold
+ * (probeSandbox) or --sandbox is off, the tool runs directly: what it is told (git's flags, rg's
+ * arguments) is then the only layer.
+ */
+export interface Confinement {
+	/** bwrap around each tool; false: the tool runs directly. */
+	sandbox: boolean;
+	/** Folders hidden under an empty tmpfs (those that exist when a tool starts). */
+	hide: string[];
+	/** Files covered by /dev/null wherever they lie (the token file, the keys file). */
+	cover: string[];
+}
+
+export interface Tool {
+	command: string;
+	args: string[];
+	/**
+	 * The folder the tool reads, and its cwd: a real path. Confined, it is opened (O_NOFOLLOW), the
+	 * kernel is asked what the descriptor is, and bwrap binds that descriptor read-only.
+	 */
+	folder: string;
+	/** Folders it writes, bound read-write (they must exist). */
+	writable?: string[];
+	/** Its whole environment. */
+	env: Record<string, string>;
+	/** Its address space at most (default 2 GiB). */
+	memoryBytes?: number;
+}
+
+/** A tool refused before it ran: its folder is not what it was said to be. */
+export class ConfinementError extends Error {}
+
+const defaultMemoryBytes = 2 * 1024 * 1024 * 1024;
+/** The folder's descriptor in the child (after stdin, stdout, stderr). */
+const folderFd = 3;
+
+/**
+ * As sandbox.ts's baseArgs (see there why each holds as root: no capability, a user namespace of
+ * its own, none nested), plus no network, no IPC and no host name of the host's: a tool needs none.
+ */
+const baseArgs = [
+	"--die-with-parent",
+	"--unshare-pid",
+	"--unshare-user",
+	"--disable-userns",
+	"--cap-drop",
+	"ALL",
+	"--new-session",
+	"--unshare-net",
+	"--unshare-ipc",
+	"--unshare-uts",
+	"--ro-bind",
+	"/",
+	"/",
+	"--dev",
+	"/dev",
+	"--proc",
+	"/proc",
+];
+
+let sandboxHolds: boolean | undefined;
+const byDataDir = new Map<string, Confinement>();
+
+/**
+ * The confinement a gateway's config asks for. `--sandbox on`/`off` as the server resolved it at
+ * start; `auto` (a gateway made without the server's start) probes once.
+ */
+export function confinementOf(
+	config: Pick<Config, "sandbox" | "dataDir" | "workspaceRoot" | "tokenFile" | "keysFile">,
+): Confinement {
+	sandboxHolds ??= config.sandbox === "auto" ? probeSandbox().enabled : undefined;
+	return {
+		sandbox: config.sandbox === "on" || (config.sandbox === "auto" && sandboxHolds === true),
+		hide: ["/tmp", config.workspaceRoot, config.dataDir],
+		cover: [config.tokenFile, config.keysFile].filter((f): f is string => typeof f === "string"),
+	};
+}
+
+/**
+ * The shadow repositories under `dataDir` are worked on confined this way (git.ts looks their
+ * git dir up here: the tracker makes them, and this keeps its options as they are).
+ */
+export function confineToolsUnder(dataDir: string, confinement: Confinement): void {
+	byDataDir.set(dataDir, confinement);
+}
+
+/** The confinement registered for the data dir holding `path`, the deepest one. */
+export function confinementFor(path: string): Confinement | undefined {
+	let found: { dir: string; confinement: Confinement } | undefined;
+	for (const [dir, confinement] of byDataDir)
+		if ((path === dir || path.startsWith(dir + sep)) && (!found || dir.length > found.dir.length))
+			found = { dir, confinement };
+	return found?.confinement;
+}
+
+let prlimitPath: string | null | undefined;
+function findPrlimit(): string | undefined {
+	if (prlimitPath === undefined) {
+		prlimitPath = null;
+		for (const dir of ["/usr/bin", "/bin", ...(process.env.PATH ?? "").split(delimiter).filter(Boolean)]) {
+			try {
+				accessSync(join(dir, "prlimit"), constants.X_OK);
+				prlimitPath = join(dir, "prlimit");
+				break;
+			} catch {}
+		}
+	}
+	return prlimitPath ?? undefined;
+}
+
+/** The command with its address space bounded: util-linux prlimit, else the shell's ulimit. */
+function bounded(tool: Tool): string[] {
+	const bytes = tool.memoryBytes ?? defaultMemoryBytes;
+	const prlimit = findPrlimit();
+	if (prlimit) return [prlimit, `--as=${bytes}:${bytes}`, "--", tool.command, ...tool.args];
+	return ["/bin/sh", "-c", `ulimit -v ${Math.ceil(bytes / 1024)} && exec "$@"`, "sh", tool.command, ...tool.args];
+}
+
+const depth = (path: string) => path.split(sep).filter(Boolean).length;
+const inside = (root: string, path: string) => path === root || path.startsWith(root + sep);
+
+/** bwrap's argv for one tool whose folder is open as descriptor `folderFd`. */
+export function confinedArgs(confinement: Confinement, tool: Tool): string[] {
+	type Mount = { path: string; kind: "hide" | "folder" | "rw" | "null" };
+	const mounts: Mount[] = [];
+	for (const path of confinement.hide) if (existsSync(path)) mounts.push({ path: realpathSync(path), kind: "hide" });
+	mounts.push({ path: tool.folder, kind: "folder" });
+	for (const path of tool.writable ?? []) mounts.push({ path: realpathSync(path), kind: "rw" });
+	for (const file of confinement.cover) if (existsSync(file)) mounts.push({ path: realpathSync(file), kind: "null" });
+	// Mounts apply in order: a hide first, then what is put back below it (as sandbox.ts).
+	const order = { hide: 0, folder: 1, rw: 1, null: 2 };
+	mounts.sort((a, b) => depth(a.path) - depth(b.path) || order[a.kind] - order[b.kind]);
+	const args = [...baseArgs];
+	for (const { path, kind } of mounts) {
+		if (kind === "hide") args.push("--tmpfs", path);
+		else if (kind === "folder") args.push("--ro-bind-fd", String(folderFd), path);
+		else if (kind === "rw") args.push("--bind", path, path);
+		// A covered file under a hide (and not under what is put back) is gone already.
+		else if (!hiddenAlready(mounts, path)) args.push("--ro-bind", "/dev/null", path);
+	}
+	args.push("--chdir", tool.folder, "--", ...bounded(tool));
+	return args;
+}
+
+const hiddenAlready = (mounts: { path: string; kind: string }[], path: string) =>
+	mounts.some((m) => m.kind === "hide" && inside(m.path, path)) &&
+	!mounts.some((m) => (m.kind === "folder" || m.kind === "rw") && inside(m.path, path));
+
+export type ToolProcess = ChildProcessByStdio<null, Readable, Readable>;
+
+/**
+ * Starts `tool` confined (or directly, when `confinement` says no sandbox or is absent). Rejects,
+ * before anything runs, when the folder's descriptor is not `tool.folder`.
+ */
+export async function spawnConfined(confinement: Confinement | undefined, tool: Tool): Promise<ToolProcess> {
+	if (!confinement?.sandbox) {
+		const [command, ...args] = bounded(tool);
+		return spawn(command as string, args, { cwd: tool.folder, env: tool.env, stdio: ["ignore", "pipe", "pipe"] });
+	}
+	const handle = await open(tool.folder, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch(
+		(error: NodeJS.ErrnoException) => {
+			throw new ConfinementError(`The folder ${JSON.stringify(tool.folder)} cannot be opened (${error.code})`);
+		},
+	);
+	try {
+		const real = await readlink(`/proc/self/fd/${handle.fd}`);
+		if (real !== tool.folder)
+			throw new ConfinementError(`The folder ${JSON.stringify(tool.folder)} leads to ${JSON.stringify(real)}`);
+		// The descriptor goes to bwrap as its fd 3; spawn has duplicated it when it returns.
+		return spawn("bwrap", confinedArgs(confinement, tool), {
+			env: tool.env,
+			stdio: ["ignore", "pipe", "pipe", handle.fd],
+		}) as ToolProcess;
+	} finally {
+		await handle.close();
+	}
+}
