@@ -15,7 +15,7 @@ import { PostgresStore } from "../store/postgres/sessions.ts";
 import { SqliteStore } from "../store/sqlite/sessions.ts";
 import type { Approval } from "./approvals.ts";
 import type { LoggedEvent } from "./event-log.ts";
-import { guardCommand, guardResume, sessionFileCwd } from "./guard.ts";
+import { guardCommand, guardResume } from "./guard.ts";
 import { Journal, type StoreHealth, unsafeSeqMargin } from "./journal.ts";
 import { type Caller, resumeFile } from "./resume-lookup.ts";
 import { Session, type SessionInit, type SessionLimits, type SpawnCommand } from "./session.ts";
@@ -371,7 +371,6 @@ export class SessionRegistry {
 			// Its own folder is the one its file lies in: switch, fork and clone keep to it.
 			guard: (command) =>
 				guardCommand(this.#config, command, ownFolder(this.#config, this.#sessions.get(id)?.piState.sessionFile)),
-			cwdOf: sessionFileCwd,
 			wake: async (s) => {
 				// Without auto-resume the command meets 409 session_stopped.
 				if (this.#config.autoResume) await this.resume(s.id);

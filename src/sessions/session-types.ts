@@ -46,8 +46,6 @@ export interface SessionInit {
 	restored?: { createdAt: Date; lastActivityAt: number; lastSeq: number; piState: PiState };
 	/** Checks (and rewrites) every command before anything else happens to it: limits, paths. */
 	guard?(command: PiCommand): PiCommand;
-	/** The working folder a pi session file records (its header), so the view follows a switch. */
-	cwdOf?(sessionFile: string): string | undefined;
 	/** Starts pi again for a `stopped` session before a command (the registry minds the process cap). */
 	wake?(session: Session): Promise<void>;
 }

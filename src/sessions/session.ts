@@ -402,12 +402,10 @@ export class Session {
 	}
 
 	#takeState(data: unknown): void {
+		// The session's folder is the one checked at create and bound into pi's sandbox; a switch to
+		// a file whose header names another folder does not move it. pi's word (and a header the
+		// agent can write) once moved it to another principal's folder for the files API.
 		const state = piStateOf(data, this.piState);
-		// A switch to another folder's session file moves the session's folder with it.
-		if (state.sessionFile && state.sessionFile !== this.piState.sessionFile) {
-			const cwd = this.#init.cwdOf?.(state.sessionFile);
-			if (cwd) this.cwd = cwd;
-		}
 		this.piState = state;
 		if (state.sessionName) this.name = state.sessionName;
 	}

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
@@ -154,5 +154,41 @@ describe("the default layout holds against its own agent", () => {
 			headers: as("alice"),
 		});
 		expect(read.status).toBe(409);
+	});
+
+	it("a session file whose header names another's folder does not move the session there (switch, pi's own state)", async () => {
+		const bob = await create("bob");
+		expect((await bash("bob", bob.body.id, "echo secret-of-bob > bobs.txt && echo ok")).body.output).toBe("ok\n");
+		const alice = await create("alice", { persist: true });
+		const id = alice.body.id as string;
+		const file = alice.body.piSessionFile as string;
+		expect(file).toBeTruthy();
+		// The agent writes a session file in its own pi folder (the sandbox lets it: pi writes there)
+		// whose header says the conversation's folder is bob's.
+		const header = JSON.stringify({
+			type: "session",
+			version: 3,
+			id: "x",
+			timestamp: new Date().toISOString(),
+			cwd: bob.body.cwd,
+		});
+		const forged = join(dirname(file), "forged.jsonl");
+		const wrote = await bash("alice", id, `printf '%s\\n' '${header}' > ${forged} && echo ok`);
+		expect(wrote.body.output).toBe("ok\n");
+		// Inside its sandbox the root is an empty tmpfs the agent may write: it makes the path pi checks.
+		expect((await bash("alice", id, `mkdir -p ${bob.body.cwd} && echo ok`)).body.output).toBe("ok\n");
+		const switched = await gw.api(`/v1/sessions/${id}/switch`, {
+			method: "POST",
+			json: { sessionPath: forged },
+			headers: as("alice"),
+		});
+		expect(switched.status).toBe(200);
+		const view = await gw.api(`/v1/sessions/${id}`, { headers: as("alice") });
+		expect(view.body.cwd).toBe(alice.body.cwd);
+		const listed = await gw.api(`/v1/sessions/${id}/files`, { headers: as("alice") });
+		expect(listed.status).toBe(200);
+		expect(JSON.stringify(listed.body)).not.toContain("bobs.txt");
+		const read = await gw.api(`/v1/sessions/${id}/files/content?path=bobs.txt`, { headers: as("alice") });
+		expect(read.status).toBe(404);
 	});
 });
