@@ -27,7 +27,7 @@ export const changes = createRoute({
 	tags,
 	summary: "What changed in the session's folder: since the session started, or in one run",
 	description:
-		"Without `runId`: the folder now against a snapshot taken when the session started (uploads and `bash` commands included). With `runId` (a prompt's `runId` that started a run): the folder when that run settled against a snapshot taken just before its prompt reached pi (a run still going: against now). Snapshots live in a shadow git repository under the gateway's data dir, never in the folder; files the folder's .gitignore ignores are not tracked. The last 100 runs of a session are kept; what no kept run needs is pruned. A session's snapshots are bounded by --workspace-max-snapshot-bytes (past it, 507 `snapshot_limit`). Capped by --workspace-max-changed-files, --workspace-max-diff-bytes and --workspace-max-changes-bytes.",
+		"Without `runId`: the folder now against a snapshot taken when the session started (uploads and `bash` commands included). With `runId` (a prompt's `runId` that started a run): the folder when that run settled against a snapshot taken just before its prompt reached pi (a run still going: against now). Snapshots live in a shadow git repository under the gateway's data dir, never in the folder; every file is tracked (the folder's .gitignore hides nothing, its .gitattributes changes nothing git stores or shows). The last 100 runs of a session are kept; what no kept run needs is pruned. A session's snapshots are bounded by --workspace-max-snapshot-bytes (past it, 507 `snapshot_limit`). Capped by --workspace-max-changed-files, --workspace-max-diff-bytes and --workspace-max-changes-bytes.",
 	request: {
 		params: SessionParams,
 		query: z.object({
