@@ -121,6 +121,8 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	const registry = new SessionRegistry(config, log, postgres && ((events) => postgres.attach(events)));
 	// Before listening: a data dir held by another gateway fails here, and restored sessions are listed from the first request.
 	registry.open();
+	// Deleted sessions' own folders past --workspace-retention-days go, now and then periodically.
+	registry.retention.start(() => registry.list().map((session) => session.cwd));
 	const db = registry.sqliteDatabase as DatabaseSync;
 	let webhooks: WebhookService;
 	let idempotency: IdempotencyStore | PostgresIdempotencyStore;
@@ -143,6 +145,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			postgres.beforeClose(() => webhooks.release());
 		}
 	} catch (error) {
+		registry.retention.stop();
 		await registry.shutdown();
 		throw error;
 	}
@@ -175,6 +178,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	const connections = new ConnectionGuard(config, log);
 	// A start that fails after this point undoes what it started, in reverse.
 	const abandon = async (error: unknown): Promise<never> => {
+		registry.retention.stop();
 		keys?.close();
 		history.stop();
 		policies.stop();
@@ -270,6 +274,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			if (cluster) await registry.drain(config.drainTimeoutMs);
 			// Sending stops first; events of the stopping sessions still reach the outbox, for the next start.
 			webhooks.stop();
+			registry.retention.stop();
 			await registry.shutdown();
 			// Snapshots of the sessions that just stopped finish (or meet their deadline) before we return.
 			await gitSettled();

@@ -164,7 +164,9 @@ export interface paths {
         post?: never;
         /**
          * Stop pi (stdin close, then SIGTERM, then SIGKILL) and forget the session (pi's session file stays)
-         * @description Requires the `sessions:write` scope.
+         * @description The session's folder is kept: a folder the gateway made for a session created without `cwd` (`<workspace-root>/<session id>`) stays for --workspace-retention-days (default 30; 0 keeps it forever) and is then removed, or at once with `?purge=true`. A `cwd` the client named is never removed. The session's snapshots (GET …/changes) go now.
+         *
+         *     Requires the `sessions:write` scope.
          */
         delete: operations["sessionsDelete"];
         options?: never;
@@ -3336,7 +3338,10 @@ export interface operations {
     };
     sessionsDelete: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `true`: remove the folder the gateway made for the session now, instead of after the retention period (unless another session works in it). A `cwd` the client named is kept either way */
+                purge?: boolean;
+            };
             header?: never;
             path: {
                 id: string;
@@ -3351,6 +3356,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             /** @description Missing or wrong bearer token */
             401: {

@@ -18,6 +18,7 @@ import type { LoggedEvent } from "./event-log.ts";
 import { guardCommand, guardResume } from "./guard.ts";
 import { Journal, type StoreHealth, unsafeSeqMargin } from "./journal.ts";
 import { type Caller, resumeFile } from "./resume-lookup.ts";
+import { FolderRetention, ownFolderOf } from "./retention.ts";
 import { Session, type SessionInit, type SessionLimits, type SpawnCommand } from "./session.ts";
 import { localSessionFile, ownFolder, piSessionDir } from "./session-files.ts";
 import type { OpenStore, SessionStore, StoredSession } from "./session-store.ts";
@@ -472,11 +473,27 @@ export class SessionRegistry {
 		return this.#options.get(id)?.policies;
 	}
 
-	/** Stops pi and forgets the session (its pi session file stays on disk). */
-	async delete(id: string): Promise<void> {
+	#retention: FolderRetention | undefined;
+	/** Deleted sessions' own folders, kept for --workspace-retention-days (retention.ts). */
+	get retention(): FolderRetention {
+		this.#retention ??= new FolderRetention(this.#config, this.#logger);
+		return this.#retention;
+	}
+
+	/**
+	 * Stops pi and forgets the session. Its pi session file stays on disk, and so does its folder:
+	 * the folder the gateway made for it (no `cwd`) is kept for the retention period, or removed now
+	 * with `purge`; a folder the client named is never removed.
+	 */
+	async delete(id: string, options: { purge?: boolean } = {}): Promise<void> {
 		const session = this.get(id);
+		const named = this.#options.get(id)?.cwd;
 		await session.stop();
 		this.#forget(id);
+		const own = ownFolderOf(this.#config, id, named, session.cwd);
+		const inUse = () => this.list().map((s) => s.cwd);
+		if (own) await (options.purge ? this.retention.purge(own, inUse) : this.retention.keep(id, own));
+		else if (named !== undefined) await this.retention.spare(session.cwd);
 	}
 
 	/** The session leaves this registry; its row goes too, unless it lives on elsewhere (cluster mode). */

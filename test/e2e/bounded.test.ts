@@ -1,8 +1,9 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { sleep, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { collect } from "../helpers/sse.ts";
 
 // Issue 29, "bounded and fair": what a hostile (or just busy) agent can make the gateway keep.
@@ -88,4 +89,78 @@ describe("a session's snapshots stop at --workspace-max-snapshot-bytes", () => {
 		expect(changes.status).toBe(200);
 		expect(changes.body.files).toMatchObject([{ path: "small.txt", status: "modified" }]);
 	}, 60_000);
+});
+
+describe("DELETE keeps the session's folder; --workspace-retention-days removes the gateway's own ones later", () => {
+	let gw: TestGateway;
+	// Two seconds: the sweep runs every second.
+	const retention = 2 / 86_400;
+	beforeAll(async () => {
+		gw = await startTestGateway({ workspaceRoot: undefined, workspaceRetentionDays: retention });
+	});
+	afterAll(async () => {
+		await gw?.stop();
+	});
+	const folderOf = (id: string) => join(gw.config.workspaceRoot, id);
+	const withFile = async (body: Record<string, unknown> = {}) => {
+		const id = await gw.session(body);
+		const put = await gw.fetch(`/v1/sessions/${id}/files/content?path=keep.txt`, { method: "PUT", body: "mine\n" });
+		expect(put.status).toBe(201);
+		return id;
+	};
+	const del = (id: string, query = "") => gw.api(`/v1/sessions/${id}${query}`, { method: "DELETE" });
+
+	it("keeps the folder on DELETE, removes it at once with ?purge=true, and never removes a named cwd", async () => {
+		const kept = await withFile();
+		expect((await del(kept)).status).toBe(204);
+		expect(readFileSync(join(folderOf(kept), "keep.txt"), "utf8")).toBe("mine\n");
+		const purged = await withFile();
+		expect((await del(purged, "?purge=true")).status).toBe(204);
+		expect(existsSync(folderOf(purged))).toBe(false);
+		mkdirSync(join(gw.config.workspaceRoot, "named"));
+		const named = await withFile({ cwd: "named" });
+		expect((await del(named, "?purge=true")).status).toBe(204);
+		expect(readFileSync(join(gw.config.workspaceRoot, "named", "keep.txt"), "utf8")).toBe("mine\n");
+		expect((await del(await gw.session(), "?purge=maybe")).status).toBe(400);
+	});
+
+	it("removes a deleted session's own folder after the retention period, unless a session works in it", async () => {
+		const gone = await withFile();
+		const shared = await withFile();
+		// Another session named the first one's folder as its cwd: it is the user's now.
+		const user = await gw.session({ cwd: shared });
+		expect((await del(gone)).status).toBe(204);
+		expect((await del(shared)).status).toBe(204);
+		expect(existsSync(folderOf(gone))).toBe(true);
+		await until(() => !existsSync(folderOf(gone)), 10_000);
+		expect(existsSync(join(folderOf(shared), "keep.txt"))).toBe(true);
+		// Deleting the session that named it keeps it for good.
+		expect((await del(user)).status).toBe(204);
+		await sleep(3000);
+		expect(existsSync(join(folderOf(shared), "keep.txt"))).toBe(true);
+	});
+});
+
+describe("the retention sweep at start", () => {
+	it("removes folders whose retention ran out while the gateway was stopped", async () => {
+		const first = await startTestGateway({ workspaceRoot: undefined });
+		const dataDir = join(first.root, "data");
+		const id = await first.session();
+		const folder = join(first.config.workspaceRoot, id);
+		expect((await first.api(`/v1/sessions/${id}`, { method: "DELETE" })).status).toBe(204);
+		await first.close();
+		expect(existsSync(folder)).toBe(true);
+		const list = join(dataDir, "retained-folders.json");
+		const kept = JSON.parse(readFileSync(list, "utf8")) as { path: string; deletedAt: string }[];
+		expect(kept).toMatchObject([{ id, path: folder }]);
+		const longAgo = new Date(Date.now() - 31 * 86_400_000).toISOString();
+		writeFileSync(list, JSON.stringify(kept.map((k) => ({ ...k, deletedAt: longAgo }))));
+		const second = await startTestGateway({ workspaceRoot: undefined, dataDir });
+		try {
+			await until(() => !existsSync(folder), 10_000);
+		} finally {
+			await second.stop();
+			rmSync(first.root, { recursive: true, force: true });
+		}
+	});
 });

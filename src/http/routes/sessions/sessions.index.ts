@@ -58,7 +58,7 @@ export function sessionsRouter({ registry, tickets, access, cluster, config }: D
 		.openapi(getSession, (c) => c.json(viewOf(registry.get(c.req.valid("param").id), cluster?.()?.node), 200))
 		.openapi(deleteSession, async (c) => {
 			const { id } = c.req.valid("param");
-			await registry.delete(id);
+			await registry.delete(id, { purge: c.req.valid("query").purge?.toLowerCase() === "true" });
 			access.forget(id);
 			return c.body(null, 204);
 		})

@@ -61,6 +61,20 @@ export const deleteSession = createRoute({
 	path: "/v1/sessions/{id}",
 	tags: ["sessions"],
 	summary: "Stop pi (stdin close, then SIGTERM, then SIGKILL) and forget the session (pi's session file stays)",
-	request: { params: SessionParams },
-	responses: { 204: { description: "Stopped and removed" }, ...problems(401, 404, 410) },
+	description:
+		"The session's folder is kept: a folder the gateway made for a session created without `cwd` (`<workspace-root>/<session id>`) stays for --workspace-retention-days (default 30; 0 keeps it forever) and is then removed, or at once with `?purge=true`. A `cwd` the client named is never removed. The session's snapshots (GET …/changes) go now.",
+	request: {
+		params: SessionParams,
+		query: z.object({
+			purge: z
+				.custom<string>((value) => typeof value === "string" && /^(true|false)$/i.test(value), "true or false")
+				.openapi({ type: "boolean" })
+				.optional()
+				.openapi({
+					description:
+						"`true`: remove the folder the gateway made for the session now, instead of after the retention period (unless another session works in it). A `cwd` the client named is kept either way",
+				}),
+		}),
+	},
+	responses: { 204: { description: "Stopped and removed" }, ...problems(400, 401, 404, 410) },
 });
