@@ -1,6 +1,5 @@
 import { type ChildProcessByStdio, spawn } from "node:child_process";
-import { accessSync, constants, existsSync, realpathSync } from "node:fs";
-import { open, readlink } from "node:fs/promises";
+import { accessSync, closeSync, constants, existsSync, openSync, readlinkSync, realpathSync } from "node:fs";
 import { delimiter, join, sep } from "node:path";
 import type { Readable } from "node:stream";
 import type { Config } from "../config.ts";
@@ -163,29 +162,34 @@ const hiddenAlready = (mounts: { path: string; kind: string }[], path: string) =
 export type ToolProcess = ChildProcessByStdio<null, Readable, Readable>;
 
 /**
- * Starts `tool` confined (or directly, when `confinement` says no sandbox or is absent). Rejects,
- * before anything runs, when the folder's descriptor is not `tool.folder`.
+ * Starts `tool` confined (or directly, when `confinement` says no sandbox or is absent). Throws,
+ * before anything runs, when the folder's descriptor is not `tool.folder`. Synchronous on purpose:
+ * the caller attaches its listeners before the event loop runs again (an await on the descriptor's
+ * close here once let a quick tool's exit go by unheard, and its git wait for its deadline).
  */
-export async function spawnConfined(confinement: Confinement | undefined, tool: Tool): Promise<ToolProcess> {
+export function spawnConfined(confinement: Confinement | undefined, tool: Tool): ToolProcess {
 	if (!confinement?.sandbox) {
 		const [command, ...args] = bounded(tool);
 		return spawn(command as string, args, { cwd: tool.folder, env: tool.env, stdio: ["ignore", "pipe", "pipe"] });
 	}
-	const handle = await open(tool.folder, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch(
-		(error: NodeJS.ErrnoException) => {
-			throw new ConfinementError(`The folder ${JSON.stringify(tool.folder)} cannot be opened (${error.code})`);
-		},
-	);
+	let fd: number;
 	try {
-		const real = await readlink(`/proc/self/fd/${handle.fd}`);
+		fd = openSync(tool.folder, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+	} catch (error) {
+		throw new ConfinementError(
+			`The folder ${JSON.stringify(tool.folder)} cannot be opened (${(error as NodeJS.ErrnoException).code})`,
+		);
+	}
+	try {
+		const real = readlinkSync(`/proc/self/fd/${fd}`);
 		if (real !== tool.folder)
 			throw new ConfinementError(`The folder ${JSON.stringify(tool.folder)} leads to ${JSON.stringify(real)}`);
 		// The descriptor goes to bwrap as its fd 3; spawn has duplicated it when it returns.
 		return spawn("bwrap", confinedArgs(confinement, tool), {
 			env: tool.env,
-			stdio: ["ignore", "pipe", "pipe", handle.fd],
+			stdio: ["ignore", "pipe", "pipe", fd],
 		}) as ToolProcess;
 	} finally {
-		await handle.close();
+		closeSync(fd);
 	}
 }

@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
-import { type Confinement, confinementFor, spawnConfined } from "./confined.ts";
+import { type Confinement, confinementFor, spawnConfined, type ToolProcess } from "./confined.ts";
 
 /**
  * git on a shadow repository: `--git-dir` under the gateway's data dir, `--work-tree` the
@@ -138,54 +138,52 @@ export function git(
 	options: { timeoutMs: number; maxBytes?: number },
 ): Promise<{ out: Buffer; cut: boolean }> {
 	const maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
-	const started = spawnConfined(repo.confine ?? confinementFor(repo.gitDir), {
-		command: "git",
-		args: [...safety, ...args],
-		folder: repo.workTree,
-		writable: [repo.gitDir],
-		env: env(repo),
+	return new Promise((resolve, reject) => {
+		let child: ToolProcess;
+		try {
+			child = spawnConfined(repo.confine ?? confinementFor(repo.gitDir), {
+				command: "git",
+				args: [...safety, ...args],
+				folder: repo.workTree,
+				writable: [repo.gitDir],
+				env: env(repo),
+			});
+		} catch (error) {
+			reject(new GitError(`git ${args[0]} did not start: ${(error as Error).message}`));
+			return;
+		}
+		workOnDisk(new Promise<void>((done) => child.once("close", () => done()).once("error", () => done())));
+		const chunks: Buffer[] = [];
+		let size = 0;
+		let cut = false;
+		let stderr = "";
+		const timer = setTimeout(() => {
+			child.kill("SIGKILL");
+			reject(new GitError(`git ${args[0]} took longer than ${options.timeoutMs} ms`));
+		}, options.timeoutMs);
+		child.stdout.on("data", (chunk: Buffer) => {
+			if (cut) return;
+			if (size + chunk.length > maxBytes) {
+				chunks.push(chunk.subarray(0, maxBytes - size));
+				size = maxBytes;
+				cut = true;
+				child.kill("SIGKILL");
+				return;
+			}
+			chunks.push(chunk);
+			size += chunk.length;
+		});
+		child.stderr.on("data", (chunk: Buffer) => {
+			if (stderr.length < 4096) stderr += chunk.toString("utf8");
+		});
+		child.on("error", (error) => {
+			clearTimeout(timer);
+			reject(error);
+		});
+		child.on("close", (code) => {
+			clearTimeout(timer);
+			if (code === 0 || cut) resolve({ out: Buffer.concat(chunks), cut });
+			else reject(new GitError(`git ${args[0]} failed (${code}): ${stderr.trim().slice(0, 500)}`));
+		});
 	});
-	workOnDisk(
-		started.then((child) => new Promise<void>((done) => child.once("close", () => done()).once("error", () => done()))),
-	);
-	return started.then(
-		(child) =>
-			new Promise((resolve, reject) => {
-				const chunks: Buffer[] = [];
-				let size = 0;
-				let cut = false;
-				let stderr = "";
-				const timer = setTimeout(() => {
-					child.kill("SIGKILL");
-					reject(new GitError(`git ${args[0]} took longer than ${options.timeoutMs} ms`));
-				}, options.timeoutMs);
-				child.stdout.on("data", (chunk: Buffer) => {
-					if (cut) return;
-					if (size + chunk.length > maxBytes) {
-						chunks.push(chunk.subarray(0, maxBytes - size));
-						size = maxBytes;
-						cut = true;
-						child.kill("SIGKILL");
-						return;
-					}
-					chunks.push(chunk);
-					size += chunk.length;
-				});
-				child.stderr.on("data", (chunk: Buffer) => {
-					if (stderr.length < 4096) stderr += chunk.toString("utf8");
-				});
-				child.on("error", (error) => {
-					clearTimeout(timer);
-					reject(error);
-				});
-				child.on("close", (code) => {
-					clearTimeout(timer);
-					if (code === 0 || cut) resolve({ out: Buffer.concat(chunks), cut });
-					else reject(new GitError(`git ${args[0]} failed (${code}): ${stderr.trim().slice(0, 500)}`));
-				});
-			}),
-		(error: Error) => {
-			throw new GitError(`git ${args[0]} did not start: ${error.message}`);
-		},
-	);
 }

@@ -212,7 +212,7 @@ export class LineSplitter {
  * `onLine` throws is taken as a line that matched nothing: nothing rg prints can throw here, in a
  * stream listener, where it would end the process.
  */
-async function runLines(
+function runLines(
 	command: string,
 	args: string[],
 	cwd: string,
@@ -220,7 +220,6 @@ async function runLines(
 	onLine: (line: string) => boolean,
 	confine: Confinement | undefined,
 ): Promise<{ cut: boolean }> {
-	const child = await spawnConfined(confine, { command, args, folder: cwd, env: { PATH: process.env.PATH ?? "" } });
 	const take = (line: string) => {
 		try {
 			return onLine(line);
@@ -229,6 +228,8 @@ async function runLines(
 		}
 	};
 	return new Promise((resolve, reject) => {
+		// Listeners go on in the same tick as the spawn (spawnConfined is synchronous).
+		const child = spawnConfined(confine, { command, args, folder: cwd, env: { PATH: process.env.PATH ?? "" } });
 		const lines = new LineSplitter(maxRecordBytes);
 		let cut = false;
 		const stop = () => {
