@@ -75,13 +75,15 @@ const run = async (confine: Confinement | undefined, script: string, writable: s
 
 describe.skipIf(!holds)("a host tool in bubblewrap", () => {
 	it("cannot read the hidden data dir, cannot write the folder, has no network and only the env it is given", async () => {
-		const script = `cat ${join(dataDir, "token")}; echo x > ${join(work, "planted.txt")}; echo "env=$(env | grep -c .)"; cat /proc/net/dev | grep -c :; pwd; ls -l /proc/self/fd`;
+		const script = `cat ${join(dataDir, "token")}; echo x > ${join(work, "planted.txt")}; echo "env=$(env | grep -c .)"; cat /proc/net/dev | grep -c :; pwd; ls -l /proc/self/fd; grep 'Max address space' /proc/self/limits`;
 		const { out } = await run(confinement, script);
 		expect(out).not.toContain(secret);
 		expect(existsSync(join(work, "planted.txt"))).toBe(false);
 		// PATH, PWD and the shell's own: nothing of the gateway's environment.
 		expect(Number(/env=(\d+)/.exec(out)?.[1])).toBeLessThanOrEqual(4);
 		expect(out).toContain(`\n1\n${work}\n`);
+		// Bounded in memory: 2 GiB of address space, soft and hard.
+		expect(out).toMatch(/Max address space\s+2147483648\s+2147483648\s+bytes/);
 		// The folder's descriptor was not left open in the tool.
 		expect(out).not.toContain(`-> ${work}\n`);
 		// Unconfined, the same script does read and write: the test sees the difference.
