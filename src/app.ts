@@ -44,6 +44,7 @@ import { webhooksRouter } from "./http/routes/webhooks/webhooks.index.ts";
 import { workspaceChangesRouter } from "./http/routes/workspace/changes.index.ts";
 import { closeAfterRefusedUpload, isUpload, workspaceFilesRouter } from "./http/routes/workspace/files.index.ts";
 import { StreamEvent } from "./http/streams/event-schemas.ts";
+import { revokingStreams } from "./http/streams/open-streams.ts";
 import { BodyRoutes, bodyGuard } from "./http/transport/body-guard.ts";
 import type { Deps } from "./http/transport/deps.ts";
 import { AllowedMethods, headWithoutBody, methodGuard } from "./http/transport/methods.ts";
@@ -178,6 +179,7 @@ export function createApp(
 		app.use(durableAnswers(registry));
 	}
 	app.use(sessionOwnership(deps.access, scopedRoutes));
+	app.use(revokingStreams(deps.access, extras.keys));
 	const perPrincipal = { live: config.maxLiveSessionsPerPrincipal, stored: config.maxSessionsPerPrincipal };
 	if (perPrincipal.live > 0 || perPrincipal.stored > 0) app.use(sessionLimits(perPrincipal, registry, deps.access));
 	const limitBody = bodyLimit({

@@ -145,7 +145,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			postgres.beforeClose(() => webhooks.release());
 		}
 	} catch (error) {
-		registry.retention.stop();
+		await registry.retention.stop();
 		await registry.shutdown();
 		throw error;
 	}
@@ -178,7 +178,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	const connections = new ConnectionGuard(config, log);
 	// A start that fails after this point undoes what it started, in reverse.
 	const abandon = async (error: unknown): Promise<never> => {
-		registry.retention.stop();
+		await registry.retention.stop();
 		keys?.close();
 		history.stop();
 		policies.stop();
@@ -274,7 +274,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			if (cluster) await registry.drain(config.drainTimeoutMs);
 			// Sending stops first; events of the stopping sessions still reach the outbox, for the next start.
 			webhooks.stop();
-			registry.retention.stop();
+			await registry.retention.stop();
 			await registry.shutdown();
 			// Snapshots of the sessions that just stopped finish (or meet their deadline) before we return.
 			await gitSettled();

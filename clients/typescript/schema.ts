@@ -1464,7 +1464,7 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        StreamEvent: components["schemas"]["Event_response"] | components["schemas"]["Event_agent_start"] | components["schemas"]["Event_agent_end"] | components["schemas"]["Event_agent_settled"] | components["schemas"]["Event_turn_start"] | components["schemas"]["Event_turn_end"] | components["schemas"]["Event_message_start"] | components["schemas"]["Event_message_update"] | components["schemas"]["Event_message_end"] | components["schemas"]["Event_tool_execution_start"] | components["schemas"]["Event_tool_execution_update"] | components["schemas"]["Event_tool_execution_end"] | components["schemas"]["Event_queue_update"] | components["schemas"]["Event_compaction_start"] | components["schemas"]["Event_compaction_end"] | components["schemas"]["Event_auto_retry_start"] | components["schemas"]["Event_auto_retry_end"] | components["schemas"]["Event_summarization_retry_scheduled"] | components["schemas"]["Event_summarization_retry_attempt_start"] | components["schemas"]["Event_summarization_retry_finished"] | components["schemas"]["Event_bash_execution_update"] | components["schemas"]["Event_extension_ui_request"] | components["schemas"]["Event_extension_error"] | components["schemas"]["Event_session_info_changed"] | components["schemas"]["Event_thinking_level_changed"] | components["schemas"]["Event_entry_appended"] | components["schemas"]["Event_stream_open"] | components["schemas"]["Event_session_status"] | components["schemas"]["Event_session_exit"] | components["schemas"]["Event_approval_requested"] | components["schemas"]["Event_approval_resolved"] | components["schemas"]["Event_run_changes"] | components["schemas"]["Event_gap"] | components["schemas"]["Event_dropped"] | components["schemas"]["Event_line_dropped"] | components["schemas"]["Event_shutdown"] | components["schemas"]["Event_error"];
+        StreamEvent: components["schemas"]["Event_response"] | components["schemas"]["Event_agent_start"] | components["schemas"]["Event_agent_end"] | components["schemas"]["Event_agent_settled"] | components["schemas"]["Event_turn_start"] | components["schemas"]["Event_turn_end"] | components["schemas"]["Event_message_start"] | components["schemas"]["Event_message_update"] | components["schemas"]["Event_message_end"] | components["schemas"]["Event_tool_execution_start"] | components["schemas"]["Event_tool_execution_update"] | components["schemas"]["Event_tool_execution_end"] | components["schemas"]["Event_queue_update"] | components["schemas"]["Event_compaction_start"] | components["schemas"]["Event_compaction_end"] | components["schemas"]["Event_auto_retry_start"] | components["schemas"]["Event_auto_retry_end"] | components["schemas"]["Event_summarization_retry_scheduled"] | components["schemas"]["Event_summarization_retry_attempt_start"] | components["schemas"]["Event_summarization_retry_finished"] | components["schemas"]["Event_bash_execution_update"] | components["schemas"]["Event_extension_ui_request"] | components["schemas"]["Event_extension_error"] | components["schemas"]["Event_session_info_changed"] | components["schemas"]["Event_thinking_level_changed"] | components["schemas"]["Event_entry_appended"] | components["schemas"]["Event_stream_open"] | components["schemas"]["Event_session_status"] | components["schemas"]["Event_session_exit"] | components["schemas"]["Event_approval_requested"] | components["schemas"]["Event_approval_resolved"] | components["schemas"]["Event_run_changes"] | components["schemas"]["Event_gap"] | components["schemas"]["Event_dropped"] | components["schemas"]["Event_line_dropped"] | components["schemas"]["Event_shutdown"] | components["schemas"]["Event_revoked"] | components["schemas"]["Event_error"];
         /** @description pi's answer to a command that changes the session (answers to reads are not logged) */
         Event_response: {
             /**
@@ -2022,6 +2022,19 @@ export interface components {
              */
             type: "shutdown";
             reason: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description Gateway: the principal that opened this stream may no longer read it — its share was taken back (PUT …/access) or its API key removed from the keys file — so the stream ends at once (the last frame; it has no id). A reconnect is refused (404, or 401 for a revoked key) */
+        Event_revoked: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "revoked";
+            /** @enum {string} */
+            reason: "access_revoked";
+            detail: string;
         } & {
             [key: string]: unknown;
         };
@@ -4347,7 +4360,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The events, as they happen. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
+            /** @description The events, as they happen. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown`, `revoked` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
             200: {
                 headers: {
                     /** @description `no-cache, no-transform` */
@@ -4498,7 +4511,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The events, as they happen. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
+            /** @description The events, as they happen. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown`, `revoked` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
             200: {
                 headers: {
                     /** @description `no-cache, no-transform` */
@@ -4649,7 +4662,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The events, as they happen. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
+            /** @description The events, as they happen. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown`, `revoked` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
             200: {
                 headers: {
                     /** @description `no-cache, no-transform` */
@@ -7748,7 +7761,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The events, as they happen. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
+            /** @description The events, as they happen. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown`, `revoked` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
             200: {
                 headers: {
                     /** @description `no-cache, no-transform` */
@@ -9522,7 +9535,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The event stream. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
+            /** @description The event stream. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown`, `revoked` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
             200: {
                 headers: {
                     /** @description `no-cache, no-transform` */
@@ -9609,7 +9622,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The event stream. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
+            /** @description The event stream. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown`, `revoked` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
             200: {
                 headers: {
                     /** @description `no-cache, no-transform` */

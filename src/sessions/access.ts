@@ -51,6 +51,7 @@ export class SessionAccess {
 	readonly #db: DatabaseSync | undefined;
 	readonly #records = new Map<string, SessionAccessRecord>();
 	readonly #mirror: AccessMirror | undefined;
+	readonly #changed = new Set<(sessionId: string) => void>();
 
 	constructor(db?: DatabaseSync, mirror?: AccessMirror) {
 		this.#db = db;
@@ -97,11 +98,18 @@ export class SessionAccess {
 		return rightsIn(this.get(sessionId), principal);
 	}
 
+	/** Calls `listener` after a session's owner or grants changed (its open streams are checked again). */
+	onChange(listener: (sessionId: string) => void): () => void {
+		this.#changed.add(listener);
+		return () => this.#changed.delete(listener);
+	}
+
 	/** Stored first, in effect after: a grant the disk did not take is refused (507), not half kept. */
 	#save(record: SessionAccessRecord): void {
 		storedOr507("The session's access was not stored", () => this.#write(record));
 		this.#records.set(record.sessionId, record);
 		this.#mirror?.saveAccess(record.sessionId, record.owner, record.grants);
+		for (const listener of this.#changed) listener(record.sessionId);
 	}
 
 	#remember(record: SessionAccessRecord): void {

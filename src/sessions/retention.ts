@@ -3,7 +3,6 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
-import { workOnDisk } from "../workspace/git.ts";
 import { isInside } from "./spawn.ts";
 
 /** A deleted session's own folder, kept until `deletedAt` + --workspace-retention-days. */
@@ -63,9 +62,9 @@ export class FolderRetention {
 		return this.#kept;
 	}
 
-	/** `job` after every earlier change of the list, counted as disk work a stopping gateway waits for. */
+	/** `job` after every earlier change of the list (a stopping gateway waits for them: `stop`). */
 	#serial<T>(job: () => Promise<T>): Promise<T> {
-		const next = workOnDisk(this.#chain.then(job, job));
+		const next = this.#chain.then(job, job);
 		this.#chain = next.catch(() => {});
 		return next;
 	}
@@ -153,8 +152,10 @@ export class FolderRetention {
 		this.#timer = setInterval(run, every).unref();
 	}
 
-	stop(): void {
+	/** No more sweeps; resolves once a removal under way has ended (the data dir may go then). */
+	async stop(): Promise<void> {
 		clearInterval(this.#timer);
+		await this.#chain;
 	}
 
 	/**

@@ -132,7 +132,14 @@ export class Snapshots {
 	/** The repository's bytes on disk (git's count), and its loose objects. */
 	async #usage(): Promise<{ bytes: number; looseBytes: number; looseObjects: number }> {
 		const { out } = await git(this.repo, ["count-objects", "-v"], { timeoutMs: this.#timeoutMs });
-		const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, "m").exec(out.toString("utf8"))?.[1] ?? 0);
+		// `name: value` lines (count, size, in-pack, packs, size-pack, prune-packable, garbage, size-garbage).
+		const counts = new Map(
+			out
+				.toString("utf8")
+				.split("\n")
+				.map((line) => line.split(": ") as [string, string]),
+		);
+		const field = (name: string) => Number(counts.get(name) ?? 0) || 0;
 		const looseBytes = field("size") * 1024;
 		return {
 			bytes: looseBytes + (field("size-pack") + field("size-garbage")) * 1024,

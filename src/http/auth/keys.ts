@@ -98,6 +98,7 @@ export class KeyStore {
 	readonly #path: string;
 	readonly #logger: Logger;
 	#watching = false;
+	readonly #reloaded = new Set<() => void>();
 
 	constructor(path: string, logger: Logger) {
 		this.#path = path;
@@ -119,7 +120,22 @@ export class KeyStore {
 			this.#logger.info({ keysFile: this.#path, keys: this.#byHash.size }, "keys file reloaded");
 		} catch (error) {
 			this.#logger.error({ err: error, keysFile: this.#path }, "keys file not reloaded; the keys loaded before stay");
+			return;
 		}
+		for (const listener of this.#reloaded) listener();
+	}
+
+	/** Calls `listener` after each reload that read the file (a key may be gone: its streams end). */
+	onReload(listener: () => void): () => void {
+		this.#reloaded.add(listener);
+		return () => this.#reloaded.delete(listener);
+	}
+
+	/** Whether `name` still has a key that has not expired (a stream ticket it was issued lives on it). */
+	hasPrincipal(name: string, now = Date.now()): boolean {
+		for (const key of this.#byHash.values())
+			if (key.principal === name && !(key.expiresAt && Date.parse(key.expiresAt) <= now)) return true;
+		return false;
 	}
 
 	watch(intervalMs = 500): void {
@@ -133,10 +149,17 @@ export class KeyStore {
 		this.#watching = false;
 	}
 
-	/** The principal of a presented secret, if it names a key that has not expired. */
+	/**
+	 * The principal of a presented secret, if it names a key that has not expired. Its `current`
+	 * looks the key up again (by hash: the secret is not kept), for streams that outlive the request.
+	 */
 	principal(secret: string, now = Date.now()): Principal | undefined {
-		const key = this.#byHash.get(hashKey(secret));
+		return this.#byKeyHash(hashKey(secret), now);
+	}
+
+	#byKeyHash(hash: string, now = Date.now()): Principal | undefined {
+		const key = this.#byHash.get(hash);
 		if (!key || (key.expiresAt && Date.parse(key.expiresAt) <= now)) return undefined;
-		return { name: key.principal, scopes: new Set(key.scopes) };
+		return { name: key.principal, scopes: new Set(key.scopes), current: () => this.#byKeyHash(hash) };
 	}
 }

@@ -15,6 +15,12 @@ export interface Principal {
 	scopes: ReadonlySet<Scope>;
 	/** --no-auth: nobody is authenticated, so a body's `by` still names who answers. */
 	anonymous?: true;
+	/**
+	 * The credential's principal as of now, undefined once it was revoked (an API key removed from
+	 * the keys file): an open stream asks again when keys or shares change (open-streams.ts).
+	 * Absent: the credential cannot be revoked while the gateway runs (the token).
+	 */
+	current?: () => Principal | undefined;
 }
 
 export function hasScope(principal: Principal, scope: Scope): boolean {

@@ -230,6 +230,11 @@ const gatewayEvents = [
 	),
 	ev("shutdown", { reason: z.string() }, "Gateway (GET /v1/events): the gateway is shutting down; the stream ends"),
 	ev(
+		"revoked",
+		{ reason: z.literal("access_revoked"), detail: z.string() },
+		"Gateway: the principal that opened this stream may no longer read it — its share was taken back (PUT …/access) or its API key removed from the keys file — so the stream ends at once (the last frame; it has no id). A reconnect is refused (404, or 401 for a revoked key)",
+	),
+	ev(
 		"error",
 		{ status: z.number(), code: z.string(), detail: z.string() },
 		"Gateway: a streamed command failed after its stream began (pi did not answer in time, or exited); the last frame",
@@ -247,4 +252,4 @@ export const StreamEvent = z.discriminatedUnion("type", [firstEvent, ...otherEve
 export const EventStreamDoc = StreamEvent;
 
 export const eventStreamFraming =
-	"Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know.";
+	"Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown`, `revoked` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know.";

@@ -2,6 +2,7 @@ import type { ServerResponse } from "node:http";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Context } from "hono";
 import { pinEvent, unpinEvent } from "../../sessions/log-slabs.ts";
+import type { AppEnv } from "../transport/openapi.ts";
 import { type Channel, NodeChannel, WebChannel } from "./sse-channels.ts";
 import { type Chunk, chunkBytes, gatewayFrame, joinChunks, singleFrame } from "./sse-frames.ts";
 
@@ -186,15 +187,30 @@ const takeable = new WeakMap<ReadableStream, (res: ServerResponse) => void>();
  */
 export function sseStream(c: Context, options: SseOptions, out: Outbox, detach: () => void): Response {
 	let detached = false;
+	let unwatch: (() => void) | undefined;
 	const stop = () => {
 		if (detached) return;
 		detached = true;
+		unwatch?.();
 		detach();
 		out.end();
 	};
 	let started = false;
+	let finished = false;
+	let current: Channel | undefined;
+	// Its principal lost the right to read it (a share taken back, a key revoked): a last frame, then the end.
+	unwatch = (c.get("watchStream") as AppEnv["Variables"]["watchStream"])?.((detail) => {
+		if (detached) return;
+		out.push(gatewayFrame("revoked", { reason: "access_revoked", detail }));
+		stop();
+		// A reader that takes nothing more does not hold the socket past the grace.
+		setTimeout(() => {
+			if (!finished) current?.destroy();
+		}, options.dropGraceMs).unref();
+	});
 	const run = async (channel: Channel) => {
 		started = true;
+		current = channel;
 		let cutOff: NodeJS.Timeout | undefined;
 		out.onDrop = () => {
 			stop();
@@ -208,6 +224,7 @@ export function sseStream(c: Context, options: SseOptions, out: Outbox, detach: 
 			if (out.dropped) out.onDrop();
 			await out.pump(channel);
 		} finally {
+			finished = true;
 			clearInterval(heartbeat);
 			clearTimeout(cutOff);
 			stop();

@@ -2,6 +2,7 @@ import { createHash, randomUUID, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
 import { JwtVerifier } from "../auth/jwt.ts";
+import { jwtPrefix } from "../auth/jwt-names.ts";
 import type { KeyStore } from "../auth/keys.ts";
 import { adminPrincipal, type Principal } from "../auth/principals.ts";
 import { allEventsScope, type StreamTickets } from "../auth/tickets.ts";
@@ -51,9 +52,13 @@ function ticketScope(path: string): string | undefined {
  * A stream ticket's bearer: the principal it was issued to, reading only (it opens the one stream
  * it names). The token's admin stays the admin, so its all-sessions stream sees every session.
  */
-function ticketPrincipal(name: string | undefined): Principal {
+function ticketPrincipal(name: string | undefined, keys: KeyStore | undefined): Principal {
 	if (name === adminPrincipal.name) return { name, scopes: new Set(["sessions:read", "admin"]) };
-	return { name: name ?? "", scopes: new Set(["sessions:read"]) };
+	const principal: Principal = { name: name ?? "", scopes: new Set(["sessions:read"]) };
+	// A key's principal: its tickets die with its last key (revoked), reconnects and open streams too.
+	if (keys && name && !name.startsWith(jwtPrefix))
+		principal.current = () => (keys.hasPrincipal(name) ? principal : undefined);
+	return principal;
 }
 
 /**
@@ -97,8 +102,12 @@ export function bearerAuth(
 		}
 		const ticket = c.req.query("ticket");
 		const scope = c.req.method === "GET" || c.req.method === "HEAD" ? ticketScope(c.req.path) : undefined;
-		if (ticket !== undefined && scope !== undefined && tickets?.verify(ticket, scope)) {
-			c.set("principal", ticketPrincipal(tickets.principalOf(ticket)));
+		const holder =
+			ticket !== undefined && scope !== undefined && tickets?.verify(ticket, scope)
+				? ticketPrincipal(tickets.principalOf(ticket), keys)
+				: undefined;
+		if (ticket !== undefined && tickets && holder && (!holder.current || holder.current())) {
+			c.set("principal", holder);
 			await next();
 			// Only a stream that opened binds the ticket; it lives on after the handler returns,
 			// and its socket closing is its end.

@@ -7,7 +7,14 @@ import { ApiError, Problem } from "./problem.ts";
 /** `clientAddress`: the client's address as the node that forwarded the request saw it (cluster mode). */
 /** `forwardedTo`: the node this request was forwarded to (cluster mode), which audits it. */
 export type AppEnv = {
-	Variables: { requestId: string; principal?: Principal; clientAddress?: string; forwardedTo?: string };
+	Variables: {
+		requestId: string;
+		principal?: Principal;
+		clientAddress?: string;
+		forwardedTo?: string;
+		/** Registers an SSE stream this request opens, to end it when its principal's right goes (open-streams.ts). */
+		watchStream?: (revoke: (detail: string) => void) => () => void;
+	};
 };
 
 /** A router whose validation failures become 400 problem+json listing each issue. */

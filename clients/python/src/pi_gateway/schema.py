@@ -47,6 +47,7 @@ __all__ = [
     "Event_dropped",
     "Event_line_dropped",
     "Event_shutdown",
+    "Event_revoked",
     "Event_error",
     "Problem",
     "Info",
@@ -530,6 +531,13 @@ class Event_shutdown(TypedDict):
     """Gateway (GET /v1/events): the gateway is shutting down; the stream ends"""
     type: Literal["shutdown"]
     reason: str
+
+
+class Event_revoked(TypedDict):
+    """Gateway: the principal that opened this stream may no longer read it — its share was taken back (PUT …/access) or its API key removed from the keys file — so the stream ends at once (the last frame; it has no id). A reconnect is refused (404, or 401 for a revoked key)"""
+    type: Literal["revoked"]
+    reason: Literal["access_revoked"]
+    detail: str
 
 
 class Event_error(TypedDict):
@@ -1121,7 +1129,7 @@ class SetNameBody(TypedDict):
     name: str
 
 
-StreamEvent = Union["Event_response", "Event_agent_start", "Event_agent_end", "Event_agent_settled", "Event_turn_start", "Event_turn_end", "Event_message_start", "Event_message_update", "Event_message_end", "Event_tool_execution_start", "Event_tool_execution_update", "Event_tool_execution_end", "Event_queue_update", "Event_compaction_start", "Event_compaction_end", "Event_auto_retry_start", "Event_auto_retry_end", "Event_summarization_retry_scheduled", "Event_summarization_retry_attempt_start", "Event_summarization_retry_finished", "Event_bash_execution_update", "Event_extension_ui_request", "Event_extension_error", "Event_session_info_changed", "Event_thinking_level_changed", "Event_entry_appended", "Event_stream_open", "Event_session_status", "Event_session_exit", "Event_approval_requested", "Event_approval_resolved", "Event_run_changes", "Event_gap", "Event_dropped", "Event_line_dropped", "Event_shutdown", "Event_error"]
+StreamEvent = Union["Event_response", "Event_agent_start", "Event_agent_end", "Event_agent_settled", "Event_turn_start", "Event_turn_end", "Event_message_start", "Event_message_update", "Event_message_end", "Event_tool_execution_start", "Event_tool_execution_update", "Event_tool_execution_end", "Event_queue_update", "Event_compaction_start", "Event_compaction_end", "Event_auto_retry_start", "Event_auto_retry_end", "Event_summarization_retry_scheduled", "Event_summarization_retry_attempt_start", "Event_summarization_retry_finished", "Event_bash_execution_update", "Event_extension_ui_request", "Event_extension_error", "Event_session_info_changed", "Event_thinking_level_changed", "Event_entry_appended", "Event_stream_open", "Event_session_status", "Event_session_exit", "Event_approval_requested", "Event_approval_resolved", "Event_run_changes", "Event_gap", "Event_dropped", "Event_line_dropped", "Event_shutdown", "Event_revoked", "Event_error"]
 
 
 SessionStatus = Literal["starting", "idle", "running", "waiting", "stopped", "exited", "crashed"]
