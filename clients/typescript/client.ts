@@ -2,7 +2,7 @@ import { AllEventsStream } from "./all-events.ts";
 import { Approvals } from "./approvals.ts";
 import { type ClientOptions, Transport } from "./http.ts";
 import type { paths } from "./schema.ts";
-import { commandEvents, EventStream, runEnd } from "./streams.ts";
+import { commandEvents, EventStream, runEnd, runLost } from "./streams.ts";
 import type { Method, OptionalArgs, PathsOf, RequestOptions, ResponseData, Schemas } from "./types.ts";
 import { Workspace } from "./workspace.ts";
 
@@ -114,7 +114,10 @@ export class PiGateway {
 		});
 	}
 
-	/** A prompt's run as it happens, from pi's answer through the `agent_settled` that ends it. */
+	/**
+	 * A prompt's run as it happens, from pi's answer through the `agent_settled` that ends it. A run
+	 * that died with its gateway or node (an unclean stop) ends the iteration with a RunLostError.
+	 */
 	promptStream(id: string, body: Schemas["PromptBody"], options: Signal = {}): EventStream {
 		return this.#runStream("prompt", id, body, options.signal);
 	}
@@ -173,7 +176,13 @@ export class PiGateway {
 	#runStream(kind: RunKind, id: string, body: object, signal: AbortSignal | undefined): EventStream {
 		return new EventStream(
 			this.#http,
-			{ sessionId: id, ends: runEnd(), cleanEndIsFinal: true, open: (s) => this.#post(id, `${kind}/stream`, body, s) },
+			{
+				sessionId: id,
+				ends: runEnd(),
+				fails: runLost,
+				cleanEndIsFinal: true,
+				open: (s) => this.#post(id, `${kind}/stream`, body, s),
+			},
 			signal,
 		);
 	}

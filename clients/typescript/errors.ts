@@ -55,3 +55,24 @@ export class StreamInterruptedError extends Error {
 		this.lastEventId = lastEventId;
 	}
 }
+
+/**
+ * The run a stream followed no longer exists: the gateway (or the cluster node) running it stopped
+ * uncleanly (SIGKILL, a crash) and its end was never recorded. The stream's events end with the
+ * `gap` before it; the session is `stopped` and can be resumed, but the run's outcome is unknown.
+ */
+export class RunLostError extends Error {
+	readonly sessionId: string;
+	/** The run that was in progress (its `run_lost` event's `runId`). */
+	readonly runId: string;
+	/** Why, as the gateway said it. */
+	readonly reason: string;
+
+	constructor(sessionId: string, runId: string, reason: string) {
+		super(`Run ${runId} of session ${sessionId} was lost: ${reason}. The session is stopped; resume it to run again`);
+		this.name = "RunLostError";
+		this.sessionId = sessionId;
+		this.runId = runId;
+		this.reason = reason;
+	}
+}

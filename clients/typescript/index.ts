@@ -6,7 +6,7 @@
 export { AllEventsStream, type HubEvent } from "./all-events.ts";
 export { type Approval, type ApprovalAnswer, Approvals, type NextApprovalOptions } from "./approvals.ts";
 export { type EventsOptions, type ListSessionsOptions, PiGateway } from "./client.ts";
-export { GatewayError, type Problem, StreamInterruptedError } from "./errors.ts";
+export { GatewayError, type Problem, RunLostError, StreamInterruptedError } from "./errors.ts";
 export type { ClientOptions, ReconnectOptions } from "./http.ts";
 export type { components, operations, paths } from "./schema.ts";
 export { LineParser, parseSse, type SseFrame } from "./sse.ts";

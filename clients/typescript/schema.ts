@@ -1464,7 +1464,7 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        StreamEvent: components["schemas"]["Event_response"] | components["schemas"]["Event_agent_start"] | components["schemas"]["Event_agent_end"] | components["schemas"]["Event_agent_settled"] | components["schemas"]["Event_turn_start"] | components["schemas"]["Event_turn_end"] | components["schemas"]["Event_message_start"] | components["schemas"]["Event_message_update"] | components["schemas"]["Event_message_end"] | components["schemas"]["Event_tool_execution_start"] | components["schemas"]["Event_tool_execution_update"] | components["schemas"]["Event_tool_execution_end"] | components["schemas"]["Event_queue_update"] | components["schemas"]["Event_compaction_start"] | components["schemas"]["Event_compaction_end"] | components["schemas"]["Event_auto_retry_start"] | components["schemas"]["Event_auto_retry_end"] | components["schemas"]["Event_summarization_retry_scheduled"] | components["schemas"]["Event_summarization_retry_attempt_start"] | components["schemas"]["Event_summarization_retry_finished"] | components["schemas"]["Event_bash_execution_update"] | components["schemas"]["Event_extension_ui_request"] | components["schemas"]["Event_extension_error"] | components["schemas"]["Event_session_info_changed"] | components["schemas"]["Event_thinking_level_changed"] | components["schemas"]["Event_entry_appended"] | components["schemas"]["Event_stream_open"] | components["schemas"]["Event_session_status"] | components["schemas"]["Event_session_exit"] | components["schemas"]["Event_approval_requested"] | components["schemas"]["Event_approval_resolved"] | components["schemas"]["Event_run_changes"] | components["schemas"]["Event_gap"] | components["schemas"]["Event_dropped"] | components["schemas"]["Event_line_dropped"] | components["schemas"]["Event_shutdown"] | components["schemas"]["Event_revoked"] | components["schemas"]["Event_error"];
+        StreamEvent: components["schemas"]["Event_response"] | components["schemas"]["Event_agent_start"] | components["schemas"]["Event_agent_end"] | components["schemas"]["Event_agent_settled"] | components["schemas"]["Event_turn_start"] | components["schemas"]["Event_turn_end"] | components["schemas"]["Event_message_start"] | components["schemas"]["Event_message_update"] | components["schemas"]["Event_message_end"] | components["schemas"]["Event_tool_execution_start"] | components["schemas"]["Event_tool_execution_update"] | components["schemas"]["Event_tool_execution_end"] | components["schemas"]["Event_queue_update"] | components["schemas"]["Event_compaction_start"] | components["schemas"]["Event_compaction_end"] | components["schemas"]["Event_auto_retry_start"] | components["schemas"]["Event_auto_retry_end"] | components["schemas"]["Event_summarization_retry_scheduled"] | components["schemas"]["Event_summarization_retry_attempt_start"] | components["schemas"]["Event_summarization_retry_finished"] | components["schemas"]["Event_bash_execution_update"] | components["schemas"]["Event_extension_ui_request"] | components["schemas"]["Event_extension_error"] | components["schemas"]["Event_session_info_changed"] | components["schemas"]["Event_thinking_level_changed"] | components["schemas"]["Event_entry_appended"] | components["schemas"]["Event_stream_open"] | components["schemas"]["Event_session_status"] | components["schemas"]["Event_session_exit"] | components["schemas"]["Event_run_lost"] | components["schemas"]["Event_approval_requested"] | components["schemas"]["Event_approval_resolved"] | components["schemas"]["Event_run_changes"] | components["schemas"]["Event_gap"] | components["schemas"]["Event_dropped"] | components["schemas"]["Event_line_dropped"] | components["schemas"]["Event_shutdown"] | components["schemas"]["Event_revoked"] | components["schemas"]["Event_error"];
         /** @description pi's answer to a command that changes the session (answers to reads are not logged) */
         Event_response: {
             /**
@@ -1890,8 +1890,23 @@ export interface components {
             sessionId: string;
             code: number | null;
             signal: string | null;
+            /** @description `shutdown`, `idle`, `lru` (the gateway stopped pi; `resumable` says whether it can start again), `stopped` (DELETE), `exited`, `crashed`, or `lost`: pi died with its gateway or node (an unclean stop; this frame was written when the session was restored) */
             reason: string;
             stderrTail: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description Gateway: the run in progress died with its gateway or node (an unclean stop: SIGKILL, a crash); its end was never recorded and it has no `agent_settled`. After a restart (or on the node that took the session over) it comes right after the `gap` a resumed stream gets, followed by `session_exit` (`reason: lost`); the session is `stopped` and can be resumed */
+        Event_run_lost: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "run_lost";
+            sessionId: string;
+            /** @description The run that was in progress (the id of the prompt that started it) */
+            runId: string;
+            reason: string;
         } & {
             [key: string]: unknown;
         };
@@ -1974,7 +1989,7 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description Gateway: the asked-for position is older than the log; the `lost` events after `after` are gone and the stream goes on from `firstAvailable` (the frame's id is `firstAvailable - 1`) */
+        /** @description Gateway: the asked-for position is older than the log; the events after `after` are gone (`lost` of them, when known) and the stream goes on from `firstAvailable` (the frame's id is `firstAvailable - 1`) */
         Event_gap: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -1984,7 +1999,8 @@ export interface components {
             sessionId: string;
             after: number;
             firstAvailable: number;
-            lost: number;
+            /** @description How many events after `after` are gone; absent when that cannot be known: the range spans an unclean stop of the gateway (or of the node that ran the session), whose last events were never written and whose numbers were skipped ahead */
+            lost?: number;
         } & {
             [key: string]: unknown;
         };

@@ -8,8 +8,10 @@
  * the caller knows what was lost. The `stream_open` of a reconnect is not yielded: to the caller
  * it is one stream. Commands that stream (prompt, bash) are POSTs and are never sent twice: their
  * stream is resumed on the session's event stream and ends where the command's stream would have.
+ * A run that died with its gateway (an unclean stop) cannot end there: its resumed stream gets a
+ * `gap`, then `run_lost`, and the iteration ends with a RunLostError.
  */
-import { GatewayError, StreamInterruptedError } from "./errors.ts";
+import { GatewayError, RunLostError, StreamInterruptedError } from "./errors.ts";
 import type { Transport } from "./http.ts";
 import { parseSse } from "./sse.ts";
 import type { StreamEvent } from "./types.ts";
@@ -26,6 +28,8 @@ export interface StreamPlan {
 	ends(event: StreamEvent): boolean;
 	/** A body that ends without an error is the end (POST streams: the gateway ended it on purpose). */
 	cleanEndIsFinal: boolean;
+	/** An event that ends the iteration with an error instead of being yielded (a run stream's `run_lost`). */
+	fails?(event: StreamEvent): Error | undefined;
 }
 
 type Frame = StreamEvent & { [key: string]: unknown };
@@ -56,6 +60,7 @@ export class EventStream implements AsyncIterable<StreamEvent> {
 		for (;;) {
 			let cleanEnd = false;
 			let resumeFrom: number | undefined;
+			let failure: Error | undefined;
 			try {
 				const frames = parseSse(res.body ?? new ReadableStream(), { onRetry: (ms) => (retryMs = ms) });
 				for await (const frame of frames) {
@@ -76,6 +81,8 @@ export class EventStream implements AsyncIterable<StreamEvent> {
 						break;
 					}
 					if (plan.accept && !plan.accept(event) && event.type !== "stream_open" && event.type !== "gap") continue;
+					failure = plan.fails?.(event);
+					if (failure) break;
 					yield event;
 					if (plan.ends(event)) return;
 				}
@@ -84,6 +91,7 @@ export class EventStream implements AsyncIterable<StreamEvent> {
 				if (this.#signal?.aborted) throw this.#signal.reason;
 				if (!(error instanceof Error)) throw error;
 			}
+			if (failure) throw failure;
 			if (cleanEnd && plan.cleanEndIsFinal) return;
 			if (resumeFrom !== undefined) this.lastEventId = resumeFrom;
 			res = await this.#reconnect(retryMs);
@@ -168,6 +176,16 @@ export function runEnd(): (event: StreamEvent) => boolean {
 		}
 		return e.type === "agent_settled";
 	};
+}
+
+/**
+ * A run stream's `run_lost`: the run died with its gateway or node (an unclean stop) and will
+ * never settle, so the iteration ends with a RunLostError rather than waiting for its end.
+ */
+export function runLost(event: StreamEvent): Error | undefined {
+	const e = event as Frame;
+	if (e.type !== "run_lost") return undefined;
+	return new RunLostError(String(e.sessionId), String(e.runId), String(e.reason ?? "the run was lost"));
 }
 
 /** The events of one streamed bash command: its output updates and pi's response to it. */

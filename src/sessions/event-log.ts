@@ -32,8 +32,11 @@ export interface Gap {
 	after: number;
 	/** The oldest sequence number still in the log. */
 	firstAvailable: number;
-	/** How many events between the two are gone. */
-	lost: number;
+	/**
+	 * How many events between the two are gone; absent when that cannot be known (the range spans
+	 * the numbers skipped after an unclean stop, where the dead process's last events were never written).
+	 */
+	lost?: number;
 }
 
 export interface Replay {
@@ -58,12 +61,19 @@ export class EventLog {
 	readonly #listeners = new Set<Listener>();
 	/** Where the next events' bytes go. */
 	#slab: Slab | undefined;
+	/** A gap from a position before this one cannot be counted (0: every gap can). */
+	readonly #uncountedBefore: number;
 
-	/** `startSeq`: the last seq of an earlier log this one continues (a session restored after a restart). */
-	constructor(maxEvents: number, maxBytes: number, startSeq = 0) {
+	/**
+	 * `startSeq`: the last seq of an earlier log this one continues (a session restored after a
+	 * restart); `counted` false when the numbers up to it are not all accounted for (they skipped a
+	 * margin after an unclean stop): a gap from before it then has no `lost`.
+	 */
+	constructor(maxEvents: number, maxBytes: number, startSeq = 0, counted = true) {
 		this.#maxEvents = maxEvents;
 		this.#maxBytes = maxBytes;
 		this.#lastSeq = startSeq;
+		this.#uncountedBefore = counted ? 0 : startSeq;
 	}
 
 	get lastSeq(): number {
@@ -126,6 +136,7 @@ export class EventLog {
 		const start = this.#head + (from - first);
 		const events = this.#events.slice(start, start + Math.min(limit, this.#events.length));
 		if (after + 1 >= first) return { events };
+		if (after < this.#uncountedBefore) return { events, gap: { after, firstAvailable: first } };
 		return { events, gap: { after, firstAvailable: first, lost: first - after - 1 } };
 	}
 

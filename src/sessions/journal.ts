@@ -156,6 +156,8 @@ export class Journal {
 			...(session.approvals.pendingCount > 0 && {
 				pendingApprovals: session.approvals.list("pending").map((a) => a.id),
 			}),
+			...(session.hasProcess && { live: true }),
+			...(session.currentRunId !== undefined && { runId: session.currentRunId }),
 		};
 	}
 
@@ -170,6 +172,8 @@ export class Journal {
 			p.model?.id,
 			p.thinkingLevel,
 			session.approvals.pendingCount,
+			session.hasProcess,
+			session.currentRunId,
 		]);
 	}
 

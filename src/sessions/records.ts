@@ -14,6 +14,8 @@ const StoredRecord = z.object({
 	lastActivityAt: z.number(),
 	lastSeq: z.number().int().min(0),
 	pendingApprovals: z.array(z.string()).optional(),
+	live: z.boolean().optional(),
+	runId: z.string().optional(),
 });
 
 /** Tombstones older than this are forgotten: after a week an unknown id is simply 404. */

@@ -22,6 +22,7 @@ import { FolderRetention, ownFolderOf } from "./retention.ts";
 import { Session, type SessionInit, type SessionLimits, type SpawnCommand } from "./session.ts";
 import { localSessionFile, ownFolder, piSessionDir } from "./session-files.ts";
 import type { OpenStore, SessionStore, StoredSession } from "./session-store.ts";
+import type { UncleanStop } from "./session-types.ts";
 import { type CreateSessionBody, isInside, planSpawn } from "./spawn.ts";
 import { WarmPool } from "./warm-pool.ts";
 
@@ -51,6 +52,13 @@ export interface Takeover {
 }
 
 const defaultBody: CreateSessionBody = { persist: true };
+
+/** What an unclean stop left of a stored session: whether its pi process and its run died then. */
+const uncleanStop = (record: StoredSession, why: string): UncleanStop => ({
+	why,
+	live: record.live === true,
+	...(record.runId !== undefined && { runId: record.runId }),
+});
 
 const anyCaller: Caller = { admin: true, sees: () => true };
 const newSessionId = () => `ses_${randomBytes(9).toString("base64url")}`;
@@ -115,6 +123,7 @@ export class SessionRegistry {
 				lastActivityAt: record.lastActivityAt,
 				lastSeq: record.lastSeq + margin,
 				piState: record.piState,
+				unclean: margin > 0 ? uncleanStop(record, "the gateway stopped uncleanly (SIGKILL, a crash)") : undefined,
 			};
 			this.#register(record.id, record.options, record.cwd, { restored, name: record.name });
 			this.#journal.save(this.get(record.id));
@@ -389,8 +398,12 @@ export class SessionRegistry {
 				this.#cluster?.exited(id);
 				this.#journal.save(session);
 			}
-			// Written at once: a node taking the session over must know which dialogs died with this one.
-			if (event.type === "approval_requested" || event.type === "approval_resolved") this.#journal.save(session);
+			// Written at once: a node taking the session over must know which dialogs died with this one,
+			// and a gateway started after an unclean stop which run did (its id is set by its start).
+			if (event.type === "approval_requested" || event.type === "approval_resolved" || event.type === "agent_start")
+				this.#journal.save(session);
+			// Once the session has taken the settle in (it clears the run after its listeners).
+			if (event.type === "agent_settled") queueMicrotask(() => this.#journal.save(session));
 			// The conversation leaves this node's disk at every settled run and when pi stops
 			// (hibernation, shutdown), so another disk can continue it.
 			if (event.type === "agent_settled" || event.type === "session_exit") this.#journal.saveConversation(session);
@@ -437,6 +450,7 @@ export class SessionRegistry {
 			lastActivityAt: record.lastActivityAt,
 			lastSeq: record.lastSeq + (takeover.clean ? 0 : unsafeSeqMargin),
 			piState,
+			unclean: takeover.clean ? undefined : uncleanStop(record, "the node that ran the session died"),
 		};
 		const session = this.#register(record.id, record.options, record.cwd, { restored, name: record.name });
 		if (!takeover.clean && record.pendingApprovals) session.approvals.markLost(record.pendingApprovals);

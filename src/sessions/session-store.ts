@@ -18,6 +18,10 @@ export interface StoredSession {
 	 * from a dead one answers 410 for them, since the pi process that asked is gone.
 	 */
 	pendingApprovals?: string[];
+	/** The session had a pi process when the record was written (after an unclean stop, it died then). */
+	live?: boolean;
+	/** The run in progress when the record was written (written as a run starts and as it settles). */
+	runId?: string;
 }
 
 /** What the store tells its owner: a write failed, writes work again, a row could not be read. */

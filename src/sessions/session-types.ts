@@ -43,11 +43,32 @@ export interface SessionInit {
 	/** The protocol pi speaks, when known before it starts (a legacy pi is also detected in band). */
 	dialect?: Dialect;
 	/** A session read back from the store: it starts `stopped`, and its log continues after lastSeq. */
-	restored?: { createdAt: Date; lastActivityAt: number; lastSeq: number; piState: PiState };
+	restored?: {
+		createdAt: Date;
+		lastActivityAt: number;
+		lastSeq: number;
+		piState: PiState;
+		/** Its previous gateway (or node) stopped uncleanly: what its log begins with (see Session). */
+		unclean?: UncleanStop;
+	};
 	/** Checks (and rewrites) every command before anything else happens to it: limits, paths. */
 	guard?(command: PiCommand): PiCommand;
 	/** Starts pi again for a `stopped` session before a command (the registry minds the process cap). */
 	wake?(session: Session): Promise<void>;
+}
+
+/**
+ * A session whose previous gateway (or cluster node) died without writing its last state: the
+ * numbers between its stored last seq and the margin it skips are unknown, and when it had a pi
+ * process, that process (and the run it was in) died with the gateway.
+ */
+export interface UncleanStop {
+	/** Why, in words, for the `run_lost` event (e.g. "the gateway stopped uncleanly"). */
+	why: string;
+	/** The session had a pi process when its state was last written. */
+	live: boolean;
+	/** The run in progress then, if any. */
+	runId?: string;
 }
 
 /** What pi last told us about itself (get_state), kept for the session representation. */

@@ -15,7 +15,7 @@ import { CommandChannel } from "./command-channel.ts";
 import { EventLog } from "./event-log.ts";
 import { LegacyAdapter } from "./legacy-adapter.ts";
 import { exitError, notRunningError, spawnError, startError } from "./session-errors.ts";
-import type { PiState, SessionInit, SessionStatus, SpawnCommand, StopReason } from "./session-types.ts";
+import type { PiState, SessionInit, SessionStatus, SpawnCommand, StopReason, UncleanStop } from "./session-types.ts";
 import { piStateOf } from "./session-types.ts";
 import { applyUiRequest, emptyUiState, fireAndForgetMethods, type UiState } from "./ui-state.ts";
 
@@ -77,7 +77,12 @@ export class Session {
 			takeState: (data) => this.#takeState(data),
 		});
 		this.#legacy = new LegacyAdapter(init.dialect ?? "current", this.#channel, this.#logger);
-		this.events = new EventLog(init.limits.eventLogMaxEvents, init.limits.eventLogMaxBytes, init.restored?.lastSeq);
+		this.events = new EventLog(
+			init.limits.eventLogMaxEvents,
+			init.limits.eventLogMaxBytes,
+			init.restored?.lastSeq,
+			init.restored?.unclean === undefined,
+		);
 		this.approvals = new Approvals(
 			init.id,
 			{
@@ -101,7 +106,28 @@ export class Session {
 			this.lastActivityAt = restored.lastActivityAt;
 			this.piState = restored.piState;
 			this.#status = "stopped";
+			if (restored.unclean?.live) this.#diedWithGateway(restored.unclean);
 		}
+	}
+
+	/**
+	 * Restored after an unclean stop while it had a pi process, which died with its gateway: the log
+	 * begins with how the session's streams end, so a follower resuming into it is not left waiting
+	 * for a run that no longer exists (the run it was in is lost, then pi's exit).
+	 */
+	#diedWithGateway({ why, runId }: UncleanStop): void {
+		if (runId !== undefined)
+			this.#gatewayEvent("run_lost", {
+				runId,
+				reason: `${why} while the run was in progress; how it ended was never recorded`,
+			});
+		this.#gatewayEvent("session_exit", {
+			code: null,
+			signal: null,
+			reason: "lost",
+			resumable: this.resumable,
+			stderrTail: "",
+		});
 	}
 
 	get status(): SessionStatus {

@@ -305,7 +305,8 @@ describe("cluster mode: failures", () => {
 			expect.stringContaining("before the crash"),
 			expect.stringContaining("after the crash"),
 		]);
-		// A's log died with it: a client that saw up to `last` is told exactly which numbers are gone.
+		// A's log died with it: a client that saw up to `last` is told where the log goes on; how many
+		// events A numbered past its last write cannot be known, so the gap says no count (issue 30).
 		const frames = await collect(
 			await (c as ClusterNode).fetch(`/v1/sessions/${kept}/events`, { headers: { "last-event-id": String(last) } }),
 			(f) => f.event === "gap",
@@ -314,7 +315,7 @@ describe("cluster mode: failures", () => {
 		expect(frames.map((f) => f.event)).toEqual(["stream_open", "gap"]);
 		expect(gap.after).toBe(last);
 		expect(gap.firstAvailable).toBeGreaterThan(last + 1);
-		expect(gap.lost).toBe(gap.firstAvailable - last - 1);
+		expect(gap.lost).toBeUndefined();
 		nodes.splice(nodes.indexOf(a as ClusterNode), 1);
 	});
 

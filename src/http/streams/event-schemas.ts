@@ -181,10 +181,22 @@ const gatewayEvents = [
 			sessionId: z.string(),
 			code: z.number().nullable(),
 			signal: z.string().nullable(),
-			reason: z.string(),
+			reason: z.string().openapi({
+				description:
+					"`shutdown`, `idle`, `lru` (the gateway stopped pi; `resumable` says whether it can start again), `stopped` (DELETE), `exited`, `crashed`, or `lost`: pi died with its gateway or node (an unclean stop; this frame was written when the session was restored)",
+			}),
 			stderrTail: z.string(),
 		},
 		"Gateway: pi exited; the stream ends after this frame",
+	),
+	ev(
+		"run_lost",
+		{
+			sessionId: z.string(),
+			runId: z.string().openapi({ description: "The run that was in progress (the id of the prompt that started it)" }),
+			reason: z.string(),
+		},
+		"Gateway: the run in progress died with its gateway or node (an unclean stop: SIGKILL, a crash); its end was never recorded and it has no `agent_settled`. After a restart (or on the node that took the session over) it comes right after the `gap` a resumed stream gets, followed by `session_exit` (`reason: lost`); the session is `stopped` and can be resumed",
 	),
 	ev(
 		"approval_requested",
@@ -215,8 +227,16 @@ const gatewayEvents = [
 	),
 	ev(
 		"gap",
-		{ sessionId: z.string(), after: z.number(), firstAvailable: z.number(), lost: z.number() },
-		"Gateway: the asked-for position is older than the log; the `lost` events after `after` are gone and the stream goes on from `firstAvailable` (the frame's id is `firstAvailable - 1`)",
+		{
+			sessionId: z.string(),
+			after: z.number(),
+			firstAvailable: z.number(),
+			lost: z.number().optional().openapi({
+				description:
+					"How many events after `after` are gone; absent when that cannot be known: the range spans an unclean stop of the gateway (or of the node that ran the session), whose last events were never written and whose numbers were skipped ahead",
+			}),
+		},
+		"Gateway: the asked-for position is older than the log; the events after `after` are gone (`lost` of them, when known) and the stream goes on from `firstAvailable` (the frame's id is `firstAvailable - 1`)",
 	),
 	ev(
 		"dropped",

@@ -10,7 +10,7 @@ const REPLAY_BATCH = 256;
 export interface FollowOptions {
 	/** Replay the log after this sequence number, then go live. */
 	after: number;
-	/** Which events reach the client (`session_exit` always does: the stream ends with it). */
+	/** Which events reach the client (`session_exit` and `run_lost` always do: a run or the stream ends with them). */
 	accept?: (event: LoggedEvent) => boolean;
 	/** The stream ends after the first event for which this is true. */
 	until?: (event: LoggedEvent) => boolean;
@@ -39,7 +39,7 @@ export function followSession(session: Session, out: Outbox, { after, accept, un
 	const take = (event: LoggedEvent): boolean => {
 		cursor = event.seq;
 		const exit = event.type === "session_exit";
-		const include = exit || !accept || accept(event);
+		const include = exit || !accept || event.type === "run_lost" || accept(event);
 		if (exit || until?.(event)) done = true;
 		return include;
 	};

@@ -4,7 +4,7 @@ streams as iterators that resume with Last-Event-ID, an approvals helper, Gatewa
 from . import schema
 from .approvals import Approvals
 from .client import PiGateway
-from .errors import Aborted, GatewayError, StreamInterrupted
+from .errors import Aborted, GatewayError, RunLost, StreamInterrupted
 from .sse import Frame, LineParser, parse_chunks
 from .streams import EventStream
 from .transport import AbortSignal
@@ -12,5 +12,5 @@ from .workspace import Workspace
 
 __all__ = [
     "Aborted", "AbortSignal", "Approvals", "EventStream", "Frame", "GatewayError", "LineParser",
-    "PiGateway", "StreamInterrupted", "Workspace", "parse_chunks", "schema",
+    "PiGateway", "RunLost", "StreamInterrupted", "Workspace", "parse_chunks", "schema",
 ]

@@ -5,7 +5,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Union, cast
 from . import schema as s
 from .approvals import Approvals
 from .hub import HubEvent, all_events
-from .streams import EventStream, StreamPlan, command_events, run_end
+from .streams import EventStream, StreamPlan, command_events, run_end, run_lost
 from .transport import AbortSignal, Response, Transport
 from .workspace import Workspace
 
@@ -90,7 +90,8 @@ class PiGateway:
 
     def prompt_stream(self, session_id: str, message: str, signal: Optional[AbortSignal] = None,
                       **fields: Any) -> EventStream:
-        """The run as it happens, from pi's answer through the ``agent_settled`` that ends it."""
+        """The run as it happens, from pi's answer through the ``agent_settled`` that ends it; a run
+        that died with its gateway or node (an unclean stop) raises ``RunLost``."""
         return self._run_stream("prompt", session_id, {"message": message, **fields}, signal)
 
     def steer_stream(self, session_id: str, message: str, signal: Optional[AbortSignal] = None,
@@ -151,7 +152,7 @@ class PiGateway:
     def _run_stream(self, kind: str, session_id: str, body: Dict[str, Any],
                     signal: Optional[AbortSignal]) -> EventStream:
         plan = StreamPlan(session_id, lambda: self._post_stream(session_id, f"{kind}/stream", body, signal),
-                          run_end(), True)
+                          run_end(), True, fails=run_lost)
         return self._stream(plan, signal)
 
     def _post_stream(self, session_id: str, tail: str, body: Dict[str, Any],

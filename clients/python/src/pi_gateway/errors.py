@@ -50,5 +50,18 @@ class StreamInterrupted(Exception):
         self.last_event_id = last_event_id
 
 
+class RunLost(Exception):
+    """The run a stream followed no longer exists: the gateway (or cluster node) running it stopped
+    uncleanly (SIGKILL, a crash) and its end was never recorded. The session is ``stopped`` and can
+    be resumed, but the run's outcome is unknown."""
+
+    def __init__(self, session_id: str, run_id: str, reason: str):
+        super().__init__(f"Run {run_id} of session {session_id} was lost: {reason}. "
+                         "The session is stopped; resume it to run again")
+        self.session_id = session_id
+        self.run_id = run_id
+        self.reason = reason
+
+
 class Aborted(Exception):
     """The call's AbortSignal fired."""

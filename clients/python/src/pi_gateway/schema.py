@@ -38,6 +38,7 @@ __all__ = [
     "SessionStatus",
     "Event_session_status",
     "Event_session_exit",
+    "Event_run_lost",
     "Event_approval_requested",
     "Approval",
     "ApprovalStatus",
@@ -439,8 +440,18 @@ class Event_session_exit(TypedDict):
     sessionId: str
     code: Union[float, None]
     signal: Union[str, None]
+    # `shutdown`, `idle`, `lru` (the gateway stopped pi; `resumable` says whether it can start again), `stopped` (DELETE), `exited`, `crashed`, or `lost`...
     reason: str
     stderrTail: str
+
+
+class Event_run_lost(TypedDict):
+    """Gateway: the run in progress died with its gateway or node (an unclean stop: SIGKILL, a crash); its end was never recorded and it has no `agent_settled`. After a restart (or on the node that took the session over) it comes right after the `gap` a resumed stream gets, followed by `session_exit` (`reason: lost`); the session is `stopped` and can be resumed"""
+    type: Literal["run_lost"]
+    sessionId: str
+    # The run that was in progress (the id of the prompt that started it)
+    runId: str
+    reason: str
 
 
 class Event_approval_requested(TypedDict):
@@ -502,12 +513,16 @@ class Event_run_changes(_Event_run_changesRequired, total=False):
     error: str
 
 
-class Event_gap(TypedDict):
-    """Gateway: the asked-for position is older than the log; the `lost` events after `after` are gone and the stream goes on from `firstAvailable` (the frame's id is `firstAvailable - 1`)"""
+class _Event_gapRequired(TypedDict):
     type: Literal["gap"]
     sessionId: str
     after: float
     firstAvailable: float
+
+
+class Event_gap(_Event_gapRequired, total=False):
+    """Gateway: the asked-for position is older than the log; the events after `after` are gone (`lost` of them, when known) and the stream goes on from `firstAvailable` (the frame's id is `firstAvailable - 1`)"""
+    # How many events after `after` are gone; absent when that cannot be known: the range spans an unclean stop of the gateway (or of the node that ran t...
     lost: float
 
 
@@ -1129,7 +1144,7 @@ class SetNameBody(TypedDict):
     name: str
 
 
-StreamEvent = Union["Event_response", "Event_agent_start", "Event_agent_end", "Event_agent_settled", "Event_turn_start", "Event_turn_end", "Event_message_start", "Event_message_update", "Event_message_end", "Event_tool_execution_start", "Event_tool_execution_update", "Event_tool_execution_end", "Event_queue_update", "Event_compaction_start", "Event_compaction_end", "Event_auto_retry_start", "Event_auto_retry_end", "Event_summarization_retry_scheduled", "Event_summarization_retry_attempt_start", "Event_summarization_retry_finished", "Event_bash_execution_update", "Event_extension_ui_request", "Event_extension_error", "Event_session_info_changed", "Event_thinking_level_changed", "Event_entry_appended", "Event_stream_open", "Event_session_status", "Event_session_exit", "Event_approval_requested", "Event_approval_resolved", "Event_run_changes", "Event_gap", "Event_dropped", "Event_line_dropped", "Event_shutdown", "Event_revoked", "Event_error"]
+StreamEvent = Union["Event_response", "Event_agent_start", "Event_agent_end", "Event_agent_settled", "Event_turn_start", "Event_turn_end", "Event_message_start", "Event_message_update", "Event_message_end", "Event_tool_execution_start", "Event_tool_execution_update", "Event_tool_execution_end", "Event_queue_update", "Event_compaction_start", "Event_compaction_end", "Event_auto_retry_start", "Event_auto_retry_end", "Event_summarization_retry_scheduled", "Event_summarization_retry_attempt_start", "Event_summarization_retry_finished", "Event_bash_execution_update", "Event_extension_ui_request", "Event_extension_error", "Event_session_info_changed", "Event_thinking_level_changed", "Event_entry_appended", "Event_stream_open", "Event_session_status", "Event_session_exit", "Event_run_lost", "Event_approval_requested", "Event_approval_resolved", "Event_run_changes", "Event_gap", "Event_dropped", "Event_line_dropped", "Event_shutdown", "Event_revoked", "Event_error"]
 
 
 SessionStatus = Literal["starting", "idle", "running", "waiting", "stopped", "exited", "crashed"]

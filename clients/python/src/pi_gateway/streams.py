@@ -7,7 +7,9 @@ that number is dropped should one come twice. A ``dropped`` frame (this client f
 behind) is such a cut, resumed from its ``resumeFrom``; a ``gap`` frame (the log no longer
 reaches back) is yielded so the caller knows what was lost. The ``stream_open`` of a reconnect is
 not yielded. Commands that stream (prompt, bash) are POSTs and are never sent twice: their
-stream is resumed on the session's event stream and ends where the command's would have.
+stream is resumed on the session's event stream and ends where the command's would have. A run
+that died with its gateway (an unclean stop) cannot end there: its resumed stream gets a ``gap``,
+then ``run_lost``, and the iteration raises ``RunLost``.
 """
 
 import http.client
@@ -15,7 +17,7 @@ import json
 import time
 from typing import Any, Callable, Dict, Iterator, Optional
 
-from .errors import Aborted, GatewayError, StreamInterrupted
+from .errors import Aborted, GatewayError, RunLost, StreamInterrupted
 from .sse import parse_chunks
 from .transport import AbortSignal, Response, Transport
 
@@ -27,13 +29,15 @@ class StreamPlan:
 
     def __init__(self, session_id: str, open: Callable[[], Response], ends: Callable[[Event], bool],
                  clean_end_is_final: bool, accept: Optional[Callable[[Event], bool]] = None,
-                 types: Optional[str] = None):
+                 types: Optional[str] = None, fails: Optional[Callable[[Event], Optional[Exception]]] = None):
         self.session_id = session_id
         self.open = open
         self.ends = ends
         self.clean_end_is_final = clean_end_is_final
         self.accept = accept
         self.types = types
+        # An event that ends the iteration with an error instead of being yielded (a run's run_lost).
+        self.fails = fails
 
 
 class EventStream:
@@ -105,6 +109,9 @@ class EventStream:
                             break
                         if plan.accept and kind not in ("stream_open", "gap") and not plan.accept(event):
                             continue
+                        failure = plan.fails(event) if plan.fails else None
+                        if failure is not None:
+                            raise failure
                         yield event
                         if plan.ends(event):
                             return
@@ -175,6 +182,13 @@ def run_end() -> Callable[[Event], bool]:
         return kind == "agent_settled"
 
     return ends
+
+
+def run_lost(event: Event) -> Optional[Exception]:
+    """A run stream's ``run_lost``: the run died with its gateway or node and will never settle."""
+    if event["type"] != "run_lost":
+        return None
+    return RunLost(str(event.get("sessionId")), str(event.get("runId")), str(event.get("reason") or "the run was lost"))
 
 
 def command_events() -> Dict[str, Any]:
