@@ -112,7 +112,7 @@ export const ConfigSchema = z.object({
 	drainTimeoutMs: int(0)
 		.default(30_000)
 		.describe(
-			"Cluster mode: on SIGTERM, how long runs in progress get to settle before the node's sessions hibernate and move to other nodes",
+			"On SIGTERM/SIGINT, how long runs in progress get to settle (/readyz, new runs and new sessions answer 503 with Retry-After meanwhile) before every session stops (cluster mode: hibernates and moves to other nodes); a second signal stops at once",
 		),
 	nodeName: z
 		.string()

@@ -15,6 +15,9 @@ import { startupNotices } from "./startup-notices.ts";
 /** package.json sits one folder up from both src/main.ts (npm start) and dist/main.js (the bin). */
 const version: string = createRequire(import.meta.url)("../package.json").version;
 
+/** A signal within this long after the first is the same one delivered twice, not a second. */
+const sameSignalMs = 200;
+
 /** Flag name (kebab-case) ↔ config key ↔ env var PI_GATEWAY_<SNAKE>. */
 const kebab = (key: string) => key.replace(/[A-Z]/g, (ch) => `-${ch.toLowerCase()}`);
 const envName = (key: string) => `PI_GATEWAY_${kebab(key).replaceAll("-", "_").toUpperCase()}`;
@@ -257,14 +260,21 @@ async function main(): Promise<void> {
 	for (const line of startupNotices(gateway)) console.error(line);
 	// Whatever ends this process, no pi child outlives it unasked (they would also exit on stdin EOF).
 	process.on("exit", () => gateway.registry.killAll());
-	let signals = 0;
+	let firstSignalAt: number | undefined;
 	const stop = (signal: string) => {
-		if (++signals > 1) {
+		if (firstSignalAt !== undefined) {
+			// One signal delivered twice at once counts once: Ctrl-C reaches npm and the gateway, and npm
+			// passes it on; so does a signal to the process group.
+			if (Date.now() - firstSignalAt < sameSignalMs) return;
 			console.error(`pi-gateway: second ${signal}, killing every pi process now`);
 			process.exit(1);
 		}
-		console.error(`pi-gateway: ${signal}, stopping every session…`);
-		gateway.close().then(
+		firstSignalAt = Date.now();
+		const ms = gateway.config.drainTimeoutMs;
+		console.error(
+			`pi-gateway: ${signal}, stopping every session once runs in progress settle (at most ${ms} ms, --drain-timeout-ms; a second signal stops at once)…`,
+		);
+		gateway.close({ drain: true }).then(
 			() => process.exit(0),
 			(error) => {
 				console.error(`pi-gateway: shutdown failed: ${(error as Error).message}`);

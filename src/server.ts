@@ -51,8 +51,8 @@ export interface Gateway {
 	cluster?: Cluster;
 	/** The keys, policies and webhooks files read at start, with their counts. */
 	loaded: LoadedFiles;
-	/** Stop accepting, end streams, stop every child. Idempotent. */
-	close(): Promise<void>;
+	/** Stop accepting, end streams, stop every child; `drain` (SIGTERM) lets runs settle first. Idempotent. */
+	close(options?: { drain?: boolean }): Promise<void>;
 }
 
 /** How long open streams get to deliver their final frames at shutdown. */
@@ -263,15 +263,15 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	);
 
 	let closing: Promise<void> | undefined;
-	const close = () => {
+	const close = (options: { drain?: boolean } = {}) => {
 		closing ??= (async () => {
+			// Runs in progress settle first, the server answering: /readyz and new runs 503 (cluster mode:
+			// this node's sessions go elsewhere, 421 to the node that forwarded, 503 to a direct caller).
+			if (cluster || options.drain) await registry.drain(config.drainTimeoutMs);
 			let done = false;
 			const stopped = new Promise<void>((resolve) => server.close(() => resolve())).then(() => {
 				done = true;
 			});
-			// Cluster mode: runs in progress settle first (requests for this node's sessions meanwhile
-			// go elsewhere: 421 to the node that forwarded them, 503 to a direct caller).
-			if (cluster) await registry.drain(config.drainTimeoutMs);
 			// Sending stops first; events of the stopping sessions still reach the outbox, for the next start.
 			webhooks.stop();
 			await registry.retention.stop();

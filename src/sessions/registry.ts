@@ -53,6 +53,15 @@ export interface Takeover {
 
 const defaultBody: CreateSessionBody = { persist: true };
 
+/** Commands that start or join a run: refused while the gateway drains (SIGTERM). */
+const runCommands = new Set(["prompt", "steer", "follow_up"]);
+
+/** New work while the gateway stops: 503, retried once it (or another node) is back. */
+const shuttingDown = () =>
+	new GatewayError(503, "shutting_down", "The gateway is shutting down; retry after Retry-After seconds", {
+		retryAfter: 5,
+	});
+
 /** What an unclean stop left of a stored session: whether its pi process and its run died then. */
 const uncleanStop = (record: StoredSession, why: string): UncleanStop => ({
 	why,
@@ -189,7 +198,7 @@ export class SessionRegistry {
 
 	/** `caller` decides which sessions a `resume` may find (default: an admin, who sees them all). */
 	async create(body: CreateSessionBody, caller: Caller = anyCaller): Promise<Session> {
-		if (this.#closing) throw new GatewayError(503, "shutting_down", "The gateway is shutting down");
+		if (this.#closing) throw shuttingDown();
 		await this.#cluster?.assertCanCreate();
 		if (this.#sessions.size >= this.#config.maxSessions) {
 			throw new GatewayError(
@@ -256,7 +265,7 @@ export class SessionRegistry {
 	 */
 	async resume(id: string): Promise<Session> {
 		const session = this.get(id);
-		if (this.#closing) throw new GatewayError(503, "shutting_down", "The gateway is shutting down");
+		if (this.#closing) throw shuttingDown();
 		let waking = this.#waking.get(id);
 		if (!waking) {
 			if (session.hasProcess && !session.isStopping) return session;
@@ -324,7 +333,7 @@ export class SessionRegistry {
 			} finally {
 				this.#reserved--;
 			}
-			if (this.#closing) throw new GatewayError(503, "shutting_down", "The gateway is shutting down");
+			if (this.#closing) throw shuttingDown();
 		}
 		// Same tick as the reservation's release: the child counts as live before anyone else looks.
 		await session.start(plan);
@@ -378,9 +387,16 @@ export class SessionRegistry {
 			dialect: this.dialect,
 			logger: this.#logger,
 			restored: extra.restored,
-			// Its own folder is the one its file lies in: switch, fork and clone keep to it.
-			guard: (command) =>
-				guardCommand(this.#config, command, ownFolder(this.#config, this.#sessions.get(id)?.piState.sessionFile)),
+			// Its own folder is the one its file lies in: switch, fork and clone keep to it. Draining, runs
+			// in progress settle and no new one starts.
+			guard: (command) => {
+				if (this.#closing && runCommands.has(command.type)) throw shuttingDown();
+				return guardCommand(
+					this.#config,
+					command,
+					ownFolder(this.#config, this.#sessions.get(id)?.piState.sessionFile),
+				);
+			},
 			wake: async (s) => {
 				// Without auto-resume the command meets 409 session_stopped.
 				if (this.#config.autoResume) await this.resume(s.id);
@@ -545,8 +561,9 @@ export class SessionRegistry {
 	}
 
 	/**
-	 * Refuses new work and waits (at most `ms`) until no session is in the middle of something:
-	 * cluster mode's SIGTERM lets runs settle before their sessions hibernate and move.
+	 * Refuses new work (sessions, runs, resumes: 503 with Retry-After) and waits (at most `ms`) until
+	 * no session is in the middle of something: SIGTERM lets runs settle before their sessions stop
+	 * (cluster mode: hibernate and move).
 	 */
 	async drain(ms: number): Promise<void> {
 		this.#closing = true;

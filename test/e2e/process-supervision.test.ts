@@ -30,6 +30,8 @@ interface Launched {
 async function launch(name: string): Promise<Launched> {
 	const d = dirs(name);
 	const args = ["src/main.ts", "--port", "0", "--shutdown-grace-ms", "1000", "--log-level", "info"];
+	// No drain: SIGTERM stops a run at once here (drain.test.ts lets one settle).
+	args.push("--drain-timeout-ms", "0");
 	args.push("--workspace-root", d.workspaceRoot, "--data-dir", d.dataDir, "--pi-agent-dir", d.piAgentDir);
 	const child = spawn(process.execPath, args, { cwd: repo, stdio: ["ignore", "pipe", "pipe"] });
 	launched.push(child);
