@@ -174,6 +174,7 @@ export function createApp(
 				registry,
 				config.maxBodyBytes,
 				(method, path) => method === "PUT" && isUpload(path),
+				(method, path) => scopedRoutes.find(method, path),
 			),
 		);
 		app.use(durableAnswers(registry));

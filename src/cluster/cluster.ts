@@ -5,10 +5,11 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
-import type { SessionAccess } from "../sessions/access.ts";
+import { type SessionAccess, type SessionAccessRecord, SessionGrant } from "../sessions/access.ts";
 import type { PolicyEngine } from "../sessions/policy-engine.ts";
 import { parseStoredRecord } from "../sessions/records.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
+import { claimView } from "../store/postgres/claims.ts";
 import { needDatabase } from "../store/postgres/schema.ts";
 import { type PagedRow, type RowQuery, storedRows } from "../store/postgres/session-rows.ts";
 import type { Claim, PostgresStore } from "../store/postgres/sessions.ts";
@@ -17,8 +18,14 @@ import { Membership, type NodeRow } from "./membership.ts";
 import { type ClusterNotice, Notifications } from "./notifications.ts";
 import { fanOut, waitForMove } from "./peers.ts";
 
-/** Where a request for a session is served: here, or on the node that owns it. */
-export type Route = { kind: "local" } | { kind: "forward"; node: string; url: string };
+/**
+ * Where a request for a session is served: here, or on the node that owns it; `hidden` when no
+ * live node owns it and the caller may not have it claimed (answered as a session that does not exist).
+ */
+export type Route = { kind: "local" } | { kind: "forward"; node: string; url: string } | { kind: "hidden" };
+
+/** Whether a caller may use a session with this access record (ownership.ts mayAccessRecord). */
+export type ClaimRight = (access: SessionAccessRecord) => boolean;
 
 /** The header a node puts on a request it forwards: the sender's id and a MAC over it. */
 export const forwardedHeader = "x-pi-gateway-forwarded";
@@ -165,21 +172,33 @@ export class Cluster {
 	/**
 	 * Where session `id` is served. Held here: local. Owned by a live node: forward. Owned by no
 	 * live node: claimed now (its conversation comes from the database) and local. Unknown: local
-	 * too, so the route answers 404 (or 410 for a buried one). The caller calls unhold(id) once
-	 * its request is over, unless locate() threw.
+	 * too, so the route answers 404 (or 410 for a buried one). With `allowed` (a caller that is no
+	 * admin) a session no live node owns is claimed only when its access record lets the caller
+	 * use it; otherwise the route is `hidden` and nothing is claimed. The caller calls unhold(id)
+	 * once its request is over, unless locate() threw.
 	 */
-	locate(id: string): Promise<Route> {
+	locate(id: string, allowed?: ClaimRight): Promise<Route> {
 		// Held from the start: a session claimed here must not be given back before its request runs.
 		this.#holds.set(id, (this.#holds.get(id) ?? 0) + 1);
+		return this.#route(id, allowed).catch((error: unknown) => {
+			this.unhold(id);
+			throw error;
+		});
+	}
+
+	async #route(id: string, allowed: ClaimRight | undefined): Promise<Route> {
+		if (allowed && !this.#registry.has(id) && !this.#claims.has(id)) {
+			// Asked before the claim, outside the claims the callers of one id share: one read.
+			const seen = await needDatabase(`Session ${id} cannot be looked up`, () => claimView(this.#store.pool, id));
+			if (seen?.owner && seen.owner.node !== this.node) return { kind: "forward", ...seen.owner };
+			if (seen && !allowed(accessRecord(id, seen.access))) return { kind: "hidden" };
+		}
 		let claim = this.#claims.get(id);
 		if (!claim) {
 			claim = this.#locate(id).finally(() => this.#claims.delete(id));
 			this.#claims.set(id, claim);
 		}
-		return claim.catch((error: unknown) => {
-			this.unhold(id);
-			throw error;
-		});
+		return await claim;
 	}
 
 	async #locate(id: string): Promise<Route> {
@@ -328,6 +347,12 @@ export interface ClusterOptions {
 	url: string;
 	/** Signs forwarded requests; derived from the cluster secret, which the database never holds (credentials.ts). */
 	forwardKey: Buffer;
+}
+
+/** An access record as the database holds it (grants checked as a node that takes the session over reads them). */
+function accessRecord(sessionId: string, access: { owner: string; grants: unknown[] }): SessionAccessRecord {
+	const grants = SessionGrant.array().safeParse(access.grants);
+	return { sessionId, owner: access.owner, grants: grants.success ? grants.data : [] };
 }
 
 const mac = (key: Buffer, node: string) => createHmac("sha256", key).update(`forward:${node}`).digest("base64url");

@@ -1,8 +1,10 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { Cluster } from "../../cluster/cluster.ts";
 import { forward } from "../../cluster/forward.ts";
+import type { SessionAccessRecord } from "../../sessions/access.ts";
 import type { SessionRegistry } from "../../sessions/registry.ts";
-import { sessionPath } from "../auth/ownership.ts";
+import { mayAccessRecord, notFound, sessionPath } from "../auth/ownership.ts";
+import { hasScope, type Scope } from "../auth/principals.ts";
 import type { StreamTickets } from "../auth/tickets.ts";
 import type { AppEnv } from "../transport/openapi.ts";
 import { ApiError } from "../transport/problem.ts";
@@ -23,7 +25,9 @@ const maxRounds = 3;
  * served where it went; only past that a 503 with Retry-After says to try again.
  * Runs after authentication and the scope check (app.ts): a claim copies a conversation to this
  * node's disk and a forward costs the owner, so a caller without a credential for the operation
- * gets its 401 or 403 here and changes nothing anywhere.
+ * gets its 401 or 403 here and changes nothing anywhere. Nor does a caller without a right on the
+ * session (its owner, or a share that covers the operation's scope): a session no live node owns
+ * is not claimed for it, and it gets the 404 of a session that does not exist.
  */
 export function clusterRouting(
 	current: () => Cluster | undefined,
@@ -31,6 +35,8 @@ export function clusterRouting(
 	maxBodyBytes: number,
 	/** Requests whose body is streamed to the owner, not read first (workspace uploads, bounded there). */
 	streamsBody: (method: string, path: string) => boolean = () => false,
+	/** The scope of an operation (ScopedRoutes.find): the right a claim for its caller needs. */
+	scopeOf: (method: string, path: string) => Scope | undefined = () => undefined,
 ): MiddlewareHandler<AppEnv> {
 	return async function clusterRoutingMiddleware(c, next) {
 		const cluster = current();
@@ -56,8 +62,19 @@ export function clusterRouting(
 		}
 		let body: Uint8Array | undefined;
 		const streamed = streamsBody(c.req.method, c.req.path);
+		// An admin may have any session claimed; anyone else one it may use (reading at least).
+		const principal = c.get("principal");
+		const scope = scopeOf(c.req.method, c.req.path) ?? "sessions:read";
+		const allowed =
+			principal && !hasScope(principal, "admin")
+				? (record: SessionAccessRecord) => mayAccessRecord(record, principal, scope)
+				: undefined;
 		for (let round = 1; ; round++) {
-			const route = await cluster.locate(id);
+			const route = await cluster.locate(id, allowed);
+			if (route.kind === "hidden") {
+				cluster.unhold(id);
+				throw notFound(id);
+			}
 			if (route.kind === "local") {
 				// The body was read to forward it: the local handlers read it again from here.
 				if (body) c.req.raw = rebuilt(c.req.raw, body);

@@ -68,6 +68,33 @@ export async function claimSession(pool: pg.Pool, node: string, id: string): Pro
 }
 
 /**
+ * What decides whether a caller may have session `id` claimed: its live owner, if any (then it is
+ * not claimed but forwarded), and its access record (owner and grants; none: the admin's). Read
+ * without a lock, before a claim; undefined when no such session is stored.
+ */
+export async function claimView(
+	pool: pg.Pool,
+	id: string,
+): Promise<{ owner?: { node: string; url: string }; access: { owner: string; grants: unknown[] } } | undefined> {
+	const { rows } = await pool.query<{
+		owner: string | null;
+		url: string | null;
+		live: boolean | null;
+		access_owner: string | null;
+		grants: string | null;
+	}>(
+		`SELECT s.owner, n.url, n.lease_until > now() AS live, a.owner AS access_owner, a.grants
+		 FROM sessions s LEFT JOIN nodes n ON n.id = s.owner LEFT JOIN session_access a ON a.session_id = s.id
+		 WHERE s.id = $1`,
+		[id],
+	);
+	const row = rows[0];
+	if (!row) return undefined;
+	const access = { owner: row.access_owner ?? "admin", grants: JSON.parse(row.grants ?? "[]") as unknown[] };
+	return row.owner && row.live && row.url ? { owner: { node: row.owner, url: row.url }, access } : { access };
+}
+
+/**
  * Who runs session `id` now, read without a lock: enough to forward a request to a live owner,
  * the common case; anything else goes through claimSession.
  */
