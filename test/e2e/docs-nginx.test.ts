@@ -75,8 +75,8 @@ describe.skipIf(!nginx || !hasCommand("openssl"))("docs/cluster.md: two nodes on
 		const ported = (text: string) => text.replace(/\b8801\b/g, String(ports.n1)).replace(/\b8802\b/g, String(ports.n2));
 
 		// The nodes, as the block starts them; HOME is this test's folder, so ~/.pi-gateway/n1 is too.
-		const shown = /PI_GATEWAY_DATABASE_URL=(\S+)/.exec(nodesBlock?.code ?? "")?.[1] as string;
-		const script = `${ported((nodesBlock?.code ?? "").replace(shown, databaseUrl))}\necho "$PI_GATEWAY_TOKEN" > "$HOME/token"\nwait\n`;
+		const shown = /postgres:\/\/\S+/.exec(nodesBlock?.code ?? "")?.[0] as string;
+		const script = `${ported((nodesBlock?.code ?? "").replace(shown, databaseUrl))}\nwait\n`;
 		nodes = spawn("bash", ["-e", "-c", script], {
 			cwd: repo,
 			env: { PATH: process.env.PATH, HOME: dir },
@@ -86,7 +86,7 @@ describe.skipIf(!nginx || !hasCommand("openssl"))("docs/cluster.md: two nodes on
 		await until("both nodes", async () =>
 			(await Promise.all([ports.n1, ports.n2].map((p) => answers(`http://127.0.0.1:${p}/readyz`)))).every(Boolean),
 		);
-		token = readFileSync(join(dir, "token"), "utf8").trim();
+		token = readFileSync(join(dir, ".pi-gateway", "token"), "utf8").trim();
 
 		// The page's config where nginx.conf's http block would include it, with a prefix of its own.
 		mkdirSync(join(dir, "temp"));
