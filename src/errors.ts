@@ -34,6 +34,7 @@ export type GatewayErrorCode =
 	| "owner_unreachable"
 	| "extension_not_allowed"
 	| "image_too_large"
+	| "too_many_images"
 	| "insufficient_storage"
 	| "not_resumable"
 	| "path_not_found"

@@ -1,4 +1,4 @@
-import { readFrames } from "./sse.ts";
+import { FrameTooLarge, readFrames } from "./sse.ts";
 
 /**
  * The few gateway operations the bridge uses, over HTTP only (the bridge runs on the editor's
@@ -204,7 +204,8 @@ export class GatewayClient {
 				}
 				throw new Error("the stream ended before the run settled");
 			} catch (error) {
-				if (signal.aborted || error instanceof GatewayProblem) throw error;
+				// A frame past the cap would come again on a reconnect: the run fails with it.
+				if (signal.aborted || error instanceof GatewayProblem || error instanceof FrameTooLarge) throw error;
 				cutAt ??= Date.now();
 				if (Date.now() - cutAt > this.#reconnectForMs) throw error;
 				this.#log(

@@ -28,7 +28,15 @@ export const SessionName = matching(z.string().min(1).max(200), /^[^\p{Cc}]*$/u,
 
 const message = z.string().openapi({ example: "List the files in this folder" });
 const none = z.strictObject({});
-const userMessage = z.strictObject({ message, images: z.array(ImageContent).optional() });
+/** Images one command may carry: pi decodes them all at once (20,000 hung it). */
+export const maxImagesPerCommand = 64;
+const userMessage = z.strictObject({
+	message,
+	images: z
+		.array(ImageContent)
+		.max(maxImagesPerCommand, `at most ${maxImagesPerCommand} images per command`)
+		.optional(),
+});
 
 export const commandFields = {
 	prompt: userMessage.extend({ streamingBehavior: StreamingBehavior.optional() }),

@@ -2,7 +2,7 @@ import { closeSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, t
 import { basename, dirname, join, resolve } from "node:path";
 import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
-import type { PiCommand } from "../pi/protocol.ts";
+import { maxImagesPerCommand, type PiCommand } from "../pi/protocol.ts";
 import { confine, isInside } from "./spawn.ts";
 
 /** Decoded size of base64 text, without decoding it. */
@@ -134,6 +134,13 @@ export function guardResume(config: Config, file: string): void {
  */
 export function guardCommand(config: Config, command: PiCommand, folder?: string): PiCommand {
 	const images = command.images;
+	// Typed routes and known raw types are held to it by their schema; a type this gateway does not know here.
+	if (Array.isArray(images) && images.length > maxImagesPerCommand)
+		throw new GatewayError(
+			400,
+			"too_many_images",
+			`${images.length} images; a command may carry at most ${maxImagesPerCommand}`,
+		);
 	if (Array.isArray(images)) {
 		for (const [index, image] of images.entries()) {
 			const data = (image as { data?: unknown } | null)?.data;

@@ -164,3 +164,44 @@ describe("the retention sweep at start", () => {
 		}
 	});
 });
+
+describe("images per command are bounded (64)", () => {
+	let gw: TestGateway;
+	let id: string;
+	beforeAll(async () => {
+		gw = await startTestGateway({ workspaceRoot: undefined });
+		id = await gw.session();
+	});
+	afterAll(async () => {
+		await gw?.stop();
+	});
+	const images = (n: number) =>
+		Array.from({ length: n }, () => ({ type: "image", data: "AAAA", mimeType: "image/png" }));
+
+	it("refuses a prompt with more than 64 images (400), typed route or raw /rpc, before pi sees it", async () => {
+		const typed = await gw.api(`/v1/sessions/${id}/prompt`, {
+			method: "POST",
+			json: { message: "look", images: images(65) },
+		});
+		expect(typed.status).toBe(400);
+		expect(typed.body.code).toBe("invalid_input");
+		expect(JSON.stringify(typed.body)).toContain("64");
+		const started = Date.now();
+		const raw = await gw.api(`/v1/sessions/${id}/rpc`, {
+			method: "POST",
+			json: { type: "prompt", message: "look", images: images(20_000) },
+		});
+		expect(raw.status).toBe(400);
+		expect(Date.now() - started).toBeLessThan(5000);
+		// A command type this gateway does not know, with images: the guard counts them too.
+		const unknown = await gw.api(`/v1/sessions/${id}/rpc`, {
+			method: "POST",
+			json: { type: "future_command", images: images(65) },
+		});
+		expect(unknown.status).toBe(400);
+		expect(unknown.body.code).toBe("too_many_images");
+		// pi is fine: the next prompt runs.
+		const ok = await gw.api(`/v1/sessions/${id}/prompt?wait=true`, { method: "POST", json: { message: "hello" } });
+		expect(ok.status).toBe(200);
+	}, 60_000);
+});
