@@ -22,7 +22,9 @@ export interface ChangeLimits {
 }
 
 const statuses: Record<string, ChangeStatus> = { A: "added", D: "deleted", M: "modified", T: "modified" };
-const diffOptions = ["--no-renames", "--no-ext-diff", "--no-textconv", "--no-color"];
+// --ignore-submodules=all: a tree from before gitlinks were dropped (snapshots.ts) may hold one, and
+// an agent's .gitmodules, read for it, failed the whole diff (500).
+const diffOptions = ["--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", "--ignore-submodules=all"];
 
 /** Two tree ids as git's last options: checked to be ids (they come back from runs.json), after `--end-of-options`. */
 function trees(from: string, to: string): string[] {

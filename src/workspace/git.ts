@@ -136,7 +136,7 @@ export function git(
 	repo: GitRepo,
 	args: string[],
 	options: { timeoutMs: number; maxBytes?: number },
-): Promise<{ out: Buffer; cut: boolean }> {
+): Promise<{ out: Buffer; cut: boolean; stderr: string }> {
 	const maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
 	return new Promise((resolve, reject) => {
 		let child: ToolProcess;
@@ -182,7 +182,7 @@ export function git(
 		});
 		child.on("close", (code) => {
 			clearTimeout(timer);
-			if (code === 0 || cut) resolve({ out: Buffer.concat(chunks), cut });
+			if (code === 0 || cut) resolve({ out: Buffer.concat(chunks), cut, stderr });
 			else reject(new GitError(`git ${args[0]} failed (${code}): ${stderr.trim().slice(0, 500)}`));
 		});
 	});

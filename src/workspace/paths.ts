@@ -112,6 +112,7 @@ export async function resolveWorkspacePath(cwd: string, path: string): Promise<W
 		} catch (error) {
 			if (error instanceof GatewayError) throw error;
 			const code = (error as NodeJS.ErrnoException).code;
+			if (code === "ELOOP") throw outside(path, "a symlink loop");
 			// A dangling symlink: where it points cannot be checked, so it is not followed.
 			if (code === "ENOENT" && probe === abs && (await isSymlink(abs))) throw outside(path, "a dangling symlink");
 			if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
@@ -143,7 +144,10 @@ export async function openInside(target: WorkspacePath, original: string): Promi
 	try {
 		real = await realpath(target.abs);
 	} catch (error) {
-		if ((error as NodeJS.ErrnoException).code === "ENOENT") throw notFound(original);
+		const code = (error as NodeJS.ErrnoException).code;
+		// A file where a folder should be (`file/x`) is no such path; a loop leads nowhere inside.
+		if (code === "ENOENT" || code === "ENOTDIR") throw notFound(original);
+		if (code === "ELOOP") throw outside(original, "a symlink loop");
 		throw error;
 	}
 	if (!isInside(target.root, real)) throw outside(original, "a symlink leads out of it");

@@ -46,6 +46,8 @@ export class Snapshots {
 	readonly #limits: SnapshotLimits;
 	#chain: Promise<unknown> = Promise.resolve();
 	#manifest: Manifest | undefined;
+	/** The index was checked for gitlinks since this process took the session (#dropGitlinks). */
+	#gitlinksDropped = false;
 	/** The latest snapshots' trees, newest last. */
 	readonly #recent: string[] = [];
 	/** Runs left the manifest since the last prune: their objects may go. */
@@ -85,10 +87,16 @@ export class Snapshots {
 		await this.#fits();
 		await writeShadowAttributes(`${this.#dir}/git`);
 		// --force: what the folder's .gitignore names is taken too (it hides nothing from "what changed").
-		await git(this.repo, ["add", "--all", "--force", "--ignore-errors", "--", "."], options).catch((error) => {
-			// --ignore-errors exits 1 after adding what it could read (an unreadable file, say).
-			if (!String(error.message).includes("failed (1)")) throw error;
-		});
+		if (!this.#gitlinksDropped) await this.#dropGitlinks();
+		const added = await git(this.repo, ["add", "--all", "--force", "--ignore-errors", "--", "."], options).catch(
+			(error) => {
+				// --ignore-errors exits 1 after adding what it could read (an unreadable file, say).
+				if (!String(error.message).includes("failed (1)")) throw error;
+				return { stderr: String(error.message) };
+			},
+		);
+		// The stderr kept is cut at 4 KiB: a cut one may hide the warning, so it counts as one too.
+		if (added.stderr.includes("embedded git repository") || added.stderr.length >= 4096) await this.#dropGitlinks();
 		const { out } = await git(this.repo, ["write-tree"], options);
 		const tree = out.toString("utf8").trim();
 		assertObjectId(tree);
@@ -186,6 +194,24 @@ export class Snapshots {
 		await git(this.repo, ["repack", "-a", "-d", "-q"], long);
 		await git(this.repo, ["prune", "--expire=now"], long);
 		this.#dropped = false;
+	}
+
+	/**
+	 * A folder of the agent's with a `.git` of its own is added as a gitlink, and every later `git
+	 * add` runs `git status` inside it, under that repository's config: the agent's filters ran
+	 * (confined, but in the shadow git dir). Gitlinks leave the index as soon as they appear (git
+	 * says so on stderr), and once per process for an index kept from before: the nested
+	 * repository's files are not in "what changed" (docs/workspace.md).
+	 */
+	async #dropGitlinks(): Promise<void> {
+		const options = { timeoutMs: this.#timeoutMs };
+		const { out } = await git(this.repo, ["ls-files", "--stage", "-z"], options);
+		const links: string[] = [];
+		for (const entry of out.toString("utf8").split("\0"))
+			if (entry.startsWith("160000 ")) links.push(entry.slice(entry.indexOf("\t") + 1));
+		for (let at = 0; at < links.length; at += 500)
+			await git(this.repo, ["update-index", "--force-remove", "--", ...links.slice(at, at + 500)], options);
+		this.#gitlinksDropped = true;
 	}
 
 	async #init(): Promise<void> {

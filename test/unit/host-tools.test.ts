@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -99,6 +100,41 @@ describe("nothing in the folder steers git", () => {
 		expect(byPath.get("b.txt")).toMatchObject({ binary: false });
 		expect(byPath.get("b.txt")?.diff).toContain("+more $Id: abc $");
 		expect(existsSync(marker)).toBe(false);
+	});
+});
+
+describe("a repository of the agent's own inside its folder", () => {
+	it("is never entered: its config's filters do not run, on the first snapshot or any later one", async () => {
+		const marker = join(base, "nested-process-ran");
+		const work = folder("nested", { "top.txt": "top\n" });
+		const nested = join(work, "inner");
+		mkdirSync(nested);
+		const plain = { env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" } };
+		const git = (...args: string[]) =>
+			execFileSync("git", ["-C", nested, "-c", "user.name=a", "-c", "user.email=a@b", ...args], plain);
+		git("init", "-q");
+		writeFileSync(join(nested, "f.txt"), "one\n");
+		writeFileSync(join(nested, ".gitattributes"), "* filter=x\n");
+		git("add", ".");
+		git("commit", "-qm", "x");
+		// Planted after the commit: git status inside this repository would start the process.
+		writeFileSync(join(nested, ".git", "config"), `[filter "x"]\n\tprocess = touch ${marker}\n\trequired\n`, {
+			flag: "a",
+		});
+		writeFileSync(join(work, ".gitmodules"), '[submodule "bad"]\n\tpath = inner\n\tupdate = !sh -c x\n\turl = ./x\n');
+		const snaps = new Snapshots(join(base, "nested-shadow"), work, 20_000);
+		const first = await snaps.snapshot();
+		writeFileSync(join(nested, "f.txt"), "two\n");
+		writeFileSync(join(work, "top.txt"), "top 2\n");
+		const second = await snaps.snapshot();
+		writeFileSync(join(nested, "f.txt"), "three\n");
+		const third = await snaps.snapshot();
+		expect(existsSync(marker)).toBe(false);
+		// Its .gitmodules (invalid) fails nothing, and what changed beside it is there.
+		const limits = { maxFiles: 50, maxDiffBytes: 64 * 1024, maxTotalBytes: 1024 * 1024, timeoutMs: 20_000 };
+		const { files } = await changesBetween(snaps.repo, first, third, limits);
+		expect(files.map((f) => f.path)).toEqual(["top.txt"]);
+		expect(second).not.toBe(first);
 	});
 });
 

@@ -39,6 +39,16 @@ describe("the workspace path resolver", () => {
 		expect(existsSync(join(base, "outside", "new.txt"))).toBe(false);
 	});
 
+	it("answers a symlink loop 403 and a file used as a folder 404, never a 500 (hostile-agent battery)", async () => {
+		symlinkSync("loop", join(root, "loop"));
+		writeFileSync(join(root, "plain"), "x");
+		const read = (path: string) =>
+			refusal(async () => openInside(await resolveWorkspacePath(root, path), path).then((h) => h.close()));
+		expect(await read("loop")).toBe("403 path_outside_root");
+		expect(await read("loop/x")).toBe("403 path_outside_root");
+		expect(await read("plain/config")).toBe("404 path_not_found");
+	});
+
 	it("deletes a symlink that points out, never its target", async () => {
 		symlinkSync("../outside/secret", join(root, "link-to-delete"));
 		await deleteFile(root, "link-to-delete");
