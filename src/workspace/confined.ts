@@ -38,6 +38,12 @@ export interface Tool {
 	env: Record<string, string>;
 	/** Its address space at most (default 2 GiB). */
 	memoryBytes?: number;
+	/**
+	 * Paths inside the folder ("/"-separated, relative) covered by /dev/null in the tool's view:
+	 * FIFOs the tool would block on (a `.gitattributes` FIFO held every git add to its deadline).
+	 * bwrap resolves them in the sandbox's own view, never on the host.
+	 */
+	covered?: string[];
 }
 
 /** A tool refused before it ran: its folder is not what it was said to be. */
@@ -140,6 +146,7 @@ export function confinedArgs(confinement: Confinement, tool: Tool): string[] {
 	mounts.push({ path: tool.folder, kind: "folder" });
 	for (const path of tool.writable ?? []) mounts.push({ path: realpathSync(path), kind: "rw" });
 	for (const file of confinement.cover) if (existsSync(file)) mounts.push({ path: realpathSync(file), kind: "null" });
+	for (const rel of tool.covered ?? []) mounts.push({ path: `${tool.folder}/${rel}`, kind: "null" });
 	// Mounts apply in order: a hide first, then what is put back below it (as sandbox.ts).
 	const order = { hide: 0, folder: 1, rw: 1, null: 2 };
 	mounts.sort((a, b) => depth(a.path) - depth(b.path) || order[a.kind] - order[b.kind]);

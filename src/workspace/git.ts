@@ -29,6 +29,8 @@ export interface GitRepo {
 	workTree: string;
 	/** How git is confined; by default what is registered for the data dir holding the git dir. */
 	confine?: Confinement;
+	/** Paths of the work tree git is shown as empty files (confined only: FIFOs it would wait on). */
+	covered?: string[];
 }
 
 const safety = [
@@ -147,6 +149,7 @@ export function git(
 				folder: repo.workTree,
 				writable: [repo.gitDir],
 				env: env(repo),
+				covered: repo.covered,
 			});
 		} catch (error) {
 			reject(new GitError(`git ${args[0]} did not start: ${(error as Error).message}`));

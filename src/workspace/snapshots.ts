@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { lstat, mkdir, readFile, realpath, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { gitFifos } from "./fifo-scan.ts";
 import { assertObjectId, type GitRepo, git, objectId, workOnDisk, writeShadowAttributes } from "./git.ts";
 
 /** What a session's shadow repository remembers: the tree at its start and at each run's start and end. */
@@ -46,6 +47,9 @@ export class Snapshots {
 	readonly #limits: SnapshotLimits;
 	#chain: Promise<unknown> = Promise.resolve();
 	#manifest: Manifest | undefined;
+	/** Set once a git of a snapshot met its deadline: from then on FIFOs are looked for (fifo-scan.ts). */
+	#scanFifos = false;
+	#covered: string[] = [];
 	/** The index was checked for gitlinks since this process took the session (#dropGitlinks). */
 	#gitlinksDropped = false;
 	/** The latest snapshots' trees, newest last. */
@@ -64,7 +68,7 @@ export class Snapshots {
 	}
 
 	get repo(): GitRepo {
-		return { gitDir: `${this.#dir}/git`, workTree: this.workTree };
+		return { gitDir: `${this.#dir}/git`, workTree: this.workTree, covered: this.#covered };
 	}
 
 	/** `job` after every earlier job on this session. */
@@ -83,15 +87,17 @@ export class Snapshots {
 		await this.#init();
 		// A git killed at its deadline leaves its lock; nothing else uses this index (jobs are serial).
 		await rm(`${this.#dir}/git/index.lock`, { force: true });
+		// After a git met its deadline (a FIFO git waits on, say), FIFOs git would read are covered.
+		if (this.#scanFifos) this.#covered = await gitFifos(this.repo.gitDir, this.workTree, this.#timeoutMs);
 		const options = { timeoutMs: this.#timeoutMs };
-		await this.#fits();
+		await this.#fits().catch((error) => this.#onTimeout(error));
 		await writeShadowAttributes(`${this.#dir}/git`);
 		// --force: what the folder's .gitignore names is taken too (it hides nothing from "what changed").
 		if (!this.#gitlinksDropped) await this.#dropGitlinks();
 		const added = await git(this.repo, ["add", "--all", "--force", "--ignore-errors", "--", "."], options).catch(
 			(error) => {
 				// --ignore-errors exits 1 after adding what it could read (an unreadable file, say).
-				if (!String(error.message).includes("failed (1)")) throw error;
+				if (!String(error.message).includes("failed (1)")) this.#onTimeout(error);
 				return { stderr: String(error.message) };
 			},
 		);
@@ -212,6 +218,12 @@ export class Snapshots {
 		for (let at = 0; at < links.length; at += 500)
 			await git(this.repo, ["update-index", "--force-remove", "--", ...links.slice(at, at + 500)], options);
 		this.#gitlinksDropped = true;
+	}
+
+	/** Rethrows; a deadline met makes the next snapshots look for FIFOs first. */
+	#onTimeout(error: unknown): never {
+		if (String((error as Error).message).includes("took longer than")) this.#scanFifos = true;
+		throw error;
 	}
 
 	async #init(): Promise<void> {

@@ -6,6 +6,7 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GatewayError } from "../../src/errors.ts";
 import { changedPaths, changesBetween } from "../../src/workspace/changes.ts";
+import { confineToolsUnder } from "../../src/workspace/confined.ts";
 import { searchWorkspace } from "../../src/workspace/search.ts";
 import { Snapshots } from "../../src/workspace/snapshots.ts";
 import { ChangeTracker } from "../../src/workspace/tracker.ts";
@@ -135,6 +136,29 @@ describe("a repository of the agent's own inside its folder", () => {
 		const { files } = await changesBetween(snaps.repo, first, third, limits);
 		expect(files.map((f) => f.path)).toEqual(["top.txt"]);
 		expect(second).not.toBe(first);
+	});
+});
+
+describe("a FIFO where git reads its own files", () => {
+	it("holds one snapshot to its deadline at most: the next ones cover it and go through (confined)", async () => {
+		const data = join(base, "fifo-data");
+		mkdirSync(data);
+		confineToolsUnder(data, { sandbox: true, hide: [data], cover: [] });
+		const work = folder("fifo", { "a.txt": "one\n" });
+		mkdirSync(join(work, "sub"));
+		execFileSync("mkfifo", [join(work, ".gitattributes"), join(work, "sub", ".gitignore")]);
+		const snaps = new Snapshots(join(data, "snapshots", "s1"), work, 2000);
+		const first = await snaps.snapshot().then(
+			() => "done",
+			(error: Error) => error.message,
+		);
+		expect(first).toMatch(/took longer than 2000 ms/);
+		const before = await snaps.snapshot();
+		writeFileSync(join(work, "a.txt"), "two\n");
+		const after = await snaps.snapshot();
+		const limits = { maxFiles: 50, maxDiffBytes: 64 * 1024, maxTotalBytes: 1024 * 1024, timeoutMs: 20_000 };
+		const { files } = await changesBetween(snaps.repo, before, after, limits);
+		expect(files.map((f) => f.path)).toEqual(["a.txt"]);
 	});
 });
 
