@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
  * into none: features build on it, and app.ts wires them. docs/development.md says the same in prose.
  * And the size rule: a file over 300 lines starts by saying why it is one piece.
  *
- *   base      src/config.ts, src/errors.ts, src/patterns.ts, src/child-env.ts, src/limits.ts
+ *   base      src/config.ts, src/errors.ts, src/patterns.ts, src/child-env.ts, src/limits.ts, src/layout-check.ts
  *   pi        src/pi/**            (the child process and its JSONL protocol)
  *   store     src/store/**         (persistence: sqlite/ is gateway.db, postgres/ is cluster mode; each
  *                                  side's schema.ts lists every table) — except the files in
@@ -36,6 +36,7 @@ const topLevel: Record<string, Layer> = {
 	"limits.ts": "base",
 	"child-env.ts": "base",
 	"slabs.ts": "base",
+	"layout-check.ts": "base",
 	"app.ts": "app",
 	"server.ts": "app",
 	"main.ts": "app",
@@ -53,6 +54,7 @@ const storedFor: Record<string, Layer> = {
 	"store/postgres/sessions.ts": "sessions",
 	"store/postgres/claims.ts": "sessions",
 	"store/postgres/run-archive.ts": "workspace",
+	"store/postgres/folder-store.ts": "workspace",
 	"store/sqlite/webhooks.ts": "webhooks",
 	"store/postgres/webhook-outbox.ts": "webhooks",
 	"store/postgres/webhooks.ts": "cluster",
