@@ -13,8 +13,8 @@ export function startupNotices(gateway: Gateway): string[] {
 	const { workspaceRoot, defaultCwd } = gateway.config;
 	lines.push(
 		defaultCwd === "own"
-			? `pi-gateway: sessions without cwd work in a folder of their own, ${workspaceRoot}/<session id>`
-			: `pi-gateway: sessions without cwd work in the workspace root ${workspaceRoot}, all in the same folder`,
+			? `pi-gateway: sessions without cwd work in a folder of their own, ${workspaceRoot}/@<principal>/<session id> (an admin's: ${workspaceRoot}/<session id>)`
+			: `pi-gateway: sessions without cwd work in their principal's folder ${workspaceRoot}/@<principal> (an admin's: the root ${workspaceRoot}), all of one principal in the same folder`,
 	);
 	if (!gateway.sandbox.enabled)
 		lines.push(`pi-gateway: sandbox off (${gateway.sandbox.reason}): pi and its tools run unconfined as this user`);

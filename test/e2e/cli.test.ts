@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -85,14 +85,16 @@ describe("--help", () => {
 describe("the token at start", () => {
 	it("with none given: generated in <data-dir>/token, mode 0600, and said where", async () => {
 		const dataDir = join(root, "gen");
-		const err = await start(["--data-dir", dataDir, "--workspace-root", root]);
+		const err = await start(["--data-dir", dataDir, "--workspace-root", join(root, "gen-ws")]);
 		const file = join(dataDir, "token");
 		expect(err).toContain(`pi-gateway: bearer token in ${file} (generated now, kept for the next start)`);
 		expect(err).toContain(`curl -H "Authorization: Bearer $(cat ${file})"`);
 		const token = readFileSync(file, "utf8").trim();
 		expect(err).not.toContain(token);
 		// The next start reuses it.
-		expect(await start(["--data-dir", dataDir, "--workspace-root", root])).not.toContain("generated now");
+		expect(await start(["--data-dir", dataDir, "--workspace-root", join(root, "gen-ws")])).not.toContain(
+			"generated now",
+		);
 		expect(readFileSync(file, "utf8").trim()).toBe(token);
 	});
 
@@ -111,16 +113,26 @@ describe("the token at start", () => {
 });
 
 describe("the default folder at start", () => {
-	it("says where sessions without cwd work: <data-dir>/workspaces/<session id>, or the root given", async () => {
+	it("says where sessions without cwd work: a folder of their own in their principal's area, or the area given", async () => {
 		const dataDir = join(root, "folders");
+		const workspaces = join(dataDir, "workspaces");
 		const own = await start(["--data-dir", dataDir]);
 		expect(own).toContain(
-			`pi-gateway: sessions without cwd work in a folder of their own, ${join(dataDir, "workspaces")}/<session id>`,
+			`pi-gateway: sessions without cwd work in a folder of their own, ${workspaces}/@<principal>/<session id> (an admin's: ${workspaces}/<session id>)`,
 		);
-		const shared = await start(["--data-dir", dataDir, "--workspace-root", root]);
+		const ws = join(root, "shared-ws");
+		mkdirSync(ws);
+		const shared = await start(["--data-dir", dataDir, "--workspace-root", ws]);
 		expect(shared).toContain(
-			`pi-gateway: sessions without cwd work in the workspace root ${root}, all in the same folder`,
+			`pi-gateway: sessions without cwd work in their principal's folder ${ws}/@<principal> (an admin's: the root ${ws}), all of one principal in the same folder`,
 		);
+	});
+
+	it("refuses a workspace root that contains the data dir, saying which flag to change", async () => {
+		const refused = await main(["--data-dir", join(root, "inside"), "--workspace-root", root]).catch((e) => e);
+		expect(refused.code).not.toBe(0);
+		expect(refused.stderr).toContain(`--workspace-root ${realpathSync(root)} contains the data dir`);
+		expect(refused.stderr).toContain("Give --data-dir a folder outside it");
 	});
 });
 

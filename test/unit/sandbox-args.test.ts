@@ -16,6 +16,8 @@ function mounts(args: string[]): string[][] {
 	for (let i = 0; i < args.length; i++) {
 		const flag = args[i] as string;
 		if (flag === "--tmpfs") out.push([flag, args[++i] as string]);
+		// The session's folder comes by descriptor (3), never by a path bwrap would resolve again.
+		else if (flag === "--bind-fd") out.push([`${flag} ${args[++i]}`, args[++i] as string]);
 		else if (flag === "--bind" || flag === "--ro-bind") {
 			const [src, dest] = [args[++i], args[++i]];
 			out.push(src === "/" ? [flag, "/"] : src === "/dev/null" ? ["null", dest as string] : [flag, dest as string]);
@@ -25,9 +27,11 @@ function mounts(args: string[]): string[][] {
 }
 
 describe("sandboxArgs", () => {
-	it("a data dir inside the workspace, the session in the root: the data dir is hidden again", () => {
+	it("the session in the root, the data dir beside it: both hidden, the folder bound from its descriptor", () => {
+		// A data dir inside the root is refused at start (layout-check.ts); beside it is the layout.
 		const ws = join(root, "ws");
-		const data = join(ws, ".data");
+		const data = join(root, "data");
+		mkdirSync(ws, { recursive: true });
 		mkdirSync(join(data, "pi-sessions"), { recursive: true });
 		writeFileSync(join(data, "token"), "t".repeat(20));
 		const config = parseConfig({ workspaceRoot: ws, dataDir: data, tokenFile: join(data, "token") });
@@ -50,9 +54,9 @@ describe("sandboxArgs", () => {
 		expect(mounts(args)).toEqual([
 			["--ro-bind", "/"],
 			["--tmpfs", "/tmp"],
-			["--bind", ws],
-			["--bind", join(root, "agent")],
 			["--tmpfs", data],
+			["--bind-fd 3", ws],
+			["--bind", join(root, "agent")],
 			["--bind", join(data, "pi-sessions")],
 			["null", join(data, "token")],
 		]);
@@ -75,7 +79,7 @@ describe("sandboxArgs", () => {
 			["--tmpfs", "/tmp"],
 			["--tmpfs", ws],
 			["--bind", join(root, "agent")],
-			["--bind", join(ws, "a")],
+			["--bind-fd 3", join(ws, "a")],
 			["--ro-bind", join(ws, "ext", "gate.ts")],
 		]);
 	});
