@@ -7,11 +7,14 @@ import { collect } from "../helpers/sse.ts";
 // The permission gate shipped in extensions/, on real pi with the demo model, over real HTTP/SSE.
 let gw: TestGateway;
 let id: string;
+/** The session's own folder, where its bash runs. */
+let folder: string;
 const gate = resolve(import.meta.dirname, "../../extensions/permission-gate.ts");
 
 beforeAll(async () => {
 	gw = await startTestGateway({ extensions: { gate, dialogs: join(fixtures, "extensions/dialogs.ts") } });
 	id = await gw.session({ extensions: ["gate", "dialogs"] });
+	folder = await gw.folder(id);
 });
 afterAll(() => gw?.stop());
 
@@ -25,8 +28,8 @@ const nextPending = (sessionId = id) =>
 		return body.approvals.find((a: { sessionId: string }) => a.sessionId === sessionId);
 	});
 const scratch = () => {
-	mkdirSync(join(gw.workspace, "scratch"), { recursive: true });
-	writeFileSync(join(gw.workspace, "scratch", "file.txt"), "x");
+	mkdirSync(join(folder, "scratch"), { recursive: true });
+	writeFileSync(join(folder, "scratch", "file.txt"), "x");
 };
 
 describe("the permission gate", () => {
@@ -61,7 +64,7 @@ describe("the permission gate", () => {
 		});
 		expect((await gw.api(`${base()}/approvals/${pending.id}`)).body).toEqual(pending);
 		expect((await gw.api(base())).body).toMatchObject({ status: "waiting", pendingApprovals: 1 });
-		expect(existsSync(join(gw.workspace, "scratch"))).toBe(true);
+		expect(existsSync(join(folder, "scratch"))).toBe(true);
 
 		const answered = await answer(id, pending.id, { value: "Allow", by: "alice" });
 		expect(answered.status).toBe(200);
@@ -83,7 +86,7 @@ describe("the permission gate", () => {
 		]);
 		expect(result.body.messages[2].isError).toBe(false);
 		expect(result.body.text).toBe("The command finished. Output:\n(no output)");
-		expect(existsSync(join(gw.workspace, "scratch"))).toBe(false);
+		expect(existsSync(join(folder, "scratch"))).toBe(false);
 		expect((await gw.api(base())).body).toMatchObject({ status: "idle", pendingApprovals: 0 });
 		expect((await gw.api(`${base()}/ui`)).body.notifications.at(-1)).toMatchObject({
 			message: "Allowed: rm -rf ./scratch",
@@ -121,7 +124,7 @@ describe("the permission gate", () => {
 		expect(toolResult).toMatchObject({ role: "toolResult", isError: true });
 		expect(toolResult.content).toEqual([{ type: "text", text: "Blocked by the permission gate (Block)" }]);
 		expect(result.body.text).toBe("The command finished. Output:\nBlocked by the permission gate (Block)");
-		expect(existsSync(join(gw.workspace, "scratch", "file.txt"))).toBe(true);
+		expect(existsSync(join(folder, "scratch", "file.txt"))).toBe(true);
 		expect((await gw.api(`${base()}/ui`)).body.notifications.at(-1)).toMatchObject({
 			message: "Blocked: rm -rf ./scratch",
 			level: "warning",

@@ -1,9 +1,9 @@
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { plantInNewSessionFolders, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { hasCommand } from "../helpers/host.ts";
 
 // The examples in examples/ run as their users run them: as processes, against a live gateway
@@ -47,14 +47,16 @@ const clientTranscript = (id: string) =>
 
 /** Runs a client example and checks what it printed and what it did to the gateway. */
 async function runClient(command: string, args: string[]) {
-	const scratch = join(gw.workspace, "pi-gateway-scratch");
-	mkdirSync(scratch, { recursive: true });
+	// The example's session works in a folder of its own (README's layout): the scratch folder its
+	// prompt removes is made there as soon as the folder appears.
+	const plant = plantInNewSessionFolders(gw, "pi-gateway-scratch");
 	const answered = await answeredCount();
-	const { stdout, stderr } = await run(command, args, { env: env(gw), cwd: repo, timeout: 60_000 });
+	const { stdout, stderr } = await run(command, args, { env: env(gw), cwd: repo, timeout: 60_000 }).finally(plant.stop);
 	const id = /^session (ses_[\w-]+) /.exec(stdout)?.[1] ?? "";
 	expect(stdout, stderr).toBe(clientTranscript(id));
 	// The approved command really ran, the gateway counted one answer, and the session is gone.
-	expect(existsSync(scratch)).toBe(false);
+	expect(plant.planted).toEqual([join(gw.workspace, id)]);
+	expect(existsSync(join(gw.workspace, id, "pi-gateway-scratch"))).toBe(false);
 	expect(await answeredCount()).toBe(answered + 1);
 	expect(gw.registry.list().map((s) => s.id)).not.toContain(id);
 }

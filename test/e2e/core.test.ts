@@ -30,7 +30,8 @@ describe("sessions", () => {
 	it("creates a ready session with the representation from the design", async () => {
 		const { status, body } = await gw.api(`/v1/sessions/${id}`);
 		expect(status).toBe(200);
-		expect(body).toMatchObject({ id, name: "core", status: "idle", cwd: gw.workspace, persist: true });
+		// README's layout: a session without cwd works in a folder of its own, <root>/<id> for the admin.
+		expect(body).toMatchObject({ id, name: "core", status: "idle", cwd: join(gw.workspace, id), persist: true });
 		expect(body.pid).toBeGreaterThan(0);
 		expect(body.model).toEqual({ provider: "pi-gateway-demo", id: "demo" });
 		expect(body.piSessionFile).toMatch(/\.jsonl$/);
@@ -84,7 +85,7 @@ describe("a conversation", () => {
 		const res = await post("/bash", { command: "echo from-bash && pwd" });
 		expect(res.status).toBe(200);
 		expect(res.body).toMatchObject({ exitCode: 0, cancelled: false, truncated: false });
-		expect(res.body.output).toBe(`from-bash\n${gw.workspace}\n`);
+		expect(res.body.output).toBe(`from-bash\n${join(gw.workspace, id)}\n`);
 	});
 
 	it("a prompt that makes the model call the bash tool runs the tool", async () => {
@@ -141,7 +142,7 @@ describe("a conversation", () => {
 		expect(Array.isArray((await get("/slash-commands")).body.commands)).toBe(true);
 		const exported = await post("/export-html", { outputPath: "out/../session.html" });
 		expect(exported.status).toBe(200);
-		expect(exported.body.path).toBe(join(gw.workspace, "session.html"));
+		expect(exported.body.path).toBe(join(gw.workspace, id, "session.html"));
 		expect(readFileSync(exported.body.path, "utf8")).toContain("<html");
 		expect((await post("/export-html", { outputPath: "/tmp/escape.html" })).status).toBe(403);
 	});

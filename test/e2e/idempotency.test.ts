@@ -85,7 +85,7 @@ describe("Idempotency-Key", () => {
 	});
 
 	it("a key whose first request still runs is 409; once it ended the answer is replayed, and an approval answer too", async () => {
-		mkdirSync(join(gw.workspace, "scratch"), { recursive: true });
+		mkdirSync(join(await gw.folder(id), "scratch"), { recursive: true });
 		const path = `/v1/sessions/${id}/prompt?wait=true`;
 		const body = { message: "bash: rm -rf ./scratch" };
 		const first = post(gw, path, body, "wait-1");

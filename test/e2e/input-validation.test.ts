@@ -150,12 +150,14 @@ describe("item 7: export_html never writes through a symlink", () => {
 			method: "POST",
 			json: { message: "echo: something to export" },
 		});
+		// The session's own folder (README's layout: <root>/<id>), where a relative outputPath lands.
+		const folder = await gw.folder(id);
 		const target = join(outside, "stolen.html");
-		symlinkSync(target, join(gw.workspace, "dangling.html"));
+		symlinkSync(target, join(folder, "dangling.html"));
 		writeFileSync(join(outside, "existing.html"), "keep");
-		symlinkSync(join(outside, "existing.html"), join(gw.workspace, "existing.html"));
-		linkSync(join(outside, "existing.html"), join(gw.workspace, "hardlink.html"));
-		for (const outputPath of ["dangling.html", "existing.html", join(gw.workspace, "existing.html"), "hardlink.html"]) {
+		symlinkSync(join(outside, "existing.html"), join(folder, "existing.html"));
+		linkSync(join(outside, "existing.html"), join(folder, "hardlink.html"));
+		for (const outputPath of ["dangling.html", "existing.html", join(folder, "existing.html"), "hardlink.html"]) {
 			const { status, body } = await gw.api(`/v1/sessions/${id}/export-html`, {
 				method: "POST",
 				json: { outputPath },
@@ -165,17 +167,17 @@ describe("item 7: export_html never writes through a symlink", () => {
 		expect(existsSync(target)).toBe(false);
 		expect(readFileSync(join(outside, "existing.html"), "utf8")).toBe("keep");
 		// A plain new file, and a symlink that stays inside, still work.
-		symlinkSync(join(gw.workspace, "real.html"), join(gw.workspace, "inside-link.html"));
+		symlinkSync(join(folder, "real.html"), join(folder, "inside-link.html"));
 		for (const outputPath of ["plain.html", "inside-link.html"]) {
 			const { status } = await gw.api(`/v1/sessions/${id}/export-html`, { method: "POST", json: { outputPath } });
 			expect(status, outputPath).toBe(200);
 		}
-		expect(existsSync(join(gw.workspace, "real.html"))).toBe(true);
+		expect(existsSync(join(folder, "real.html"))).toBe(true);
 	});
 });
 
 describe("item 8: switch_session stays inside the roots", () => {
-	it("a session file whose header names a cwd outside the roots is 403; the view's cwd follows a good switch", async () => {
+	it("a session file whose header names a cwd outside the roots is 403; a good switch moves pi, the session keeps its folder", async () => {
 		const header = (cwd: string, sid: string) =>
 			`${JSON.stringify({ type: "session", version: 3, id: sid, timestamp: new Date().toISOString(), cwd })}\n`;
 		const s = await gw.session({ name: "switcher" });
@@ -192,21 +194,26 @@ describe("item 8: switch_session stays inside the roots", () => {
 		});
 		expect(raw.status).toBe(403);
 		const pwd = await gw.api(`/v1/sessions/${s}/bash`, { method: "POST", json: { command: "pwd" } });
-		expect(pwd.body.output.trim()).toBe(gw.workspace);
+		// README's layout: a session without cwd works in <root>/<id>.
+		const folder = join(gw.workspace, s);
+		expect(pwd.body.output.trim()).toBe(folder);
 
-		const sub = join(gw.workspace, "sub");
+		// A folder the session can reach: inside its own (the sandbox shows it nothing else).
+		const sub = join(folder, "sub");
 		mkdirSync(sub);
 		const good = join(own, "good.jsonl");
 		writeFileSync(good, header(sub, "0b9e4f5a-2222-4c3e-9a7e-000000000002"));
 		const switched = await gw.api(`/v1/sessions/${s}/switch`, { method: "POST", json: { sessionPath: good } });
-		expect(switched.status).toBe(200);
+		expect(switched.status, JSON.stringify(switched.body)).toBe(200);
 		const moved = await gw.api(`/v1/sessions/${s}/bash`, { method: "POST", json: { command: "pwd" } });
 		expect(moved.body.output.trim()).toBe(sub);
 		const view = await until(async () => {
 			const v = (await gw.api(`/v1/sessions/${s}`)).body;
 			return v.piSessionFile === good && v;
 		});
-		expect(view.cwd).toBe(moved.body.output.trim());
+		// The session's folder (the files API's, the sandbox's) is the one checked at create: a
+		// header does not move it (093c396: the agent writes its session files).
+		expect(view.cwd).toBe(folder);
 	});
 });
 

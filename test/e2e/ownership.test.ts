@@ -81,8 +81,9 @@ describe("ownership", () => {
 
 	it("an approver the session is shared with answers, but cannot prompt; resolvedBy is the principal", async () => {
 		// Before it is shared, carol's inbox is empty and the session is not there for her.
-		mkdirSync(join(gw.workspace, "scratch"), { recursive: true });
-		writeFileSync(join(gw.workspace, "scratch", "f"), "x");
+		const folder = await gw.folder(bobs);
+		mkdirSync(join(folder, "scratch"), { recursive: true });
+		writeFileSync(join(folder, "scratch", "f"), "x");
 		const run = gw.api(`/v1/sessions/${bobs}/prompt?wait=true`, {
 			method: "POST",
 			headers: as("bob"),

@@ -42,9 +42,11 @@ afterAll(async () => {
 	rmSync(policyDir, { recursive: true, force: true });
 });
 
-const dir = (name: string) => {
-	mkdirSync(join(gw.workspace, name), { recursive: true });
-	return join(gw.workspace, name);
+/** Makes the folder `name` in the session's own folder (README's layout: <root>/<id>), where its bash runs. */
+const dir = async (id: string, name: string) => {
+	const path = join(await gw.folder(id), name);
+	mkdirSync(path, { recursive: true });
+	return path;
 };
 const approvals = async (id: string, status: string) =>
 	(await gw.api(`/v1/sessions/${id}/approvals?status=${status}`)).body.approvals;
@@ -54,7 +56,7 @@ const run = (id: string, message: string, wait = true) =>
 describe("approval policies", () => {
 	it("a gateway rule answers a matching dialog with no person and leaves the others pending", async () => {
 		const id = await gw.session({ extensions: ["gate"] });
-		const build = dir("build");
+		const build = await dir(id, "build");
 		const done = await run(id, "bash: rm -rf ./build");
 		expect(done.status).toBe(200);
 		expect(existsSync(build)).toBe(false);
@@ -62,7 +64,7 @@ describe("approval policies", () => {
 			expect.objectContaining({ status: "answered", answer: { value: "Allow" }, resolvedBy: "policy:build-ok" }),
 		]);
 
-		const other = dir("other");
+		const other = await dir(id, "other");
 		expect((await run(id, "bash: rm -rf ./other", false)).status).toBe(202);
 		const pending = await until(async () => (await approvals(id, "pending"))[0]);
 		expect(pending).toMatchObject({ status: "pending", resolvedBy: null, title: expect.stringContaining("./other") });
@@ -76,7 +78,7 @@ describe("approval policies", () => {
 		expect(answered.body).toMatchObject({ status: "answered", resolvedBy: "admin", note: "alice" });
 		await until(async () => (await gw.api(`/v1/sessions/${id}`)).body.status === "idle");
 		expect(existsSync(other)).toBe(false);
-		dir("other");
+		await dir(id, "other");
 		expect((await run(id, "bash: rm -rf ./other")).status).toBe(200);
 		expect(existsSync(other)).toBe(false);
 		const resolvedBy = (await approvals(id, "answered")).map((a: { resolvedBy: string }) => a.resolvedBy);
@@ -88,7 +90,7 @@ describe("approval policies", () => {
 			extensions: ["gate"],
 			policies: { rules: [{ name: "yes-to-all", match: {}, action: "allow" }] },
 		});
-		const guarded = dir("guarded");
+		const guarded = await dir(id, "guarded");
 		expect((await run(id, "bash: rm -rf ./guarded", false)).status).toBe(202);
 		const pending = await until(async () => (await approvals(id, "pending"))[0]);
 		expect(pending).toMatchObject({ status: "pending", resolvedBy: null });
@@ -102,9 +104,9 @@ describe("approval policies", () => {
 			extensions: ["gate"],
 			policies: { rules: [{ name: "no-rm", match: { method: ["select"], title: "(?s).*rm .*" }, action: "deny" }] },
 		});
-		dir("kept");
+		const kept = await dir(strict, "kept");
 		expect((await run(strict, "bash: rm -rf ./kept")).status).toBe(200);
-		expect(existsSync(join(gw.workspace, "kept"))).toBe(true);
+		expect(existsSync(kept)).toBe(true);
 		expect(await approvals(strict, "answered")).toEqual([
 			expect.objectContaining({ answer: { value: "Block" }, resolvedBy: "policy:no-rm" }),
 		]);
@@ -115,9 +117,9 @@ describe("approval policies", () => {
 			extensions: ["gate"],
 			policies: { unanswered: { afterMs: 200, action: "deny" } },
 		});
-		dir("kept");
+		const kept = await dir(patient, "kept");
 		expect((await run(patient, "bash: rm -rf ./kept")).status).toBe(200);
-		expect(existsSync(join(gw.workspace, "kept"))).toBe(true);
+		expect(existsSync(kept)).toBe(true);
 		expect(await approvals(patient, "answered")).toEqual([
 			expect.objectContaining({ answer: { value: "Block" }, resolvedBy: "policy:unanswered" }),
 		]);
@@ -127,8 +129,8 @@ describe("approval policies", () => {
 		const body = /--json '(\{[^']*"policies"[^']*\})'/.exec(policiesDoc)?.[1];
 		const { policies } = JSON.parse(body as string);
 		const id = await gw.session({ extensions: ["gate"], policies });
-		const victim = dir("victim2");
-		dir("scratch");
+		const victim = await dir(id, "victim2");
+		await dir(id, "scratch");
 		expect((await run(id, "bash: rm -rf ./victim2; rm -rf ./scratch", false)).status).toBe(202);
 		const pending = await until(async () => (await approvals(id, "pending"))[0]);
 		expect(pending).toMatchObject({ status: "pending", resolvedBy: null });
@@ -137,7 +139,7 @@ describe("approval policies", () => {
 		await until(async () => (await gw.api(`/v1/sessions/${id}`)).body.status === "idle");
 		expect(existsSync(victim)).toBe(true);
 		// The command it names is still allowed, by the docs' rule.
-		const scratch = dir("scratch");
+		const scratch = await dir(id, "scratch");
 		expect((await run(id, "bash: rm -rf ./scratch")).status).toBe(200);
 		expect(existsSync(scratch)).toBe(false);
 		expect((await approvals(id, "answered")).map((a: { resolvedBy: string }) => a.resolvedBy)).toEqual([
@@ -212,7 +214,6 @@ describe("approval policies", () => {
 		const start = startGateway({
 			host: "127.0.0.1",
 			port: 0,
-			workspaceRoot: gw.workspace,
 			dataDir: join(policyDir, "data"),
 			logLevel: "silent",
 			approvalPoliciesFile: bad,

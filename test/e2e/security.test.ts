@@ -20,6 +20,8 @@ let gw: TestGateway;
 let id: string;
 const record = stdinRecord("security");
 let outside: string;
+/** The session's own folder. */
+let folder: string;
 const sent = record.text;
 const as = (auth: string | undefined): Record<string, string> => (auth ? { authorization: auth } : {});
 
@@ -34,9 +36,14 @@ beforeAll(async () => {
 	outside = join(gw.root, "outside");
 	mkdirSync(outside);
 	writeFileSync(join(outside, "secret.jsonl"), "{}\n");
-	symlinkSync(outside, join(gw.workspace, "escape"));
-	symlinkSync(join(outside, "secret.jsonl"), join(gw.workspace, "secret.jsonl"));
 	id = await gw.session({ name: "sec" });
+	// In the session's own folder (README's layout: <root>/<id>), where its relative paths start;
+	// and in the root, where a create's `cwd` starts for the admin.
+	folder = await gw.folder(id);
+	for (const at of [folder, gw.workspace]) {
+		symlinkSync(outside, join(at, "escape"));
+		symlinkSync(join(outside, "secret.jsonl"), join(at, "secret.jsonl"));
+	}
 });
 afterAll(() => gw?.stop());
 
@@ -221,13 +228,13 @@ describe("confinement: paths resolve (symlinks followed) inside the roots, else 
 			["/export-html", { outputPath: "../out.html" }, 403],
 			["/export-html", { outputPath: "missing/out.html" }, 400],
 			// Session files: the session's own folder only (a symlink in the workspace to outside, here).
-			["/switch", { sessionPath: join(gw.workspace, "secret.jsonl") }, 403],
+			["/switch", { sessionPath: join(folder, "secret.jsonl") }, 403],
 			["/switch", { sessionPath: join(outside, "secret.jsonl") }, 403],
 			["/switch", { sessionPath: join(gw.config.dataDir, "gateway.db") }, 403],
-			["/new", { parentSession: join(gw.workspace, "escape/secret.jsonl") }, 403],
+			["/new", { parentSession: join(folder, "escape/secret.jsonl") }, 403],
 			["/new", { parentSession: "missing.jsonl" }, 400],
 			["/rpc", { type: "export_html", outputPath: "/tmp/out.html" }, 403],
-			["/rpc", { type: "switch_session", sessionPath: join(gw.workspace, "escape/secret.jsonl") }, 403],
+			["/rpc", { type: "switch_session", sessionPath: join(folder, "escape/secret.jsonl") }, 403],
 			["/rpc", { type: "new_session", parentSession: "/etc/passwd" }, 403],
 		];
 		for (const [path, json, status] of cases) {

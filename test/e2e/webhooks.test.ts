@@ -44,8 +44,9 @@ describe("webhooks", () => {
 		expect(JSON.stringify(listed.body)).not.toContain(hook.secret);
 
 		const id = await gw.session({ extensions: ["gate"] });
-		mkdirSync(join(gw.workspace, "scratch"));
-		writeFileSync(join(gw.workspace, "scratch", "note.txt"), "gone after the run\n");
+		const folder = await gw.folder(id);
+		mkdirSync(join(folder, "scratch"));
+		writeFileSync(join(folder, "scratch", "note.txt"), "gone after the run\n");
 		const run = await gw.api(`/v1/sessions/${id}/prompt`, {
 			method: "POST",
 			json: { message: "bash: rm -rf ./scratch" },

@@ -9,6 +9,8 @@ import { collect } from "../helpers/sse.ts";
 // Real pi with the demo model: `bash: CMD` makes the changes a run is asked about.
 let gw: TestGateway;
 let id: string;
+/** The session's folder. */
+let folder: string;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 const files = (rest = "") => `/v1/sessions/${id}/files${rest}`;
 const content = (path: string) => files(`/content?path=${encodeURIComponent(path)}`);
@@ -25,9 +27,14 @@ beforeAll(async () => {
 	});
 	const hook = await gw.api("/v1/webhooks", { method: "POST", json: { url: receiver.url, events: ["run.settled"] } });
 	expect(hook.status).toBe(201);
-	writeFileSync(join(gw.workspace, "kept.txt"), "one\n");
-	writeFileSync(join(gw.workspace, "gone.txt"), "bye\n");
-	id = await gw.session();
+	// A folder the admin prepares in its area (README's layout: the whole root) before the session
+	// starts in it: what changed "since the session started" is measured against these files.
+	folder = join(gw.workspace, "project");
+	mkdirSync(folder);
+	writeFileSync(join(folder, "kept.txt"), "one\n");
+	writeFileSync(join(folder, "gone.txt"), "bye\n");
+	id = await gw.session({ cwd: "project" });
+	expect(await gw.folder(id)).toBe(folder);
 });
 afterAll(async () => {
 	await gw?.stop();
@@ -41,7 +48,7 @@ describe("workspace files", () => {
 		expect(created.headers.get("location")).toBe(content("notes/todo.txt"));
 		const etag = created.headers.get("etag") as string;
 		expect(etag).toMatch(/^".+"$/);
-		expect(readFileSync(join(gw.workspace, "notes", "todo.txt"), "utf8")).toBe("first\n");
+		expect(readFileSync(join(folder, "notes", "todo.txt"), "utf8")).toBe("first\n");
 		const stale = await put("notes/todo.txt", "lost\n", { "if-match": '"nope"' });
 		expect(stale.status).toBe(412);
 		expect(stale.headers.get("content-type")).toContain("application/problem+json");
@@ -50,7 +57,7 @@ describe("workspace files", () => {
 		const replaced = await put("notes/todo.txt", "second\n", { "if-match": etag });
 		expect(replaced.status).toBe(204);
 		expect(replaced.headers.get("etag")).not.toBe(etag);
-		expect(readFileSync(join(gw.workspace, "notes", "todo.txt"), "utf8")).toBe("second\n");
+		expect(readFileSync(join(folder, "notes", "todo.txt"), "utf8")).toBe("second\n");
 	});
 
 	it("takes an upload larger than the JSON body limit, and refuses one over its own limit (413)", async () => {
@@ -114,9 +121,9 @@ describe("workspace files", () => {
 	});
 
 	it("searches names and text with ripgrep, capped, filtered by a glob", async () => {
-		mkdirSync(join(gw.workspace, "src"), { recursive: true });
-		writeFileSync(join(gw.workspace, "src", "needle.py"), "a = 1\nfind_the_needle()\n");
-		writeFileSync(join(gw.workspace, "src", "other.ts"), "// needle here too\n");
+		mkdirSync(join(folder, "src"), { recursive: true });
+		writeFileSync(join(folder, "src", "needle.py"), "a = 1\nfind_the_needle()\n");
+		writeFileSync(join(folder, "src", "other.ts"), "// needle here too\n");
 		const res = await gw.api(files("/search?q=needle"));
 		expect(res.status).toBe(200);
 		expect(res.body.engine).toBe("ripgrep");
@@ -126,7 +133,7 @@ describe("workspace files", () => {
 		const py = await gw.api(files("/search?q=needle&glob=*.py"));
 		expect(py.body.matches.every((m: { path: string }) => m.path.endsWith(".py"))).toBe(true);
 		// A query that looks like an option is text to find, never an option of rg.
-		writeFileSync(join(gw.workspace, "src", "flags.txt"), "--files\n");
+		writeFileSync(join(folder, "src", "flags.txt"), "--files\n");
 		const flag = await gw.api(files(`/search?q=${encodeURIComponent("--files")}`));
 		expect(flag.body.matches).toEqual([{ path: "src/flags.txt", line: 1, text: "--files" }]);
 	});

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { ConfigInput } from "../../src/config.ts";
@@ -9,6 +9,7 @@ export const fixtures = resolve(import.meta.dirname, "../fixtures");
 
 export interface TestGateway extends Gateway {
 	root: string;
+	/** The workspace root (<data-dir>/workspaces in the default layout, where sessions get folders of their own). */
 	workspace: string;
 	/**
 	 * fetch against the gateway with JSON in and out; the raw Response too. Every answer is
@@ -22,24 +23,53 @@ export interface TestGateway extends Gateway {
 	fetch(path: string | URL, init?: RequestInit): Promise<Response>;
 	/** Creates a session and returns its id. */
 	session(body?: Record<string, unknown>): Promise<string>;
+	/** The folder a session works in (GET /v1/sessions/{id} → cwd): where a test puts what its agent should see. */
+	folder(id: string): Promise<string>;
 	stop(): Promise<void>;
 }
 
-/** A gateway on 127.0.0.1:0 with its own workspace, data dir and pi config dir, all temporary. */
-export async function startTestGateway(overrides: Partial<ConfigInput> = {}): Promise<TestGateway> {
+/**
+ * Where the test gateway's sessions work.
+ * - `default`: the layout README gives a newcomer (`npm start`): no --workspace-root, so the root is
+ *   <data-dir>/workspaces and a session without cwd works in a folder of its own (an admin's
+ *   `<root>/<session id>`, a key's `<root>/@<principal>/<session id>`). Every test starts here
+ *   unless it is about another layout.
+ * - `shared-root`: an operator's --workspace-root (<tmp>/workspace), which implies
+ *   `--default-cwd root`: every session without cwd works in the root itself.
+ * An explicit `workspaceRoot` override is a shared root at that path.
+ */
+export type Layout = "default" | "shared-root";
+
+export type TestGatewayOptions = Partial<ConfigInput> & { layout?: Layout };
+
+/**
+ * A gateway on 127.0.0.1:0 with its own data dir and pi config dir, all temporary, in `layout`
+ * (README's by default); `workspace` is its workspace root.
+ */
+export async function startTestGateway({
+	layout = "default",
+	...overrides
+}: TestGatewayOptions = {}): Promise<TestGateway> {
 	const root = mkdtempSync(join(tmpdir(), "pi-gateway-test-"));
-	const workspace = join(root, "workspace");
-	mkdirSync(workspace);
 	mkdirSync(join(root, "agent"));
+	const shared: Partial<ConfigInput> = {};
+	if (layout === "shared-root") {
+		shared.workspaceRoot = join(root, "workspace");
+		mkdirSync(shared.workspaceRoot);
+	}
 	const gateway = await startGateway({
 		host: "127.0.0.1",
 		port: 0,
-		workspaceRoot: workspace,
+		...shared,
 		dataDir: join(root, "data"),
 		piAgentDir: join(root, "agent"),
 		logLevel: "silent",
 		...overrides,
+	}).catch((error) => {
+		rmSync(root, { recursive: true, force: true });
+		throw error;
 	});
+	const workspace = gateway.config.workspaceRoot;
 	const withAuth = (init: RequestInit["headers"]) => {
 		const headers = new Headers(init);
 		if (gateway.config.token && !headers.has("authorization"))
@@ -60,11 +90,35 @@ export async function startTestGateway(overrides: Partial<ConfigInput> = {}): Pr
 			if (status !== 201) throw new Error(`create session: ${status} ${JSON.stringify(created)}`);
 			return created.id as string;
 		},
+		async folder(id) {
+			const { status, body } = await api(`/v1/sessions/${id}`);
+			if (status !== 200) throw new Error(`get session ${id}: ${status} ${JSON.stringify(body)}`);
+			return body.cwd as string;
+		},
 		async stop() {
 			await gateway.close();
 			rmSync(root, { recursive: true, force: true });
 		},
 	};
+}
+
+/**
+ * Makes the folder `entry` in each session folder the gateway makes in its root from now on
+ * (README's layout: an admin's session without cwd gets a fresh `<root>/<session id>`), as soon as
+ * it appears: long before the session answers 201, so before any prompt. For a client that
+ * creates its own session and acts on a file in its folder (`rm -rf ./scratch`): the test then
+ * checks the effect in `planted`. stop() ends the watch.
+ */
+export function plantInNewSessionFolders(gw: Pick<TestGateway, "workspace">, entry: string) {
+	const planted: string[] = [];
+	const watcher = watch(gw.workspace, (_event, name) => {
+		if (!name?.startsWith("ses_") || planted.includes(join(gw.workspace, name))) return;
+		try {
+			mkdirSync(join(gw.workspace, name, entry));
+			planted.push(join(gw.workspace, name));
+		} catch {}
+	});
+	return { planted, stop: () => watcher.close() };
 }
 
 /**
