@@ -145,8 +145,10 @@ export function sandboxArgs(config: Config, paths: SandboxPaths): string[] {
 		if (hidden.some((h) => isInside(h, path))) mounts.push({ path, kind: "ro" });
 	}
 	// The token file is covered by an empty one wherever it lies (a writable folder above it included).
-	// The keys file too (only hashes, but who holds which scopes is not the agent's business).
-	for (const file of [config.tokenFile, config.keysFile])
+	// The keys file too (only hashes, but who holds which scopes is not the agent's business), and
+	// the files of the database URL (its password), the cluster secret and the webhooks' signing secrets.
+	const { tokenFile, keysFile, databaseUrlFile, clusterSecretFile, webhooksFile } = config;
+	for (const file of [tokenFile, keysFile, databaseUrlFile, clusterSecretFile, webhooksFile])
 		if (file && existsSync(file)) mounts.push({ path: realpathSync(file), kind: "null" });
 	const order = { hide: 0, cwd: 1, rw: 1, ro: 1, null: 2 };
 	mounts.sort((a, b) => depth(a.path) - depth(b.path) || order[a.kind] - order[b.kind]);

@@ -16,10 +16,18 @@ export interface EscapeReport {
 
 /** The gateway under attack, wherever it runs (in this process, or as another user). */
 export interface Target {
+	/** The caller whose session the agent runs in (the admin token, or a key's principal). */
 	api: TestGateway["api"];
 	url: string;
 	gatewayPid: number;
+	/** The workspace root. */
 	workspace: string;
+	/**
+	 * The session's `cwd`, a folder the test makes under the workspace root first (an admin's
+	 * `agent` in a shared root); without it the session works where the layout puts it (its own
+	 * folder, or the shared root's area).
+	 */
+	cwd?: string;
 	/** Every secret-bearing path the attacker is told about (worst case: it knows them all). */
 	paths: string[];
 	/** The node binary the agent runs the attacker with (one the gateway's user can read). */
@@ -52,20 +60,27 @@ export function startDecoy(): { child: ChildProcess; secrets: Record<string, str
  * answers it "Block" itself. Returns the report for the caller's own checks.
  */
 export async function runEscapeBattery(t: Target, decoyPid: number): Promise<EscapeReport> {
-	const cwd = join(t.workspace, "agent");
-	mkdirSync(cwd, { recursive: true });
-	if (t.owner !== undefined) chownSync(cwd, t.owner, t.owner);
+	if (t.cwd !== undefined) {
+		mkdirSync(join(t.workspace, t.cwd), { recursive: true });
+		if (t.owner !== undefined) chownSync(join(t.workspace, t.cwd), t.owner, t.owner);
+	}
+	// Another principal's work, in its area of the root: out of this session's sight in every layout.
+	const neighbour = join(t.workspace, "@neighbour", "work", "secret.txt");
+	const neighbourSecret = "neighbour-secret-3c9d51e8a7";
+	mkdirSync(join(neighbour, ".."), { recursive: true });
+	writeFileSync(neighbour, neighbourSecret);
 	const created = await t.api("/v1/sessions", {
 		method: "POST",
-		json: { cwd: "agent", extensions: ["permission-gate"] },
+		json: { ...(t.cwd === undefined ? {} : { cwd: t.cwd }), extensions: ["permission-gate"] },
 	});
 	expect(created.status).toBe(201);
+	const cwd = created.body.cwd as string;
 	const base = `/v1/sessions/${created.body.id}`;
 	mkdirSync(join(cwd, "victim"), { recursive: true });
 	copyFileSync(join(fixtures, "attacker-escape.mjs"), join(cwd, "escape.mjs"));
 	writeFileSync(
 		join(cwd, "escape.json"),
-		JSON.stringify({ url: t.url, gatewayPid: t.gatewayPid, decoyPid, paths: t.paths }),
+		JSON.stringify({ url: t.url, gatewayPid: t.gatewayPid, decoyPid, paths: [...t.paths, neighbour] }),
 	);
 	if (t.owner !== undefined)
 		for (const name of ["victim", "escape.mjs", "escape.json"]) chownSync(join(cwd, name), t.owner, t.owner);
@@ -91,7 +106,11 @@ export async function runEscapeBattery(t: Target, decoyPid: number): Promise<Esc
 		});
 		const report = JSON.parse(readFileSync(reportPath, "utf8")) as EscapeReport;
 		// Per attack: its exit status (0 = the escape ran to its end) and which secrets its output held.
-		const secrets: Record<string, string> = { ...t.secrets, "gateway.db": "SQLite format 3" };
+		const secrets: Record<string, string> = {
+			...t.secrets,
+			"gateway.db": "SQLite format 3",
+			"another principal's file": neighbourSecret,
+		};
 		const outcome = report.attacks.map((a) => {
 			const leaked = Object.keys(secrets).filter((name) => a.output.includes(secrets[name] as string));
 			return `${a.name}: exit ${a.status}${leaked.length ? `, read ${leaked.join(", ")}` : ""}`;

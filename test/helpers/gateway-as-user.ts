@@ -52,36 +52,37 @@ export interface GatewayAsNobody {
 
 /**
  * `node src/main.ts` as nobody (setpriv), on 127.0.0.1:0 with the sandbox on, in a folder of
- * nobody's own: a workspace, a data dir, a token file and a keys file. Resolves once it listens.
+ * nobody's own: a data dir, a keys file, and in `layout`
+ * - `default` (README's): nothing more; the workspace root is <data-dir>/workspaces and the token
+ *   is generated in <data-dir>/token;
+ * - `shared-root`: a --workspace-root folder beside the data dir and a --token-file of its own.
+ * Resolves once it listens.
  */
-export async function startGatewayAsNobody(): Promise<GatewayAsNobody> {
+export async function startGatewayAsNobody(layout: "default" | "shared-root" = "default"): Promise<GatewayAsNobody> {
 	const root = mkdtempSync(join(tmpdir(), "pi-gateway-nobody-"));
 	chmodSync(root, 0o755);
 	const node = join(root, "node");
 	copyFileSync(process.execPath, node);
 	chmodSync(node, 0o755);
-	const [workspace, dataDir, agentDir, secrets] = ["workspace", "data", "agent", "secrets"].map((d) => join(root, d));
-	const tokenFile = join(secrets as string, "token");
-	const keysFile = join(secrets as string, "keys.json");
-	for (const dir of [workspace, dataDir, agentDir, secrets] as string[]) mkdirSync(dir);
-	const token = `tok_nobody_${"k9".repeat(16)}`;
-	writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
+	const [dataDir, agentDir, secrets] = ["data", "agent", "secrets"].map((d) => join(root, d)) as [
+		string,
+		string,
+		string,
+	];
+	const shared = layout === "shared-root";
+	const workspace = shared ? join(root, "workspace") : join(dataDir, "workspaces");
+	const tokenFile = shared ? join(secrets, "token") : join(dataDir, "token");
+	const keysFile = join(secrets, "keys.json");
+	const made = [dataDir, agentDir, secrets, ...(shared ? [workspace] : [])];
+	for (const dir of made) mkdirSync(dir);
 	createKey(keysFile, "mallory", ["sessions:read"]);
-	for (const path of [workspace, dataDir, agentDir, secrets, tokenFile, keysFile] as string[])
-		chownSync(path, nobody, nobody);
+	if (shared) writeFileSync(tokenFile, `tok_nobody_${"k9".repeat(16)}\n`, { mode: 0o600 });
+	for (const path of [...made, keysFile, ...(shared ? [tokenFile] : [])]) chownSync(path, nobody, nobody);
 	const args = [
 		...[`--reuid=${nobody}`, `--regid=${nobody}`, "--clear-groups", node, join(repo, "src/main.ts")],
-		...["--host", "127.0.0.1", "--port", "0", "--sandbox", "on", "--workspace-root", workspace as string],
-		...[
-			"--data-dir",
-			dataDir as string,
-			"--token-file",
-			tokenFile,
-			"--keys-file",
-			keysFile,
-			"--pi-agent-dir",
-			agentDir as string,
-		],
+		...["--host", "127.0.0.1", "--port", "0", "--sandbox", "on"],
+		...(shared ? ["--workspace-root", workspace, "--token-file", tokenFile] : []),
+		...["--data-dir", dataDir, "--keys-file", keysFile, "--pi-agent-dir", agentDir],
 	];
 	const child: ChildProcess = spawn("setpriv", args, {
 		cwd: root,
@@ -101,6 +102,7 @@ export async function startGatewayAsNobody(): Promise<GatewayAsNobody> {
 		});
 		child.on("exit", (code) => fail(new Error(`gateway as nobody exited ${code}: ${stderr}`)));
 	});
+	const token = readFileSync(tokenFile, "utf8").trim();
 	const withAuth = (init: RequestInit["headers"]) => {
 		const headers = new Headers(init);
 		if (!headers.has("authorization")) headers.set("authorization", `Bearer ${token}`);
@@ -112,8 +114,8 @@ export async function startGatewayAsNobody(): Promise<GatewayAsNobody> {
 		token,
 		node,
 		root,
-		workspace: workspace as string,
-		dataDir: dataDir as string,
+		workspace,
+		dataDir,
 		tokenFile,
 		keysFile,
 		api: specCheckedApi(url, withAuth),
