@@ -58,6 +58,11 @@ export const ConfigSchema = z.object({
 		.enum(["auto", "on", "off"])
 		.default("auto")
 		.describe("Run each pi in bubblewrap (auto: when bwrap works; on: refuse to start without it; off: never)"),
+	sandboxTmpBytes: int(1024 * 1024)
+		.default(256 * 1024 * 1024)
+		.describe(
+			"Size of a sandboxed pi's private /tmp (memory-backed: unbounded, one agent filled the host's RAM); the hides over the data dir and workspace root get 1 MiB",
+		),
 	sandboxWritable: z
 		.array(z.string())
 		.default([])

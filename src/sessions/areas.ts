@@ -1,5 +1,5 @@
-import { closeSync, constants, mkdirSync, openSync, readlinkSync, realpathSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { closeSync, constants, cpSync, existsSync, mkdirSync, openSync, readlinkSync, realpathSync } from "node:fs";
+import { join, relative, resolve, sep } from "node:path";
 import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import { confine, isInside } from "./spawn.ts";
@@ -94,4 +94,26 @@ export function openCheckedFolder(path: string, root: string): number {
 		);
 	}
 	return fd;
+}
+
+/**
+ * pi's agent folder (its settings, logins, and the extensions it loads at every start) for a
+ * sandboxed session working in `cwd`: one per area, `<data-dir>/agents/@<name>`, made as a copy of
+ * the operator's (`base`) the first time. pi must be able to write it, so a folder shared by every
+ * session let one tenant's agent drop an extension there that then ran in every other tenant's
+ * sessions, reading their folders. An admin's sessions keep the operator's folder.
+ */
+export function areaAgentDir(config: Config, cwd: string, base: string): string {
+	const rel = relative(realpathSync(config.workspaceRoot), cwd);
+	const first = rel.split(sep)[0] ?? "";
+	if (!first.startsWith("@") || rel.startsWith("..")) return base;
+	const dir = join(config.dataDir, "agents", first);
+	if (!existsSync(dir)) {
+		mkdirSync(join(config.dataDir, "agents"), { recursive: true, mode: 0o700 });
+		// The operator's settings and logins; never its pi session files.
+		if (existsSync(base))
+			cpSync(base, dir, { recursive: true, filter: (src) => !src.startsWith(join(base, "sessions")) });
+		mkdirSync(dir, { recursive: true });
+	}
+	return dir;
 }

@@ -113,6 +113,9 @@ export interface SandboxPaths {
 	env: Record<string, string>;
 }
 
+/** A hide over the data dir or the workspace root holds only the folders bwrap makes for what it puts back. */
+const hideBytes = 1024 * 1024;
+
 type Mount = { path: string; kind: "hide" | "rw" | "ro" | "null" | "cwd" };
 
 /**
@@ -154,7 +157,9 @@ export function sandboxArgs(config: Config, paths: SandboxPaths): string[] {
 	mounts.sort((a, b) => depth(a.path) - depth(b.path) || order[a.kind] - order[b.kind]);
 	const args = [...baseArgs];
 	for (const { path, kind } of mounts) {
-		if (kind === "hide") args.push("--tmpfs", path);
+		// Every tmpfs is memory: sized, or an agent writing into one fills the host's RAM.
+		if (kind === "hide")
+			args.push("--size", String(path === "/tmp" ? config.sandboxTmpBytes : hideBytes), "--tmpfs", path);
 		else if (kind === "cwd") args.push("--bind-fd", String(cwdFd), path);
 		else if (kind === "rw") args.push("--bind", path, path);
 		else if (kind === "ro") args.push("--ro-bind", path, path);

@@ -7,9 +7,9 @@ import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import { dialectOf, hasNameFlag, piPackageOf } from "../pi/dialect.ts";
 import { SessionName, ThinkingLevel } from "../pi/protocol.ts";
-import { type Area, areaOf, confineToArea, ensureArea } from "./areas.ts";
+import { type Area, areaAgentDir, areaOf, confineToArea, ensureArea } from "./areas.ts";
 import { PolicySet } from "./policies.ts";
-import { wrapCommand } from "./sandbox.ts";
+import { agentDir, wrapCommand } from "./sandbox.ts";
 import { folderFor, newSessionFolder } from "./session-files.ts";
 
 // pi's argument parser takes a flag's next argument whatever it looks like, so a value cannot turn
@@ -223,6 +223,7 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 	if (config.sandbox !== "on") return { command: command as string, args, env, cwd };
 	// The sandbox has a private /tmp: a TMPDIR elsewhere would be read-only or hidden.
 	env.TMPDIR = "/tmp";
+	env.PI_CODING_AGENT_DIR = areaAgentDir(config, cwd, agentDir(env));
 	// What pi runs and loads, shown read-only where a hide would take it away (a workspace root that
 	// holds the gateway's own install, say): the files named, and the node_modules pi's bundle and
 	// the extensions import from.

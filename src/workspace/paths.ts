@@ -68,7 +68,8 @@ export async function folderOf(cwd: string): Promise<string> {
 		throw new GatewayError(
 			409,
 			"folder_replaced",
-			`The session's folder ${JSON.stringify(cwd)} now leads to ${JSON.stringify(real)}: a folder on its path was replaced by a link`,
+			// Where it leads is not said: that would tell the caller where any link on the host points.
+			`The session's folder ${JSON.stringify(cwd)} leads elsewhere now: a folder on its path was replaced by a link`,
 		);
 	return real;
 }
