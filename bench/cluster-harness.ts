@@ -20,6 +20,8 @@ export const sleep = (milliseconds: number) => new Promise((r) => setTimeout(r, 
 export interface NodeSpec {
 	leaseTtlMs?: number;
 	extra?: string[];
+	/** false: the default layout (a data dir per node, no shared --workspace-root). */
+	sharedWorkspace?: boolean;
 }
 
 export class BenchCluster {
@@ -54,6 +56,7 @@ export class BenchCluster {
 			token: this.token,
 			leaseTtlMs: spec.leaseTtlMs ?? 10_000,
 			extra: spec.extra,
+			sharedWorkspace: spec.sharedWorkspace,
 		});
 		if (inherited === undefined) delete process.env.NODE_OPTIONS;
 		else process.env.NODE_OPTIONS = inherited;

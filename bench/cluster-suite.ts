@@ -5,6 +5,7 @@
  */
 
 import { commandLatency, eventLatency } from "./cluster.ts";
+import { runFolderBenchmarks } from "./cluster-folders.ts";
 import { BenchCluster } from "./cluster-harness.ts";
 import { failover, resume } from "./cluster-recovery.ts";
 import { registry } from "./cluster-registry.ts";
@@ -16,6 +17,7 @@ export const clusterBenchmarks = [
 	"cluster-resume",
 	"cluster-registry",
 	"cluster-failover",
+	"cluster-folders",
 ];
 
 export async function runClusterBenchmarks(smoke: boolean, want: (name: string) => boolean): Promise<void> {
@@ -52,6 +54,7 @@ export async function runClusterBenchmarks(smoke: boolean, want: (name: string) 
 			const rows = await failover(h, smoke ? [2000] : [10_000, 3000], smoke ? 1 : 3);
 			console.log(table("C4. Cluster: failover after SIGKILL of the owner (prompt through another node)", rows));
 		}
+		if (want("cluster-folders")) await runFolderBenchmarks(h, smoke);
 	} finally {
 		process.off("SIGINT", interrupted);
 		process.off("SIGTERM", interrupted);

@@ -19,6 +19,7 @@ import {
 	durableAnswers,
 	ticketReconnects,
 } from "./http/cluster/cluster-routing.ts";
+import { durableFolders } from "./http/cluster/durable-folders.ts";
 import { declareIdempotency, IdempotentRoutes, idempotency } from "./http/idempotency/idempotency.ts";
 import { AuditLog, audit } from "./http/observability/audit.ts";
 import { instrument } from "./http/observability/instrument.ts";
@@ -140,10 +141,7 @@ export function createApp(
 	app.use(closeAfterRefusedUpload());
 	app.use(instrument(metrics, commandSpecs));
 	app.use(headWithoutBody());
-	if (extras.cluster) {
-		const current = extras.cluster;
-		metrics.setClusterSource(() => current()?.liveNodes() ?? []);
-	}
+	if (extras.cluster) metrics.setClusterSource(extras.cluster);
 	metrics.setOwnerSource((id) => deps.access.get(id).owner);
 	if (registry.pool) {
 		const pool = registry.pool;
@@ -177,7 +175,7 @@ export function createApp(
 				(method, path) => scopedRoutes.find(method, path),
 			),
 		);
-		app.use(durableAnswers(registry));
+		app.use(durableAnswers(registry), durableFolders(extras.cluster, registry));
 	}
 	app.use(sessionOwnership(deps.access, scopedRoutes));
 	app.use(revokingStreams(deps.access, extras.keys));

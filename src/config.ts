@@ -287,6 +287,11 @@ export const ConfigSchema = z.object({
 		.describe(
 			"Bytes one session's shadow repository (its snapshots) may hold; a snapshot that would pass it is refused, and GET …/changes answers 507 snapshot_limit",
 		),
+	workspaceSyncMaxBytes: int(0)
+		.default(256 * 1024 * 1024)
+		.describe(
+			"Cluster mode: bytes of files of one session's folder kept in PostgreSQL, so that the folder follows its session to another node (stored at every settled run; an unchanged file costs nothing). Past it the rest is left out, said in a folder_sync event and counted in pi_gateway_folder_sync_over_cap_total; 0 keeps no folder (a shared --workspace-root needs none)",
+		),
 	workspaceRetentionDays: z.coerce
 		.number()
 		.min(0)

@@ -1464,7 +1464,7 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        StreamEvent: components["schemas"]["Event_response"] | components["schemas"]["Event_agent_start"] | components["schemas"]["Event_agent_end"] | components["schemas"]["Event_agent_settled"] | components["schemas"]["Event_turn_start"] | components["schemas"]["Event_turn_end"] | components["schemas"]["Event_message_start"] | components["schemas"]["Event_message_update"] | components["schemas"]["Event_message_end"] | components["schemas"]["Event_tool_execution_start"] | components["schemas"]["Event_tool_execution_update"] | components["schemas"]["Event_tool_execution_end"] | components["schemas"]["Event_queue_update"] | components["schemas"]["Event_compaction_start"] | components["schemas"]["Event_compaction_end"] | components["schemas"]["Event_auto_retry_start"] | components["schemas"]["Event_auto_retry_end"] | components["schemas"]["Event_summarization_retry_scheduled"] | components["schemas"]["Event_summarization_retry_attempt_start"] | components["schemas"]["Event_summarization_retry_finished"] | components["schemas"]["Event_bash_execution_update"] | components["schemas"]["Event_extension_ui_request"] | components["schemas"]["Event_extension_error"] | components["schemas"]["Event_session_info_changed"] | components["schemas"]["Event_thinking_level_changed"] | components["schemas"]["Event_entry_appended"] | components["schemas"]["Event_stream_open"] | components["schemas"]["Event_session_status"] | components["schemas"]["Event_session_exit"] | components["schemas"]["Event_run_lost"] | components["schemas"]["Event_approval_requested"] | components["schemas"]["Event_approval_resolved"] | components["schemas"]["Event_run_changes"] | components["schemas"]["Event_gap"] | components["schemas"]["Event_dropped"] | components["schemas"]["Event_line_dropped"] | components["schemas"]["Event_shutdown"] | components["schemas"]["Event_revoked"] | components["schemas"]["Event_error"];
+        StreamEvent: components["schemas"]["Event_response"] | components["schemas"]["Event_agent_start"] | components["schemas"]["Event_agent_end"] | components["schemas"]["Event_agent_settled"] | components["schemas"]["Event_turn_start"] | components["schemas"]["Event_turn_end"] | components["schemas"]["Event_message_start"] | components["schemas"]["Event_message_update"] | components["schemas"]["Event_message_end"] | components["schemas"]["Event_tool_execution_start"] | components["schemas"]["Event_tool_execution_update"] | components["schemas"]["Event_tool_execution_end"] | components["schemas"]["Event_queue_update"] | components["schemas"]["Event_compaction_start"] | components["schemas"]["Event_compaction_end"] | components["schemas"]["Event_auto_retry_start"] | components["schemas"]["Event_auto_retry_end"] | components["schemas"]["Event_summarization_retry_scheduled"] | components["schemas"]["Event_summarization_retry_attempt_start"] | components["schemas"]["Event_summarization_retry_finished"] | components["schemas"]["Event_bash_execution_update"] | components["schemas"]["Event_extension_ui_request"] | components["schemas"]["Event_extension_error"] | components["schemas"]["Event_session_info_changed"] | components["schemas"]["Event_thinking_level_changed"] | components["schemas"]["Event_entry_appended"] | components["schemas"]["Event_stream_open"] | components["schemas"]["Event_session_status"] | components["schemas"]["Event_session_exit"] | components["schemas"]["Event_run_lost"] | components["schemas"]["Event_approval_requested"] | components["schemas"]["Event_approval_resolved"] | components["schemas"]["Event_run_changes"] | components["schemas"]["Event_folder_sync"] | components["schemas"]["Event_folder_restore"] | components["schemas"]["Event_gap"] | components["schemas"]["Event_dropped"] | components["schemas"]["Event_line_dropped"] | components["schemas"]["Event_shutdown"] | components["schemas"]["Event_revoked"] | components["schemas"]["Event_error"];
         /** @description pi's answer to a command that changes the session (answers to reads are not logged) */
         Event_response: {
             /**
@@ -1989,6 +1989,45 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description Gateway, cluster mode: the session's folder could not be kept in PostgreSQL in full (past --workspace-sync-max-bytes, or the database failed): what is left out would be missing on a node that takes the session over */
+        Event_folder_sync: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "folder_sync";
+            sessionId: string;
+            /** @enum {string} */
+            code: "folder_too_large" | "folder_sync_failed";
+            error: string;
+            /** @description Bytes of the files kept */
+            bytes: number | null;
+            /** @description --workspace-sync-max-bytes */
+            maxBytes: number;
+            /** @description Files left out */
+            omitted: number;
+            /** @description The first 100 left out */
+            paths: string[];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description Gateway, cluster mode: this node took the session over and could not restore its folder in full; `missing` names what is not there (also the session's `folderRestore`) */
+        Event_folder_restore: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "folder_restore";
+            sessionId: string;
+            /** @enum {boolean} */
+            complete: false;
+            restored: number;
+            missing: string[];
+            missingCount: number;
+            detail: string | null;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description Gateway: the asked-for position is older than the log; the events after `after` are gone (`lost` of them, when known) and the stream goes on from `firstAvailable` (the frame's id is `firstAvailable - 1`) */
         Event_gap: {
             /**
@@ -2185,6 +2224,23 @@ export interface components {
             pendingApprovals: number;
             /** @description Sequence number of the newest event */
             lastEventId: number;
+            /** @description Cluster mode: the session's folder as the node running it found it when it took the session over from another node (restored from PostgreSQL under this node's workspace root; `complete: false` names what is missing). Null when no folder was restored here (the session started here, or its folder is on a shared --workspace-root) */
+            folderRestore: {
+                complete: boolean;
+                /** Format: date-time */
+                at: string;
+                /** @description The node whose stored copy was restored (null: none was stored) */
+                from: string | null;
+                /** @description Files, folders and links restored */
+                restored: number;
+                /** @description Paths that could not be restored (at most 100) */
+                missing: string[];
+                missingCount: number;
+                /** @description Files of a folder other sessions may share that differ from the stored copy, left as this node had them (at most 100) */
+                kept: string[];
+                /** @description Why it is not complete */
+                detail: string | null;
+            } | null;
             exit: {
                 code: number | null;
                 signal: string | null;

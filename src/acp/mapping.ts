@@ -156,6 +156,8 @@ export const ignoredEvents = new Set([
 	"auto_retry_start",
 	"auto_retry_end",
 	"run_changes",
+	"folder_sync",
+	"folder_restore",
 	"approval_requested",
 	"approval_resolved",
 	"extension_ui_request",

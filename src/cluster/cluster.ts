@@ -10,10 +10,14 @@ import type { PolicyEngine } from "../sessions/policy-engine.ts";
 import { parseStoredRecord } from "../sessions/records.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
 import { claimView } from "../store/postgres/claims.ts";
+import { FolderStore } from "../store/postgres/folder-store.ts";
 import { needDatabase } from "../store/postgres/schema.ts";
 import { type PagedRow, type RowQuery, storedRows } from "../store/postgres/session-rows.ts";
 import type { Claim, PostgresStore } from "../store/postgres/sessions.ts";
 import { Fence } from "./fence.ts";
+import { reportFolder } from "./folder-adoption.ts";
+import { rehomeSessionFile } from "./folder-home.ts";
+import { FolderSync } from "./folder-sync.ts";
 import { Membership, type NodeRow } from "./membership.ts";
 import { type ClusterNotice, Notifications } from "./notifications.ts";
 import { fanOut, waitForMove } from "./peers.ts";
@@ -48,6 +52,8 @@ export class Cluster {
 	readonly #registry: SessionRegistry;
 	readonly #access: SessionAccess;
 	readonly #policies: PolicyEngine | undefined;
+	/** Sessions' folders follow them to other nodes, through PostgreSQL (folder-sync.ts). */
+	readonly folders: FolderSync;
 	readonly #logger: Logger;
 	readonly #membership: Membership;
 	readonly #fence: Fence;
@@ -78,6 +84,7 @@ export class Cluster {
 			lost: () => this.#dropAll(),
 		});
 		this.#notices = new Notifications(config.databaseUrl as string, store.pool, this.#logger);
+		this.folders = new FolderSync(config, new FolderStore(store.pool, store.node), registry, this.#logger);
 	}
 
 	/** Joins the cluster: the node's row and lease, its fence, its notices, the registry's hooks. */
@@ -92,6 +99,9 @@ export class Cluster {
 			throw error;
 		}
 		cluster.#membership.start();
+		// A folder being stored keeps its session here; the last stores finish before the node leaves.
+		cluster.folders.start((id) => cluster.hold(id));
+		options.store.beforeClose(() => cluster.folders.close());
 		cluster.#registry.setCluster({
 			assertCanCreate: async () => {
 				const why = await cluster.check();
@@ -239,12 +249,23 @@ export class Cluster {
 		}
 		if (claim.access) this.#access.preload(record.id, claim.access.owner, claim.access.grants);
 		if (claim.rules) this.#policies?.preload(record.id, JSON.parse(claim.rules));
-		const session = this.#registry.adoptStored(record, { clean: claim.clean });
+		// Its folder under this node's root, restored from the database before pi can start (folder-sync.ts).
+		const placed = await this.folders.place(record);
+		const session = this.#registry.adoptStored(placed.record, { clean: claim.clean });
+		reportFolder(session, placed.report);
 		const file = session.piState.sessionFile;
 		// The database's copy is the conversation: a file left here by an earlier visit may be behind it.
 		// No copy: no run of it ever settled (or its node died first), so there is nothing to lose and
 		// pi starts the conversation afresh on its file rather than refusing it as missing.
 		if (file) session.piState.fileSeen = await this.#store.restoreConversation(record.id, file);
+		// pi resumes in the folder its file's header names: the one the session works in on this node.
+		if (file) await rehomeSessionFile(file, session.cwd);
+	}
+
+	/** Keeps `id` on this node (never given back) until the returned function is called: its folder is being stored. */
+	hold(id: string): () => void {
+		this.#holds.set(id, (this.#holds.get(id) ?? 0) + 1);
+		return () => this.unhold(id);
 	}
 
 	/** The request that located `id` is over (answered, forwarded or failed): one call per locate(). */

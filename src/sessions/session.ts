@@ -13,6 +13,7 @@ import { Approvals, resolvers } from "./approvals.ts";
 import { openCheckedFolder } from "./areas.ts";
 import { CommandChannel } from "./command-channel.ts";
 import { EventLog } from "./event-log.ts";
+import type { FolderRestoreReport } from "./folder-report.ts";
 import { LegacyAdapter } from "./legacy-adapter.ts";
 import { exitError, notRunningError, spawnError, startError } from "./session-errors.ts";
 import type { PiState, SessionInit, SessionStatus, SpawnCommand, StopReason, UncleanStop } from "./session-types.ts";
@@ -43,6 +44,8 @@ export class Session {
 	/** Open SSE streams on this session (the limit is the gateway's). */
 	sseSubscribers = 0;
 	exit: (ExitInfo & { at: string; stderrTail: string }) | undefined;
+	/** Cluster mode: what this node restored of the session's folder when it took the session over (src/cluster/folder-sync.ts). */
+	folderRestore: FolderRestoreReport | undefined;
 
 	readonly #init: SessionInit;
 	/** The current pi child; undefined while stopped. A resume puts a new one here. */

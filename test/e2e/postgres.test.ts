@@ -82,6 +82,7 @@ describe("a gateway on PostgreSQL (--database-url)", () => {
 			{ version: 8 },
 			{ version: 9 },
 			{ version: 10 },
+			{ version: 11 },
 		]);
 		// The node gave its sessions up and left the cluster as it stopped.
 		expect(await rows(databaseUrl, "SELECT owner FROM sessions")).toEqual([{ owner: null }]);

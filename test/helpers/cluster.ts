@@ -36,6 +36,11 @@ export interface NodeOptions {
 	databaseUrl: string;
 	/** Each node gets <root>/<name>/{data,agent}; the workspace is <root>/workspace (the same code, as on any node). */
 	root: string;
+	/**
+	 * false: the default layout of docs/cluster.md, nothing but a data dir per node (each node's
+	 * folders under its own `<data-dir>/workspaces`). Default true: one `--workspace-root` shared by every node.
+	 */
+	sharedWorkspace?: boolean;
 	token: string;
 	leaseTtlMs: number;
 	extra?: string[];
@@ -78,7 +83,7 @@ export async function startNode(options: NodeOptions): Promise<ClusterNode> {
 			"--port=0",
 			...database,
 			`--data-dir=${dataDir}`,
-			`--workspace-root=${join(options.root, "workspace")}`,
+			...(options.sharedWorkspace === false ? [] : [`--workspace-root=${join(options.root, "workspace")}`]),
 			`--pi-agent-dir=${join(home, "agent")}`,
 			`--node-name=${options.name}`,
 			`--lease-ttl-ms=${options.leaseTtlMs}`,

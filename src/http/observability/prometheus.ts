@@ -1,7 +1,9 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { Cluster } from "../../cluster/cluster.ts";
 import { eventJson, type LoggedEvent } from "../../sessions/event-log.ts";
 import type { SessionRegistry } from "../../sessions/registry.ts";
 import { SessionStatus } from "../../sessions/session.ts";
+import { folderCounters } from "./folder-metrics.ts";
 import { usageCounters } from "./usage-metrics.ts";
 
 const statuses = SessionStatus.options;
@@ -21,7 +23,7 @@ export class Metrics {
 	readonly httpRequests: Counter<"method" | "route" | "status">;
 	readonly httpSeconds: Histogram<"method" | "route">;
 	#warmPool: () => number = () => 0;
-	#nodes: () => Promise<readonly NodeCount[]> | readonly NodeCount[] = () => [];
+	#cluster: () => Cluster | undefined = () => undefined;
 	#ownerOf: (sessionId: string) => string = () => "admin";
 
 	constructor(sessions: SessionRegistry) {
@@ -56,7 +58,7 @@ export class Metrics {
 				this.inc(sessions.storeHealth().writeErrors);
 			},
 		});
-		const nodes = () => this.#nodes();
+		const nodes = (): Promise<readonly NodeCount[]> | readonly NodeCount[] => this.#cluster()?.liveNodes() ?? [];
 		new Gauge({
 			name: "pi_gateway_cluster_nodes",
 			help: "Cluster mode: nodes whose lease holds (as of this node's last renewal)",
@@ -149,6 +151,7 @@ export class Metrics {
 		for (const status of ["answered", "cancelled", "expired"]) resolved.inc({ status }, 0);
 		for (const reason of ["stopped", "exited", "crashed"]) exits.inc({ reason }, 0);
 		const usage = usageCounters(registers, (sessionId) => this.#ownerOf(sessionId));
+		folderCounters(registers, () => this.#cluster()?.folders.counts);
 		sessions.subscribeAll((sessionId, event) => {
 			eventCounts.set(event.type, (eventCounts.get(event.type) ?? 0) + 1);
 			if (event.type === "message_end") usage(sessionId, event);
@@ -190,9 +193,12 @@ export class Metrics {
 		});
 	}
 
-	/** Cluster mode: the nodes and the sessions each owns, asked at scrape time, for the cluster gauges. */
-	setClusterSource(nodes: () => Promise<readonly NodeCount[]> | readonly NodeCount[]): void {
-		this.#nodes = nodes;
+	/**
+	 * Cluster mode: the node's cluster, once it joined: the nodes and the sessions each owns, asked at
+	 * scrape time, for the cluster gauges, and the counts of its folder sync.
+	 */
+	setClusterSource(cluster: () => Cluster | undefined): void {
+		this.#cluster = cluster;
 	}
 
 	/** Whose a session is (its owner principal), for the usage counters' `principal` label. */

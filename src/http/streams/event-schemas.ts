@@ -226,6 +226,31 @@ const gatewayEvents = [
 		"Gateway: a run settled and its folder was snapshotted (after its agent_settled); the diffs are at GET …/changes?runId=",
 	),
 	ev(
+		"folder_sync",
+		{
+			sessionId: z.string(),
+			code: z.enum(["folder_too_large", "folder_sync_failed"]),
+			error: z.string(),
+			bytes: z.number().nullable().openapi({ description: "Bytes of the files kept" }),
+			maxBytes: z.number().openapi({ description: "--workspace-sync-max-bytes" }),
+			omitted: z.number().openapi({ description: "Files left out" }),
+			paths: z.array(z.string()).openapi({ description: "The first 100 left out" }),
+		},
+		"Gateway, cluster mode: the session's folder could not be kept in PostgreSQL in full (past --workspace-sync-max-bytes, or the database failed): what is left out would be missing on a node that takes the session over",
+	),
+	ev(
+		"folder_restore",
+		{
+			sessionId: z.string(),
+			complete: z.literal(false),
+			restored: z.number(),
+			missing: z.array(z.string()),
+			missingCount: z.number(),
+			detail: z.string().nullable(),
+		},
+		"Gateway, cluster mode: this node took the session over and could not restore its folder in full; `missing` names what is not there (also the session's `folderRestore`)",
+	),
+	ev(
 		"gap",
 		{
 			sessionId: z.string(),

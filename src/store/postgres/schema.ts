@@ -18,9 +18,18 @@ export async function needDatabase<T>(what: string, query: () => Promise<T>): Pr
 	}
 }
 
-/** Runs `work` in one transaction on one connection: committed when it returns, rolled back when it throws. */
+/**
+ * Runs `work` in one transaction on one connection: committed when it returns, rolled back when it
+ * throws. A connection lost meanwhile fails the work (its query rejects); the client's own 'error'
+ * event, which the pool listens to only while a client is idle, must not crash the process.
+ */
 export async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
 	const client = await pool.connect();
+	let lost: Error | undefined;
+	const onError = (error: Error) => {
+		lost = error;
+	};
+	client.on("error", onError);
 	try {
 		await client.query("BEGIN");
 		const result = await work(client);
@@ -30,7 +39,9 @@ export async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient
 		await client.query("ROLLBACK").catch(() => {});
 		throw error;
 	} finally {
-		client.release();
+		client.off("error", onError);
+		// A broken connection is not handed to the next caller.
+		client.release(lost);
 	}
 }
 
@@ -113,6 +124,19 @@ ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_pkey, ADD PRIMARY 
 		// The expression src/store/postgres/session-rows.ts orders by, so a page is an index range, not a sort of every record.
 		name: "GET /v1/sessions pages the stored sessions in their list order (createdAt, id)",
 		sql: `CREATE INDEX sessions_list_order ON sessions (((record::json->>'createdAt') COLLATE "C"), (id COLLATE "C"));`,
+	},
+	{
+		version: 11,
+		// src/store/postgres/folder-store.ts: chunks by sha256 (shared by every session), each session's
+		// manifest (path → kind, mode, size, hash, chunks, link target) and the chunks it holds (refs keep
+		// a chunk from the collector). All of a session's rows go with its session row.
+		name: "a session's folder follows it to another node",
+		sql: `
+CREATE TABLE folder_blobs (hash bytea PRIMARY KEY, content bytea NOT NULL);
+CREATE TABLE folder_state (session_id text PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE, node text NOT NULL, root text NOT NULL, rel text NOT NULL, generation bigint NOT NULL, files integer NOT NULL, bytes bigint NOT NULL, omitted text NOT NULL, synced_at timestamptz NOT NULL DEFAULT now());
+CREATE TABLE folder_entries (session_id text NOT NULL REFERENCES folder_state (session_id) ON DELETE CASCADE, path bytea NOT NULL, kind text NOT NULL, mode integer NOT NULL, size bigint NOT NULL, hash bytea, chunks bytea, target bytea, PRIMARY KEY (session_id, path));
+CREATE TABLE folder_refs (session_id text NOT NULL REFERENCES folder_state (session_id) ON DELETE CASCADE, hash bytea NOT NULL REFERENCES folder_blobs (hash), PRIMARY KEY (session_id, hash));
+CREATE INDEX folder_refs_hash ON folder_refs (hash);`,
 	},
 ];
 

@@ -44,6 +44,8 @@ __all__ = [
     "ApprovalStatus",
     "Event_approval_resolved",
     "Event_run_changes",
+    "Event_folder_sync",
+    "Event_folder_restore",
     "Event_gap",
     "Event_dropped",
     "Event_line_dropped",
@@ -513,6 +515,33 @@ class Event_run_changes(_Event_run_changesRequired, total=False):
     error: str
 
 
+class Event_folder_sync(TypedDict):
+    """Gateway, cluster mode: the session's folder could not be kept in PostgreSQL in full (past --workspace-sync-max-bytes, or the database failed): what is left out would be missing on a node that takes the session over"""
+    type: Literal["folder_sync"]
+    sessionId: str
+    code: Literal["folder_too_large", "folder_sync_failed"]
+    error: str
+    # Bytes of the files kept
+    bytes: Union[float, None]
+    # --workspace-sync-max-bytes
+    maxBytes: float
+    # Files left out
+    omitted: float
+    # The first 100 left out
+    paths: List[str]
+
+
+class Event_folder_restore(TypedDict):
+    """Gateway, cluster mode: this node took the session over and could not restore its folder in full; `missing` names what is not there (also the session's `folderRestore`)"""
+    type: Literal["folder_restore"]
+    sessionId: str
+    complete: Literal[False]
+    restored: float
+    missing: List[str]
+    missingCount: float
+    detail: Union[str, None]
+
+
 class _Event_gapRequired(TypedDict):
     type: Literal["gap"]
     sessionId: str
@@ -645,6 +674,8 @@ class Session(TypedDict):
     pendingApprovals: int
     # Sequence number of the newest event
     lastEventId: int
+    # Cluster mode: the session's folder as the node running it found it when it took the session over from another node (restored from PostgreSQL under ...
+    folderRestore: Union[Dict[str, Any], None]
     exit: Union[Dict[str, Any], None]
 
 
@@ -1144,7 +1175,7 @@ class SetNameBody(TypedDict):
     name: str
 
 
-StreamEvent = Union["Event_response", "Event_agent_start", "Event_agent_end", "Event_agent_settled", "Event_turn_start", "Event_turn_end", "Event_message_start", "Event_message_update", "Event_message_end", "Event_tool_execution_start", "Event_tool_execution_update", "Event_tool_execution_end", "Event_queue_update", "Event_compaction_start", "Event_compaction_end", "Event_auto_retry_start", "Event_auto_retry_end", "Event_summarization_retry_scheduled", "Event_summarization_retry_attempt_start", "Event_summarization_retry_finished", "Event_bash_execution_update", "Event_extension_ui_request", "Event_extension_error", "Event_session_info_changed", "Event_thinking_level_changed", "Event_entry_appended", "Event_stream_open", "Event_session_status", "Event_session_exit", "Event_run_lost", "Event_approval_requested", "Event_approval_resolved", "Event_run_changes", "Event_gap", "Event_dropped", "Event_line_dropped", "Event_shutdown", "Event_revoked", "Event_error"]
+StreamEvent = Union["Event_response", "Event_agent_start", "Event_agent_end", "Event_agent_settled", "Event_turn_start", "Event_turn_end", "Event_message_start", "Event_message_update", "Event_message_end", "Event_tool_execution_start", "Event_tool_execution_update", "Event_tool_execution_end", "Event_queue_update", "Event_compaction_start", "Event_compaction_end", "Event_auto_retry_start", "Event_auto_retry_end", "Event_summarization_retry_scheduled", "Event_summarization_retry_attempt_start", "Event_summarization_retry_finished", "Event_bash_execution_update", "Event_extension_ui_request", "Event_extension_error", "Event_session_info_changed", "Event_thinking_level_changed", "Event_entry_appended", "Event_stream_open", "Event_session_status", "Event_session_exit", "Event_run_lost", "Event_approval_requested", "Event_approval_resolved", "Event_run_changes", "Event_folder_sync", "Event_folder_restore", "Event_gap", "Event_dropped", "Event_line_dropped", "Event_shutdown", "Event_revoked", "Event_error"]
 
 
 SessionStatus = Literal["starting", "idle", "running", "waiting", "stopped", "exited", "crashed"]

@@ -28,6 +28,28 @@ export const SessionView = z
 		queuedCommands: z.number().int(),
 		pendingApprovals: z.number().int(),
 		lastEventId: z.number().int().openapi({ description: "Sequence number of the newest event" }),
+		folderRestore: z
+			.object({
+				complete: z.boolean(),
+				at: z.string().openapi({ format: "date-time" }),
+				from: z
+					.string()
+					.nullable()
+					.openapi({ description: "The node whose stored copy was restored (null: none was stored)" }),
+				restored: z.number().int().openapi({ description: "Files, folders and links restored" }),
+				missing: z.array(z.string()).openapi({ description: "Paths that could not be restored (at most 100)" }),
+				missingCount: z.number().int(),
+				kept: z.array(z.string()).openapi({
+					description:
+						"Files of a folder other sessions may share that differ from the stored copy, left as this node had them (at most 100)",
+				}),
+				detail: z.string().nullable().openapi({ description: "Why it is not complete" }),
+			})
+			.nullable()
+			.openapi({
+				description:
+					"Cluster mode: the session's folder as the node running it found it when it took the session over from another node (restored from PostgreSQL under this node's workspace root; `complete: false` names what is missing). Null when no folder was restored here (the session started here, or its folder is on a shared --workspace-root)",
+			}),
 		exit: z
 			.object({
 				code: z.number().int().nullable(),
@@ -62,6 +84,7 @@ export function viewOf(session: Session, node?: string): SessionView {
 		queuedCommands: session.queueDepth,
 		pendingApprovals: session.approvals.pendingCount,
 		lastEventId: session.events.lastSeq,
+		folderRestore: session.folderRestore ?? null,
 		exit: exit ? { code: exit.code, signal: exit.signal, at: exit.at, stderrTail: exit.stderrTail } : null,
 	};
 }
@@ -88,6 +111,7 @@ export function storedViewOf(record: StoredSession): SessionView {
 		queuedCommands: 0,
 		pendingApprovals: 0,
 		lastEventId: record.lastSeq,
+		folderRestore: null,
 		exit: null,
 	};
 }
