@@ -85,19 +85,30 @@ export class Snapshots {
 
 	async #snapshotNow(): Promise<string> {
 		await this.#init();
+		try {
+			return await this.#attempt();
+		} catch (error) {
+			// A git met its deadline (a FIFO it waits on, say): once more, with FIFOs looked for first.
+			if (this.#scanFifos || !String((error as Error).message).includes("took longer than")) throw error;
+			this.#scanFifos = true;
+			return await this.#attempt();
+		}
+	}
+
+	async #attempt(): Promise<string> {
 		// A git killed at its deadline leaves its lock; nothing else uses this index (jobs are serial).
 		await rm(`${this.#dir}/git/index.lock`, { force: true });
-		// After a git met its deadline (a FIFO git waits on, say), FIFOs git would read are covered.
+		// After a git met its deadline, FIFOs git would read are covered (fifo-scan.ts).
 		if (this.#scanFifos) this.#covered = await gitFifos(this.repo.gitDir, this.workTree, this.#timeoutMs);
 		const options = { timeoutMs: this.#timeoutMs };
-		await this.#fits().catch((error) => this.#onTimeout(error));
+		await this.#fits();
 		await writeShadowAttributes(`${this.#dir}/git`);
 		// --force: what the folder's .gitignore names is taken too (it hides nothing from "what changed").
 		if (!this.#gitlinksDropped) await this.#dropGitlinks();
 		const added = await git(this.repo, ["add", "--all", "--force", "--ignore-errors", "--", "."], options).catch(
 			(error) => {
 				// --ignore-errors exits 1 after adding what it could read (an unreadable file, say).
-				if (!String(error.message).includes("failed (1)")) this.#onTimeout(error);
+				if (!String(error.message).includes("failed (1)")) throw error;
 				return { stderr: String(error.message) };
 			},
 		);
@@ -218,12 +229,6 @@ export class Snapshots {
 		for (let at = 0; at < links.length; at += 500)
 			await git(this.repo, ["update-index", "--force-remove", "--", ...links.slice(at, at + 500)], options);
 		this.#gitlinksDropped = true;
-	}
-
-	/** Rethrows; a deadline met makes the next snapshots look for FIFOs first. */
-	#onTimeout(error: unknown): never {
-		if (String((error as Error).message).includes("took longer than")) this.#scanFifos = true;
-		throw error;
 	}
 
 	async #init(): Promise<void> {

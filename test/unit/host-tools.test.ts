@@ -140,7 +140,7 @@ describe("a repository of the agent's own inside its folder", () => {
 });
 
 describe("a FIFO where git reads its own files", () => {
-	it("holds one snapshot to its deadline at most: the next ones cover it and go through (confined)", async () => {
+	it("holds one snapshot to its deadline at most, which then goes through covering it, as do the next ones (confined)", async () => {
 		const data = join(base, "fifo-data");
 		mkdirSync(data);
 		confineToolsUnder(data, { sandbox: true, hide: [data], cover: [] });
@@ -148,11 +148,7 @@ describe("a FIFO where git reads its own files", () => {
 		mkdirSync(join(work, "sub"));
 		execFileSync("mkfifo", [join(work, ".gitattributes"), join(work, "sub", ".gitignore")]);
 		const snaps = new Snapshots(join(data, "snapshots", "s1"), work, 2000);
-		const first = await snaps.snapshot().then(
-			() => "done",
-			(error: Error) => error.message,
-		);
-		expect(first).toMatch(/took longer than 2000 ms/);
+		expect(await snaps.snapshot()).toMatch(/^[0-9a-f]{40}$/);
 		const before = await snaps.snapshot();
 		writeFileSync(join(work, "a.txt"), "two\n");
 		const after = await snaps.snapshot();
