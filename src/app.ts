@@ -178,9 +178,10 @@ export function createApp(
 		app.use(durableAnswers(registry), durableFolders(extras.cluster, registry));
 	}
 	app.use(sessionOwnership(deps.access, scopedRoutes));
+	// Every stream knows who opened it: a share taken back or a key revoked ends it at once.
 	app.use(revokingStreams(deps.access, extras.keys));
 	const perPrincipal = { live: config.maxLiveSessionsPerPrincipal, stored: config.maxSessionsPerPrincipal };
-	if (perPrincipal.live > 0 || perPrincipal.stored > 0) app.use(sessionLimits(perPrincipal, registry, deps.access));
+	app.use(sessionLimits(perPrincipal, registry, deps.access));
 	const limitBody = bodyLimit({
 		maxSize: config.maxBodyBytes,
 		onError: () => {
