@@ -47,9 +47,9 @@ function confineSessionFile(folder: string | undefined, path: string, what: stri
  * This is a check before the write, not an atomic write: an agent that can run shell commands
  * could still swap a link in between; only the sandbox takes the outside out of its reach.
  */
-function confineOutput(config: Config, path: string, hops = 0): string {
-	const target = resolve(config.workspaceRoot, path);
-	const folder = confine(config.workspaceRoot, dirname(target), "outputPath's folder");
+function confineOutput(root: string, path: string, hops = 0): string {
+	const target = resolve(root, path);
+	const folder = confine(root, dirname(target), "outputPath's folder");
 	const file = join(folder, basename(target));
 	let stat: Stats;
 	try {
@@ -57,8 +57,7 @@ function confineOutput(config: Config, path: string, hops = 0): string {
 	} catch {
 		return file; // a new file
 	}
-	const outside = () =>
-		new GatewayError(403, "path_outside_root", `outputPath must lie inside ${config.workspaceRoot}`);
+	const outside = () => new GatewayError(403, "path_outside_root", `outputPath must lie inside ${root}`);
 	let real = file;
 	if (stat.isSymbolicLink()) {
 		try {
@@ -67,9 +66,9 @@ function confineOutput(config: Config, path: string, hops = 0): string {
 		} catch {
 			// Dangling: writing creates its target, so the target is judged like any output path.
 			if (hops >= 8) throw outside();
-			return confineOutput(config, resolve(dirname(file), readlinkSync(file)), hops + 1);
+			return confineOutput(root, resolve(dirname(file), readlinkSync(file)), hops + 1);
 		}
-		if (!isInside(realpathSync(config.workspaceRoot), real)) throw outside();
+		if (!isInside(realpathSync(root), real)) throw outside();
 	}
 	if (stat.isFile() && stat.nlink > 1) {
 		throw new GatewayError(
@@ -103,17 +102,17 @@ export function sessionFileCwd(file: string): string | undefined {
  * file: that folder must lie inside the workspace root like any session cwd. A folder that no longer
  * exists is judged by its path.
  */
-function confineSessionCwd(config: Config, file: string): void {
+function confineSessionCwd(root: string, file: string): void {
 	const cwd = sessionFileCwd(file);
 	if (cwd === undefined) return;
 	try {
-		confine(config.workspaceRoot, cwd, "The session file's cwd");
+		confine(root, cwd, "The session file's cwd");
 	} catch (error) {
-		if (error instanceof GatewayError && error.status === 400 && isInside(config.workspaceRoot, resolve(cwd))) return;
+		if (error instanceof GatewayError && error.status === 400 && isInside(root, resolve(cwd))) return;
 		throw new GatewayError(
 			403,
 			"path_outside_root",
-			`The session file's cwd ${JSON.stringify(cwd)} lies outside ${config.workspaceRoot}`,
+			`The session file's cwd ${JSON.stringify(cwd)} lies outside ${root}`,
 		);
 	}
 }
@@ -123,7 +122,7 @@ function confineSessionCwd(config: Config, file: string): void {
  * same rule as switch_session.
  */
 export function guardResume(config: Config, file: string): void {
-	confineSessionCwd(config, file);
+	confineSessionCwd(config.workspaceRoot, file);
 }
 
 /**
@@ -132,7 +131,7 @@ export function guardResume(config: Config, file: string): void {
  * files inside `folder`, the session's own (undefined: it keeps none). Returns the command with
  * its paths made real; throws 400/403/413 and nothing is sent.
  */
-export function guardCommand(config: Config, command: PiCommand, folder?: string): PiCommand {
+export function guardCommand(config: Config, command: PiCommand, folder?: string, cwd?: string): PiCommand {
 	const images = command.images;
 	// Typed routes and known raw types are held to it by their schema; a type this gateway does not know here.
 	if (Array.isArray(images) && images.length > maxImagesPerCommand)
@@ -156,13 +155,16 @@ export function guardCommand(config: Config, command: PiCommand, folder?: string
 		}
 	}
 	const out = { ...command };
-	if (typeof out.outputPath === "string") out.outputPath = confineOutput(config, out.outputPath);
+	// The session's own folder: the sandbox shows pi nothing else, and a path taken against the whole
+	// root let one tenant's export overwrite another's file where pi runs unconfined.
+	const root = cwd ?? config.workspaceRoot;
+	if (typeof out.outputPath === "string") out.outputPath = confineOutput(root, out.outputPath);
 	for (const key of ["sessionPath", "parentSession"] as const) {
 		const value = out[key];
 		// Its own folder only: another session's file would be read, and written by two pi processes.
 		if (typeof value === "string") out[key] = confineSessionFile(folder, value, key);
 	}
 	if (command.type === "switch_session" && typeof out.sessionPath === "string")
-		confineSessionCwd(config, out.sessionPath);
+		confineSessionCwd(root, out.sessionPath);
 	return out;
 }

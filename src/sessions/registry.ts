@@ -395,6 +395,7 @@ export class SessionRegistry {
 					this.#config,
 					command,
 					ownFolder(this.#config, this.#sessions.get(id)?.piState.sessionFile),
+					this.#sessions.get(id)?.cwd,
 				);
 			},
 			wake: async (s) => {

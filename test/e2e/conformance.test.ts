@@ -28,6 +28,7 @@ const session = {
 	pendingApprovals: 0,
 	lastEventId: 3,
 	exit: null,
+	folderRestore: null,
 };
 const json = "application/json";
 
