@@ -3425,7 +3425,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description `true`: remove the folder the gateway made for the session now, instead of after the retention period (unless another session works in it). A `cwd` the client named is kept either way */
-                purge?: boolean;
+                purge?: "true" | "false";
             };
             header?: never;
             path: {

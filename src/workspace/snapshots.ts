@@ -3,6 +3,7 @@ import { lstat, mkdir, readFile, realpath, rename, rm, writeFile } from "node:fs
 import { join } from "node:path";
 import { gitFifos } from "./fifo-scan.ts";
 import { assertObjectId, type GitRepo, git, objectId, workOnDisk, writeShadowAttributes } from "./git.ts";
+import { dropGitlinks } from "./gitlinks.ts";
 
 /** What a session's shadow repository remembers: the tree at its start and at each run's start and end. */
 export interface Manifest {
@@ -213,21 +214,8 @@ export class Snapshots {
 		this.#dropped = false;
 	}
 
-	/**
-	 * A folder of the agent's with a `.git` of its own is added as a gitlink, and every later `git
-	 * add` runs `git status` inside it, under that repository's config: the agent's filters ran
-	 * (confined, but in the shadow git dir). Gitlinks leave the index as soon as they appear (git
-	 * says so on stderr), and once per process for an index kept from before: the nested
-	 * repository's files are not in "what changed" (docs/workspace.md).
-	 */
 	async #dropGitlinks(): Promise<void> {
-		const options = { timeoutMs: this.#timeoutMs };
-		const { out } = await git(this.repo, ["ls-files", "--stage", "-z"], options);
-		const links: string[] = [];
-		for (const entry of out.toString("utf8").split("\0"))
-			if (entry.startsWith("160000 ")) links.push(entry.slice(entry.indexOf("\t") + 1));
-		for (let at = 0; at < links.length; at += 500)
-			await git(this.repo, ["update-index", "--force-remove", "--", ...links.slice(at, at + 500)], options);
+		await dropGitlinks(this.repo, this.#timeoutMs);
 		this.#gitlinksDropped = true;
 	}
 

@@ -413,8 +413,10 @@ function quietly(command: string, args: string[], cwd: string, env: Record<strin
 }
 
 /** The agent's command that plants `mode` in its cwd (hostile-plant.sh), knowing every host path. */
+// Its text goes on stdin: the sandbox shows pi only its folder, so the fixture's own path (a clone
+// under /tmp, say) may not be there.
 const plant = (mode: string, snapshotsOf: string) =>
-	`bash ${plantScript} ${mode} ${markDir} ${dataDir} ${keysFile} ${folder.Bo} ${join(dataDir, "snapshots", snapshotsOf)}`;
+	`bash -s -- ${mode} ${markDir} ${dataDir} ${keysFile} ${folder.Bo} ${join(dataDir, "snapshots", snapshotsOf)} <<'HOSTILE_PLANT_EOF'\n${readFileSync(plantScript, "utf8")}\nHOSTILE_PLANT_EOF`;
 
 describe("a hostile agent plants everything it can in every folder it can write", () => {
 	it("(control) the payloads are live: a plain git on the host in a planted folder runs them", {

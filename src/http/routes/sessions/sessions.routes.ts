@@ -67,8 +67,10 @@ export const deleteSession = createRoute({
 		params: SessionParams,
 		query: z.object({
 			purge: z
+				// A string of two values in the spec, not a boolean: swagger-codegen's Go client types an
+				// optional boolean query parameter with optional.Bool, which its optional package lacks.
 				.custom<string>((value) => typeof value === "string" && /^(true|false)$/i.test(value), "true or false")
-				.openapi({ type: "boolean" })
+				.openapi({ type: "string", enum: ["true", "false"] })
 				.optional()
 				.openapi({
 					description:
