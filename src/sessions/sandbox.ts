@@ -38,7 +38,8 @@ const bwrap = "bwrap";
  * A seccomp filter on the mount family would be a fourth: it needs a compiled BPF program per
  * architecture, and the three above already make each of those calls fail.
  */
-const baseArgs = [
+/** No privilege to undo anything, as root too (see above); confined.ts starts its tools the same way. */
+export const holdingArgs = [
 	"--die-with-parent",
 	"--unshare-pid",
 	"--unshare-user",
@@ -46,14 +47,10 @@ const baseArgs = [
 	"--cap-drop",
 	"ALL",
 	"--new-session",
-	"--ro-bind",
-	"/",
-	"/",
-	"--dev",
-	"/dev",
-	"--proc",
-	"/proc",
 ];
+/** The system read-only, fresh /dev and /proc. */
+export const systemArgs = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
+const baseArgs = [...holdingArgs, ...systemArgs];
 
 /**
  * Inside a probe sandbox, what a tool would try first: its capabilities, then lifting the hide

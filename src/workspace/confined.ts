@@ -3,7 +3,7 @@ import { accessSync, closeSync, constants, existsSync, openSync, readlinkSync, r
 import { delimiter, join, sep } from "node:path";
 import type { Readable } from "node:stream";
 import type { Config } from "../config.ts";
-import { probeSandbox } from "../sessions/sandbox.ts";
+import { holdingArgs, probeSandbox, systemArgs } from "../sessions/sandbox.ts";
 
 /**
  * The gateway's own tools (git for changes, ripgrep for search) on the agent's bytes, inside
@@ -57,25 +57,7 @@ const folderFd = 3;
  * As sandbox.ts's baseArgs (see there why each holds as root: no capability, a user namespace of
  * its own, none nested), plus no network, no IPC and no host name of the host's: a tool needs none.
  */
-const baseArgs = [
-	"--die-with-parent",
-	"--unshare-pid",
-	"--unshare-user",
-	"--disable-userns",
-	"--cap-drop",
-	"ALL",
-	"--new-session",
-	"--unshare-net",
-	"--unshare-ipc",
-	"--unshare-uts",
-	"--ro-bind",
-	"/",
-	"/",
-	"--dev",
-	"/dev",
-	"--proc",
-	"/proc",
-];
+const baseArgs = [...holdingArgs, "--unshare-net", "--unshare-ipc", "--unshare-uts", ...systemArgs];
 
 let sandboxHolds: boolean | undefined;
 const byDataDir = new Map<string, Confinement>();
