@@ -11,6 +11,7 @@ import { fanout, idleSubscribers, latency, throughput } from "./events.ts";
 import { latencyTail } from "./latency-tail.ts";
 import { startGatewayProcess, stubPi, table } from "./lib.ts";
 import { optionSets, piMemory } from "./pi-memory.ts";
+import { promptLife, promptLifeTables } from "./prompt-life.ts";
 import { fullRun, scale, sessionStart } from "./real-pi.ts";
 import { sessionList } from "./session-list.ts";
 import { snapshotCost } from "./workspace.ts";
@@ -135,6 +136,12 @@ if (want("pi-memory")) {
 		table("9. Memory of one live pi under Node option sets (--pi-node-options; real pi, demo model)", memory),
 	);
 	console.log(table("9b. Time and CPU under those option sets, and live sessions per GiB", cost));
+}
+
+if (want("prompt-life")) {
+	// Smoke: 20 prompts (about 7 s); the figures need 200.
+	const prompts = smoke ? 20 : 200;
+	console.log(promptLifeTables(await promptLife(prompts), prompts, table));
 }
 
 if (want("workspace"))
