@@ -181,12 +181,14 @@ describe("the default layout holds against its own agent", () => {
 		expect(wrote.body.output).toBe("ok\n");
 		// Inside its sandbox the root is an empty tmpfs the agent may write: it makes the path pi checks.
 		expect((await bash("alice", id, `mkdir -p ${bob.body.cwd} && echo ok`)).body.output).toBe("ok\n");
+		// The gateway refuses a file whose header names a folder outside the session's (403); before
+		// that check, pi switched and the session's folder followed the header into bob's.
 		const switched = await gw.api(`/v1/sessions/${id}/switch`, {
 			method: "POST",
 			json: { sessionPath: forged },
 			headers: as("alice"),
 		});
-		expect(switched.status).toBe(200);
+		expect([switched.status, switched.body.code]).toEqual([403, "path_outside_root"]);
 		const view = await gw.api(`/v1/sessions/${id}`, { headers: as("alice") });
 		expect(view.body.cwd).toBe(alice.body.cwd);
 		const listed = await gw.api(`/v1/sessions/${id}/files`, { headers: as("alice") });
