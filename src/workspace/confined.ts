@@ -1,8 +1,9 @@
 import { type ChildProcessByStdio, spawn } from "node:child_process";
-import { accessSync, closeSync, constants, existsSync, openSync, readlinkSync, realpathSync } from "node:fs";
+import { accessSync, closeSync, constants, existsSync, realpathSync } from "node:fs";
 import { delimiter, join, sep } from "node:path";
 import type { Readable } from "node:stream";
 import type { Config } from "../config.ts";
+import { openCheckedFolder } from "../sessions/areas.ts";
 import { holdingArgs, probeSandbox, systemArgs } from "../sessions/sandbox.ts";
 
 /**
@@ -45,9 +46,6 @@ export interface Tool {
 	 */
 	covered?: string[];
 }
-
-/** A tool refused before it ran: its folder is not what it was said to be. */
-export class ConfinementError extends Error {}
 
 const defaultMemoryBytes = 2 * 1024 * 1024 * 1024;
 /** The folder's descriptor in the child (after stdin, stdout, stderr). */
@@ -161,18 +159,9 @@ export function spawnConfined(confinement: Confinement | undefined, tool: Tool):
 		const [command, ...args] = bounded(tool);
 		return spawn(command as string, args, { cwd: tool.folder, env: tool.env, stdio: ["ignore", "pipe", "pipe"] });
 	}
-	let fd: number;
+	// The one check pi's sandbox uses too: 409 folder_replaced when the folder is not what it was.
+	const fd = openCheckedFolder(tool.folder, tool.folder);
 	try {
-		fd = openSync(tool.folder, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-	} catch (error) {
-		throw new ConfinementError(
-			`The folder ${JSON.stringify(tool.folder)} cannot be opened (${(error as NodeJS.ErrnoException).code})`,
-		);
-	}
-	try {
-		const real = readlinkSync(`/proc/self/fd/${fd}`);
-		if (real !== tool.folder)
-			throw new ConfinementError(`The folder ${JSON.stringify(tool.folder)} leads to ${JSON.stringify(real)}`);
 		// The descriptor goes to bwrap as its fd 3; spawn has duplicated it when it returns.
 		return spawn("bwrap", confinedArgs(confinement, tool), {
 			env: tool.env,

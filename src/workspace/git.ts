@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
+import { GatewayError } from "../errors.ts";
 import { type Confinement, confinementFor, spawnConfined, type ToolProcess } from "./confined.ts";
 
 /**
@@ -152,7 +153,9 @@ export function git(
 				covered: repo.covered,
 			});
 		} catch (error) {
-			reject(new GitError(`git ${args[0]} did not start: ${(error as Error).message}`));
+			// A folder replaced by a link is the caller's 409, not git's failure.
+			if (error instanceof GatewayError) reject(error);
+			else reject(new GitError(`git ${args[0]} did not start: ${(error as Error).message}`));
 			return;
 		}
 		workOnDisk(new Promise<void>((done) => child.once("close", () => done()).once("error", () => done())));

@@ -25,6 +25,7 @@ const folder = (name: string, files: Record<string, string | Buffer>) => {
 	return dir;
 };
 const search = { maxResults: 50, timeoutMs: 10_000 };
+const limits = { maxFiles: 50, maxDiffBytes: 64 * 1024, maxTotalBytes: 1024 * 1024, timeoutMs: 20_000 };
 
 describe("search output cannot throw in the event loop", () => {
 	it.each(["auto", "off"] as const)(
@@ -64,8 +65,6 @@ describe("search output cannot throw in the event loop", () => {
 });
 
 describe("nothing in the folder steers git", () => {
-	const limits = { maxFiles: 50, maxDiffBytes: 64 * 1024, maxTotalBytes: 1024 * 1024, timeoutMs: 20_000 };
-
 	it("a .gitignore of `*` hides no new file from what changed", async () => {
 		const work = folder("ignored", { "kept.txt": "one\n" });
 		const snaps = new Snapshots(join(base, "ignored-shadow"), work, 20_000);
@@ -132,7 +131,6 @@ describe("a repository of the agent's own inside its folder", () => {
 		const third = await snaps.snapshot();
 		expect(existsSync(marker)).toBe(false);
 		// Its .gitmodules (invalid) fails nothing, and what changed beside it is there.
-		const limits = { maxFiles: 50, maxDiffBytes: 64 * 1024, maxTotalBytes: 1024 * 1024, timeoutMs: 20_000 };
 		const { files } = await changesBetween(snaps.repo, first, third, limits);
 		expect(files.map((f) => f.path)).toEqual(["top.txt"]);
 		expect(second).not.toBe(first);
@@ -152,7 +150,6 @@ describe("a FIFO where git reads its own files", () => {
 		const before = await snaps.snapshot();
 		writeFileSync(join(work, "a.txt"), "two\n");
 		const after = await snaps.snapshot();
-		const limits = { maxFiles: 50, maxDiffBytes: 64 * 1024, maxTotalBytes: 1024 * 1024, timeoutMs: 20_000 };
 		const { files } = await changesBetween(snaps.repo, before, after, limits);
 		expect(files.map((f) => f.path)).toEqual(["a.txt"]);
 	});
@@ -176,16 +173,19 @@ describe("ids read back from runs.json", () => {
 		const dataDir = join(base, "tracker-data");
 		const work = folder("tracker-work", { "a.txt": "a\n" });
 		const id = "s1";
-		const tracker = new ChangeTracker(
-			{
-				dataDir,
-				enabled: true,
-				snapshotTimeoutMs: 20_000,
-				limits: { maxFiles: 5, maxDiffBytes: 1024, maxTotalBytes: 4096 },
-			},
-			(sid) => (sid === id ? { cwd: work, emit: () => {} } : undefined),
-			pino({ level: "silent" }),
-		);
+		// A second tracker on the same data dir reads runs.json as a restarted gateway would.
+		const trackerOn = () =>
+			new ChangeTracker(
+				{
+					dataDir,
+					enabled: true,
+					snapshotTimeoutMs: 20_000,
+					limits: { maxFiles: 5, maxDiffBytes: 1024, maxTotalBytes: 4096 },
+				},
+				(sid) => (sid === id ? { cwd: work, emit: () => {} } : undefined),
+				pino({ level: "silent" }),
+			);
+		const tracker = trackerOn();
 		await tracker.ensureBase(id);
 		const written = join(base, "forged-output");
 		const dir = join(dataDir, "snapshots", id);
@@ -203,17 +203,7 @@ describe("ids read back from runs.json", () => {
 				],
 			}),
 		);
-		// A fresh tracker reads the file as a restarted gateway would.
-		const fresh = new ChangeTracker(
-			{
-				dataDir,
-				enabled: true,
-				snapshotTimeoutMs: 20_000,
-				limits: { maxFiles: 5, maxDiffBytes: 1024, maxTotalBytes: 4096 },
-			},
-			(sid) => (sid === id ? { cwd: work, emit: () => {} } : undefined),
-			pino({ level: "silent" }),
-		);
+		const fresh = trackerOn();
 		for (const runId of ["forged", "upper", "number", "unknown", "--output=x", ""]) {
 			const error = await fresh.changes(id, runId).catch((caught: unknown) => caught);
 			expect(error, runId).toBeInstanceOf(GatewayError);
