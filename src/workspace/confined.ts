@@ -58,8 +58,6 @@ const folderFd = 3;
 const baseArgs = [...holdingArgs, "--unshare-net", "--unshare-ipc", "--unshare-uts", ...systemArgs];
 
 let sandboxHolds: boolean | undefined;
-const byDataDir = new Map<string, Confinement>();
-
 /**
  * The confinement a gateway's config asks for. `--sandbox on`/`off` as the server resolved it at
  * start; `auto` (a gateway made without the server's start) probes once.
@@ -73,23 +71,6 @@ export function confinementOf(
 		hide: ["/tmp", config.workspaceRoot, config.dataDir],
 		cover: [config.tokenFile, config.keysFile].filter((f): f is string => typeof f === "string"),
 	};
-}
-
-/**
- * The shadow repositories under `dataDir` are worked on confined this way (git.ts looks their
- * git dir up here: the tracker makes them, and this keeps its options as they are).
- */
-export function confineToolsUnder(dataDir: string, confinement: Confinement): void {
-	byDataDir.set(dataDir, confinement);
-}
-
-/** The confinement registered for the data dir holding `path`, the deepest one. */
-export function confinementFor(path: string): Confinement | undefined {
-	let found: { dir: string; confinement: Confinement } | undefined;
-	for (const [dir, confinement] of byDataDir)
-		if ((path === dir || path.startsWith(dir + sep)) && (!found || dir.length > found.dir.length))
-			found = { dir, confinement };
-	return found?.confinement;
 }
 
 let prlimitPath: string | null | undefined;

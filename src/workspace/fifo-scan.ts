@@ -1,4 +1,5 @@
-import { confinementFor, spawnConfined } from "./confined.ts";
+import { spawnConfined } from "./confined.ts";
+import type { GitRepo } from "./git.ts";
 
 /** FIFOs covered at most; past it the snapshot goes on without covers (and may meet its deadline). */
 const maxCovered = 1000;
@@ -10,16 +11,16 @@ const maxCovered = 1000;
  * them, confined like git; "/"-separated paths relative to the folder, for Tool.covered. Only run
  * after a snapshot met its deadline: a folder without such traps pays nothing.
  */
-export function gitFifos(gitDir: string, folder: string, timeoutMs: number): Promise<string[]> {
+export function gitFifos(repo: GitRepo, timeoutMs: number): Promise<string[]> {
 	return new Promise((resolve) => {
 		const found: string[] = [];
 		let rest = "";
 		let child: ReturnType<typeof spawnConfined>;
 		try {
-			child = spawnConfined(confinementFor(gitDir), {
+			child = spawnConfined(repo.confine, {
 				command: "find",
 				args: [".", "-name", ".git*", "-type", "p", "-print0"],
-				folder,
+				folder: repo.workTree,
 				env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C" },
 			});
 		} catch {

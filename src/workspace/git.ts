@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { GatewayError } from "../errors.ts";
-import { type Confinement, confinementFor, spawnConfined, type ToolProcess } from "./confined.ts";
+import { type Confinement, spawnConfined, type ToolProcess } from "./confined.ts";
 
 /**
  * git on a shadow repository: `--git-dir` under the gateway's data dir, `--work-tree` the
@@ -144,7 +144,7 @@ export function git(
 	return new Promise((resolve, reject) => {
 		let child: ToolProcess;
 		try {
-			child = spawnConfined(repo.confine ?? confinementFor(repo.gitDir), {
+			child = spawnConfined(repo.confine, {
 				command: "git",
 				args: [...safety, ...args],
 				folder: repo.workTree,

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { lstat, mkdir, readFile, realpath, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { Confinement } from "./confined.ts";
 import { gitFifos } from "./fifo-scan.ts";
 import { assertObjectId, type GitRepo, git, objectId, workOnDisk, writeShadowAttributes } from "./git.ts";
 import { dropGitlinks } from "./gitlinks.ts";
@@ -48,7 +49,7 @@ export class Snapshots {
 	readonly #limits: SnapshotLimits;
 	#chain: Promise<unknown> = Promise.resolve();
 	#manifest: Manifest | undefined;
-	/** Set once a git of a snapshot met its deadline: from then on FIFOs are looked for (fifo-scan.ts). */
+	/** Once a git of a snapshot met its deadline, FIFOs are looked for first and covered (fifo-scan.ts). */
 	#scanFifos = false;
 	#covered: string[] = [];
 	/** The index was checked for gitlinks since this process took the session (#dropGitlinks). */
@@ -60,8 +61,17 @@ export class Snapshots {
 	/** Trees a prune keeps though the manifest does not name them (yet): a running run's start. */
 	readonly pinned = new Set<string>();
 	workTree: string;
+	/** How its gits run (confined.ts); absent: directly. */
+	readonly #confine: Confinement | undefined;
 
-	constructor(dir: string, workTree: string, timeoutMs: number, limits: Partial<SnapshotLimits> = {}) {
+	constructor(
+		dir: string,
+		workTree: string,
+		timeoutMs: number,
+		limits: Partial<SnapshotLimits> = {},
+		confine?: Confinement,
+	) {
+		this.#confine = confine;
 		this.#dir = dir;
 		this.workTree = workTree;
 		this.#timeoutMs = timeoutMs;
@@ -69,7 +79,7 @@ export class Snapshots {
 	}
 
 	get repo(): GitRepo {
-		return { gitDir: `${this.#dir}/git`, workTree: this.workTree, covered: this.#covered };
+		return { gitDir: `${this.#dir}/git`, workTree: this.workTree, covered: this.#covered, confine: this.#confine };
 	}
 
 	/** `job` after every earlier job on this session. */
@@ -100,7 +110,7 @@ export class Snapshots {
 		// A git killed at its deadline leaves its lock; nothing else uses this index (jobs are serial).
 		await rm(`${this.#dir}/git/index.lock`, { force: true });
 		// After a git met its deadline, FIFOs git would read are covered (fifo-scan.ts).
-		if (this.#scanFifos) this.#covered = await gitFifos(this.repo.gitDir, this.workTree, this.#timeoutMs);
+		if (this.#scanFifos) this.#covered = await gitFifos(this.repo, this.#timeoutMs);
 		const options = { timeoutMs: this.#timeoutMs };
 		await this.#fits();
 		await writeShadowAttributes(`${this.#dir}/git`);

@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
 import type { RunArchive } from "../store/postgres/run-archive.ts";
-import { confinementOf, confineToolsUnder } from "./confined.ts";
+import { confinementOf } from "./confined.ts";
 import { ChangeTracker } from "./tracker.ts";
 
 /**
@@ -15,8 +15,6 @@ export function startChangeTracker(
 	logger: Logger,
 	archive?: RunArchive,
 ): ChangeTracker {
-	// git on the shadow repositories under the data dir runs confined as the config says (confined.ts).
-	confineToolsUnder(config.dataDir, confinementOf(config));
 	const tracker = new ChangeTracker(
 		{
 			dataDir: config.dataDir,
@@ -29,6 +27,8 @@ export function startChangeTracker(
 				maxTotalBytes: config.workspaceMaxChangesBytes,
 			},
 			archive,
+			// git on the agent's folders runs confined as the config says (confined.ts).
+			confine: confinementOf(config),
 		},
 		(id) => {
 			if (!registry.has(id)) return undefined;

@@ -4,6 +4,7 @@ import { eventJson, type LoggedEvent } from "../sessions/event-log.ts";
 import type { RunArchive } from "../store/postgres/run-archive.ts";
 import { needDatabase } from "../store/postgres/schema.ts";
 import { type ChangeLimits, type ChangeStatus, changedPaths, changesBetween } from "./changes.ts";
+import type { Confinement } from "./confined.ts";
 import { hasGit } from "./git.ts";
 import { maxRuns, SnapshotLimitError, Snapshots } from "./snapshots.ts";
 
@@ -22,6 +23,8 @@ export interface TrackerOptions {
 	limits: Omit<ChangeLimits, "timeoutMs">;
 	/** Cluster mode: settled runs' changes kept in PostgreSQL, so they outlive a move to another node. */
 	archive?: RunArchive;
+	/** How git runs on the agent's folders (confined.ts); absent: directly. */
+	confine?: Confinement;
 }
 
 /** Paths a run's summary (the `run_changes` event, the run.settled webhook) names at most. */
@@ -85,6 +88,7 @@ export class ChangeTracker {
 				session.cwd,
 				this.#options.snapshotTimeoutMs,
 				limits,
+				this.#options.confine,
 			);
 			this.#repos.set(id, repo);
 		}

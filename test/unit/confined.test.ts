@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { probeSandbox } from "../../src/sessions/sandbox.ts";
-import { type Confinement, confineToolsUnder, spawnConfined } from "../../src/workspace/confined.ts";
+import { type Confinement, spawnConfined } from "../../src/workspace/confined.ts";
 import { git } from "../../src/workspace/git.ts";
 import { searchWorkspace } from "../../src/workspace/search.ts";
 
@@ -114,8 +114,7 @@ describe.skipIf(!holds)("a host tool in bubblewrap", () => {
 	});
 
 	it("git: the shadow repository's git runs confined (reads outside the folder fail, writes into it fail)", async () => {
-		confineToolsUnder(dataDir, confinement);
-		const repo = { gitDir: join(dataDir, "snapshots", "s1", "git"), workTree: work };
+		const repo = { gitDir: join(dataDir, "snapshots", "s1", "git"), workTree: work, confine: confinement };
 		await git(repo, ["init", "--quiet"], { timeoutMs: 10_000 });
 		// The gateway's own argument names a file of the hidden data dir: confined git cannot see it.
 		await expect(git(repo, ["hash-object", "--", join(dataDir, "token")], { timeoutMs: 10_000 })).rejects.toThrow(

@@ -6,7 +6,6 @@ import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GatewayError } from "../../src/errors.ts";
 import { changedPaths, changesBetween } from "../../src/workspace/changes.ts";
-import { confineToolsUnder } from "../../src/workspace/confined.ts";
 import { searchWorkspace } from "../../src/workspace/search.ts";
 import { Snapshots } from "../../src/workspace/snapshots.ts";
 import { ChangeTracker } from "../../src/workspace/tracker.ts";
@@ -141,11 +140,11 @@ describe("a FIFO where git reads its own files", () => {
 	it("holds one snapshot to its deadline at most, which then goes through covering it, as do the next ones (confined)", async () => {
 		const data = join(base, "fifo-data");
 		mkdirSync(data);
-		confineToolsUnder(data, { sandbox: true, hide: [data], cover: [] });
 		const work = folder("fifo", { "a.txt": "one\n" });
 		mkdirSync(join(work, "sub"));
 		execFileSync("mkfifo", [join(work, ".gitattributes"), join(work, "sub", ".gitignore")]);
-		const snaps = new Snapshots(join(data, "snapshots", "s1"), work, 2000);
+		const confine = { sandbox: true, hide: [data], cover: [] };
+		const snaps = new Snapshots(join(data, "snapshots", "s1"), work, 2000, {}, confine);
 		expect(await snaps.snapshot()).toMatch(/^[0-9a-f]{40}$/);
 		const before = await snaps.snapshot();
 		writeFileSync(join(work, "a.txt"), "two\n");
