@@ -12,27 +12,15 @@
  *                   $PI_GATEWAY_DATA_DIR/token (default ~/.pi-gateway/token)
  * PI_GATEWAY_GATE   the allow-list name of the extension that asks before `rm -rf` (default permission-gate)
  */
-import { readFileSync } from "node:fs";
-import { homedir } from "node:os";
-import { join } from "node:path";
 // Outside this repository: import { … } from "pi-gateway/client";
-import { type Approval, type ApprovalAnswer, GatewayError, PiGateway } from "../../clients/typescript/index.ts";
 
-const baseUrl = process.env.PI_GATEWAY_URL ?? "http://127.0.0.1:8787";
-const tokenFile = join(process.env.PI_GATEWAY_DATA_DIR ?? join(homedir(), ".pi-gateway"), "token");
-const token = process.env.PI_GATEWAY_TOKEN ?? readTokenFile(tokenFile);
+import { type Approval, type ApprovalAnswer, GatewayError, PiGateway } from "../../clients/typescript/index.ts";
+import { baseUrl, token } from "./connection.ts";
+
 const gate = process.env.PI_GATEWAY_GATE ?? "permission-gate";
 const prompt = "bash: rm -rf ./pi-gateway-scratch && echo removed";
 
 const gw = new PiGateway({ baseUrl, token });
-
-function readTokenFile(path: string): string | undefined {
-	try {
-		return readFileSync(path, "utf8").trim();
-	} catch {
-		return undefined;
-	}
-}
 
 /** This example approves; a real client would ask a person (the approval says what and why). */
 function decide(approval: Approval): ApprovalAnswer {

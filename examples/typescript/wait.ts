@@ -5,16 +5,15 @@
  *
  *   node examples/typescript/wait.ts "echo: hello"      (Node 22.19+; run a gateway first)
  *
- * PI_GATEWAY_URL and PI_GATEWAY_TOKEN as for main.ts.
+ * PI_GATEWAY_URL and PI_GATEWAY_TOKEN (or the token file) as for every example: connection.ts.
  */
 import createClient from "openapi-fetch";
 import type { components, paths } from "../../clients/typescript/schema.ts";
+import { baseUrl, token } from "./connection.ts";
 
 type RunResult = components["schemas"]["RunResult"];
 type RunAccepted = components["schemas"]["RunAccepted"];
 
-const baseUrl = process.env.PI_GATEWAY_URL ?? "http://127.0.0.1:8787";
-const token = process.env.PI_GATEWAY_TOKEN;
 const client = createClient<paths>({ baseUrl, headers: token ? { Authorization: `Bearer ${token}` } : {} });
 
 const created = await client.POST("/v1/sessions", { body: { name: "wait-example" } });

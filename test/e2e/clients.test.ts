@@ -1,5 +1,6 @@
 import { execFile } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -88,6 +89,26 @@ describe("TypeScript SDK example (openapi-typescript + openapi-fetch)", () => {
 		});
 		expect(stdout).toMatch(/^typed \(stop; run gw_\d+\)\n$/);
 		expect(gw.registry.size).toBe(before);
+	});
+
+	it("wait.ts and workspace.ts read the gateway's token file when PI_GATEWAY_TOKEN is unset", async () => {
+		// examples/README promises every example falls back to $PI_GATEWAY_DATA_DIR/token; these two
+		// once sent no token at all and died on a 401 stack trace.
+		const dataDir = mkdtempSync(join(tmpdir(), "examples-token-"));
+		writeFileSync(join(dataDir, "token"), `${token}\n`);
+		const { PI_GATEWAY_TOKEN: _unset, ...rest } = env(gw);
+		const fileEnv = { ...rest, PI_GATEWAY_DATA_DIR: dataDir };
+		const waited = await run(process.execPath, [join(examples, "typescript/wait.ts"), "echo: from the file"], {
+			env: fileEnv,
+			timeout: 60_000,
+		});
+		expect(waited.stdout).toMatch(/^from the file \(stop; run gw_\d+\)\n$/);
+		const workspace = await run(process.execPath, [join(examples, "typescript/workspace.ts")], {
+			env: fileEnv,
+			timeout: 60_000,
+		});
+		expect(workspace.stdout).toMatch(/^modified notes\/todo\.txt\n/);
+		rmSync(dataDir, { recursive: true, force: true });
 	});
 });
 
