@@ -79,9 +79,9 @@ SH
 run <<'SH'
 curl -s -H "$AUTH" $GW/v1/sessions/$ID | jq -c '{status, pendingApprovals}'
 SH
-step "Answer it; pi gets the answer at once and the run goes on"
+step "Answer it; pi gets the answer at once and the run goes on (by is a free-text note, kept as note; resolvedBy is the key that signed in)"
 run <<'SH'
-curl -s -H "$AUTH" --json '{"value":"Allow","by":"walkthrough"}' $GW/v1/sessions/$ID/approvals/$APPROVAL | jq -c '{status, answer, resolvedBy}'
+curl -s -H "$AUTH" --json '{"value":"Allow","by":"walkthrough"}' $GW/v1/sessions/$ID/approvals/$APPROVAL | jq -c '{status, answer, note, resolvedBy}'
 SH
 run <<'SH'
 wait; grep -E '^event: (approval|tool_execution_end|agent_settled)' run.sse
