@@ -229,6 +229,10 @@ async function main(): Promise<void> {
 		}
 		process.exit(0);
 	}
+	if (process.argv[2] === "backup" || process.argv[2] === "restore") {
+		(await import("./backup.ts")).backupCli(process.argv[2], process.argv.slice(3));
+		return;
+	}
 	if (process.argv[2] === "keys") {
 		try {
 			keysCommand(process.argv.slice(3));

@@ -42,6 +42,7 @@ const topLevel: Record<string, Layer> = {
 	"main.ts": "app",
 	"token.ts": "app",
 	"startup-notices.ts": "app",
+	"backup.ts": "app",
 };
 
 /**

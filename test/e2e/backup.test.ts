@@ -1,0 +1,106 @@
+import { execFile } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+
+// An operator's backup and restore, in README's layout (the workspaces inside the data dir) and
+// with --workspace-root elsewhere: back up a stopped gateway with the CLI, wipe everything, restore,
+// start again on the restored folders: the conversation, its pi session file and its folder's
+// files are back, and the session goes on.
+const run = promisify(execFile);
+const main = resolve(import.meta.dirname, "../../src/main.ts");
+const cli = (...args: string[]) => run(process.execPath, [main, ...args], { timeout: 120_000 });
+const refused = (...args: string[]) =>
+	cli(...args).then(
+		() => ({ code: 0, stderr: "" }),
+		(e) => e,
+	);
+
+const started: TestGateway[] = [];
+afterAll(async () => {
+	for (const gw of started) await gw.stop().catch(() => {});
+});
+
+async function conversation(gw: TestGateway, id: string) {
+	const { body } = await gw.api(`/v1/sessions/${id}/messages`);
+	return body.messages.map((m: { role: string; content: unknown }) => ({ role: m.role, content: m.content }));
+}
+
+describe.each([
+	{ layout: "default" as const, outside: false },
+	{ layout: "shared-root" as const, outside: true },
+])("backup and restore ($layout layout)", ({ layout, outside }) => {
+	it("brings back the conversation, its files and the session's ability to go on", async () => {
+		const first = await startTestGateway({ layout });
+		started.push(first);
+		const dataDir = first.config.dataDir;
+		const root = first.config.workspaceRoot;
+		const id = await first.session({ name: "kept" });
+		const done = await first.api(`/v1/sessions/${id}/prompt?wait=60`, {
+			method: "POST",
+			json: { message: "bash: echo 'remember me' > notes.txt && echo written" },
+		});
+		expect(done.status).toBe(200);
+		const folder = await first.folder(id);
+		const before = await conversation(first, id);
+		expect(before.length).toBeGreaterThan(2);
+
+		const archive = join(first.root, "backup.tar");
+		const where = ["--data-dir", dataDir, ...(outside ? ["--workspace-root", root] : [])];
+		// While it runs: refused, saying what to do.
+		const busy = await refused("backup", archive, ...where);
+		expect(busy.code).toBe(2);
+		expect(busy.stderr).toMatch(/a gateway is running on .*; stop it first/);
+		expect(existsSync(archive)).toBe(false);
+
+		await first.close();
+		await cli("backup", archive, ...where);
+		rmSync(dataDir, { recursive: true, force: true });
+		if (outside) rmSync(root, { recursive: true, force: true });
+		expect(existsSync(join(folder, "notes.txt"))).toBe(false);
+
+		await cli("restore", archive, ...where);
+		expect(readFileSync(join(folder, "notes.txt"), "utf8")).toBe("remember me\n");
+		// Into a data dir that holds something: refused, nothing mixed.
+		const again = await refused("restore", archive, ...where);
+		expect(again.code).toBe(2);
+		expect(again.stderr).toMatch(/is not empty; restore into an empty or missing data dir/);
+
+		const second = await startTestGateway({
+			layout,
+			dataDir,
+			piAgentDir: first.config.piAgentDir,
+			...(outside ? { workspaceRoot: root } : {}),
+		});
+		started.push(second);
+		const { body: view } = await second.api(`/v1/sessions/${id}`);
+		expect(view).toMatchObject({ id, name: "kept", cwd: folder });
+		expect(await conversation(second, id)).toEqual(before);
+		const file = await second.fetch(`/v1/sessions/${id}/files/content?path=notes.txt`);
+		expect(await file.text()).toBe("remember me\n");
+		const more = await second.api(`/v1/sessions/${id}/prompt?wait=60`, {
+			method: "POST",
+			json: { message: "echo: still here" },
+		});
+		expect(more.status).toBe(200);
+		expect(more.body.text).toBe("still here");
+		expect((await conversation(second, id)).length).toBeGreaterThan(before.length);
+	});
+});
+
+describe("backup and restore: mistakes say what to do", () => {
+	it("names the missing archive, a folder that is no data dir, and a missing file", async () => {
+		const missing = await refused("backup");
+		expect(missing.stderr).toMatch(/the archive FILE is missing/);
+		const dir = join(resolve(import.meta.dirname, "../../test-artifacts"), `not-a-data-dir-${process.pid}`);
+		mkdirSync(dir, { recursive: true });
+		writeFileSync(join(dir, "x"), "");
+		const notData = await refused("backup", join(dir, "b.tar"), "--data-dir", dir);
+		expect(notData.stderr).toMatch(/holds no gateway.db: not a pi-gateway data dir/);
+		const noFile = await refused("restore", join(dir, "nope.tar"), "--data-dir", join(dir, "d"));
+		expect(noFile.stderr).toMatch(/no archive at/);
+		rmSync(dir, { recursive: true, force: true });
+	});
+});
