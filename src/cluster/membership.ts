@@ -13,10 +13,10 @@ export interface NodeIdentity {
 
 /** A node as every node lists it (`/v1/info`'s `cluster.nodes`): the type and the spec from one schema. */
 export const NodeRow = z.object({
-	id: z.string(),
-	url: z.string(),
-	startedAt: z.string().openapi({ format: "date-time" }),
-	heartbeatAt: z.string().openapi({ format: "date-time" }),
+	id: z.string().describe("The node's id (--node-id)"),
+	url: z.string().describe("Where the other nodes reach it (--node-url)"),
+	startedAt: z.string().openapi({ format: "date-time", description: "When it joined" }),
+	heartbeatAt: z.string().openapi({ format: "date-time", description: "When it last renewed its lease" }),
 	alive: z.boolean().openapi({ description: "Its lease holds; a dead node is listed for a minute" }),
 	sessions: z.number().int().openapi({ description: "Sessions it owns" }),
 });

@@ -14,6 +14,10 @@ import { type Json, operationsOf, walk } from "./openapi-generators.ts";
  *   combinations the gateway takes); of anything else → a schema of any type;
  * - `additionalProperties: true` beside declared properties is left out (3.0's default, and
  *   swagger-codegen makes a map, not a model, of an object that declares it);
+ * - a nullable `$ref` → `allOf: [$ref]` beside `nullable: true` and the target's `type` (3.0
+ *   ignores every sibling of a `$ref`);
+ * - an example that holds something else than an object where the twin says "any value" as
+ *   `type: object` (below) is left out: 3.0 tools would call it invalid;
  * - bearer security with empty scope lists (3.0 allows scopes only for OAuth2 and OpenID Connect):
  *   the operation's scope is in `x-required-scope` and its description;
  * - `webhooks` (3.1 only) move to `x-webhooks`.
@@ -26,6 +30,12 @@ export function toOpenApi30(published: Json): Json {
 		delete document.webhooks;
 	}
 	delete document.jsonSchemaDialect;
+	// A license `identifier` (SPDX) is 3.1's; 3.0 names a license by `url`.
+	const license = document.info?.license;
+	if (license?.identifier) {
+		const { identifier, ...rest } = license;
+		document.info.license = { url: `https://spdx.org/licenses/${identifier}.html`, ...rest };
+	}
 	document.info = {
 		...document.info,
 		description:
@@ -38,6 +48,19 @@ export function toOpenApi30(published: Json): Json {
 		if (op.security?.length) op.security = op.security.map((requirement: Json) => mapValues(requirement, () => []));
 	}
 	walk(document["x-webhooks"] ?? {}, downgrade);
+	// `nullable` counts only beside a `type` (3.0.3): a wrapped reference takes its target's.
+	const schemas = document.components?.schemas ?? {};
+	walk(document, (node) => {
+		if (node?.example !== undefined && !fitsStandIns(node.schema ?? node, node.example, schemas)) delete node.example;
+		if (!node?.nullable || node.type || node.allOf?.length !== 1) return;
+		const target =
+			schemas[
+				String(node.allOf[0].$ref ?? "")
+					.split("/")
+					.pop() ?? ""
+			];
+		if (typeof target?.type === "string") node.type = target.type;
+	});
 	return document;
 }
 
@@ -56,8 +79,31 @@ const shaping = ["type", "$ref", "allOf", "anyOf", "oneOf", "enum", "properties"
  */
 function anyValue(node: Json): void {
 	if (!node || typeof node !== "object" || shaping.some((key) => key in node)) return;
+	standIns.add(node);
 	node.type = "object";
 	node.description = node.description ? `Any JSON value. ${node.description}` : "Any JSON value";
+}
+
+/** The `type: object` that stand for "any value" (anyValue), each a node of one twin being made. */
+const standIns = new WeakSet<object>();
+
+const isObject = (value: unknown) => typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** Whether `value` puts only objects (or null) where `schema` has an any-value stand-in. */
+function fitsStandIns(schema: Json, value: unknown, schemas: Record<string, Json>, depth = 0): boolean {
+	if (!schema || typeof schema !== "object" || depth > 32) return true;
+	if (schema.$ref) return fitsStandIns(schemas[schema.$ref.split("/").pop()], value, schemas, depth + 1);
+	if (standIns.has(schema) && value !== null && !isObject(value)) return false;
+	const fits = (s: Json, v: unknown) => fitsStandIns(s, v, schemas, depth + 1);
+	if (!(schema.allOf ?? []).every((branch: Json) => fits(branch, value))) return false;
+	if (Array.isArray(value)) return value.every((item) => fits(schema.items, item));
+	if (!isObject(value)) return true;
+	return Object.entries(value as object).every(([key, v]) =>
+		fits(
+			schema.properties?.[key] ?? (isObject(schema.additionalProperties) ? schema.additionalProperties : undefined),
+			v,
+		),
+	);
 }
 
 const isNullSchema = (schema: Json) =>
@@ -100,9 +146,11 @@ function downgrade(node: Json): void {
 		const branches = node[union].filter((b: Json) => !isNullSchema(b));
 		if (branches.length < node[union].length) node.nullable = true;
 		delete node[union];
-		// A nullable reference: the `$ref` alone (swagger-codegen makes an undefined `AllOf…` type of
-		// `allOf: [$ref]`); `nullable` beside it is ignored by 3.0 tools but keeps it out of `required`.
-		if (branches.length === 1) Object.assign(node, branches[0]);
+		// A nullable reference: 3.0 ignores every sibling of a `$ref` (`nullable` and `description`
+		// included), so it is wrapped, `allOf: [$ref]` beside `nullable: true`, the form 3.0.3 gives
+		// for a nullable reference (`Approval.answer`: null while pending).
+		if (branches.length === 1 && branches[0].$ref && node.nullable) node.allOf = [branches[0]];
+		else if (branches.length === 1) Object.assign(node, branches[0]);
 		else if (branches.every((b: Json) => b.type === "object" && b.properties && !b.$ref))
 			Object.assign(node, merged(branches));
 		// Otherwise: any value; the description says what the gateway takes.

@@ -10,8 +10,14 @@
  * - inline object request bodies and responses get names in `components.schemas` (`PromptBody`,
  *   `HealthResponse`) instead of the generator's `IdPromptBody` / `InlineResponse200`;
  * - every error response carries `application/problem+json` with the `Problem` schema;
+ * - an operation without a request body declares no 413 or 415 (what the shared command errors
+ *   list for the operations that take one);
+ * - header parameters are named as HTTP writes them (`Prefer`, `Last-Event-ID`), like the
+ *   response headers: Hono's validators see them lower-cased, the document need not;
  * - each operation's scope is also in `x-required-scope` and its description.
  */
+
+import { problemDescriptions } from "./openapi.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: a JSON document walked generically
 export type Json = any;
@@ -82,6 +88,15 @@ function nameCollidingObjects(schemas: Record<string, Json>): void {
 
 const problemSchema = { $ref: "#/components/schemas/Problem" };
 
+/** Header names as HTTP writes them: `last-event-id` → `Last-Event-ID`, `if-none-match` → `If-None-Match`. */
+export function headerCase(name: string): string {
+	const words: Record<string, string> = { id: "ID", etag: "ETag" };
+	return name
+		.split("-")
+		.map((word) => words[word.toLowerCase()] ?? (word[0]?.toUpperCase() ?? "") + word.slice(1).toLowerCase())
+		.join("-");
+}
+
 /** The published 3.1 document: the routes' document, written for generators (see the module comment). */
 export function forGenerators(source: Json): Json {
 	const document = structuredClone(source);
@@ -126,6 +141,11 @@ export function forGenerators(source: Json): Json {
 	}
 
 	for (const { op } of operations) {
+		// The archive's own 413 (a folder too large to send) stays: only the body's are dropped.
+		if (!op.requestBody)
+			for (const status of ["413", "415"])
+				if (op.responses?.[status]?.description === problemDescriptions[Number(status)]) delete op.responses[status];
+		for (const parameter of op.parameters ?? []) if (parameter.in === "header") parameter.name = headerCase(parameter.name);
 		if (op.operationId) {
 			op["x-operation-name"] = op.operationId;
 			op.operationId = identifierFor(op.operationId);

@@ -33,7 +33,7 @@ export function invalid(issues: readonly z.core.$ZodIssue[]): ApiError {
 	return new ApiError(400, "invalid_input", detail || "Invalid input", { issues: listed });
 }
 
-const problemDescriptions: Record<number, string> = {
+export const problemDescriptions: Record<number, string> = {
 	400: "Invalid input; nothing reached pi",
 	401: "Missing or wrong bearer token",
 	403: "The credential lacks this operation's scope, or a path lies outside the allowed roots",

@@ -3,7 +3,13 @@ import { z } from "@hono/zod-openapi";
 /** `limit` and `cursor` of a paged list; `cursor` is an earlier page's `nextCursor` (what it means is the list's). */
 export function pageQuery(cursorMeans: string) {
 	return z.object({
-		limit: z.coerce.number().int().min(1).max(500).default(100),
+		limit: z.coerce
+			.number()
+			.int()
+			.min(1)
+			.max(500)
+			.default(100)
+			.openapi({ description: "How many items one page holds at most", example: 100 }),
 		cursor: z
 			.string()
 			.regex(/^\d+$/, "a nextCursor from an earlier page")
@@ -14,7 +20,11 @@ export function pageQuery(cursorMeans: string) {
 
 /** The `{id}` of every session-scoped path, shared by all feature folders. */
 export const SessionParams = z.object({
-	id: z.string().openapi({ param: { name: "id", in: "path" }, example: "ses_Qm9wYXJ0aWFs" }),
+	id: z.string().openapi({
+		param: { name: "id", in: "path" },
+		description: "The session's id, as `POST /v1/sessions` answered it",
+		example: "ses_Qm9wYXJ0aWFs",
+	}),
 });
 
 /** A path segment decoded, or undefined when its percent-escapes are malformed (never a throw). */

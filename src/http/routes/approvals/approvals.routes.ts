@@ -4,7 +4,11 @@ import { json, jsonBody, problem, problems } from "../../transport/openapi.ts";
 import { pageQuery, SessionParams } from "../../transport/params.ts";
 
 const ApprovalParams = SessionParams.extend({
-	approvalId: z.string().openapi({ param: { name: "approvalId", in: "path" } }),
+	approvalId: z.string().openapi({
+		param: { name: "approvalId", in: "path" },
+		description: "The approval's id (pi's dialog id), as its `approval_requested` event or a list gave it",
+		example: "3f1c2a9e-5d7b-4c1e-9a0f-6b8d2e4f1a3c",
+	}),
 });
 
 const ApprovalList = z
@@ -18,7 +22,12 @@ const ApprovalList = z
 	})
 	.openapi("ApprovalList");
 
-const PageQuery = pageQuery("only approvals created after it").extend({ status: ApprovalStatus.optional() });
+const PageQuery = pageQuery("only approvals created after it").extend({
+	// Described as a parameter: beside a schema's `$ref`, a description would become an `allOf`.
+	status: ApprovalStatus.optional().openapi({
+		param: { description: "Only approvals in this state", example: "pending" },
+	}),
+});
 
 export const inbox = createRoute({
 	operationId: "approvals.inbox",
@@ -30,17 +39,20 @@ export const inbox = createRoute({
 		"`?status=pending` is the list of dialogs waiting for someone. With `wait=N` an empty page is held up to N seconds and answered as soon as a matching approval appears (long-poll for clients without SSE).",
 	request: {
 		query: PageQuery.extend({
+			// Whole seconds, as `wait` on runs: one type for every generator.
 			wait: z.coerce
 				.number()
+				.int()
 				.min(0)
 				.max(300)
 				.optional()
 				// z.coerce documents itself as nullable; a query string cannot carry null.
 				.openapi({
-					type: "number",
+					type: "integer",
 					minimum: 0,
 					maximum: 300,
 					description: "Seconds to wait while the page would be empty",
+					example: 30,
 				}),
 		}),
 	},

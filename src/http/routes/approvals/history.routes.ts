@@ -13,8 +13,15 @@ export const approvalHistory = createRoute({
 		"Kept in the gateway's store for --approval-history-ms (7 days by default, at most --max-approval-history rows), so it outlives the sessions' own lists and a gateway restart. Automatic answers show `resolvedBy: policy:<rule>`.",
 	request: {
 		query: pageQuery("older approvals").extend({
-			status: z.enum(["answered", "expired", "cancelled"]).optional(),
-			sessionId: z.string().max(100).optional(),
+			status: z
+				.enum(["answered", "expired", "cancelled"])
+				.optional()
+				.openapi({ description: "Only approvals settled this way", example: "answered" }),
+			sessionId: z
+				.string()
+				.max(100)
+				.optional()
+				.openapi({ description: "Only this session's approvals", example: "ses_Qm9wYXJ0aWFs" }),
 		}),
 	},
 	responses: {

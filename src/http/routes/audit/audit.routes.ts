@@ -13,8 +13,16 @@ export const auditLog = createRoute({
 		"Every authenticated request that changes something (POST, PUT, PATCH, DELETE), denied ones included, with the principal, the operation, the session, the status and the client's address. Kept in the gateway's store across restarts, the newest --max-audit-entries; each is also a JSON line in the log (`msg: \"audit\"`).",
 	request: {
 		query: pageQuery("older entries").extend({
-			principal: z.string().max(128).optional(),
-			sessionId: z.string().max(100).optional(),
+			principal: z
+				.string()
+				.max(128)
+				.optional()
+				.openapi({ description: "Only requests this principal made", example: "carol" }),
+			sessionId: z
+				.string()
+				.max(100)
+				.optional()
+				.openapi({ description: "Only requests about this session", example: "ses_Qm9wYXJ0aWFs" }),
 		}),
 	},
 	responses: {

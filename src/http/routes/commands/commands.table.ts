@@ -30,7 +30,12 @@ export interface CommandSpec {
 	streams?: string;
 }
 
-const messages = z.object({ messages: z.array(AgentMessage) }).openapi("Messages");
+const messages = z
+	.object({ messages: z.array(AgentMessage).describe("The conversation's messages, oldest first") })
+	.openapi("Messages", {
+		description: "The conversation (`get_messages`)",
+		example: { messages: [{ role: "user", content: "List the files in this folder", timestamp: 1764669600000 }] },
+	});
 
 // `satisfies`, not a type annotation: each entry keeps its literal `type`, which src/http/routes/commands/protocol-check.ts
 // holds against pi's commands (a pi command without an operation here breaks tsc).
@@ -49,7 +54,15 @@ export const commandSpecs = [
 		method: "post",
 		path: "/queue/clear",
 		summary: "Remove queued steering and follow-up messages and return their text",
-		data: z.object({ steering: z.array(z.string()), followUp: z.array(z.string()) }).openapi("ClearedQueue"),
+		data: z
+			.object({
+				steering: z.array(z.string()).describe("The steering messages removed"),
+				followUp: z.array(z.string()).describe("The follow-up messages removed"),
+			})
+			.openapi("ClearedQueue", {
+				description: "The queued messages that were removed",
+				example: { steering: [], followUp: ["Then summarise what you changed"] },
+			}),
 	},
 	{
 		type: "new_session",
@@ -82,7 +95,15 @@ export const commandSpecs = [
 		method: "get",
 		path: "/entries",
 		summary: "Session entries in append order, optionally after an entry id",
-		data: z.object({ entries: z.array(SessionEntry), leafId: z.string().nullable() }).openapi("Entries"),
+		data: z
+			.object({
+				entries: z.array(SessionEntry).describe("Entries in append order"),
+				leafId: z.string().nullable().describe("The current leaf entry; null in an empty session"),
+			})
+			.openapi("Entries", {
+				description: "Entries of pi's session file (`get_entries`)",
+				example: { entries: [{ type: "message", id: "a1b2c3d4", parentId: null }], leafId: "a1b2c3d4" },
+			}),
 		fields: "query",
 	},
 	{
@@ -91,7 +112,18 @@ export const commandSpecs = [
 		method: "get",
 		path: "/tree",
 		summary: "The session as a tree of entries",
-		data: z.object({ tree: z.array(TreeNode), leafId: z.string().nullable() }).openapi("Tree"),
+		data: z
+			.object({
+				tree: z.array(TreeNode).describe("The root entries, each with the entries that follow it"),
+				leafId: z.string().nullable().describe("The current leaf entry; null in an empty session"),
+			})
+			.openapi("Tree", {
+				description: "The session as a tree of entries (`get_tree`)",
+				example: {
+					tree: [{ entry: { type: "message", id: "a1b2c3d4", parentId: null }, children: [] }],
+					leafId: "a1b2c3d4",
+				},
+			}),
 	},
 	{
 		type: "set_model",
@@ -109,9 +141,16 @@ export const commandSpecs = [
 		path: "/model/cycle",
 		summary: "Cycle to the next available model (null when there is only one)",
 		data: z
-			.object({ model: PiModel, thinkingLevel: z.string(), isScoped: z.boolean() })
+			.object({
+				model: PiModel,
+				thinkingLevel: z.string().describe("The thinking level now in use"),
+				isScoped: z.boolean().describe("The cycle ran over the models scoped with `--models`, not all of them"),
+			})
 			.nullable()
-			.openapi("CycledModel"),
+			.openapi("CycledModel", {
+				description: "The model now in use; null when there is only one",
+				example: { model: { id: "demo", provider: "pi-gateway-demo" }, thinkingLevel: "off", isScoped: false },
+			}),
 	},
 	{
 		type: "get_available_models",
@@ -119,7 +158,10 @@ export const commandSpecs = [
 		method: "get",
 		path: "/models",
 		summary: "Every configured model",
-		data: z.object({ models: z.array(PiModel) }).openapi("Models"),
+		data: z.object({ models: z.array(PiModel).describe("Every model pi has configured") }).openapi("Models", {
+			description: "The models a session can switch to",
+			example: { models: [{ id: "demo", name: "Demo", provider: "pi-gateway-demo" }] },
+		}),
 	},
 	{
 		type: "set_thinking_level",
@@ -136,7 +178,13 @@ export const commandSpecs = [
 		method: "post",
 		path: "/thinking-level/cycle",
 		summary: "Cycle the thinking level (null when the model does not think)",
-		data: z.object({ level: z.string() }).nullable().openapi("CycledThinkingLevel"),
+		data: z
+			.object({ level: z.string().describe("The thinking level now in use") })
+			.nullable()
+			.openapi("CycledThinkingLevel", {
+				description: "The thinking level now in use; null when the model does not think",
+				example: { level: "high" },
+			}),
 	},
 	{
 		type: "get_available_thinking_levels",
@@ -144,7 +192,12 @@ export const commandSpecs = [
 		method: "get",
 		path: "/thinking-levels",
 		summary: "Thinking levels the current model supports",
-		data: z.object({ levels: z.array(z.string()) }).openapi("ThinkingLevels"),
+		data: z
+			.object({ levels: z.array(z.string()).describe("The levels the model takes, lowest first") })
+			.openapi("ThinkingLevels", {
+				description: "The thinking levels of the current model",
+				example: { levels: ["off", "minimal", "low", "medium", "high"] },
+			}),
 	},
 	{
 		type: "set_steering_mode",
@@ -231,7 +284,9 @@ export const commandSpecs = [
 		method: "post",
 		path: "/export-html",
 		summary: "Export the session to an HTML file (inside the workspace root)",
-		data: z.object({ path: z.string() }).openapi("ExportedFile"),
+		data: z
+			.object({ path: z.string().describe("Where pi wrote the HTML file") })
+			.openapi("ExportedFile", { description: "The exported transcript", example: { path: "transcript.html" } }),
 		fields: "body",
 	},
 	{
@@ -249,7 +304,15 @@ export const commandSpecs = [
 		method: "post",
 		path: "/fork",
 		summary: "Fork from an earlier user message",
-		data: z.looseObject({ text: z.string().optional(), cancelled: z.boolean() }).openapi("ForkResult"),
+		data: z
+			.looseObject({
+				text: z.string().optional().describe("The text of the message forked from, to edit and send again"),
+				cancelled: z.boolean().describe("An extension cancelled the fork"),
+			})
+			.openapi("ForkResult", {
+				description: "What a fork did",
+				example: { text: "List the files in this folder", cancelled: false },
+			}),
 		fields: "body",
 	},
 	{
@@ -266,7 +329,21 @@ export const commandSpecs = [
 		method: "get",
 		path: "/fork-messages",
 		summary: "User messages available for forking",
-		data: z.object({ messages: z.array(z.object({ entryId: z.string(), text: z.string() })) }).openapi("ForkMessages"),
+		data: z
+			.object({
+				messages: z
+					.array(
+						z.object({
+							entryId: z.string().describe("The entry to pass to `POST …/fork`"),
+							text: z.string().describe("The user message's text"),
+						}),
+					)
+					.describe("User messages a fork can start from"),
+			})
+			.openapi("ForkMessages", {
+				description: "Where the session can be forked",
+				example: { messages: [{ entryId: "a1b2c3d4", text: "List the files in this folder" }] },
+			}),
 	},
 	{
 		type: "get_last_assistant_text",
@@ -274,7 +351,12 @@ export const commandSpecs = [
 		method: "get",
 		path: "/last-assistant-text",
 		summary: "Text of the last assistant message",
-		data: z.object({ text: z.string().nullable() }).openapi("LastAssistantText"),
+		data: z
+			.object({ text: z.string().nullable().describe("The text; null before the first answer") })
+			.openapi("LastAssistantText", {
+				description: "The text of the last assistant message that had text",
+				example: { text: "The folder holds README.md and src/." },
+			}),
 	},
 	{
 		type: "set_session_name",
@@ -291,7 +373,12 @@ export const commandSpecs = [
 		method: "get",
 		path: "/slash-commands",
 		summary: "Extension commands, prompt templates and skills (run them with prompt '/name')",
-		data: z.object({ commands: z.array(SlashCommand) }).openapi("SlashCommands"),
+		data: z
+			.object({ commands: z.array(SlashCommand).describe("Every command a prompt can start with") })
+			.openapi("SlashCommands", {
+				description: "Extension commands, prompt templates and skills",
+				example: { commands: [{ name: "review", description: "Review the last change", source: "prompt" }] },
+			}),
 	},
 ] satisfies CommandSpec[];
 

@@ -8,8 +8,17 @@ export const healthz = createRoute({
 	path: "/healthz",
 	tags: ["system"],
 	summary: "Liveness: the process answers",
+	description:
+		"Public, for process supervisors and load balancers: 200 as long as the process answers HTTP. Says nothing about pi or the store (`/readyz` does).",
 	security: [],
-	responses: { 200: json(z.object({ status: z.literal("ok") }), "Alive") },
+	responses: {
+		200: json(
+			z
+				.object({ status: z.literal("ok").describe("Always `ok`") })
+				.openapi({ description: "The process is alive", example: { status: "ok" } }),
+			"Alive",
+		),
+	},
 });
 
 export const readyz = createRoute({
@@ -19,22 +28,30 @@ export const readyz = createRoute({
 	tags: ["system"],
 	summary:
 		"Readiness: accepting new sessions (503 while shutting down, while the session registry cannot be written, or in cluster mode while the database is out of reach)",
+	description:
+		"Public, for load balancers: 200 while this node takes new sessions; 503 problem+json (with `Retry-After` while draining) when it does not, so traffic goes elsewhere while the running sessions go on.",
 	security: [],
 	responses: {
 		200: json(
-			z.object({
-				status: z.literal("ready"),
-				registry: z
-					.object({
-						writable: z.boolean(),
-						writeErrors: z.number().int().openapi({ description: "Failed registry writes since start" }),
-						recreatedAt: z.string().optional().openapi({
-							format: "date-time",
-							description: "When gateway.db, deleted while running, was last recreated from memory",
-						}),
-					})
-					.optional(),
-			}),
+			z
+				.object({
+					status: z.literal("ready").describe("Always `ready`"),
+					registry: z
+						.object({
+							writable: z.boolean().describe("The session registry (gateway.db) can be written"),
+							writeErrors: z.number().int().openapi({ description: "Failed registry writes since start" }),
+							recreatedAt: z.string().optional().openapi({
+								format: "date-time",
+								description: "When gateway.db, deleted while running, was last recreated from memory",
+							}),
+						})
+						.optional()
+						.describe("The session registry's health (a single gateway; absent in cluster mode)"),
+				})
+				.openapi({
+					description: "This node takes new sessions",
+					example: { status: "ready", registry: { writable: true, writeErrors: 0 } },
+				}),
 			"Ready",
 		),
 		...problems(503),
@@ -43,18 +60,22 @@ export const readyz = createRoute({
 
 export const Info = z
 	.object({
-		name: z.literal("pi-gateway"),
-		version: z.string(),
-		piVersion: z.string(),
-		node: z.string(),
-		demo: z.boolean(),
+		name: z.literal("pi-gateway").describe("Always `pi-gateway`"),
+		version: z.string().describe("The gateway's version"),
+		piVersion: z.string().describe("The version of pi it runs"),
+		node: z.string().describe("The Node.js version it runs on"),
+		demo: z
+			.boolean()
+			.describe("The built-in offline demo model is in use (--demo; on when neither --provider nor --model is given)"),
 		extensions: z.array(z.string()).openapi({ description: "Names sessions may pass in `extensions`" }),
-		limits: z.record(z.string(), z.number()),
+		limits: z
+			.record(z.string(), z.number())
+			.describe("The gateway's numeric limits by setting name (sessions, processes, timeouts in ms, sizes in bytes)"),
 		sessions: z.number().int().openapi({ description: "Sessions this node holds (in cluster mode: owns)" }),
 		cluster: z
 			.object({
 				node: z.string().openapi({ description: "This node's id" }),
-				nodes: z.array(NodeRow),
+				nodes: z.array(NodeRow).describe("Every node on the database, this one included"),
 			})
 			.optional()
 			.openapi({
@@ -62,7 +83,19 @@ export const Info = z
 					"Cluster mode (--database-url): the nodes on the same database, as this node last read them (at each renewal of its lease, every third of --lease-ttl-ms)",
 			}),
 	})
-	.openapi("Info");
+	.openapi("Info", {
+		description: "About this gateway",
+		example: {
+			name: "pi-gateway",
+			version: "0.1.0",
+			piVersion: "1.6.0",
+			node: "v22.19.0",
+			demo: true,
+			extensions: [],
+			limits: { maxSessions: 100, commandTimeoutMs: 60000 },
+			sessions: 1,
+		},
+	});
 
 export const info = createRoute({
 	operationId: "system.info",

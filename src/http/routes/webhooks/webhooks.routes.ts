@@ -4,10 +4,18 @@ import { json, jsonBody, problems } from "../../transport/openapi.ts";
 import { Problem } from "../../transport/problem.ts";
 
 const WebhookParams = z.object({
-	webhookId: z.string().openapi({ param: { name: "webhookId", in: "path" }, example: "wh_Qm9wYXJ0aWFs" }),
+	webhookId: z.string().openapi({
+		param: { name: "webhookId", in: "path" },
+		description: "The webhook's id, as `POST /v1/webhooks` answered it",
+		example: "wh_Qm9wYXJ0aWFs",
+	}),
 });
 const DeliveryParams = WebhookParams.extend({
-	deliveryId: z.string().openapi({ param: { name: "deliveryId", in: "path" }, example: "msg_Qm9wYXJ0aWFsX2Jh" }),
+	deliveryId: z.string().openapi({
+		param: { name: "deliveryId", in: "path" },
+		description: "The delivery's id (its `webhook-id` header), as the deliveries list gave it",
+		example: "msg_Qm9wYXJ0aWFsX2Jh",
+	}),
 });
 
 /** An app built in-process without the store (createApp without extras) has no webhooks: 404. */

@@ -82,7 +82,10 @@ export const readFile = createRoute({
 				.string()
 				.optional()
 				.openapi({ description: "One byte range (RFC 9110), e.g. `bytes=0-1023`", example: "bytes=0-1023" }),
-			"if-none-match": z.string().optional(),
+			"if-none-match": z.string().optional().openapi({
+				description: "An ETag of this file from an earlier read: 304 without a body while it is still that version",
+				example: '"1f3a9c0e7b"',
+			}),
 		}),
 	},
 	responses: {
