@@ -1,6 +1,6 @@
 // Over 300 lines on purpose: every setting is one entry of the one zod schema that flags and env vars
 // land in (DESIGN: "one zod schema for every setting"); split up, a setting would have two homes.
-import { homedir } from "node:os";
+import { freemem, homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
@@ -164,8 +164,10 @@ export const ConfigSchema = z.object({
 		.default(1_800_000)
 		.describe("Stop pi after this long without activity: hibernated, or reaped if ephemeral (0: never)"),
 	warmPool: int(0)
-		.default(0)
-		.describe("pi processes kept started with the default options, so a plain new session starts at once"),
+		.optional()
+		.describe(
+			"pi processes kept started ahead of demand for the operator's plain creates, so a new session starts at once; each other principal who made a plain create lately (the last N) gets one more in its own area; 0: no pool. Default: sized for the machine at start, N = free memory / 3.2 GB (so the whole pool, 2N idle pi of ~100 MB, holds at most 1/16 of what is free), at most 2 and at most a quarter of --max-live-sessions; 0 with --pi-command (its memory is unknown)",
+		),
 	autoResume: z.boolean().default(true).describe("A command to a stopped session starts pi again first"),
 	maxImageBytes: int(1)
 		.default(5 * 1024 * 1024)
@@ -310,11 +312,29 @@ export const ConfigSchema = z.object({
 });
 
 /** The settings as parseConfig leaves them: the workspace root and the default cwd always decided. */
-export type Config = Omit<z.infer<typeof ConfigSchema>, "workspaceRoot" | "defaultCwd"> & {
+export type Config = Omit<z.infer<typeof ConfigSchema>, "workspaceRoot" | "defaultCwd" | "warmPool"> & {
 	workspaceRoot: string;
 	defaultCwd: "own" | "root";
+	warmPool: number;
 };
 export type ConfigInput = z.input<typeof ConfigSchema>;
+
+/** What one idle pi holds (measured ~85 MB PSS, ~97 MiB RSS: BENCHMARKS.md, "Cost of a session"), rounded up. */
+export const idlePiBytes = 100 * 2 ** 20;
+
+/**
+ * The warm pool when --warm-pool is not given. A pooled pi costs memory and nothing else while it
+ * waits, and a pool of N holds at most 2N of them (N for the operator, one for each of the last N
+ * other principals), so N is what keeps them within 1/16 of the memory free at start (one per
+ * 3.2 GB), at most 2 (a burst past that waits for pi's own start either way, ~0.3 s a refill), and
+ * at most a quarter of --max-live-sessions (the pool must not crowd out sessions). A --pi-command's
+ * memory is not known: 0 unless asked for.
+ */
+export function autoWarmPool(maxLiveSessions: number, customPi: boolean, freeBytes: number): number {
+	if (customPi) return 0;
+	const byMemory = Math.floor(freeBytes / 16 / (2 * idlePiBytes));
+	return Math.max(0, Math.min(2, Math.floor(maxLiveSessions / 4), byMemory));
+}
 
 const permissionGatePath = fileURLToPath(new URL("../extensions/permission-gate.ts", import.meta.url));
 
@@ -328,6 +348,7 @@ export function parseConfig(input: ConfigInput): Config {
 		dataDir,
 		workspaceRoot: resolve(parsed.workspaceRoot ?? join(dataDir, "workspaces")),
 		defaultCwd: parsed.defaultCwd ?? (parsed.workspaceRoot === undefined ? "own" : "root"),
+		warmPool: parsed.warmPool ?? autoWarmPool(parsed.maxLiveSessions, parsed.piCommand !== undefined, freemem()),
 	};
 	refuseOverlap(config.dataDir, config.workspaceRoot, parsed.workspaceRoot !== undefined);
 	if (config.tokenFile) config.tokenFile = resolve(config.tokenFile);

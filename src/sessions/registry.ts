@@ -14,6 +14,7 @@ import { type Dialect, dialectOf, type PiPackage, piPackageOf } from "../pi/dial
 import { PostgresStore } from "../store/postgres/sessions.ts";
 import { SqliteStore } from "../store/sqlite/sessions.ts";
 import type { Approval } from "./approvals.ts";
+import { type Area, areaOf } from "./areas.ts";
 import type { LoggedEvent } from "./event-log.ts";
 import { guardCommand, guardResume } from "./guard.ts";
 import { Journal, type StoreHealth, unsafeSeqMargin } from "./journal.ts";
@@ -24,7 +25,7 @@ import { localSessionFile, ownFolder, piSessionDir } from "./session-files.ts";
 import type { OpenStore, SessionStore, StoredSession } from "./session-store.ts";
 import type { UncleanStop } from "./session-types.ts";
 import { type CreateSessionBody, isInside, planSpawn } from "./spawn.ts";
-import { WarmPool } from "./warm-pool.ts";
+import { type Pooled, removeEmpty, WarmPools } from "./warm-pool.ts";
 
 export type { Caller } from "./resume-lookup.ts";
 
@@ -100,7 +101,7 @@ export class SessionRegistry {
 	#reserved = 0;
 	#closing = false;
 	#cluster: ClusterHooks | undefined;
-	readonly pool: WarmPool | undefined;
+	readonly pool: WarmPools | undefined;
 
 	/** `openStore` picks the backend; the default is SQLite in the data directory. */
 	constructor(config: Config, logger: Logger, openStore?: OpenStore) {
@@ -117,7 +118,13 @@ export class SessionRegistry {
 		mkdirSync(piSessionDir(config), { recursive: true });
 		// Sessions without cwd get folders of their own in it (the default root lives in the data dir).
 		if (config.defaultCwd === "own") mkdirSync(config.workspaceRoot, { recursive: true });
-		if (config.warmPool > 0) this.pool = new WarmPool(config.warmPool, () => this.#startPooled(), logger);
+		if (config.warmPool > 0)
+			this.pool = new WarmPools(config.warmPool, areaOf(config, "admin", true), {
+				start: (area) => this.#startPooled(area),
+				logger,
+				room: () => this.liveCount < this.#config.maxLiveSessions,
+				ownFolders: config.defaultCwd === "own",
+			});
 	}
 
 	/**
@@ -209,9 +216,10 @@ export class SessionRegistry {
 		}
 		const resume = body.resume ? this.#resumeFile(body.resume, caller) : undefined;
 		this.#assertStorable();
-		// A warm child works in a folder of the whole root's: only for a caller whose area that is.
-		const wholeRoot = caller.area === undefined || caller.area.admin;
-		const warm = isDefaultRequest(body) && wholeRoot ? this.pool?.take() : undefined;
+		// A warm child was started in one area's folder, as a cold one of that area: only for its callers.
+		const area = caller.area ?? areaOf(this.#config, "admin", true);
+		const plain = isDefaultRequest(body) && resume === undefined;
+		const warm = plain ? this.pool?.take(area) : undefined;
 		if (warm) return this.#adoptPooled(warm, body);
 		const id = newSessionId();
 		const plan = planSpawn(this.#config, body, { id, resume, area: caller.area });
@@ -229,6 +237,8 @@ export class SessionRegistry {
 			this.#forget(id);
 			this.#assertStorable("a write failed");
 		}
+		// Once this start is done (it competes for the CPU): one process ready for the area's next.
+		if (plain) this.pool?.warm(area);
 		return session;
 	}
 
@@ -316,6 +326,15 @@ export class SessionRegistry {
 
 	/** Starts a child within the live-process cap: past it, the least recently used idle session hibernates first. */
 	async #launch(session: Session, plan: SpawnCommand): Promise<void> {
+		// A pooled process gives its slot up before anyone's session is hibernated for it.
+		if (this.liveCount >= this.#config.maxLiveSessions && this.pool) {
+			this.#reserved++;
+			try {
+				await this.pool.shed();
+			} finally {
+				this.#reserved--;
+			}
+		}
 		if (this.liveCount >= this.#config.maxLiveSessions) {
 			const victim = [...this.#sessions.values()]
 				.filter((s) => s.canHibernate)
@@ -340,13 +359,22 @@ export class SessionRegistry {
 		this.#cluster?.started(session);
 	}
 
-	/** A pool process: a session started with the default options, not yet in the registry. */
-	async #startPooled(): Promise<Session> {
+	/** A pool process: a session of `area` started with the default options, not yet in the registry. */
+	async #startPooled(area: Area): Promise<Pooled> {
 		const id = newSessionId();
-		const plan = planSpawn(this.#config, defaultBody, { id });
+		const plan = planSpawn(this.#config, defaultBody, { id, area });
 		const session = this.#build(id, defaultBody, plan.cwd);
-		await session.start(plan);
-		return session;
+		const sessionDir = plan.args[plan.args.indexOf("--session-dir") + 1];
+		const folders = [plan.cwd, ...(sessionDir && plan.args.includes("--session-dir") ? [sessionDir] : [])];
+		// Its own folder only: an area itself (--default-cwd root) is never removed.
+		const own = this.#config.defaultCwd === "own" ? folders : folders.slice(1);
+		try {
+			await session.start(plan);
+		} catch (error) {
+			removeEmpty(own);
+			throw error;
+		}
+		return { session, folders: own };
 	}
 
 	/** A pooled session becomes the caller's: registered, named, saved. */
