@@ -4,6 +4,8 @@
  *
  * The reply is chosen from the last user message (the trigger is case-insensitive):
  *   bash: CMD     calls pi's bash tool with CMD, then reports the tool's output
+ *   tool: NAME {JSON}  calls the tool NAME (a client tool, say) with the JSON object as its
+ *                 arguments, then answers with the tool's output text ("Error: …" if it failed)
  *   echo: TEXT    replies TEXT exactly, a few characters per delta
  *   count: N      replies "1 2 … N", one delta per number (long streams, abortable)
  *   slow: N       N deltas 100 ms apart (time to steer, abort or disconnect mid-run)
@@ -15,13 +17,14 @@ import {
 	type AssistantMessage,
 	type AssistantMessageEventStream,
 	createAssistantMessageEventStream,
+	type JsonObject,
 	type Model,
 	type SimpleStreamOptions,
 } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
 type Block = { type: string; text?: string };
-type AnyMessage = { role: string; content: string | Block[] };
+type AnyMessage = { role: string; content: string | Block[]; toolName?: string; isError?: boolean };
 
 const SLOW_DELTA_MS = 100;
 /**
@@ -56,20 +59,28 @@ function chunks(text: string, size: number): string[] {
 	return out;
 }
 
-type Plan = { deltas: string[]; delayMs: number } | { toolCommand: string } | { error: string };
+type Plan =
+	| { deltas: string[]; delayMs: number }
+	| { toolCall: { name: string; arguments: JsonObject } }
+	| { error: string };
 
 function plan(messages: AnyMessage[]): Plan {
 	const delay = Number(process.env.PI_GATEWAY_DEMO_DELAY_MS ?? 0) || 0;
 	const last = messages.filter((m) => m.role !== "system").at(-1);
+	if (last?.role === "toolResult" && last.toolName !== "bash") {
+		const output = textOf(last);
+		return { deltas: chunks(last.isError ? `Error: ${output}` : output, 8), delayMs: delay };
+	}
 	if (last?.role === "toolResult") {
 		const output = textOf(last).trim();
 		return { deltas: chunks(`The command finished. Output:\n${output}`, 8), delayMs: delay };
 	}
 	const prompt = textOf(last);
-	const match = /^\s*(bash|echo|count|slow|fail):\s?([\s\S]*)$/i.exec(prompt);
+	const match = /^\s*(bash|tool|echo|count|slow|fail):\s?([\s\S]*)$/i.exec(prompt);
 	const verb = match?.[1]?.toLowerCase();
 	const arg = match?.[2] ?? "";
-	if (verb === "bash") return { toolCommand: arg.trim() };
+	if (verb === "bash") return { toolCall: { name: "bash", arguments: { command: arg.trim() } } };
+	if (verb === "tool") return toolPlan(arg);
 	if (verb === "echo") return { deltas: chunks(arg, 4), delayMs: delay };
 	if (verb === "fail") return { error: arg || "demo failure" };
 	if (verb === "count" || verb === "slow") {
@@ -79,6 +90,22 @@ function plan(messages: AnyMessage[]): Plan {
 	}
 	const words = `Hello from the pi-gateway demo model. You said: ${prompt}`.split(/(?<= )/);
 	return { deltas: words, delayMs: delay };
+}
+
+/** `tool: NAME {json}`: the call, or an error a newcomer can act on. */
+function toolPlan(arg: string): Plan {
+	const call = /^\s*([A-Za-z_][A-Za-z0-9_-]*)\s*([\s\S]*)$/.exec(arg);
+	if (!call?.[1]) return { error: "tool: needs a tool name, then optional JSON arguments" };
+	const json = call[2]?.trim() || "{}";
+	let args: unknown;
+	try {
+		args = JSON.parse(json);
+	} catch {
+		return { error: `tool: the arguments are not JSON: ${json}` };
+	}
+	if (args === null || typeof args !== "object" || Array.isArray(args))
+		return { error: "tool: the arguments must be a JSON object" };
+	return { toolCall: { name: call[1], arguments: args as JsonObject } };
 }
 
 function streamDemo(model: Model<string>, context: { messages: unknown[] }, options?: SimpleStreamOptions) {
@@ -106,12 +133,11 @@ function streamDemo(model: Model<string>, context: { messages: unknown[] }, opti
 		const step = plan(context.messages as AnyMessage[]);
 		if ("error" in step) throw new Error(step.error);
 		stream.push({ type: "start", partial: output });
-		if ("toolCommand" in step) {
+		if ("toolCall" in step) {
 			const toolCall = {
 				type: "toolCall" as const,
-				id: `demo_${Date.now().toString(36)}`,
-				name: "bash",
-				arguments: { command: step.toolCommand },
+				id: `demo_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`,
+				...step.toolCall,
 			};
 			output.content.push(toolCall);
 			stream.push({ type: "toolcall_start", contentIndex: 0, partial: output });

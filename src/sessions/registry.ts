@@ -411,6 +411,7 @@ export class SessionRegistry {
 			name: extra.name ?? options.name,
 			cwd,
 			persist: options.persist,
+			clientTools: options.clientTools?.map((tool) => tool.name),
 			limits: this.limits(),
 			dialect: this.dialect,
 			logger: this.#logger,

@@ -51,6 +51,8 @@ export interface SessionInit {
 		/** Its previous gateway (or node) stopped uncleanly: what its log begins with (see Session). */
 		unclean?: UncleanStop;
 	};
+	/** The names of the session's client tools (client-tools.ts): their calls become tool calls. */
+	clientTools?: readonly string[];
 	/** Checks (and rewrites) every command before anything else happens to it: limits, paths. */
 	guard?(command: PiCommand): PiCommand;
 	/** Starts pi again for a `stopped` session before a command (the registry minds the process cap). */

@@ -4,13 +4,15 @@
 // between three. What has a job of its own lives beside it: command-channel.ts (queue,
 // in-flight commands, ids, oversized answers, state refresh), legacy-adapter.ts (what a
 // pi 0.73 child needs to speak the current protocol), session-types.ts, approvals.ts,
-// ui-state.ts, event-log.ts.
+// client-tool-calls.ts, ui-state.ts, event-log.ts.
 import type { Logger } from "pino";
 import { type ExitInfo, PiProcess } from "../pi/child.ts";
 import { readRecord, typeOf } from "../pi/event-type.ts";
 import { commandKind, isDialogRequest, type PiCommand, type PiResponse, type UiRequest } from "../pi/protocol.ts";
 import { Approvals, resolvers } from "./approvals.ts";
 import { openCheckedFolder } from "./areas.ts";
+import { ToolCalls, toolCallResolvers } from "./client-tool-calls.ts";
+import { clientToolDialogTitle, readClientToolRequest } from "./client-tools.ts";
 import { CommandChannel } from "./command-channel.ts";
 import { EventLog } from "./event-log.ts";
 import type { FolderRestoreReport } from "./folder-report.ts";
@@ -36,6 +38,8 @@ export class Session {
 	/** Everything pi and the gateway said in this session, numbered and bounded: what SSE streams replay. */
 	readonly events: EventLog;
 	readonly approvals: Approvals;
+	/** Calls of the session's client tools, which the program answers. */
+	readonly toolCalls: ToolCalls;
 	readonly ui: UiState = emptyUiState();
 	name: string | undefined;
 	lastActivityAt = Date.now();
@@ -64,6 +68,9 @@ export class Session {
 	#onStatus: ((session: Session) => void) | undefined;
 	/** A legacy pi's lines, adapted to the current protocol (a current pi's pass unchanged). */
 	readonly #legacy: LegacyAdapter;
+	readonly #clientTools: ReadonlySet<string>;
+	/** Tools pi is running now (tool_execution_start, not yet _end), by toolCallId: only those can be client tool calls. */
+	readonly #executing = new Map<string, string>();
 
 	constructor(init: SessionInit) {
 		this.#init = init;
@@ -97,8 +104,26 @@ export class Session {
 				resolved: (approval, response) => {
 					if (response && this.#process) this.#channel.write(response).catch(() => {});
 					this.#gatewayEvent("approval_resolved", { approval });
-					if (this.approvals.pendingCount === 0) this.#channel.resume();
+					this.#answered();
+				},
+			},
+			init.limits.approvalTimeoutMs,
+		);
+		this.#clientTools = new Set(init.clientTools ?? []);
+		this.toolCalls = new ToolCalls(
+			init.id,
+			{
+				requested: (toolCall) => {
+					const { id: toolCallId, name, arguments: args, runId } = toolCall;
+					this.#gatewayEvent("tool_call_requested", { toolCallId, name, arguments: args, runId, toolCall });
+					this.#channel.pause();
 					this.#updateStatus();
+				},
+				resolved: (toolCall, response) => {
+					if (response && this.#process) this.#channel.write(response).catch(() => {});
+					const { id: toolCallId, name, runId, status } = toolCall;
+					this.#gatewayEvent("tool_call_resolved", { toolCallId, name, runId, status, toolCall });
+					this.#answered();
 				},
 			},
 			init.limits.approvalTimeoutMs,
@@ -169,7 +194,7 @@ export class Session {
 			this.#openRequests === 0 &&
 			this.#channel.inFlightCount === 0 &&
 			this.queueDepth === 0 &&
-			this.approvals.pendingCount === 0
+			this.#waitingCount === 0
 		);
 	}
 
@@ -294,6 +319,7 @@ export class Session {
 			// dialog is answered: send abort first (so the run counts as aborted), then dismiss them.
 			const answered = this.#channel.dispatch(command, timeout);
 			this.approvals.cancelAll(resolvers.abort);
+			this.toolCalls.cancelAll(toolCallResolvers.abort, "The run was aborted before the program answered");
 			return answered;
 		}
 		return this.#channel.send(command, timeout);
@@ -327,7 +353,7 @@ export class Session {
 		// Hot path: pi writes events as {"type":"…",…}. For all but two types the gateway needs only
 		// the type, so the line is forwarded as the bytes pi printed, without a decode or JSON.parse.
 		const fast = typeOf(line);
-		if (fast !== undefined && fast !== "response" && fast !== "extension_ui_request") {
+		if (fast !== undefined && fast !== "response" && fast !== "extension_ui_request" && !this.#tracksTool(fast)) {
 			this.lastActivityAt = Date.now();
 			this.#onEvent(fast, line);
 			return;
@@ -343,7 +369,57 @@ export class Session {
 		else if (record.type === "extension_ui_request") {
 			this.events.append(record.type, line);
 			this.#onUiRequest(record as unknown as UiRequest);
-		} else this.#onEvent(record.type, line);
+		} else {
+			if (this.#tracksTool(record.type)) this.#onToolExecution(record);
+			this.#onEvent(record.type, line);
+		}
+	}
+
+	/** With client tools, pi's tool executions are read: a client tool call must be one pi is running. */
+	#tracksTool(type: string): boolean {
+		return this.#clientTools.size > 0 && (type === "tool_execution_start" || type === "tool_execution_end");
+	}
+
+	#onToolExecution(record: Record<string, unknown>): void {
+		const { toolCallId, toolName } = record;
+		if (typeof toolCallId !== "string") return;
+		if (record.type === "tool_execution_start" && typeof toolName === "string")
+			this.#executing.set(toolCallId, toolName);
+		else if (record.type === "tool_execution_end") {
+			this.#executing.delete(toolCallId);
+			// Ended without the program's answer (its dialog ended some other way): no answer can reach it now.
+			this.toolCalls.finishedByPi(toolCallId);
+		}
+	}
+
+	/**
+	 * A dialog with the client-tools title is never an approval. It is a tool call when it names a
+	 * declared client tool that pi is running under that id right now (and not asked already);
+	 * anything else (a dialog the agent printed as pi) is dismissed and logged.
+	 */
+	#onClientToolDialog(id: string, prefill: string | undefined): void {
+		const request = readClientToolRequest(prefill);
+		if (
+			request &&
+			this.#clientTools.has(request.name) &&
+			this.#executing.get(request.toolCallId) === request.name &&
+			!this.toolCalls.isPending(request.toolCallId)
+		) {
+			this.toolCalls.open(id, request, this.currentRunId);
+			return;
+		}
+		this.#logger.warn({ dialogId: id }, "a client tool dialog that matches no tool pi is running: dismissed");
+		this.#channel.write({ type: "extension_ui_response", id, cancelled: true }).catch(() => {});
+	}
+
+	/** Dialogs and client tool calls both hold the run: the queue's deadlines wait while any is pending. */
+	get #waitingCount(): number {
+		return this.approvals.pendingCount + this.toolCalls.pendingCount;
+	}
+
+	#answered(): void {
+		if (this.#waitingCount === 0) this.#channel.resume();
+		this.#updateStatus();
 	}
 
 	/** A session event: logged as pi printed it; run boundaries move the status. */
@@ -375,7 +451,9 @@ export class Session {
 	}
 
 	#onUiRequest(request: UiRequest): void {
-		if (isDialogRequest(request)) this.approvals.open(request);
+		if (isDialogRequest(request) && request.title === clientToolDialogTitle)
+			this.#onClientToolDialog(request.id, request.method === "editor" ? request.prefill : undefined);
+		else if (isDialogRequest(request)) this.approvals.open(request);
 		else if (fireAndForgetMethods.has(request.method))
 			applyUiRequest(this.ui, request, this.#init.limits.maxNotifications);
 	}
@@ -389,6 +467,8 @@ export class Session {
 		const crashed = !info.requested && !(info.code === 0 && info.signal === null);
 		this.#channel.failAll(exitError(this.id, reason, crashed, info, this.exit.stderrTail));
 		this.approvals.abandonAll();
+		this.toolCalls.abandonAll();
+		this.#executing.clear();
 		this.#running = false;
 		// A persistent session the gateway put to sleep keeps its place and starts again on demand.
 		const asleep = !crashed && reason !== undefined && reason !== "stopped" && this.resumable;
@@ -414,7 +494,7 @@ export class Session {
 	#updateStatus(): void {
 		if (!this.#process) return;
 		this.#setStatus(
-			!this.#started ? "starting" : this.approvals.pendingCount > 0 ? "waiting" : this.#running ? "running" : "idle",
+			!this.#started ? "starting" : this.#waitingCount > 0 ? "waiting" : this.#running ? "running" : "idle",
 		);
 	}
 
