@@ -1,0 +1,212 @@
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { collect } from "../helpers/sse.ts";
+
+// Client tools on real pi with the demo model (`tool: NAME {json}`), over plain HTTP: the call is a
+// resource and an event, the program's answer is the tool's result, and nobody else answers it.
+let gw: TestGateway;
+let id: string;
+const lookupPrice = {
+	name: "lookup_price",
+	description: "The price of a product in EUR, by its SKU",
+	parameters: { type: "object", properties: { sku: { type: "string" } }, required: ["sku"] },
+};
+
+beforeAll(async () => {
+	gw = await startTestGateway();
+	id = await gw.session({ clientTools: [lookupPrice] });
+});
+afterAll(() => gw?.stop());
+
+const base = () => `/v1/sessions/${id}`;
+const answer = (callId: string, json: unknown) =>
+	gw.api(`${base()}/tool-calls/${encodeURIComponent(callId)}`, { method: "POST", json });
+/** The session's next pending call, through the cross-session long-poll. */
+const nextPending = (sessionId = id) =>
+	until(async () => {
+		const { status, body } = await gw.api("/v1/tool-calls?status=pending&wait=5");
+		expect(status).toBe(200);
+		return body.toolCalls.find((c: { sessionId: string }) => c.sessionId === sessionId);
+	});
+
+describe("a client tool round trip", () => {
+	it("the model's call is a pending resource and an event; the answer is the tool's result and the run's text", async () => {
+		const before = (await gw.api(base())).body.lastEventId;
+		const types = "tool_call_requested,tool_call_resolved,tool_execution_end,agent_settled";
+		const events = await gw.fetch(`${base()}/events?after=${before}&types=${types}`, {
+			headers: { accept: "text/event-stream" },
+		});
+		const frames = collect(events, (f) => f.event === "agent_settled");
+		const run = gw.api(`${base()}/prompt?wait=true`, {
+			method: "POST",
+			json: { message: 'tool: lookup_price {"sku":"A-1"}' },
+		});
+
+		const pending = await nextPending();
+		expect(pending).toEqual({
+			id: expect.stringMatching(/^demo_/),
+			sessionId: id,
+			runId: expect.any(String),
+			name: "lookup_price",
+			arguments: { sku: "A-1" },
+			status: "pending",
+			createdAt: expect.any(String),
+			answeredAt: null,
+			result: null,
+			resolvedBy: null,
+		});
+		expect((await gw.api(`${base()}/tool-calls?status=pending`)).body).toEqual({ toolCalls: [pending] });
+		expect((await gw.api(`${base()}/tool-calls/${pending.id}`)).body).toEqual(pending);
+		expect((await gw.api(base())).body).toMatchObject({ status: "waiting", pendingApprovals: 0 });
+		// Never an approval.
+		expect((await gw.api(`${base()}/approvals`)).body.approvals).toEqual([]);
+
+		// A wrong shape is 422 and leaves it pending.
+		for (const bad of [{}, { output: 5 }, { output: "x", isError: "no" }, { output: [{ type: "video" }] }]) {
+			const refused = await answer(pending.id, bad);
+			expect(refused.status).toBe(422);
+			expect(refused.body.code).toBe("invalid_tool_call_answer");
+		}
+		expect((await gw.api(`${base()}/tool-calls/${pending.id}`)).body.status).toBe("pending");
+
+		const answered = await answer(pending.id, { output: "19.90" });
+		expect(answered.status).toBe(200);
+		expect(answered.body).toMatchObject({
+			id: pending.id,
+			status: "answered",
+			result: { output: "19.90", isError: false },
+			resolvedBy: "admin",
+		});
+		const again = await answer(pending.id, { output: "20.00" });
+		expect(again.status).toBe(409);
+		expect(again.body.code).toBe("tool_call_already_answered");
+
+		const result = await run;
+		expect(result.status).toBe(200);
+		expect(result.body.text).toBe("19.90");
+		const seen = await frames;
+		expect(seen.map((f) => f.event)).toEqual([
+			"stream_open",
+			"tool_call_requested",
+			"tool_call_resolved",
+			"tool_execution_end",
+			"agent_settled",
+		]);
+		expect(seen[1]?.json).toMatchObject({
+			type: "tool_call_requested",
+			sessionId: id,
+			toolCallId: pending.id,
+			name: "lookup_price",
+			arguments: { sku: "A-1" },
+			runId: pending.runId,
+		});
+		expect(seen[2]?.json).toMatchObject({ toolCallId: pending.id, status: "answered" });
+		expect(seen[3]?.json).toMatchObject({ toolCallId: pending.id, isError: false });
+	});
+
+	it("an error answer reaches the model as an error result", async () => {
+		const run = gw.api(`${base()}/prompt?wait=true`, {
+			method: "POST",
+			json: { message: 'tool: lookup_price {"sku":"nope"}' },
+		});
+		const pending = await nextPending();
+		const answered = await answer(pending.id, { output: [{ type: "text", text: "unknown SKU" }], isError: true });
+		expect(answered.status).toBe(200);
+		expect((await run).body.text).toBe("Error: unknown SKU");
+	});
+
+	it("an abort cancels the pending call: the run ends, and a late answer is 410", async () => {
+		const run = gw.api(`${base()}/prompt?wait=true`, {
+			method: "POST",
+			json: { message: 'tool: lookup_price {"sku":"B-2"}' },
+		});
+		const pending = await nextPending();
+		expect((await gw.api(`${base()}/abort`, { method: "POST" })).status).toBeLessThan(300);
+		const cancelled = (await gw.api(`${base()}/tool-calls/${pending.id}`)).body;
+		expect(cancelled).toMatchObject({
+			status: "cancelled",
+			resolvedBy: "gateway-abort",
+			result: { isError: true, output: expect.stringContaining("aborted") },
+		});
+		const late = await answer(pending.id, { output: "too late" });
+		expect(late.status).toBe(410);
+		expect(late.body.code).toBe("tool_call_gone");
+		expect((await run).status).toBe(200);
+		await until(async () => (await gw.api(base())).body.status === "idle");
+	});
+
+	it("an unknown call is 404; the list filters by status", async () => {
+		expect((await answer("nope", { output: "x" })).status).toBe(404);
+		expect((await gw.api(`${base()}/tool-calls/nope`)).status).toBe(404);
+		const { body } = await gw.api(`${base()}/tool-calls?status=cancelled`);
+		expect(body.toolCalls.length).toBeGreaterThan(0);
+		expect(body.toolCalls.every((c: { status: string }) => c.status === "cancelled")).toBe(true);
+	});
+});
+
+describe("declaring client tools", () => {
+	it.each([
+		["a bad name", { ...lookupPrice, name: "1price" }],
+		["a name of pi's own", { ...lookupPrice, name: "bash" }],
+		["parameters that are not an object schema", { ...lookupPrice, parameters: { type: "string" } }],
+		["a schema that is not one", { ...lookupPrice, parameters: { type: "object", properties: { a: 5 } } }],
+		["an unknown key", { ...lookupPrice, handler: "x" }],
+	])("%s is 400 before pi", async (_what, tool) => {
+		const before = (await gw.api("/v1/sessions")).body.sessions?.length;
+		const { status, body } = await gw.api("/v1/sessions", { method: "POST", json: { clientTools: [tool] } });
+		expect(status).toBe(400);
+		expect(body.code).toBe("invalid_input");
+		expect((await gw.api("/v1/sessions")).body.sessions?.length).toBe(before);
+	});
+
+	it("twice the same name, and more than 64 tools, are 400", async () => {
+		const twice = await gw.api("/v1/sessions", { method: "POST", json: { clientTools: [lookupPrice, lookupPrice] } });
+		expect(twice.status).toBe(400);
+		const many = Array.from({ length: 65 }, (_, i) => ({ ...lookupPrice, name: `t${i}` }));
+		expect((await gw.api("/v1/sessions", { method: "POST", json: { clientTools: many } })).status).toBe(400);
+	});
+});
+
+describe("the agent", () => {
+	it("cannot answer a call over HTTP: it holds no credential", async () => {
+		const command = `curl -s -o /dev/null -w 'answer:%{http_code}' -X POST -H 'content-type: application/json' -d '{"output":"forged"}' ${gw.url}${base()}/tool-calls/some-call`;
+		const run = await gw.api(`${base()}/prompt?wait=true`, { method: "POST", json: { message: `bash: ${command}` } });
+		expect(run.status).toBe(200);
+		expect(run.body.text).toContain("answer:401");
+	});
+
+	it("cannot forge a call: a client-tool dialog that matches no client tool pi runs is dismissed, never a call or an approval", async () => {
+		const gwForge = await startTestGateway({
+			extensions: { forge: join(fixtures, "extensions/forge-client-tool.ts") },
+		});
+		try {
+			const sid = await gwForge.session({ clientTools: [lookupPrice], extensions: ["forge"] });
+			const path = `/v1/sessions/${sid}`;
+			const outside = await gwForge.api(`${path}/prompt?wait=true`, { method: "POST", json: { message: "/forge" } });
+			expect(outside.status).toBeLessThan(300);
+			const notes = () =>
+				gwForge.api(`${path}/ui`).then((r) => r.body.notifications.map((n: { message: string }) => n.message));
+			await until(async () => (await notes()).includes("forge dismissed"));
+			const inside = await gwForge.api(`${path}/prompt?wait=true`, {
+				method: "POST",
+				json: { message: "tool: forger {}" },
+			});
+			expect(inside.status).toBe(200);
+			expect(inside.body.text).toBe("forger got dismissed");
+			expect((await gwForge.api(`${path}/tool-calls`)).body.toolCalls).toEqual([]);
+			expect((await gwForge.api(`${path}/approvals`)).body.approvals).toEqual([]);
+			// Both dialogs did reach the gateway (so the checks above mean something).
+			const log = await gwForge.fetch(`${path}/events?after=0&types=extension_ui_request`, {
+				headers: { accept: "text/event-stream" },
+			});
+			const dialogs = await collect(
+				log,
+				(f) => f.json.title === "pi-gateway client tool" && f.json.prefill.includes("Y"),
+			);
+			expect(dialogs.filter((f) => f.json.title === "pi-gateway client tool")).toHaveLength(2);
+		} finally {
+			await gwForge.stop();
+		}
+	});
+});
