@@ -8,7 +8,6 @@ import { GatewayError } from "../errors.ts";
 import { dialectOf, hasNameFlag, piPackageOf } from "../pi/dialect.ts";
 import { SessionName, ThinkingLevel } from "../pi/protocol.ts";
 import { type Area, areaAgentDir, areaOf, confineToArea, ensureArea } from "./areas.ts";
-import { ClientTools, clientToolsEnv } from "./client-tools.ts";
 import { PolicySet } from "./policies.ts";
 import { agentDir, wrapCommand } from "./sandbox.ts";
 import { folderFor, newSessionFolder } from "./session-files.ts";
@@ -23,7 +22,7 @@ const cliSafe = z.string().regex(/^[A-Za-z0-9][\w.:/@+-]*$/, "letters, digits an
 
 export const CreateSessionBody = z
 	.strictObject({
-		name: SessionName.optional().openapi({ example: "refactor-auth" }),
+		name: SessionName.optional().openapi({ description: "A display name for the session", example: "refactor-auth" }),
 		cwd: z
 			.string()
 			.min(1)
@@ -34,11 +33,20 @@ export const CreateSessionBody = z
 				description:
 					"Working folder, relative to the caller's area of the workspace root (an admin's: the root; another principal's: `<workspace-root>/@<name>`), and inside it once links are followed: the root, another principal's area or its folders are 403 `path_outside_root`. Default: a folder of the session's own in that area, `<area>/<session id>` (created empty); a gateway started with an explicit --workspace-root gives the area itself instead, unless --default-cwd own",
 			}),
-		provider: cliSafe.max(100).optional().openapi({ example: "pi-gateway-demo" }),
-		model: cliSafe.max(200).optional().openapi({ example: "demo" }),
+		provider: cliSafe
+			.max(100)
+			.optional()
+			.openapi({ description: "The model's provider (pi's --provider)", example: "pi-gateway-demo" }),
+		model: cliSafe.max(200).optional().openapi({ description: "The model's id (pi's --model)", example: "demo" }),
 		thinkingLevel: ThinkingLevel.optional(),
-		systemPrompt: promptText.optional(),
-		appendSystemPrompt: promptText.optional(),
+		systemPrompt: promptText.optional().openapi({
+			description: "Replaces pi's system prompt (pi's --system-prompt)",
+			example: "You review code and answer in short lists.",
+		}),
+		appendSystemPrompt: promptText.optional().openapi({
+			description: "Added to the end of pi's system prompt (pi's --append-system-prompt)",
+			example: "Answer in English.",
+		}),
 		tools: z
 			.array(z.string().regex(/^[A-Za-z0-9_*-]+$/))
 			.max(100)
@@ -58,13 +66,15 @@ export const CreateSessionBody = z
 				description:
 					"A pi session id (from a session's piSessionId), or a prefix of one, to continue. It finds only sessions the caller may see (404 otherwise, as for an id that never existed); one a session still holds is 409 (use POST /v1/sessions/{id}/resume), and a file no session holds any more only an admin may continue",
 			}),
-		clientTools: ClientTools.optional(),
 		policies: PolicySet.optional().openapi({
 			description:
 				"Approval policies of this session, tried after the gateway's (--approval-policies-file) and the session's remembered answers. Rules that approve (`allow`, `{value}`) need the scope approvals:answer (403 otherwise)",
 		}),
 	})
-	.openapi("CreateSession");
+	.openapi("CreateSession", {
+		description: "How to start a session; every field is optional",
+		example: { name: "refactor-auth", provider: "pi-gateway-demo", model: "demo" },
+	});
 export type CreateSessionBody = z.infer<typeof CreateSessionBody>;
 
 export interface SpawnPlan {
@@ -83,8 +93,6 @@ export interface SpawnPlan {
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const demoExtensionPath = resolve(here, "../../extensions/demo-model.ts");
-/** Registers a session's client tools in pi (src/sessions/client-tools.ts). */
-export const clientToolsExtensionPath = resolve(here, "../../extensions/client-tools.ts");
 
 /** The installed pi package's folder (its package.json is not exported, so found from its main entry). */
 export function piPackageDir(): string {
@@ -194,8 +202,6 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 			throw new GatewayError(400, "extension_not_allowed", `Extension ${JSON.stringify(ext)} is not in the allow-list`);
 		extensionPaths.push(path);
 	}
-	const clientTools = body.clientTools ?? [];
-	if (clientTools.length > 0) extensionPaths.push(clientToolsExtensionPath);
 	for (const path of extensionPaths) args.push("-e", path);
 	const provider = body.provider ?? (body.model ? undefined : config.provider);
 	const model = body.model ?? config.model;
@@ -217,16 +223,13 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 		}
 		args.push(flag, text);
 	}
-	// An allow-list of tools names the client tools too: they are what the session was made for.
-	if (body.tools) args.push("--tools", [...body.tools, ...clientTools.map((t) => t.name)].join(","));
+	if (body.tools) args.push("--tools", body.tools.join(","));
 	if (body.name && hasNameFlag(dialectOf(piPackageOf(config.piCommand ?? [])))) args.push("--name", body.name);
 	const env = childEnv(process.env, {
 		passEnv: config.passEnv,
 		set: {
 			PI_OFFLINE: config.demo ? "1" : process.env.PI_OFFLINE,
 			...(config.piAgentDir ? { PI_CODING_AGENT_DIR: config.piAgentDir } : {}),
-			// Not secret: the extension reads and removes it before any tool runs.
-			...(clientTools.length > 0 ? { [clientToolsEnv]: JSON.stringify(clientTools) } : {}),
 		},
 	});
 	if (config.sandbox !== "on") return { command: command as string, args, env, cwd };

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { SessionStatus } from "../../../sessions/session.ts";
 import { hasScope, type Principal } from "../../auth/principals.ts";
 import { ApiError } from "../../transport/problem.ts";
-import { SessionView } from "./session-view.ts";
+import { SessionView, sessionExample } from "./session-view.ts";
 
 /**
  * Paging of GET /v1/sessions: oldest first by (createdAt, id), the id compared by code unit (as
@@ -25,7 +25,7 @@ export const SessionListQuery = z.object({
 		.regex(/^[A-Za-z0-9_-]{1,400}$/, "a nextCursor from an earlier page")
 		.optional()
 		.openapi({ description: "`nextCursor` of an earlier page: only sessions created after its last one" }),
-	status: SessionStatus.optional(),
+	status: SessionStatus.optional().openapi({ param: { description: "Only sessions in this status", example: "idle" } }),
 	node: z.string().min(1, "name a node (or leave node out)").max(100).optional().openapi({
 		description: "Cluster mode: only sessions this node runs (`node` of a session); none on a single gateway",
 	}),
@@ -37,14 +37,17 @@ export type SessionListQuery = z.infer<typeof SessionListQuery>;
 
 export const SessionList = z
 	.object({
-		sessions: z.array(SessionView),
+		sessions: z.array(SessionView).describe("The sessions of this page, oldest first"),
 		nextCursor: z
 			.string()
 			.nullable()
 			.openapi({ description: "Pass as `cursor` for the next page; null when this page is the last" }),
 		hasMore: z.boolean().openapi({ description: "More sessions lie beyond this page (then `nextCursor` is set)" }),
 	})
-	.openapi("SessionList");
+	.openapi("SessionList", {
+		description: "One page of sessions",
+		example: { sessions: [sessionExample], nextCursor: null, hasMore: false },
+	});
 export type SessionList = z.infer<typeof SessionList>;
 
 export interface Position {

@@ -3,42 +3,74 @@ import type { Session } from "../../../sessions/session.ts";
 import { SessionStatus } from "../../../sessions/session.ts";
 import type { StoredSession } from "../../../sessions/session-store.ts";
 
+/** A session as the gateway answers it, for the spec's examples. */
+export const sessionExample = {
+	id: "ses_Qm9wYXJ0aWFs",
+	name: "demo",
+	status: "idle",
+	node: null,
+	pid: 4242,
+	cwd: "/var/lib/pi-gateway/workspaces/ses_Qm9wYXJ0aWFs",
+	persist: true,
+	resumable: true,
+	createdAt: "2026-12-01T10:00:00.000Z",
+	lastActivityAt: "2026-12-01T10:00:05.000Z",
+	piSessionId: "0b6f1c2e-4a7d-4e0b-9c1a-3f5e2d8b7a61",
+	piSessionFile: "/var/lib/pi-gateway/agent/sessions/2026-12-01T10-00-00.jsonl",
+	model: { provider: "pi-gateway-demo", id: "demo" },
+	thinkingLevel: "off",
+	currentRunId: null,
+	queuedCommands: 0,
+	pendingApprovals: 0,
+	lastEventId: 12,
+	folderRestore: null,
+	exit: null,
+};
+
 export const SessionView = z
 	.object({
-		id: z.string().openapi({ example: "ses_Qm9wYXJ0aWFs" }),
-		name: z.string().nullable(),
+		id: z.string().openapi({ description: "The session's id", example: "ses_Qm9wYXJ0aWFs" }),
+		name: z.string().nullable().describe("Its display name; null until one is set"),
 		status: SessionStatus,
 		node: z.string().nullable().openapi({
 			description:
 				"Cluster mode: the node whose pi runs this session (its `--node-name`, as in `/v1/info` and the cluster metrics); null while it is stopped (no node holds it: the next command starts it on the node that receives it). Always null on a single gateway (no cluster)",
 		}),
-		pid: z.number().int().nullable(),
-		cwd: z.string(),
-		persist: z.boolean(),
+		pid: z.number().int().nullable().describe("The pi process's id; null while no pi runs"),
+		cwd: z.string().describe("The folder pi works in (the session's folder)"),
+		persist: z.boolean().describe("pi keeps a session file, so the session can be resumed (false: ephemeral)"),
 		resumable: z.boolean().openapi({
 			description: "pi can be started again on this session's file (POST …/resume); false for persist:false",
 		}),
-		createdAt: z.string().openapi({ format: "date-time" }),
-		lastActivityAt: z.string().openapi({ format: "date-time" }),
-		piSessionId: z.string().nullable(),
-		piSessionFile: z.string().nullable(),
-		model: z.object({ provider: z.string(), id: z.string() }).nullable(),
-		thinkingLevel: z.string().nullable(),
+		createdAt: z.string().openapi({ format: "date-time", description: "When it was created" }),
+		lastActivityAt: z
+			.string()
+			.openapi({ format: "date-time", description: "When a command or event last went through it" }),
+		piSessionId: z.string().nullable().describe("pi's own session id; null until pi reported it"),
+		piSessionFile: z.string().nullable().describe("pi's session file; null for an ephemeral session"),
+		model: z
+			.object({
+				provider: z.string().describe("The model's provider"),
+				id: z.string().describe("The model's id at that provider"),
+			})
+			.nullable()
+			.describe("The model in use; null until pi reported it"),
+		thinkingLevel: z.string().nullable().describe("The thinking level in use; null until pi reported it"),
 		currentRunId: z.string().nullable().openapi({ description: "Run id of the prompt that started the active run" }),
-		queuedCommands: z.number().int(),
-		pendingApprovals: z.number().int(),
+		queuedCommands: z.number().int().describe("Commands waiting in the session's queue"),
+		pendingApprovals: z.number().int().describe("Dialogs waiting for an answer"),
 		lastEventId: z.number().int().openapi({ description: "Sequence number of the newest event" }),
 		folderRestore: z
 			.object({
-				complete: z.boolean(),
-				at: z.string().openapi({ format: "date-time" }),
+				complete: z.boolean().describe("Everything was restored"),
+				at: z.string().openapi({ format: "date-time", description: "When it was restored" }),
 				from: z
 					.string()
 					.nullable()
 					.openapi({ description: "The node whose stored copy was restored (null: none was stored)" }),
 				restored: z.number().int().openapi({ description: "Files, folders and links restored" }),
 				missing: z.array(z.string()).openapi({ description: "Paths that could not be restored (at most 100)" }),
-				missingCount: z.number().int(),
+				missingCount: z.number().int().describe("How many paths could not be restored"),
 				kept: z.array(z.string()).openapi({
 					description:
 						"Files of a folder other sessions may share that differ from the stored copy, left as this node had them (at most 100)",
@@ -52,14 +84,18 @@ export const SessionView = z
 			}),
 		exit: z
 			.object({
-				code: z.number().int().nullable(),
-				signal: z.string().nullable(),
-				at: z.string().openapi({ format: "date-time" }),
-				stderrTail: z.string(),
+				code: z.number().int().nullable().describe("pi's exit code; null when a signal ended it"),
+				signal: z.string().nullable().describe("The signal that ended it; null when it exited"),
+				at: z.string().openapi({ format: "date-time", description: "When it exited" }),
+				stderrTail: z.string().describe("The last lines pi wrote to stderr"),
 			})
-			.nullable(),
+			.nullable()
+			.describe("How pi last exited; null while it runs or never did"),
 	})
-	.openapi("Session");
+	.openapi("Session", {
+		description: "A gateway session: one pi process (or its stored state) and what the gateway knows of it",
+		example: sessionExample,
+	});
 export type SessionView = z.infer<typeof SessionView>;
 
 /** `node`: this node's id in cluster mode, undefined on a single gateway. */
