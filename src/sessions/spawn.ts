@@ -8,6 +8,7 @@ import { GatewayError } from "../errors.ts";
 import { dialectOf, hasNameFlag, piPackageOf } from "../pi/dialect.ts";
 import { SessionName, ThinkingLevel } from "../pi/protocol.ts";
 import { type Area, areaAgentDir, areaOf, confineToArea, ensureArea } from "./areas.ts";
+import { ClientTools, clientToolsEnv } from "./client-tools.ts";
 import { PolicySet } from "./policies.ts";
 import { agentDir, wrapCommand } from "./sandbox.ts";
 import { folderFor, newSessionFolder } from "./session-files.ts";
@@ -66,6 +67,7 @@ export const CreateSessionBody = z
 				description:
 					"A pi session id (from a session's piSessionId), or a prefix of one, to continue. It finds only sessions the caller may see (404 otherwise, as for an id that never existed); one a session still holds is 409 (use POST /v1/sessions/{id}/resume), and a file no session holds any more only an admin may continue",
 			}),
+		clientTools: ClientTools.optional(),
 		policies: PolicySet.optional().openapi({
 			description:
 				"Approval policies of this session, tried after the gateway's (--approval-policies-file) and the session's remembered answers. Rules that approve (`allow`, `{value}`) need the scope approvals:answer (403 otherwise)",
@@ -93,6 +95,8 @@ export interface SpawnPlan {
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const demoExtensionPath = resolve(here, "../../extensions/demo-model.ts");
+/** Registers a session's client tools in pi (src/sessions/client-tools.ts). */
+export const clientToolsExtensionPath = resolve(here, "../../extensions/client-tools.ts");
 
 /** The installed pi package's folder (its package.json is not exported, so found from its main entry). */
 export function piPackageDir(): string {
@@ -202,6 +206,8 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 			throw new GatewayError(400, "extension_not_allowed", `Extension ${JSON.stringify(ext)} is not in the allow-list`);
 		extensionPaths.push(path);
 	}
+	const clientTools = body.clientTools ?? [];
+	if (clientTools.length > 0) extensionPaths.push(clientToolsExtensionPath);
 	for (const path of extensionPaths) args.push("-e", path);
 	const provider = body.provider ?? (body.model ? undefined : config.provider);
 	const model = body.model ?? config.model;
@@ -223,13 +229,16 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 		}
 		args.push(flag, text);
 	}
-	if (body.tools) args.push("--tools", body.tools.join(","));
+	// An allow-list of tools names the client tools too: they are what the session was made for.
+	if (body.tools) args.push("--tools", [...body.tools, ...clientTools.map((t) => t.name)].join(","));
 	if (body.name && hasNameFlag(dialectOf(piPackageOf(config.piCommand ?? [])))) args.push("--name", body.name);
 	const env = childEnv(process.env, {
 		passEnv: config.passEnv,
 		set: {
 			PI_OFFLINE: config.demo ? "1" : process.env.PI_OFFLINE,
 			...(config.piAgentDir ? { PI_CODING_AGENT_DIR: config.piAgentDir } : {}),
+			// Not secret: the extension reads and removes it before any tool runs.
+			...(clientTools.length > 0 ? { [clientToolsEnv]: JSON.stringify(clientTools) } : {}),
 		},
 	});
 	if (config.sandbox !== "on") return { command: command as string, args, env, cwd };
