@@ -78,7 +78,7 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
 		info: {
 			title: "pi-gateway",
 			version: gatewayVersion,
-			license: { name: "MIT", identifier: "MIT" },
+			license: { name: "MIT", url: "https://spdx.org/licenses/MIT.html" },
 			description:
 				"HTTP REST + Server-Sent Events in front of the pi coding agent's RPC mode. Each session is one `pi --mode rpc` process; commands go to it in order under a per-session queue; its events come back as SSE; extension dialogs become approvals. Errors are RFC 9457 problem+json. HEAD runs GET's operation with its checks and answers its status and headers without a body (a stream's subscriber slot is released at once); OPTIONS answers 204 with `Allow`; a method a path does not declare answers 405 with `Allow`; a path whose percent-escapes do not decode answers 400 `invalid_path`.",
 		},

@@ -30,12 +30,6 @@ export function toOpenApi30(published: Json): Json {
 		delete document.webhooks;
 	}
 	delete document.jsonSchemaDialect;
-	// A license `identifier` (SPDX) is 3.1's; 3.0 names a license by `url`.
-	const license = document.info?.license;
-	if (license?.identifier) {
-		const { identifier, ...rest } = license;
-		document.info.license = { url: `https://spdx.org/licenses/${identifier}.html`, ...rest };
-	}
 	document.info = {
 		...document.info,
 		description:
