@@ -6,9 +6,10 @@ import { usePendingApprovals } from "./approvals/pending.ts";
 import { forgetCredential, storeCredential, storedCredential } from "./auth/credential.ts";
 import { can } from "./auth/scopes.ts";
 import { SignIn } from "./auth/signin.tsx";
-import { useRoute } from "./router.ts";
+import { sessionHref, useRoute, useWide } from "./router.ts";
 import { SessionView } from "./session/view.tsx";
-import { SessionsScreen } from "./sessions/list.tsx";
+import { CreateSession } from "./sessions/create.tsx";
+import { SessionsList, useSessions } from "./sessions/list.tsx";
 
 export function App() {
 	const [token, setToken] = useState(storedCredential);
@@ -38,19 +39,32 @@ export function App() {
 
 function Console({ me, onSignOut }: { me: Whoami; onSignOut: () => void }) {
 	const route = useRoute();
+	const wide = useWide();
 	const pending = usePendingApprovals(can(me, "approvals:read"));
+	const sessions = useSessions(me);
+	const mayList = can(me, "sessions:read");
+	const current = route.screen === "session" ? route.id : undefined;
+	// A desktop shows the sessions beside the open screen; a phone one screen at a time, the list first.
+	const listOnly = mayList && !wide && route.screen === "sessions";
+	const names = new Map((sessions.sessions ?? []).map((s) => [s.id, s.name ?? s.id]));
+	const list = mayList && <SessionsList me={me} state={sessions} current={current} />;
 	return (
 		<>
 			<header class="top">
+				<a class="brand" href="#/">
+					pi<span class="dim">-gateway</span>
+				</a>
 				<nav aria-label="Console">
-					<a href="#/" aria-current={route.screen === "sessions" ? "page" : undefined}>
-						Sessions
-					</a>
+					{mayList && (
+						<a href="#/" aria-current={route.screen === "sessions" ? "page" : undefined}>
+							Sessions
+						</a>
+					)}
 					{can(me, "approvals:read") && (
 						<a href="#/approvals" aria-current={route.screen === "approvals" ? "page" : undefined}>
 							Approvals{" "}
 							{pending.approvals.length > 0 && (
-								<span class="badge warn">
+								<span class="badge warn solid">
 									{pending.approvals.length}
 									<span class="sr"> pending</span>
 								</span>
@@ -62,15 +76,64 @@ function Console({ me, onSignOut }: { me: Whoami; onSignOut: () => void }) {
 					<span class="sr">Signed in as </span>
 					{me.principal}
 				</span>
-				<button type="button" onClick={onSignOut}>
+				<button type="button" class="small" onClick={onSignOut}>
 					Sign out
 				</button>
 			</header>
-			<main>
-				{route.screen === "approvals" && <Inbox me={me} pending={pending} />}
-				{route.screen === "sessions" && <SessionsScreen me={me} />}
-				{route.screen === "session" && <SessionView key={route.id} id={route.id} me={me} pending={pending} />}
-			</main>
+			{listOnly ? (
+				<main class="list-only">{list}</main>
+			) : (
+				<div class={wide && mayList ? "layout split" : "layout"}>
+					{wide && list}
+					<main>
+						{route.screen === "approvals" && <Inbox me={me} pending={pending} names={names} />}
+						{route.screen === "sessions" && <Welcome me={me} />}
+						{route.screen === "new" && can(me, "sessions:write") && (
+							<CreateSession
+								sessions={sessions.sessions ?? []}
+								onCreated={(s) => {
+									sessions.reload();
+									location.hash = sessionHref(s.id);
+								}}
+							/>
+						)}
+						{route.screen === "session" && (
+							<SessionView
+								key={route.id}
+								id={route.id}
+								me={me}
+								pending={pending}
+								wide={wide}
+								onChange={sessions.reload}
+							/>
+						)}
+					</main>
+				</div>
+			)}
 		</>
+	);
+}
+
+/** The desktop's empty main area, or all an approvals-only key has besides its inbox. */
+function Welcome({ me }: { me: Whoami }) {
+	if (!can(me, "sessions:read"))
+		return (
+			<p>
+				This credential answers approvals only: see <a href="#/approvals">Approvals</a>.
+			</p>
+		);
+	return (
+		<section class="welcome" aria-labelledby="welcome-title">
+			<h1 id="welcome-title">Pick a session</h1>
+			<p class="muted">
+				Choose one on the left to read its conversation, answer what it asks and review what it changed
+				{can(me, "sessions:write") ? ", or start a new one." : "."}
+			</p>
+			{can(me, "sessions:write") && (
+				<a class="button primary" href="#/new">
+					New session
+				</a>
+			)}
+		</section>
 	);
 }

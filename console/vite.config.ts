@@ -2,7 +2,9 @@ import { fileURLToPath } from "node:url";
 import { defineConfig } from "vite";
 
 // Fixed file names (no hashes): the gateway serves a short, known list of paths without a token,
-// revalidated by ETag. One JS file and one CSS file, no preload polyfill (it would be inline).
+// revalidated by ETag. The first load is one JS file and one CSS file, no preload polyfill (it would
+// be inline); the changes review (diff views, highlighter, grammars) is one lazy chunk of its own,
+// console-review.js, fetched only when changes are shown.
 export default defineConfig({
 	root: fileURLToPath(new URL(".", import.meta.url)),
 	base: "./",
@@ -21,7 +23,6 @@ export default defineConfig({
 				entryFileNames: "console.js",
 				chunkFileNames: "console-[name].js",
 				assetFileNames: "console.[ext]",
-				codeSplitting: false,
 			},
 		},
 	},

@@ -14,7 +14,7 @@ export class ApiError extends Error {
 	}
 }
 
-type Options = { json?: unknown; signal?: AbortSignal };
+type Options = { json?: unknown; raw?: string; headers?: Record<string, string>; signal?: AbortSignal };
 
 /** The credential the person typed, and what to do when the gateway stops accepting it. */
 export interface Credential {
@@ -29,13 +29,13 @@ export const useCredential = (c: Credential | undefined) => {
 
 /** One JSON call of the public API with the bearer credential; problem+json becomes ApiError. */
 export async function call<T>(method: string, path: string, options: Options = {}): Promise<T> {
-	const headers: Record<string, string> = { Accept: "application/json" };
+	const headers: Record<string, string> = { Accept: "application/json", ...options.headers };
 	if (credential) headers.Authorization = `Bearer ${credential.token}`;
 	if (options.json !== undefined) headers["Content-Type"] = "application/json";
 	const res = await fetch(apiRoot + path, {
 		method,
 		headers,
-		body: options.json === undefined ? undefined : JSON.stringify(options.json),
+		body: options.json === undefined ? options.raw : JSON.stringify(options.json),
 		signal: options.signal,
 		credentials: "omit",
 		cache: "no-store",

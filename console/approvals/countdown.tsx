@@ -16,5 +16,5 @@ export function Countdown({ seconds }: { seconds: number | undefined }) {
 	if (seconds === undefined) return <span class="muted">No expiry</span>;
 	if (seconds === 0) return <span class="badge bad">Expired</span>;
 	const text = seconds >= 60 ? `${Math.floor(seconds / 60)} min ${seconds % 60} s` : `${seconds} s`;
-	return <span class="muted">Expires in {text}</span>;
+	return <span class={seconds < 60 ? "expiry soon" : "expiry"}>Expires in {text}</span>;
 }

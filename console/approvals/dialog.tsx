@@ -4,11 +4,24 @@ import type { Approval, ApprovalAnswer, Whoami } from "../api/types.ts";
 import { can } from "../auth/scopes.ts";
 import { Countdown, useSecondsLeft } from "./countdown.tsx";
 
+/** What an option means, read from its own words: allowing is the primary action, refusing the danger one. */
+export function meaning(option: string): "allow" | "deny" | "other" {
+	const word = option.trim().toLowerCase();
+	if (/^(allow|yes|approve|accept|ok|okay|continue|proceed|run|confirm)\b/.test(word)) return "allow";
+	if (/^(block|deny|no|reject|refuse|decline|cancel|abort|stop|never)\b/.test(word)) return "deny";
+	return "other";
+}
+const styleOf = { allow: "primary", deny: "danger-solid", other: "" } as const;
+
 /**
  * One approval, drawn by its method: confirm as two buttons, select as one button per option with
  * the option's own text, input/editor as a text field. Every string of it is the agent's: text only.
+ * Options are styled by meaning (allow primary, block/deny danger) and none is focused for the
+ * person: a stray Enter answers nothing. The title's first line is the question; the rest (the
+ * permission gate's command) is shown as it is, in monospace.
  */
-export function Dialog({ approval, me, onDone }: { approval: Approval; me: Whoami; onDone: () => void }) {
+export function Dialog(props: { approval: Approval; me: Whoami; onDone: () => void; sessionName?: string }) {
+	const { approval, me, onDone } = props;
 	const [state, setState] = useState<{ busy?: boolean; result?: Approval; error?: string }>({});
 	const [remember, setRemember] = useState(false);
 	const [text, setText] = useState(approval.prefill ?? "");
@@ -33,12 +46,22 @@ export function Dialog({ approval, me, onDone }: { approval: Approval; me: Whoam
 	};
 	const withRemember = <T extends object>(body: T) => (remember ? { ...body, remember: "session" as const } : body);
 	const titleId = `approval-${approval.id}`;
+	const [question = "", ...rest] = shown.title.split("\n");
+	const detail = dedent(rest).trim() ? dedent(rest) : undefined;
 	return (
-		<section class="dialog card" aria-labelledby={titleId}>
+		<section class="dialog card" aria-labelledby={detail ? `${titleId} ${titleId}-detail` : titleId}>
+			<p class="meta on-session">
+				Session <code>{props.sessionName ?? approval.sessionId}</code>
+			</p>
 			<h3 id={titleId} class="pre">
-				{shown.title}
+				{question}
 			</h3>
-			{shown.message && <p class="pre">{shown.message}</p>}
+			{detail && (
+				<pre id={`${titleId}-detail`} class="cmd">
+					{detail}
+				</pre>
+			)}
+			{shown.message && <pre class="message">{shown.message}</pre>}
 			<p class="meta">
 				<StatusBadge approval={shown} expired={seconds === 0} /> <Countdown seconds={open ? seconds : undefined} />
 			</p>
@@ -51,6 +74,7 @@ export function Dialog({ approval, me, onDone }: { approval: Approval; me: Whoam
 								<button
 									type="button"
 									key={option}
+									class={styleOf[meaning(option)]}
 									disabled={state.busy}
 									onClick={() => answer(withRemember({ value: option }))}
 								>
@@ -61,10 +85,20 @@ export function Dialog({ approval, me, onDone }: { approval: Approval; me: Whoam
 					)}
 					{approval.method === "confirm" && (
 						<div class="row">
-							<button type="button" disabled={state.busy} onClick={() => answer(withRemember({ confirmed: true }))}>
+							<button
+								type="button"
+								class="primary"
+								disabled={state.busy}
+								onClick={() => answer(withRemember({ confirmed: true }))}
+							>
 								Yes
 							</button>
-							<button type="button" disabled={state.busy} onClick={() => answer(withRemember({ confirmed: false }))}>
+							<button
+								type="button"
+								class="danger-solid"
+								disabled={state.busy}
+								onClick={() => answer(withRemember({ confirmed: false }))}
+							>
 								No
 							</button>
 						</div>
@@ -92,7 +126,7 @@ export function Dialog({ approval, me, onDone }: { approval: Approval; me: Whoam
 									onInput={(e) => setText(e.currentTarget.value)}
 								/>
 							)}
-							<button type="submit" disabled={state.busy}>
+							<button type="submit" class="primary" disabled={state.busy}>
 								Submit
 							</button>
 						</form>
@@ -135,4 +169,21 @@ function StatusBadge({ approval, expired }: { approval: Approval; expired: boole
 			{expired ? "Expired" : approval.status}
 		</span>
 	);
+}
+
+/** The lines after the question without their common indent (the gate indents its command). */
+function dedent(lines: string[]): string {
+	const body = lines.join("\n").replace(/^\n+|\n+$/g, "");
+	const indent = Math.min(
+		...body
+			.split("\n")
+			.filter((l) => l.trim())
+			.map((l) => /^ */.exec(l)?.[0].length ?? 0),
+	);
+	return Number.isFinite(indent) && indent > 0
+		? body
+				.split("\n")
+				.map((l) => l.slice(indent))
+				.join("\n")
+		: body;
 }

@@ -9,7 +9,7 @@ import { askNotifications, canAskNotifications } from "./notify.ts";
 import type { Pending } from "./pending.ts";
 
 /** Every pending dialog across sessions; one settled here stays shown with its outcome. */
-export function Inbox({ me, pending }: { me: Whoami; pending: Pending }) {
+export function Inbox({ me, pending, names }: { me: Whoami; pending: Pending; names: Map<string, string> }) {
 	const settled = useSettled(pending.approvals);
 	const [askable, setAskable] = useState(canAskNotifications);
 	const shown = [...pending.approvals, ...settled];
@@ -27,7 +27,12 @@ export function Inbox({ me, pending }: { me: Whoami; pending: Pending }) {
 			<ul class="plain">
 				{shown.map((approval) => (
 					<li key={approval.id}>
-						<ApprovalWithContext approval={approval} me={me} onDone={pending.refresh} />
+						<ApprovalWithContext
+							approval={approval}
+							me={me}
+							onDone={pending.refresh}
+							sessionName={names.get(approval.sessionId)}
+						/>
 					</li>
 				))}
 			</ul>
@@ -41,21 +46,19 @@ export function ApprovalWithContext(props: {
 	me: Whoami;
 	onDone: () => void;
 	inSession?: boolean;
+	sessionName?: string;
 }) {
 	const { approval, me } = props;
 	return (
 		<div class="with-context">
-			{!props.inSession && (
+			<Dialog approval={approval} me={me} onDone={props.onDone} sessionName={props.sessionName} />
+			{!props.inSession && can(me, "sessions:read") && (
 				<p class="meta">
-					Session{" "}
-					{can(me, "sessions:read") ? (
-						<a href={sessionHref(approval.sessionId)}>{approval.sessionId}</a>
-					) : (
-						<code>{approval.sessionId}</code>
-					)}
+					<a href={sessionHref(approval.sessionId)}>
+						Open session <span class="mono">{props.sessionName ?? approval.sessionId}</span>
+					</a>
 				</p>
 			)}
-			<Dialog approval={approval} me={me} onDone={props.onDone} />
 			{can(me, "sessions:read") && (
 				<details class="changes">
 					<summary>What the agent changed</summary>

@@ -5,7 +5,10 @@ export function SignIn(props: { busy: boolean; error?: string; onToken: (token: 
 	const [value, setValue] = useState("");
 	return (
 		<main class="signin">
-			<h1>pi-gateway console</h1>
+			<h1>
+				pi<span class="dim">-gateway</span>
+			</h1>
+			<p class="lead">Sign in to follow your agents' sessions and answer what they ask.</p>
 			<form
 				onSubmit={(e) => {
 					e.preventDefault();
@@ -19,9 +22,15 @@ export function SignIn(props: { busy: boolean; error?: string; onToken: (token: 
 					autocomplete="current-password"
 					value={value}
 					onInput={(e) => setValue(e.currentTarget.value)}
+					aria-describedby="credential-help"
 					required
 				/>
-				<button type="submit" disabled={props.busy}>
+				<p class="hint" id="credential-help">
+					The gateway's token is in the file it printed at start, by default <code>~/.pi-gateway/token</code> (or the{" "}
+					<code>PI_GATEWAY_TOKEN</code> it was started with). An API key works too: <code>pi-gateway keys create</code>{" "}
+					makes one, and the console shows only what its scopes allow.
+				</p>
+				<button type="submit" class="primary" disabled={props.busy}>
 					Sign in
 				</button>
 				{props.error && (
@@ -29,7 +38,7 @@ export function SignIn(props: { busy: boolean; error?: string; onToken: (token: 
 						{props.error}
 					</p>
 				)}
-				<p class="hint">Kept in this tab only, and sent to this gateway only.</p>
+				<p class="hint">Kept in this tab only (never a cookie or a URL), and sent to this gateway only.</p>
 			</form>
 		</main>
 	);

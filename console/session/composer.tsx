@@ -1,3 +1,4 @@
+import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
 import { post, seg } from "../api/client.ts";
 
@@ -5,7 +6,7 @@ import { post, seg } from "../api/client.ts";
  * The message box. Enter sends (a prompt when idle, a steer while a run goes on); Shift+Enter is a
  * new line. While running: steer, follow up after the run, or abort it.
  */
-export function Composer({ id, running }: { id: string; running: boolean }) {
+export function Composer({ id, running, children }: { id: string; running: boolean; children?: ComponentChildren }) {
 	const [text, setText] = useState("");
 	const [busy, setBusy] = useState(false);
 	const [error, setError] = useState<string>();
@@ -32,10 +33,15 @@ export function Composer({ id, running }: { id: string; running: boolean }) {
 				void send(running ? "steer" : "prompt");
 			}}
 		>
-			<label for="message">Message</label>
+			<label for="message" class="sr">
+				Message
+			</label>
 			<textarea
 				id="message"
-				rows={3}
+				rows={2}
+				placeholder={
+					running ? "Steer the run, or follow up after it…" : "Ask the agent…  (Enter sends, Shift+Enter: new line)"
+				}
 				value={text}
 				onInput={(e) => setText(e.currentTarget.value)}
 				onKeyDown={(e) => {
@@ -45,10 +51,12 @@ export function Composer({ id, running }: { id: string; running: boolean }) {
 					}
 				}}
 			/>
-			<div class="row">
+			<div class="row composer-foot">
+				{children}
+				<span class="grow" />
 				{running ? (
 					<>
-						<button type="submit" disabled={busy}>
+						<button type="submit" class="primary" disabled={busy}>
 							Steer
 						</button>
 						<button type="button" disabled={busy} onClick={() => send("follow-up")}>
@@ -59,7 +67,7 @@ export function Composer({ id, running }: { id: string; running: boolean }) {
 						</button>
 					</>
 				) : (
-					<button type="submit" disabled={busy}>
+					<button type="submit" class="primary" disabled={busy}>
 						Send
 					</button>
 				)}

@@ -30,7 +30,7 @@ export function Controls({ id, session }: { id: string; session: Session }) {
 		put(`/v1/sessions/${seg(id)}/thinking-level`, { level: value }).catch((e: Error) => setError(e.message));
 	};
 	return (
-		<div class="controls row">
+		<div class="controls">
 			<label>
 				Model{" "}
 				<select value={model} onChange={(e) => choose(e.currentTarget.value)}>

@@ -12,7 +12,20 @@ export type Item =
 	| { kind: "user"; id: string; text: string }
 	| { kind: "assistant"; id: string; blocks: Block[]; streaming: boolean; error?: string }
 	| { kind: "tool"; id: string; name: string; args: unknown; output: string; status: "running" | "done" | "error" }
-	| { kind: "notice"; id: string; text: string; level: "info" | "warning" | "error" };
+	| { kind: "notice"; id: string; text: string; level: "info" | "warning" | "error" }
+	/** A call of a tool the calling program runs (clientTools): pending until that program answers. */
+	| { kind: "client-tool"; id: string; name: string; args: unknown; status: string; output?: string; isError?: boolean }
+	/** A run's structured output (outputSchema): the value, or why none validated. */
+	| { kind: "output"; id: string; runId: string; output?: unknown; error?: string };
+
+/** A settled run, named for people by when its prompt was sent and what it said. */
+export interface RunRef {
+	runId: string;
+	files: readonly { path: string; status: string }[];
+	prompt?: string;
+	/** ms since the epoch: the prompt message's own timestamp. */
+	at?: number;
+}
 
 export interface ApprovalRef {
 	id: string;
@@ -29,8 +42,10 @@ export interface Transcript {
 	/** The user message between its message_start and message_end. */
 	currentUser?: string;
 	status?: string;
-	/** Run ids whose changes are known, newest last, with the paths they touched. */
-	runs: readonly { runId: string; files: readonly { path: string; status: string }[] }[];
+	/** Runs whose changes are known, newest last, with the paths they touched. */
+	runs: readonly RunRef[];
+	/** The first prompt since the last settled run: the name of the run in progress. */
+	runPrompt?: { text: string; at?: number };
 	approvals: Readonly<Record<string, ApprovalRef>>;
 	/** Events the log no longer held when this stream joined it. */
 	lost: number;
@@ -92,12 +107,66 @@ function apply(t: Transcript, { seq, type, data }: StreamEvent): Transcript {
 			const ref = { id: a.id, status: String(a.status), title: String(a.title ?? "") };
 			return { ...t, approvals: { ...t.approvals, [a.id]: ref } };
 		}
-		case "run_changes":
+		case "run_changes": {
 			if (t.runs.some((r) => r.runId === data.runId)) return t;
-			return {
-				...t,
-				runs: [...t.runs, { runId: String(data.runId), files: Array.isArray(data.files) ? data.files : [] }],
-			};
+			const files = Array.isArray(data.files) ? data.files : [];
+			const run: RunRef = { runId: String(data.runId), files, prompt: t.runPrompt?.text, at: t.runPrompt?.at };
+			return { ...t, runs: [...t.runs, run], runPrompt: undefined };
+		}
+		case "tool_call_requested":
+			return upsert(t, {
+				kind: "client-tool",
+				id: `c:${data.toolCallId ?? data.id}`,
+				name: String(data.name ?? "tool"),
+				args: data.arguments,
+				status: "pending",
+			});
+		case "tool_call_resolved": {
+			// The resolved resource, or its fields at the top level.
+			const call = data.toolCall ?? data;
+			const id = `c:${call.toolCallId ?? call.id}`;
+			const item = t.items.find((i) => i.id === id);
+			const result = call.result ?? call.output;
+			const output =
+				typeof result === "string"
+					? result
+					: result === undefined
+						? undefined
+						: resultText(result) || JSON.stringify(result);
+			return upsert(t, {
+				kind: "client-tool",
+				id,
+				name: String(call.name ?? (item?.kind === "client-tool" ? item.name : "tool")),
+				args: call.arguments ?? (item?.kind === "client-tool" ? item.args : undefined),
+				status: String(call.status ?? "answered"),
+				output,
+				isError: Boolean(call.isError ?? call.result?.isError),
+			});
+		}
+		case "run_output":
+			return upsert(t, {
+				kind: "output",
+				id: `o:${data.runId ?? seq}`,
+				runId: String(data.runId ?? ""),
+				output: data.output,
+				error: data.error === undefined ? undefined : String(data.error?.message ?? data.error),
+			});
+		case "run_limit_reached": {
+			const limit = data.limit ?? data;
+			return upsert(t, {
+				kind: "notice",
+				id: `n:${seq}`,
+				text: `Run stopped: its ${limit.kind ?? ""} limit was reached (${limit.used ?? "?"} of ${limit.allowed ?? "?"} allowed).`,
+				level: "warning",
+			});
+		}
+		case "run_lost":
+			return upsert(t, {
+				kind: "notice",
+				id: `n:${seq}`,
+				text: "The run in progress was lost with its gateway.",
+				level: "error",
+			});
 		case "extension_error":
 			return upsert(t, {
 				kind: "notice",
@@ -122,8 +191,12 @@ type Message = any;
 
 function messageStart(t: Transcript, seq: number, message: Message): Transcript {
 	const id = `m:${seq}`;
-	if (message?.role === "user")
-		return { ...upsert(t, { kind: "user", id, text: textOf(message.content) }), currentUser: id };
+	if (message?.role === "user") {
+		const text = textOf(message.content);
+		const at = typeof message.timestamp === "number" ? message.timestamp : undefined;
+		const runPrompt = t.runPrompt ?? { text, at };
+		return { ...upsert(t, { kind: "user", id, text }), currentUser: id, runPrompt };
+	}
 	if (message?.role !== "assistant") return t;
 	return { ...upsert(t, { kind: "assistant", id, blocks: blocksOf(message.content), streaming: true }), current: id };
 }

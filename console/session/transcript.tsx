@@ -1,22 +1,58 @@
-import { useEffect, useRef } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { Markdown } from "../markdown/markdown.tsx";
 import type { Item, Transcript } from "./reducer.ts";
 
-/** The transcript as derived by the reducer; a log for screen readers, newest at the end. */
+/** Output longer than this many lines is folded to its first lines until "Show all" is pressed. */
+const foldLines = 8;
+/** How close to the end (px) still counts as "reading the latest". */
+const nearEnd = 96;
+
+const scroller = () => document.scrollingElement ?? document.documentElement;
+const atEnd = () => {
+	const root = scroller();
+	return root.scrollHeight - root.scrollTop - root.clientHeight <= nearEnd;
+};
+
+/**
+ * The transcript as derived by the reducer: a conversation, newest at the end (a log for screen
+ * readers). While it grows, a reader at the end is kept there; one who scrolled up is left where
+ * they are and offered "Jump to latest" instead.
+ */
 export function TranscriptView({ transcript }: { transcript: Transcript }) {
 	const end = useRef<HTMLDivElement>(null);
+	const following = useRef(true);
+	const [behind, setBehind] = useState(false);
 	const count = transcript.items.length;
 	useEffect(() => {
-		end.current?.scrollIntoView({ block: "nearest" });
+		const onScroll = () => {
+			following.current = atEnd();
+			if (following.current) setBehind(false);
+		};
+		addEventListener("scroll", onScroll, { passive: true });
+		return () => removeEventListener("scroll", onScroll);
+	}, []);
+	useLayoutEffect(() => {
+		if (following.current) end.current?.scrollIntoView({ block: "end" });
+		else setBehind(true);
 	}, [count, transcript.lastSeq]);
+	const jump = () => {
+		following.current = true;
+		setBehind(false);
+		end.current?.scrollIntoView({ block: "end" });
+	};
 	return (
 		<section class="transcript" role="log" aria-label="Transcript">
 			{transcript.lost > 0 && <p class="muted">{transcript.lost} earlier events are no longer in the gateway's log.</p>}
-			{count === 0 && <p class="muted">Nothing said yet.</p>}
+			{count === 0 && <p class="muted empty">Nothing said yet. Write a message below to start.</p>}
 			{transcript.items.map((item) => (
 				<Entry key={item.id} item={item} />
 			))}
-			<div ref={end} />
+			<div ref={end} class="end" />
+			{behind && (
+				<button type="button" class="jump" onClick={jump}>
+					Jump to latest ↓
+				</button>
+			)}
 		</section>
 	);
 }
@@ -38,10 +74,12 @@ function Entry({ item }: { item: Item }) {
 					<span class="who">Agent</span>
 					{item.blocks.map((b, i) =>
 						b.type === "thinking" ? (
-							<details key={i} class="thinking">
-								<summary>Thinking</summary>
-								<p class="pre">{b.text}</p>
-							</details>
+							b.text ? (
+								<details key={i} class="thinking">
+									<summary>Thinking</summary>
+									<p class="pre">{b.text}</p>
+								</details>
+							) : null
 						) : b.text ? (
 							<Markdown key={i} text={b.text} />
 						) : null,
@@ -51,22 +89,96 @@ function Entry({ item }: { item: Item }) {
 			);
 		case "tool":
 			return <Tool item={item} />;
+		case "client-tool":
+			return (
+				<div class={`tool card-tool ${item.isError ? "error" : ""}`}>
+					<div class="tool-head">
+						<span class="tool-name">Your program's tool</span>
+						<code class="cmd">{item.name}</code>
+						<span class={`badge ${item.status === "pending" ? "warn" : item.isError ? "bad" : "ok"}`}>
+							{item.status === "pending" ? "waiting for the program" : item.status}
+						</span>
+					</div>
+					<Folded label="Arguments" text={JSON.stringify(item.args ?? {}, null, 2)} />
+					{item.output !== undefined && <Folded label="Result" text={item.output} />}
+				</div>
+			);
+		case "output":
+			return (
+				<div class="tool output-card">
+					<div class="tool-head">
+						<span class="tool-name">Structured output</span>
+						<span class={`badge ${item.error ? "bad" : "ok"}`}>{item.error ? "no valid output" : "valid"}</span>
+					</div>
+					{item.error ? (
+						<p class="error">{item.error}</p>
+					) : (
+						<Folded label="Output" text={JSON.stringify(item.output, null, 2)} />
+					)}
+				</div>
+			);
 		case "notice":
-			return <p class={item.level === "error" ? "error" : "muted"}>{item.text}</p>;
+			return (
+				<div class={`notice ${item.level}`}>
+					<p class={item.level === "error" ? "error" : "muted"}>{item.text}</p>
+				</div>
+			);
 	}
 }
 
+/** What a tool call is about in one line: bash's command, a file tool's path, else its first argument. */
+function summary(item: Extract<Item, { kind: "tool" }>): string {
+	const args = (item.args ?? {}) as Record<string, unknown>;
+	if (item.name === "bash") return `$ ${String(args.command ?? "")}`;
+	const main = args.path ?? args.file_path ?? args.pattern ?? args.query ?? Object.values(args)[0];
+	return typeof main === "string" ? main : "";
+}
+
+const stateText = { running: "running", done: "done", error: "failed" } as const;
+const stateTone = { running: "info", done: "ok", error: "bad" } as const;
+
+/** A tool call as a card: what it ran (monospace), its status, its output folded past a few lines. */
 function Tool({ item }: { item: Extract<Item, { kind: "tool" }> }) {
-	const command = item.name === "bash" ? String((item.args as { command?: unknown })?.command ?? "") : "";
-	const state = item.status === "running" ? "running" : item.status === "error" ? "failed" : "done";
+	const line = summary(item);
 	return (
-		<details class={`tool ${item.status}`} open={item.status === "running"}>
-			<summary>
-				{item.name === "bash" ? <code>$ {command}</code> : <code>{item.name}</code>}{" "}
-				<span class="muted">({state})</span>
-			</summary>
-			{item.name !== "bash" && <pre>{JSON.stringify(item.args, null, 2)}</pre>}
-			{item.output && <pre class="output">{item.output}</pre>}
-		</details>
+		<div class={`tool ${item.status}`} aria-busy={item.status === "running"}>
+			<div class="tool-head">
+				{item.name === "bash" ? (
+					<code class="cmd">{line}</code>
+				) : (
+					<>
+						<span class="tool-name">{item.name}</span>
+						{line && <code class="cmd">{line}</code>}
+					</>
+				)}
+				<span class={`badge ${stateTone[item.status]}`}>{stateText[item.status]}</span>
+			</div>
+			{item.name !== "bash" && (
+				<details class="args">
+					<summary>Arguments</summary>
+					<pre>{JSON.stringify(item.args, null, 2)}</pre>
+				</details>
+			)}
+			{item.output && <Folded label="Output" text={item.output} />}
+		</div>
+	);
+}
+
+/** Monospace text, its first lines only until "Show all" (long outputs stay out of the way). */
+function Folded({ label, text }: { label: string; text: string }) {
+	const [all, setAll] = useState(false);
+	const lines = text.replace(/\n$/, "").split("\n");
+	const folded = !all && lines.length > foldLines;
+	return (
+		<div class="folded">
+			<pre class="output" title={label}>
+				{folded ? lines.slice(0, foldLines).join("\n") : text}
+			</pre>
+			{lines.length > foldLines && (
+				<button type="button" class="link" aria-expanded={all} onClick={() => setAll(!all)}>
+					{all ? "Show less" : `Show all ${lines.length} lines`}
+				</button>
+			)}
+		</div>
 	);
 }

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useReducer, useState } from "preact/hooks";
-import { get, post, seg } from "../api/client.ts";
+import { del, get, post, seg } from "../api/client.ts";
 import { type Link, sessionStream } from "../api/stream.ts";
 import type { Session, Whoami } from "../api/types.ts";
 import { ApprovalWithContext } from "../approvals/inbox.tsx";
@@ -10,7 +10,7 @@ import { Changes } from "../workspace/changes.tsx";
 import { Files } from "../workspace/files.tsx";
 import { Composer } from "./composer.tsx";
 import { Controls } from "./controls.tsx";
-import { emptyTranscript, reduceAll, type StreamEvent } from "./reducer.ts";
+import { emptyTranscript, type RunRef, reduceAll, type StreamEvent } from "./reducer.ts";
 import { TranscriptView } from "./transcript.tsx";
 import { UiPanel } from "./ui-state.tsx";
 
@@ -21,8 +21,9 @@ const linkText: Record<Link, string> = {
 	ended: "Stream ended",
 };
 
-/** One session: its live transcript, its dialogs with what the agent changed, the composer. */
-export function SessionView({ id, me, pending }: { id: string; me: Whoami; pending: Pending }) {
+/** One session: its live conversation, its dialogs with what the agent changed, the composer at hand. */
+export function SessionView(props: { id: string; me: Whoami; pending: Pending; wide: boolean; onChange: () => void }) {
+	const { id, me, pending } = props;
 	const [session, setSession] = useState<Session>();
 	const [error, setError] = useState<string>();
 	const [transcript, dispatch] = useReducer(reduceAll, emptyTranscript);
@@ -47,79 +48,132 @@ export function SessionView({ id, me, pending }: { id: string; me: Whoami; pendi
 			onLink: setLink,
 		});
 	}, [id, live, epoch]);
+	const back = !props.wide && can(me, "sessions:read") && (
+		<a class="back" href="#/">
+			← Sessions
+		</a>
+	);
 	if (error)
 		return (
-			<p role="alert" class="error">
-				{error}
-			</p>
+			<>
+				{back}
+				<p role="alert" class="error">
+					{error}
+				</p>
+			</>
 		);
 	if (!session) return <p class="muted">Loading…</p>;
 	const status = transcript.status ?? session.status;
 	const dialogs = pending.approvals.filter((a) => a.sessionId === id);
-	const latestRun = transcript.runs.at(-1)?.runId;
+	const name = session.name ?? session.id;
 	const resume = () =>
 		post<Session>(`/v1/sessions/${seg(id)}/resume`)
 			.then((s) => {
 				setSession(s);
 				setEpoch((n) => n + 1);
+				props.onChange();
 			})
 			.catch((e: Error) => setError(e.message));
+	const remove = () => {
+		if (!confirm(`Delete session ${name}? Its pi process stops.`)) return;
+		del(`/v1/sessions/${seg(id)}`)
+			.then(() => {
+				props.onChange();
+				location.hash = "#/";
+			})
+			.catch((e: Error) => setError(e.message));
+	};
 	return (
 		<article class="session" aria-labelledby="session-title">
-			<div class="bar">
-				<h1 id="session-title">{session.name ?? session.id}</h1>
-				<StatusBadge status={status} />
-				<span class="muted" role="status">
-					{live ? linkText[link] : "Not running"}
-				</span>
+			<div class="session-head">
+				{back}
+				<div class="bar">
+					<h1 id="session-title">{name}</h1>
+					<StatusBadge status={status} />
+					<span class="muted" role="status">
+						{live ? linkText[link] : "Not running"}
+					</span>
+					<span class="grow" />
+					{!live && session.resumable && can(me, "sessions:write") && (
+						<button type="button" onClick={resume}>
+							Resume session
+						</button>
+					)}
+					{can(me, "sessions:write") && (
+						<button type="button" class="danger small" onClick={remove}>
+							Delete <span class="sr">{name}</span>
+						</button>
+					)}
+				</div>
+				<p class="meta">
+					<code>{session.cwd}</code>
+					{session.model && ` · ${session.model.provider}/${session.model.id}`}
+					{session.node && ` · on ${session.node}`}
+				</p>
+				<fieldset class="tabs">
+					<legend class="sr">Show</legend>
+					{(["transcript", "files", "changes"] as const).map((t) => (
+						<button type="button" key={t} aria-pressed={tab === t} onClick={() => setTab(t)}>
+							{t === "transcript" ? "Conversation" : t === "files" ? "Files" : "Changes"}
+						</button>
+					))}
+				</fieldset>
 			</div>
-			{!live && session.resumable && can(me, "sessions:write") && (
-				<button type="button" onClick={resume}>
-					Resume session
-				</button>
-			)}
 			{can(me, "approvals:read") && <UiPanel id={id} at={transcript.lastSeq} />}
 			{dialogs.length > 0 && (
 				<section aria-label="Waiting for an answer" class="dialogs">
 					{dialogs.map((a) => (
-						<ApprovalWithContext key={a.id} approval={a} me={me} onDone={pending.refresh} inSession />
+						<ApprovalWithContext
+							key={a.id}
+							approval={a}
+							me={me}
+							onDone={pending.refresh}
+							inSession
+							sessionName={name}
+						/>
 					))}
 				</section>
 			)}
-			<fieldset class="tabs">
-				<legend class="sr">Show</legend>
-				{(["transcript", "files", "changes"] as const).map((t) => (
-					<button type="button" key={t} aria-pressed={tab === t} onClick={() => setTab(t)}>
-						{t === "transcript" ? "Transcript" : t === "files" ? "Files" : "Changes"}
-					</button>
-				))}
-			</fieldset>
 			{tab === "transcript" && <TranscriptView transcript={transcript} />}
 			{tab === "files" && <Files sessionId={id} />}
-			{tab === "changes" && <RunChanges id={id} runs={transcript.runs.map((r) => r.runId)} latest={latestRun} />}
+			{tab === "changes" && <RunChanges id={id} runs={transcript.runs} />}
 			{live && can(me, "sessions:write") && (
-				<>
-					<Composer id={id} running={status === "running" || status === "waiting"} />
-					<Controls id={id} session={session} />
-				</>
+				<div class="dock">
+					<Composer id={id} running={status === "running" || status === "waiting"}>
+						<Controls id={id} session={session} />
+					</Composer>
+				</div>
 			)}
 		</article>
 	);
 }
 
-function RunChanges({ id, runs, latest }: { id: string; runs: string[]; latest?: string }) {
-	const [runId, setRunId] = useState<string | undefined>(latest);
+/** A run as people know it: when its prompt was sent and what it said (its id is for programs). */
+export function runName(run: RunRef, index: number): string {
+	const when = run.at
+		? new Date(run.at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
+		: `Run ${index + 1}`;
+	const prompt = run.prompt?.replace(/\s+/g, " ").trim();
+	return prompt ? `${when} · ${prompt.length > 60 ? `${prompt.slice(0, 59)}…` : prompt}` : when;
+}
+
+function RunChanges({ id, runs }: { id: string; runs: readonly RunRef[] }) {
+	const [runId, setRunId] = useState<string | undefined>(runs.at(-1)?.runId);
 	return (
-		<section aria-label="Changes">
-			<label for="run-pick">Run</label>
-			<select id="run-pick" value={runId ?? ""} onChange={(e) => setRunId(e.currentTarget.value || undefined)}>
-				<option value="">Since the session started</option>
-				{runs.map((r) => (
-					<option key={r} value={r}>
-						{r}
-					</option>
-				))}
-			</select>
+		<section aria-label="Changes" class="changes-view">
+			<label class="filter">
+				<span>Changes of</span>
+				<select value={runId ?? ""} onChange={(e) => setRunId(e.currentTarget.value || undefined)}>
+					<option value="">the whole session</option>
+					{runs
+						.map((r, i) => (
+							<option key={r.runId} value={r.runId}>
+								{runName(r, i)}
+							</option>
+						))
+						.reverse()}
+				</select>
+			</label>
 			<Changes sessionId={id} runId={runId} />
 		</section>
 	);

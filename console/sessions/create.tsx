@@ -1,11 +1,19 @@
 import { useEffect, useState } from "preact/hooks";
-import { get, post } from "../api/client.ts";
-import type { CreateSession as Body, Info, Session } from "../api/types.ts";
+import { get, post, seg } from "../api/client.ts";
+import type { CreateSession as Body, Info, Models, Session } from "../api/types.ts";
+import { FolderPicker } from "./folders.tsx";
 
-/** A new session: name, folder, model (`provider/id`) and extensions from the gateway's allow-list. */
-export function CreateSession({ onCreated }: { onCreated: (s: Session) => void }) {
+type Model = Models["models"][number];
+
+/**
+ * A new session: name, model (from the models the gateway's pi offers), working folder (its own new
+ * folder, or one picked or made in the caller's area) and extensions from the gateway's allow-list.
+ */
+export function CreateSession({ sessions, onCreated }: { sessions: Session[]; onCreated: (s: Session) => void }) {
 	const [extensions, setExtensions] = useState<string[]>([]);
+	const [models, setModels] = useState<Model[]>();
 	const [chosen, setChosen] = useState<Set<string>>(new Set());
+	const [cwd, setCwd] = useState<string>();
 	const [busy, setBusy] = useState(false);
 	const [error, setError] = useState<string>();
 	useEffect(() => {
@@ -13,10 +21,19 @@ export function CreateSession({ onCreated }: { onCreated: (s: Session) => void }
 			.then((info) => setExtensions(info.extensions))
 			.catch(() => {});
 	}, []);
+	// The models a pi child of this gateway offers: asked of one of the caller's live sessions (the
+	// API has no list of its own before a session exists).
+	const live = sessions.find((s) => s.pid !== null)?.id;
+	useEffect(() => {
+		if (!live || models) return;
+		get<Models>(`/v1/sessions/${seg(live)}/models`)
+			.then((m) => setModels(m.models))
+			.catch(() => setModels([]));
+	}, [live]);
 	const submit = async (form: HTMLFormElement) => {
 		const data = new FormData(form);
 		const text = (name: string) => String(data.get(name) ?? "").trim() || undefined;
-		const body: Body = { name: text("name"), cwd: text("cwd") };
+		const body: Body = { name: text("name"), cwd };
 		const model = text("model");
 		if (model) {
 			const slash = model.indexOf("/");
@@ -37,20 +54,31 @@ export function CreateSession({ onCreated }: { onCreated: (s: Session) => void }
 		}
 	};
 	return (
-		<details class="card create">
-			<summary>New session</summary>
+		<section class="create" aria-labelledby="create-title">
+			<h1 id="create-title">New session</h1>
 			<form
+				class="card form"
 				onSubmit={(e) => {
 					e.preventDefault();
 					void submit(e.currentTarget);
 				}}
 			>
 				<label for="new-name">Name</label>
-				<input id="new-name" name="name" maxLength={200} />
-				<label for="new-cwd">Working folder</label>
-				<input id="new-cwd" name="cwd" placeholder="default: a folder of its own" />
+				<input id="new-name" name="name" maxLength={200} placeholder="e.g. fix the login test" />
 				<label for="new-model">Model</label>
-				<input id="new-model" name="model" placeholder="provider/model, default: the gateway's" />
+				{models && models.length > 0 ? (
+					<select id="new-model" name="model">
+						<option value="">The gateway's default</option>
+						{models.map((m) => (
+							<option key={`${m.provider}/${m.id}`} value={`${m.provider}/${m.id}`}>
+								{m.name ?? m.id} ({m.provider})
+							</option>
+						))}
+					</select>
+				) : (
+					<input id="new-model" name="model" placeholder="provider/model, default: the gateway's" />
+				)}
+				<FolderPicker sessions={sessions} value={cwd} onChange={setCwd} />
 				{extensions.length > 0 && (
 					<fieldset>
 						<legend>Extensions</legend>
@@ -71,15 +99,17 @@ export function CreateSession({ onCreated }: { onCreated: (s: Session) => void }
 						))}
 					</fieldset>
 				)}
-				<button type="submit" disabled={busy}>
-					Create session
-				</button>
+				<div class="row">
+					<button type="submit" class="primary" disabled={busy}>
+						Create session
+					</button>
+				</div>
 				{error && (
 					<p role="alert" class="error">
 						{error}
 					</p>
 				)}
 			</form>
-		</details>
+		</section>
 	);
 }

@@ -1,16 +1,16 @@
 import { useCallback, useEffect, useState } from "preact/hooks";
-import { del, get, post, seg } from "../api/client.ts";
+import { get, post, seg } from "../api/client.ts";
 import type { Session, SessionList, Whoami } from "../api/types.ts";
 import { can } from "../auth/scopes.ts";
 import { sessionHref } from "../router.ts";
-import { CreateSession } from "./create.tsx";
 import { StatusBadge } from "./status.tsx";
+import { Ago, useNow } from "./time.tsx";
 
 const pollMs = 3000;
 /** Sessions per page of the list (the API's default): "Show more" adds a page. */
 export const pageSize = 100;
 
-/** The first `pages` pages of sessions, oldest first, and whether more follow. */
+/** The first `pages` pages of sessions, and whether more follow. */
 async function firstPages(pages: number): Promise<{ sessions: Session[]; hasMore: boolean }> {
 	const sessions: Session[] = [];
 	let cursor: string | null = null;
@@ -24,16 +24,37 @@ async function firstPages(pages: number): Promise<{ sessions: Session[]; hasMore
 	return { sessions, hasMore: cursor !== null };
 }
 
-/** Every session the credential may see (cluster-wide, as the API lists them), a page at a time. */
-export function SessionsScreen({ me }: { me: Whoami }) {
+/** The status filter: what a person looks for, each a test on a session. */
+export const filters = {
+	all: { label: "All sessions", test: () => true },
+	answer: { label: "Waiting for an answer", test: (s: Session) => s.pendingApprovals > 0 || s.status === "waiting" },
+	running: { label: "Running", test: (s: Session) => s.status === "running" || s.status === "starting" },
+	idle: { label: "Idle", test: (s: Session) => s.status === "idle" },
+	stopped: { label: "Stopped or ended", test: (s: Session) => s.pid === null },
+} satisfies Record<string, { label: string; test: (s: Session) => boolean }>;
+type Filter = keyof typeof filters;
+
+const newestFirst = (a: Session, b: Session) =>
+	Date.parse(b.lastActivityAt) - Date.parse(a.lastActivityAt) || b.createdAt.localeCompare(a.createdAt);
+
+export interface SessionsState {
+	sessions?: Session[];
+	hasMore: boolean;
+	error?: string;
+	more: () => void;
+	reload: () => void;
+}
+
+/** Every session the credential may see (cluster-wide, as the API lists them), polled, a page at a time. */
+export function useSessions(me: Whoami): SessionsState {
 	const [sessions, setSessions] = useState<Session[]>();
 	const [pages, setPages] = useState(1);
 	const [hasMore, setHasMore] = useState(false);
 	const [error, setError] = useState<string>();
-	const load = useCallback(() => {
+	const reload = useCallback(() => {
 		firstPages(pages)
 			.then((list) => {
-				setSessions(list.sessions);
+				setSessions(list.sessions.sort(newestFirst));
 				setHasMore(list.hasMore);
 				setError(undefined);
 			})
@@ -41,94 +62,96 @@ export function SessionsScreen({ me }: { me: Whoami }) {
 	}, [pages]);
 	useEffect(() => {
 		if (!can(me, "sessions:read")) return;
-		load();
-		const timer = setInterval(load, pollMs);
+		reload();
+		const timer = setInterval(reload, pollMs);
 		return () => clearInterval(timer);
-	}, [me, load]);
-	if (!can(me, "sessions:read"))
-		return (
-			<p>
-				This credential answers approvals only: see <a href="#/approvals">Approvals</a>.
-			</p>
-		);
+	}, [me, reload]);
+	return { sessions, hasMore, error, reload, more: () => setPages((n) => n + 1) };
+}
+
+/**
+ * The sessions list: beside the open session on a desktop, the whole screen on a phone. Newest
+ * activity first, each with its status, last activity and pending approvals; filtered by status.
+ */
+export function SessionsList({ me, state, current }: { me: Whoami; state: SessionsState; current?: string }) {
+	const [filter, setFilter] = useState<Filter>("all");
+	const now = useNow();
+	const shown = state.sessions?.filter(filters[filter].test);
 	return (
-		<>
-			{can(me, "sessions:write") && <CreateSession onCreated={(s) => (location.hash = sessionHref(s.id))} />}
-			<section aria-labelledby="sessions-title">
-				<h1 id="sessions-title">Sessions</h1>
-				{error && (
-					<p role="alert" class="error">
-						{error}
-					</p>
+		<nav class="sidebar" aria-labelledby="sessions-title">
+			<div class="side-head">
+				<h2 id="sessions-title">Sessions</h2>
+				{can(me, "sessions:write") && (
+					<a class="button primary" href="#/new">
+						New session
+					</a>
 				)}
-				{sessions?.length === 0 && <p class="muted">No sessions yet.</p>}
-				<ul class="plain sessions">
-					{sessions?.map((s) => (
-						<SessionRow key={s.id} session={s} me={me} onChange={load} />
+			</div>
+			<label class="filter">
+				<span>Show</span>
+				<select value={filter} onChange={(e) => setFilter(e.currentTarget.value as Filter)}>
+					{Object.entries(filters).map(([key, f]) => (
+						<option key={key} value={key}>
+							{f.label}
+						</option>
 					))}
-				</ul>
-				{hasMore && (
-					<button type="button" onClick={() => setPages((n) => n + 1)}>
-						Show more sessions
-					</button>
-				)}
-			</section>
-		</>
+				</select>
+			</label>
+			{state.error && (
+				<p role="alert" class="error">
+					{state.error}
+				</p>
+			)}
+			{state.sessions?.length === 0 && <p class="muted">No sessions yet.</p>}
+			{shown?.length === 0 && state.sessions?.length !== 0 && <p class="muted">None of them.</p>}
+			<ul class="plain sessions">
+				{shown?.map((s) => (
+					<SessionRow key={s.id} session={s} me={me} now={now} current={s.id === current} onChange={state.reload} />
+				))}
+			</ul>
+			{state.hasMore && (
+				<button type="button" onClick={state.more}>
+					Show more sessions
+				</button>
+			)}
+		</nav>
 	);
 }
 
-function SessionRow({ session, me, onChange }: { session: Session; me: Whoami; onChange: () => void }) {
+function SessionRow(props: { session: Session; me: Whoami; now: number; current: boolean; onChange: () => void }) {
+	const { session, me } = props;
 	const [busy, setBusy] = useState(false);
 	const [error, setError] = useState<string>();
-	const act = (run: () => Promise<unknown>) => {
+	const label = session.name ?? session.id;
+	const stopped = session.pid === null && session.resumable;
+	const resume = () => {
 		setBusy(true);
-		run()
-			.then(onChange)
+		post(`/v1/sessions/${seg(session.id)}/resume`)
+			.then(props.onChange)
 			.catch((e: Error) => setError(e.message))
 			.finally(() => setBusy(false));
 	};
-	const label = session.name ?? session.id;
-	const stopped = session.pid === null && session.resumable;
 	return (
-		<li class="card row-card">
-			<div class="grow">
-				<a href={sessionHref(session.id)}>{label}</a> <StatusBadge status={session.status} />{" "}
-				{session.pendingApprovals > 0 && (
-					<span class="badge warn">
-						{session.pendingApprovals} pending approval{session.pendingApprovals === 1 ? "" : "s"}
-					</span>
-				)}
-				<div class="meta">
-					<code>{session.cwd}</code>
-					{session.model && ` · ${session.model.provider}/${session.model.id}`}
-					{session.node && ` · on ${session.node}`}
-				</div>
-				{error && <p class="error">{error}</p>}
-			</div>
-			{can(me, "sessions:write") && (
-				<div class="row">
-					{stopped && (
-						<button
-							type="button"
-							disabled={busy}
-							onClick={() => act(() => post(`/v1/sessions/${seg(session.id)}/resume`))}
-						>
-							Resume <span class="sr">{label}</span>
-						</button>
+		<li class={props.current ? "current" : undefined}>
+			<a href={sessionHref(session.id)} aria-current={props.current ? "page" : undefined}>
+				<span class="name">{label}</span>
+				<span class="line2">
+					<StatusBadge status={session.status} />
+					<Ago at={session.lastActivityAt} now={props.now} />
+					{session.pendingApprovals > 0 && (
+						<span class="badge warn solid">
+							{session.pendingApprovals} pending
+							<span class="sr"> approval{session.pendingApprovals === 1 ? "" : "s"}</span>
+						</span>
 					)}
-					<button
-						type="button"
-						class="danger"
-						disabled={busy}
-						onClick={() => {
-							if (confirm(`Delete session ${label}? Its pi process stops.`))
-								act(() => del(`/v1/sessions/${seg(session.id)}`));
-						}}
-					>
-						Delete <span class="sr">{label}</span>
-					</button>
-				</div>
+				</span>
+			</a>
+			{stopped && can(me, "sessions:write") && (
+				<button type="button" class="small" disabled={busy} onClick={resume}>
+					Resume <span class="sr">{label}</span>
+				</button>
 			)}
+			{error && <p class="error">{error}</p>}
 		</li>
 	);
 }

@@ -1,4 +1,3 @@
-import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -7,6 +6,7 @@ import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
 import { launchChromium } from "../helpers/chromium.ts";
+import { buildConsole } from "../helpers/console-build.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.ts";
 
@@ -28,9 +28,7 @@ const cspViolations: string[] = [];
 
 beforeAll(async () => {
 	// The console as the package ships it (dist/console), built from this tree.
-	execFileSync(process.execPath, [resolve("node_modules/vite/bin/vite.js"), "build", "-c", "console/vite.config.ts"], {
-		stdio: "pipe",
-	});
+	buildConsole();
 	mkdirSync(artifacts, { recursive: true });
 	keysDir = mkdtempSync(join(tmpdir(), "pi-gateway-console-keys-"));
 	const keysFile = join(keysDir, "keys.json");
@@ -142,7 +140,8 @@ describe("the console", () => {
 	});
 
 	it("creates a session with the permission gate and streams a prompt's text as it comes", async () => {
-		await page.getByText("New session").click();
+		await page.getByRole("link", { name: "New session" }).first().click();
+		await page.getByRole("heading", { name: "New session" }).waitFor();
 		await page.getByLabel("Name").fill("console-e2e");
 		await page.getByLabel("permission-gate").check();
 		await page.getByRole("button", { name: "Create session" }).click();
@@ -190,7 +189,7 @@ describe("the console", () => {
 			.find((a) => a.title.includes("rm -rf ./x"));
 		expect(answered?.answer).toEqual({ value: "Allow" });
 
-		await page.getByRole("link", { name: sessionId }).first().click();
+		await page.getByRole("link", { name: "Open session console-e2e" }).first().click();
 		await until(async () => (await lastAgentText(page))?.startsWith("The command finished."), 20_000);
 		expect((await entries(page)).some((t) => t.startsWith("$ rm -rf ./x"))).toBe(true);
 	});
@@ -285,7 +284,7 @@ describe("the console", () => {
 		await signIn(approver, approverKey);
 		const nav = approver.getByRole("navigation", { name: "Console" });
 		await nav.getByRole("link", { name: "Approvals" }).waitFor();
-		expect(await approver.getByText("New session").count()).toBe(0);
+		expect(await approver.getByRole("link", { name: "New session" }).count()).toBe(0);
 		expect(await approver.getByRole("button", { name: /Delete|Resume|Create session/ }).count()).toBe(0);
 		await nav.getByRole("link", { name: "Approvals" }).click();
 		await approver.getByRole("heading", { name: "Approvals" }).waitFor();
@@ -361,10 +360,13 @@ describe("the console", () => {
 		// A second session takes the one live pi slot: the first is hibernated (stopped).
 		const second = await gw.session({ name: "second" });
 		await until(async () => (await gw.api(`/v1/sessions/${sessionId}`)).body.status === "stopped", 20_000);
+		// Deleted from its own page (the list only links to it).
+		await admin.getByRole("link", { name: /^second/ }).click();
+		await admin.getByRole("heading", { name: "second" }).waitFor();
 		admin.once("dialog", (d) => void d.accept());
 		await admin.getByRole("button", { name: "Delete second" }).click();
 		await until(async () => (await gw.api(`/v1/sessions/${second}`)).status === 404, 20_000);
-		await admin.getByRole("link", { name: "second" }).waitFor({ state: "detached", timeout: 10_000 });
+		await admin.getByRole("link", { name: /^second/ }).waitFor({ state: "detached", timeout: 10_000 });
 
 		const resume = admin.getByRole("button", { name: "Resume console-e2e" });
 		await resume.click();

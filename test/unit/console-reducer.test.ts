@@ -98,7 +98,10 @@ describe("the console's transcript reducer", () => {
 		]);
 		expect(whole.status).toBe("idle");
 		expect(whole.approvals).toEqual({ ap1: { id: "ap1", status: "answered", title: approval.title } });
-		expect(whole.runs).toEqual([{ runId: "gw_2", files: [{ path: "x", status: "deleted" }] }]);
+		// The run is named by its prompt (and the prompt's time, when pi stamped it), not by its id.
+		expect(whole.runs).toEqual([
+			{ runId: "gw_2", files: [{ path: "x", status: "deleted" }], prompt: "bash: rm -rf ./x" },
+		]);
 		expect(whole.lastSeq).toBe(run.length);
 	});
 
@@ -149,5 +152,71 @@ describe("the console's transcript reducer", () => {
 	it("ends on session_exit", () => {
 		const ended = reduceAll(whole, [{ seq: 99, type: "session_exit", data: { code: 0, signal: null } }]);
 		expect(ended).toMatchObject({ ended: true, status: "exited" });
+	});
+
+	it("names each run by the first prompt since the run before it, with the prompt's own timestamp", () => {
+		let n = 100;
+		const at = (type: string, data: Record<string, unknown> = {}): StreamEvent => ({
+			seq: ++n,
+			type,
+			data: { type, ...data },
+		});
+		const stamped = (text: string, timestamp: number) => ({ ...user(text), timestamp });
+		const two = reduceAll(emptyTranscript, [
+			at("message_start", { message: stamped("first prompt", 1_700_000_000_000) }),
+			at("message_start", { message: stamped("a steer in the same run", 1_700_000_001_000) }),
+			at("run_changes", { runId: "gw_1", files: [], truncated: false }),
+			at("message_start", { message: stamped("second prompt", 1_700_000_060_000) }),
+			at("run_changes", { runId: "gw_2", files: null, truncated: false, error: "no snapshot" }),
+		]);
+		expect(two.runs).toEqual([
+			{ runId: "gw_1", files: [], prompt: "first prompt", at: 1_700_000_000_000 },
+			{ runId: "gw_2", files: [], prompt: "second prompt", at: 1_700_000_060_000 },
+		]);
+		expect(two.runPrompt).toBeUndefined();
+	});
+
+	it("shows a program's client tool call from requested to resolved, a run's structured output and a limit reached", () => {
+		let n = 200;
+		const at = (type: string, data: Record<string, unknown> = {}): StreamEvent => ({
+			seq: ++n,
+			type,
+			data: { type, ...data },
+		});
+		const events = [
+			at("tool_call_requested", { toolCallId: "tc1", name: "lookup_order", arguments: { id: 7 }, runId: "gw_3" }),
+			at("tool_call_resolved", {
+				toolCall: { id: "tc1", name: "lookup_order", arguments: { id: 7 }, status: "answered", result: "shipped" },
+			}),
+			at("run_output", { runId: "gw_3", output: { status: "shipped" } }),
+			at("run_output", { runId: "gw_4", error: { message: "did not validate", attempts: 3 } }),
+			at("run_limit_reached", { runId: "gw_5", limit: { kind: "turns", allowed: 2, used: 2 } }),
+		];
+		const pending = reduceAll(emptyTranscript, events.slice(0, 1));
+		expect(pending.items).toEqual([
+			{ kind: "client-tool", id: "c:tc1", name: "lookup_order", args: { id: 7 }, status: "pending" },
+		]);
+		const t = reduceAll(emptyTranscript, events);
+		expect(t.items).toEqual([
+			{
+				kind: "client-tool",
+				id: "c:tc1",
+				name: "lookup_order",
+				args: { id: 7 },
+				status: "answered",
+				output: "shipped",
+				isError: false,
+			},
+			{ kind: "output", id: "o:gw_3", runId: "gw_3", output: { status: "shipped" }, error: undefined },
+			{ kind: "output", id: "o:gw_4", runId: "gw_4", output: undefined, error: "did not validate" },
+			{
+				kind: "notice",
+				id: "n:205",
+				text: "Run stopped: its turns limit was reached (2 of 2 allowed).",
+				level: "warning",
+			},
+		]);
+		// Replayed whole: the same transcript.
+		expect(reduceAll(t, events)).toBe(t);
 	});
 });

@@ -20,6 +20,8 @@ const files: Record<string, { file: string; type: string }> = {
 	"/console/": { file: "index.html", type: "text/html; charset=utf-8" },
 	"/console/console.js": { file: "console.js", type: "text/javascript; charset=utf-8" },
 	"/console/console.css": { file: "console.css", type: "text/css; charset=utf-8" },
+	// The changes review, a chunk the page imports only when changes are shown (console/vite.config.ts).
+	"/console/console-review.js": { file: "console-review.js", type: "text/javascript; charset=utf-8" },
 };
 
 export const consolePaths = ["/console", ...Object.keys(files)];
