@@ -53,6 +53,7 @@ import { AllowedMethods, headWithoutBody, methodGuard } from "./http/transport/m
 import { accessLog, bearerAuth, hostCheck, pathEncoding, requestId } from "./http/transport/middleware.ts";
 import { type AppEnv, createRouter, invalid } from "./http/transport/openapi.ts";
 import { ApiError, type Problem, toProblem } from "./http/transport/problem.ts";
+import { singleQueryParameters } from "./http/transport/query-params.ts";
 import { SessionAccess } from "./sessions/access.ts";
 import type { ApprovalHistory } from "./sessions/approval-history.ts";
 import type { PolicyEngine } from "./sessions/policy-engine.ts";
@@ -151,7 +152,7 @@ export function createApp(
 		metrics.setWarmPoolSource(() => pool.readyCount);
 	}
 	app.use(hostCheck([...config.allowedHosts, config.host]));
-	app.use(pathEncoding());
+	app.use(pathEncoding(), singleQueryParameters());
 	// Built once the spec exists: browser JS may read every response header the spec documents.
 	let corsMiddleware: MiddlewareHandler<AppEnv> | undefined;
 	if (config.corsOrigins.length > 0) app.use((c, next) => (corsMiddleware as MiddlewareHandler<AppEnv>)(c, next));
