@@ -36,6 +36,8 @@ export const forwardedHeader = "x-pi-gateway-forwarded";
 
 /** How often stopped sessions are given back to the cluster. */
 const releaseEveryMs = 1000;
+/** Events that change what an inbox long-poll waits for: approvals and client tool calls. */
+const inboxEvents = new Set(["approval_requested", "approval_resolved", "tool_call_requested", "tool_call_resolved"]);
 
 /**
  * Cluster mode (`--database-url`): this node's membership, its fence, and the rules that say
@@ -113,8 +115,8 @@ export class Cluster {
 			closing: () => cluster.close(),
 		});
 		cluster.#unsubscribe = cluster.#registry.subscribeAll((_id, event) => {
-			if (event.type === "approval_requested" || event.type === "approval_resolved")
-				cluster.#notices.send({ type: "approvals", node: cluster.node });
+			// Client tool calls wake the same inbox waiters (GET /v1/tool-calls?wait= long-polls on them too).
+			if (inboxEvents.has(event.type)) cluster.#notices.send({ type: "approvals", node: cluster.node });
 		});
 		cluster.#timer = setInterval(() => cluster.#releaseStopped(), releaseEveryMs);
 		cluster.#timer.unref();

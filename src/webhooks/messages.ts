@@ -46,6 +46,27 @@ export class WebhookMessages {
 					},
 				};
 			}
+			case "tool_call_requested":
+			case "tool_call_resolved": {
+				// Thin as the rest: ids, name and status, never the arguments or the output.
+				const { toolCall } = eventJson<{ toolCall: Record<string, string | null> }>(event);
+				const resolved = event.type === "tool_call_resolved";
+				return {
+					type: resolved ? "tool_call.resolved" : "tool_call.requested",
+					data: {
+						sessionId,
+						toolCallId: toolCall.id,
+						runId: toolCall.runId,
+						name: toolCall.name,
+						status: toolCall.status,
+						...(resolved ? { resolvedBy: toolCall.resolvedBy, answeredAt: toolCall.answeredAt } : {}),
+						links: {
+							...sessionLinks(sessionId),
+							toolCall: `/v1/sessions/${sessionId}/tool-calls/${encodeURIComponent(toolCall.id ?? "")}`,
+						},
+					},
+				};
+			}
 			case "message_end": {
 				// Only the stop reason is kept; the message (which may hold anything) never leaves.
 				const { message } = eventJson<{ message?: { role?: string; stopReason?: string } }>(event);

@@ -3,6 +3,8 @@ import { z } from "@hono/zod-openapi";
 export const webhookEventTypes = [
 	"approval.requested",
 	"approval.resolved",
+	"tool_call.requested",
+	"tool_call.resolved",
 	"run.settled",
 	"session.exited",
 	"session.crashed",

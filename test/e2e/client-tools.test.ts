@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { startReceiver } from "../helpers/receiver.ts";
 import { collect } from "../helpers/sse.ts";
 
 // Client tools on real pi with the demo model (`tool: NAME {json}`), over plain HTTP: the call is a
@@ -207,6 +208,51 @@ describe("the agent", () => {
 			expect(dialogs.filter((f) => f.json.title === "pi-gateway client tool")).toHaveLength(2);
 		} finally {
 			await gwForge.stop();
+		}
+	});
+});
+
+describe("webhooks", () => {
+	it("deliver tool_call.requested and tool_call.resolved, thin: ids, name and status, never the arguments or output", async () => {
+		const receiver = await startReceiver();
+		const hooked = await startTestGateway({ webhookAllow: ["loopback"] });
+		try {
+			const created = await hooked.api("/v1/webhooks", {
+				method: "POST",
+				json: { url: receiver.url, events: ["tool_call.requested", "tool_call.resolved"] },
+			});
+			expect(created.status).toBe(201);
+			const sid = await hooked.session({ clientTools: [lookupPrice] });
+			const run = hooked.api(`/v1/sessions/${sid}/prompt?wait=true`, {
+				method: "POST",
+				json: { message: 'tool: lookup_price {"sku":"SECRET-SKU"}' },
+			});
+			const requested = await until(() => receiver.of("tool_call.requested")[0]);
+			const callId = requested.json.data.toolCallId;
+			expect(requested.json.data).toEqual({
+				sessionId: sid,
+				toolCallId: expect.stringMatching(/^demo_/),
+				runId: expect.any(String),
+				name: "lookup_price",
+				status: "pending",
+				links: {
+					session: `/v1/sessions/${sid}`,
+					toolCall: `/v1/sessions/${sid}/tool-calls/${callId}`,
+				},
+			});
+			expect(requested.body).not.toContain("SECRET-SKU");
+			const answered = await hooked.api(`/v1/sessions/${sid}/tool-calls/${callId}`, {
+				method: "POST",
+				json: { output: "SECRET-PRICE" },
+			});
+			expect(answered.status).toBe(200);
+			const resolved = await until(() => receiver.of("tool_call.resolved")[0]);
+			expect(resolved.json.data).toMatchObject({ toolCallId: callId, status: "answered", resolvedBy: "admin" });
+			expect(resolved.body).not.toContain("SECRET-PRICE");
+			expect((await run).body.text).toBe("SECRET-PRICE");
+		} finally {
+			await hooked.stop();
+			await receiver.close();
 		}
 	});
 });

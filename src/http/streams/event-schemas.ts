@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { Approval } from "../../sessions/approvals.ts";
+import { ToolCall, ToolCallStatus } from "../../sessions/client-tool-calls.ts";
 import { SessionStatus } from "../../sessions/session.ts";
 import { AgentMessage, Usage } from "../transport/schemas.ts";
 
@@ -252,6 +253,30 @@ const gatewayEvents = [
 	),
 	ev("approval_requested", { sessionId, approval: Approval }, "Gateway: a dialog opened and waits for an answer"),
 	ev("approval_resolved", { sessionId, approval: Approval }, "Gateway: a dialog was answered, expired or cancelled"),
+	ev(
+		"tool_call_requested",
+		{
+			sessionId,
+			toolCallId: z.string().describe("The call's id: answer it at POST /v1/sessions/{id}/tool-calls/{toolCallId}"),
+			name: z.string().describe("The client tool the model called"),
+			arguments: z.unknown().describe("The model's arguments, checked against the tool's `parameters`"),
+			runId: z.string().nullable().describe("The run the call belongs to"),
+			toolCall: ToolCall,
+		},
+		"Gateway: the model called one of the session's client tools; the run waits for the program's answer",
+	),
+	ev(
+		"tool_call_resolved",
+		{
+			sessionId,
+			toolCallId: z.string().describe("The call's id"),
+			name: z.string().describe("The client tool"),
+			runId: z.string().nullable().describe("The run the call belongs to"),
+			status: ToolCallStatus,
+			toolCall: ToolCall,
+		},
+		"Gateway: a client tool call was answered, or cancelled (abort, pi's exit, the timeout); `toolCall.result` is what the model got",
+	),
 	ev(
 		"run_changes",
 		{
