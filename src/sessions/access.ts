@@ -8,7 +8,10 @@ import { storedOr507 } from "../store/storage-full.ts";
  * events, approvals), `write` to it (prompt, commands, delete; reading included), or `answer`
  * its approvals (and see them) without reading or driving the session.
  */
-export const SessionRight = z.enum(["read", "write", "answer"]).openapi("SessionRight");
+export const SessionRight = z.enum(["read", "write", "answer"]).openapi("SessionRight", {
+	description:
+		"What a principal the session is shared with may do: `read` it, `write` to it (reading included), or `answer` its approvals only",
+});
 export type SessionRight = z.infer<typeof SessionRight>;
 
 /**
@@ -19,22 +22,31 @@ export type SessionRight = z.infer<typeof SessionRight>;
 export const PrincipalName = z
 	.string()
 	.regex(/^[\w.@:|-]{1,128}$/, "1 to 128 of letters, digits and _ . @ : | -")
-	.openapi({ example: "jwt:auth0|123" });
+	.openapi({
+		description: "A principal: an API key's name, `admin`, or `jwt:<sub>` for an identity provider's subject",
+		example: "jwt:auth0|123",
+	});
 
 export const SessionGrant = z
 	.strictObject({
 		principal: PrincipalName,
-		can: z.array(SessionRight).min(1),
+		can: z.array(SessionRight).min(1).describe("What it may do"),
 	})
-	.openapi("SessionGrant");
+	.openapi("SessionGrant", {
+		description: "One principal the session is shared with",
+		example: { principal: "carol", can: ["answer"] },
+	});
 
 export const SessionAccessRecord = z
 	.object({
-		sessionId: z.string(),
+		sessionId: z.string().describe("The session"),
 		owner: z.string().openapi({ description: "The principal that created the session" }),
-		grants: z.array(SessionGrant),
+		grants: z.array(SessionGrant).describe("Whom it is shared with, and what each may do"),
 	})
-	.openapi("SessionAccess");
+	.openapi("SessionAccess", {
+		description: "Who owns a session and whom it is shared with",
+		example: { sessionId: "ses_Qm9wYXJ0aWFs", owner: "alice", grants: [{ principal: "carol", can: ["answer"] }] },
+	});
 export type SessionAccessRecord = z.infer<typeof SessionAccessRecord>;
 
 /**

@@ -2,7 +2,12 @@ import { z } from "@hono/zod-openapi";
 import { GatewayError } from "../errors.ts";
 import { type DialogRequest, dialogMethods } from "../pi/protocol.ts";
 
-export const ApprovalStatus = z.enum(["pending", "answered", "expired", "cancelled"]).openapi("ApprovalStatus");
+export const ApprovalStatus = z.enum(["pending", "answered", "expired", "cancelled"]).openapi("ApprovalStatus", {
+	description:
+		"`pending`: waiting for an answer; `answered`: a client or a policy answered; `expired`: pi's own timeout ran out; `cancelled`: the gateway gave up on it (its timeout, an abort, pi's exit)",
+});
+const confirmed = z.boolean().describe("A confirm dialog's answer: yes (`true`) or no (`false`)");
+const value = z.string().describe("A select dialog's option, or the text of an input or editor dialog");
 
 const by = z.string().min(1).max(200).optional().openapi({
 	description:
@@ -16,9 +21,9 @@ const remember = z.literal("session").optional().openapi({
 export const ApprovalAnswer = z
 	.union(
 		[
-			z.strictObject({ confirmed: z.boolean(), by, remember }),
-			z.strictObject({ value: z.string(), by, remember }),
-			z.strictObject({ cancelled: z.literal(true), by }),
+			z.strictObject({ confirmed, by, remember }),
+			z.strictObject({ value, by, remember }),
+			z.strictObject({ cancelled: z.literal(true).describe("Dismiss the dialog (pi gets its default)"), by }),
 		],
 		{
 			error:
@@ -40,17 +45,32 @@ export const resolvers = {
 	exit: "pi-exit",
 } as const;
 
+/** A pending approval, for the spec's examples. */
+export const approvalExample = {
+	id: "3f1c2a9e-5d7b-4c1e-9a0f-6b8d2e4f1a3c",
+	sessionId: "ses_Qm9wYXJ0aWFs",
+	method: "select",
+	title: "Allow this bash command?\n\n  rm -rf ./pi-gateway-scratch && echo removed",
+	options: ["Allow", "Block"],
+	createdAt: "2026-12-01T10:00:02.000Z",
+	expiresAt: null,
+	status: "pending",
+	answer: null,
+	resolvedAt: null,
+	resolvedBy: null,
+};
+
 export const Approval = z
 	.object({
 		id: z.string().openapi({ description: "pi's dialog id" }),
-		sessionId: z.string(),
-		method: z.enum(dialogMethods),
-		title: z.string(),
+		sessionId: z.string().describe("The session whose pi opened it"),
+		method: z.enum(dialogMethods).describe("The kind of dialog, which says how to answer it"),
+		title: z.string().describe("What the dialog asks"),
 		message: z.string().optional().openapi({ description: "confirm only" }),
 		options: z.array(z.string()).optional().openapi({ description: "select only: the allowed values" }),
 		placeholder: z.string().optional().openapi({ description: "input only" }),
 		prefill: z.string().optional().openapi({ description: "editor only" }),
-		createdAt: z.string().openapi({ format: "date-time" }),
+		createdAt: z.string().openapi({ format: "date-time", description: "When it opened" }),
 		expiresAt: z.string().nullable().openapi({
 			format: "date-time",
 			description:
@@ -58,10 +78,17 @@ export const Approval = z
 		}),
 		status: ApprovalStatus,
 		answer: z
-			.object({ confirmed: z.boolean().optional(), value: z.string().optional(), cancelled: z.boolean().optional() })
+			.object({
+				confirmed: confirmed.optional(),
+				value: value.optional(),
+				cancelled: z.boolean().optional().describe("The dialog was dismissed"),
+			})
 			.nullable()
 			.openapi({ description: "The answer a client posted; null while pending or when nobody answered" }),
-		resolvedAt: z.string().nullable().openapi({ format: "date-time" }),
+		resolvedAt: z
+			.string()
+			.nullable()
+			.openapi({ format: "date-time", description: "When it was answered, expired or cancelled; null while pending" }),
 		resolvedBy: z
 			.string()
 			.nullable()
@@ -73,7 +100,10 @@ export const Approval = z
 			.optional()
 			.openapi({ description: "The answer's free-text `by`, when the answerer was an authenticated principal" }),
 	})
-	.openapi("Approval");
+	.openapi("Approval", {
+		description: "An extension's dialog (select, confirm, input, editor) as a resource a client answers",
+		example: approvalExample,
+	});
 export type Approval = z.infer<typeof Approval>;
 
 export interface ApprovalEvents {

@@ -30,7 +30,12 @@ export const SafePattern = z
 	});
 
 const PolicyAction = z
-	.union([z.enum(["allow", "deny", "cancel", "ask"]), z.strictObject({ value: z.string().max(10_000) })])
+	.union([
+		z.enum(["allow", "deny", "cancel", "ask"]),
+		z.strictObject({
+			value: z.string().max(10_000).describe("The answer to give: a select's option, or an input's text"),
+		}),
+	])
 	.openapi({
 		description:
 			"`allow`/`deny`: confirm → true/false; select → the option that reads like allow (Allow, Yes, Approve, OK) or deny (Block, Deny, No, Reject); `deny` without such an option, and on input/editor, cancels. `{value}` answers a select (one of its options) or an input/editor. `cancel` dismisses the dialog. `ask` leaves it to a person and stops looking at further rules. A rule whose action does not fit the dialog is skipped.",
@@ -38,12 +43,19 @@ const PolicyAction = z
 
 export const PolicyRule = z
 	.strictObject({
-		name: z.string().regex(/^[\w.:-]{1,64}$/),
+		name: z
+			.string()
+			.regex(/^[\w.:-]{1,64}$/)
+			.describe("The rule's name, recorded as `resolvedBy: policy:<name>` on what it answers"),
 		match: z
 			.strictObject({
-				method: z.array(z.enum(dialogMethods)).min(1).optional(),
+				method: z
+					.array(z.enum(dialogMethods))
+					.min(1)
+					.optional()
+					.describe("Only dialogs of these kinds (any kind when left out)"),
 				title: SafePattern.optional(),
-				titleEquals: z.string().max(10_000).optional(),
+				titleEquals: z.string().max(10_000).optional().describe("Only dialogs whose title is exactly this"),
 				message: SafePattern.optional(),
 				sessions: z
 					.array(z.string())
@@ -51,17 +63,30 @@ export const PolicyRule = z
 					.optional()
 					.openapi({ description: "Gateway rules: only these sessions" }),
 			})
-			.default({}),
+			.default({})
+			.describe(
+				"What a dialog must be for the rule to apply; every condition given must hold (an empty match takes every dialog)",
+			),
 		action: PolicyAction,
 	})
-	.openapi("ApprovalPolicyRule");
+	.openapi("ApprovalPolicyRule", {
+		description: "One approval policy rule: which dialogs it takes, and how it answers them",
+		example: {
+			name: "allow-ls",
+			match: { method: ["select"], title: "(?s)Allow this bash command\\?\\s+ls( .*)?" },
+			action: "allow",
+		},
+	});
 export type PolicyRule = z.infer<typeof PolicyRule>;
 
 export const PolicySet = z
 	.strictObject({
-		rules: z.array(PolicyRule).max(100).default([]),
+		rules: z.array(PolicyRule).max(100).default([]).describe("The rules, tried in order"),
 		unanswered: z
-			.strictObject({ afterMs: z.number().int().min(1), action: z.enum(["cancel", "deny", "wait"]) })
+			.strictObject({
+				afterMs: z.number().int().min(1).describe("Milliseconds a dialog may wait unanswered"),
+				action: z.enum(["cancel", "deny", "wait"]).describe("What then happens to it"),
+			})
 			.optional()
 			.openapi({ description: "What happens to a dialog nobody answered in afterMs: cancel, deny, or wait on" }),
 	})

@@ -3,18 +3,38 @@ import type { UiRequest } from "../pi/protocol.ts";
 
 export const UiState = z
 	.object({
-		title: z.string().nullable(),
-		statuses: z.record(z.string(), z.string()),
-		widgets: z.record(
-			z.string(),
-			z.object({ lines: z.array(z.string()), placement: z.enum(["aboveEditor", "belowEditor"]) }),
-		),
-		editorText: z.string().nullable(),
-		notifications: z.array(
-			z.object({ message: z.string(), level: z.enum(["info", "warning", "error"]), at: z.string() }),
-		),
+		title: z.string().nullable().describe("The title an extension set (`setTitle`); null if none"),
+		statuses: z.record(z.string(), z.string()).describe("Status texts extensions set (`setStatus`), by key"),
+		widgets: z
+			.record(
+				z.string(),
+				z.object({
+					lines: z.array(z.string()).describe("The widget's lines of text"),
+					placement: z.enum(["aboveEditor", "belowEditor"]).describe("Where a terminal would show it"),
+				}),
+			)
+			.describe("Widgets extensions set (`setWidget`), by key"),
+		editorText: z.string().nullable().describe("Text an extension put in the editor (`set_editor_text`); null if none"),
+		notifications: z
+			.array(
+				z.object({
+					message: z.string().describe("The notification's text"),
+					level: z.enum(["info", "warning", "error"]).describe("How serious it is"),
+					at: z.string().describe("When it came (ISO 8601)"),
+				}),
+			)
+			.describe("The latest notifications (`notify`), oldest first"),
 	})
-	.openapi("UiState");
+	.openapi("UiState", {
+		description: "What extensions asked pi's UI to show, kept for clients without a terminal",
+		example: {
+			title: null,
+			statuses: { git: "main" },
+			widgets: {},
+			editorText: null,
+			notifications: [{ message: "Tests passed", level: "info", at: "2026-12-01T10:00:04.000Z" }],
+		},
+	});
 export type UiState = z.infer<typeof UiState>;
 
 export const fireAndForgetMethods: ReadonlySet<string> = new Set([

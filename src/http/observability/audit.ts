@@ -9,19 +9,37 @@ import type { ScopedRoutes } from "../auth/principals.ts";
 import type { AppEnv } from "../transport/openapi.ts";
 import { decodedSegment } from "../transport/params.ts";
 
+/** An entry as the audit log holds it, for the spec's examples. */
+export const auditExample = {
+	at: "2026-12-01T10:00:01.000Z",
+	principal: "alice",
+	action: "sessions.prompt",
+	method: "POST",
+	path: "/v1/sessions/ses_Qm9wYXJ0aWFs/prompt",
+	sessionId: "ses_Qm9wYXJ0aWFs",
+	status: 200,
+	from: "127.0.0.1",
+	requestId: "6f9619ff-8b86-4d11-b42d-00c04fc964ff",
+};
+
 export const AuditEntry = z
 	.object({
 		at: z.string().openapi({ format: "date-time", description: "When the request arrived" }),
 		principal: z.string().openapi({ description: "The authenticated principal" }),
-		action: z.string().openapi({ description: "The operation's operationId", example: "runs.prompt" }),
-		method: z.string(),
-		path: z.string(),
-		sessionId: z.string().nullable(),
+		action: z
+			.string()
+			.openapi({ description: "The operation's dotted name (`x-operation-name`)", example: "sessions.prompt" }),
+		method: z.string().describe("The HTTP method"),
+		path: z.string().describe("The request's path"),
+		sessionId: z.string().nullable().describe("The session it was about; null when none"),
 		status: z.number().int().openapi({ description: "The HTTP status answered (denials are recorded too)" }),
 		from: z.string().nullable().openapi({ description: "The client's address" }),
-		requestId: z.string(),
+		requestId: z.string().describe("The request id (X-Request-Id), as in the log"),
 	})
-	.openapi("AuditEntry");
+	.openapi("AuditEntry", {
+		description: "One state-changing request: who, what, when, from where, and how it ended",
+		example: auditExample,
+	});
 export type AuditEntry = z.infer<typeof AuditEntry>;
 
 /** Prune every this many writes (a DELETE per write would be wasted work). */

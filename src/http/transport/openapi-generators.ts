@@ -130,11 +130,18 @@ export function forGenerators(source: Json): Json {
 	for (const { op } of sorted) {
 		const dotted: string = op.operationId ?? "";
 		const short = shortName(dotted.replace(/Stream$/, ""));
+		// A schema named here says what it is, as every component does: the operation's body or answer.
+		const what = `\`${identifierFor(dotted.replace(/Stream$/, ""))}\` (${op.summary ?? dotted})`;
 		for (const media of Object.values(op.requestBody?.content ?? {}) as Json[])
-			if (isNamedObject(media.schema)) media.schema = name(media.schema, `${short}Body`);
+			if (isNamedObject(media.schema))
+				media.schema = name({ description: `The body of ${what}`, ...media.schema }, `${short}Body`);
 		for (const [status, response] of Object.entries(op.responses ?? {}) as [string, Json][]) {
 			for (const media of Object.values(response.content ?? {}) as Json[])
-				if (isNamedObject(media.schema)) media.schema = name(media.schema, `${shortName(dotted)}Response`);
+				if (isNamedObject(media.schema))
+					media.schema = name(
+						{ description: `The answer of \`${identifierFor(dotted)}\`: ${response.description}`, ...media.schema },
+						`${shortName(dotted)}Response`,
+					);
 			if (/^[45]/.test(status) && !response.content?.["application/problem+json"])
 				response.content = { ...response.content, "application/problem+json": { schema: problemSchema } };
 		}

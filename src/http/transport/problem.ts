@@ -5,14 +5,26 @@ import { GatewayError } from "../../errors.ts";
 /** RFC 9457 problem details; `code` is a stable machine-readable name, `type` its URI form. */
 export const Problem = z
 	.object({
-		type: z.string().openapi({ example: "urn:pi-gateway:problem:session_not_found" }),
-		title: z.string().openapi({ example: "Not Found" }),
-		status: z.number().int().openapi({ example: 404 }),
-		code: z.string().openapi({ example: "session_not_found" }),
-		detail: z.string().openapi({ example: "No session ses_4f2a9c" }),
+		type: z
+			.string()
+			.openapi({
+				description: "A URN naming the problem (RFC 9457)",
+				example: "urn:pi-gateway:problem:session_not_found",
+			}),
+		title: z.string().openapi({ description: "The HTTP status's reason phrase", example: "Not Found" }),
+		status: z.number().int().openapi({ description: "The HTTP status, as answered", example: 404 }),
+		code: z
+			.string()
+			.openapi({ description: "What went wrong, as a stable code to branch on", example: "session_not_found" }),
+		detail: z.string().openapi({ description: "What went wrong, in words", example: "No session ses_4f2a9c" }),
 		instance: z.string().optional().openapi({ description: "The request id (X-Request-Id)" }),
 		issues: z
-			.array(z.object({ path: z.string(), message: z.string() }))
+			.array(
+				z.object({
+					path: z.string().describe("Where in the input, dotted (`(body)` for the body itself)"),
+					message: z.string().describe("What is wrong there"),
+				}),
+			)
 			.optional()
 			.openapi({ description: "What was wrong with the input (400 only)" }),
 		stderr: z.string().optional().openapi({ description: "The tail of pi's stderr (502 only)" }),
@@ -21,7 +33,17 @@ export const Problem = z
 			.optional()
 			.openapi({ description: "`unknown_model` (422) only: the models pi offers, as `provider/id`" }),
 	})
-	.openapi("Problem");
+	.openapi("Problem", {
+		description: "An error (RFC 9457 problem+json): nothing of a refused request reached pi",
+		example: {
+			type: "urn:pi-gateway:problem:session_not_found",
+			title: "Not Found",
+			status: 404,
+			code: "session_not_found",
+			detail: "No session ses_4f2a9c",
+			instance: "6f9619ff-8b86-4d11-b42d-00c04fc964ff",
+		},
+	});
 export type Problem = z.infer<typeof Problem>;
 
 const titles: Record<number, string> = {

@@ -83,14 +83,24 @@ export const allEvents = createRoute({
 
 export const AllEventsTicket = z
 	.object({
-		ticket: z.string().openapi({ example: "mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE" }),
-		expiresAt: z.string().openapi({ format: "date-time" }),
+		ticket: z.string().openapi({
+			description: "A short-lived credential for this one stream, to pass as `?ticket=`",
+			example: "mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE",
+		}),
+		expiresAt: z.string().openapi({ format: "date-time", description: "When the ticket stops being accepted" }),
 		eventsUrl: z.string().openapi({
 			description: "The all-sessions stream with the ticket in its query: give this to EventSource",
 			example: "/v1/events?ticket=mbc1x2kq.4Jq2…",
 		}),
 	})
-	.openapi("AllEventsTicket");
+	.openapi("AllEventsTicket", {
+		description: "A ticket that lets EventSource, which cannot send headers, open the all-sessions stream",
+		example: {
+			ticket: "mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE",
+			expiresAt: "2026-12-01T10:01:00.000Z",
+			eventsUrl: "/v1/events?ticket=mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE",
+		},
+	});
 
 export const createAllEventsTicket = createRoute({
 	operationId: "events.allTicket",

@@ -20,14 +20,24 @@ export const resumeSession = createRoute({
 
 export const StreamTicket = z
 	.object({
-		ticket: z.string().openapi({ example: "mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE" }),
-		expiresAt: z.string().openapi({ format: "date-time" }),
+		ticket: z.string().openapi({
+			description: "A short-lived credential for this one stream, to pass as `?ticket=`",
+			example: "mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE",
+		}),
+		expiresAt: z.string().openapi({ format: "date-time", description: "When the ticket stops being accepted" }),
 		eventsUrl: z.string().openapi({
 			description: "The session's event stream with the ticket in its query: give this to EventSource",
 			example: "/v1/sessions/ses_Qm9wYXJ0aWFs/events?ticket=mbc1x2kq.4Jq2…",
 		}),
 	})
-	.openapi("StreamTicket");
+	.openapi("StreamTicket", {
+		description: "A ticket that lets EventSource, which cannot send headers, open the session's stream",
+		example: {
+			ticket: "mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE",
+			expiresAt: "2026-12-01T10:01:00.000Z",
+			eventsUrl: "/v1/sessions/ses_Qm9wYXJ0aWFs/events?ticket=mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE",
+		},
+	});
 
 export const createStreamTicket = createRoute({
 	operationId: "sessions.streamTicket",
