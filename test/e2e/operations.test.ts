@@ -20,7 +20,8 @@ const gatePath = join(repo, "examples/fixtures/confirm-gate.ts");
 
 let gw: TestGateway;
 beforeAll(async () => {
-	gw = await startTestGateway({ token, extensions: { gate: gatePath } });
+	// No warm pool: the process counts are the point here.
+	gw = await startTestGateway({ token, extensions: { gate: gatePath }, warmPool: 0 });
 });
 afterAll(() => gw?.stop());
 
