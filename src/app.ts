@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { HTTPException } from "hono/http-exception";
@@ -203,12 +203,15 @@ export function createApp(
 	const idempotentRoutes = new IdempotentRoutes();
 	app.use(idempotency(idempotentRoutes, extras.idempotency));
 	const tracker = startChangeTracker(config, registry, logger, extras.workspaceRuns);
-	// A change to a session's folder waits for its first snapshot (taken as the session starts).
+	// A change to a session's folder waits for its first snapshot (taken as the session starts). A
+	// prompt need not when pi holds its run's first tool call for the snapshots (snapshot-gate.ts).
+	const gatedPrompt = (c: Context) => tracker.gated && c.req.method === "POST" && c.req.path.endsWith("/prompt");
 	app.use("/v1/sessions/:id/*", async (c, next) => {
-		if (c.req.method !== "GET" && c.req.method !== "HEAD") await tracker.ensureBase(c.req.param("id"));
+		if (c.req.method !== "GET" && c.req.method !== "HEAD" && !gatedPrompt(c))
+			await tracker.ensureBase(c.req.param("id"));
 		return next();
 	});
-	// The folder as the run finds it, before the prompt reaches pi (its first tool call may follow at once).
+	// The folder as the run finds it: taken before the prompt reaches pi, or beside it when gated.
 	app.post("/v1/sessions/:id/prompt", async (c, next) => {
 		await tracker.beforePrompt(c.req.param("id"));
 		return next();

@@ -11,6 +11,7 @@ import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import { pickLimits, sessionLimitKeys } from "../limits.ts";
 import { type Dialect, dialectOf, type PiPackage, piPackageOf } from "../pi/dialect.ts";
+import type { UiRequest } from "../pi/protocol.ts";
 import { PostgresStore } from "../store/postgres/sessions.ts";
 import { SqliteStore } from "../store/sqlite/sessions.ts";
 import type { Approval } from "./approvals.ts";
@@ -196,6 +197,12 @@ export class SessionRegistry {
 
 	limits(): SessionLimits {
 		return pickLimits(this.#config, sessionLimitKeys);
+	}
+
+	#quietDialogs: ((sessionId: string, request: UiRequest) => Promise<unknown> | undefined) | undefined;
+	/** Dialogs the gateway answers itself (Session.quietDialog): the change tracker's snapshot gate. */
+	setQuietDialogs(handler: (sessionId: string, request: UiRequest) => Promise<unknown> | undefined): void {
+		this.#quietDialogs = handler;
 	}
 
 	/** Cluster mode: the registry asks before starting pi and reports every process (src/cluster/). */
@@ -406,7 +413,7 @@ export class SessionRegistry {
 		cwd: string,
 		extra: Pick<SessionInit, "restored" | "name"> = {},
 	): Session {
-		return new Session({
+		const session = new Session({
 			id,
 			name: extra.name ?? options.name,
 			cwd,
@@ -432,6 +439,8 @@ export class SessionRegistry {
 				if (this.#config.autoResume) await this.resume(s.id);
 			},
 		});
+		session.quietDialog = (request) => this.#quietDialogs?.(id, request);
+		return session;
 	}
 
 	#adopt(session: Session, options: CreateSessionBody): Session {

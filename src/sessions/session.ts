@@ -50,6 +50,11 @@ export class Session {
 	exit: (ExitInfo & { at: string; stderrTail: string }) | undefined;
 	/** Cluster mode: what this node restored of the session's folder when it took the session over (src/cluster/folder-sync.ts). */
 	folderRestore: FolderRestoreReport | undefined;
+	/**
+	 * Dialogs the gateway answers itself (the snapshot gate, src/workspace/snapshot-gate.ts): for such a
+	 * request, when to dismiss it; undefined for any other dialog.
+	 */
+	quietDialog: ((request: UiRequest) => Promise<unknown> | undefined) | undefined;
 
 	readonly #init: SessionInit;
 	/** The current pi child; undefined while stopped. A resume puts a new one here. */
@@ -367,6 +372,7 @@ export class Session {
 		this.lastActivityAt = Date.now();
 		if (record.type === "response") this.#onResponse(record as unknown as PiResponse, line);
 		else if (record.type === "extension_ui_request") {
+			if (this.#answerQuietly(record as unknown as UiRequest)) return;
 			this.events.append(record.type, line);
 			this.#onUiRequest(record as unknown as UiRequest);
 		} else {
@@ -448,6 +454,19 @@ export class Session {
 		if (!this.#channel.settle(response) && response.command === "parse") {
 			this.#logger.error({ response }, "pi could not parse a command");
 		}
+	}
+
+	/** A dialog the gateway answers itself (quietDialog): dismissed when its promise settles, never logged. */
+	#answerQuietly(request: UiRequest): boolean {
+		const when = this.quietDialog?.(request);
+		if (!when) return false;
+		const child = this.#process;
+		const dismiss = () => {
+			if (child && child === this.#process)
+				this.#channel.write({ type: "extension_ui_response", id: request.id, cancelled: true }).catch(() => {});
+		};
+		when.then(dismiss, dismiss);
+		return true;
 	}
 
 	#onUiRequest(request: UiRequest): void {

@@ -95,6 +95,19 @@ export interface SpawnPlan {
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const demoExtensionPath = resolve(here, "../../extensions/demo-model.ts");
+/** Holds a run's first tool call until its start snapshot is taken (src/workspace/snapshot-gate.ts). */
+export const snapshotGatePath = resolve(here, "../../extensions/snapshot-gate.ts");
+
+/**
+ * Whether pi gets the snapshot gate, so a prompt need not wait for its snapshot: with change
+ * tracking on and a pi known to load it (the bundled one, or a --pi-command into pi 1.x). Any other
+ * command (a wrapper, a stub, pi 0.73) has the prompt wait for the snapshot instead.
+ */
+export function gatesSnapshots(config: Config): boolean {
+	if (!config.workspaceChanges) return false;
+	return config.piCommand === undefined || piPackageOf(config.piCommand)?.name === "@earendil-works/pi-coding-agent";
+}
+
 /** Registers a session's client tools in pi (src/sessions/client-tools.ts). */
 export const clientToolsExtensionPath = resolve(here, "../../extensions/client-tools.ts");
 
@@ -199,6 +212,8 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 	else args.push("--no-session");
 	if (sessionFile) args.push("--session", sessionFile);
 	const extensionPaths: string[] = [];
+	// First: its hold comes before any other extension's tool_call (an approval is asked of a person after it).
+	if (gatesSnapshots(config)) extensionPaths.push(snapshotGatePath);
 	if (config.demo) extensionPaths.push(demoExtensionPath);
 	for (const ext of body.extensions ?? []) {
 		const path = config.extensions.get(ext);

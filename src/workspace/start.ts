@@ -1,8 +1,10 @@
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
+import { gatesSnapshots } from "../sessions/spawn.ts";
 import type { RunArchive } from "../store/postgres/run-archive.ts";
 import { confinementOf } from "./confined.ts";
+import { isSnapshotGate } from "./snapshot-gate.ts";
 import { ChangeTracker } from "./tracker.ts";
 
 /**
@@ -29,6 +31,7 @@ export function startChangeTracker(
 			archive,
 			// git on the agent's folders runs confined as the config says (confined.ts).
 			confine: confinementOf(config),
+			gated: gatesSnapshots(config),
 		},
 		(id) => {
 			if (!registry.has(id)) return undefined;
@@ -41,5 +44,7 @@ export function startChangeTracker(
 		logger.child({ component: "workspace" }),
 	);
 	registry.subscribeAll((id, event) => tracker.onEvent(id, event));
+	// pi's snapshot gate (extensions/snapshot-gate.ts) is answered here, never shown as an approval.
+	registry.setQuietDialogs((id, request) => (isSnapshotGate(request) ? tracker.gate(id) : undefined));
 	return tracker;
 }

@@ -25,6 +25,8 @@ export interface TrackerOptions {
 	archive?: RunArchive;
 	/** How git runs on the agent's folders (confined.ts); absent: directly. */
 	confine?: Confinement;
+	/** pi holds a run's first tool call until its snapshots are taken (snapshot-gate.ts): prompts need not wait. */
+	gated?: boolean;
 }
 
 /** Paths a run's summary (the `run_changes` event, the run.settled webhook) names at most. */
@@ -136,12 +138,28 @@ export class ChangeTracker {
 		await base;
 	}
 
-	/** Before a prompt goes to pi: the folder as the run it may start finds it. */
+	/** Whether prompts go to pi at once, their snapshots held against the run's first tool call instead. */
+	get gated(): boolean {
+		return this.enabled && this.#options.gated === true;
+	}
+
+	/**
+	 * Before a prompt goes to pi: the folder as the run it may start finds it. Gated, the snapshot is
+	 * only started (the session's first one too, if it has none yet): the prompt goes to pi at once,
+	 * and pi's first tool call waits for gate().
+	 */
 	async beforePrompt(id: string): Promise<void> {
 		if (!this.enabled || this.#current.has(id)) return;
+		if (this.gated) void this.ensureBase(id);
 		const tree = this.#snap(id);
 		this.#beforePrompt.set(id, tree);
-		await tree;
+		if (!this.gated) await tree;
+	}
+
+	/** The snapshot gate's answer: once the session's first snapshot and its run's start snapshot are taken. */
+	async gate(id: string): Promise<void> {
+		if (!this.enabled) return;
+		await Promise.all([this.#base.get(id), this.#beforePrompt.get(id), this.#current.get(id)?.start]);
 	}
 
 	/** The hub's listener: runs start at pi's `started` answer and end at `agent_settled`. */
