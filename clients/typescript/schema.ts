@@ -11,7 +11,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Liveness: the process answers */
+        /**
+         * Liveness: the process answers
+         * @description Public, for process supervisors and load balancers: 200 as long as the process answers HTTP. Says nothing about pi or the store (`/readyz` does).
+         */
         get: operations["systemHealth"];
         put?: never;
         post?: never;
@@ -28,7 +31,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: accepting new sessions (503 while shutting down, while the session registry cannot be written, or in cluster mode while the database is out of reach) */
+        /**
+         * Readiness: accepting new sessions (503 while shutting down, while the session registry cannot be written, or in cluster mode while the database is out of reach)
+         * @description Public, for load balancers: 200 while this node takes new sessions; 503 problem+json (with `Retry-After` while draining) when it does not, so traffic goes elsewhere while the running sessions go on.
+         */
         get: operations["systemReady"];
         put?: never;
         post?: never;
@@ -1254,6 +1260,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tool-calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Client tool calls across the caller's sessions, oldest first
+         * @description `?status=pending&wait=N`: the calls waiting for the program, long-polled (an empty list is held up to N seconds). A program serving several sessions answers them all from this one loop.
+         *
+         *     Requires the `sessions:read` scope.
+         */
+        get: operations["toolCallsInbox"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/tool-calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The session's client tool calls, oldest first
+         * @description `?status=pending&wait=N` long-polls for the next call the program must answer.
+         *
+         *     Requires the `sessions:read` scope.
+         */
+        get: operations["toolCallsList"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/tool-calls/{callId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One client tool call
+         * @description Requires the `sessions:read` scope.
+         */
+        get: operations["toolCallsGet"];
+        put?: never;
+        /**
+         * Answer a client tool call: the output is the tool's result; it goes to pi at once, never behind the queue
+         * @description Requires the `sessions:write` scope.
+         */
+        post: operations["toolCallsAnswer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/files": {
         parameters: {
             query?: never;
@@ -1464,18 +1538,24 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description The JSON of one SSE frame's `data:`: a pi event or a gateway event, told apart by `type` */
         StreamEvent: components["schemas"]["Event_response"] | components["schemas"]["Event_agent_start"] | components["schemas"]["Event_agent_end"] | components["schemas"]["Event_agent_settled"] | components["schemas"]["Event_turn_start"] | components["schemas"]["Event_turn_end"] | components["schemas"]["Event_message_start"] | components["schemas"]["Event_message_update"] | components["schemas"]["Event_message_end"] | components["schemas"]["Event_tool_execution_start"] | components["schemas"]["Event_tool_execution_update"] | components["schemas"]["Event_tool_execution_end"] | components["schemas"]["Event_queue_update"] | components["schemas"]["Event_compaction_start"] | components["schemas"]["Event_compaction_end"] | components["schemas"]["Event_auto_retry_start"] | components["schemas"]["Event_auto_retry_end"] | components["schemas"]["Event_summarization_retry_scheduled"] | components["schemas"]["Event_summarization_retry_attempt_start"] | components["schemas"]["Event_summarization_retry_finished"] | components["schemas"]["Event_bash_execution_update"] | components["schemas"]["Event_extension_ui_request"] | components["schemas"]["Event_extension_error"] | components["schemas"]["Event_session_info_changed"] | components["schemas"]["Event_thinking_level_changed"] | components["schemas"]["Event_entry_appended"] | components["schemas"]["Event_stream_open"] | components["schemas"]["Event_session_status"] | components["schemas"]["Event_session_exit"] | components["schemas"]["Event_run_lost"] | components["schemas"]["Event_approval_requested"] | components["schemas"]["Event_approval_resolved"] | components["schemas"]["Event_run_changes"] | components["schemas"]["Event_folder_sync"] | components["schemas"]["Event_folder_restore"] | components["schemas"]["Event_gap"] | components["schemas"]["Event_dropped"] | components["schemas"]["Event_line_dropped"] | components["schemas"]["Event_shutdown"] | components["schemas"]["Event_revoked"] | components["schemas"]["Event_error"];
         /** @description pi's answer to a command that changes the session (answers to reads are not logged) */
         Event_response: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `response`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "response";
+            /** @description The command's id (the gateway's `runId` or `commandId`) */
             id?: string;
+            /** @description The command's type */
             command: string;
+            /** @description pi carried it out */
             success: boolean;
+            /** @description pi's answer, when it has one */
             data?: unknown;
+            /** @description Why pi refused it, when `success` is false */
             error?: string;
         } & {
             [key: string]: unknown;
@@ -1483,7 +1563,7 @@ export interface components {
         /** @description A low-level agent run started */
         Event_agent_start: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `agent_start`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "agent_start";
@@ -1493,19 +1573,24 @@ export interface components {
         /** @description A low-level run ended (retries, compaction or queued messages may follow) */
         Event_agent_end: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `agent_end`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "agent_end";
+            /** @description The messages of the run */
             messages: components["schemas"]["AgentMessage"][];
+            /** @description pi retries the run on its own (a provider error) */
             willRetry?: boolean;
         } & {
             [key: string]: unknown;
         };
         /** @description A message as pi stores it (docs/message-types.md) */
         AgentMessage: {
+            /** @description `user`, `assistant`, `toolResult`, or a custom role an extension added */
             role: string;
+            /** @description Text, or a list of content blocks (text, thinking, tool calls, images) */
             content?: unknown;
+            /** @description When pi recorded it, in milliseconds since the epoch */
             timestamp?: number;
         } & {
             [key: string]: unknown;
@@ -1513,10 +1598,11 @@ export interface components {
         /** @description pi will do nothing more on its own: the end of a user-visible run */
         Event_agent_settled: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `agent_settled`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "agent_settled";
+            /** @description The run was aborted */
             aborted: boolean;
             /**
              * @description Set when the gateway synthesised this event for an older pi (0.73) that has none: after its agent_end, with nothing queued in pi
@@ -1529,7 +1615,7 @@ export interface components {
         /** @description An assistant turn started */
         Event_turn_start: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `turn_start`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "turn_start";
@@ -1539,11 +1625,12 @@ export interface components {
         /** @description An assistant turn and its tool calls finished */
         Event_turn_end: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `turn_end`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "turn_end";
             message: components["schemas"]["AgentMessage"];
+            /** @description The results of the turn's tool calls */
             toolResults: components["schemas"]["AgentMessage"][];
         } & {
             [key: string]: unknown;
@@ -1551,7 +1638,7 @@ export interface components {
         /** @description A message started */
         Event_message_start: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `message_start`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "message_start";
@@ -1562,22 +1649,32 @@ export interface components {
         /** @description A delta of the assistant message (text_delta, thinking_delta, toolcall_delta, …) */
         Event_message_update: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `message_update`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "message_update";
+            /** @description Token usage of one model call (pi's `usage`) */
             usage?: {
+                /** @description Input tokens */
                 input: number;
+                /** @description Output tokens */
                 output: number;
+                /** @description Input tokens read from the provider's cache */
                 cacheRead?: number;
+                /** @description Input tokens written to the provider's cache */
                 cacheWrite?: number;
+                /** @description All tokens of the call */
                 totalTokens?: number;
             } & {
                 [key: string]: unknown;
             };
+            /** @description What changed, as the provider streamed it */
             assistantMessageEvent: {
+                /** @description `text_delta`, `thinking_delta`, `toolcall_delta`, `text_start`, … */
                 type: string;
+                /** @description Which content block of the message it changes */
                 contentIndex?: number;
+                /** @description The text added */
                 delta?: string;
             } & {
                 [key: string]: unknown;
@@ -1588,7 +1685,7 @@ export interface components {
         /** @description A message completed: the authoritative final message */
         Event_message_end: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `message_end`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "message_end";
@@ -1599,12 +1696,15 @@ export interface components {
         /** @description A tool started */
         Event_tool_execution_start: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `tool_execution_start`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "tool_execution_start";
+            /** @description pi's id of the tool call: the same on its start, updates and end */
             toolCallId: string;
+            /** @description The tool's name (`bash`, `read`, `edit`, …) */
             toolName: string;
+            /** @description The arguments the model gave it */
             args?: unknown;
         } & {
             [key: string]: unknown;
@@ -1612,12 +1712,15 @@ export interface components {
         /** @description A tool reported partial output */
         Event_tool_execution_update: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `tool_execution_update`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "tool_execution_update";
+            /** @description pi's id of the tool call: the same on its start, updates and end */
             toolCallId: string;
+            /** @description The tool's name (`bash`, `read`, `edit`, …) */
             toolName: string;
+            /** @description Its output so far */
             partialResult?: unknown;
         } & {
             [key: string]: unknown;
@@ -1625,13 +1728,17 @@ export interface components {
         /** @description A tool finished */
         Event_tool_execution_end: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `tool_execution_end`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "tool_execution_end";
+            /** @description pi's id of the tool call: the same on its start, updates and end */
             toolCallId: string;
+            /** @description The tool's name (`bash`, `read`, `edit`, …) */
             toolName: string;
+            /** @description What it gave the model */
             result?: unknown;
+            /** @description It failed */
             isError: boolean;
         } & {
             [key: string]: unknown;
@@ -1639,11 +1746,13 @@ export interface components {
         /** @description The steering or follow-up queue changed */
         Event_queue_update: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `queue_update`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "queue_update";
+            /** @description Steering messages waiting */
             steering: string[];
+            /** @description Follow-up messages waiting */
             followUp: string[];
         } & {
             [key: string]: unknown;
@@ -1651,10 +1760,11 @@ export interface components {
         /** @description Compaction began */
         Event_compaction_start: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `compaction_start`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "compaction_start";
+            /** @description Why: `manual`, `threshold` or `overflow` */
             reason: string;
         } & {
             [key: string]: unknown;
@@ -1662,14 +1772,19 @@ export interface components {
         /** @description Compaction ended (`result` when it succeeded, `errorMessage` when it failed) */
         Event_compaction_end: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `compaction_end`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "compaction_end";
+            /** @description Why it ran: `manual`, `threshold` or `overflow` */
             reason: string;
+            /** @description What it did (as `POST …/compact` answers) */
             result?: unknown;
+            /** @description It was aborted */
             aborted: boolean;
+            /** @description pi tries again */
             willRetry?: boolean;
+            /** @description Why it failed */
             errorMessage?: string;
         } & {
             [key: string]: unknown;
@@ -1677,13 +1792,17 @@ export interface components {
         /** @description An automatic retry was scheduled */
         Event_auto_retry_start: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `auto_retry_start`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "auto_retry_start";
+            /** @description Which attempt this is, from 1 */
             attempt: number;
+            /** @description How many attempts pi makes at most */
             maxAttempts: number;
+            /** @description Milliseconds until the attempt */
             delayMs: number;
+            /** @description The error that led to it */
             errorMessage?: string;
         } & {
             [key: string]: unknown;
@@ -1691,12 +1810,15 @@ export interface components {
         /** @description Automatic retrying ended */
         Event_auto_retry_end: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `auto_retry_end`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "auto_retry_end";
+            /** @description A retry succeeded */
             success: boolean;
+            /** @description Which attempt this is, from 1 */
             attempt: number;
+            /** @description The last error, when every attempt failed */
             finalError?: string;
         } & {
             [key: string]: unknown;
@@ -1704,13 +1826,17 @@ export interface components {
         /** @description A compaction or branch summary will be retried */
         Event_summarization_retry_scheduled: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `summarization_retry_scheduled`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "summarization_retry_scheduled";
+            /** @description Which attempt this is, from 1 */
             attempt: number;
+            /** @description How many attempts pi makes at most */
             maxAttempts: number;
+            /** @description Milliseconds until the attempt */
             delayMs: number;
+            /** @description The error that led to it */
             errorMessage?: string;
         } & {
             [key: string]: unknown;
@@ -1718,11 +1844,13 @@ export interface components {
         /** @description A summarization retry started */
         Event_summarization_retry_attempt_start: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `summarization_retry_attempt_start`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "summarization_retry_attempt_start";
+            /** @description What is being summarised: `compaction` or `branchSummary` */
             source: string;
+            /** @description A compaction's trigger: `manual`, `threshold` or `overflow` */
             reason?: string;
         } & {
             [key: string]: unknown;
@@ -1730,7 +1858,7 @@ export interface components {
         /** @description Summarization retrying ended */
         Event_summarization_retry_finished: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `summarization_retry_finished`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "summarization_retry_finished";
@@ -1740,11 +1868,13 @@ export interface components {
         /** @description Output of a `bash` command, chunk by chunk */
         Event_bash_execution_update: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `bash_execution_update`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "bash_execution_update";
+            /** @description The `bash` command's id (the gateway's `commandId`) */
             id?: string;
+            /** @description The output added */
             delta: string;
         } & {
             [key: string]: unknown;
@@ -1752,10 +1882,11 @@ export interface components {
         /** @description An extension asked for UI: dialogs also become approvals */
         Event_extension_ui_request: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `extension_ui_request`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "extension_ui_request";
+            /** @description pi's id of the request (an approval's id, for a dialog) */
             id: string;
             /** @description Dialogs: `select`, `confirm`, `input`, `editor` (each also an approval); fire-and-forget: `notify`, `setStatus`, `setWidget`, `setTitle`, `set_editor_text` */
             method: string;
@@ -1791,12 +1922,15 @@ export interface components {
         /** @description An extension handler threw */
         Event_extension_error: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `extension_error`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "extension_error";
+            /** @description The extension's file */
             extensionPath: string;
+            /** @description The event its handler was called for */
             event: string;
+            /** @description What it threw */
             error: string;
         } & {
             [key: string]: unknown;
@@ -1804,10 +1938,11 @@ export interface components {
         /** @description The session's display name changed */
         Event_session_info_changed: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `session_info_changed`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "session_info_changed";
+            /** @description The new name; absent when it was cleared */
             name?: string;
         } & {
             [key: string]: unknown;
@@ -1815,10 +1950,11 @@ export interface components {
         /** @description The thinking level changed */
         Event_thinking_level_changed: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `thinking_level_changed`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "thinking_level_changed";
+            /** @description The new level */
             level: string;
         } & {
             [key: string]: unknown;
@@ -1826,10 +1962,11 @@ export interface components {
         /** @description An extension appended a custom session entry */
         Event_entry_appended: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `entry_appended`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "entry_appended";
+            /** @description The entry, as pi's session file holds it */
             entry?: unknown;
         } & {
             [key: string]: unknown;
@@ -1837,10 +1974,11 @@ export interface components {
         /** @description Gateway: always the first frame; where this stream joined the log */
         Event_stream_open: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `stream_open`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "stream_open";
+            /** @description The gateway session the event belongs to */
             sessionId?: string;
             /** @description The stream holds every event after this position */
             after?: number;
@@ -1855,8 +1993,11 @@ export interface components {
             commandId?: string;
             /** @description GET /v1/events: every session and its position on joining */
             sessions?: {
+                /** @description The session's id */
                 id: string;
+                /** @description Its last sequence number on joining */
                 lastEventId: number;
+                /** @description The oldest sequence number its log still holds */
                 firstAvailable: number;
                 status: components["schemas"]["SessionStatus"];
             }[];
@@ -1871,10 +2012,11 @@ export interface components {
         /** @description Gateway: the session's status changed */
         Event_session_status: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `session_status`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "session_status";
+            /** @description The gateway session the event belongs to */
             sessionId: string;
             status: components["schemas"]["SessionStatus"];
         } & {
@@ -1883,15 +2025,19 @@ export interface components {
         /** @description Gateway: pi exited; the stream ends after this frame */
         Event_session_exit: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `session_exit`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "session_exit";
+            /** @description The gateway session the event belongs to */
             sessionId: string;
+            /** @description pi's exit code; null when a signal ended it */
             code: number | null;
+            /** @description The signal that ended it (`SIGTERM`, …); null when it exited */
             signal: string | null;
             /** @description `shutdown`, `idle`, `lru` (the gateway stopped pi; `resumable` says whether it can start again), `stopped` (DELETE), `exited`, `crashed`, or `lost`: pi died with its gateway or node (an unclean stop; this frame was written when the session was restored) */
             reason: string;
+            /** @description The last lines pi wrote to stderr */
             stderrTail: string;
         } & {
             [key: string]: unknown;
@@ -1899,13 +2045,15 @@ export interface components {
         /** @description Gateway: the run in progress died with its gateway or node (an unclean stop: SIGKILL, a crash); its end was never recorded and it has no `agent_settled`. After a restart (or on the node that took the session over) it comes right after the `gap` a resumed stream gets, followed by `session_exit` (`reason: lost`); the session is `stopped` and can be resumed */
         Event_run_lost: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `run_lost`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "run_lost";
+            /** @description The gateway session the event belongs to */
             sessionId: string;
             /** @description The run that was in progress (the id of the prompt that started it) */
             runId: string;
+            /** @description What happened, in words */
             reason: string;
         } & {
             [key: string]: unknown;
@@ -1913,10 +2061,11 @@ export interface components {
         /** @description Gateway: a dialog opened and waits for an answer */
         Event_approval_requested: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `approval_requested`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "approval_requested";
+            /** @description The gateway session the event belongs to */
             sessionId: string;
             approval: components["schemas"]["Approval"];
         } & {
@@ -1959,10 +2108,11 @@ export interface components {
         /** @description Gateway: a dialog was answered, expired or cancelled */
         Event_approval_resolved: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `approval_resolved`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "approval_resolved";
+            /** @description The gateway session the event belongs to */
             sessionId: string;
             approval: components["schemas"]["Approval"];
         } & {
@@ -1971,20 +2121,27 @@ export interface components {
         /** @description Gateway: a run settled and its folder was snapshotted (after its agent_settled); the diffs are at GET …/changes?runId= */
         Event_run_changes: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `run_changes`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "run_changes";
+            /** @description The gateway session the event belongs to */
             sessionId: string;
+            /** @description The run whose changes these are */
             runId: string;
             /** @description The paths the run changed in the session's folder (at most 100); null when no snapshot could be taken (`error`) */
             files: {
+                /** @description The file's path in the session's folder */
                 path: string;
-                /** @enum {string} */
+                /**
+                 * @description What the run did to it
+                 * @enum {string}
+                 */
                 status: "added" | "modified" | "deleted";
             }[] | null;
             /** @description More paths changed than are listed */
             truncated: boolean;
+            /** @description Why no snapshot could be taken */
             error?: string;
         } & {
             [key: string]: unknown;
@@ -1992,13 +2149,18 @@ export interface components {
         /** @description Gateway, cluster mode: the session's folder could not be kept in PostgreSQL in full (past --workspace-sync-max-bytes, or the database failed): what is left out would be missing on a node that takes the session over */
         Event_folder_sync: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `folder_sync`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "folder_sync";
+            /** @description The gateway session the event belongs to */
             sessionId: string;
-            /** @enum {string} */
+            /**
+             * @description Too large, or the database failed
+             * @enum {string}
+             */
             code: "folder_too_large" | "folder_sync_failed";
+            /** @description What went wrong, in words */
             error: string;
             /** @description Bytes of the files kept */
             bytes: number | null;
@@ -2014,16 +2176,24 @@ export interface components {
         /** @description Gateway, cluster mode: this node took the session over and could not restore its folder in full; `missing` names what is not there (also the session's `folderRestore`) */
         Event_folder_restore: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `folder_restore`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "folder_restore";
+            /** @description The gateway session the event belongs to */
             sessionId: string;
-            /** @enum {boolean} */
+            /**
+             * @description Always false: only an incomplete restore is an event
+             * @enum {boolean}
+             */
             complete: false;
+            /** @description Files restored */
             restored: number;
+            /** @description Paths that could not be restored (the first 100) */
             missing: string[];
+            /** @description How many paths could not be restored */
             missingCount: number;
+            /** @description Why, when known */
             detail: string | null;
         } & {
             [key: string]: unknown;
@@ -2031,12 +2201,15 @@ export interface components {
         /** @description Gateway: the asked-for position is older than the log; the events after `after` are gone (`lost` of them, when known) and the stream goes on from `firstAvailable` (the frame's id is `firstAvailable - 1`) */
         Event_gap: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `gap`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "gap";
+            /** @description The gateway session the event belongs to */
             sessionId: string;
+            /** @description The position the client asked to resume after */
             after: number;
+            /** @description The oldest sequence number the log still holds */
             firstAvailable: number;
             /** @description How many events after `after` are gone; absent when that cannot be known: the range spans an unclean stop of the gateway (or of the node that ran the session), whose last events were never written and whose numbers were skipped ahead */
             lost?: number;
@@ -2046,12 +2219,15 @@ export interface components {
         /** @description Gateway: this client fell more than the gateway's buffer behind and is cut off (the last frame; it has no id); reconnect with Last-Event-ID = `resumeFrom`, the id of the last frame it was sent */
         Event_dropped: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `dropped`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "dropped";
+            /** @description Why (`slow_consumer`) */
             reason: string;
+            /** @description What happened, in words */
             detail: string;
+            /** @description The id of the last frame this client was sent (Last-Event-ID for the reconnect); null if none */
             resumeFrom: number | string | null;
         } & {
             [key: string]: unknown;
@@ -2059,12 +2235,15 @@ export interface components {
         /** @description Gateway: pi printed a line longer than the cap; it was skipped */
         Event_line_dropped: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `line_dropped`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "line_dropped";
+            /** @description The gateway session the event belongs to */
             sessionId: string;
+            /** @description How long the line was */
             chars: number;
+            /** @description Why it was skipped, in words */
             reason: string;
         } & {
             [key: string]: unknown;
@@ -2072,10 +2251,11 @@ export interface components {
         /** @description Gateway (GET /v1/events): the gateway is shutting down; the stream ends */
         Event_shutdown: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `shutdown`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "shutdown";
+            /** @description Why, in words */
             reason: string;
         } & {
             [key: string]: unknown;
@@ -2083,12 +2263,16 @@ export interface components {
         /** @description Gateway: the principal that opened this stream may no longer read it — its share was taken back (PUT …/access) or its API key removed from the keys file — so the stream ends at once (the last frame; it has no id). A reconnect is refused (404, or 401 for a revoked key) */
         Event_revoked: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `revoked`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "revoked";
-            /** @enum {string} */
+            /**
+             * @description Always `access_revoked`
+             * @enum {string}
+             */
             reason: "access_revoked";
+            /** @description What happened, in words */
             detail: string;
         } & {
             [key: string]: unknown;
@@ -2096,12 +2280,15 @@ export interface components {
         /** @description Gateway: a streamed command failed after its stream began (pi did not answer in time, or exited); the last frame */
         Event_error: {
             /**
-             * @description discriminator enum property added by openapi-typescript
+             * @description Always `error`; the frame's `event:` (enum property replaced by openapi-typescript)
              * @enum {string}
              */
             type: "error";
+            /** @description The HTTP status the error would have had */
             status: number;
+            /** @description The problem code, as a problem+json answer would have had it */
             code: string;
+            /** @description What happened, in words */
             detail: string;
         } & {
             [key: string]: unknown;
@@ -2129,15 +2316,39 @@ export interface components {
             /** @description `unknown_model` (422) only: the models pi offers, as `provider/id` */
             models?: string[];
         };
+        /**
+         * @description About this gateway
+         * @example {
+         *       "name": "pi-gateway",
+         *       "version": "0.1.0",
+         *       "piVersion": "1.6.0",
+         *       "node": "v22.19.0",
+         *       "demo": true,
+         *       "extensions": [],
+         *       "limits": {
+         *         "maxSessions": 100,
+         *         "commandTimeoutMs": 60000
+         *       },
+         *       "sessions": 1
+         *     }
+         */
         Info: {
-            /** @enum {string} */
+            /**
+             * @description Always `pi-gateway`
+             * @enum {string}
+             */
             name: "pi-gateway";
+            /** @description The gateway's version */
             version: string;
+            /** @description The version of pi it runs */
             piVersion: string;
+            /** @description The Node.js version it runs on */
             node: string;
+            /** @description The built-in offline demo model is in use (--demo; on when neither --provider nor --model is given) */
             demo: boolean;
             /** @description Names sessions may pass in `extensions` */
             extensions: string[];
+            /** @description The gateway's numeric limits by setting name (sessions, processes, timeouts in ms, sizes in bytes) */
             limits: {
                 [key: string]: number;
             };
@@ -2147,12 +2358,21 @@ export interface components {
             cluster?: {
                 /** @description This node's id */
                 node: string;
+                /** @description Every node on the database, this one included */
                 nodes: {
+                    /** @description The node's id (--node-id) */
                     id: string;
+                    /** @description Where the other nodes reach it (--node-url) */
                     url: string;
-                    /** Format: date-time */
+                    /**
+                     * Format: date-time
+                     * @description When it joined
+                     */
                     startedAt: string;
-                    /** Format: date-time */
+                    /**
+                     * Format: date-time
+                     * @description When it last renewed its lease
+                     */
                     heartbeatAt: string;
                     /** @description Its lease holds; a dead node is listed for a minute */
                     alive: boolean;
@@ -2195,39 +2415,92 @@ export interface components {
             from: string | null;
             requestId: string;
         };
+        /**
+         * @description A gateway session: one pi process (or its stored state) and what the gateway knows of it
+         * @example {
+         *       "id": "ses_Qm9wYXJ0aWFs",
+         *       "name": "demo",
+         *       "status": "idle",
+         *       "node": null,
+         *       "pid": 4242,
+         *       "cwd": "/var/lib/pi-gateway/workspaces/ses_Qm9wYXJ0aWFs",
+         *       "persist": true,
+         *       "resumable": true,
+         *       "createdAt": "2026-12-01T10:00:00.000Z",
+         *       "lastActivityAt": "2026-12-01T10:00:05.000Z",
+         *       "piSessionId": "0b6f1c2e-4a7d-4e0b-9c1a-3f5e2d8b7a61",
+         *       "piSessionFile": "/var/lib/pi-gateway/agent/sessions/2026-12-01T10-00-00.jsonl",
+         *       "model": {
+         *         "provider": "pi-gateway-demo",
+         *         "id": "demo"
+         *       },
+         *       "thinkingLevel": "off",
+         *       "currentRunId": null,
+         *       "queuedCommands": 0,
+         *       "pendingApprovals": 0,
+         *       "lastEventId": 12,
+         *       "folderRestore": null,
+         *       "exit": null
+         *     }
+         */
         Session: {
-            /** @example ses_Qm9wYXJ0aWFs */
+            /**
+             * @description The session's id
+             * @example ses_Qm9wYXJ0aWFs
+             */
             id: string;
+            /** @description Its display name; null until one is set */
             name: string | null;
             status: components["schemas"]["SessionStatus"];
             /** @description Cluster mode: the node whose pi runs this session (its `--node-name`, as in `/v1/info` and the cluster metrics); null while it is stopped (no node holds it: the next command starts it on the node that receives it). Always null on a single gateway (no cluster) */
             node: string | null;
+            /** @description The pi process's id; null while no pi runs */
             pid: number | null;
+            /** @description The folder pi works in (the session's folder) */
             cwd: string;
+            /** @description pi keeps a session file, so the session can be resumed (false: ephemeral) */
             persist: boolean;
             /** @description pi can be started again on this session's file (POST …/resume); false for persist:false */
             resumable: boolean;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it was created
+             */
             createdAt: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When a command or event last went through it
+             */
             lastActivityAt: string;
+            /** @description pi's own session id; null until pi reported it */
             piSessionId: string | null;
+            /** @description pi's session file; null for an ephemeral session */
             piSessionFile: string | null;
+            /** @description The model in use; null until pi reported it */
             model: {
+                /** @description The model's provider */
                 provider: string;
+                /** @description The model's id at that provider */
                 id: string;
             } | null;
+            /** @description The thinking level in use; null until pi reported it */
             thinkingLevel: string | null;
             /** @description Run id of the prompt that started the active run */
             currentRunId: string | null;
+            /** @description Commands waiting in the session's queue */
             queuedCommands: number;
+            /** @description Dialogs waiting for an answer */
             pendingApprovals: number;
             /** @description Sequence number of the newest event */
             lastEventId: number;
             /** @description Cluster mode: the session's folder as the node running it found it when it took the session over from another node (restored from PostgreSQL under this node's workspace root; `complete: false` names what is missing). Null when no folder was restored here (the session started here, or its folder is on a shared --workspace-root) */
             folderRestore: {
+                /** @description Everything was restored */
                 complete: boolean;
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description When it was restored
+                 */
                 at: string;
                 /** @description The node whose stored copy was restored (null: none was stored) */
                 from: string | null;
@@ -2235,31 +2508,64 @@ export interface components {
                 restored: number;
                 /** @description Paths that could not be restored (at most 100) */
                 missing: string[];
+                /** @description How many paths could not be restored */
                 missingCount: number;
                 /** @description Files of a folder other sessions may share that differ from the stored copy, left as this node had them (at most 100) */
                 kept: string[];
                 /** @description Why it is not complete */
                 detail: string | null;
             } | null;
+            /** @description How pi last exited; null while it runs or never did */
             exit: {
+                /** @description pi's exit code; null when a signal ended it */
                 code: number | null;
+                /** @description The signal that ended it; null when it exited */
                 signal: string | null;
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description When it exited
+                 */
                 at: string;
+                /** @description The last lines pi wrote to stderr */
                 stderrTail: string;
             } | null;
         };
+        /**
+         * @description How to start a session; every field is optional
+         * @example {
+         *       "name": "refactor-auth",
+         *       "provider": "pi-gateway-demo",
+         *       "model": "demo"
+         *     }
+         */
         CreateSession: {
-            /** @example refactor-auth */
+            /**
+             * @description A display name for the session
+             * @example refactor-auth
+             */
             name?: string;
             /** @description Working folder, relative to the caller's area of the workspace root (an admin's: the root; another principal's: `<workspace-root>/@<name>`), and inside it once links are followed: the root, another principal's area or its folders are 403 `path_outside_root`. Default: a folder of the session's own in that area, `<area>/<session id>` (created empty); a gateway started with an explicit --workspace-root gives the area itself instead, unless --default-cwd own */
             cwd?: string;
-            /** @example pi-gateway-demo */
+            /**
+             * @description The model's provider (pi's --provider)
+             * @example pi-gateway-demo
+             */
             provider?: string;
-            /** @example demo */
+            /**
+             * @description The model's id (pi's --model)
+             * @example demo
+             */
             model?: string;
             thinkingLevel?: components["schemas"]["ThinkingLevel"];
+            /**
+             * @description Replaces pi's system prompt (pi's --system-prompt)
+             * @example You review code and answer in short lists.
+             */
             systemPrompt?: string;
+            /**
+             * @description Added to the end of pi's system prompt (pi's --append-system-prompt)
+             * @example Answer in English.
+             */
             appendSystemPrompt?: string;
             /**
              * @description Allow-list of tool names (pi's --tools)
@@ -2278,10 +2584,64 @@ export interface components {
             persist?: boolean;
             /** @description A pi session id (from a session's piSessionId), or a prefix of one, to continue. It finds only sessions the caller may see (404 otherwise, as for an id that never existed); one a session still holds is 409 (use POST /v1/sessions/{id}/resume), and a file no session holds any more only an admin may continue */
             resume?: string;
+            /**
+             * @description Tools the calling program runs (at most 64): the model may call them, each call becomes a tool call resource (GET …/tool-calls) and a `tool_call_requested` event, and the program's answer (POST …/tool-calls/{callId}) is the tool's result. docs/client-tools.md
+             * @example [
+             *       {
+             *         "name": "lookup_price",
+             *         "description": "The price of a product in EUR, by its SKU",
+             *         "parameters": {
+             *           "type": "object",
+             *           "properties": {
+             *             "sku": {
+             *               "type": "string"
+             *             }
+             *           },
+             *           "required": [
+             *             "sku"
+             *           ]
+             *         }
+             *       }
+             *     ]
+             */
+            clientTools?: components["schemas"]["ClientTool"][];
             policies?: components["schemas"]["ApprovalPolicies"];
         };
-        /** @enum {string} */
+        /**
+         * @description How much the model thinks before it answers (models without thinking ignore it)
+         * @enum {string}
+         */
         ThinkingLevel: "off" | "minimal" | "low" | "medium" | "high" | "xhigh" | "max";
+        /** @description A tool the calling program runs: the model calls it, the program answers the call */
+        ClientTool: {
+            /**
+             * @description The name the model calls the tool by
+             * @example lookup_price
+             */
+            name: string;
+            /**
+             * @description What the tool does, shown to the model
+             * @example The price of a product in EUR, by its SKU
+             */
+            description: string;
+            /**
+             * @description A JSON Schema (`type: object`) of the tool's arguments; pi checks the model's arguments against it before the call reaches the program
+             * @example {
+             *       "type": "object",
+             *       "properties": {
+             *         "sku": {
+             *           "type": "string"
+             *         }
+             *       },
+             *       "required": [
+             *         "sku"
+             *       ]
+             *     }
+             */
+            parameters: {
+                [key: string]: unknown;
+            };
+        };
         /** @description Approval policies of this session, tried after the gateway's (--approval-policies-file) and the session's remembered answers. Rules that approve (`allow`, `{value}`) need the scope approvals:answer (403 otherwise) */
         ApprovalPolicies: {
             /** @default [] */
@@ -2311,7 +2671,42 @@ export interface components {
                 value: string;
             };
         };
+        /**
+         * @description One page of sessions
+         * @example {
+         *       "sessions": [
+         *         {
+         *           "id": "ses_Qm9wYXJ0aWFs",
+         *           "name": "demo",
+         *           "status": "idle",
+         *           "node": null,
+         *           "pid": 4242,
+         *           "cwd": "/var/lib/pi-gateway/workspaces/ses_Qm9wYXJ0aWFs",
+         *           "persist": true,
+         *           "resumable": true,
+         *           "createdAt": "2026-12-01T10:00:00.000Z",
+         *           "lastActivityAt": "2026-12-01T10:00:05.000Z",
+         *           "piSessionId": "0b6f1c2e-4a7d-4e0b-9c1a-3f5e2d8b7a61",
+         *           "piSessionFile": "/var/lib/pi-gateway/agent/sessions/2026-12-01T10-00-00.jsonl",
+         *           "model": {
+         *             "provider": "pi-gateway-demo",
+         *             "id": "demo"
+         *           },
+         *           "thinkingLevel": "off",
+         *           "currentRunId": null,
+         *           "queuedCommands": 0,
+         *           "pendingApprovals": 0,
+         *           "lastEventId": 12,
+         *           "folderRestore": null,
+         *           "exit": null
+         *         }
+         *       ],
+         *       "nextCursor": null,
+         *       "hasMore": false
+         *     }
+         */
         SessionList: {
+            /** @description The sessions of this page, oldest first */
             sessions: components["schemas"]["Session"][];
             /** @description Pass as `cursor` for the next page; null when this page is the last */
             nextCursor: string | null;
@@ -2370,10 +2765,15 @@ export interface components {
             stopReason: string | null;
             /** @description Token usage of the last assistant message (pi's `usage`) */
             usage: ({
+                /** @description Input tokens */
                 input: number;
+                /** @description Output tokens */
                 output: number;
+                /** @description Input tokens read from the provider's cache */
                 cacheRead?: number;
+                /** @description Input tokens written to the provider's cache */
                 cacheWrite?: number;
+                /** @description All tokens of the call */
                 totalTokens?: number;
             } & {
                 [key: string]: unknown;
@@ -2407,72 +2807,181 @@ export interface components {
                 approval: components["schemas"]["Approval"];
             }[];
         };
+        /** @description An image sent with a prompt, as pi takes it */
         ImageContent: {
-            /** @enum {string} */
+            /**
+             * @description Always `image`
+             * @enum {string}
+             */
             type: "image";
-            /** @description Base64-encoded image bytes */
+            /**
+             * @description Base64-encoded image bytes
+             * @example iVBORw0KGgo=
+             */
             data: string;
+            /**
+             * @description The image's media type
+             * @example image/png
+             */
             mimeType: string;
         };
+        /**
+         * @description The queued messages that were removed
+         * @example {
+         *       "steering": [],
+         *       "followUp": [
+         *         "Then summarise what you changed"
+         *       ]
+         *     }
+         */
         ClearedQueue: {
+            /** @description The steering messages removed */
             steering: string[];
+            /** @description The follow-up messages removed */
             followUp: string[];
         };
+        /** @description pi's answer to a command an extension may cancel */
         CancellableResult: {
+            /** @description An extension cancelled the command */
             cancelled: boolean;
         } & {
             [key: string]: unknown;
         };
+        /** @description pi's state (`get_state`) */
         PiState: {
             model?: components["schemas"]["Model"];
+            /** @description The thinking level in use */
             thinkingLevel: string;
+            /** @description A run is going on */
             isStreaming: boolean;
+            /** @description A compaction is going on */
             isCompacting: boolean;
+            /** @description How steering messages are delivered: `all` or `one-at-a-time` */
             steeringMode: string;
+            /** @description How follow-up messages are delivered: `all` or `one-at-a-time` */
             followUpMode: string;
+            /** @description pi's session file (absent for an ephemeral session) */
             sessionFile?: string;
+            /** @description pi's own session id (not the gateway's) */
             sessionId: string;
+            /** @description The session's display name, once set */
             sessionName?: string;
+            /** @description pi compacts on its own when the context fills up */
             autoCompactionEnabled: boolean;
+            /** @description Messages in the conversation */
             messageCount: number;
+            /** @description Steering and follow-up messages waiting in pi's queues */
             pendingMessageCount: number;
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @description A model pi can use, as pi describes it
+         * @example {
+         *       "id": "demo",
+         *       "name": "Demo",
+         *       "provider": "pi-gateway-demo",
+         *       "reasoning": false,
+         *       "input": [
+         *         "text"
+         *       ]
+         *     }
+         */
         Model: {
+            /** @description The model's id at its provider */
             id: string;
+            /** @description Its display name */
             name?: string;
+            /** @description The API pi speaks to it (`openai-completions`, `anthropic-messages`, …) */
             api?: string;
+            /** @description The provider it is configured under */
             provider: string;
+            /** @description The endpoint pi calls */
             baseUrl?: string;
+            /** @description Whether it thinks (thinking levels apply) */
             reasoning?: boolean;
+            /** @description What it reads: `text`, `image` */
             input?: string[];
+            /** @description Its context window, in tokens */
             contextWindow?: number;
+            /** @description The most tokens one answer may have */
             maxTokens?: number;
+            /** @description Price in USD per million tokens, by kind (`input`, `output`, `cacheRead`, `cacheWrite`) */
             cost?: {
                 [key: string]: number;
             };
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @description The conversation (`get_messages`)
+         * @example {
+         *       "messages": [
+         *         {
+         *           "role": "user",
+         *           "content": "List the files in this folder",
+         *           "timestamp": 1764669600000
+         *         }
+         *       ]
+         *     }
+         */
         Messages: {
+            /** @description The conversation's messages, oldest first */
             messages: components["schemas"]["AgentMessage"][];
         };
+        /**
+         * @description Entries of pi's session file (`get_entries`)
+         * @example {
+         *       "entries": [
+         *         {
+         *           "type": "message",
+         *           "id": "a1b2c3d4",
+         *           "parentId": null
+         *         }
+         *       ],
+         *       "leafId": "a1b2c3d4"
+         *     }
+         */
         Entries: {
+            /** @description Entries in append order */
             entries: components["schemas"]["SessionEntry"][];
+            /** @description The current leaf entry; null in an empty session */
             leafId: string | null;
         };
+        /** @description One entry of pi's session file (its other fields depend on `type`) */
         SessionEntry: {
+            /** @description The entry's kind (`message`, `model_change`, `compaction`, …) */
             type: string;
+            /** @description The entry's id in pi's session file */
             id: string;
+            /** @description The entry it follows; null for the first */
             parentId?: string | null;
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @description The session as a tree of entries (`get_tree`)
+         * @example {
+         *       "tree": [
+         *         {
+         *           "entry": {
+         *             "type": "message",
+         *             "id": "a1b2c3d4",
+         *             "parentId": null
+         *           },
+         *           "children": []
+         *         }
+         *       ],
+         *       "leafId": "a1b2c3d4"
+         *     }
+         */
         Tree: {
+            /** @description The root entries, each with the entries that follow it */
             tree: components["schemas"]["TreeNode"][];
+            /** @description The current leaf entry; null in an empty session */
             leafId: string | null;
         };
+        /** @description An entry of the session tree and the entries that follow it */
         TreeNode: {
             entry: components["schemas"]["SessionEntry"];
             /** @description TreeNode objects, recursively */
@@ -2480,84 +2989,248 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @description The model now in use; null when there is only one
+         * @example {
+         *       "model": {
+         *         "id": "demo",
+         *         "provider": "pi-gateway-demo"
+         *       },
+         *       "thinkingLevel": "off",
+         *       "isScoped": false
+         *     }
+         */
         CycledModel: {
             model: components["schemas"]["Model"];
+            /** @description The thinking level now in use */
             thinkingLevel: string;
+            /** @description The cycle ran over the models scoped with `--models`, not all of them */
             isScoped: boolean;
         } | null;
+        /**
+         * @description The models a session can switch to
+         * @example {
+         *       "models": [
+         *         {
+         *           "id": "demo",
+         *           "name": "Demo",
+         *           "provider": "pi-gateway-demo"
+         *         }
+         *       ]
+         *     }
+         */
         Models: {
+            /** @description Every model pi has configured */
             models: components["schemas"]["Model"][];
         };
+        /**
+         * @description The thinking level now in use; null when the model does not think
+         * @example {
+         *       "level": "high"
+         *     }
+         */
         CycledThinkingLevel: {
+            /** @description The thinking level now in use */
             level: string;
         } | null;
+        /**
+         * @description The thinking levels of the current model
+         * @example {
+         *       "levels": [
+         *         "off",
+         *         "minimal",
+         *         "low",
+         *         "medium",
+         *         "high"
+         *       ]
+         *     }
+         */
         ThinkingLevels: {
+            /** @description The levels the model takes, lowest first */
             levels: string[];
         };
-        /** @enum {string} */
+        /**
+         * @description The new mode
+         * @example one-at-a-time
+         * @enum {string}
+         */
         QueueMode: "all" | "one-at-a-time";
+        /**
+         * @description What a compaction did
+         * @example {
+         *       "summary": "The user asked for a list of files; it was given.",
+         *       "tokensBefore": 1200
+         *     }
+         */
         CompactResult: {
+            /** @description The summary that replaces the compacted messages */
             summary: string;
+            /** @description The first entry kept as it was */
             firstKeptEntryId?: string;
+            /** @description Context tokens before compaction */
             tokensBefore?: number;
+            /** @description pi's estimate of the context tokens after it */
             estimatedTokensAfter?: number;
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @description What a shell command run by pi (`bash`) gave
+         * @example {
+         *       "output": "total 0\n",
+         *       "exitCode": 0,
+         *       "cancelled": false,
+         *       "truncated": false
+         *     }
+         */
         BashResult: {
+            /** @description What the command printed (stdout and stderr), cut to pi's limit */
             output: string;
+            /** @description Its exit code; null when it did not exit on its own */
             exitCode?: number | null;
+            /** @description It was aborted (`POST …/bash/abort`) */
             cancelled: boolean;
+            /** @description `output` was cut */
             truncated: boolean;
+            /** @description Where pi keeps the whole output when it was cut */
             fullOutputPath?: string;
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @description Counts and cost of the session so far (`get_session_stats`)
+         * @example {
+         *       "sessionId": "0b6f1c2e",
+         *       "userMessages": 1,
+         *       "assistantMessages": 1,
+         *       "toolCalls": 0,
+         *       "toolResults": 0,
+         *       "totalMessages": 2,
+         *       "tokens": {
+         *         "input": 12,
+         *         "output": 8,
+         *         "total": 20
+         *       },
+         *       "cost": 0
+         *     }
+         */
         SessionStats: {
+            /** @description pi's session file (absent for an ephemeral session) */
             sessionFile?: string;
+            /** @description pi's own session id */
             sessionId: string;
+            /** @description User messages so far */
             userMessages: number;
+            /** @description Assistant messages so far */
             assistantMessages: number;
+            /** @description Tool calls so far */
             toolCalls: number;
+            /** @description Tool results so far */
             toolResults: number;
+            /** @description All messages so far */
             totalMessages: number;
+            /** @description Tokens used so far, by kind (`input`, `output`, `total`, …) */
             tokens: {
                 [key: string]: number;
             };
+            /** @description What the session cost so far, in USD */
             cost: number;
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @description The exported transcript
+         * @example {
+         *       "path": "transcript.html"
+         *     }
+         */
         ExportedFile: {
+            /** @description Where pi wrote the HTML file */
             path: string;
         };
+        /**
+         * @description What a fork did
+         * @example {
+         *       "text": "List the files in this folder",
+         *       "cancelled": false
+         *     }
+         */
         ForkResult: {
+            /** @description The text of the message forked from, to edit and send again */
             text?: string;
+            /** @description An extension cancelled the fork */
             cancelled: boolean;
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @description Where the session can be forked
+         * @example {
+         *       "messages": [
+         *         {
+         *           "entryId": "a1b2c3d4",
+         *           "text": "List the files in this folder"
+         *         }
+         *       ]
+         *     }
+         */
         ForkMessages: {
+            /** @description User messages a fork can start from */
             messages: {
+                /** @description The entry to pass to `POST …/fork` */
                 entryId: string;
+                /** @description The user message's text */
                 text: string;
             }[];
         };
+        /**
+         * @description The text of the last assistant message that had text
+         * @example {
+         *       "text": "The folder holds README.md and src/."
+         *     }
+         */
         LastAssistantText: {
+            /** @description The text; null before the first answer */
             text: string | null;
         };
+        /**
+         * @description Extension commands, prompt templates and skills
+         * @example {
+         *       "commands": [
+         *         {
+         *           "name": "review",
+         *           "description": "Review the last change",
+         *           "source": "prompt"
+         *         }
+         *       ]
+         *     }
+         */
         SlashCommands: {
+            /** @description Every command a prompt can start with */
             commands: components["schemas"]["SlashCommand"][];
         };
+        /** @description A command a prompt can start with `/name` */
         SlashCommand: {
+            /** @description What to type after `/` in a prompt */
             name: string;
+            /** @description What it does */
             description?: string;
+            /** @description Where it comes from: `extension`, `prompt` (a template) or `skill` */
             source: string;
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @description One pi RPC command as pi reads it, without `id` (the gateway assigns it)
+         * @example {
+         *       "type": "get_state"
+         *     }
+         */
         RawCommand: {
-            /** @example get_state */
+            /**
+             * @description pi's command type; the command's other fields sit beside it
+             * @example get_state
+             */
             type: string;
         } & {
             [key: string]: unknown;
@@ -2635,6 +3308,155 @@ export interface components {
                 level: "info" | "warning" | "error";
                 at: string;
             }[];
+        };
+        /**
+         * @description Client tool calls
+         * @example {
+         *       "toolCalls": [
+         *         {
+         *           "id": "call_7f3a",
+         *           "sessionId": "ses_Crw9Yvn1qjeD",
+         *           "runId": "gw_4",
+         *           "name": "lookup_price",
+         *           "arguments": {
+         *             "sku": "A-1"
+         *           },
+         *           "status": "pending",
+         *           "createdAt": "2026-01-05T10:00:00.000Z",
+         *           "answeredAt": null,
+         *           "result": null,
+         *           "resolvedBy": null
+         *         }
+         *       ]
+         *     }
+         */
+        ToolCallList: {
+            /** @description Oldest first */
+            toolCalls: components["schemas"]["ToolCall"][];
+        };
+        /** @description A call the model made to one of the session's client tools, and its answer */
+        ToolCall: {
+            /**
+             * @description The model's tool call id (pi's toolCallId)
+             * @example call_7f3a
+             */
+            id: string;
+            /**
+             * @description The session whose model called the tool
+             * @example ses_Crw9Yvn1qjeD
+             */
+            sessionId: string;
+            /**
+             * @description The run the call belongs to (the id of the prompt that started it)
+             * @example gw_4
+             */
+            runId: string | null;
+            /**
+             * @description The client tool's name
+             * @example lookup_price
+             */
+            name: string;
+            /**
+             * @description The model's arguments, as pi checked them against the tool's `parameters`
+             * @example {
+             *       "sku": "A-1"
+             *     }
+             */
+            arguments?: unknown;
+            status: components["schemas"]["ToolCallStatus"];
+            /**
+             * Format: date-time
+             * @description When the model called the tool
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When it was answered or cancelled; null while pending
+             */
+            answeredAt: string | null;
+            result: components["schemas"]["ToolCallResult"];
+            /**
+             * @description Who settled it: the authenticated principal that answered, or when nobody did: `gateway-policy` (--approval-timeout-ms ran out), `gateway-abort` (the run was aborted), `pi-exit` (pi exited) or `pi` (pi finished the tool without the program's answer); null while pending
+             * @example admin
+             */
+            resolvedBy: string | null;
+        };
+        /**
+         * @description `pending`: the model waits for the program's answer; `answered`: the program answered; `cancelled`: nobody answered (the run was aborted, pi exited, the gateway's timeout ran out, or pi went on without the answer) and the model got an error result saying so
+         * @example pending
+         * @enum {string}
+         */
+        ToolCallStatus: "pending" | "answered" | "cancelled";
+        /**
+         * @description What the model got back; null while pending
+         * @example {
+         *       "output": "19.90",
+         *       "isError": false
+         *     }
+         */
+        ToolCallResult: {
+            /**
+             * @description The tool's output: text, or a list of content blocks (text and images)
+             * @example 19.90
+             */
+            output: string | components["schemas"]["ToolCallContent"][];
+            /**
+             * @description The model got it as an error result
+             * @example false
+             */
+            isError: boolean;
+        } | null;
+        /** @description One block of a tool's output, as pi's tools return them */
+        ToolCallContent: components["schemas"]["ToolCallTextBlock"] | components["schemas"]["ToolCallImageBlock"];
+        /** @description Text the model reads */
+        ToolCallTextBlock: {
+            /**
+             * @description A text block (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "text";
+            /**
+             * @description The text the model reads
+             * @example 19.90
+             */
+            text: string;
+        };
+        /** @description An image the model sees (for models that take images) */
+        ToolCallImageBlock: {
+            /**
+             * @description An image block (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "image";
+            /**
+             * @description The image's bytes, base64
+             * @example iVBORw0KGgo=
+             */
+            data: string;
+            /**
+             * @description Its media type
+             * @example image/png
+             */
+            mimeType: string;
+        };
+        /**
+         * @description The program's result for a client tool call: what the model gets back from the tool
+         * @example {
+         *       "output": "19.90",
+         *       "isError": false
+         *     }
+         */
+        ToolCallAnswer: {
+            /**
+             * @description The tool's output: text, or a list of content blocks (text and images)
+             * @example 19.90
+             */
+            output: string | components["schemas"]["ToolCallContent"][];
+            /**
+             * @description The tool failed: the model gets the output as an error result
+             * @example false
+             */
+            isError?: boolean;
         };
         WorkspaceListing: {
             path: string;
@@ -2764,14 +3586,38 @@ export interface components {
             value?: string;
             cancelled?: boolean;
         };
+        /**
+         * @description The process is alive
+         * @example {
+         *       "status": "ok"
+         *     }
+         */
         HealthResponse: {
-            /** @enum {string} */
+            /**
+             * @description Always `ok`
+             * @enum {string}
+             */
             status: "ok";
         };
+        /**
+         * @description This node takes new sessions
+         * @example {
+         *       "status": "ready",
+         *       "registry": {
+         *         "writable": true,
+         *         "writeErrors": 0
+         *       }
+         *     }
+         */
         ReadyResponse: {
-            /** @enum {string} */
+            /**
+             * @description Always `ready`
+             * @enum {string}
+             */
             status: "ready";
+            /** @description The session registry's health (a single gateway; absent in cluster mode) */
             registry?: {
+                /** @description The session registry (gateway.db) can be written */
                 writable: boolean;
                 /** @description Failed registry writes since start */
                 writeErrors: number;
@@ -2782,65 +3628,196 @@ export interface components {
                 recreatedAt?: string;
             };
         };
+        /**
+         * @example {
+         *       "message": "List the files in this folder"
+         *     }
+         */
         PromptBody: {
-            /** @example List the files in this folder */
+            /**
+             * @description The user message's text
+             * @example List the files in this folder
+             */
             message: string;
+            /** @description Images sent with the message (at most 64) */
             images?: components["schemas"]["ImageContent"][];
-            /** @enum {string} */
+            /**
+             * @description While a run is going on: `steer` (delivered after the current turn's tool calls) or `followUp` (queued for when the agent finishes); without it a prompt to a busy session is 409
+             * @enum {string}
+             */
             streamingBehavior?: "steer" | "followUp";
         };
+        /**
+         * @example {
+         *       "message": "Skip the tests for now"
+         *     }
+         */
         SteerBody: {
-            /** @example List the files in this folder */
+            /**
+             * @description The user message's text
+             * @example List the files in this folder
+             */
             message: string;
+            /** @description Images sent with the message (at most 64) */
             images?: components["schemas"]["ImageContent"][];
         };
+        /**
+         * @example {
+         *       "message": "Then summarise what you changed"
+         *     }
+         */
         FollowUpBody: {
-            /** @example List the files in this folder */
+            /**
+             * @description The user message's text
+             * @example List the files in this folder
+             */
             message: string;
+            /** @description Images sent with the message (at most 64) */
             images?: components["schemas"]["ImageContent"][];
         };
+        /** @example {} */
         NewSessionBody: {
+            /** @description pi session file the new session records as its parent */
             parentSession?: string;
         };
+        /**
+         * @example {
+         *       "provider": "pi-gateway-demo",
+         *       "modelId": "demo"
+         *     }
+         */
         SetModelBody: {
-            /** @example pi-gateway-demo */
+            /**
+             * @description The model's provider
+             * @example pi-gateway-demo
+             */
             provider: string;
-            /** @example demo */
+            /**
+             * @description The model's id at that provider
+             * @example demo
+             */
             modelId: string;
         };
+        /**
+         * @example {
+         *       "level": "high"
+         *     }
+         */
         SetThinkingLevelBody: {
             level: components["schemas"]["ThinkingLevel"];
         };
+        /**
+         * @example {
+         *       "mode": "one-at-a-time"
+         *     }
+         */
         SetSteeringModeBody: {
             mode: components["schemas"]["QueueMode"];
         };
+        /**
+         * @example {
+         *       "mode": "all"
+         *     }
+         */
         SetFollowUpModeBody: {
             mode: components["schemas"]["QueueMode"];
         };
+        /**
+         * @example {
+         *       "customInstructions": "Keep the list of files changed"
+         *     }
+         */
         CompactBody: {
+            /** @description What the summary should keep or stress, added to pi's compaction prompt */
             customInstructions?: string;
         };
+        /**
+         * @example {
+         *       "enabled": true
+         *     }
+         */
         SetAutoCompactionBody: {
+            /**
+             * @description On (`true`) or off (`false`)
+             * @example true
+             */
             enabled: boolean;
         };
+        /**
+         * @example {
+         *       "enabled": false
+         *     }
+         */
         SetAutoRetryBody: {
+            /**
+             * @description On (`true`) or off (`false`)
+             * @example true
+             */
             enabled: boolean;
         };
+        /**
+         * @example {
+         *       "command": "ls -la"
+         *     }
+         */
         BashBody: {
-            /** @example ls -la */
+            /**
+             * @description The shell command pi runs
+             * @example ls -la
+             */
             command: string;
+            /**
+             * @description Keep the command and its output out of the conversation the model sees
+             * @example false
+             */
             excludeFromContext?: boolean;
         };
+        /**
+         * @example {
+         *       "outputPath": "transcript.html"
+         *     }
+         */
         ExportHtmlBody: {
+            /**
+             * @description Where pi writes the HTML file, inside the session's folder (pi picks a name by default)
+             * @example transcript.html
+             */
             outputPath?: string;
         };
+        /**
+         * @example {
+         *       "sessionPath": "sessions/2026-12-01T10-00-00.jsonl"
+         *     }
+         */
         SwitchSessionBody: {
+            /**
+             * @description The pi session file to load, inside the session's folder
+             * @example sessions/2026-12-01T10-00-00.jsonl
+             */
             sessionPath: string;
         };
+        /**
+         * @example {
+         *       "entryId": "a1b2c3d4"
+         *     }
+         */
         ForkBody: {
+            /**
+             * @description The user message's entry id to fork from (`GET …/fork-messages` lists them)
+             * @example a1b2c3d4
+             */
             entryId: string;
         };
+        /**
+         * @example {
+         *       "name": "Fix the login bug"
+         *     }
+         */
         SetNameBody: {
+            /**
+             * @description The session's new display name
+             * @example Fix the login bug
+             */
             name: string;
         };
     };
@@ -3042,10 +4019,13 @@ export interface operations {
     auditList: {
         parameters: {
             query?: {
+                /** @description How many items one page holds at most */
                 limit?: number;
                 /** @description `nextCursor` of an earlier page: older entries */
                 cursor?: string;
+                /** @description Only requests this principal made */
                 principal?: string;
+                /** @description Only requests about this session */
                 sessionId?: string;
             };
             header?: never;
@@ -3121,7 +4101,10 @@ export interface operations {
                 limit?: number;
                 /** @description `nextCursor` of an earlier page: only sessions created after its last one */
                 cursor?: string;
-                /** @description `stopped`: no pi process (hibernated, or restored after a gateway restart); the next command or POST …/resume starts pi again on the same session file */
+                /**
+                 * @description Only sessions in this status
+                 * @example idle
+                 */
                 status?: components["schemas"]["SessionStatus"];
                 /** @description Cluster mode: only sessions this node runs (`node` of a session); none on a single gateway */
                 node?: string;
@@ -3346,6 +4329,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -3429,6 +4413,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -3516,6 +4501,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -3632,6 +4618,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -3712,6 +4699,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -3783,6 +4771,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -3885,14 +4874,19 @@ export interface operations {
             query?: {
                 /** @description Seconds to wait for the run to settle, at most the gateway's limit (same as `Prefer: wait=N`); `true` (the limit) and `false` are also accepted */
                 wait?: number;
+                /** @description The same as `Last-Event-ID` (which wins when both are sent): resume after this event id */
+                after?: number;
             };
             header?: {
+                /** @description A resume, not a new command: the rest of the stream after this event id, to the end of the run (or command) it belongs to, and nothing is sent to pi. Retrying SSE clients send it on their own after a cut */
+                "Last-Event-ID"?: string;
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
-                prefer?: string;
+                Prefer?: string;
                 /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -4064,14 +5058,19 @@ export interface operations {
             query?: {
                 /** @description Seconds to wait for the run to settle, at most the gateway's limit (same as `Prefer: wait=N`); `true` (the limit) and `false` are also accepted */
                 wait?: number;
+                /** @description The same as `Last-Event-ID` (which wins when both are sent): resume after this event id */
+                after?: number;
             };
             header?: {
+                /** @description A resume, not a new command: the rest of the stream after this event id, to the end of the run (or command) it belongs to, and nothing is sent to pi. Retrying SSE clients send it on their own after a cut */
+                "Last-Event-ID"?: string;
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
-                prefer?: string;
+                Prefer?: string;
                 /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -4243,14 +5242,19 @@ export interface operations {
             query?: {
                 /** @description Seconds to wait for the run to settle, at most the gateway's limit (same as `Prefer: wait=N`); `true` (the limit) and `false` are also accepted */
                 wait?: number;
+                /** @description The same as `Last-Event-ID` (which wins when both are sent): resume after this event id */
+                after?: number;
             };
             header?: {
+                /** @description A resume, not a new command: the rest of the stream after this event id, to the end of the run (or command) it belongs to, and nothing is sent to pi. Retrying SSE clients send it on their own after a cut */
+                "Last-Event-ID"?: string;
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
-                prefer?: string;
+                Prefer?: string;
                 /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -4419,9 +5423,16 @@ export interface operations {
     };
     sessionsPromptStream: {
         parameters: {
-            query?: never;
-            header?: never;
+            query?: {
+                /** @description The same as `Last-Event-ID` (which wins when both are sent): resume after this event id */
+                after?: number;
+            };
+            header?: {
+                /** @description A resume, not a new command: the rest of the stream after this event id, to the end of the run (or command) it belongs to, and nothing is sent to pi. Retrying SSE clients send it on their own after a cut */
+                "Last-Event-ID"?: string;
+            };
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -4445,443 +5456,7 @@ export interface operations {
                     "text/event-stream": components["schemas"]["StreamEvent"];
                 };
             };
-            /** @description Invalid input; nothing reached pi */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing or wrong bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such session or approval */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Request body or an image in it too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is not sent as application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description pi refused the command (its message is in `detail`) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
-            429: {
-                headers: {
-                    /** @description Seconds until the principal's request window resets (rate_limited only) */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description pi exited, crashed or could not start (the tail of its stderr is in `stderr`) */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description pi did not answer in time */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    sessionsSteerStream: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["SteerBody"];
-            };
-        };
-        responses: {
-            /** @description The events, as they happen. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown`, `revoked` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
-            200: {
-                headers: {
-                    /** @description `no-cache, no-transform` */
-                    "Cache-Control"?: string;
-                    /** @description `no`: tells nginx-style proxies not to buffer the stream */
-                    "X-Accel-Buffering"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/event-stream": components["schemas"]["StreamEvent"];
-                };
-            };
-            /** @description Invalid input; nothing reached pi */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing or wrong bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such session or approval */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Request body or an image in it too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is not sent as application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description pi refused the command (its message is in `detail`) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
-            429: {
-                headers: {
-                    /** @description Seconds until the principal's request window resets (rate_limited only) */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description pi exited, crashed or could not start (the tail of its stderr is in `stderr`) */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description pi did not answer in time */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    sessionsFollowUpStream: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["FollowUpBody"];
-            };
-        };
-        responses: {
-            /** @description The events, as they happen. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown`, `revoked` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
-            200: {
-                headers: {
-                    /** @description `no-cache, no-transform` */
-                    "Cache-Control"?: string;
-                    /** @description `no`: tells nginx-style proxies not to buffer the stream */
-                    "X-Accel-Buffering"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/event-stream": components["schemas"]["StreamEvent"];
-                };
-            };
-            /** @description Invalid input; nothing reached pi */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing or wrong bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such session or approval */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Request body or an image in it too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is not sent as application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description pi refused the command (its message is in `detail`) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
-            429: {
-                headers: {
-                    /** @description Seconds until the principal's request window resets (rate_limited only) */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description pi exited, crashed or could not start (the tail of its stderr is in `stderr`) */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description pi did not answer in time */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    sessionsAbort: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description pi accepted the command */
+            /** @description A resume (`Last-Event-ID`) whose run had already ended with that event: nothing is left, stop retrying */
             204: {
                 headers: {
                     [name: string]: unknown;
@@ -5011,25 +5586,47 @@ export interface operations {
             };
         };
     };
-    sessionsClearQueue: {
+    sessionsSteerStream: {
         parameters: {
-            query?: never;
-            header?: never;
+            query?: {
+                /** @description The same as `Last-Event-ID` (which wins when both are sent): resume after this event id */
+                after?: number;
+            };
+            header?: {
+                /** @description A resume, not a new command: the rest of the stream after this event id, to the end of the run (or command) it belongs to, and nothing is sent to pi. Retrying SSE clients send it on their own after a cut */
+                "Last-Event-ID"?: string;
+            };
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SteerBody"];
+            };
+        };
         responses: {
-            /** @description pi's answer (its `data`) */
+            /** @description The events, as they happen. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown`, `revoked` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
             200: {
                 headers: {
+                    /** @description `no-cache, no-transform` */
+                    "Cache-Control"?: string;
+                    /** @description `no`: tells nginx-style proxies not to buffer the stream */
+                    "X-Accel-Buffering"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ClearedQueue"];
+                    "text/event-stream": components["schemas"]["StreamEvent"];
                 };
+            };
+            /** @description A resume (`Last-Event-ID`) whose run had already ended with that event: nothing is left, stop retrying */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid input; nothing reached pi */
             400: {
@@ -5123,6 +5720,421 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description pi exited, crashed or could not start (the tail of its stderr is in `stderr`) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    sessionsFollowUpStream: {
+        parameters: {
+            query?: {
+                /** @description The same as `Last-Event-ID` (which wins when both are sent): resume after this event id */
+                after?: number;
+            };
+            header?: {
+                /** @description A resume, not a new command: the rest of the stream after this event id, to the end of the run (or command) it belongs to, and nothing is sent to pi. Retrying SSE clients send it on their own after a cut */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FollowUpBody"];
+            };
+        };
+        responses: {
+            /** @description The events, as they happen. Each frame is `id: N` (the session's sequence number; `<sessionId>:<seq>` on GET /v1/events; `dropped`, `shutdown`, `revoked` and `error` frames have none), `event: TYPE` (always equal to `data.type`) and `data: JSON` on one line: pi's event exactly as pi printed it, or a gateway event; the schema is that `data` (`StreamEvent`). `: heartbeat` comments come between frames. pi may add event types and fields: skip what you do not know. */
+            200: {
+                headers: {
+                    /** @description `no-cache, no-transform` */
+                    "Cache-Control"?: string;
+                    /** @description `no`: tells nginx-style proxies not to buffer the stream */
+                    "X-Accel-Buffering"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["StreamEvent"];
+                };
+            };
+            /** @description A resume (`Last-Event-ID`) whose run had already ended with that event: nothing is left, stop retrying */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi refused the command (its message is in `detail`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi exited, crashed or could not start (the tail of its stderr is in `stderr`) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    sessionsAbort: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description pi accepted the command */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi refused the command (its message is in `detail`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi exited, crashed or could not start (the tail of its stderr is in `stderr`) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    sessionsClearQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description pi's answer (its `data`) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClearedQueue"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi refused the command (its message is in `detail`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `not_supported_by_pi`: the pi this gateway runs is an older one (0.73) without this command (README, pi versions) */
             501: {
                 headers: {
@@ -5168,6 +6180,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -5315,6 +6328,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -5384,24 +6398,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request body or an image in it too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is not sent as application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description pi refused the command (its message is in `detail`) */
             422: {
                 headers: {
@@ -5458,6 +6454,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -5527,24 +6524,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request body or an image in it too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is not sent as application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description pi refused the command (its message is in `detail`) */
             422: {
                 headers: {
@@ -5599,10 +6578,12 @@ export interface operations {
     sessionsGetEntries: {
         parameters: {
             query?: {
+                /** @description Only entries appended after this entry id */
                 since?: string;
             };
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -5665,24 +6646,6 @@ export interface operations {
             };
             /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
             410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Request body or an image in it too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is not sent as application/json */
-            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5755,6 +6718,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -5817,24 +6781,6 @@ export interface operations {
             };
             /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
             410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Request body or an image in it too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is not sent as application/json */
-            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5907,6 +6853,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -6054,6 +7001,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -6123,24 +7071,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request body or an image in it too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is not sent as application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description pi refused the command (its message is in `detail`) */
             422: {
                 headers: {
@@ -6197,6 +7127,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -6266,24 +7197,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request body or an image in it too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is not sent as application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description pi refused the command (its message is in `detail`) */
             422: {
                 headers: {
@@ -6340,6 +7253,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -6485,6 +7399,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -6554,24 +7469,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request body or an image in it too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is not sent as application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description pi refused the command (its message is in `detail`) */
             422: {
                 headers: {
@@ -6628,6 +7525,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -6690,24 +7588,6 @@ export interface operations {
             };
             /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
             410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Request body or an image in it too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is not sent as application/json */
-            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6780,6 +7660,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -6925,6 +7806,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -7073,6 +7955,7 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -7231,6 +8114,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -7376,6 +8260,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -7521,6 +8406,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -7588,24 +8474,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request body or an image in it too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is not sent as application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description pi refused the command (its message is in `detail`) */
             422: {
                 headers: {
@@ -7665,6 +8533,7 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -7820,9 +8689,16 @@ export interface operations {
     };
     sessionsBashStream: {
         parameters: {
-            query?: never;
-            header?: never;
+            query?: {
+                /** @description The same as `Last-Event-ID` (which wins when both are sent): resume after this event id */
+                after?: number;
+            };
+            header?: {
+                /** @description A resume, not a new command: the rest of the stream after this event id, to the end of the run (or command) it belongs to, and nothing is sent to pi. Retrying SSE clients send it on their own after a cut */
+                "Last-Event-ID"?: string;
+            };
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -7846,141 +8722,7 @@ export interface operations {
                     "text/event-stream": components["schemas"]["StreamEvent"];
                 };
             };
-            /** @description Invalid input; nothing reached pi */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing or wrong bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description No such session or approval */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
-            410: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Request body or an image in it too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is not sent as application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description pi refused the command (its message is in `detail`) */
-            422: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
-            429: {
-                headers: {
-                    /** @description Seconds until the principal's request window resets (rate_limited only) */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description pi exited, crashed or could not start (the tail of its stderr is in `stderr`) */
-            502: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
-            503: {
-                headers: {
-                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description pi did not answer in time */
-            504: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    sessionsAbortBash: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description pi accepted the command */
+            /** @description A resume (`Last-Event-ID`) whose run had already ended with that event: nothing is left, stop retrying */
             204: {
                 headers: {
                     [name: string]: unknown;
@@ -8110,11 +8852,136 @@ export interface operations {
             };
         };
     };
+    sessionsAbortBash: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description pi accepted the command */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Conflict: the agent is busy, the approval was already answered, the session is stopped (auto-resume off), or (create) another session holds the pi session file to resume */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi refused the command (its message is in `detail`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi exited, crashed or could not start (the tail of its stderr is in `stderr`) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi did not answer in time */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     sessionsGetStats: {
         parameters: {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -8184,24 +9051,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request body or an image in it too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is not sent as application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description pi refused the command (its message is in `detail`) */
             422: {
                 headers: {
@@ -8258,6 +9107,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -8405,6 +9255,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -8555,6 +9406,7 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -8713,6 +9565,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -8782,24 +9635,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request body or an image in it too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is not sent as application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description pi refused the command (its message is in `detail`) */
             422: {
                 headers: {
@@ -8856,6 +9691,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -8925,24 +9761,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request body or an image in it too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is not sent as application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description pi refused the command (its message is in `detail`) */
             422: {
                 headers: {
@@ -8999,6 +9817,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -9068,24 +9887,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request body or an image in it too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is not sent as application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description pi refused the command (its message is in `detail`) */
             422: {
                 headers: {
@@ -9142,6 +9943,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -9287,6 +10089,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -9356,24 +10159,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Request body or an image in it too large */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The body is not sent as application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description pi refused the command (its message is in `detail`) */
             422: {
                 headers: {
@@ -9430,6 +10215,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -9598,9 +10384,10 @@ export interface operations {
             };
             header?: {
                 /** @description Resume after this sequence number (sent by EventSource on reconnect) */
-                "last-event-id"?: string;
+                "Last-Event-ID"?: string;
             };
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -9799,10 +10586,13 @@ export interface operations {
     approvalsHistory: {
         parameters: {
             query?: {
+                /** @description How many items one page holds at most */
                 limit?: number;
                 /** @description `nextCursor` of an earlier page: older approvals */
                 cursor?: string;
+                /** @description Only approvals settled this way */
                 status?: "answered" | "expired" | "cancelled";
+                /** @description Only this session's approvals */
                 sessionId?: string;
             };
             header?: never;
@@ -9883,9 +10673,14 @@ export interface operations {
     approvalsInbox: {
         parameters: {
             query?: {
+                /** @description How many items one page holds at most */
                 limit?: number;
                 /** @description `nextCursor` of an earlier page: only approvals created after it */
                 cursor?: string;
+                /**
+                 * @description Only approvals in this state
+                 * @example pending
+                 */
                 status?: components["schemas"]["ApprovalStatus"];
                 /** @description Seconds to wait while the page would be empty */
                 wait?: number;
@@ -9948,13 +10743,19 @@ export interface operations {
     approvalsList: {
         parameters: {
             query?: {
+                /** @description How many items one page holds at most */
                 limit?: number;
                 /** @description `nextCursor` of an earlier page: only approvals created after it */
                 cursor?: string;
+                /**
+                 * @description Only approvals in this state
+                 * @example pending
+                 */
                 status?: components["schemas"]["ApprovalStatus"];
             };
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -10035,7 +10836,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
+                /** @description The approval's id (pi's dialog id), as its `approval_requested` event or a list gave it */
                 approvalId: string;
             };
             cookie?: never;
@@ -10119,7 +10922,9 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
+                /** @description The approval's id (pi's dialog id), as its `approval_requested` event or a list gave it */
                 approvalId: string;
             };
             cookie?: never;
@@ -10260,6 +11065,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -10326,9 +11132,415 @@ export interface operations {
             };
         };
     };
+    toolCallsInbox: {
+        parameters: {
+            query?: {
+                /** @description Only calls in this status */
+                status?: components["schemas"]["ToolCallStatus"] & unknown;
+                /** @description Seconds to hold an empty list: it is answered as soon as a matching call appears (long-poll) */
+                wait?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's sessions' tool calls */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolCallList"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    toolCallsList: {
+        parameters: {
+            query?: {
+                /** @description Only calls in this status */
+                status?: components["schemas"]["ToolCallStatus"] & unknown;
+                /** @description Seconds to hold an empty list: it is answered as soon as a matching call appears (long-poll) */
+                wait?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session's tool calls */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolCallList"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    toolCallsGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
+                id: string;
+                /** @description The tool call's id (the model's toolCallId, as `tool_call_requested` carried it) */
+                callId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tool call */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "call_7f3a",
+                     *       "sessionId": "ses_Crw9Yvn1qjeD",
+                     *       "runId": "gw_4",
+                     *       "name": "lookup_price",
+                     *       "arguments": {
+                     *         "sku": "A-1"
+                     *       },
+                     *       "status": "pending",
+                     *       "createdAt": "2026-01-05T10:00:00.000Z",
+                     *       "answeredAt": null,
+                     *       "result": null,
+                     *       "resolvedBy": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ToolCall"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    toolCallsAnswer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
+                id: string;
+                /** @description The tool call's id (the model's toolCallId, as `tool_call_requested` carried it) */
+                callId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "output": "19.90",
+                 *       "isError": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["ToolCallAnswer"];
+            };
+        };
+        responses: {
+            /** @description The answered tool call */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "call_7f3a",
+                     *       "sessionId": "ses_Crw9Yvn1qjeD",
+                     *       "runId": "gw_4",
+                     *       "name": "lookup_price",
+                     *       "arguments": {
+                     *         "sku": "A-1"
+                     *       },
+                     *       "status": "answered",
+                     *       "createdAt": "2026-01-05T10:00:00.000Z",
+                     *       "answeredAt": "2026-01-05T10:00:02.000Z",
+                     *       "result": {
+                     *         "output": "19.90",
+                     *         "isError": false
+                     *       },
+                     *       "resolvedBy": "admin"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ToolCall"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Another answer won: the call was already answered */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Nobody can answer it any more: its run was aborted or ended, pi exited, or the timeout ran out */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The answer's shape is wrong: `{output: string | content blocks, isError?: boolean}` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     workspaceList: {
         parameters: {
             query?: {
+                /** @description How many items one page holds at most */
                 limit?: number;
                 /** @description `nextCursor` of an earlier page: the entries after those */
                 cursor?: string;
@@ -10337,6 +11549,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -10438,10 +11651,12 @@ export interface operations {
             };
             header?: {
                 /** @description One byte range (RFC 9110), e.g. `bytes=0-1023` */
-                range?: string;
-                "if-none-match"?: string;
+                Range?: string;
+                /** @description An ETag of this file from an earlier read: 304 without a body while it is still that version */
+                "If-None-Match"?: string;
             };
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -10584,11 +11799,12 @@ export interface operations {
             };
             header?: {
                 /** @description Replace only this version (an ETag, or `*`: any existing file) */
-                "if-match"?: string;
+                "If-Match"?: string;
                 /** @description `*`: create only, never replace */
-                "if-none-match"?: string;
+                "If-None-Match"?: string;
             };
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -10723,6 +11939,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -10824,6 +12041,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -10925,6 +12143,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -11041,6 +12260,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
                 id: string;
             };
             cookie?: never;
@@ -11317,6 +12537,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The webhook's id, as `POST /v1/webhooks` answered it */
                 webhookId: string;
             };
             cookie?: never;
@@ -11377,6 +12598,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The webhook's id, as `POST /v1/webhooks` answered it */
                 webhookId: string;
             };
             cookie?: never;
@@ -11457,6 +12679,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The webhook's id, as `POST /v1/webhooks` answered it */
                 webhookId: string;
             };
             cookie?: never;
@@ -11526,7 +12749,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The webhook's id, as `POST /v1/webhooks` answered it */
                 webhookId: string;
+                /** @description The delivery's id (its `webhook-id` header), as the deliveries list gave it */
                 deliveryId: string;
             };
             cookie?: never;

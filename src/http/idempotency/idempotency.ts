@@ -111,7 +111,8 @@ export function idempotency(routes: IdempotentRoutes, store: IdempotencyKeys | u
 				);
 			return next();
 		}
-		if ((c.req.header("accept") ?? "").includes("text/event-stream"))
+		// A resume (Last-Event-ID) answers with a stream too, and sends nothing to pi.
+		if ((c.req.header("accept") ?? "").includes("text/event-stream") || c.req.header("last-event-id") !== undefined)
 			throw new ApiError(
 				400,
 				"idempotency_not_streamable",

@@ -7,6 +7,7 @@ import type { Session } from "../../sessions/session.ts";
 import { unwrap } from "../transport/pi-result.ts";
 import { ApiError } from "../transport/problem.ts";
 import { followSession } from "./follow.ts";
+import { trackSpan } from "./resume.ts";
 import { Outbox, type SseOptions, sseStream } from "./sse.ts";
 import { gatewayFrame } from "./sse-frames.ts";
 
@@ -24,6 +25,8 @@ export interface CommandStreamPlan {
 	 * while a dialog waits for an answer, and a bash command answers only once it has finished.
 	 */
 	commitEarly: Promise<void>;
+	/** A fresh copy of `until` for the span a resumed POST replays (resume.ts). */
+	spanEnds: (event: LoggedEvent) => boolean;
 }
 
 /** Accept: text/event-stream (an explicit SSE request; `*\/*` does not count). */
@@ -46,6 +49,7 @@ export async function streamCommand(c: Context, sse: SseOptions, plan: CommandSt
 	const out = new Outbox(sse.maxBufferedBytes);
 	out.push(gatewayFrame("stream_open", { sessionId: session.id, ...plan.open, after: startSeq }));
 	const detach = followSession(session, out, { after: startSeq, accept: plan.accept, until: plan.until });
+	trackSpan(session, { commandId: command.id, after: startSeq, accept: plan.accept }, plan.spanEnds);
 	const request = session.request(command);
 	const first = await Promise.race([
 		request.then(
@@ -89,12 +93,14 @@ export function streamOwnEvents(
 	const tag = `"id":"${id}"`;
 	const ours = (event: LoggedEvent) =>
 		(event.type === eventType && event.data.includes(tag)) || (event.type === "response" && responseId(event) === id);
+	const answered = (event: LoggedEvent) => event.type === "response" && responseId(event) === id;
 	return streamCommand(c, sse, {
 		session,
 		command: { ...fields, type, id },
 		open: { commandId: id },
 		accept: ours,
-		until: (event) => event.type === "response" && responseId(event) === id,
+		until: answered,
 		commitEarly: nextTick(),
+		spanEnds: answered,
 	});
 }

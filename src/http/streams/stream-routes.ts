@@ -1,8 +1,9 @@
-import { createRoute } from "@hono/zod-openapi";
+import { createRoute, z } from "@hono/zod-openapi";
 import { type CommandType, commandFields } from "../../pi/protocol.ts";
 import { commandErrors, jsonBody } from "../transport/openapi.ts";
 import { SessionParams } from "../transport/params.ts";
 import { EventStreamDoc, eventStreamFraming } from "./event-schemas.ts";
+import { ResumeHeader, resumeAfter } from "./resume.ts";
 
 /** The shared pieces of every streamed operation (runs and commands). */
 
@@ -42,9 +43,18 @@ export function streamRoute(options: {
 		tags: [options.tag],
 		summary: options.summary,
 		description: options.description,
-		request: { params: SessionParams, body: jsonBody(commandFields[options.type]) },
+		request: {
+			params: SessionParams,
+			query: z.object({ after: resumeAfter }),
+			headers: ResumeHeader,
+			body: jsonBody(commandFields[options.type]),
+		},
 		responses: {
 			200: sseResponse("The events, as they happen."),
+			204: {
+				description:
+					"A resume (`Last-Event-ID`) whose run had already ended with that event: nothing is left, stop retrying",
+			},
 			...commandErrors(),
 		},
 	});

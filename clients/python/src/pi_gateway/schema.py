@@ -60,6 +60,7 @@ __all__ = [
     "Session",
     "CreateSession",
     "ThinkingLevel",
+    "ClientTool",
     "ApprovalPolicies",
     "ApprovalPolicyRule",
     "SessionList",
@@ -100,6 +101,14 @@ __all__ = [
     "ApprovalList",
     "ApprovalAnswer",
     "UiState",
+    "ToolCallList",
+    "ToolCall",
+    "ToolCallStatus",
+    "ToolCallResult",
+    "ToolCallContent",
+    "ToolCallTextBlock",
+    "ToolCallImageBlock",
+    "ToolCallAnswer",
     "WorkspaceListing",
     "WorkspaceEntry",
     "WorkspaceSearchResult",
@@ -136,45 +145,60 @@ __all__ = [
 
 
 class _Event_responseRequired(TypedDict):
+    # Always `response`; the frame's `event:`
     type: Literal["response"]
+    # The command's type
     command: str
+    # pi carried it out
     success: bool
 
 
 class Event_response(_Event_responseRequired, total=False):
     """pi's answer to a command that changes the session (answers to reads are not logged)"""
+    # The command's id (the gateway's `runId` or `commandId`)
     id: str
+    # pi's answer, when it has one
     data: Any
+    # Why pi refused it, when `success` is false
     error: str
 
 
 class Event_agent_start(TypedDict):
     """A low-level agent run started"""
+    # Always `agent_start`; the frame's `event:`
     type: Literal["agent_start"]
 
 
 class _Event_agent_endRequired(TypedDict):
+    # Always `agent_end`; the frame's `event:`
     type: Literal["agent_end"]
+    # The messages of the run
     messages: List["AgentMessage"]
 
 
 class Event_agent_end(_Event_agent_endRequired, total=False):
     """A low-level run ended (retries, compaction or queued messages may follow)"""
+    # pi retries the run on its own (a provider error)
     willRetry: bool
 
 
 class _AgentMessageRequired(TypedDict):
+    # `user`, `assistant`, `toolResult`, or a custom role an extension added
     role: str
 
 
 class AgentMessage(_AgentMessageRequired, total=False):
     """A message as pi stores it (docs/message-types.md)"""
+    # Text, or a list of content blocks (text, thinking, tool calls, images)
     content: Any
+    # When pi recorded it, in milliseconds since the epoch
     timestamp: float
 
 
 class _Event_agent_settledRequired(TypedDict):
+    # Always `agent_settled`; the frame's `event:`
     type: Literal["agent_settled"]
+    # The run was aborted
     aborted: bool
 
 
@@ -186,160 +210,215 @@ class Event_agent_settled(_Event_agent_settledRequired, total=False):
 
 class Event_turn_start(TypedDict):
     """An assistant turn started"""
+    # Always `turn_start`; the frame's `event:`
     type: Literal["turn_start"]
 
 
 class Event_turn_end(TypedDict):
     """An assistant turn and its tool calls finished"""
+    # Always `turn_end`; the frame's `event:`
     type: Literal["turn_end"]
     message: "AgentMessage"
+    # The results of the turn's tool calls
     toolResults: List["AgentMessage"]
 
 
 class Event_message_start(TypedDict):
     """A message started"""
+    # Always `message_start`; the frame's `event:`
     type: Literal["message_start"]
     message: "AgentMessage"
 
 
 class _Event_message_updateRequired(TypedDict):
+    # Always `message_update`; the frame's `event:`
     type: Literal["message_update"]
+    # What changed, as the provider streamed it
     assistantMessageEvent: Dict[str, Any]
 
 
 class Event_message_update(_Event_message_updateRequired, total=False):
     """A delta of the assistant message (text_delta, thinking_delta, toolcall_delta, …)"""
+    # Token usage of one model call (pi's `usage`)
     usage: Dict[str, Any]
 
 
 class Event_message_end(TypedDict):
     """A message completed: the authoritative final message"""
+    # Always `message_end`; the frame's `event:`
     type: Literal["message_end"]
     message: "AgentMessage"
 
 
 class _Event_tool_execution_startRequired(TypedDict):
+    # Always `tool_execution_start`; the frame's `event:`
     type: Literal["tool_execution_start"]
+    # pi's id of the tool call: the same on its start, updates and end
     toolCallId: str
+    # The tool's name (`bash`, `read`, `edit`, …)
     toolName: str
 
 
 class Event_tool_execution_start(_Event_tool_execution_startRequired, total=False):
     """A tool started"""
+    # The arguments the model gave it
     args: Any
 
 
 class _Event_tool_execution_updateRequired(TypedDict):
+    # Always `tool_execution_update`; the frame's `event:`
     type: Literal["tool_execution_update"]
+    # pi's id of the tool call: the same on its start, updates and end
     toolCallId: str
+    # The tool's name (`bash`, `read`, `edit`, …)
     toolName: str
 
 
 class Event_tool_execution_update(_Event_tool_execution_updateRequired, total=False):
     """A tool reported partial output"""
+    # Its output so far
     partialResult: Any
 
 
 class _Event_tool_execution_endRequired(TypedDict):
+    # Always `tool_execution_end`; the frame's `event:`
     type: Literal["tool_execution_end"]
+    # pi's id of the tool call: the same on its start, updates and end
     toolCallId: str
+    # The tool's name (`bash`, `read`, `edit`, …)
     toolName: str
+    # It failed
     isError: bool
 
 
 class Event_tool_execution_end(_Event_tool_execution_endRequired, total=False):
     """A tool finished"""
+    # What it gave the model
     result: Any
 
 
 class Event_queue_update(TypedDict):
     """The steering or follow-up queue changed"""
+    # Always `queue_update`; the frame's `event:`
     type: Literal["queue_update"]
+    # Steering messages waiting
     steering: List[str]
+    # Follow-up messages waiting
     followUp: List[str]
 
 
 class Event_compaction_start(TypedDict):
     """Compaction began"""
+    # Always `compaction_start`; the frame's `event:`
     type: Literal["compaction_start"]
+    # Why: `manual`, `threshold` or `overflow`
     reason: str
 
 
 class _Event_compaction_endRequired(TypedDict):
+    # Always `compaction_end`; the frame's `event:`
     type: Literal["compaction_end"]
+    # Why it ran: `manual`, `threshold` or `overflow`
     reason: str
+    # It was aborted
     aborted: bool
 
 
 class Event_compaction_end(_Event_compaction_endRequired, total=False):
     """Compaction ended (`result` when it succeeded, `errorMessage` when it failed)"""
+    # What it did (as `POST …/compact` answers)
     result: Any
+    # pi tries again
     willRetry: bool
+    # Why it failed
     errorMessage: str
 
 
 class _Event_auto_retry_startRequired(TypedDict):
+    # Always `auto_retry_start`; the frame's `event:`
     type: Literal["auto_retry_start"]
+    # Which attempt this is, from 1
     attempt: float
+    # How many attempts pi makes at most
     maxAttempts: float
+    # Milliseconds until the attempt
     delayMs: float
 
 
 class Event_auto_retry_start(_Event_auto_retry_startRequired, total=False):
     """An automatic retry was scheduled"""
+    # The error that led to it
     errorMessage: str
 
 
 class _Event_auto_retry_endRequired(TypedDict):
+    # Always `auto_retry_end`; the frame's `event:`
     type: Literal["auto_retry_end"]
+    # A retry succeeded
     success: bool
+    # Which attempt this is, from 1
     attempt: float
 
 
 class Event_auto_retry_end(_Event_auto_retry_endRequired, total=False):
     """Automatic retrying ended"""
+    # The last error, when every attempt failed
     finalError: str
 
 
 class _Event_summarization_retry_scheduledRequired(TypedDict):
+    # Always `summarization_retry_scheduled`; the frame's `event:`
     type: Literal["summarization_retry_scheduled"]
+    # Which attempt this is, from 1
     attempt: float
+    # How many attempts pi makes at most
     maxAttempts: float
+    # Milliseconds until the attempt
     delayMs: float
 
 
 class Event_summarization_retry_scheduled(_Event_summarization_retry_scheduledRequired, total=False):
     """A compaction or branch summary will be retried"""
+    # The error that led to it
     errorMessage: str
 
 
 class _Event_summarization_retry_attempt_startRequired(TypedDict):
+    # Always `summarization_retry_attempt_start`; the frame's `event:`
     type: Literal["summarization_retry_attempt_start"]
+    # What is being summarised: `compaction` or `branchSummary`
     source: str
 
 
 class Event_summarization_retry_attempt_start(_Event_summarization_retry_attempt_startRequired, total=False):
     """A summarization retry started"""
+    # A compaction's trigger: `manual`, `threshold` or `overflow`
     reason: str
 
 
 class Event_summarization_retry_finished(TypedDict):
     """Summarization retrying ended"""
+    # Always `summarization_retry_finished`; the frame's `event:`
     type: Literal["summarization_retry_finished"]
 
 
 class _Event_bash_execution_updateRequired(TypedDict):
+    # Always `bash_execution_update`; the frame's `event:`
     type: Literal["bash_execution_update"]
+    # The output added
     delta: str
 
 
 class Event_bash_execution_update(_Event_bash_execution_updateRequired, total=False):
     """Output of a `bash` command, chunk by chunk"""
+    # The `bash` command's id (the gateway's `commandId`)
     id: str
 
 
 class _Event_extension_ui_requestRequired(TypedDict):
+    # Always `extension_ui_request`; the frame's `event:`
     type: Literal["extension_ui_request"]
+    # pi's id of the request (an approval's id, for a dialog)
     id: str
     # Dialogs: `select`, `confirm`, `input`, `editor` (each also an approval); fire-and-forget: `notify`, `setStatus`, `setWidget`, `setTitle`, `set_edit...
     method: str
@@ -377,42 +456,54 @@ class Event_extension_ui_request(_Event_extension_ui_requestRequired, total=Fals
 
 class Event_extension_error(TypedDict):
     """An extension handler threw"""
+    # Always `extension_error`; the frame's `event:`
     type: Literal["extension_error"]
+    # The extension's file
     extensionPath: str
+    # The event its handler was called for
     event: str
+    # What it threw
     error: str
 
 
 class _Event_session_info_changedRequired(TypedDict):
+    # Always `session_info_changed`; the frame's `event:`
     type: Literal["session_info_changed"]
 
 
 class Event_session_info_changed(_Event_session_info_changedRequired, total=False):
     """The session's display name changed"""
+    # The new name; absent when it was cleared
     name: str
 
 
 class Event_thinking_level_changed(TypedDict):
     """The thinking level changed"""
+    # Always `thinking_level_changed`; the frame's `event:`
     type: Literal["thinking_level_changed"]
+    # The new level
     level: str
 
 
 class _Event_entry_appendedRequired(TypedDict):
+    # Always `entry_appended`; the frame's `event:`
     type: Literal["entry_appended"]
 
 
 class Event_entry_appended(_Event_entry_appendedRequired, total=False):
     """An extension appended a custom session entry"""
+    # The entry, as pi's session file holds it
     entry: Any
 
 
 class _Event_stream_openRequired(TypedDict):
+    # Always `stream_open`; the frame's `event:`
     type: Literal["stream_open"]
 
 
 class Event_stream_open(_Event_stream_openRequired, total=False):
     """Gateway: always the first frame; where this stream joined the log"""
+    # The gateway session the event belongs to
     sessionId: str
     # The stream holds every event after this position
     after: float
@@ -431,34 +522,46 @@ class Event_stream_open(_Event_stream_openRequired, total=False):
 
 class Event_session_status(TypedDict):
     """Gateway: the session's status changed"""
+    # Always `session_status`; the frame's `event:`
     type: Literal["session_status"]
+    # The gateway session the event belongs to
     sessionId: str
     status: "SessionStatus"
 
 
 class Event_session_exit(TypedDict):
     """Gateway: pi exited; the stream ends after this frame"""
+    # Always `session_exit`; the frame's `event:`
     type: Literal["session_exit"]
+    # The gateway session the event belongs to
     sessionId: str
+    # pi's exit code; null when a signal ended it
     code: Union[float, None]
+    # The signal that ended it (`SIGTERM`, …); null when it exited
     signal: Union[str, None]
     # `shutdown`, `idle`, `lru` (the gateway stopped pi; `resumable` says whether it can start again), `stopped` (DELETE), `exited`, `crashed`, or `lost`...
     reason: str
+    # The last lines pi wrote to stderr
     stderrTail: str
 
 
 class Event_run_lost(TypedDict):
     """Gateway: the run in progress died with its gateway or node (an unclean stop: SIGKILL, a crash); its end was never recorded and it has no `agent_settled`. After a restart (or on the node that took the session over) it comes right after the `gap` a resumed stream gets, followed by `session_exit` (`reason: lost`); the session is `stopped` and can be resumed"""
+    # Always `run_lost`; the frame's `event:`
     type: Literal["run_lost"]
+    # The gateway session the event belongs to
     sessionId: str
     # The run that was in progress (the id of the prompt that started it)
     runId: str
+    # What happened, in words
     reason: str
 
 
 class Event_approval_requested(TypedDict):
     """Gateway: a dialog opened and waits for an answer"""
+    # Always `approval_requested`; the frame's `event:`
     type: Literal["approval_requested"]
+    # The gateway session the event belongs to
     sessionId: str
     approval: "Approval"
 
@@ -495,14 +598,19 @@ class Approval(_ApprovalRequired, total=False):
 
 class Event_approval_resolved(TypedDict):
     """Gateway: a dialog was answered, expired or cancelled"""
+    # Always `approval_resolved`; the frame's `event:`
     type: Literal["approval_resolved"]
+    # The gateway session the event belongs to
     sessionId: str
     approval: "Approval"
 
 
 class _Event_run_changesRequired(TypedDict):
+    # Always `run_changes`; the frame's `event:`
     type: Literal["run_changes"]
+    # The gateway session the event belongs to
     sessionId: str
+    # The run whose changes these are
     runId: str
     # The paths the run changed in the session's folder (at most 100); null when no snapshot could be taken (`error`)
     files: Union[List[Dict[str, Any]], None]
@@ -512,14 +620,19 @@ class _Event_run_changesRequired(TypedDict):
 
 class Event_run_changes(_Event_run_changesRequired, total=False):
     """Gateway: a run settled and its folder was snapshotted (after its agent_settled); the diffs are at GET …/changes?runId="""
+    # Why no snapshot could be taken
     error: str
 
 
 class Event_folder_sync(TypedDict):
     """Gateway, cluster mode: the session's folder could not be kept in PostgreSQL in full (past --workspace-sync-max-bytes, or the database failed): what is left out would be missing on a node that takes the session over"""
+    # Always `folder_sync`; the frame's `event:`
     type: Literal["folder_sync"]
+    # The gateway session the event belongs to
     sessionId: str
+    # Too large, or the database failed
     code: Literal["folder_too_large", "folder_sync_failed"]
+    # What went wrong, in words
     error: str
     # Bytes of the files kept
     bytes: Union[float, None]
@@ -533,19 +646,30 @@ class Event_folder_sync(TypedDict):
 
 class Event_folder_restore(TypedDict):
     """Gateway, cluster mode: this node took the session over and could not restore its folder in full; `missing` names what is not there (also the session's `folderRestore`)"""
+    # Always `folder_restore`; the frame's `event:`
     type: Literal["folder_restore"]
+    # The gateway session the event belongs to
     sessionId: str
+    # Always false: only an incomplete restore is an event
     complete: Literal[False]
+    # Files restored
     restored: float
+    # Paths that could not be restored (the first 100)
     missing: List[str]
+    # How many paths could not be restored
     missingCount: float
+    # Why, when known
     detail: Union[str, None]
 
 
 class _Event_gapRequired(TypedDict):
+    # Always `gap`; the frame's `event:`
     type: Literal["gap"]
+    # The gateway session the event belongs to
     sessionId: str
+    # The position the client asked to resume after
     after: float
+    # The oldest sequence number the log still holds
     firstAvailable: float
 
 
@@ -557,38 +681,55 @@ class Event_gap(_Event_gapRequired, total=False):
 
 class Event_dropped(TypedDict):
     """Gateway: this client fell more than the gateway's buffer behind and is cut off (the last frame; it has no id); reconnect with Last-Event-ID = `resumeFrom`, the id of the last frame it was sent"""
+    # Always `dropped`; the frame's `event:`
     type: Literal["dropped"]
+    # Why (`slow_consumer`)
     reason: str
+    # What happened, in words
     detail: str
+    # The id of the last frame this client was sent (Last-Event-ID for the reconnect); null if none
     resumeFrom: Union[float, str, None]
 
 
 class Event_line_dropped(TypedDict):
     """Gateway: pi printed a line longer than the cap; it was skipped"""
+    # Always `line_dropped`; the frame's `event:`
     type: Literal["line_dropped"]
+    # The gateway session the event belongs to
     sessionId: str
+    # How long the line was
     chars: float
+    # Why it was skipped, in words
     reason: str
 
 
 class Event_shutdown(TypedDict):
     """Gateway (GET /v1/events): the gateway is shutting down; the stream ends"""
+    # Always `shutdown`; the frame's `event:`
     type: Literal["shutdown"]
+    # Why, in words
     reason: str
 
 
 class Event_revoked(TypedDict):
     """Gateway: the principal that opened this stream may no longer read it — its share was taken back (PUT …/access) or its API key removed from the keys file — so the stream ends at once (the last frame; it has no id). A reconnect is refused (404, or 401 for a revoked key)"""
+    # Always `revoked`; the frame's `event:`
     type: Literal["revoked"]
+    # Always `access_revoked`
     reason: Literal["access_revoked"]
+    # What happened, in words
     detail: str
 
 
 class Event_error(TypedDict):
     """Gateway: a streamed command failed after its stream began (pi did not answer in time, or exited); the last frame"""
+    # Always `error`; the frame's `event:`
     type: Literal["error"]
+    # The HTTP status the error would have had
     status: float
+    # The problem code, as a problem+json answer would have had it
     code: str
+    # What happened, in words
     detail: str
 
 
@@ -612,19 +753,26 @@ class Problem(_ProblemRequired, total=False):
 
 
 class _InfoRequired(TypedDict):
+    # Always `pi-gateway`
     name: Literal["pi-gateway"]
+    # The gateway's version
     version: str
+    # The version of pi it runs
     piVersion: str
+    # The Node.js version it runs on
     node: str
+    # The built-in offline demo model is in use (--demo; on when neither --provider nor --model is given)
     demo: bool
     # Names sessions may pass in `extensions`
     extensions: List[str]
+    # The gateway's numeric limits by setting name (sessions, processes, timeouts in ms, sizes in bytes)
     limits: Dict[str, float]
     # Sessions this node holds (in cluster mode: owns)
     sessions: int
 
 
 class Info(_InfoRequired, total=False):
+    """About this gateway"""
     # Cluster mode (--database-url): the nodes on the same database, as this node last read them (at each renewal of its lease, every third of --lease-tt...
     cluster: Dict[str, Any]
 
@@ -652,41 +800,62 @@ class AuditEntry(_AuditEntryRequired, _AuditEntryOptional):
 
 
 class Session(TypedDict):
+    """A gateway session: one pi process (or its stored state) and what the gateway knows of it"""
+    # The session's id
     id: str
+    # Its display name; null until one is set
     name: Union[str, None]
     status: "SessionStatus"
     # Cluster mode: the node whose pi runs this session (its `--node-name`, as in `/v1/info` and the cluster metrics); null while it is stopped (no node ...
     node: Union[str, None]
+    # The pi process's id; null while no pi runs
     pid: Union[int, None]
+    # The folder pi works in (the session's folder)
     cwd: str
+    # pi keeps a session file, so the session can be resumed (false: ephemeral)
     persist: bool
     # pi can be started again on this session's file (POST …/resume); false for persist:false
     resumable: bool
+    # When it was created
     createdAt: str
+    # When a command or event last went through it
     lastActivityAt: str
+    # pi's own session id; null until pi reported it
     piSessionId: Union[str, None]
+    # pi's session file; null for an ephemeral session
     piSessionFile: Union[str, None]
+    # The model in use; null until pi reported it
     model: Union[Dict[str, Any], None]
+    # The thinking level in use; null until pi reported it
     thinkingLevel: Union[str, None]
     # Run id of the prompt that started the active run
     currentRunId: Union[str, None]
+    # Commands waiting in the session's queue
     queuedCommands: int
+    # Dialogs waiting for an answer
     pendingApprovals: int
     # Sequence number of the newest event
     lastEventId: int
     # Cluster mode: the session's folder as the node running it found it when it took the session over from another node (restored from PostgreSQL under ...
     folderRestore: Union[Dict[str, Any], None]
+    # How pi last exited; null while it runs or never did
     exit: Union[Dict[str, Any], None]
 
 
 class CreateSession(TypedDict, total=False):
+    """How to start a session; every field is optional"""
+    # A display name for the session
     name: str
     # Working folder, relative to the caller's area of the workspace root (an admin's: the root; another principal's: `<workspace-root>/@<name>`), and in...
     cwd: str
+    # The model's provider (pi's --provider)
     provider: str
+    # The model's id (pi's --model)
     model: str
     thinkingLevel: "ThinkingLevel"
+    # Replaces pi's system prompt (pi's --system-prompt)
     systemPrompt: str
+    # Added to the end of pi's system prompt (pi's --append-system-prompt)
     appendSystemPrompt: str
     # Allow-list of tool names (pi's --tools)
     tools: List[str]
@@ -696,7 +865,19 @@ class CreateSession(TypedDict, total=False):
     persist: bool
     # A pi session id (from a session's piSessionId), or a prefix of one, to continue. It finds only sessions the caller may see (404 otherwise, as for a...
     resume: str
+    # Tools the calling program runs (at most 64): the model may call them, each call becomes a tool call resource (GET …/tool-calls) and a `tool_call_re...
+    clientTools: List["ClientTool"]
     policies: "ApprovalPolicies"
+
+
+class ClientTool(TypedDict):
+    """A tool the calling program runs: the model calls it, the program answers the call"""
+    # The name the model calls the tool by
+    name: str
+    # What the tool does, shown to the model
+    description: str
+    # A JSON Schema (`type: object`) of the tool's arguments; pi checks the model's arguments against it before the call reaches the program
+    parameters: Dict[str, Any]
 
 
 class ApprovalPolicies(TypedDict, total=False):
@@ -717,6 +898,8 @@ class ApprovalPolicyRule(_ApprovalPolicyRuleRequired, total=False):
 
 
 class SessionList(TypedDict):
+    """One page of sessions"""
+    # The sessions of this page, oldest first
     sessions: List["Session"]
     # Pass as `cursor` for the next page; null when this page is the last
     nextCursor: Union[str, None]
@@ -780,79 +963,123 @@ class RunAccepted(_RunAcceptedRequired, total=False):
 
 
 class ImageContent(TypedDict):
+    """An image sent with a prompt, as pi takes it"""
+    # Always `image`
     type: Literal["image"]
     # Base64-encoded image bytes
     data: str
+    # The image's media type
     mimeType: str
 
 
 class ClearedQueue(TypedDict):
+    """The queued messages that were removed"""
+    # The steering messages removed
     steering: List[str]
+    # The follow-up messages removed
     followUp: List[str]
 
 
 class CancellableResult(TypedDict):
+    """pi's answer to a command an extension may cancel"""
+    # An extension cancelled the command
     cancelled: bool
 
 
 class _PiStateRequired(TypedDict):
+    # The thinking level in use
     thinkingLevel: str
+    # A run is going on
     isStreaming: bool
+    # A compaction is going on
     isCompacting: bool
+    # How steering messages are delivered: `all` or `one-at-a-time`
     steeringMode: str
+    # How follow-up messages are delivered: `all` or `one-at-a-time`
     followUpMode: str
+    # pi's own session id (not the gateway's)
     sessionId: str
+    # pi compacts on its own when the context fills up
     autoCompactionEnabled: bool
+    # Messages in the conversation
     messageCount: float
+    # Steering and follow-up messages waiting in pi's queues
     pendingMessageCount: float
 
 
 class PiState(_PiStateRequired, total=False):
+    """pi's state (`get_state`)"""
     model: "Model"
+    # pi's session file (absent for an ephemeral session)
     sessionFile: str
+    # The session's display name, once set
     sessionName: str
 
 
 class _ModelRequired(TypedDict):
+    # The model's id at its provider
     id: str
+    # The provider it is configured under
     provider: str
 
 
 class Model(_ModelRequired, total=False):
+    """A model pi can use, as pi describes it"""
+    # Its display name
     name: str
+    # The API pi speaks to it (`openai-completions`, `anthropic-messages`, …)
     api: str
+    # The endpoint pi calls
     baseUrl: str
+    # Whether it thinks (thinking levels apply)
     reasoning: bool
+    # What it reads: `text`, `image`
     input: List[str]
+    # Its context window, in tokens
     contextWindow: float
+    # The most tokens one answer may have
     maxTokens: float
+    # Price in USD per million tokens, by kind (`input`, `output`, `cacheRead`, `cacheWrite`)
     cost: Dict[str, float]
 
 
 class Messages(TypedDict):
+    """The conversation (`get_messages`)"""
+    # The conversation's messages, oldest first
     messages: List["AgentMessage"]
 
 
 class Entries(TypedDict):
+    """Entries of pi's session file (`get_entries`)"""
+    # Entries in append order
     entries: List["SessionEntry"]
+    # The current leaf entry; null in an empty session
     leafId: Union[str, None]
 
 
 class _SessionEntryRequired(TypedDict):
+    # The entry's kind (`message`, `model_change`, `compaction`, …)
     type: str
+    # The entry's id in pi's session file
     id: str
 
 
 class SessionEntry(_SessionEntryRequired, total=False):
+    """One entry of pi's session file (its other fields depend on `type`)"""
+    # The entry it follows; null for the first
     parentId: Union[str, None]
 
 
 class Tree(TypedDict):
+    """The session as a tree of entries (`get_tree`)"""
+    # The root entries, each with the entries that follow it
     tree: List["TreeNode"]
+    # The current leaf entry; null in an empty session
     leafId: Union[str, None]
 
 
 class TreeNode(TypedDict):
+    """An entry of the session tree and the entries that follow it"""
     entry: "SessionEntry"
     # TreeNode objects, recursively
     children: List[Any]
@@ -862,6 +1089,8 @@ CycledModel = Union[Dict[str, Any], None]
 
 
 class Models(TypedDict):
+    """The models a session can switch to"""
+    # Every model pi has configured
     models: List["Model"]
 
 
@@ -869,79 +1098,119 @@ CycledThinkingLevel = Union[Dict[str, Any], None]
 
 
 class ThinkingLevels(TypedDict):
+    """The thinking levels of the current model"""
+    # The levels the model takes, lowest first
     levels: List[str]
 
 
 class _CompactResultRequired(TypedDict):
+    # The summary that replaces the compacted messages
     summary: str
 
 
 class CompactResult(_CompactResultRequired, total=False):
+    """What a compaction did"""
+    # The first entry kept as it was
     firstKeptEntryId: str
+    # Context tokens before compaction
     tokensBefore: float
+    # pi's estimate of the context tokens after it
     estimatedTokensAfter: float
 
 
 class _BashResultRequired(TypedDict):
+    # What the command printed (stdout and stderr), cut to pi's limit
     output: str
+    # It was aborted (`POST …/bash/abort`)
     cancelled: bool
+    # `output` was cut
     truncated: bool
 
 
 class BashResult(_BashResultRequired, total=False):
+    """What a shell command run by pi (`bash`) gave"""
+    # Its exit code; null when it did not exit on its own
     exitCode: Union[float, None]
+    # Where pi keeps the whole output when it was cut
     fullOutputPath: str
 
 
 class _SessionStatsRequired(TypedDict):
+    # pi's own session id
     sessionId: str
+    # User messages so far
     userMessages: float
+    # Assistant messages so far
     assistantMessages: float
+    # Tool calls so far
     toolCalls: float
+    # Tool results so far
     toolResults: float
+    # All messages so far
     totalMessages: float
+    # Tokens used so far, by kind (`input`, `output`, `total`, …)
     tokens: Dict[str, float]
+    # What the session cost so far, in USD
     cost: float
 
 
 class SessionStats(_SessionStatsRequired, total=False):
+    """Counts and cost of the session so far (`get_session_stats`)"""
+    # pi's session file (absent for an ephemeral session)
     sessionFile: str
 
 
 class ExportedFile(TypedDict):
+    """The exported transcript"""
+    # Where pi wrote the HTML file
     path: str
 
 
 class _ForkResultRequired(TypedDict):
+    # An extension cancelled the fork
     cancelled: bool
 
 
 class ForkResult(_ForkResultRequired, total=False):
+    """What a fork did"""
+    # The text of the message forked from, to edit and send again
     text: str
 
 
 class ForkMessages(TypedDict):
+    """Where the session can be forked"""
+    # User messages a fork can start from
     messages: List[Dict[str, Any]]
 
 
 class LastAssistantText(TypedDict):
+    """The text of the last assistant message that had text"""
+    # The text; null before the first answer
     text: Union[str, None]
 
 
 class SlashCommands(TypedDict):
+    """Extension commands, prompt templates and skills"""
+    # Every command a prompt can start with
     commands: List["SlashCommand"]
 
 
 class _SlashCommandRequired(TypedDict):
+    # What to type after `/` in a prompt
     name: str
+    # Where it comes from: `extension`, `prompt` (a template) or `skill`
     source: str
 
 
 class SlashCommand(_SlashCommandRequired, total=False):
+    """A command a prompt can start with `/name`"""
+    # What it does
     description: str
 
 
 class RawCommand(TypedDict):
+    """One pi RPC command as pi reads it, without `id` (the gateway assigns it)"""
+    # pi's command type; the command's other fields sit beside it
     type: str
 
 
@@ -972,6 +1241,69 @@ class UiState(TypedDict):
     widgets: Dict[str, Dict[str, Any]]
     editorText: Union[str, None]
     notifications: List[Dict[str, Any]]
+
+
+class ToolCallList(TypedDict):
+    """Client tool calls"""
+    # Oldest first
+    toolCalls: List["ToolCall"]
+
+
+class _ToolCallRequired(TypedDict):
+    # The model's tool call id (pi's toolCallId)
+    id: str
+    # The session whose model called the tool
+    sessionId: str
+    # The run the call belongs to (the id of the prompt that started it)
+    runId: Union[str, None]
+    # The client tool's name
+    name: str
+    status: "ToolCallStatus"
+    # When the model called the tool
+    createdAt: str
+    # When it was answered or cancelled; null while pending
+    answeredAt: Union[str, None]
+    result: "ToolCallResult"
+    # Who settled it: the authenticated principal that answered, or when nobody did: `gateway-policy` (--approval-timeout-ms ran out), `gateway-abort` (t...
+    resolvedBy: Union[str, None]
+
+
+class ToolCall(_ToolCallRequired, total=False):
+    """A call the model made to one of the session's client tools, and its answer"""
+    # The model's arguments, as pi checked them against the tool's `parameters`
+    arguments: Any
+
+
+ToolCallResult = Union[Dict[str, Any], None]
+
+
+class ToolCallTextBlock(TypedDict):
+    """Text the model reads"""
+    # A text block
+    type: Literal["text"]
+    # The text the model reads
+    text: str
+
+
+class ToolCallImageBlock(TypedDict):
+    """An image the model sees (for models that take images)"""
+    # An image block
+    type: Literal["image"]
+    # The image's bytes, base64
+    data: str
+    # Its media type
+    mimeType: str
+
+
+class _ToolCallAnswerRequired(TypedDict):
+    # The tool's output: text, or a list of content blocks (text and images)
+    output: Union[str, List["ToolCallContent"]]
+
+
+class ToolCallAnswer(_ToolCallAnswerRequired, total=False):
+    """The program's result for a client tool call: what the model gets back from the tool"""
+    # The tool failed: the model gets the output as an error result
+    isError: bool
 
 
 class WorkspaceListing(TypedDict):
@@ -1082,48 +1414,63 @@ class ApprovalAnswerObject(TypedDict, total=False):
 
 
 class HealthResponse(TypedDict):
+    """The process is alive"""
+    # Always `ok`
     status: Literal["ok"]
 
 
 class _ReadyResponseRequired(TypedDict):
+    # Always `ready`
     status: Literal["ready"]
 
 
 class ReadyResponse(_ReadyResponseRequired, total=False):
+    """This node takes new sessions"""
+    # The session registry's health (a single gateway; absent in cluster mode)
     registry: Dict[str, Any]
 
 
 class _PromptBodyRequired(TypedDict):
+    # The user message's text
     message: str
 
 
 class PromptBody(_PromptBodyRequired, total=False):
+    # Images sent with the message (at most 64)
     images: List["ImageContent"]
+    # While a run is going on: `steer` (delivered after the current turn's tool calls) or `followUp` (queued for when the agent finishes); without it a p...
     streamingBehavior: Literal["steer", "followUp"]
 
 
 class _SteerBodyRequired(TypedDict):
+    # The user message's text
     message: str
 
 
 class SteerBody(_SteerBodyRequired, total=False):
+    # Images sent with the message (at most 64)
     images: List["ImageContent"]
 
 
 class _FollowUpBodyRequired(TypedDict):
+    # The user message's text
     message: str
 
 
 class FollowUpBody(_FollowUpBodyRequired, total=False):
+    # Images sent with the message (at most 64)
     images: List["ImageContent"]
 
 
 class NewSessionBody(TypedDict, total=False):
+    # pi session file the new session records as its parent
     parentSession: str
 
 
 class SetModelBody(TypedDict):
+    # The model's provider
     provider: str
+    # The model's id at that provider
     modelId: str
 
 
@@ -1140,38 +1487,47 @@ class SetFollowUpModeBody(TypedDict):
 
 
 class CompactBody(TypedDict, total=False):
+    # What the summary should keep or stress, added to pi's compaction prompt
     customInstructions: str
 
 
 class SetAutoCompactionBody(TypedDict):
+    # On (`true`) or off (`false`)
     enabled: bool
 
 
 class SetAutoRetryBody(TypedDict):
+    # On (`true`) or off (`false`)
     enabled: bool
 
 
 class _BashBodyRequired(TypedDict):
+    # The shell command pi runs
     command: str
 
 
 class BashBody(_BashBodyRequired, total=False):
+    # Keep the command and its output out of the conversation the model sees
     excludeFromContext: bool
 
 
 class ExportHtmlBody(TypedDict, total=False):
+    # Where pi writes the HTML file, inside the session's folder (pi picks a name by default)
     outputPath: str
 
 
 class SwitchSessionBody(TypedDict):
+    # The pi session file to load, inside the session's folder
     sessionPath: str
 
 
 class ForkBody(TypedDict):
+    # The user message's entry id to fork from (`GET …/fork-messages` lists them)
     entryId: str
 
 
 class SetNameBody(TypedDict):
+    # The session's new display name
     name: str
 
 
@@ -1194,6 +1550,12 @@ QueueMode = Literal["all", "one-at-a-time"]
 
 
 ApprovalAnswer = Dict[str, Any]
+
+
+ToolCallStatus = Literal["pending", "answered", "cancelled"]
+
+
+ToolCallContent = Union["ToolCallTextBlock", "ToolCallImageBlock"]
 
 
 WebhookEventType = Literal["approval.requested", "approval.resolved", "run.settled", "session.exited", "session.crashed"]

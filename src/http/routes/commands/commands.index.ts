@@ -2,6 +2,7 @@ import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import { lacksCommand } from "../../../pi/dialect.ts";
 import { streamOwnEvents, wantsStream } from "../../streams/command-stream.ts";
 import { sseOptions } from "../../streams/options.ts";
+import { resumePosition, resumeStream } from "../../streams/resume.ts";
 import { streamedCommandDescription, streamRoute } from "../../streams/stream-routes.ts";
 import type { Deps } from "../../transport/deps.ts";
 import { commandErrors, createRouter, json, jsonBody } from "../../transport/openapi.ts";
@@ -63,6 +64,9 @@ export function commandsRouter({ registry, config }: Deps) {
 						: {};
 			// Paths and image sizes are checked by the session's guard, for typed routes and /rpc alike.
 			const fields = raw as Record<string, unknown>;
+			// A retried POST of the streamed command (Last-Event-ID) resumes its stream: nothing reaches pi.
+			const resumeAt = spec.streams ? resumePosition(c) : undefined;
+			if (resumeAt !== undefined) return resumeStream(c, sse, session, resumeAt);
 			if (spec.streams && wantsStream(c)) return streamOwnEvents(c, sse, session, spec.type, fields, spec.streams);
 			const data = unwrap(await session.request({ type: spec.type, ...fields }));
 			if (spec.data === null) return c.body(null, 204);
@@ -72,7 +76,9 @@ export function commandsRouter({ registry, config }: Deps) {
 		if (eventType === undefined) continue;
 		router.openapi(streamRouteOf({ ...spec, streams: eventType }), (c) => {
 			const session = registry.get(c.req.param("id"));
-			return streamOwnEvents(c, sse, session, spec.type, c.req.valid("json"), eventType);
+			const resumeAt = resumePosition(c);
+			if (resumeAt !== undefined) return resumeStream(c, sse, session, resumeAt);
+			return streamOwnEvents(c, sse, session, spec.type, c.req.valid("json") as Record<string, unknown>, eventType);
 		});
 	}
 	return router;

@@ -5,6 +5,7 @@ import { RunCollector, RunWatch } from "../../../sessions/run-result.ts";
 import type { Session } from "../../../sessions/session.ts";
 import { streamCommand, wantsStream } from "../../streams/command-stream.ts";
 import { sseOptions } from "../../streams/options.ts";
+import { resumePosition, resumeStream } from "../../streams/resume.ts";
 import type { SseOptions } from "../../streams/sse.ts";
 import type { Deps } from "../../transport/deps.ts";
 import { createRouter } from "../../transport/openapi.ts";
@@ -27,7 +28,9 @@ export function streamRun(c: Context, sse: SseOptions, session: Session, command
 		if (!watch.responded && event.type === "approval_requested") dialogOpened();
 		return watch.feed(event);
 	};
-	return streamCommand(c, sse, { session, command, open: { runId: command.id }, until, commitEarly });
+	const spanWatch = new RunWatch(session, command.id);
+	const spanEnds = (event: LoggedEvent) => spanWatch.feed(event);
+	return streamCommand(c, sse, { session, command, open: { runId: command.id }, until, commitEarly, spanEnds });
 }
 
 /**
@@ -107,6 +110,9 @@ export function runsRouter({ registry, config }: Deps) {
 	/** One run command: streamed (Accept: text/event-stream), waited for (Prefer: wait) or accepted (202). */
 	const run = (c: Context, type: RunCommand["type"], body: Record<string, unknown>): Promise<Response> => {
 		const session = registry.get(c.req.param("id") as string);
+		// A retried POST (Last-Event-ID) resumes the stream it lost: nothing reaches pi.
+		const resumeAt = resumePosition(c);
+		if (resumeAt !== undefined) return Promise.resolve(resumeStream(c, sse, session, resumeAt));
 		const command: RunCommand = { type, ...body, id: session.nextCommandId() };
 		if (wantsStream(c)) return streamRun(c, sse, session, command);
 		const wait = requestedWait(c.req.header("prefer"), c.req.query("wait"), config.waitTimeoutMs);

@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { commandFields } from "../../../pi/protocol.ts";
 import { Approval } from "../../../sessions/approvals.ts";
+import { ResumeHeader, resumeAfter } from "../../streams/resume.ts";
 import { commandErrors, json, jsonBody } from "../../transport/openapi.ts";
 import { SessionParams } from "../../transport/params.ts";
 import { AgentMessage, Usage } from "../../transport/schemas.ts";
@@ -70,9 +71,10 @@ const WaitQuery = z.object({
 				"Seconds to wait for the run to settle, at most the gateway's limit (same as `Prefer: wait=N`); `true` (the limit) and `false` are also accepted",
 			example: 60,
 		}),
+	after: resumeAfter,
 });
 
-const PreferHeader = z.object({
+const PreferHeader = ResumeHeader.extend({
 	prefer: z.string().optional().openapi({
 		description: "RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles",
 		example: "wait=60",

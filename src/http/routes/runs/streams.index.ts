@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import { sseOptions } from "../../streams/options.ts";
+import { resumePosition, resumeStream } from "../../streams/resume.ts";
 import type { Deps } from "../../transport/deps.ts";
 import { createRouter } from "../../transport/openapi.ts";
 import { streamRun } from "./runs.index.ts";
@@ -10,10 +11,12 @@ export function runStreamsRouter({ registry, config }: Deps) {
 	const sse = sseOptions(config);
 	const run = (c: Context, type: string, body: Record<string, unknown>) => {
 		const session = registry.get(c.req.param("id") as string);
+		const resumeAt = resumePosition(c);
+		if (resumeAt !== undefined) return Promise.resolve(resumeStream(c, sse, session, resumeAt));
 		return streamRun(c, sse, session, { type, ...body, id: session.nextCommandId() });
 	};
 	return createRouter()
-		.openapi(promptStream, (c) => run(c, "prompt", c.req.valid("json")))
-		.openapi(steerStream, (c) => run(c, "steer", c.req.valid("json")))
-		.openapi(followUpStream, (c) => run(c, "follow_up", c.req.valid("json")));
+		.openapi(promptStream, (c) => run(c, "prompt", c.req.valid("json") as Record<string, unknown>))
+		.openapi(steerStream, (c) => run(c, "steer", c.req.valid("json") as Record<string, unknown>))
+		.openapi(followUpStream, (c) => run(c, "follow_up", c.req.valid("json") as Record<string, unknown>));
 }
