@@ -3,6 +3,7 @@ import { Approvals } from "./approvals.ts";
 import { type ClientOptions, Transport } from "./http.ts";
 import type { paths } from "./schema.ts";
 import { commandEvents, EventStream, runEnd, runLost } from "./streams.ts";
+import { ToolCalls } from "./tool-calls.ts";
 import type { Method, OptionalArgs, PathsOf, RequestOptions, ResponseData, Schemas } from "./types.ts";
 import { Workspace } from "./workspace.ts";
 
@@ -30,12 +31,15 @@ export type ListSessionsOptions = NonNullable<paths["/v1/sessions"]["get"]["para
  */
 export class PiGateway {
 	readonly approvals: Approvals;
+	/** Client tools: `toolCalls.run(id, {message}, {lookup_price: (args) => …})` answers the calls of a run. */
+	readonly toolCalls: ToolCalls;
 	readonly workspace: Workspace;
 	readonly #http: Transport;
 
 	constructor(options: ClientOptions) {
 		this.#http = new Transport(options);
 		this.approvals = new Approvals(this.#http);
+		this.toolCalls = new ToolCalls(this.#http);
 		this.workspace = new Workspace(this.#http);
 	}
 

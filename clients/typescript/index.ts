@@ -11,6 +11,15 @@ export type { ClientOptions, ReconnectOptions } from "./http.ts";
 export type { components, operations, paths } from "./schema.ts";
 export { LineParser, parseSse, type SseFrame } from "./sse.ts";
 export { EventStream } from "./streams.ts";
+export {
+	type ListToolCallsOptions,
+	type RunWithToolsOptions,
+	type ToolCall,
+	type ToolCallAnswer,
+	ToolCalls,
+	type ToolHandler,
+	type ToolOutput,
+} from "./tool-calls.ts";
 export type {
 	EventOf,
 	EventType,

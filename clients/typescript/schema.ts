@@ -1539,7 +1539,7 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /** @description The JSON of one SSE frame's `data:`: a pi event or a gateway event, told apart by `type` */
-        StreamEvent: components["schemas"]["Event_response"] | components["schemas"]["Event_agent_start"] | components["schemas"]["Event_agent_end"] | components["schemas"]["Event_agent_settled"] | components["schemas"]["Event_turn_start"] | components["schemas"]["Event_turn_end"] | components["schemas"]["Event_message_start"] | components["schemas"]["Event_message_update"] | components["schemas"]["Event_message_end"] | components["schemas"]["Event_tool_execution_start"] | components["schemas"]["Event_tool_execution_update"] | components["schemas"]["Event_tool_execution_end"] | components["schemas"]["Event_queue_update"] | components["schemas"]["Event_compaction_start"] | components["schemas"]["Event_compaction_end"] | components["schemas"]["Event_auto_retry_start"] | components["schemas"]["Event_auto_retry_end"] | components["schemas"]["Event_summarization_retry_scheduled"] | components["schemas"]["Event_summarization_retry_attempt_start"] | components["schemas"]["Event_summarization_retry_finished"] | components["schemas"]["Event_bash_execution_update"] | components["schemas"]["Event_extension_ui_request"] | components["schemas"]["Event_extension_error"] | components["schemas"]["Event_session_info_changed"] | components["schemas"]["Event_thinking_level_changed"] | components["schemas"]["Event_entry_appended"] | components["schemas"]["Event_stream_open"] | components["schemas"]["Event_session_status"] | components["schemas"]["Event_session_exit"] | components["schemas"]["Event_run_lost"] | components["schemas"]["Event_approval_requested"] | components["schemas"]["Event_approval_resolved"] | components["schemas"]["Event_run_changes"] | components["schemas"]["Event_folder_sync"] | components["schemas"]["Event_folder_restore"] | components["schemas"]["Event_gap"] | components["schemas"]["Event_dropped"] | components["schemas"]["Event_line_dropped"] | components["schemas"]["Event_shutdown"] | components["schemas"]["Event_revoked"] | components["schemas"]["Event_error"];
+        StreamEvent: components["schemas"]["Event_response"] | components["schemas"]["Event_agent_start"] | components["schemas"]["Event_agent_end"] | components["schemas"]["Event_agent_settled"] | components["schemas"]["Event_turn_start"] | components["schemas"]["Event_turn_end"] | components["schemas"]["Event_message_start"] | components["schemas"]["Event_message_update"] | components["schemas"]["Event_message_end"] | components["schemas"]["Event_tool_execution_start"] | components["schemas"]["Event_tool_execution_update"] | components["schemas"]["Event_tool_execution_end"] | components["schemas"]["Event_queue_update"] | components["schemas"]["Event_compaction_start"] | components["schemas"]["Event_compaction_end"] | components["schemas"]["Event_auto_retry_start"] | components["schemas"]["Event_auto_retry_end"] | components["schemas"]["Event_summarization_retry_scheduled"] | components["schemas"]["Event_summarization_retry_attempt_start"] | components["schemas"]["Event_summarization_retry_finished"] | components["schemas"]["Event_bash_execution_update"] | components["schemas"]["Event_extension_ui_request"] | components["schemas"]["Event_extension_error"] | components["schemas"]["Event_session_info_changed"] | components["schemas"]["Event_thinking_level_changed"] | components["schemas"]["Event_entry_appended"] | components["schemas"]["Event_stream_open"] | components["schemas"]["Event_session_status"] | components["schemas"]["Event_session_exit"] | components["schemas"]["Event_run_lost"] | components["schemas"]["Event_approval_requested"] | components["schemas"]["Event_approval_resolved"] | components["schemas"]["Event_tool_call_requested"] | components["schemas"]["Event_tool_call_resolved"] | components["schemas"]["Event_run_changes"] | components["schemas"]["Event_folder_sync"] | components["schemas"]["Event_folder_restore"] | components["schemas"]["Event_gap"] | components["schemas"]["Event_dropped"] | components["schemas"]["Event_line_dropped"] | components["schemas"]["Event_shutdown"] | components["schemas"]["Event_revoked"] | components["schemas"]["Event_error"];
         /** @description pi's answer to a command that changes the session (answers to reads are not logged) */
         Event_response: {
             /**
@@ -2071,12 +2071,36 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @description An extension's dialog (select, confirm, input, editor) as a resource a client answers
+         * @example {
+         *       "id": "3f1c2a9e-5d7b-4c1e-9a0f-6b8d2e4f1a3c",
+         *       "sessionId": "ses_Qm9wYXJ0aWFs",
+         *       "method": "select",
+         *       "title": "Allow this bash command?\n\n  rm -rf ./pi-gateway-scratch && echo removed",
+         *       "options": [
+         *         "Allow",
+         *         "Block"
+         *       ],
+         *       "createdAt": "2026-12-01T10:00:02.000Z",
+         *       "expiresAt": null,
+         *       "status": "pending",
+         *       "answer": null,
+         *       "resolvedAt": null,
+         *       "resolvedBy": null
+         *     }
+         */
         Approval: {
             /** @description pi's dialog id */
             id: string;
+            /** @description The session whose pi opened it */
             sessionId: string;
-            /** @enum {string} */
+            /**
+             * @description The kind of dialog, which says how to answer it
+             * @enum {string}
+             */
             method: "select" | "confirm" | "input" | "editor";
+            /** @description What the dialog asks */
             title: string;
             /** @description confirm only */
             message?: string;
@@ -2086,7 +2110,10 @@ export interface components {
             placeholder?: string;
             /** @description editor only */
             prefill?: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it opened
+             */
             createdAt: string;
             /**
              * Format: date-time
@@ -2096,14 +2123,20 @@ export interface components {
             status: components["schemas"]["ApprovalStatus"];
             /** @description The answer a client posted; null while pending or when nobody answered */
             answer: components["schemas"]["ApprovalAnswerObject"] | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it was answered, expired or cancelled; null while pending
+             */
             resolvedAt: string | null;
             /** @description Who settled it: the answer's `by` (default `api`), or when nobody answered: `pi-timeout`, `gateway-policy` (approvalTimeoutMs), `gateway-abort` (the run was aborted) or `pi-exit` (pi exited) */
             resolvedBy: string | null;
             /** @description The answer's free-text `by`, when the answerer was an authenticated principal */
             note?: string;
         };
-        /** @enum {string} */
+        /**
+         * @description `pending`: waiting for an answer; `answered`: a client or a policy answered; `expired`: pi's own timeout ran out; `cancelled`: the gateway gave up on it (its timeout, an abort, pi's exit)
+         * @enum {string}
+         */
         ApprovalStatus: "pending" | "answered" | "expired" | "cancelled";
         /** @description Gateway: a dialog was answered, expired or cancelled */
         Event_approval_resolved: {
@@ -2115,6 +2148,152 @@ export interface components {
             /** @description The gateway session the event belongs to */
             sessionId: string;
             approval: components["schemas"]["Approval"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description Gateway: the model called one of the session's client tools; the run waits for the program's answer */
+        Event_tool_call_requested: {
+            /**
+             * @description Always `tool_call_requested`; the frame's `event:` (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "tool_call_requested";
+            /** @description The gateway session the event belongs to */
+            sessionId: string;
+            /** @description The call's id: answer it at POST /v1/sessions/{id}/tool-calls/{toolCallId} */
+            toolCallId: string;
+            /** @description The client tool the model called */
+            name: string;
+            /** @description The model's arguments, checked against the tool's `parameters` */
+            arguments?: unknown;
+            /** @description The run the call belongs to */
+            runId: string | null;
+            toolCall: components["schemas"]["ToolCall"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A call the model made to one of the session's client tools, and its answer */
+        ToolCall: {
+            /**
+             * @description The model's tool call id (pi's toolCallId)
+             * @example call_7f3a
+             */
+            id: string;
+            /**
+             * @description The session whose model called the tool
+             * @example ses_Crw9Yvn1qjeD
+             */
+            sessionId: string;
+            /**
+             * @description The run the call belongs to (the id of the prompt that started it)
+             * @example gw_4
+             */
+            runId: string | null;
+            /**
+             * @description The client tool's name
+             * @example lookup_price
+             */
+            name: string;
+            /**
+             * @description The model's arguments, as pi checked them against the tool's `parameters`
+             * @example {
+             *       "sku": "A-1"
+             *     }
+             */
+            arguments?: unknown;
+            status: components["schemas"]["ToolCallStatus"];
+            /**
+             * Format: date-time
+             * @description When the model called the tool
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When it was answered or cancelled; null while pending
+             */
+            answeredAt: string | null;
+            result: components["schemas"]["ToolCallResult"];
+            /**
+             * @description Who settled it: the authenticated principal that answered, or when nobody did: `gateway-policy` (--approval-timeout-ms ran out), `gateway-abort` (the run was aborted), `pi-exit` (pi exited) or `pi` (pi finished the tool without the program's answer); null while pending
+             * @example admin
+             */
+            resolvedBy: string | null;
+        };
+        /**
+         * @description `pending`: the model waits for the program's answer; `answered`: the program answered; `cancelled`: nobody answered (the run was aborted, pi exited, the gateway's timeout ran out, or pi went on without the answer) and the model got an error result saying so
+         * @example pending
+         * @enum {string}
+         */
+        ToolCallStatus: "pending" | "answered" | "cancelled";
+        /**
+         * @description What the model got back; null while pending
+         * @example {
+         *       "output": "19.90",
+         *       "isError": false
+         *     }
+         */
+        ToolCallResult: {
+            /**
+             * @description The tool's output: text, or a list of content blocks (text and images)
+             * @example 19.90
+             */
+            output: string | components["schemas"]["ToolCallContent"][];
+            /**
+             * @description The model got it as an error result
+             * @example false
+             */
+            isError: boolean;
+        } | null;
+        /** @description One block of a tool's output, as pi's tools return them */
+        ToolCallContent: components["schemas"]["ToolCallTextBlock"] | components["schemas"]["ToolCallImageBlock"];
+        /** @description Text the model reads */
+        ToolCallTextBlock: {
+            /**
+             * @description A text block (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "text";
+            /**
+             * @description The text the model reads
+             * @example 19.90
+             */
+            text: string;
+        };
+        /** @description An image the model sees (for models that take images) */
+        ToolCallImageBlock: {
+            /**
+             * @description An image block (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "image";
+            /**
+             * @description The image's bytes, base64
+             * @example iVBORw0KGgo=
+             */
+            data: string;
+            /**
+             * @description Its media type
+             * @example image/png
+             */
+            mimeType: string;
+        };
+        /** @description Gateway: a client tool call was answered, or cancelled (abort, pi's exit, the timeout); `toolCall.result` is what the model got */
+        Event_tool_call_resolved: {
+            /**
+             * @description Always `tool_call_resolved`; the frame's `event:` (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "tool_call_resolved";
+            /** @description The gateway session the event belongs to */
+            sessionId: string;
+            /** @description The call's id */
+            toolCallId: string;
+            /** @description The client tool */
+            name: string;
+            /** @description The run the call belongs to */
+            runId: string | null;
+            status: components["schemas"]["ToolCallStatus"];
+            toolCall: components["schemas"]["ToolCall"];
         } & {
             [key: string]: unknown;
         };
@@ -2293,22 +2472,50 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @description An error (RFC 9457 problem+json): nothing of a refused request reached pi
+         * @example {
+         *       "type": "urn:pi-gateway:problem:session_not_found",
+         *       "title": "Not Found",
+         *       "status": 404,
+         *       "code": "session_not_found",
+         *       "detail": "No session ses_4f2a9c",
+         *       "instance": "6f9619ff-8b86-4d11-b42d-00c04fc964ff"
+         *     }
+         */
         Problem: {
-            /** @example urn:pi-gateway:problem:session_not_found */
+            /**
+             * @description A URN naming the problem (RFC 9457)
+             * @example urn:pi-gateway:problem:session_not_found
+             */
             type: string;
-            /** @example Not Found */
+            /**
+             * @description The HTTP status's reason phrase
+             * @example Not Found
+             */
             title: string;
-            /** @example 404 */
+            /**
+             * @description The HTTP status, as answered
+             * @example 404
+             */
             status: number;
-            /** @example session_not_found */
+            /**
+             * @description What went wrong, as a stable code to branch on
+             * @example session_not_found
+             */
             code: string;
-            /** @example No session ses_4f2a9c */
+            /**
+             * @description What went wrong, in words
+             * @example No session ses_4f2a9c
+             */
             detail: string;
             /** @description The request id (X-Request-Id) */
             instance?: string;
             /** @description What was wrong with the input (400 only) */
             issues?: {
+                /** @description Where in the input, dotted (`(body)` for the body itself) */
                 path: string;
+                /** @description What is wrong there */
                 message: string;
             }[];
             /** @description The tail of pi's stderr (502 only) */
@@ -2381,6 +2588,17 @@ export interface components {
                 }[];
             };
         };
+        /**
+         * @description Who the caller's credential is and what it may do
+         * @example {
+         *       "principal": "alice",
+         *       "scopes": [
+         *         "sessions:read",
+         *         "sessions:write"
+         *       ],
+         *       "anonymous": false
+         *     }
+         */
         Whoami: {
             /** @description The credential's principal: `admin` for the token, else the key's or JWT's name */
             principal: string;
@@ -2389,10 +2607,45 @@ export interface components {
             /** @description --no-auth: nobody is authenticated, everyone is admin */
             anonymous: boolean;
         };
+        /**
+         * @description A page of the audit log
+         * @example {
+         *       "entries": [
+         *         {
+         *           "at": "2026-12-01T10:00:01.000Z",
+         *           "principal": "alice",
+         *           "action": "sessions.prompt",
+         *           "method": "POST",
+         *           "path": "/v1/sessions/ses_Qm9wYXJ0aWFs/prompt",
+         *           "sessionId": "ses_Qm9wYXJ0aWFs",
+         *           "status": 200,
+         *           "from": "127.0.0.1",
+         *           "requestId": "6f9619ff-8b86-4d11-b42d-00c04fc964ff"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         AuditPage: {
+            /** @description Entries of this page, newest first */
             entries: components["schemas"]["AuditEntry"][];
+            /** @description Pass as `cursor` for older entries; null at the end */
             nextCursor: string | null;
         };
+        /**
+         * @description One state-changing request: who, what, when, from where, and how it ended
+         * @example {
+         *       "at": "2026-12-01T10:00:01.000Z",
+         *       "principal": "alice",
+         *       "action": "sessions.prompt",
+         *       "method": "POST",
+         *       "path": "/v1/sessions/ses_Qm9wYXJ0aWFs/prompt",
+         *       "sessionId": "ses_Qm9wYXJ0aWFs",
+         *       "status": 200,
+         *       "from": "127.0.0.1",
+         *       "requestId": "6f9619ff-8b86-4d11-b42d-00c04fc964ff"
+         *     }
+         */
         AuditEntry: {
             /**
              * Format: date-time
@@ -2402,17 +2655,21 @@ export interface components {
             /** @description The authenticated principal */
             principal: string;
             /**
-             * @description The operation's operationId
-             * @example runs.prompt
+             * @description The operation's dotted name (`x-operation-name`)
+             * @example sessions.prompt
              */
             action: string;
+            /** @description The HTTP method */
             method: string;
+            /** @description The request's path */
             path: string;
+            /** @description The session it was about; null when none */
             sessionId: string | null;
             /** @description The HTTP status answered (denials are recorded too) */
             status: number;
             /** @description The client's address */
             from: string | null;
+            /** @description The request id (X-Request-Id), as in the log */
             requestId: string;
         };
         /**
@@ -2644,22 +2901,48 @@ export interface components {
         };
         /** @description Approval policies of this session, tried after the gateway's (--approval-policies-file) and the session's remembered answers. Rules that approve (`allow`, `{value}`) need the scope approvals:answer (403 otherwise) */
         ApprovalPolicies: {
-            /** @default [] */
+            /**
+             * @description The rules, tried in order
+             * @default []
+             */
             rules?: components["schemas"]["ApprovalPolicyRule"][];
             /** @description What happens to a dialog nobody answered in afterMs: cancel, deny, or wait on */
             unanswered?: {
+                /** @description Milliseconds a dialog may wait unanswered */
                 afterMs: number;
-                /** @enum {string} */
+                /**
+                 * @description What then happens to it
+                 * @enum {string}
+                 */
                 action: "cancel" | "deny" | "wait";
             };
         };
+        /**
+         * @description One approval policy rule: which dialogs it takes, and how it answers them
+         * @example {
+         *       "name": "allow-ls",
+         *       "match": {
+         *         "method": [
+         *           "select"
+         *         ],
+         *         "title": "(?s)Allow this bash command\\?\\s+ls( .*)?"
+         *       },
+         *       "action": "allow"
+         *     }
+         */
         ApprovalPolicyRule: {
+            /** @description The rule's name, recorded as `resolvedBy: policy:<name>` on what it answers */
             name: string;
-            /** @default {} */
+            /**
+             * @description What a dialog must be for the rule to apply; every condition given must hold (an empty match takes every dialog)
+             * @default {}
+             */
             match?: {
+                /** @description Only dialogs of these kinds (any kind when left out) */
                 method?: ("select" | "confirm" | "input" | "editor")[];
                 /** @description An RE2 regular expression (https://github.com/google/re2/wiki/Syntax), at most 200 characters and 400 RE2 instructions (2000 for all the patterns of one policy set), matched against the whole text (an anchored full match; `.` does not match a newline unless the pattern starts with `(?s)`). No backreferences or lookarounds: RE2 has none. A text longer than 4096 characters is never matched by a pattern: the dialog is left to a person. */
                 title?: string;
+                /** @description Only dialogs whose title is exactly this */
                 titleEquals?: string;
                 /** @description An RE2 regular expression (https://github.com/google/re2/wiki/Syntax), at most 200 characters and 400 RE2 instructions (2000 for all the patterns of one policy set), matched against the whole text (an anchored full match; `.` does not match a newline unless the pattern starts with `(?s)`). No backreferences or lookarounds: RE2 has none. A text longer than 4096 characters is never matched by a pattern: the dialog is left to a person. */
                 message?: string;
@@ -2668,6 +2951,7 @@ export interface components {
             };
             /** @description `allow`/`deny`: confirm → true/false; select → the option that reads like allow (Allow, Yes, Approve, OK) or deny (Block, Deny, No, Reject); `deny` without such an option, and on input/editor, cancels. `{value}` answers a select (one of its options) or an input/editor. `cancel` dismisses the dialog. `ask` leaves it to a person and stops looking at further rules. A rule whose action does not fit the dialog is skipped. */
             action: ("allow" | "deny" | "cancel" | "ask") | {
+                /** @description The answer to give: a select's option, or an input's text */
                 value: string;
             };
         };
@@ -2713,10 +2997,24 @@ export interface components {
             /** @description More sessions lie beyond this page (then `nextCursor` is set) */
             hasMore: boolean;
         };
+        /**
+         * @description A ticket that lets EventSource, which cannot send headers, open the session's stream
+         * @example {
+         *       "ticket": "mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE",
+         *       "expiresAt": "2026-12-01T10:01:00.000Z",
+         *       "eventsUrl": "/v1/sessions/ses_Qm9wYXJ0aWFs/events?ticket=mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE"
+         *     }
+         */
         StreamTicket: {
-            /** @example mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE */
+            /**
+             * @description A short-lived credential for this one stream, to pass as `?ticket=`
+             * @example mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE
+             */
             ticket: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the ticket stops being accepted
+             */
             expiresAt: string;
             /**
              * @description The session's event stream with the ticket in its query: give this to EventSource
@@ -2724,20 +3022,54 @@ export interface components {
              */
             eventsUrl: string;
         };
+        /**
+         * @description Who owns a session and whom it is shared with
+         * @example {
+         *       "sessionId": "ses_Qm9wYXJ0aWFs",
+         *       "owner": "alice",
+         *       "grants": [
+         *         {
+         *           "principal": "carol",
+         *           "can": [
+         *             "answer"
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
         SessionAccess: {
+            /** @description The session */
             sessionId: string;
             /** @description The principal that created the session */
             owner: string;
+            /** @description Whom it is shared with, and what each may do */
             grants: components["schemas"]["SessionGrant"][];
         };
+        /**
+         * @description One principal the session is shared with
+         * @example {
+         *       "principal": "carol",
+         *       "can": [
+         *         "answer"
+         *       ]
+         *     }
+         */
         SessionGrant: {
-            /** @example jwt:auth0|123 */
+            /**
+             * @description A principal: an API key's name, `admin`, or `jwt:<sub>` for an identity provider's subject
+             * @example jwt:auth0|123
+             */
             principal: string;
+            /** @description What it may do */
             can: components["schemas"]["SessionRight"][];
         };
-        /** @enum {string} */
+        /**
+         * @description What a principal the session is shared with may do: `read` it, `write` to it (reading included), or `answer` its approvals only
+         * @enum {string}
+         */
         SessionRight: "read" | "write" | "answer";
         /**
+         * @description Whom to share the session with (the whole list)
          * @example {
          *       "grants": [
          *         {
@@ -2782,7 +3114,52 @@ export interface components {
             firstEventId: number;
             /** @description Sequence number of the event that ended the run (its agent_settled) */
             lastEventId: number;
+            /**
+             * @description With `outputSchema`: the JSON value read from the run's last answer, valid against the schema (absent when `outputError` is set)
+             * @example {
+             *       "answer": "42"
+             *     }
+             */
+            output?: unknown;
+            /** @description With `outputSchema`: no answer validated after the repair turns (absent when `output` is set) */
+            outputError?: {
+                /** @description Why no answer validated (the last attempt's problem) */
+                message: string;
+                /**
+                 * @description Answers read: the first and each repair turn's
+                 * @example 3
+                 */
+                attempts: number;
+            };
+            limit?: components["schemas"]["LimitHit"];
         };
+        /**
+         * @description The run limit (`limits`) that aborted the run
+         * @example {
+         *       "kind": "turns",
+         *       "allowed": 3,
+         *       "used": 4
+         *     }
+         */
+        LimitHit: {
+            kind: components["schemas"]["LimitKind"];
+            /**
+             * @description The limit as set (turns, tokens, USD or milliseconds)
+             * @example 3
+             */
+            allowed: number;
+            /**
+             * @description What the run had used when the gateway stopped it
+             * @example 4
+             */
+            used: number;
+        };
+        /**
+         * @description Which limit a run met
+         * @example turns
+         * @enum {string}
+         */
+        LimitKind: "turns" | "tokens" | "cost" | "duration";
         RunAccepted: {
             /** @description The gateway's id for this command; the run it started or joined */
             runId: string;
@@ -2824,6 +3201,35 @@ export interface components {
              * @example image/png
              */
             mimeType: string;
+        };
+        /**
+         * @description Limits of one run command (each optional). Past one the run is aborted; its result carries `limit` and the stream `run_limit_reached`. On a steer or follow-up they apply to the run it joins, from then on
+         * @example {
+         *       "maxTurns": 10,
+         *       "maxDurationMs": 300000
+         *     }
+         */
+        RunLimits: {
+            /**
+             * @description Assistant turns the run may start (a turn is one model call and its tool calls; structured output's repair turns count). The turn after the last allowed one is aborted as it starts: `used` is then `maxTurns + 1`
+             * @example 10
+             */
+            maxTurns?: number;
+            /**
+             * @description Tokens (pi's `usage.totalTokens` of each assistant message: input, output and cache) the run may use. Checked as each assistant message ends, so `used` can pass it by one message's worth
+             * @example 200000
+             */
+            maxTokens?: number;
+            /**
+             * @description Cost in USD (pi's `usage.cost.total` of each assistant message), checked as each message ends
+             * @example 0.5
+             */
+            maxCostUsd?: number;
+            /**
+             * @description Milliseconds from pi's acceptance of the command to the run's end
+             * @example 300000
+             */
+            maxDurationMs?: number;
         };
         /**
          * @description The queued messages that were removed
@@ -3235,10 +3641,24 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * @description A ticket that lets EventSource, which cannot send headers, open the all-sessions stream
+         * @example {
+         *       "ticket": "mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE",
+         *       "expiresAt": "2026-12-01T10:01:00.000Z",
+         *       "eventsUrl": "/v1/events?ticket=mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE"
+         *     }
+         */
         AllEventsTicket: {
-            /** @example mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE */
+            /**
+             * @description A short-lived credential for this one stream, to pass as `?ticket=`
+             * @example mbc1x2kq.4Jq2yTq0S1w6mM7b9cR8u0mJmXQ2c2o9m8b1sG3pQkE
+             */
             ticket: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the ticket stops being accepted
+             */
             expiresAt: string;
             /**
              * @description The all-sessions stream with the ticket in its query: give this to EventSource
@@ -3246,12 +3666,65 @@ export interface components {
              */
             eventsUrl: string;
         };
+        /**
+         * @description A page of resolved approvals
+         * @example {
+         *       "approvals": [
+         *         {
+         *           "id": "3f1c2a9e-5d7b-4c1e-9a0f-6b8d2e4f1a3c",
+         *           "sessionId": "ses_Qm9wYXJ0aWFs",
+         *           "method": "select",
+         *           "title": "Allow this bash command?\n\n  rm -rf ./pi-gateway-scratch && echo removed",
+         *           "options": [
+         *             "Allow",
+         *             "Block"
+         *           ],
+         *           "createdAt": "2026-12-01T10:00:02.000Z",
+         *           "expiresAt": null,
+         *           "status": "answered",
+         *           "answer": {
+         *             "value": "Allow"
+         *           },
+         *           "resolvedAt": "2026-12-01T10:00:03.000Z",
+         *           "resolvedBy": "alice"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         ApprovalHistory: {
+            /** @description Resolved approvals, newest first */
             approvals: components["schemas"]["Approval"][];
             /** @description Pass as `cursor` for older ones; null at the end */
             nextCursor: string | null;
         };
+        /**
+         * @description A page of approvals
+         * @example {
+         *       "approvals": [
+         *         {
+         *           "id": "3f1c2a9e-5d7b-4c1e-9a0f-6b8d2e4f1a3c",
+         *           "sessionId": "ses_Qm9wYXJ0aWFs",
+         *           "method": "select",
+         *           "title": "Allow this bash command?\n\n  rm -rf ./pi-gateway-scratch && echo removed",
+         *           "options": [
+         *             "Allow",
+         *             "Block"
+         *           ],
+         *           "createdAt": "2026-12-01T10:00:02.000Z",
+         *           "expiresAt": null,
+         *           "status": "pending",
+         *           "answer": null,
+         *           "resolvedAt": null,
+         *           "resolvedBy": null
+         *         }
+         *       ],
+         *       "nextCursor": "17",
+         *       "hasMore": false
+         *     }
+         */
         ApprovalList: {
+            /** @description Approvals of this page, oldest first */
             approvals: components["schemas"]["Approval"][];
             /** @description Position after the last approval of this page: pass it as `cursor` for the next page, or with `wait` to long-poll for newer approvals */
             nextCursor: string;
@@ -3266,6 +3739,7 @@ export interface components {
          *     }
          */
         ApprovalAnswer: {
+            /** @description A confirm dialog's answer: yes (`true`) or no (`false`) */
             confirmed: boolean;
             /** @description A free-text note on who answers, kept as `note`; `resolvedBy` is the authenticated principal (with --no-auth, this) */
             by?: string;
@@ -3275,6 +3749,7 @@ export interface components {
              */
             remember?: "session";
         } | {
+            /** @description A select dialog's option, or the text of an input or editor dialog */
             value: string;
             /** @description A free-text note on who answers, kept as `note`; `resolvedBy` is the authenticated principal (with --no-auth, this) */
             by?: string;
@@ -3284,28 +3759,63 @@ export interface components {
              */
             remember?: "session";
         } | {
-            /** @enum {boolean} */
+            /**
+             * @description Dismiss the dialog (pi gets its default)
+             * @enum {boolean}
+             */
             cancelled: true;
             /** @description A free-text note on who answers, kept as `note`; `resolvedBy` is the authenticated principal (with --no-auth, this) */
             by?: string;
         };
+        /**
+         * @description What extensions asked pi's UI to show, kept for clients without a terminal
+         * @example {
+         *       "title": null,
+         *       "statuses": {
+         *         "git": "main"
+         *       },
+         *       "widgets": {},
+         *       "editorText": null,
+         *       "notifications": [
+         *         {
+         *           "message": "Tests passed",
+         *           "level": "info",
+         *           "at": "2026-12-01T10:00:04.000Z"
+         *         }
+         *       ]
+         *     }
+         */
         UiState: {
+            /** @description The title an extension set (`setTitle`); null if none */
             title: string | null;
+            /** @description Status texts extensions set (`setStatus`), by key */
             statuses: {
                 [key: string]: string;
             };
+            /** @description Widgets extensions set (`setWidget`), by key */
             widgets: {
                 [key: string]: {
+                    /** @description The widget's lines of text */
                     lines: string[];
-                    /** @enum {string} */
+                    /**
+                     * @description Where a terminal would show it
+                     * @enum {string}
+                     */
                     placement: "aboveEditor" | "belowEditor";
                 };
             };
+            /** @description Text an extension put in the editor (`set_editor_text`); null if none */
             editorText: string | null;
+            /** @description The latest notifications (`notify`), oldest first */
             notifications: {
+                /** @description The notification's text */
                 message: string;
-                /** @enum {string} */
+                /**
+                 * @description How serious it is
+                 * @enum {string}
+                 */
                 level: "info" | "warning" | "error";
+                /** @description When it came (ISO 8601) */
                 at: string;
             }[];
         };
@@ -3334,111 +3844,6 @@ export interface components {
             /** @description Oldest first */
             toolCalls: components["schemas"]["ToolCall"][];
         };
-        /** @description A call the model made to one of the session's client tools, and its answer */
-        ToolCall: {
-            /**
-             * @description The model's tool call id (pi's toolCallId)
-             * @example call_7f3a
-             */
-            id: string;
-            /**
-             * @description The session whose model called the tool
-             * @example ses_Crw9Yvn1qjeD
-             */
-            sessionId: string;
-            /**
-             * @description The run the call belongs to (the id of the prompt that started it)
-             * @example gw_4
-             */
-            runId: string | null;
-            /**
-             * @description The client tool's name
-             * @example lookup_price
-             */
-            name: string;
-            /**
-             * @description The model's arguments, as pi checked them against the tool's `parameters`
-             * @example {
-             *       "sku": "A-1"
-             *     }
-             */
-            arguments?: unknown;
-            status: components["schemas"]["ToolCallStatus"];
-            /**
-             * Format: date-time
-             * @description When the model called the tool
-             */
-            createdAt: string;
-            /**
-             * Format: date-time
-             * @description When it was answered or cancelled; null while pending
-             */
-            answeredAt: string | null;
-            result: components["schemas"]["ToolCallResult"];
-            /**
-             * @description Who settled it: the authenticated principal that answered, or when nobody did: `gateway-policy` (--approval-timeout-ms ran out), `gateway-abort` (the run was aborted), `pi-exit` (pi exited) or `pi` (pi finished the tool without the program's answer); null while pending
-             * @example admin
-             */
-            resolvedBy: string | null;
-        };
-        /**
-         * @description `pending`: the model waits for the program's answer; `answered`: the program answered; `cancelled`: nobody answered (the run was aborted, pi exited, the gateway's timeout ran out, or pi went on without the answer) and the model got an error result saying so
-         * @example pending
-         * @enum {string}
-         */
-        ToolCallStatus: "pending" | "answered" | "cancelled";
-        /**
-         * @description What the model got back; null while pending
-         * @example {
-         *       "output": "19.90",
-         *       "isError": false
-         *     }
-         */
-        ToolCallResult: {
-            /**
-             * @description The tool's output: text, or a list of content blocks (text and images)
-             * @example 19.90
-             */
-            output: string | components["schemas"]["ToolCallContent"][];
-            /**
-             * @description The model got it as an error result
-             * @example false
-             */
-            isError: boolean;
-        } | null;
-        /** @description One block of a tool's output, as pi's tools return them */
-        ToolCallContent: components["schemas"]["ToolCallTextBlock"] | components["schemas"]["ToolCallImageBlock"];
-        /** @description Text the model reads */
-        ToolCallTextBlock: {
-            /**
-             * @description A text block (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            type: "text";
-            /**
-             * @description The text the model reads
-             * @example 19.90
-             */
-            text: string;
-        };
-        /** @description An image the model sees (for models that take images) */
-        ToolCallImageBlock: {
-            /**
-             * @description An image block (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            type: "image";
-            /**
-             * @description The image's bytes, base64
-             * @example iVBORw0KGgo=
-             */
-            data: string;
-            /**
-             * @description Its media type
-             * @example image/png
-             */
-            mimeType: string;
-        };
         /**
          * @description The program's result for a client tool call: what the model gets back from the tool
          * @example {
@@ -3458,12 +3863,33 @@ export interface components {
              */
             isError?: boolean;
         };
+        /**
+         * @description A page of a folder's entries
+         * @example {
+         *       "path": "src",
+         *       "entries": [
+         *         {
+         *           "name": "main.py",
+         *           "path": "src/main.py",
+         *           "type": "file",
+         *           "size": 120,
+         *           "modifiedAt": "2026-12-01T10:00:03.000Z"
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         WorkspaceListing: {
+            /** @description The folder listed, relative to the session's folder (`` for itself) */
             path: string;
+            /** @description Its entries on this page, sorted by name */
             entries: components["schemas"]["WorkspaceEntry"][];
+            /** @description Pass as `cursor` for the next page; null on the last */
             nextCursor: string | null;
         };
+        /** @description One entry of a folder */
         WorkspaceEntry: {
+            /** @description The entry's name */
             name: string;
             /** @description Relative to the session's folder */
             path: string;
@@ -3472,31 +3898,80 @@ export interface components {
              * @enum {string}
              */
             type: "file" | "dir" | "symlink" | "other";
+            /** @description Its size in bytes (of the link itself, for a symlink) */
             size: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it was last modified
+             */
             modifiedAt: string;
         };
+        /**
+         * @description What a search of the session's folder found
+         * @example {
+         *       "matches": [
+         *         {
+         *           "path": "src/main.py",
+         *           "line": 3,
+         *           "text": "def main():"
+         *         }
+         *       ],
+         *       "truncated": false,
+         *       "engine": "ripgrep"
+         *     }
+         */
         WorkspaceSearchResult: {
+            /** @description What matched, by path and line */
             matches: {
+                /** @description The file, relative to the session's folder */
                 path: string;
+                /** @description The matching line's number, from 1; null: its name matched */
                 line: number | null;
+                /** @description The matching line; null: its name matched */
                 text: string | null;
                 /** @description `true`: the line holds a NUL byte (a binary file around the match); each NUL is shown as U+FFFD. Absent otherwise */
                 binary?: boolean;
             }[];
+            /** @description More matched than are listed */
             truncated: boolean;
-            /** @enum {string} */
+            /**
+             * @description What searched: ripgrep when on PATH, else the gateway
+             * @enum {string}
+             */
             engine: "ripgrep" | "node";
         };
+        /**
+         * @description What changed in the session's folder
+         * @example {
+         *       "runId": "gw_1",
+         *       "files": [
+         *         {
+         *           "path": "hello.txt",
+         *           "status": "added",
+         *           "binary": false,
+         *           "diff": "diff --git a/hello.txt b/hello.txt\nnew file mode 100644\n--- /dev/null\n+++ b/hello.txt\n@@ -0,0 +1 @@\n+hello\n",
+         *           "truncated": false
+         *         }
+         *       ],
+         *       "truncated": false
+         *     }
+         */
         WorkspaceChanges: {
+            /** @description The run asked about; null: since the session started */
             runId: string | null;
+            /** @description The changed files, by path */
             files: components["schemas"]["WorkspaceFileChange"][];
             /** @description More files changed than are listed, or the diffs were cut */
             truncated: boolean;
         };
+        /** @description One changed file, with its diff */
         WorkspaceFileChange: {
+            /** @description The file's path in the session's folder */
             path: string;
-            /** @enum {string} */
+            /**
+             * @description What happened to it
+             * @enum {string}
+             */
             status: "added" | "modified" | "deleted";
             /** @description git's test (a NUL byte near the start): no diff is given */
             binary: boolean;
@@ -3505,24 +3980,61 @@ export interface components {
             /** @description The diff was left out: larger than --workspace-max-diff-bytes, or past --workspace-max-changes-bytes */
             truncated: boolean;
         };
+        /**
+         * @description A webhook just registered, with its signing secret (shown this once)
+         * @example {
+         *       "id": "wh_Qm9wYXJ0aWFs",
+         *       "url": "https://hooks.example.com/pi",
+         *       "events": [
+         *         "approval.requested"
+         *       ],
+         *       "sessions": null,
+         *       "description": "Pager for approvals",
+         *       "static": false,
+         *       "createdAt": "2026-12-01T10:00:00.000Z",
+         *       "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+         *     }
+         */
         CreatedWebhook: {
+            /** @description The webhook's id */
             id: string;
+            /** @description Where deliveries are POSTed */
             url: string;
+            /** @description The event types it is told of */
             events: components["schemas"]["WebhookEventType"][];
+            /** @description Only these sessions' events; null: every session's */
             sessions: string[] | null;
+            /** @description The note it was registered with; null if none */
             description: string | null;
             /** @description Declared in --webhooks-file: cannot be deleted through the API */
             static: boolean;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it was registered
+             */
             createdAt: string;
             /** @description The signing secret (whsec_…): shown once, here */
             secret: string;
         };
-        /** @enum {string} */
-        WebhookEventType: "approval.requested" | "approval.resolved" | "run.settled" | "session.exited" | "session.crashed";
+        /**
+         * @description What a webhook can be told of: a dialog or client tool call asked or settled, a run settled, pi exited or crashed
+         * @enum {string}
+         */
+        WebhookEventType: "approval.requested" | "approval.resolved" | "tool_call.requested" | "tool_call.resolved" | "run.settled" | "session.exited" | "session.crashed";
+        /**
+         * @description A webhook to register
+         * @example {
+         *       "url": "https://hooks.example.com/pi",
+         *       "events": [
+         *         "approval.requested"
+         *       ],
+         *       "description": "Pager for approvals"
+         *     }
+         */
         CreateWebhookBody: {
             /**
              * Format: uri
+             * @description Where deliveries are POSTed (http or https)
              * @example https://hooks.example.com/pi
              */
             url: string;
@@ -3535,35 +4047,158 @@ export interface components {
              * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
              */
             secret?: string;
+            /** @description A note for people: what the webhook is for */
             description?: string;
         };
+        /**
+         * @description The registered webhooks
+         * @example {
+         *       "webhooks": [
+         *         {
+         *           "id": "wh_Qm9wYXJ0aWFs",
+         *           "url": "https://hooks.example.com/pi",
+         *           "events": [
+         *             "approval.requested"
+         *           ],
+         *           "sessions": null,
+         *           "description": "Pager for approvals",
+         *           "static": false,
+         *           "createdAt": "2026-12-01T10:00:00.000Z"
+         *         }
+         *       ]
+         *     }
+         */
         WebhookList: {
+            /** @description Every webhook, oldest first */
             webhooks: components["schemas"]["Webhook"][];
         };
+        /**
+         * @description A registered webhook (its secret is never shown again)
+         * @example {
+         *       "id": "wh_Qm9wYXJ0aWFs",
+         *       "url": "https://hooks.example.com/pi",
+         *       "events": [
+         *         "approval.requested"
+         *       ],
+         *       "sessions": null,
+         *       "description": "Pager for approvals",
+         *       "static": false,
+         *       "createdAt": "2026-12-01T10:00:00.000Z"
+         *     }
+         */
         Webhook: {
+            /** @description The webhook's id */
             id: string;
+            /** @description Where deliveries are POSTed */
             url: string;
+            /** @description The event types it is told of */
             events: components["schemas"]["WebhookEventType"][];
+            /** @description Only these sessions' events; null: every session's */
             sessions: string[] | null;
+            /** @description The note it was registered with; null if none */
             description: string | null;
             /** @description Declared in --webhooks-file: cannot be deleted through the API */
             static: boolean;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it was registered
+             */
             createdAt: string;
         };
+        /**
+         * @description A webhook's deliveries
+         * @example {
+         *       "deliveries": [
+         *         {
+         *           "id": "msg_Qm9wYXJ0aWFsX2Jh",
+         *           "webhookId": "wh_Qm9wYXJ0aWFs",
+         *           "type": "approval.requested",
+         *           "state": "delivered",
+         *           "attempts": 1,
+         *           "nextAttemptAt": null,
+         *           "createdAt": "2026-12-01T10:00:02.000Z",
+         *           "payload": {
+         *             "type": "approval.requested",
+         *             "timestamp": "2026-12-01T10:00:02.000Z",
+         *             "data": {
+         *               "sessionId": "ses_Qm9wYXJ0aWFs",
+         *               "approvalId": "3f1c2a9e-5d7b-4c1e-9a0f-6b8d2e4f1a3c",
+         *               "method": "select",
+         *               "status": "pending",
+         *               "links": {
+         *                 "session": "/v1/sessions/ses_Qm9wYXJ0aWFs",
+         *                 "approval": "/v1/sessions/ses_Qm9wYXJ0aWFs/approvals/3f1c2a9e-5d7b-4c1e-9a0f-6b8d2e4f1a3c"
+         *               }
+         *             }
+         *           },
+         *           "log": [
+         *             {
+         *               "at": "2026-12-01T10:00:02.100Z",
+         *               "status": 200,
+         *               "error": null,
+         *               "durationMs": 42
+         *             }
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
         WebhookDeliveryList: {
+            /** @description The webhook's deliveries, newest first */
             deliveries: components["schemas"]["WebhookDelivery"][];
         };
+        /**
+         * @description One event's delivery to one webhook
+         * @example {
+         *       "id": "msg_Qm9wYXJ0aWFsX2Jh",
+         *       "webhookId": "wh_Qm9wYXJ0aWFs",
+         *       "type": "approval.requested",
+         *       "state": "delivered",
+         *       "attempts": 1,
+         *       "nextAttemptAt": null,
+         *       "createdAt": "2026-12-01T10:00:02.000Z",
+         *       "payload": {
+         *         "type": "approval.requested",
+         *         "timestamp": "2026-12-01T10:00:02.000Z",
+         *         "data": {
+         *           "sessionId": "ses_Qm9wYXJ0aWFs",
+         *           "approvalId": "3f1c2a9e-5d7b-4c1e-9a0f-6b8d2e4f1a3c",
+         *           "method": "select",
+         *           "status": "pending",
+         *           "links": {
+         *             "session": "/v1/sessions/ses_Qm9wYXJ0aWFs",
+         *             "approval": "/v1/sessions/ses_Qm9wYXJ0aWFs/approvals/3f1c2a9e-5d7b-4c1e-9a0f-6b8d2e4f1a3c"
+         *           }
+         *         }
+         *       },
+         *       "log": [
+         *         {
+         *           "at": "2026-12-01T10:00:02.100Z",
+         *           "status": 200,
+         *           "error": null,
+         *           "durationMs": 42
+         *         }
+         *       ]
+         *     }
+         */
         WebhookDelivery: {
             /** @description The `webhook-id` header: the same on every attempt and redelivery */
             id: string;
+            /** @description The webhook it goes to */
             webhookId: string;
             type: components["schemas"]["WebhookEventType"];
             state: components["schemas"]["WebhookDeliveryState"];
+            /** @description Attempts made so far */
             attempts: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it is tried next; null when it is not
+             */
             nextAttemptAt: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the event happened
+             */
             createdAt: string;
             /** @description The body sent (thin: ids, status, links) */
             payload: {
@@ -3571,19 +4206,30 @@ export interface components {
             };
             /** @description The latest attempts, oldest first */
             log: {
-                /** Format: date-time */
+                /**
+                 * Format: date-time
+                 * @description When the attempt was made
+                 */
                 at: string;
                 /** @description The receiver's HTTP status; null when none came */
                 status: number | null;
+                /** @description Why it failed; null when the receiver answered */
                 error: string | null;
+                /** @description How long it took, in milliseconds */
                 durationMs: number;
             }[];
         };
-        /** @enum {string} */
+        /**
+         * @description `pending`: to be (re)tried; `delivered`: a receiver answered 2xx; `failed`: every attempt failed; `dropped`: left out (too many pending for the webhook)
+         * @enum {string}
+         */
         WebhookDeliveryState: "pending" | "delivered" | "failed" | "dropped";
         ApprovalAnswerObject: {
+            /** @description A confirm dialog's answer: yes (`true`) or no (`false`) */
             confirmed?: boolean;
+            /** @description A select dialog's option, or the text of an input or editor dialog */
             value?: string;
+            /** @description The dialog was dismissed */
             cancelled?: boolean;
         };
         /**
@@ -3629,6 +4275,7 @@ export interface components {
             };
         };
         /**
+         * @description The body of `sessionsPrompt` (Send a prompt: starts a run, or joins one with streamingBehavior)
          * @example {
          *       "message": "List the files in this folder"
          *     }
@@ -3646,8 +4293,27 @@ export interface components {
              * @enum {string}
              */
             streamingBehavior?: "steer" | "followUp";
+            /**
+             * @description Structured output: a JSON Schema (2020-12) the run's answer must validate against. The gateway tells the model the shape (an instruction after the message), reads the run's last assistant text as JSON, and sends up to 2 repair turns when it does not validate; the result then carries `output` or `outputError`, and the stream a `run_output` event before `agent_settled`. A schema that is not one is 400 `invalid_output_schema` before pi. docs/structured-output.md
+             * @example {
+             *       "type": "object",
+             *       "properties": {
+             *         "answer": {
+             *           "type": "string"
+             *         }
+             *       },
+             *       "required": [
+             *         "answer"
+             *       ]
+             *     }
+             */
+            outputSchema?: {
+                [key: string]: unknown;
+            };
+            limits?: components["schemas"]["RunLimits"];
         };
         /**
+         * @description The body of `sessionsSteer` (Steer the running agent (delivered after the current turn's tool calls))
          * @example {
          *       "message": "Skip the tests for now"
          *     }
@@ -3660,8 +4326,27 @@ export interface components {
             message: string;
             /** @description Images sent with the message (at most 64) */
             images?: components["schemas"]["ImageContent"][];
+            /**
+             * @description Structured output: a JSON Schema (2020-12) the run's answer must validate against. The gateway tells the model the shape (an instruction after the message), reads the run's last assistant text as JSON, and sends up to 2 repair turns when it does not validate; the result then carries `output` or `outputError`, and the stream a `run_output` event before `agent_settled`. A schema that is not one is 400 `invalid_output_schema` before pi. docs/structured-output.md
+             * @example {
+             *       "type": "object",
+             *       "properties": {
+             *         "answer": {
+             *           "type": "string"
+             *         }
+             *       },
+             *       "required": [
+             *         "answer"
+             *       ]
+             *     }
+             */
+            outputSchema?: {
+                [key: string]: unknown;
+            };
+            limits?: components["schemas"]["RunLimits"];
         };
         /**
+         * @description The body of `sessionsFollowUp` (Queue a message for when the agent finishes)
          * @example {
          *       "message": "Then summarise what you changed"
          *     }
@@ -3674,13 +4359,35 @@ export interface components {
             message: string;
             /** @description Images sent with the message (at most 64) */
             images?: components["schemas"]["ImageContent"][];
+            /**
+             * @description Structured output: a JSON Schema (2020-12) the run's answer must validate against. The gateway tells the model the shape (an instruction after the message), reads the run's last assistant text as JSON, and sends up to 2 repair turns when it does not validate; the result then carries `output` or `outputError`, and the stream a `run_output` event before `agent_settled`. A schema that is not one is 400 `invalid_output_schema` before pi. docs/structured-output.md
+             * @example {
+             *       "type": "object",
+             *       "properties": {
+             *         "answer": {
+             *           "type": "string"
+             *         }
+             *       },
+             *       "required": [
+             *         "answer"
+             *       ]
+             *     }
+             */
+            outputSchema?: {
+                [key: string]: unknown;
+            };
+            limits?: components["schemas"]["RunLimits"];
         };
-        /** @example {} */
+        /**
+         * @description The body of `sessionsNewSession` (Start a fresh pi session in this process)
+         * @example {}
+         */
         NewSessionBody: {
             /** @description pi session file the new session records as its parent */
             parentSession?: string;
         };
         /**
+         * @description The body of `sessionsSetModel` (Switch to a model)
          * @example {
          *       "provider": "pi-gateway-demo",
          *       "modelId": "demo"
@@ -3699,6 +4406,7 @@ export interface components {
             modelId: string;
         };
         /**
+         * @description The body of `sessionsSetThinkingLevel` (Set the thinking level)
          * @example {
          *       "level": "high"
          *     }
@@ -3707,6 +4415,7 @@ export interface components {
             level: components["schemas"]["ThinkingLevel"];
         };
         /**
+         * @description The body of `sessionsSetSteeringMode` (How steering messages are delivered)
          * @example {
          *       "mode": "one-at-a-time"
          *     }
@@ -3715,6 +4424,7 @@ export interface components {
             mode: components["schemas"]["QueueMode"];
         };
         /**
+         * @description The body of `sessionsSetFollowUpMode` (How follow-up messages are delivered)
          * @example {
          *       "mode": "all"
          *     }
@@ -3723,6 +4433,7 @@ export interface components {
             mode: components["schemas"]["QueueMode"];
         };
         /**
+         * @description The body of `sessionsCompact` (Compact the conversation context)
          * @example {
          *       "customInstructions": "Keep the list of files changed"
          *     }
@@ -3732,6 +4443,7 @@ export interface components {
             customInstructions?: string;
         };
         /**
+         * @description The body of `sessionsSetAutoCompaction` (Turn automatic compaction on or off)
          * @example {
          *       "enabled": true
          *     }
@@ -3744,6 +4456,7 @@ export interface components {
             enabled: boolean;
         };
         /**
+         * @description The body of `sessionsSetAutoRetry` (Turn automatic retry on transient errors on or off)
          * @example {
          *       "enabled": false
          *     }
@@ -3756,6 +4469,7 @@ export interface components {
             enabled: boolean;
         };
         /**
+         * @description The body of `sessionsBash` (Run a shell command and add its output to the context of the next prompt)
          * @example {
          *       "command": "ls -la"
          *     }
@@ -3773,6 +4487,7 @@ export interface components {
             excludeFromContext?: boolean;
         };
         /**
+         * @description The body of `sessionsExportHtml` (Export the session to an HTML file (inside the workspace root))
          * @example {
          *       "outputPath": "transcript.html"
          *     }
@@ -3785,6 +4500,7 @@ export interface components {
             outputPath?: string;
         };
         /**
+         * @description The body of `sessionsSwitchSession` (Load another pi session file)
          * @example {
          *       "sessionPath": "sessions/2026-12-01T10-00-00.jsonl"
          *     }
@@ -3797,6 +4513,7 @@ export interface components {
             sessionPath: string;
         };
         /**
+         * @description The body of `sessionsFork` (Fork from an earlier user message)
          * @example {
          *       "entryId": "a1b2c3d4"
          *     }
@@ -3809,6 +4526,7 @@ export interface components {
             entryId: string;
         };
         /**
+         * @description The body of `sessionsSetName` (Set the session's display name)
          * @example {
          *       "name": "Fix the login bug"
          *     }
@@ -3819,6 +4537,128 @@ export interface components {
              * @example Fix the login bug
              */
             name: string;
+        };
+        /**
+         * @description The body of `sessionsPrompt` (Send a prompt and stream its run until it settles)
+         * @example {
+         *       "message": "List the files in this folder"
+         *     }
+         */
+        PromptBody2: {
+            /**
+             * @description The user message's text
+             * @example List the files in this folder
+             */
+            message: string;
+            /** @description Images sent with the message (at most 64) */
+            images?: components["schemas"]["ImageContent"][];
+            /**
+             * @description While a run is going on: `steer` (delivered after the current turn's tool calls) or `followUp` (queued for when the agent finishes); without it a prompt to a busy session is 409
+             * @enum {string}
+             */
+            streamingBehavior?: "steer" | "followUp";
+            /**
+             * @description Structured output: a JSON Schema (2020-12) the run's answer must validate against. The gateway tells the model the shape (an instruction after the message), reads the run's last assistant text as JSON, and sends up to 2 repair turns when it does not validate; the result then carries `output` or `outputError`, and the stream a `run_output` event before `agent_settled`. A schema that is not one is 400 `invalid_output_schema` before pi. docs/structured-output.md
+             * @example {
+             *       "type": "object",
+             *       "properties": {
+             *         "answer": {
+             *           "type": "string"
+             *         }
+             *       },
+             *       "required": [
+             *         "answer"
+             *       ]
+             *     }
+             */
+            outputSchema?: {
+                [key: string]: unknown;
+            };
+            limits?: components["schemas"]["RunLimits"];
+        };
+        /**
+         * @description The body of `sessionsSteer` (Steer the running agent and stream the run until it settles)
+         * @example {
+         *       "message": "Skip the tests for now"
+         *     }
+         */
+        SteerBody2: {
+            /**
+             * @description The user message's text
+             * @example List the files in this folder
+             */
+            message: string;
+            /** @description Images sent with the message (at most 64) */
+            images?: components["schemas"]["ImageContent"][];
+            /**
+             * @description Structured output: a JSON Schema (2020-12) the run's answer must validate against. The gateway tells the model the shape (an instruction after the message), reads the run's last assistant text as JSON, and sends up to 2 repair turns when it does not validate; the result then carries `output` or `outputError`, and the stream a `run_output` event before `agent_settled`. A schema that is not one is 400 `invalid_output_schema` before pi. docs/structured-output.md
+             * @example {
+             *       "type": "object",
+             *       "properties": {
+             *         "answer": {
+             *           "type": "string"
+             *         }
+             *       },
+             *       "required": [
+             *         "answer"
+             *       ]
+             *     }
+             */
+            outputSchema?: {
+                [key: string]: unknown;
+            };
+            limits?: components["schemas"]["RunLimits"];
+        };
+        /**
+         * @description The body of `sessionsFollowUp` (Queue a follow-up message and stream the run until it settles)
+         * @example {
+         *       "message": "Then summarise what you changed"
+         *     }
+         */
+        FollowUpBody2: {
+            /**
+             * @description The user message's text
+             * @example List the files in this folder
+             */
+            message: string;
+            /** @description Images sent with the message (at most 64) */
+            images?: components["schemas"]["ImageContent"][];
+            /**
+             * @description Structured output: a JSON Schema (2020-12) the run's answer must validate against. The gateway tells the model the shape (an instruction after the message), reads the run's last assistant text as JSON, and sends up to 2 repair turns when it does not validate; the result then carries `output` or `outputError`, and the stream a `run_output` event before `agent_settled`. A schema that is not one is 400 `invalid_output_schema` before pi. docs/structured-output.md
+             * @example {
+             *       "type": "object",
+             *       "properties": {
+             *         "answer": {
+             *           "type": "string"
+             *         }
+             *       },
+             *       "required": [
+             *         "answer"
+             *       ]
+             *     }
+             */
+            outputSchema?: {
+                [key: string]: unknown;
+            };
+            limits?: components["schemas"]["RunLimits"];
+        };
+        /**
+         * @description The body of `sessionsBash` (Run a shell command and add its output to the context of the next prompt, streaming its output)
+         * @example {
+         *       "command": "ls -la"
+         *     }
+         */
+        BashBody2: {
+            /**
+             * @description The shell command pi runs
+             * @example ls -la
+             */
+            command: string;
+            /**
+             * @description Keep the command and its output out of the conversation the model sees
+             * @example false
+             */
+            excludeFromContext?: boolean;
         };
     };
     responses: never;
@@ -5439,7 +6279,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["PromptBody"];
+                "application/json": components["schemas"]["PromptBody2"];
             };
         };
         responses: {
@@ -5604,7 +6444,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["SteerBody"];
+                "application/json": components["schemas"]["SteerBody2"];
             };
         };
         responses: {
@@ -5769,7 +6609,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["FollowUpBody"];
+                "application/json": components["schemas"]["FollowUpBody2"];
             };
         };
         responses: {
@@ -8705,7 +9545,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["BashBody"];
+                "application/json": components["schemas"]["BashBody2"];
             };
         };
         responses: {
@@ -12675,6 +13515,7 @@ export interface operations {
     webhooksDeliveries: {
         parameters: {
             query?: {
+                /** @description How many deliveries to answer at most */
                 limit?: number;
             };
             header?: never;

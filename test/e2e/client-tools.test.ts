@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PiGateway, type ToolCall } from "../../clients/typescript/index.ts";
 import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { startReceiver } from "../helpers/receiver.ts";
 import { collect } from "../helpers/sse.ts";
@@ -254,5 +255,46 @@ describe("webhooks", () => {
 			await hooked.stop();
 			await receiver.close();
 		}
+	});
+});
+
+describe("the TypeScript client", () => {
+	it("toolCalls.run answers each call with the handler of its name and resolves with the run's result", async () => {
+		const client = new PiGateway({ baseUrl: gw.url, token: gw.config.token });
+		const session = await client.createSession({ clientTools: [lookupPrice] });
+		const seen: ToolCall[] = [];
+		const tools = {
+			lookup_price: async (args: { sku: string }, call: ToolCall) => {
+				seen.push(call);
+				return `price of ${args.sku}: 19.90`;
+			},
+		};
+		const result = await client.toolCalls.run(session.id, { message: 'tool: lookup_price {"sku":"A-1"}' }, tools);
+		expect(result).toMatchObject({ text: "price of A-1: 19.90" });
+		expect(seen).toEqual([
+			expect.objectContaining({ name: "lookup_price", arguments: { sku: "A-1" }, status: "pending" }),
+		]);
+		expect(await client.toolCalls.list(session.id)).toEqual([
+			expect.objectContaining({
+				id: seen[0]?.id,
+				status: "answered",
+				result: { output: "price of A-1: 19.90", isError: false },
+			}),
+		]);
+
+		// A handler that throws, and a tool with no handler, are error results the model reads.
+		const failing = await client.toolCalls.run(
+			session.id,
+			{ message: 'tool: lookup_price {"sku":"B"}' },
+			{
+				lookup_price: () => {
+					throw new Error("the price list is down");
+				},
+			},
+		);
+		expect(failing).toMatchObject({ text: "Error: the price list is down" });
+		const unhandled = await client.toolCalls.run(session.id, { message: 'tool: lookup_price {"sku":"C"}' }, {});
+		expect(unhandled).toMatchObject({ text: "Error: This program has no handler for the tool lookup_price" });
+		await client.deleteSession(session.id);
 	});
 });

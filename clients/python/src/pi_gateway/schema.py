@@ -43,6 +43,14 @@ __all__ = [
     "Approval",
     "ApprovalStatus",
     "Event_approval_resolved",
+    "Event_tool_call_requested",
+    "ToolCall",
+    "ToolCallStatus",
+    "ToolCallResult",
+    "ToolCallContent",
+    "ToolCallTextBlock",
+    "ToolCallImageBlock",
+    "Event_tool_call_resolved",
     "Event_run_changes",
     "Event_folder_sync",
     "Event_folder_restore",
@@ -70,8 +78,11 @@ __all__ = [
     "SessionRight",
     "SessionShare",
     "RunResult",
+    "LimitHit",
+    "LimitKind",
     "RunAccepted",
     "ImageContent",
+    "RunLimits",
     "ClearedQueue",
     "CancellableResult",
     "PiState",
@@ -102,12 +113,6 @@ __all__ = [
     "ApprovalAnswer",
     "UiState",
     "ToolCallList",
-    "ToolCall",
-    "ToolCallStatus",
-    "ToolCallResult",
-    "ToolCallContent",
-    "ToolCallTextBlock",
-    "ToolCallImageBlock",
     "ToolCallAnswer",
     "WorkspaceListing",
     "WorkspaceEntry",
@@ -141,6 +146,10 @@ __all__ = [
     "SwitchSessionBody",
     "ForkBody",
     "SetNameBody",
+    "PromptBody2",
+    "SteerBody2",
+    "FollowUpBody2",
+    "BashBody2",
 ]
 
 
@@ -569,21 +578,27 @@ class Event_approval_requested(TypedDict):
 class _ApprovalRequired(TypedDict):
     # pi's dialog id
     id: str
+    # The session whose pi opened it
     sessionId: str
+    # The kind of dialog, which says how to answer it
     method: Literal["select", "confirm", "input", "editor"]
+    # What the dialog asks
     title: str
+    # When it opened
     createdAt: str
     # When it stops waiting unanswered: just before pi's own `timeout` runs out (→ expired; pi gets `cancelled`, which gives the extension the same defau...
     expiresAt: Union[str, None]
     status: "ApprovalStatus"
     # The answer a client posted; null while pending or when nobody answered
     answer: Union["ApprovalAnswerObject", None]
+    # When it was answered, expired or cancelled; null while pending
     resolvedAt: Union[str, None]
     # Who settled it: the answer's `by` (default `api`), or when nobody answered: `pi-timeout`, `gateway-policy` (approvalTimeoutMs), `gateway-abort` (th...
     resolvedBy: Union[str, None]
 
 
 class Approval(_ApprovalRequired, total=False):
+    """An extension's dialog (select, confirm, input, editor) as a resource a client answers"""
     # confirm only
     message: str
     # select only: the allowed values
@@ -603,6 +618,88 @@ class Event_approval_resolved(TypedDict):
     # The gateway session the event belongs to
     sessionId: str
     approval: "Approval"
+
+
+class _Event_tool_call_requestedRequired(TypedDict):
+    # Always `tool_call_requested`; the frame's `event:`
+    type: Literal["tool_call_requested"]
+    # The gateway session the event belongs to
+    sessionId: str
+    # The call's id: answer it at POST /v1/sessions/{id}/tool-calls/{toolCallId}
+    toolCallId: str
+    # The client tool the model called
+    name: str
+    # The run the call belongs to
+    runId: Union[str, None]
+    toolCall: "ToolCall"
+
+
+class Event_tool_call_requested(_Event_tool_call_requestedRequired, total=False):
+    """Gateway: the model called one of the session's client tools; the run waits for the program's answer"""
+    # The model's arguments, checked against the tool's `parameters`
+    arguments: Any
+
+
+class _ToolCallRequired(TypedDict):
+    # The model's tool call id (pi's toolCallId)
+    id: str
+    # The session whose model called the tool
+    sessionId: str
+    # The run the call belongs to (the id of the prompt that started it)
+    runId: Union[str, None]
+    # The client tool's name
+    name: str
+    status: "ToolCallStatus"
+    # When the model called the tool
+    createdAt: str
+    # When it was answered or cancelled; null while pending
+    answeredAt: Union[str, None]
+    result: "ToolCallResult"
+    # Who settled it: the authenticated principal that answered, or when nobody did: `gateway-policy` (--approval-timeout-ms ran out), `gateway-abort` (t...
+    resolvedBy: Union[str, None]
+
+
+class ToolCall(_ToolCallRequired, total=False):
+    """A call the model made to one of the session's client tools, and its answer"""
+    # The model's arguments, as pi checked them against the tool's `parameters`
+    arguments: Any
+
+
+ToolCallResult = Union[Dict[str, Any], None]
+
+
+class ToolCallTextBlock(TypedDict):
+    """Text the model reads"""
+    # A text block
+    type: Literal["text"]
+    # The text the model reads
+    text: str
+
+
+class ToolCallImageBlock(TypedDict):
+    """An image the model sees (for models that take images)"""
+    # An image block
+    type: Literal["image"]
+    # The image's bytes, base64
+    data: str
+    # Its media type
+    mimeType: str
+
+
+class Event_tool_call_resolved(TypedDict):
+    """Gateway: a client tool call was answered, or cancelled (abort, pi's exit, the timeout); `toolCall.result` is what the model got"""
+    # Always `tool_call_resolved`; the frame's `event:`
+    type: Literal["tool_call_resolved"]
+    # The gateway session the event belongs to
+    sessionId: str
+    # The call's id
+    toolCallId: str
+    # The client tool
+    name: str
+    # The run the call belongs to
+    runId: Union[str, None]
+    status: "ToolCallStatus"
+    toolCall: "ToolCall"
 
 
 class _Event_run_changesRequired(TypedDict):
@@ -734,14 +831,20 @@ class Event_error(TypedDict):
 
 
 class _ProblemRequired(TypedDict):
+    # A URN naming the problem (RFC 9457)
     type: str
+    # The HTTP status's reason phrase
     title: str
+    # The HTTP status, as answered
     status: int
+    # What went wrong, as a stable code to branch on
     code: str
+    # What went wrong, in words
     detail: str
 
 
 class Problem(_ProblemRequired, total=False):
+    """An error (RFC 9457 problem+json): nothing of a refused request reached pi"""
     # The request id (X-Request-Id)
     instance: str
     # What was wrong with the input (400 only)
@@ -778,6 +881,7 @@ class Info(_InfoRequired, total=False):
 
 
 class Whoami(TypedDict):
+    """Who the caller's credential is and what it may do"""
     # The credential's principal: `admin` for the token, else the key's or JWT's name
     principal: str
     # What it may do; `admin` holds every other scope. A client shows only what these allow
@@ -787,7 +891,10 @@ class Whoami(TypedDict):
 
 
 class AuditPage(TypedDict):
+    """A page of the audit log"""
+    # Entries of this page, newest first
     entries: List["AuditEntry"]
+    # Pass as `cursor` for older entries; null at the end
     nextCursor: Union[str, None]
 
 
@@ -796,7 +903,7 @@ _AuditEntryOptional = TypedDict("_AuditEntryOptional", {}, total=False)
 
 
 class AuditEntry(_AuditEntryRequired, _AuditEntryOptional):
-    pass
+    """One state-changing request: who, what, when, from where, and how it ended"""
 
 
 class Session(TypedDict):
@@ -882,18 +989,22 @@ class ClientTool(TypedDict):
 
 class ApprovalPolicies(TypedDict, total=False):
     """Approval policies of this session, tried after the gateway's (--approval-policies-file) and the session's remembered answers. Rules that approve (`allow`, `{value}`) need the scope approvals:answer (403 otherwise)"""
+    # The rules, tried in order
     rules: List["ApprovalPolicyRule"]
     # What happens to a dialog nobody answered in afterMs: cancel, deny, or wait on
     unanswered: Dict[str, Any]
 
 
 class _ApprovalPolicyRuleRequired(TypedDict):
+    # The rule's name, recorded as `resolvedBy: policy:<name>` on what it answers
     name: str
     # `allow`/`deny`: confirm → true/false; select → the option that reads like allow (Allow, Yes, Approve, OK) or deny (Block, Deny, No, Reject); `deny`...
     action: Union[Literal["allow", "deny", "cancel", "ask"], Dict[str, Any]]
 
 
 class ApprovalPolicyRule(_ApprovalPolicyRuleRequired, total=False):
+    """One approval policy rule: which dialogs it takes, and how it answers them"""
+    # What a dialog must be for the rule to apply; every condition given must hold (an empty match takes every dialog)
     match: Dict[str, Any]
 
 
@@ -908,30 +1019,40 @@ class SessionList(TypedDict):
 
 
 class StreamTicket(TypedDict):
+    """A ticket that lets EventSource, which cannot send headers, open the session's stream"""
+    # A short-lived credential for this one stream, to pass as `?ticket=`
     ticket: str
+    # When the ticket stops being accepted
     expiresAt: str
     # The session's event stream with the ticket in its query: give this to EventSource
     eventsUrl: str
 
 
 class SessionAccess(TypedDict):
+    """Who owns a session and whom it is shared with"""
+    # The session
     sessionId: str
     # The principal that created the session
     owner: str
+    # Whom it is shared with, and what each may do
     grants: List["SessionGrant"]
 
 
 class SessionGrant(TypedDict):
+    """One principal the session is shared with"""
+    # A principal: an API key's name, `admin`, or `jwt:<sub>` for an identity provider's subject
     principal: str
+    # What it may do
     can: List["SessionRight"]
 
 
 class SessionShare(TypedDict):
+    """Whom to share the session with (the whole list)"""
     # Every principal the session is shared with and what it may do (replaces the list): `read`, `write` (reading included) or `answer` (its approvals only)
     grants: List["SessionGrant"]
 
 
-class RunResult(TypedDict):
+class _RunResultRequired(TypedDict):
     runId: str
     disposition: Literal["started", "queued", "handled"]
     aborted: bool
@@ -946,6 +1067,23 @@ class RunResult(TypedDict):
     firstEventId: int
     # Sequence number of the event that ended the run (its agent_settled)
     lastEventId: int
+
+
+class RunResult(_RunResultRequired, total=False):
+    # With `outputSchema`: the JSON value read from the run's last answer, valid against the schema (absent when `outputError` is set)
+    output: Any
+    # With `outputSchema`: no answer validated after the repair turns (absent when `output` is set)
+    outputError: Dict[str, Any]
+    limit: "LimitHit"
+
+
+class LimitHit(TypedDict):
+    """The run limit (`limits`) that aborted the run"""
+    kind: "LimitKind"
+    # The limit as set (turns, tokens, USD or milliseconds)
+    allowed: float
+    # What the run had used when the gateway stopped it
+    used: float
 
 
 class _RunAcceptedRequired(TypedDict):
@@ -970,6 +1108,18 @@ class ImageContent(TypedDict):
     data: str
     # The image's media type
     mimeType: str
+
+
+class RunLimits(TypedDict, total=False):
+    """Limits of one run command (each optional). Past one the run is aborted; its result carries `limit` and the stream `run_limit_reached`. On a steer or follow-up they apply to the run it joins, from then on"""
+    # Assistant turns the run may start (a turn is one model call and its tool calls; structured output's repair turns count). The turn after the last al...
+    maxTurns: int
+    # Tokens (pi's `usage.totalTokens` of each assistant message: input, output and cache) the run may use. Checked as each assistant message ends, so `u...
+    maxTokens: int
+    # Cost in USD (pi's `usage.cost.total` of each assistant message), checked as each message ends
+    maxCostUsd: float
+    # Milliseconds from pi's acceptance of the command to the run's end
+    maxDurationMs: int
 
 
 class ClearedQueue(TypedDict):
@@ -1215,19 +1365,26 @@ class RawCommand(TypedDict):
 
 
 class AllEventsTicket(TypedDict):
+    """A ticket that lets EventSource, which cannot send headers, open the all-sessions stream"""
+    # A short-lived credential for this one stream, to pass as `?ticket=`
     ticket: str
+    # When the ticket stops being accepted
     expiresAt: str
     # The all-sessions stream with the ticket in its query: give this to EventSource
     eventsUrl: str
 
 
 class ApprovalHistory(TypedDict):
+    """A page of resolved approvals"""
+    # Resolved approvals, newest first
     approvals: List["Approval"]
     # Pass as `cursor` for older ones; null at the end
     nextCursor: Union[str, None]
 
 
 class ApprovalList(TypedDict):
+    """A page of approvals"""
+    # Approvals of this page, oldest first
     approvals: List["Approval"]
     # Position after the last approval of this page: pass it as `cursor` for the next page, or with `wait` to long-poll for newer approvals
     nextCursor: str
@@ -1236,10 +1393,16 @@ class ApprovalList(TypedDict):
 
 
 class UiState(TypedDict):
+    """What extensions asked pi's UI to show, kept for clients without a terminal"""
+    # The title an extension set (`setTitle`); null if none
     title: Union[str, None]
+    # Status texts extensions set (`setStatus`), by key
     statuses: Dict[str, str]
+    # Widgets extensions set (`setWidget`), by key
     widgets: Dict[str, Dict[str, Any]]
+    # Text an extension put in the editor (`set_editor_text`); null if none
     editorText: Union[str, None]
+    # The latest notifications (`notify`), oldest first
     notifications: List[Dict[str, Any]]
 
 
@@ -1247,52 +1410,6 @@ class ToolCallList(TypedDict):
     """Client tool calls"""
     # Oldest first
     toolCalls: List["ToolCall"]
-
-
-class _ToolCallRequired(TypedDict):
-    # The model's tool call id (pi's toolCallId)
-    id: str
-    # The session whose model called the tool
-    sessionId: str
-    # The run the call belongs to (the id of the prompt that started it)
-    runId: Union[str, None]
-    # The client tool's name
-    name: str
-    status: "ToolCallStatus"
-    # When the model called the tool
-    createdAt: str
-    # When it was answered or cancelled; null while pending
-    answeredAt: Union[str, None]
-    result: "ToolCallResult"
-    # Who settled it: the authenticated principal that answered, or when nobody did: `gateway-policy` (--approval-timeout-ms ran out), `gateway-abort` (t...
-    resolvedBy: Union[str, None]
-
-
-class ToolCall(_ToolCallRequired, total=False):
-    """A call the model made to one of the session's client tools, and its answer"""
-    # The model's arguments, as pi checked them against the tool's `parameters`
-    arguments: Any
-
-
-ToolCallResult = Union[Dict[str, Any], None]
-
-
-class ToolCallTextBlock(TypedDict):
-    """Text the model reads"""
-    # A text block
-    type: Literal["text"]
-    # The text the model reads
-    text: str
-
-
-class ToolCallImageBlock(TypedDict):
-    """An image the model sees (for models that take images)"""
-    # An image block
-    type: Literal["image"]
-    # The image's bytes, base64
-    data: str
-    # Its media type
-    mimeType: str
 
 
 class _ToolCallAnswerRequired(TypedDict):
@@ -1307,36 +1424,54 @@ class ToolCallAnswer(_ToolCallAnswerRequired, total=False):
 
 
 class WorkspaceListing(TypedDict):
+    """A page of a folder's entries"""
+    # The folder listed, relative to the session's folder (`` for itself)
     path: str
+    # Its entries on this page, sorted by name
     entries: List["WorkspaceEntry"]
+    # Pass as `cursor` for the next page; null on the last
     nextCursor: Union[str, None]
 
 
 class WorkspaceEntry(TypedDict):
+    """One entry of a folder"""
+    # The entry's name
     name: str
     # Relative to the session's folder
     path: str
     # Symlinks are listed, not followed; `other`: a FIFO, socket or device
     type: Literal["file", "dir", "symlink", "other"]
+    # Its size in bytes (of the link itself, for a symlink)
     size: int
+    # When it was last modified
     modifiedAt: str
 
 
 class WorkspaceSearchResult(TypedDict):
+    """What a search of the session's folder found"""
+    # What matched, by path and line
     matches: List[Dict[str, Any]]
+    # More matched than are listed
     truncated: bool
+    # What searched: ripgrep when on PATH, else the gateway
     engine: Literal["ripgrep", "node"]
 
 
 class WorkspaceChanges(TypedDict):
+    """What changed in the session's folder"""
+    # The run asked about; null: since the session started
     runId: Union[str, None]
+    # The changed files, by path
     files: List["WorkspaceFileChange"]
     # More files changed than are listed, or the diffs were cut
     truncated: bool
 
 
 class WorkspaceFileChange(TypedDict):
+    """One changed file, with its diff"""
+    # The file's path in the session's folder
     path: str
+    # What happened to it
     status: Literal["added", "modified", "deleted"]
     # git's test (a NUL byte near the start): no diff is given
     binary: bool
@@ -1347,59 +1482,85 @@ class WorkspaceFileChange(TypedDict):
 
 
 class CreatedWebhook(TypedDict):
+    """A webhook just registered, with its signing secret (shown this once)"""
+    # The webhook's id
     id: str
+    # Where deliveries are POSTed
     url: str
+    # The event types it is told of
     events: List["WebhookEventType"]
+    # Only these sessions' events; null: every session's
     sessions: Union[List[str], None]
+    # The note it was registered with; null if none
     description: Union[str, None]
     # Declared in --webhooks-file: cannot be deleted through the API
     static: bool
+    # When it was registered
     createdAt: str
     # The signing secret (whsec_…): shown once, here
     secret: str
 
 
 class _CreateWebhookBodyRequired(TypedDict):
+    # Where deliveries are POSTed (http or https)
     url: str
     # The event types to deliver
     events: List["WebhookEventType"]
 
 
 class CreateWebhookBody(_CreateWebhookBodyRequired, total=False):
+    """A webhook to register"""
     # Only events of these sessions (default: every session)
     sessions: List[str]
     # Signing secret; generated when absent. Shown in this response only, never again
     secret: str
+    # A note for people: what the webhook is for
     description: str
 
 
 class WebhookList(TypedDict):
+    """The registered webhooks"""
+    # Every webhook, oldest first
     webhooks: List["Webhook"]
 
 
 class Webhook(TypedDict):
+    """A registered webhook (its secret is never shown again)"""
+    # The webhook's id
     id: str
+    # Where deliveries are POSTed
     url: str
+    # The event types it is told of
     events: List["WebhookEventType"]
+    # Only these sessions' events; null: every session's
     sessions: Union[List[str], None]
+    # The note it was registered with; null if none
     description: Union[str, None]
     # Declared in --webhooks-file: cannot be deleted through the API
     static: bool
+    # When it was registered
     createdAt: str
 
 
 class WebhookDeliveryList(TypedDict):
+    """A webhook's deliveries"""
+    # The webhook's deliveries, newest first
     deliveries: List["WebhookDelivery"]
 
 
 class WebhookDelivery(TypedDict):
+    """One event's delivery to one webhook"""
     # The `webhook-id` header: the same on every attempt and redelivery
     id: str
+    # The webhook it goes to
     webhookId: str
     type: "WebhookEventType"
     state: "WebhookDeliveryState"
+    # Attempts made so far
     attempts: int
+    # When it is tried next; null when it is not
     nextAttemptAt: Union[str, None]
+    # When the event happened
     createdAt: str
     # The body sent (thin: ids, status, links)
     payload: Dict[str, Any]
@@ -1408,8 +1569,11 @@ class WebhookDelivery(TypedDict):
 
 
 class ApprovalAnswerObject(TypedDict, total=False):
+    # A confirm dialog's answer: yes (`true`) or no (`false`)
     confirmed: bool
+    # A select dialog's option, or the text of an input or editor dialog
     value: str
+    # The dialog was dismissed
     cancelled: bool
 
 
@@ -1436,10 +1600,14 @@ class _PromptBodyRequired(TypedDict):
 
 
 class PromptBody(_PromptBodyRequired, total=False):
+    """The body of `sessionsPrompt` (Send a prompt: starts a run, or joins one with streamingBehavior)"""
     # Images sent with the message (at most 64)
     images: List["ImageContent"]
     # While a run is going on: `steer` (delivered after the current turn's tool calls) or `followUp` (queued for when the agent finishes); without it a p...
     streamingBehavior: Literal["steer", "followUp"]
+    # Structured output: a JSON Schema (2020-12) the run's answer must validate against. The gateway tells the model the shape (an instruction after the ...
+    outputSchema: Dict[str, Any]
+    limits: "RunLimits"
 
 
 class _SteerBodyRequired(TypedDict):
@@ -1448,8 +1616,12 @@ class _SteerBodyRequired(TypedDict):
 
 
 class SteerBody(_SteerBodyRequired, total=False):
+    """The body of `sessionsSteer` (Steer the running agent (delivered after the current turn's tool calls))"""
     # Images sent with the message (at most 64)
     images: List["ImageContent"]
+    # Structured output: a JSON Schema (2020-12) the run's answer must validate against. The gateway tells the model the shape (an instruction after the ...
+    outputSchema: Dict[str, Any]
+    limits: "RunLimits"
 
 
 class _FollowUpBodyRequired(TypedDict):
@@ -1458,16 +1630,22 @@ class _FollowUpBodyRequired(TypedDict):
 
 
 class FollowUpBody(_FollowUpBodyRequired, total=False):
+    """The body of `sessionsFollowUp` (Queue a message for when the agent finishes)"""
     # Images sent with the message (at most 64)
     images: List["ImageContent"]
+    # Structured output: a JSON Schema (2020-12) the run's answer must validate against. The gateway tells the model the shape (an instruction after the ...
+    outputSchema: Dict[str, Any]
+    limits: "RunLimits"
 
 
 class NewSessionBody(TypedDict, total=False):
+    """The body of `sessionsNewSession` (Start a fresh pi session in this process)"""
     # pi session file the new session records as its parent
     parentSession: str
 
 
 class SetModelBody(TypedDict):
+    """The body of `sessionsSetModel` (Switch to a model)"""
     # The model's provider
     provider: str
     # The model's id at that provider
@@ -1475,28 +1653,34 @@ class SetModelBody(TypedDict):
 
 
 class SetThinkingLevelBody(TypedDict):
+    """The body of `sessionsSetThinkingLevel` (Set the thinking level)"""
     level: "ThinkingLevel"
 
 
 class SetSteeringModeBody(TypedDict):
+    """The body of `sessionsSetSteeringMode` (How steering messages are delivered)"""
     mode: "QueueMode"
 
 
 class SetFollowUpModeBody(TypedDict):
+    """The body of `sessionsSetFollowUpMode` (How follow-up messages are delivered)"""
     mode: "QueueMode"
 
 
 class CompactBody(TypedDict, total=False):
+    """The body of `sessionsCompact` (Compact the conversation context)"""
     # What the summary should keep or stress, added to pi's compaction prompt
     customInstructions: str
 
 
 class SetAutoCompactionBody(TypedDict):
+    """The body of `sessionsSetAutoCompaction` (Turn automatic compaction on or off)"""
     # On (`true`) or off (`false`)
     enabled: bool
 
 
 class SetAutoRetryBody(TypedDict):
+    """The body of `sessionsSetAutoRetry` (Turn automatic retry on transient errors on or off)"""
     # On (`true`) or off (`false`)
     enabled: bool
 
@@ -1507,31 +1691,91 @@ class _BashBodyRequired(TypedDict):
 
 
 class BashBody(_BashBodyRequired, total=False):
+    """The body of `sessionsBash` (Run a shell command and add its output to the context of the next prompt)"""
     # Keep the command and its output out of the conversation the model sees
     excludeFromContext: bool
 
 
 class ExportHtmlBody(TypedDict, total=False):
+    """The body of `sessionsExportHtml` (Export the session to an HTML file (inside the workspace root))"""
     # Where pi writes the HTML file, inside the session's folder (pi picks a name by default)
     outputPath: str
 
 
 class SwitchSessionBody(TypedDict):
+    """The body of `sessionsSwitchSession` (Load another pi session file)"""
     # The pi session file to load, inside the session's folder
     sessionPath: str
 
 
 class ForkBody(TypedDict):
+    """The body of `sessionsFork` (Fork from an earlier user message)"""
     # The user message's entry id to fork from (`GET …/fork-messages` lists them)
     entryId: str
 
 
 class SetNameBody(TypedDict):
+    """The body of `sessionsSetName` (Set the session's display name)"""
     # The session's new display name
     name: str
 
 
-StreamEvent = Union["Event_response", "Event_agent_start", "Event_agent_end", "Event_agent_settled", "Event_turn_start", "Event_turn_end", "Event_message_start", "Event_message_update", "Event_message_end", "Event_tool_execution_start", "Event_tool_execution_update", "Event_tool_execution_end", "Event_queue_update", "Event_compaction_start", "Event_compaction_end", "Event_auto_retry_start", "Event_auto_retry_end", "Event_summarization_retry_scheduled", "Event_summarization_retry_attempt_start", "Event_summarization_retry_finished", "Event_bash_execution_update", "Event_extension_ui_request", "Event_extension_error", "Event_session_info_changed", "Event_thinking_level_changed", "Event_entry_appended", "Event_stream_open", "Event_session_status", "Event_session_exit", "Event_run_lost", "Event_approval_requested", "Event_approval_resolved", "Event_run_changes", "Event_folder_sync", "Event_folder_restore", "Event_gap", "Event_dropped", "Event_line_dropped", "Event_shutdown", "Event_revoked", "Event_error"]
+class _PromptBody2Required(TypedDict):
+    # The user message's text
+    message: str
+
+
+class PromptBody2(_PromptBody2Required, total=False):
+    """The body of `sessionsPrompt` (Send a prompt and stream its run until it settles)"""
+    # Images sent with the message (at most 64)
+    images: List["ImageContent"]
+    # While a run is going on: `steer` (delivered after the current turn's tool calls) or `followUp` (queued for when the agent finishes); without it a p...
+    streamingBehavior: Literal["steer", "followUp"]
+    # Structured output: a JSON Schema (2020-12) the run's answer must validate against. The gateway tells the model the shape (an instruction after the ...
+    outputSchema: Dict[str, Any]
+    limits: "RunLimits"
+
+
+class _SteerBody2Required(TypedDict):
+    # The user message's text
+    message: str
+
+
+class SteerBody2(_SteerBody2Required, total=False):
+    """The body of `sessionsSteer` (Steer the running agent and stream the run until it settles)"""
+    # Images sent with the message (at most 64)
+    images: List["ImageContent"]
+    # Structured output: a JSON Schema (2020-12) the run's answer must validate against. The gateway tells the model the shape (an instruction after the ...
+    outputSchema: Dict[str, Any]
+    limits: "RunLimits"
+
+
+class _FollowUpBody2Required(TypedDict):
+    # The user message's text
+    message: str
+
+
+class FollowUpBody2(_FollowUpBody2Required, total=False):
+    """The body of `sessionsFollowUp` (Queue a follow-up message and stream the run until it settles)"""
+    # Images sent with the message (at most 64)
+    images: List["ImageContent"]
+    # Structured output: a JSON Schema (2020-12) the run's answer must validate against. The gateway tells the model the shape (an instruction after the ...
+    outputSchema: Dict[str, Any]
+    limits: "RunLimits"
+
+
+class _BashBody2Required(TypedDict):
+    # The shell command pi runs
+    command: str
+
+
+class BashBody2(_BashBody2Required, total=False):
+    """The body of `sessionsBash` (Run a shell command and add its output to the context of the next prompt, streaming its output)"""
+    # Keep the command and its output out of the conversation the model sees
+    excludeFromContext: bool
+
+
+StreamEvent = Union["Event_response", "Event_agent_start", "Event_agent_end", "Event_agent_settled", "Event_turn_start", "Event_turn_end", "Event_message_start", "Event_message_update", "Event_message_end", "Event_tool_execution_start", "Event_tool_execution_update", "Event_tool_execution_end", "Event_queue_update", "Event_compaction_start", "Event_compaction_end", "Event_auto_retry_start", "Event_auto_retry_end", "Event_summarization_retry_scheduled", "Event_summarization_retry_attempt_start", "Event_summarization_retry_finished", "Event_bash_execution_update", "Event_extension_ui_request", "Event_extension_error", "Event_session_info_changed", "Event_thinking_level_changed", "Event_entry_appended", "Event_stream_open", "Event_session_status", "Event_session_exit", "Event_run_lost", "Event_approval_requested", "Event_approval_resolved", "Event_tool_call_requested", "Event_tool_call_resolved", "Event_run_changes", "Event_folder_sync", "Event_folder_restore", "Event_gap", "Event_dropped", "Event_line_dropped", "Event_shutdown", "Event_revoked", "Event_error"]
 
 
 SessionStatus = Literal["starting", "idle", "running", "waiting", "stopped", "exited", "crashed"]
@@ -1540,10 +1784,19 @@ SessionStatus = Literal["starting", "idle", "running", "waiting", "stopped", "ex
 ApprovalStatus = Literal["pending", "answered", "expired", "cancelled"]
 
 
+ToolCallStatus = Literal["pending", "answered", "cancelled"]
+
+
+ToolCallContent = Union["ToolCallTextBlock", "ToolCallImageBlock"]
+
+
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
 
 
 SessionRight = Literal["read", "write", "answer"]
+
+
+LimitKind = Literal["turns", "tokens", "cost", "duration"]
 
 
 QueueMode = Literal["all", "one-at-a-time"]
@@ -1552,13 +1805,7 @@ QueueMode = Literal["all", "one-at-a-time"]
 ApprovalAnswer = Dict[str, Any]
 
 
-ToolCallStatus = Literal["pending", "answered", "cancelled"]
-
-
-ToolCallContent = Union["ToolCallTextBlock", "ToolCallImageBlock"]
-
-
-WebhookEventType = Literal["approval.requested", "approval.resolved", "run.settled", "session.exited", "session.crashed"]
+WebhookEventType = Literal["approval.requested", "approval.resolved", "tool_call.requested", "tool_call.resolved", "run.settled", "session.exited", "session.crashed"]
 
 
 WebhookDeliveryState = Literal["pending", "delivered", "failed", "dropped"]
