@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { Approval, ApprovalAnswer, ApprovalStatus } from "../../../sessions/approvals.ts";
+import { Approval, ApprovalAnswer, ApprovalStatus, approvalExample } from "../../../sessions/approvals.ts";
 import { json, jsonBody, problem, problems } from "../../transport/openapi.ts";
 import { pageQuery, SessionParams } from "../../transport/params.ts";
 
@@ -13,14 +13,17 @@ const ApprovalParams = SessionParams.extend({
 
 const ApprovalList = z
 	.object({
-		approvals: z.array(Approval),
+		approvals: z.array(Approval).describe("Approvals of this page, oldest first"),
 		nextCursor: z.string().openapi({
 			description:
 				"Position after the last approval of this page: pass it as `cursor` for the next page, or with `wait` to long-poll for newer approvals",
 		}),
 		hasMore: z.boolean().openapi({ description: "More approvals already lie beyond `nextCursor`" }),
 	})
-	.openapi("ApprovalList");
+	.openapi("ApprovalList", {
+		description: "A page of approvals",
+		example: { approvals: [approvalExample], nextCursor: "17", hasMore: false },
+	});
 
 const PageQuery = pageQuery("only approvals created after it").extend({
 	// Described as a parameter: beside a schema's `$ref`, a description would become an `allOf`.

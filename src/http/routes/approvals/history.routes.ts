@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { Approval } from "../../../sessions/approvals.ts";
+import { Approval, approvalExample } from "../../../sessions/approvals.ts";
 import { json, problems } from "../../transport/openapi.ts";
 import { pageQuery } from "../../transport/params.ts";
 
@@ -28,13 +28,27 @@ export const approvalHistory = createRoute({
 		200: json(
 			z
 				.object({
-					approvals: z.array(Approval),
+					approvals: z.array(Approval).describe("Resolved approvals, newest first"),
 					nextCursor: z
 						.string()
 						.nullable()
 						.openapi({ description: "Pass as `cursor` for older ones; null at the end" }),
 				})
-				.openapi("ApprovalHistory"),
+				.openapi("ApprovalHistory", {
+					description: "A page of resolved approvals",
+					example: {
+						approvals: [
+							{
+								...approvalExample,
+								status: "answered",
+								answer: { value: "Allow" },
+								resolvedAt: "2026-12-01T10:00:03.000Z",
+								resolvedBy: "alice",
+							},
+						],
+						nextCursor: null,
+					},
+				}),
 			"A page of resolved approvals",
 		),
 		...problems(400, 401),

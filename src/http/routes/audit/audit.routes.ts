@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { AuditEntry } from "../../observability/audit.ts";
+import { AuditEntry, auditExample } from "../../observability/audit.ts";
 import { json, problems } from "../../transport/openapi.ts";
 import { pageQuery } from "../../transport/params.ts";
 
@@ -27,7 +27,15 @@ export const auditLog = createRoute({
 	},
 	responses: {
 		200: json(
-			z.object({ entries: z.array(AuditEntry), nextCursor: z.string().nullable() }).openapi("AuditPage"),
+			z
+				.object({
+					entries: z.array(AuditEntry).describe("Entries of this page, newest first"),
+					nextCursor: z.string().nullable().describe("Pass as `cursor` for older entries; null at the end"),
+				})
+				.openapi("AuditPage", {
+					description: "A page of the audit log",
+					example: { entries: [auditExample], nextCursor: null },
+				}),
 			"A page of entries",
 		),
 		...problems(400, 401, 403),

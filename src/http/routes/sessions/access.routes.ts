@@ -10,7 +10,10 @@ export const ShareBody = z
 				"Every principal the session is shared with and what it may do (replaces the list): `read`, `write` (reading included) or `answer` (its approvals only)",
 		}),
 	})
-	.openapi("SessionShare", { example: { grants: [{ principal: "carol", can: ["answer"] }] } });
+	.openapi("SessionShare", {
+		description: "Whom to share the session with (the whole list)",
+		example: { grants: [{ principal: "carol", can: ["answer"] }] },
+	});
 
 export const getSessionAccess = createRoute({
 	operationId: "sessions.getAccess",

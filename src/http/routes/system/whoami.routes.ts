@@ -12,7 +12,10 @@ export const Whoami = z
 		}),
 		anonymous: z.boolean().openapi({ description: "--no-auth: nobody is authenticated, everyone is admin" }),
 	})
-	.openapi("Whoami");
+	.openapi("Whoami", {
+		description: "Who the caller's credential is and what it may do",
+		example: { principal: "alice", scopes: ["sessions:read", "sessions:write"], anonymous: false },
+	});
 
 export const whoami = createRoute({
 	operationId: "system.whoami",

@@ -1,5 +1,12 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { CreatedWebhook, CreateWebhookBody, Delivery, Webhook } from "../../../webhooks/schemas.ts";
+import {
+	CreatedWebhook,
+	CreateWebhookBody,
+	Delivery,
+	deliveryExample,
+	Webhook,
+	webhookExample,
+} from "../../../webhooks/schemas.ts";
 import { json, jsonBody, problems } from "../../transport/openapi.ts";
 import { Problem } from "../../transport/problem.ts";
 
@@ -69,7 +76,12 @@ export const listWebhooks = createRoute({
 	tags: ["webhooks"],
 	summary: "All webhooks (without their secrets)",
 	responses: {
-		200: json(z.object({ webhooks: z.array(Webhook) }).openapi("WebhookList"), "Webhooks, oldest first"),
+		200: json(
+			z
+				.object({ webhooks: z.array(Webhook).describe("Every webhook, oldest first") })
+				.openapi("WebhookList", { description: "The registered webhooks", example: { webhooks: [webhookExample] } }),
+			"Webhooks, oldest first",
+		),
 		...problems(401),
 		...unavailable,
 	},
@@ -112,10 +124,26 @@ export const listDeliveries = createRoute({
 	summary: "The webhook's delivery log, newest first: state, attempts, receivers' status codes",
 	request: {
 		params: WebhookParams,
-		query: z.object({ limit: z.coerce.number().int().min(1).max(1000).default(100) }),
+		query: z.object({
+			limit: z.coerce
+				.number()
+				.int()
+				.min(1)
+				.max(1000)
+				.default(100)
+				.openapi({ description: "How many deliveries to answer at most", example: 100 }),
+		}),
 	},
 	responses: {
-		200: json(z.object({ deliveries: z.array(Delivery) }).openapi("WebhookDeliveryList"), "Deliveries"),
+		200: json(
+			z
+				.object({ deliveries: z.array(Delivery).describe("The webhook's deliveries, newest first") })
+				.openapi("WebhookDeliveryList", {
+					description: "A webhook's deliveries",
+					example: { deliveries: [deliveryExample] },
+				}),
+			"Deliveries",
+		),
 		...problems(400, 401),
 		...unavailable,
 	},

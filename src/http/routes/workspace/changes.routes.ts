@@ -7,8 +7,8 @@ const tags = ["workspace"];
 
 export const FileChange = z
 	.object({
-		path: z.string(),
-		status: z.enum(["added", "modified", "deleted"]),
+		path: z.string().describe("The file's path in the session's folder"),
+		status: z.enum(["added", "modified", "deleted"]).describe("What happened to it"),
 		binary: z.boolean().openapi({ description: "git's test (a NUL byte near the start): no diff is given" }),
 		diff: z.string().nullable().openapi({
 			description: "Unified diff (`diff --git …`, 3 lines of context); null for a binary file or past the caps",
@@ -18,7 +18,7 @@ export const FileChange = z
 				"The diff was left out: larger than --workspace-max-diff-bytes, or past --workspace-max-changes-bytes",
 		}),
 	})
-	.openapi("WorkspaceFileChange");
+	.openapi("WorkspaceFileChange", { description: "One changed file, with its diff" });
 
 export const changes = createRoute({
 	operationId: "workspace.changes",
@@ -42,11 +42,26 @@ export const changes = createRoute({
 		200: json(
 			z
 				.object({
-					runId: z.string().nullable(),
-					files: z.array(FileChange),
+					runId: z.string().nullable().describe("The run asked about; null: since the session started"),
+					files: z.array(FileChange).describe("The changed files, by path"),
 					truncated: z.boolean().openapi({ description: "More files changed than are listed, or the diffs were cut" }),
 				})
-				.openapi("WorkspaceChanges"),
+				.openapi("WorkspaceChanges", {
+					description: "What changed in the session's folder",
+					example: {
+						runId: "gw_1",
+						files: [
+							{
+								path: "hello.txt",
+								status: "added",
+								binary: false,
+								diff: "diff --git a/hello.txt b/hello.txt\nnew file mode 100644\n--- /dev/null\n+++ b/hello.txt\n@@ -0,0 +1 @@\n+hello\n",
+								truncated: false,
+							},
+						],
+						truncated: false,
+					},
+				}),
 			"The changed files with their diffs",
 		),
 		...problems(400, 401, 403, 410),

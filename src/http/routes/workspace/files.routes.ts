@@ -19,15 +19,15 @@ const Binary = z.string().openapi({ format: "binary" });
 
 export const Entry = z
 	.object({
-		name: z.string(),
+		name: z.string().describe("The entry's name"),
 		path: z.string().openapi({ description: "Relative to the session's folder" }),
 		type: z
 			.enum(["file", "dir", "symlink", "other"])
 			.openapi({ description: "Symlinks are listed, not followed; `other`: a FIFO, socket or device" }),
-		size: z.number().int(),
-		modifiedAt: z.string().openapi({ format: "date-time" }),
+		size: z.number().int().describe("Its size in bytes (of the link itself, for a symlink)"),
+		modifiedAt: z.string().openapi({ format: "date-time", description: "When it was last modified" }),
 	})
-	.openapi("WorkspaceEntry");
+	.openapi("WorkspaceEntry", { description: "One entry of a folder" });
 
 export const listFiles = createRoute({
 	operationId: "workspace.list",
@@ -48,8 +48,27 @@ export const listFiles = createRoute({
 	responses: {
 		200: json(
 			z
-				.object({ path: z.string(), entries: z.array(Entry), nextCursor: z.string().nullable() })
-				.openapi("WorkspaceListing"),
+				.object({
+					path: z.string().describe("The folder listed, relative to the session's folder (`` for itself)"),
+					entries: z.array(Entry).describe("Its entries on this page, sorted by name"),
+					nextCursor: z.string().nullable().describe("Pass as `cursor` for the next page; null on the last"),
+				})
+				.openapi("WorkspaceListing", {
+					description: "A page of a folder's entries",
+					example: {
+						path: "src",
+						entries: [
+							{
+								name: "main.py",
+								path: "src/main.py",
+								type: "file",
+								size: 120,
+								modifiedAt: "2026-12-01T10:00:03.000Z",
+							},
+						],
+						nextCursor: null,
+					},
+				}),
 			"A page of the folder's entries",
 		),
 		...problems(400, 401, 403, 404, 410),
@@ -179,21 +198,34 @@ export const searchFiles = createRoute({
 		200: json(
 			z
 				.object({
-					matches: z.array(
-						z.object({
-							path: z.string(),
-							line: z.number().int().nullable(),
-							text: z.string().nullable(),
-							binary: z.boolean().optional().openapi({
-								description:
-									"`true`: the line holds a NUL byte (a binary file around the match); each NUL is shown as U+FFFD. Absent otherwise",
+					matches: z
+						.array(
+							z.object({
+								path: z.string().describe("The file, relative to the session's folder"),
+								line: z
+									.number()
+									.int()
+									.nullable()
+									.describe("The matching line's number, from 1; null: its name matched"),
+								text: z.string().nullable().describe("The matching line; null: its name matched"),
+								binary: z.boolean().optional().openapi({
+									description:
+										"`true`: the line holds a NUL byte (a binary file around the match); each NUL is shown as U+FFFD. Absent otherwise",
+								}),
 							}),
-						}),
-					),
-					truncated: z.boolean(),
-					engine: z.enum(["ripgrep", "node"]),
+						)
+						.describe("What matched, by path and line"),
+					truncated: z.boolean().describe("More matched than are listed"),
+					engine: z.enum(["ripgrep", "node"]).describe("What searched: ripgrep when on PATH, else the gateway"),
 				})
-				.openapi("WorkspaceSearchResult"),
+				.openapi("WorkspaceSearchResult", {
+					description: "What a search of the session's folder found",
+					example: {
+						matches: [{ path: "src/main.py", line: 3, text: "def main():" }],
+						truncated: false,
+						engine: "ripgrep",
+					},
+				}),
 			"What was found",
 		),
 		...problems(400, 401, 403, 404, 410),
