@@ -3,7 +3,18 @@
 // node_modules, so an installed package (from the registry, a tarball or git) must ship JS.
 // `npm install`/`npm ci` in a checkout builds dist/ (the `prepare` script); `npm start` runs the
 // sources directly.
+// The Node version is checked first, in syntax every Node since 12 parses: on an older Node the
+// gateway's first import (node:sqlite) fails with a message that says nothing about the version.
 import { existsSync } from "node:fs";
+
+const needed = [22, 19];
+const [major, minor] = process.versions.node.split(".").map(Number);
+if (major < needed[0] || (major === needed[0] && minor < needed[1])) {
+	console.error(
+		`pi-gateway: needs Node.js >= ${needed.join(".")} (node:sqlite, type stripping); this is Node ${process.versions.node} at ${process.execPath}. Install Node 22 LTS or newer (https://nodejs.org, or nvm install 22) and run pi-gateway with it.`,
+	);
+	process.exit(2);
+}
 
 const main = new URL("../dist/main.js", import.meta.url);
 if (!existsSync(main)) {
