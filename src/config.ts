@@ -30,7 +30,7 @@ export const ConfigSchema = z.object({
 		.string()
 		.optional()
 		.describe(
-			"JSON file of API keys (hashed, each with a principal, scopes and an optional expiry; `pi-gateway keys create` adds one); reloaded on change or SIGHUP",
+			"JSON file of API keys (hashed, each with a principal, scopes and an optional expiry; `pi-gateway keys create` adds one), default <data-dir>/keys.json; reloaded on change or SIGHUP, so a key created or revoked takes effect without a restart",
 		),
 	jwtJwksUrl: z
 		.url()
@@ -146,7 +146,11 @@ export const ConfigSchema = z.object({
 			'Node flags for each pi child, space-separated, when pi runs on node (the bundled pi, or a --pi-command starting with node); "" for Node\'s defaults. On the command line write --pi-node-options="--flag …"',
 		),
 	piAgentDir: z.string().optional().describe("PI_CODING_AGENT_DIR for the children (pi's config folder)"),
-	demo: z.boolean().default(false).describe("Use the built-in offline demo model (default when no provider is set)"),
+	// Decided in parseConfig: on unless a provider or model is named, so a fresh install answers without a key.
+	demo: z
+		.boolean()
+		.optional()
+		.describe("Use the built-in offline demo model (default: on when neither --provider nor --model is given)"),
 	provider: z.string().optional().describe("Default provider for new sessions"),
 	model: z.string().optional().describe("Default model for new sessions"),
 	// A Map, not an object: a session's extension names are user strings, and `__proto__` or
@@ -312,9 +316,10 @@ export const ConfigSchema = z.object({
 });
 
 /** The settings as parseConfig leaves them: the workspace root and the default cwd always decided. */
-export type Config = Omit<z.infer<typeof ConfigSchema>, "workspaceRoot" | "defaultCwd" | "warmPool"> & {
+export type Config = Omit<z.infer<typeof ConfigSchema>, "workspaceRoot" | "defaultCwd" | "demo" | "warmPool"> & {
 	workspaceRoot: string;
 	defaultCwd: "own" | "root";
+	demo: boolean;
 	warmPool: number;
 };
 export type ConfigInput = z.input<typeof ConfigSchema>;
@@ -348,11 +353,15 @@ export function parseConfig(input: ConfigInput): Config {
 		dataDir,
 		workspaceRoot: resolve(parsed.workspaceRoot ?? join(dataDir, "workspaces")),
 		defaultCwd: parsed.defaultCwd ?? (parsed.workspaceRoot === undefined ? "own" : "root"),
+		// The demo model is the default so a fresh install does something real without an API key.
+		demo: parsed.demo ?? (!parsed.provider && !parsed.model),
 		warmPool: parsed.warmPool ?? autoWarmPool(parsed.maxLiveSessions, parsed.piCommand !== undefined, freemem()),
 	};
 	refuseOverlap(config.dataDir, config.workspaceRoot, parsed.workspaceRoot !== undefined);
 	if (config.tokenFile) config.tokenFile = resolve(config.tokenFile);
+	// Where `pi-gateway keys create` writes by default: a key created there works without a flag.
 	if (config.keysFile) config.keysFile = resolve(config.keysFile);
+	else if (config.auth) config.keysFile = join(dataDir, "keys.json");
 	if (config.databaseUrlFile) config.databaseUrlFile = resolve(config.databaseUrlFile);
 	if (config.clusterSecretFile) config.clusterSecretFile = resolve(config.clusterSecretFile);
 	if (config.jwtJwksUrl && (!config.jwtIssuer || !config.jwtAudience))
@@ -371,7 +380,5 @@ export function parseConfig(input: ConfigInput): Config {
 	for (const [name, path] of config.extensions)
 		extensions.set(name, /^[a-z][\w+.-]*:/i.test(path) ? path : resolve(path));
 	config.extensions = extensions;
-	// The demo model is the default so a fresh install does something real without an API key.
-	if (!config.provider && !config.model) config.demo = true;
 	return config;
 }

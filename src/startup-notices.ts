@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import type { Gateway } from "./server.ts";
 import { tokenNotice } from "./token.ts";
 
@@ -20,7 +21,13 @@ export function startupNotices(gateway: Gateway): string[] {
 		lines.push(`pi-gateway: sandbox off (${gateway.sandbox.reason}): pi and its tools run unconfined as this user`);
 	const { keysFile, approvalPoliciesFile, webhooksFile } = gateway.loaded;
 	const count = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`;
-	if (keysFile) lines.push(`pi-gateway: API keys from ${keysFile.path} (${count(keysFile.keys, "key")})`);
+	// Said even with no key yet: `pi-gateway keys create` writes there, and the gateway takes it without a restart.
+	if (keysFile)
+		lines.push(
+			keysFile.keys > 0 || existsSync(keysFile.path)
+				? `pi-gateway: API keys from ${keysFile.path} (${count(keysFile.keys, "key")})`
+				: `pi-gateway: API keys: none yet; \`pi-gateway keys create\` writes them to ${keysFile.path}, taken without a restart`,
+		);
 	if (approvalPoliciesFile)
 		lines.push(
 			`pi-gateway: approval policies from ${approvalPoliciesFile.path} (${count(approvalPoliciesFile.rules, "rule")})`,

@@ -3,10 +3,25 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 
-export const acpUsage =
-	"Usage: pi-gateway acp --url GW [--extensions a,b] [--model provider/id] [--cwd-map LOCAL=REMOTE]… [--token-file F]\n" +
-	"  The credential (the gateway's token or an API key's secret) comes from PI_GATEWAY_TOKEN, else --token-file /\n" +
-	"  PI_GATEWAY_TOKEN_FILE, else ~/.pi-gateway/token; never from argv. stdout carries only ACP; logs go to stderr.";
+export const acpUsage = [
+	"Usage: pi-gateway acp --url GW [--extensions a,b] [--model provider/id] [--cwd-map LOCAL=REMOTE]… [--token-file F]",
+	"",
+	"The ACP agent on stdio for editors (Zed, …): every session runs on the gateway at --url.",
+	"",
+	"Options",
+	"  --url <url>              the gateway's http(s) URL (env PI_GATEWAY_URL)",
+	"  --extensions <a,b>       extensions each new session loads (the gateway's allow-list; repeatable as --extension)",
+	"  --model <provider/id>    the model of new sessions (default: the gateway's)",
+	"  --cwd-map <LOCAL=REMOTE> an editor folder (absolute) → the gateway's folder for it; repeatable",
+	"  --token-file <file>      file holding the credential (env PI_GATEWAY_TOKEN_FILE; --api-key-file is the same)",
+	"  -h, --help               this text",
+	"",
+	"Credential",
+	"  The gateway's token or an API key's secret: PI_GATEWAY_TOKEN, else --token-file / PI_GATEWAY_TOKEN_FILE,",
+	"  else <data-dir>/token (PI_GATEWAY_DATA_DIR, ~/.pi-gateway); never from argv (readable in /proc).",
+	"",
+	"stdout carries only ACP; logs go to stderr. Setup for an editor: docs/editors.md.",
+].join("\n");
 
 export interface AcpArgs {
 	url: string;

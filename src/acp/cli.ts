@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { Readable, Writable } from "node:stream";
 import { ndJsonStream } from "@agentclientprotocol/sdk";
 import { createBridge } from "./agent.ts";
-import { parseAcpArgs } from "./args.ts";
+import { acpUsage, parseAcpArgs } from "./args.ts";
 import { GatewayClient } from "./gateway-client.ts";
 
 /**
@@ -11,6 +11,11 @@ import { GatewayClient } from "./gateway-client.ts";
  */
 export async function acpCommand(argv: string[]): Promise<void> {
 	const version: string = createRequire(import.meta.url)("../../package.json").version;
+	// Asked for, the usage goes to stdout like any --help: no editor is on the other end then.
+	if (argv.includes("--help") || argv.includes("-h")) {
+		process.stdout.write(`${acpUsage}\n`);
+		return;
+	}
 	const args = parseAcpArgs(argv);
 	const log = (line: string) => process.stderr.write(`${line}\n`);
 	const gateway = new GatewayClient({ url: args.url, token: args.token, log });

@@ -1,11 +1,13 @@
-import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConfigSchema } from "../../src/config.ts";
 import { createKey } from "../../src/http/auth/keys.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { type GatewayProcess, killAll, launchGateway } from "../helpers/gateway-process.ts";
 
 // The CLI as a user meets it: what --help promises, and the lines printed at start about the token.
 const repo = resolve(import.meta.dirname, "../..");
@@ -15,11 +17,13 @@ const main = (args: string[]) => run(process.execPath, ["src/main.ts", ...args],
 let gw: TestGateway;
 let root: string;
 const launched: ChildProcess[] = [];
+const processes: GatewayProcess[] = [];
 beforeAll(async () => {
 	gw = await startTestGateway();
 	root = mkdtempSync(join(tmpdir(), "pi-gateway-cli-"));
 });
 afterAll(async () => {
+	killAll(processes);
 	for (const child of launched) {
 		if (child.exitCode !== null || child.signalCode !== null) continue;
 		if (child.spawnargs[0] === "npm") process.kill(-(child.pid as number), "SIGKILL");
@@ -260,4 +264,177 @@ describe("the log at start", () => {
 		process.kill(Number(readFileSync(pidFile, "utf8")), "SIGTERM");
 		await new Promise((r) => tty.once("exit", r));
 	});
+});
+
+describe("keys the default gateway reads", () => {
+	it("`keys create` with only --data-dir works on the next request, `keys revoke` ends it on the next (no --keys-file, no restart)", async () => {
+		// README's gateway: no --keys-file. Before, it read no keys at all and erin's key was a silent 401.
+		const dataDir = gw.config.dataDir;
+		const created = await main([
+			"keys",
+			"create",
+			"--principal",
+			"erin",
+			"--scopes",
+			"sessions:read",
+			"--data-dir",
+			dataDir,
+		]);
+		expect(created.stderr).toContain(`added to ${join(dataDir, "keys.json")}`);
+		const secret = created.stdout.trim();
+		const whoami = () => gw.fetch("/v1/whoami", { headers: { authorization: `Bearer ${secret}` } });
+		const first = await whoami();
+		expect(first.status).toBe(200);
+		expect(((await first.json()) as { principal: string }).principal).toBe("erin");
+		await main(["keys", "revoke", "erin", "--data-dir", dataDir]);
+		expect((await whoami()).status).toBe(401);
+	});
+});
+
+describe("the config file", () => {
+	it("<data-dir>/config.yaml is read; flags and env override it; start-up says which file and where each value came from, secrets masked", async () => {
+		const gwRoot = join(root, "configured");
+		const data = join(gwRoot, "data");
+		mkdirSync(data, { recursive: true });
+		const fileToken = "file-token-0123456789abcdef";
+		const file = join(data, "config.yaml");
+		writeFileSync(
+			file,
+			[
+				"# a comment, as operators write them",
+				"max-sessions: 7",
+				"max-queued: 9",
+				"allowed-hosts: [gw.example]",
+				`token: ${fileToken}`,
+			].join("\n"),
+			{ mode: 0o600 },
+		);
+		const envToken = "env-token-0123456789abcdef0";
+		const launched = await launchGateway({ root: gwRoot, port: 0, token: envToken, extra: ["--max-sessions", "8"] });
+		processes.push(launched);
+		const info = await launched.api("/v1/info");
+		expect(info.status).toBe(200);
+		expect(info.body.limits).toMatchObject({ maxSessions: 8, maxQueued: 9 });
+		// The env var's token wins over the file's.
+		const withFileToken = await fetch(`${launched.url}/v1/info`, { headers: { authorization: `Bearer ${fileToken}` } });
+		expect(withFileToken.status).toBe(401);
+		const said = launched.stderr();
+		expect(said).toContain(`pi-gateway: config file ${file} read`);
+		expect(said).toContain("max-queued=9 (config file)");
+		expect(said).toContain("max-sessions=8 (--max-sessions)");
+		expect(said).toContain('allowed-hosts=["gw.example"] (config file)');
+		expect(said).toContain("token=*** (PI_GATEWAY_TOKEN)");
+		expect(said).not.toContain(fileToken);
+		expect(said).not.toContain(envToken);
+		launched.child.kill("SIGTERM");
+		await launched.exited;
+	});
+
+	it("--print-config lists every setting with its value and source; --config names another file; a bad key or value says the fix", async () => {
+		const file = join(root, "elsewhere.yaml");
+		writeFileSync(file, "max-queued: 9\nsandbox: off\n");
+		const { stdout } = await main(["--print-config", "--config", file, "--data-dir", join(root, "print")]);
+		expect(stdout).toMatch(new RegExp(`^max-queued\\s+9\\s+# file ${file}$`, "m"));
+		expect(stdout).toMatch(/^sandbox\s+off\s+# file /m);
+		expect(stdout).toMatch(/^port\s+8787\s+# default$/m);
+		expect(stdout).toMatch(new RegExp(`^data-dir\\s+${join(root, "print")}\\s+# --data-dir$`, "m"));
+		expect(stdout.split("\n").filter((line) => / # /.test(line))).toHaveLength(Object.keys(ConfigSchema.shape).length);
+
+		writeFileSync(file, "prot: 9\n");
+		const typo = await main(["--config", file]).catch((e) => e);
+		expect(typo.code).toBe(2);
+		expect(typo.stderr).toContain(`config file ${file}: unknown setting "prot"; did you mean port?`);
+		writeFileSync(file, "port: abc\n");
+		const bad = await main(["--config", file]).catch((e) => e);
+		expect(bad.stderr).toContain(`port: "abc" in ${file}: not a number`);
+		expect(bad.stderr).toContain("a whole number from 0 to 65535, default 8787 (pi-gateway --help, section Server)");
+		writeFileSync(file, "token: file-token-0123456789abcdef\n", { mode: 0o644 });
+		const open = await main(["--config", file]).catch((e) => e);
+		expect(open.stderr).toContain(`holds token but other users may read it: chmod 600 ${file}`);
+		expect(open.stderr).not.toContain("file-token-0123456789abcdef");
+		const missing = await main(["--config", join(root, "nope.yaml")]).catch((e) => e);
+		expect(missing.stderr).toContain(`--config ${join(root, "nope.yaml")}: no such file`);
+	});
+});
+
+describe("errors that say what to do", () => {
+	const fails = async (args: string[]) => {
+		const error = await main(args).catch((e) => e);
+		expect(error.code, `${args.join(" ")} → ${error.stderr}`).toBe(2);
+		return error.stderr as string;
+	};
+
+	it("an unknown flag names the closest one; a bad value names the flag, what it takes and the --help section", async () => {
+		expect(await fails(["--prot", "1"])).toContain("unknown option --prot; did you mean --port?");
+		expect(await fails(["--sandbox-writeable", "/x"])).toContain("did you mean --sandbox-writable?");
+		const port = await fails(["--port", "abc"]);
+		expect(port).toContain('--port "abc": not a number.');
+		expect(port).toContain("a whole number from 0 to 65535, default 8787 (pi-gateway --help, section Server)");
+		expect(port).not.toContain("NaN");
+		expect(await fails(["--sandbox", "maybe"])).toContain(
+			'--sandbox "maybe": not one of the choices. Run each pi in bubblewrap',
+		);
+		expect(await fails(["--demo=yes"])).toContain("--demo is a switch and takes no value: write --demo or --no-demo");
+		expect(await fails(["--port"])).toContain("--port needs a value");
+		expect(await fails(["serve"])).toContain('unexpected argument "serve"');
+		const env = await run(process.execPath, ["src/main.ts"], {
+			cwd: repo,
+			env: { ...process.env, PI_GATEWAY_MAX_SESSIONS: "lots" },
+		}).catch((e) => e);
+		expect(env.stderr).toContain('PI_GATEWAY_MAX_SESSIONS="lots": not a number.');
+	});
+
+	it("keys: what was wrong, then the usage; a bad principal in words, not zod's JSON", async () => {
+		const usage = "Usage: pi-gateway keys create --principal NAME";
+		const frob = await fails(["keys", "frob"]);
+		expect(frob).toContain('unknown keys command "frob": the commands are create, list, revoke');
+		expect(frob).toContain(usage);
+		const noPrincipal = await fails(["keys", "create", "--scopes", "sessions:read", "--data-dir", join(root, "k")]);
+		expect(noPrincipal).toContain("keys create needs --principal NAME");
+		expect(noPrincipal).toContain(usage);
+		const jwt = await fails([
+			"keys",
+			"create",
+			"--principal",
+			"jwt:x",
+			"--scopes",
+			"sessions:read",
+			"--data-dir",
+			join(root, "k"),
+		]);
+		expect(jwt).toContain('--principal "jwt:x": `jwt:` names identity provider subjects');
+		expect(jwt).not.toMatch(/"code":|\[\s*\{/);
+		expect(
+			await fails(["keys", "create", "--principal", "bo", "--scopes", "sessions:rd", "--data-dir", join(root, "k")]),
+		).toContain('"sessions:rd" is not a scope; the scopes are sessions:read');
+		expect(await fails(["keys", "list", "--jsn"])).toContain("unknown option --jsn; did you mean --json?");
+	});
+
+	it("--help is in sections, with the demo model's real default; acp --help prints its usage", async () => {
+		const { stdout } = await main(["--help"]);
+		for (const title of ["Server", "Auth", "Model and pi", "Sessions", "Sandbox", "Workspace", "Cluster", "Webhooks"])
+			expect(stdout).toMatch(new RegExp(`^${title} — `, "m"));
+		expect(stdout).not.toMatch(/^Other/m);
+		const at = stdout.indexOf("--[no-]demo");
+		const demo = stdout.slice(at, stdout.indexOf("\n  --", at));
+		expect(demo).toContain("default on unless --provider or --model is given");
+		const acp = await main(["acp", "--help"]);
+		expect(acp.stdout).toContain("Usage: pi-gateway acp --url GW");
+		expect(acp.stderr).not.toContain("Unknown option");
+	});
+
+	const system = "/usr/bin/node";
+	const old =
+		existsSync(system) && Number(execFileSync(system, ["-p", "process.versions.node.split('.')[0]"]).toString()) < 22;
+	it.skipIf(!old)(
+		"on Node 20 the installed command says which Node it needs, in one line, before anything fails",
+		async () => {
+			const error = await run(system, ["bin/pi-gateway.js", "--help"], { cwd: repo }).catch((e) => e);
+			expect(error.code).toBe(2);
+			const lines = (error.stderr as string).trim().split("\n");
+			expect(lines).toHaveLength(1);
+			expect(lines[0]).toMatch(/^pi-gateway: needs Node\.js >= 22\.19 .* this is Node 20\./);
+			expect(error.stderr).not.toContain("node:sqlite'");
+		},
+	);
 });

@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
  * into none: features build on it, and app.ts wires them. docs/development.md says the same in prose.
  * And the size rule: a file over 300 lines starts by saying why it is one piece.
  *
- *   base      src/config.ts, src/errors.ts, src/patterns.ts, src/child-env.ts, src/limits.ts, src/layout-check.ts
+ *   base      src/config.ts, src/config-*.ts, src/errors.ts, src/patterns.ts, src/child-env.ts, src/limits.ts, src/layout-check.ts
  *   pi        src/pi/**            (the child process and its JSONL protocol)
  *   store     src/store/**         (persistence: sqlite/ is gateway.db, postgres/ is cluster mode; each
  *                                  side's schema.ts lists every table) — except the files in
@@ -23,7 +23,7 @@ import { describe, expect, it } from "vitest";
  *                                  streams/ (SSE), and routes/<feature>/)
  *   acp       src/acp/**           (the ACP bridge: an HTTP client of the gateway, so it imports nothing
  *                                  of the server; only src/acp/ itself)
- *   app       src/app.ts, src/server.ts, src/main.ts, src/token.ts (wiring and startup)
+ *   app       src/app.ts, src/server.ts, src/main.ts, src/token.ts, src/keys-command.ts (wiring and startup)
  */
 const layers = ["base", "pi", "store", "sessions", "workspace", "webhooks", "cluster", "http", "acp", "app"] as const;
 type Layer = (typeof layers)[number];
@@ -37,12 +37,17 @@ const topLevel: Record<string, Layer> = {
 	"child-env.ts": "base",
 	"slabs.ts": "base",
 	"layout-check.ts": "base",
+	"config-names.ts": "base",
+	"config-file.ts": "base",
+	"config-help.ts": "base",
+	"config-sources.ts": "base",
 	"app.ts": "app",
 	"server.ts": "app",
 	"main.ts": "app",
 	"token.ts": "app",
 	"startup-notices.ts": "app",
 	"backup.ts": "app",
+	"keys-command.ts": "app",
 };
 
 /**

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, readFileSync, renameSync, unwatchFile, watchFile, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, statSync, unwatchFile, watchFile, writeFileSync } from "node:fs";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { PrincipalName } from "../../sessions/access.ts";
@@ -99,6 +99,8 @@ export class KeyStore {
 	readonly #logger: Logger;
 	#watching = false;
 	readonly #reloaded = new Set<() => void>();
+	/** The file as last read (inode, size, mtime): a key presented after a change reads it again first. */
+	#version = "";
 
 	constructor(path: string, logger: Logger) {
 		this.#path = path;
@@ -111,7 +113,14 @@ export class KeyStore {
 	}
 
 	#load(): void {
+		const version = this.#stat();
 		this.#byHash = new Map(readKeysFile(this.#path).map((key) => [key.hash, key]));
+		this.#version = version;
+	}
+
+	#stat(): string {
+		const stat = statSync(this.#path, { throwIfNoEntry: false });
+		return stat ? `${stat.ino}:${stat.size}:${stat.mtimeMs}` : "none";
 	}
 
 	reload(): void {
@@ -119,6 +128,8 @@ export class KeyStore {
 			this.#load();
 			this.#logger.info({ keysFile: this.#path, keys: this.#byHash.size }, "keys file reloaded");
 		} catch (error) {
+			// Not read again until it changes: a broken file is said once, not on every request.
+			this.#version = this.#stat();
 			this.#logger.error({ err: error, keysFile: this.#path }, "keys file not reloaded; the keys loaded before stay");
 			return;
 		}
@@ -154,6 +165,9 @@ export class KeyStore {
 	 * looks the key up again (by hash: the secret is not kept), for streams that outlive the request.
 	 */
 	principal(secret: string, now = Date.now()): Principal | undefined {
+		// One stat per key lookup: `keys create` works on the next request and `keys revoke` ends the
+		// key on it, not at the next poll (the poll is for streams, which no request re-checks).
+		if (this.#stat() !== this.#version) this.reload();
 		return this.#byKeyHash(hashKey(secret), now);
 	}
 
