@@ -11,6 +11,10 @@
  *   slow: N       N deltas 100 ms apart (time to steer, abort or disconnect mid-run)
  *   fail: TEXT    the provider fails with TEXT as the error message
  *   anything else a short greeting that quotes the prompt, one delta per word
+ *   repair: JSON  with the gateway's outputSchema: first an answer with no JSON in it, then JSON
+ *                 once the gateway's repair turn asks again (structured output's repair, offline)
+ * The gateway's structured-output instruction after a prompt is not part of what is echoed, and a
+ * repair turn is answered as the prompt it repairs (see structuredOutput below).
  * PI_GATEWAY_DEMO_DELAY_MS sets a pause between ordinary deltas (default 0).
  */
 import {
@@ -184,6 +188,39 @@ function streamDemo(model: Model<string>, context: { messages: unknown[] }, opti
 	return stream;
 }
 
+/** Where pi-gateway's structured-output text begins (src/sessions/run-output.ts, instructionMarker). */
+const outputMarker = "[pi-gateway structured output]";
+
+/**
+ * The conversation as the demo model reads it under pi-gateway's structured output: the
+ * instruction after a prompt is dropped (so `echo: {json}` echoes the JSON), and a repair turn's
+ * prompt is replaced by the prompt it repairs, answered again: `echo:` the same, `repair: JSON`
+ * its JSON (its first answer, with no repair yet, has no JSON in it).
+ */
+function structuredOutput(messages: AnyMessage[]): AnyMessage[] {
+	const at = messages.findLastIndex((m) => m.role !== "system");
+	const last = messages[at];
+	if (last?.role !== "user") return messages;
+	const strip = (message: AnyMessage) => {
+		const text = textOf(message);
+		const cut = text.indexOf(`\n\n${outputMarker}`);
+		return cut === -1 ? text : text.slice(0, cut);
+	};
+	let prompt = strip(last);
+	const repairing = prompt.startsWith(outputMarker);
+	if (repairing) {
+		const original = messages.findLast((m) => m.role === "user" && !textOf(m).startsWith(outputMarker));
+		prompt = original ? strip(original) : "";
+	}
+	const repair = /^\s*repair:\s?([\s\S]*)$/i.exec(prompt);
+	if (repair)
+		prompt = repairing
+			? `echo: ${repair[1]}`
+			: "echo: Here is the answer, in words rather than in the format you asked for.";
+	if (prompt === textOf(last)) return messages;
+	return messages.map((m, i) => (i === at ? { ...last, content: [{ type: "text", text: prompt }] } : m));
+}
+
 export default function demoModel(pi: ExtensionAPI) {
 	pi.registerProvider("pi-gateway-demo", {
 		name: "pi-gateway demo (offline)",
@@ -203,6 +240,11 @@ export default function demoModel(pi: ExtensionAPI) {
 				maxTokens: 8192,
 			},
 		],
-		streamSimple: streamDemo as never,
+		streamSimple: ((model: Model<string>, context: { messages: unknown[] }, options?: SimpleStreamOptions) =>
+			streamDemo(
+				model,
+				{ ...context, messages: structuredOutput(context.messages as AnyMessage[]) },
+				options,
+			)) as never,
 	});
 }

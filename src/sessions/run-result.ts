@@ -72,6 +72,11 @@ export interface RunResult {
 	usage: unknown;
 	firstEventId: number;
 	lastEventId: number;
+	/** Structured output (run_output): the value that validated, or why none did; never both. */
+	output?: unknown;
+	outputError?: { message: string; attempts: number };
+	/** The run limit that stopped the run (run_limit_reached). */
+	limit?: { kind: string; allowed: number; used: number };
 }
 
 type Message = { role?: string; content?: unknown; stopReason?: string; usage?: unknown };
@@ -96,6 +101,8 @@ export class RunCollector {
 	#lastEventId: number;
 	#messages: Message[] = [];
 	#aborted = false;
+	/** This run's run_output and run_limit_reached, as logged. */
+	#control: Pick<RunResult, "output" | "outputError" | "limit"> = {};
 
 	constructor(runId: string, startSeq: number) {
 		this.#runId = runId;
@@ -110,6 +117,14 @@ export class RunCollector {
 			if (message.role !== "system") this.#messages.push(message);
 		} else if (event.type === "agent_settled") {
 			this.#aborted = eventJson<{ aborted?: boolean }>(event).aborted === true;
+		} else if (event.type === "run_output" || event.type === "run_limit_reached") {
+			const fields = eventJson<{ runId?: string; output?: unknown; error?: RunResult["outputError"] } & RunResult>(
+				event,
+			);
+			if (fields.runId !== this.#runId) return;
+			if (fields.error) this.#control.outputError = fields.error;
+			else if ("output" in fields) this.#control.output = fields.output;
+			if (fields.limit) this.#control.limit = fields.limit;
 		}
 	}
 
@@ -125,6 +140,7 @@ export class RunCollector {
 			usage: last?.usage ?? null,
 			firstEventId: this.#firstEventId ?? this.#lastEventId,
 			lastEventId: this.#lastEventId,
+			...this.#control,
 		};
 	}
 }

@@ -51,6 +51,13 @@ export class Session {
 	/** Cluster mode: what this node restored of the session's folder when it took the session over (src/cluster/folder-sync.ts). */
 	folderRestore: FolderRestoreReport | undefined;
 	/**
+	 * Asked before pi's agent_settled is logged: true holds it back, the user-visible run goes on
+	 * (a structured-output repair turn, run-output-watch.ts) and `settle(line)` logs it later.
+	 */
+	settleGate: ((line: Buffer | string) => boolean) | undefined;
+	/** A held settle: the next run pi starts continues the current one (same currentRunId). */
+	#settleHeld = false;
+	/**
 	 * Dialogs the gateway answers itself (the snapshot gate, src/workspace/snapshot-gate.ts): for such a
 	 * request, when to dismiss it; undefined for any other dialog.
 	 */
@@ -433,13 +440,26 @@ export class Session {
 		if (type === "agent_start") this.#setRunning(true);
 		else if (type === "queue_update") this.#channel.piQueueUpdated(line);
 		line = this.#legacy.event(type, line);
+		if (type === "agent_settled" && this.settleGate?.(line)) {
+			this.#settleHeld = true;
+			return;
+		}
 		this.events.append(type, line);
 		const settled = this.#legacy.settledAfter(type, line);
 		if (settled) this.#onEvent("agent_settled", settled);
 		if (type === "agent_settled") {
 			this.currentRunId = undefined;
+			this.#settleHeld = false;
 			this.#setRunning(false);
 		}
+	}
+
+	/** Logs a settle the gate held back (its run is over now). */
+	settle(line: Buffer | string): void {
+		this.#settleHeld = false;
+		this.events.append("agent_settled", line);
+		this.currentRunId = undefined;
+		this.#setRunning(false);
 	}
 
 	#onResponse(piResponse: PiResponse, piLine: Buffer): void {
@@ -448,7 +468,7 @@ export class Session {
 		if (commandKind(response.command) !== "read") this.events.append("response", line);
 		if (response.command === "prompt" && response.success) {
 			const disposition = (response.data as { disposition?: string } | undefined)?.disposition;
-			if (disposition === "started" && response.id) this.currentRunId = response.id;
+			if (disposition === "started" && response.id && !this.#settleHeld) this.currentRunId = response.id;
 		}
 		if (this.#legacy.unknownCommand(response)) return;
 		if (!this.#channel.settle(response) && response.command === "parse") {
@@ -480,6 +500,7 @@ export class Session {
 	#onExit(child: PiProcess, info: ExitInfo): void {
 		if (child !== this.#process) return;
 		this.#process = undefined;
+		this.#settleHeld = false;
 		const reason = this.#stopping;
 		this.#stopping = undefined;
 		this.exit = { ...info, at: new Date().toISOString(), stderrTail: child.stderrTail };

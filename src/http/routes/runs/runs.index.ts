@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import type { PiCommand } from "../../../pi/protocol.ts";
 import type { LoggedEvent } from "../../../sessions/event-log.ts";
 import { RunCollector, RunWatch } from "../../../sessions/run-result.ts";
+import { type RunControls, superviseRun } from "../../../sessions/run-supervisor.ts";
 import type { Session } from "../../../sessions/session.ts";
 import { streamCommand, wantsStream } from "../../streams/command-stream.ts";
 import { sseOptions } from "../../streams/options.ts";
@@ -105,6 +106,19 @@ function accepted202(c: Context, session: Session, command: RunCommand, startSeq
 
 const eventsUrl = (session: Session, after: number) => `/v1/sessions/${session.id}/events?after=${after}`;
 
+/** pi's fields become the command; outputSchema and limits become watches on its run (run-supervisor.ts). */
+export function supervise(session: Session, type: string, body: unknown) {
+	const { outputSchema, limits, ...fields } = body as Record<string, unknown> & RunControls;
+	const command = { type, ...fields, id: session.nextCommandId() } as RunCommand;
+	return superviseRun(session, command, { outputSchema, limits });
+}
+
+/** Sending failed (queue full, pi gone, budget spent): the run's watches go with it. */
+export const disposing = (dispose: () => void) => (error: unknown) => {
+	dispose();
+	throw error;
+};
+
 export function runsRouter({ registry, config }: Deps) {
 	const sse = sseOptions(config);
 	/** One run command: streamed (Accept: text/event-stream), waited for (Prefer: wait) or accepted (202). */
@@ -113,11 +127,14 @@ export function runsRouter({ registry, config }: Deps) {
 		// A retried POST (Last-Event-ID) resumes the stream it lost: nothing reaches pi.
 		const resumeAt = resumePosition(c);
 		if (resumeAt !== undefined) return Promise.resolve(resumeStream(c, sse, session, resumeAt));
-		const command: RunCommand = { type, ...body, id: session.nextCommandId() };
-		if (wantsStream(c)) return streamRun(c, sse, session, command);
-		const wait = requestedWait(c.req.header("prefer"), c.req.query("wait"), config.waitTimeoutMs);
-		if (wait) return waitRun(c, session, command, wait);
-		return acceptRun(c, session, command);
+		const { command, dispose } = supervise(session, type, body);
+		const answer = () => {
+			if (wantsStream(c)) return streamRun(c, sse, session, command);
+			const wait = requestedWait(c.req.header("prefer"), c.req.query("wait"), config.waitTimeoutMs);
+			if (wait) return waitRun(c, session, command, wait);
+			return acceptRun(c, session, command);
+		};
+		return answer().catch(disposing(dispose));
 	};
 	// The input is typed by the route; the answer is one of three (SSE, 200 result, 202 accepted)
 	// built by the helpers above as plain Responses, which hono's typed responses cannot name.

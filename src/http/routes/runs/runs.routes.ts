@@ -1,6 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { commandFields } from "../../../pi/protocol.ts";
 import { Approval } from "../../../sessions/approvals.ts";
+import { LimitHit } from "../../../sessions/run-limits.ts";
+import { runControlFields } from "../../../sessions/run-supervisor.ts";
 import { ResumeHeader, resumeAfter } from "../../streams/resume.ts";
 import { commandErrors, json, jsonBody } from "../../transport/openapi.ts";
 import { SessionParams } from "../../transport/params.ts";
@@ -53,8 +55,32 @@ export const RunResult = z
 			.number()
 			.int()
 			.openapi({ description: "Sequence number of the event that ended the run (its agent_settled)" }),
+		output: z
+			.unknown()
+			.optional()
+			.openapi({
+				description:
+					"With `outputSchema`: the JSON value read from the run's last answer, valid against the schema (absent when `outputError` is set)",
+				example: { answer: "42" },
+			}),
+		outputError: z
+			.object({
+				message: z.string().openapi({ description: "Why no answer validated (the last attempt's problem)" }),
+				attempts: z
+					.number()
+					.int()
+					.openapi({ description: "Answers read: the first and each repair turn's", example: 3 }),
+			})
+			.optional()
+			.openapi({
+				description: "With `outputSchema`: no answer validated after the repair turns (absent when `output` is set)",
+			}),
+		limit: LimitHit.optional().openapi({ description: "The run limit (`limits`) that aborted the run" }),
 	})
 	.openapi("RunResult");
+
+/** A run command's body: pi's fields and the gateway's own (outputSchema, limits). */
+export const runBody = (type: "prompt" | "steer" | "follow_up") => commandFields[type].extend(runControlFields);
 
 /**
  * `?wait=N` seconds, documented with one type every generator can send (a `boolean | integer`
@@ -100,7 +126,7 @@ function messageRoute(operationId: string, path: string, type: "prompt" | "steer
 			params: SessionParams,
 			query: WaitQuery,
 			headers: PreferHeader,
-			body: jsonBody(commandFields[type]),
+			body: jsonBody(runBody(type)),
 		},
 		responses: {
 			200: {

@@ -3,17 +3,18 @@ import { sseOptions } from "../../streams/options.ts";
 import { resumePosition, resumeStream } from "../../streams/resume.ts";
 import type { Deps } from "../../transport/deps.ts";
 import { createRouter } from "../../transport/openapi.ts";
-import { streamRun } from "./runs.index.ts";
+import { disposing, streamRun, supervise } from "./runs.index.ts";
 import { followUpStream, promptStream, steerStream } from "./streams.routes.ts";
 
 /** `POST …/prompt/stream` and friends: the same stream as the plain path with Accept: text/event-stream. */
 export function runStreamsRouter({ registry, config }: Deps) {
 	const sse = sseOptions(config);
-	const run = (c: Context, type: string, body: Record<string, unknown>) => {
+	const run = (c: Context, type: string, body: unknown) => {
 		const session = registry.get(c.req.param("id") as string);
 		const resumeAt = resumePosition(c);
 		if (resumeAt !== undefined) return Promise.resolve(resumeStream(c, sse, session, resumeAt));
-		return streamRun(c, sse, session, { type, ...body, id: session.nextCommandId() });
+		const { command, dispose } = supervise(session, type, body);
+		return streamRun(c, sse, session, command).catch(disposing(dispose));
 	};
 	return createRouter()
 		.openapi(promptStream, (c) => run(c, "prompt", c.req.valid("json") as Record<string, unknown>))

@@ -1,5 +1,6 @@
-import type { CommandType } from "../../../pi/protocol.ts";
 import { streamRoute } from "../../streams/stream-routes.ts";
+import { jsonBody } from "../../transport/openapi.ts";
+import { runBody } from "./runs.routes.ts";
 
 /**
  * The streamed variants of prompt, steer, follow-up and bash, each an operation of its own at
@@ -12,8 +13,11 @@ import { streamRoute } from "../../streams/stream-routes.ts";
 export const streamedRunDescription =
 	"The run as Server-Sent Events. The gateway subscribes first, then sends the command; if pi refuses it the answer is the HTTP error (no stream); else a stream of `stream_open`, pi's `response`, and every event of the session through the `agent_settled` that ends the run, after which the stream ends. A `handled` prompt (an extension command) streams whatever it caused and ends with pi's response; a steer or follow-up sent while no run is active stays queued for the next prompt and its stream ends with the response. A dialog opened before pi's response starts the stream at once (pi answers only after the dialog is answered): `approval_requested` arrives in the stream, and answering it through the approvals resource lets the run go on. A gateway failure after the stream began (pi did not answer in time, or exited) is a final `error` event.";
 
-const runStream = (operationId: string, path: string, type: CommandType, summary: string) =>
-	streamRoute({ operationId, path, type, tag: "runs", summary, description: streamedRunDescription });
+/** A run's stream route, whose body also takes the gateway's own fields (outputSchema, limits). */
+const runStream = (operationId: string, path: string, type: "prompt" | "steer" | "follow_up", summary: string) => {
+	const route = streamRoute({ operationId, path, type, tag: "runs", summary, description: streamedRunDescription });
+	return { ...route, request: { ...route.request, body: jsonBody(runBody(type)) } };
+};
 
 export const promptStream = runStream(
 	"sessions.promptStream",

@@ -1,0 +1,150 @@
+import { z } from "@hono/zod-openapi";
+import { eventJson, type LoggedEvent } from "./event-log.ts";
+import { RunWatch } from "./run-result.ts";
+import type { Session } from "./session.ts";
+
+/**
+ * Per-run limits (issue 31 item 3): turns, tokens, cost and time a run command may spend. Past one
+ * the gateway logs `run_limit_reached` and aborts the run, so its result carries `limit`. Counted
+ * from the gateway's side of pi's events, which is all it can see: tokens and cost after each
+ * assistant message ends (pi reports usage per message), a turn as it starts, time from pi's answer
+ * to the command.
+ */
+export const RunLimits = z
+	.strictObject({
+		maxTurns: z.number().int().min(1).max(10_000).optional().openapi({
+			description:
+				"Assistant turns the run may start (a turn is one model call and its tool calls; structured output's repair turns count). The turn after the last allowed one is aborted as it starts: `used` is then `maxTurns + 1`",
+			example: 10,
+		}),
+		maxTokens: z.number().int().min(1).optional().openapi({
+			description:
+				"Tokens (pi's `usage.totalTokens` of each assistant message: input, output and cache) the run may use. Checked as each assistant message ends, so `used` can pass it by one message's worth",
+			example: 200000,
+		}),
+		maxCostUsd: z.number().positive().optional().openapi({
+			description: "Cost in USD (pi's `usage.cost.total` of each assistant message), checked as each message ends",
+			example: 0.5,
+		}),
+		maxDurationMs: z.number().int().min(1).max(86_400_000).optional().openapi({
+			description: "Milliseconds from pi's acceptance of the command to the run's end",
+			example: 300000,
+		}),
+	})
+	.openapi("RunLimits", {
+		description:
+			"Limits of one run command (each optional). Past one the run is aborted; its result carries `limit` and the stream `run_limit_reached`. On a steer or follow-up they apply to the run it joins, from then on",
+		example: { maxTurns: 10, maxDurationMs: 300000 },
+	});
+export type RunLimits = z.infer<typeof RunLimits>;
+
+export const LimitKind = z
+	.enum(["turns", "tokens", "cost", "duration"])
+	.openapi("LimitKind", { description: "Which limit a run met", example: "turns" });
+export type LimitKind = z.infer<typeof LimitKind>;
+
+export const LimitHit = z
+	.object({
+		kind: LimitKind,
+		allowed: z.number().openapi({ description: "The limit as set (turns, tokens, USD or milliseconds)", example: 3 }),
+		used: z.number().openapi({ description: "What the run had used when the gateway stopped it", example: 4 }),
+	})
+	.openapi("LimitHit", {
+		description: "The limit that stopped a run: its kind, what was allowed and what was used",
+		example: { kind: "turns", allowed: 3, used: 4 },
+	});
+export type LimitHit = z.infer<typeof LimitHit>;
+
+/** Tokens and cost an assistant `message_end` reports (zero for any other event). */
+export function usageOf(event: LoggedEvent): { tokens: number; costUsd: number } {
+	const none = { tokens: 0, costUsd: 0 };
+	if (event.type !== "message_end") return none;
+	try {
+		const { message } = eventJson<{ message?: { role?: string; usage?: Record<string, unknown> } }>(event);
+		const usage = message?.role === "assistant" ? message.usage : undefined;
+		if (!usage) return none;
+		const n = (value: unknown) => (typeof value === "number" && Number.isFinite(value) && value > 0 ? value : 0);
+		const parts = n(usage.input) + n(usage.output) + n(usage.cacheRead) + n(usage.cacheWrite);
+		const cost = usage.cost as { total?: unknown } | undefined;
+		return { tokens: n(usage.totalTokens) || parts, costUsd: n(cost?.total) };
+	} catch {
+		return none;
+	}
+}
+
+/**
+ * Watches the run that command `runId` starts or joins and aborts it past a limit. Subscribed
+ * before the command is sent; it ends with the run (or with the command, when no run follows).
+ */
+export class LimitWatch {
+	readonly #session: Session;
+	readonly #runId: string;
+	readonly #limits: RunLimits;
+	readonly #watch: RunWatch;
+	readonly #unsubscribe: () => void;
+	#timer: NodeJS.Timeout | undefined;
+	#turns = 0;
+	#tokens = 0;
+	#costUsd = 0;
+	#hit = false;
+	#startedAt = 0;
+
+	constructor(session: Session, runId: string, limits: RunLimits) {
+		this.#session = session;
+		this.#runId = runId;
+		this.#limits = limits;
+		this.#watch = new RunWatch(session, runId);
+		this.#unsubscribe = session.events.subscribe((event) => this.#feed(event));
+	}
+
+	#feed(event: LoggedEvent): void {
+		const wasResponded = this.#watch.responded;
+		if (this.#watch.feed(event)) {
+			this.dispose();
+			return;
+		}
+		if (!this.#watch.responded) return;
+		if (!wasResponded) this.#accepted();
+		const { maxTurns, maxTokens, maxCostUsd } = this.#limits;
+		if (event.type === "turn_start") {
+			this.#turns++;
+			if (maxTurns !== undefined && this.#turns > maxTurns) this.#stop("turns", maxTurns, this.#turns);
+		} else if (event.type === "message_end") {
+			const { tokens, costUsd } = usageOf(event);
+			this.#tokens += tokens;
+			this.#costUsd += costUsd;
+			if (maxTokens !== undefined && this.#tokens > maxTokens) this.#stop("tokens", maxTokens, this.#tokens);
+			else if (maxCostUsd !== undefined && this.#costUsd > maxCostUsd)
+				this.#stop("cost", maxCostUsd, Number(this.#costUsd.toFixed(9)));
+		}
+	}
+
+	/** pi took the command: the run's clock starts. */
+	#accepted(): void {
+		const ms = this.#limits.maxDurationMs;
+		this.#startedAt = Date.now();
+		if (ms === undefined) return;
+		this.#timer = setTimeout(() => this.#stop("duration", ms, Date.now() - this.#startedAt), ms);
+		this.#timer.unref();
+	}
+
+	#stop(kind: LimitKind, allowed: number, used: number): void {
+		if (this.#hit) return;
+		this.#hit = true;
+		clearTimeout(this.#timer);
+		const limit: LimitHit = { kind, allowed, used };
+		const session = this.#session;
+		const event = { type: "run_limit_reached", sessionId: session.id, runId: this.#runId, limit };
+		// Not from inside a log listener (the other listeners would see it before the event being delivered).
+		queueMicrotask(() => {
+			session.events.append("run_limit_reached", JSON.stringify(event));
+			// The run ends as any aborted run does: pi settles it with aborted:true.
+			session.request({ type: "abort" }).catch(() => {});
+		});
+	}
+
+	dispose(): void {
+		clearTimeout(this.#timer);
+		this.#unsubscribe();
+	}
+}
