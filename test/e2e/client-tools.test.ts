@@ -1,4 +1,6 @@
-import { join } from "node:path";
+import { execFile } from "node:child_process";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PiGateway, type ToolCall } from "../../clients/typescript/index.ts";
 import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
@@ -297,4 +299,26 @@ describe("the TypeScript client", () => {
 		expect(unhandled).toMatchObject({ text: "Error: This program has no handler for the tool lookup_price" });
 		await client.deleteSession(session.id);
 	});
+});
+
+describe("the Python client", () => {
+	it("tool_calls.run answers calls with handlers; answer, inbox, get, 409 and 422 (clients/python/tests/live_tool_calls.py)", async () => {
+		const pkg = resolve(import.meta.dirname, "../../clients/python");
+		const result = await promisify(execFile)(
+			"python3",
+			["-m", "unittest", "discover", "-v", "-s", join(pkg, "tests"), "-p", "live_tool_calls.py"],
+			{
+				env: {
+					...process.env,
+					PYTHONPATH: join(pkg, "src"),
+					PYTHONDONTWRITEBYTECODE: "1",
+					PI_GATEWAY_URL: gw.url,
+					...(gw.config.token ? { PI_GATEWAY_TOKEN: gw.config.token } : {}),
+				},
+				timeout: 120_000,
+			},
+		).catch((error) => error);
+		expect(result.stderr, result.stdout).toMatch(/\nOK\n$/);
+		expect(result.stderr).toMatch(/^Ran 2 tests/m);
+	}, 150_000);
 });

@@ -7,10 +7,11 @@ from .client import PiGateway
 from .errors import Aborted, GatewayError, RunLost, StreamInterrupted
 from .sse import Frame, LineParser, parse_chunks
 from .streams import EventStream
+from .tool_calls import ToolCalls, ToolHandler, ToolOutput
 from .transport import AbortSignal
 from .workspace import Workspace
 
 __all__ = [
     "Aborted", "AbortSignal", "Approvals", "EventStream", "Frame", "GatewayError", "LineParser",
-    "PiGateway", "RunLost", "StreamInterrupted", "Workspace", "parse_chunks", "schema",
+    "PiGateway", "RunLost", "StreamInterrupted", "ToolCalls", "ToolHandler", "ToolOutput", "Workspace", "parse_chunks", "schema",
 ]

@@ -6,6 +6,7 @@ from . import schema as s
 from .approvals import Approvals
 from .hub import HubEvent, all_events
 from .streams import EventStream, StreamPlan, command_events, run_end, run_lost
+from .tool_calls import ToolCalls
 from .transport import AbortSignal, Response, Transport
 from .workspace import Workspace
 
@@ -26,6 +27,8 @@ class PiGateway:
         self._retry_delay = retry_delay
         self._max_reconnects = max_reconnects
         self.approvals = Approvals(self._http)
+        #: Client tools: ``tool_calls.run(sid, "…", {"lookup_price": fn})`` answers the calls of a run.
+        self.tool_calls = ToolCalls(self._http)
         self.workspace = Workspace(self._http)
 
     # Any operation
