@@ -266,6 +266,7 @@ describe("the log at start", () => {
 	});
 });
 
+// What docs/operations.md shows under Configuration → API keys: create, 200, revoke, 401, no flags.
 describe("keys the default gateway reads", () => {
 	it("`keys create` with only --data-dir works on the next request, `keys revoke` ends it on the next (no --keys-file, no restart)", async () => {
 		// README's gateway: no --keys-file. Before, it read no keys at all and erin's key was a silent 401.
