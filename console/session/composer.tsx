@@ -1,6 +1,7 @@
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
 import { post, seg } from "../api/client.ts";
+import { followEvent } from "./transcript.tsx";
 
 /**
  * The message box. Enter sends (a prompt when idle, a steer while a run goes on); Shift+Enter is a
@@ -15,6 +16,7 @@ export function Composer({ id, running, children }: { id: string; running: boole
 		if (!message) return;
 		setBusy(true);
 		setError(undefined);
+		dispatchEvent(new Event(followEvent));
 		try {
 			await post(`/v1/sessions/${seg(id)}/${kind}`, { message });
 			setText("");

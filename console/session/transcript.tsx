@@ -7,10 +7,17 @@ const foldLines = 8;
 /** How close to the end (px) still counts as "reading the latest". */
 const nearEnd = 96;
 
+// The page itself scrolls (the composer is docked at its end), so "the latest" is the page's end.
 const scroller = () => document.scrollingElement ?? document.documentElement;
 const atEnd = () => {
 	const root = scroller();
 	return root.scrollHeight - root.scrollTop - root.clientHeight <= nearEnd;
+};
+/** Dispatched on the window when the person sends a message: the transcript follows again. */
+export const followEvent = "pi-console-follow";
+const toEnd = () => {
+	const root = scroller();
+	root.scrollTop = root.scrollHeight;
 };
 
 /**
@@ -19,7 +26,6 @@ const atEnd = () => {
  * they are and offered "Jump to latest" instead.
  */
 export function TranscriptView({ transcript }: { transcript: Transcript }) {
-	const end = useRef<HTMLDivElement>(null);
 	const following = useRef(true);
 	const [behind, setBehind] = useState(false);
 	const count = transcript.items.length;
@@ -28,17 +34,23 @@ export function TranscriptView({ transcript }: { transcript: Transcript }) {
 			following.current = atEnd();
 			if (following.current) setBehind(false);
 		};
+		// The person sent a message: they want to see it and what answers it (composer.tsx).
+		const onSent = () => jump();
 		addEventListener("scroll", onScroll, { passive: true });
-		return () => removeEventListener("scroll", onScroll);
+		addEventListener(followEvent, onSent);
+		return () => {
+			removeEventListener("scroll", onScroll);
+			removeEventListener(followEvent, onSent);
+		};
 	}, []);
 	useLayoutEffect(() => {
-		if (following.current) end.current?.scrollIntoView({ block: "end" });
+		if (following.current) toEnd();
 		else setBehind(true);
 	}, [count, transcript.lastSeq]);
 	const jump = () => {
 		following.current = true;
 		setBehind(false);
-		end.current?.scrollIntoView({ block: "end" });
+		toEnd();
 	};
 	return (
 		<section class="transcript" role="log" aria-label="Transcript">
@@ -47,7 +59,6 @@ export function TranscriptView({ transcript }: { transcript: Transcript }) {
 			{transcript.items.map((item) => (
 				<Entry key={item.id} item={item} />
 			))}
-			<div ref={end} class="end" />
 			{behind && (
 				<button type="button" class="jump" onClick={jump}>
 					Jump to latest ↓
