@@ -216,6 +216,7 @@ export function help(): string {
 		"Usage: pi-gateway [options]                  start the gateway (Ctrl-C stops it)",
 		"       pi-gateway keys create|list|revoke …  API keys (pi-gateway keys --help)",
 		"       pi-gateway acp --url GW …             the ACP bridge for editors (pi-gateway acp --help)",
+		"       pi-gateway backup|restore FILE …      the data dir in one archive, and back (pi-gateway backup --help)",
 		"",
 		"Every setting below is taken, strongest first, from its flag, its env var, the config file, its default.",
 		`The config file is YAML: --config FILE, else ${configEnv}, else <data-dir>/config.yaml when it exists;`,

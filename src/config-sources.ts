@@ -79,7 +79,7 @@ function readFlags(argv: string[]): Record<string, string | boolean | string[] |
 	for (const token of tokens) {
 		if (token.kind === "positional")
 			throw new Error(
-				`unexpected argument ${JSON.stringify(token.value)}: the gateway takes only options; the commands are keys and acp (${helpHint})`,
+				`unexpected argument ${JSON.stringify(token.value)}: the gateway takes only options; the commands are keys, acp, backup and restore (${helpHint})`,
 			);
 		if (token.kind !== "option") continue;
 		const option = (options as Record<string, { type: string }>)[token.name];

@@ -16,7 +16,7 @@ export async function acpCommand(argv: string[]): Promise<void> {
 		process.stdout.write(`${acpUsage}\n`);
 		return;
 	}
-	const args = parseAcpArgs(argv);
+	const args = withHelp(() => parseAcpArgs(argv));
 	const log = (line: string) => process.stderr.write(`${line}\n`);
 	const gateway = new GatewayClient({ url: args.url, token: args.token, log });
 	const bridge = createBridge({
@@ -34,4 +34,16 @@ export async function acpCommand(argv: string[]): Promise<void> {
 	log(`pi-gateway acp: bridging stdio to ${args.url}`);
 	const connection = bridge.connect(stream);
 	await connection.closed;
+}
+
+/** node:util's refusal of an unknown option or a missing value, with where to read the options. */
+function withHelp<T>(parse: () => T): T {
+	try {
+		return parse();
+	} catch (error) {
+		const code = (error as { code?: string }).code;
+		if (code?.startsWith("ERR_PARSE_ARGS_"))
+			throw new Error(`${(error as Error).message.split(". ")[0]} (pi-gateway acp --help lists the options)`);
+		throw error;
+	}
 }

@@ -422,6 +422,9 @@ describe("errors that say what to do", () => {
 		const acp = await main(["acp", "--help"]);
 		expect(acp.stdout).toContain("Usage: pi-gateway acp --url GW");
 		expect(acp.stderr).not.toContain("Unknown option");
+		const typo = await main(["acp", "--url", "http://127.0.0.1:1", "--modle", "a/b"]).catch((e) => e);
+		expect(typo.code).toBe(2);
+		expect(typo.stderr).toContain("Unknown option '--modle' (pi-gateway acp --help lists the options)");
 	});
 
 	const system = "/usr/bin/node";
