@@ -137,7 +137,7 @@ export function SessionView(props: { id: string; me: Whoami; pending: Pending; w
 			{tab === "transcript" && <TranscriptView transcript={transcript} />}
 			{tab === "files" && <Files sessionId={id} />}
 			{tab === "changes" && <RunChanges id={id} runs={transcript.runs} />}
-			{live && can(me, "sessions:write") && (
+			{live && can(me, "sessions:write") && tab === "transcript" && (
 				<div class="dock">
 					<Composer id={id} running={status === "running" || status === "waiting"}>
 						<Controls id={id} session={session} />

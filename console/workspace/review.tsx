@@ -119,6 +119,11 @@ function Unified({ lines, language, path }: { lines: Line[]; language?: string; 
 	return (
 		<div class="diff-scroll">
 			<table class="diff unified" aria-label={`Unified diff of ${path}`}>
+				<colgroup>
+					<col class="ln-col" />
+					<col class="ln-col" />
+					<col />
+				</colgroup>
 				<thead class="sr">
 					<tr>
 						<th scope="col">Old line</th>
@@ -167,6 +172,12 @@ function Split({ lines, language, path }: { lines: Line[]; language?: string; pa
 	return (
 		<div class="diff-scroll">
 			<table class="diff split" aria-label={`Split diff of ${path}`}>
+				<colgroup>
+					<col class="ln-col" />
+					<col />
+					<col class="ln-col" />
+					<col />
+				</colgroup>
 				<thead class="sr">
 					<tr>
 						<th scope="col">Old line</th>
