@@ -66,7 +66,16 @@ describe("openapi-3.0.yaml", () => {
 			for (const name of node.properties && Array.isArray(node.required) ? node.required : [])
 				expect(node.properties[name]?.nullable, name).not.toBe(true);
 		});
-		expect(v30.components.schemas.Session.properties.name).toEqual({ type: "string", nullable: true });
+		expect(v30.components.schemas.Session.properties.name).toMatchObject({ type: "string", nullable: true });
+	});
+
+	it("says a pending approval's null answer by a nullable component, not a `$ref` with siblings 3.0 ignores", () => {
+		const answer = v30.components.schemas.Approval.properties.answer;
+		expect(answer).toEqual({ $ref: "#/components/schemas/ApprovalAnswerObject" });
+		expect(v30.components.schemas.ApprovalAnswerObject).toMatchObject({ type: "object", nullable: true });
+		walk(v30, (node) => {
+			if (typeof node.$ref === "string") expect(Object.keys(node), node.$ref).toEqual(["$ref"]);
+		});
 	});
 
 	it("is served without a token at /openapi-3.0.json and /openapi-3.0.yaml, naming the origin it was fetched from", async () => {
@@ -117,8 +126,39 @@ describe.each(["3.1", "3.0"] as const)("the %s document, for generators", (versi
 				const schema = p.schema.$ref ? doc.components.schemas[p.schema.$ref.split("/").pop()] : p.schema;
 				expect(typeof schema.type, `${method} ${path} ${p.name}`).toBe("string");
 			}
-		const wait = doc.paths["/v1/sessions/{id}/prompt"].post.parameters.find((p: any) => p.name === "wait");
-		expect(wait.schema).toMatchObject({ type: "integer", minimum: 0 });
+		for (const path of ["/v1/sessions/{id}/prompt", "/v1/approvals"]) {
+			const op = doc.paths[path].post ?? doc.paths[path].get;
+			const wait = op.parameters.find((p: any) => p.name === "wait");
+			expect(wait.schema, path).toMatchObject({ type: "integer", minimum: 0 });
+		}
+	});
+
+	it("names header parameters as HTTP writes them, as the response headers are", () => {
+		const names = new Set<string>();
+		for (const { op } of operations) {
+			for (const p of op.parameters ?? []) if (p.in === "header") names.add(p.name);
+			for (const response of Object.values(op.responses as Record<string, any>))
+				for (const name of Object.keys(response.headers ?? {})) names.add(name);
+		}
+		expect(names).toContain("Last-Event-ID");
+		expect(names).toContain("If-None-Match");
+		for (const name of names) expect(name, name).toMatch(/^([A-Z][a-z]*|ID|ETag)(-([A-Z][a-z]*|ID))*$/);
+	});
+
+	it("declares 413 and 415 only where a request body can be too large or of the wrong type", () => {
+		for (const { path, method, op } of operations) {
+			if (op.requestBody) continue;
+			expect(op.responses, `${method} ${path}`).not.toHaveProperty("415");
+			// The archive's 413 is its own: a folder too large to send.
+			if (path !== "/v1/sessions/{id}/archive") expect(op.responses, `${method} ${path}`).not.toHaveProperty("413");
+		}
+	});
+
+	it("writes patterns without a JavaScript regex's needless escapes (openapi-zod-client copies them)", () => {
+		walk(doc, (node) => {
+			if (typeof node.pattern === "string") expect(node.pattern).not.toContain("\\/");
+		});
+		expect(doc.components.schemas.ImageContent.properties.mimeType.pattern).toBe("^image/[\\w.+-]+$");
 	});
 
 	it("has operationIds that are identifiers everywhere, and problem+json with Problem on every error", () => {

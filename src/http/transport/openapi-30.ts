@@ -14,8 +14,10 @@ import { type Json, operationsOf, walk } from "./openapi-generators.ts";
  *   combinations the gateway takes); of anything else → a schema of any type;
  * - `additionalProperties: true` beside declared properties is left out (3.0's default, and
  *   swagger-codegen makes a map, not a model, of an object that declares it);
- * - a nullable `$ref` → `allOf: [$ref]` beside `nullable: true` and the target's `type` (3.0
- *   ignores every sibling of a `$ref`);
+ * - a nullable `$ref` (3.0 ignores every sibling of a `$ref`, `nullable` included): where every
+ *   reference to that component is nullable, the component says `nullable: true` and the
+ *   references stay bare (`Approval.answer` → `ApprovalAnswerObject`, null while pending);
+ *   otherwise `allOf: [$ref]` beside `nullable: true` and the target's `type`;
  * - an example that holds something else than an object where the twin says "any value" as
  *   `type: object` (below) is left out: 3.0 tools would call it invalid;
  * - bearer security with empty scope lists (3.0 allows scopes only for OAuth2 and OpenID Connect):
@@ -42,20 +44,42 @@ export function toOpenApi30(published: Json): Json {
 		if (op.security?.length) op.security = op.security.map((requirement: Json) => mapValues(requirement, () => []));
 	}
 	walk(document["x-webhooks"] ?? {}, downgrade);
-	// `nullable` counts only beside a `type` (3.0.3): a wrapped reference takes its target's.
+	nullableReferences(document);
 	const schemas = document.components?.schemas ?? {};
 	walk(document, (node) => {
 		if (node?.example !== undefined && !fitsStandIns(node.schema ?? node, node.example, schemas)) delete node.example;
-		if (!node?.nullable || node.type || node.allOf?.length !== 1) return;
-		const target =
-			schemas[
-				String(node.allOf[0].$ref ?? "")
-					.split("/")
-					.pop() ?? ""
-			];
-		if (typeof target?.type === "string") node.type = target.type;
 	});
 	return document;
+}
+
+/**
+ * The nullable references `downgrade` wrapped (`nullable` + `allOf: [$ref]`): a component only
+ * ever referenced that way becomes nullable itself and its references bare `$ref`s, which both
+ * validators (null is valid) and generators (no `AllOf…` model) read right. The others keep the
+ * wrapper, with the `type` that `nullable` needs beside it (3.0.3).
+ */
+function nullableReferences(document: Json): void {
+	const schemas: Record<string, Json> = document.components?.schemas ?? {};
+	const target = (ref: string) => ref.split("/").pop() ?? "";
+	const wrapped: Json[] = [];
+	const references = new Map<string, number>();
+	walk(document, (node) => {
+		if (typeof node.$ref === "string") references.set(target(node.$ref), (references.get(target(node.$ref)) ?? 0) + 1);
+		if (node.nullable && node.allOf?.length === 1 && node.allOf[0].$ref && !node.type) wrapped.push(node);
+	});
+	const wrappedCount = new Map<string, number>();
+	for (const node of wrapped)
+		wrappedCount.set(target(node.allOf[0].$ref), (wrappedCount.get(target(node.allOf[0].$ref)) ?? 0) + 1);
+	for (const node of wrapped) {
+		const name = target(node.allOf[0].$ref);
+		const component = schemas[name];
+		if (component && wrappedCount.get(name) === references.get(name)) {
+			component.nullable = true;
+			component.description ??= node.description;
+			for (const key of Object.keys(node)) delete node[key];
+			node.$ref = `#/components/schemas/${name}`;
+		} else if (typeof component?.type === "string") node.type = component.type;
+	}
 }
 
 function mapValues(object: Json, f: (value: Json) => Json): Json {
@@ -135,6 +159,8 @@ function downgrade(node: Json): void {
 	}
 	for (const key of ["$schema", "$id", "contentMediaType", "contentEncoding", "unevaluatedProperties"])
 		delete node[key];
+	// 3.0 ignores whatever stands beside a `$ref` (and linters call it an error): the component says it.
+	if (typeof node.$ref === "string") for (const key of Object.keys(node)) if (key !== "$ref") delete node[key];
 	for (const union of ["anyOf", "oneOf"] as const) {
 		if (!Array.isArray(node[union]) || node.discriminator) continue;
 		const branches = node[union].filter((b: Json) => !isNullSchema(b));

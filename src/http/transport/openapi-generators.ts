@@ -9,6 +9,11 @@
  * - `additionalProperties: {}` (zod's loose objects) becomes `additionalProperties: true`;
  * - inline object request bodies and responses get names in `components.schemas` (`PromptBody`,
  *   `HealthResponse`) instead of the generator's `IdPromptBody` / `InlineResponse200`;
+ * - a component given a description or example where it is used (`allOf: [$ref, {description}]`,
+ *   which zod-to-openapi writes and generators turn into an extra model) is a `$ref` with the
+ *   description beside it, or for a parameter, the parameter's own description and example;
+ * - patterns say `/`, not the `\/` a JavaScript regex's source has (openapi-zod-client copies a
+ *   pattern into a regex literal of its own and choked on it);
  * - every error response carries `application/problem+json` with the `Problem` schema;
  * - an operation without a request body declares no 413 or 415 (what the shared command errors
  *   list for the operations that take one);
@@ -77,13 +82,37 @@ function nameCollidingObjects(schemas: Record<string, Json>): void {
 			for (let n = 2; schemas[unique]; n++) unique = `${parent}${pascal(property)}Object${n}`;
 			const { description, ...shape } = inline;
 			const nullable = Array.isArray(shape.type) && shape.type.includes("null");
-			schemas[unique] = { ...shape, type: "object" };
+			schemas[unique] = { ...(description ? { description } : {}), ...shape, type: "object" };
 			const ref = { $ref: `#/components/schemas/${unique}` };
 			schema.properties[property] = {
 				...(nullable ? { anyOf: [ref, { type: "null" }] } : ref),
 				...(description ? { description } : {}),
 			};
 		}
+}
+
+/** `\/` → `/` (an escaped backslash before a slash, `\\/`, stays as it is). */
+export function unescapedSlashes(pattern: string): string {
+	let before: string;
+	let after = pattern;
+	do {
+		before = after;
+		after = before.replace(/((?:^|[^\\])(?:\\\\)*)\\\//g, "$1/");
+	} while (after !== before);
+	return after;
+}
+
+/** Keywords that only annotate: an `allOf` branch of nothing else adds no constraint. */
+const annotations = new Set(["description", "example", "examples", "title", "deprecated"]);
+
+/** `allOf: [{$ref}, {description, example}]` → `{$ref, description, example}` (3.1 allows a `$ref`'s siblings). */
+function annotatedReference(node: Json): void {
+	if (!Array.isArray(node.allOf) || node.allOf.length !== 2) return;
+	const ref = node.allOf.find((branch: Json) => typeof branch?.$ref === "string" && Object.keys(branch).length === 1);
+	const notes = node.allOf.find((branch: Json) => branch !== ref);
+	if (!ref || !notes || !Object.keys(notes).every((key) => annotations.has(key))) return;
+	delete node.allOf;
+	Object.assign(node, ref, notes);
 }
 
 const problemSchema = { $ref: "#/components/schemas/Problem" };
@@ -121,6 +150,19 @@ export function forGenerators(source: Json): Json {
 		return { $ref: `#/components/schemas/${unique}` };
 	};
 
+	walk(document, annotatedReference);
+	walk(document, (node) => {
+		if (typeof node.pattern === "string") node.pattern = unescapedSlashes(node.pattern);
+	});
+	for (const { op } of operationsOf(document))
+		for (const parameter of op.parameters ?? []) {
+			const { description, example, ...schema } = parameter.schema ?? {};
+			if (!schema.$ref) continue;
+			parameter.schema = schema;
+			parameter.description ??= description;
+			if (example !== undefined) parameter.example ??= example;
+		}
+
 	nameCollidingObjects(schemas);
 	const operations = operationsOf(document);
 	// A stream operation's body is its JSON twin's (`sessions.promptStream` sends a `PromptBody`).
@@ -152,7 +194,8 @@ export function forGenerators(source: Json): Json {
 		if (!op.requestBody)
 			for (const status of ["413", "415"])
 				if (op.responses?.[status]?.description === problemDescriptions[Number(status)]) delete op.responses[status];
-		for (const parameter of op.parameters ?? []) if (parameter.in === "header") parameter.name = headerCase(parameter.name);
+		for (const parameter of op.parameters ?? [])
+			if (parameter.in === "header") parameter.name = headerCase(parameter.name);
 		if (op.operationId) {
 			op["x-operation-name"] = op.operationId;
 			op.operationId = identifierFor(op.operationId);
