@@ -92,7 +92,13 @@ export class EventStream implements AsyncIterable<StreamEvent> {
 				if (!(error instanceof Error)) throw error;
 			}
 			if (failure) throw failure;
-			if (cleanEnd && plan.cleanEndIsFinal) return;
+			// The server closed the stream before the event that ends it (a revoked share, a gateway going
+			// down): never a silent end the caller could take for the end of the run.
+			if (cleanEnd && plan.cleanEndIsFinal)
+				throw new StreamInterruptedError(
+					"The stream ended before the run did",
+					this.lastEventId === undefined ? undefined : String(this.lastEventId),
+				);
 			if (resumeFrom !== undefined) this.lastEventId = resumeFrom;
 			res = await this.#reconnect(retryMs);
 		}

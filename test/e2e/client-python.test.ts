@@ -55,7 +55,7 @@ describe.skipIf(!python)("the Python client against a live gateway", () => {
 	});
 	afterAll(() => gw?.stop());
 
-	it("its unittest program passes (resume rules on a scripted server; live: gate, streamed prompt, cut and resume, wait mode, paged list, errors, abort, delete)", async () => {
+	it("its unittest programs pass, sync and asyncio (resume rules and early ends on scripted servers; live: gate, streamed prompt, typed events and helpers, cut and resume by POST with one prompt, wait mode, request params, paged list, errors, abort, delete)", async () => {
 		const result = await run(python as string, ["-m", "unittest", "discover", "-v", "-s", join(pkg, "tests")], {
 			cwd: repo,
 			env: {
@@ -69,7 +69,7 @@ describe.skipIf(!python)("the Python client against a live gateway", () => {
 			timeout: 120_000,
 		}).catch((error) => error);
 		expect(result.stderr, result.stdout).toMatch(/\nOK\n$/);
-		expect(result.stderr).toMatch(/^Ran 9 tests/m);
+		expect(result.stderr).toMatch(/^Ran 18 tests/m);
 	}, 150_000);
 
 	it.skipIf(!installMode)(

@@ -13,6 +13,7 @@ import {
 	LineParser,
 	PiGateway,
 	type StreamEvent,
+	StreamInterruptedError,
 } from "../../clients/typescript/index.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { readFrames } from "../helpers/sse.ts";
@@ -147,6 +148,35 @@ describe("the resume rules, against a scripted server", () => {
 			expect(heads).toEqual([undefined, "2", "10"]);
 			expect([stream.reconnects, stream.lastEventId]).toEqual([2, 12]);
 			expect(Date.now() - started).toBeLessThan(3000);
+		} finally {
+			server.closeAllConnections();
+			await new Promise((r) => server.close(r));
+		}
+	});
+});
+
+describe("a run stream that ends before its run", () => {
+	it("raises StreamInterruptedError, not a silent end (issue 31 item 5)", async () => {
+		const server = createServer((_req, res) => {
+			res.writeHead(200, { "content-type": "text/event-stream" });
+			// Closed cleanly at a frame boundary, before the run's agent_settled.
+			res.end(
+				'event: stream_open\ndata: {"type":"stream_open","runId":"gw_1","after":0}\n\n' +
+					'id: 1\ndata: {"id":"gw_1","type":"response","command":"prompt","success":true,"data":{"disposition":"started"}}\n\n' +
+					'id: 2\ndata: {"type":"agent_start"}\n\n',
+			);
+		});
+		await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+		try {
+			const port = (server.address() as AddressInfo).port;
+			const scripted = new PiGateway({ baseUrl: `http://127.0.0.1:${port}`, reconnect: { delayMs: 5 } });
+			const types: string[] = [];
+			const ended = (async () => {
+				for await (const event of scripted.promptStream("ses_x", { message: "hi" })) types.push(event.type);
+			})();
+			await expect(ended).rejects.toBeInstanceOf(StreamInterruptedError);
+			await expect(ended).rejects.toMatchObject({ lastEventId: "2" });
+			expect(types).toEqual(["stream_open", "response", "agent_start"]);
 		} finally {
 			server.closeAllConnections();
 			await new Promise((r) => server.close(r));

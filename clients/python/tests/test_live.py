@@ -159,7 +159,7 @@ class LiveGateway(unittest.TestCase):
 
     def logged(self, sid: str, after: int) -> List[Dict[str, Any]]:
         """The session's log after `after` through the next agent_settled, as the gateway holds it."""
-        res = self.gw.raw("GET", "/v1/sessions/{id}/events", params={"id": sid}, query={"after": after},
+        res = self.gw.raw("GET", "/v1/sessions/{id}/events", path_params={"id": sid}, params={"after": after},
                           headers={"Accept": "text/event-stream"})
         out = []
         try:
@@ -206,10 +206,15 @@ class LiveGateway(unittest.TestCase):
                     cut = True
                     proxy.cut()
             self.assertEqual(stream.reconnects, 1)
-            self.assertTrue(any(r.startswith(b"GET /v1/sessions/") and b"last-event-id: " in r.lower()
+            # Resumed by the same POST with Last-Event-ID (issue 31 item 4): the rest of this run.
+            self.assertTrue(any(r.startswith(b"POST /v1/sessions/") and b"last-event-id: " in r.lower()
                                 for r in proxy.requests))
             self.assertEqual(deltas(events), "1 2 3 4 5 6 7 8 9 10 11 12")
-            self.assertEqual(events[1:], self.logged(sid, events[0]["after"]))
+            self.assertEqual([e.raw for e in events[1:]], self.logged(sid, events[0]["after"]))
+            self.assertEqual(stream.final_text(), "1 2 3 4 5 6 7 8 9 10 11 12")
+            # pi got the prompt once.
+            messages = self.gw.request("GET", "/v1/sessions/{id}/messages", path_params={"id": sid})["messages"]
+            self.assertEqual([m["role"] for m in messages if m["role"] != "system"], ["user", "assistant"])
         finally:
             proxy.close()
 
@@ -217,9 +222,17 @@ class LiveGateway(unittest.TestCase):
         sid = self.session()
         result = self.gw.prompt_and_wait(sid, "echo: waited", seconds=30)
         self.assertEqual(result.get("text"), "waited")
-        state = self.gw.request("GET", "/v1/sessions/{id}/state", params={"id": sid})
+        state = self.gw.request("GET", "/v1/sessions/{id}/state", path_params={"id": sid})
         self.assertFalse(state["isStreaming"])
-        self.assertIsNone(self.gw.request("PUT", "/v1/sessions/{id}/name", params={"id": sid}, body={"name": "x"}))
+        self.assertIsNone(self.gw.request("PUT", "/v1/sessions/{id}/name", path_params={"id": sid},
+                                          body={"name": "x"}))
+        # params is the query string, as in requests and httpx.
+        page = self.gw.request("GET", "/v1/sessions", params={"limit": 1})
+        self.assertEqual(len(page["sessions"]), 1)
+        # The old spelling (params naming the path's {id}) still works, and says it is deprecated.
+        with self.assertWarns(DeprecationWarning):
+            old = self.gw.request("GET", "/v1/sessions/{id}/state", params={"id": sid})
+        self.assertFalse(old["isStreaming"])
 
     def test_list_pages_and_all_sessions(self) -> None:
         mine = [self.session(), self.session(), self.session()]

@@ -1,11 +1,12 @@
 """PiGateway: every operation through ``request()``, named methods for the common flow, streams."""
 
+import warnings
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Union, cast
 
 from . import schema as s
 from .approvals import Approvals
 from .hub import HubEvent, all_events
-from .streams import EventStream, StreamPlan, command_events, run_end, run_lost
+from .streams import EventStream, RunStream, StreamPlan, command_events, run_end, run_lost
 from .tool_calls import ToolCalls
 from .transport import AbortSignal, Response, Transport
 from .workspace import Workspace
@@ -15,7 +16,7 @@ class PiGateway:
     """pi-gateway over HTTP (standard library only).
 
     ``request(method, path, ...)`` reaches any operation as the spec writes it
-    (``request("POST", "/v1/sessions/{id}/steer", path={"id": sid}, body={"message": "…"})``);
+    (``request("POST", "/v1/sessions/{id}/steer", path_params={"id": sid}, body={"message": "…"})``);
     a problem+json answer is raised as ``GatewayError``. Streams are iterators that reconnect with
     ``Last-Event-ID`` on their own. Every call takes ``signal`` (an ``AbortSignal``).
     """
@@ -33,15 +34,24 @@ class PiGateway:
 
     # Any operation
 
-    def request(self, method: str, path: str, *, params: Optional[Mapping[str, Any]] = None,
-                query: Optional[Mapping[str, Any]] = None, body: Any = None,
-                headers: Optional[Mapping[str, str]] = None, signal: Optional[AbortSignal] = None) -> Any:
-        """The decoded JSON of the 2xx answer (None for 204)."""
-        return self._http.json(method, path, params=params, query=query, body=body, headers=headers, signal=signal)
+    def request(self, method: str, path: str, *, path_params: Optional[Mapping[str, Any]] = None,
+                params: Optional[Mapping[str, Any]] = None, body: Any = None,
+                headers: Optional[Mapping[str, str]] = None, signal: Optional[AbortSignal] = None,
+                query: Optional[Mapping[str, Any]] = None) -> Any:
+        """The decoded JSON of the 2xx answer (None for 204). ``params`` is the query string, as in
+        requests and httpx; ``path_params`` fill the ``{name}``s of ``path``. (``query=`` is the old
+        name of ``params``; ``params`` naming only the path's ``{name}``s, as before, still works
+        with a DeprecationWarning.)"""
+        path_params, query = _split_params(path, path_params, params, query)
+        return self._http.json(method, path, params=path_params, query=query, body=body, headers=headers,
+                               signal=signal)
 
-    def raw(self, method: str, path: str, **kwargs: Any) -> Response:
+    def raw(self, method: str, path: str, *, path_params: Optional[Mapping[str, Any]] = None,
+            params: Optional[Mapping[str, Any]] = None, query: Optional[Mapping[str, Any]] = None,
+            **kwargs: Any) -> Response:
         """The same, answering the open response (read it, then close it); still raises GatewayError."""
-        return self._http.send(method, path, **kwargs)
+        path_params, query = _split_params(path, path_params, params, query)
+        return self._http.send(method, path, params=path_params, query=query, **kwargs)
 
     # Sessions
 
@@ -92,17 +102,17 @@ class PiGateway:
             headers={"Prefer": prefer}, signal=signal))
 
     def prompt_stream(self, session_id: str, message: str, signal: Optional[AbortSignal] = None,
-                      **fields: Any) -> EventStream:
+                      **fields: Any) -> RunStream:
         """The run as it happens, from pi's answer through the ``agent_settled`` that ends it; a run
         that died with its gateway or node (an unclean stop) raises ``RunLost``."""
         return self._run_stream("prompt", session_id, {"message": message, **fields}, signal)
 
     def steer_stream(self, session_id: str, message: str, signal: Optional[AbortSignal] = None,
-                     **fields: Any) -> EventStream:
+                     **fields: Any) -> RunStream:
         return self._run_stream("steer", session_id, {"message": message, **fields}, signal)
 
     def follow_up_stream(self, session_id: str, message: str, signal: Optional[AbortSignal] = None,
-                         **fields: Any) -> EventStream:
+                         **fields: Any) -> RunStream:
         return self._run_stream("follow-up", session_id, {"message": message, **fields}, signal)
 
     def abort(self, session_id: str, signal: Optional[AbortSignal] = None) -> None:
@@ -115,8 +125,10 @@ class PiGateway:
     def bash_stream(self, session_id: str, command: str, signal: Optional[AbortSignal] = None) -> EventStream:
         """``bash_execution_update`` events as output arrives, then pi's ``response``."""
         own = command_events()
-        plan = StreamPlan(session_id, lambda: self._post_stream(session_id, "bash/stream", {"command": command}, signal),
-                          own["ends"], True, own["accept"], own["types"])
+        body = {"command": command}
+        plan = StreamPlan(session_id, lambda: self._post_stream(session_id, "bash/stream", body, signal),
+                          own["ends"], True, own["accept"], own["types"],
+                          resume=lambda after: self._post_stream(session_id, "bash/stream", body, signal, after))
         return self._stream(plan, signal)
 
     def last_assistant_text(self, session_id: str, signal: Optional[AbortSignal] = None) -> s.LastAssistantText:
@@ -153,13 +165,30 @@ class PiGateway:
         return EventStream(self._http, plan, signal, self._retry_delay, self._max_reconnects)
 
     def _run_stream(self, kind: str, session_id: str, body: Dict[str, Any],
-                    signal: Optional[AbortSignal]) -> EventStream:
-        plan = StreamPlan(session_id, lambda: self._post_stream(session_id, f"{kind}/stream", body, signal),
-                          run_end(), True, fails=run_lost)
-        return self._stream(plan, signal)
+                    signal: Optional[AbortSignal]) -> RunStream:
+        tail = f"{kind}/stream"
+        # A cut is resumed by the same POST with Last-Event-ID: the rest of this run, and pi sees it once.
+        plan = StreamPlan(session_id, lambda: self._post_stream(session_id, tail, body, signal),
+                          run_end(), True, fails=run_lost,
+                          resume=lambda after: self._post_stream(session_id, tail, body, signal, after))
+        return RunStream(self._http, plan, signal, self._retry_delay, self._max_reconnects)
 
     def _post_stream(self, session_id: str, tail: str, body: Dict[str, Any],
-                     signal: Optional[AbortSignal]) -> Response:
+                     signal: Optional[AbortSignal], after: Optional[int] = None) -> Response:
+        headers = {"Accept": "text/event-stream"}
+        if after is not None:
+            headers["Last-Event-ID"] = str(after)
         return self._http.send("POST", "/v1/sessions/{id}/" + tail, params={"id": session_id}, body=body,
-                               headers={"Accept": "text/event-stream"}, signal=signal,
-                               timeout=self._http.stream_timeout)
+                               headers=headers, signal=signal, timeout=self._http.stream_timeout)
+
+
+def _split_params(path: str, path_params: Optional[Mapping[str, Any]], params: Optional[Mapping[str, Any]],
+                  query: Optional[Mapping[str, Any]]):
+    """(path parameters, query) from request()'s arguments, the deprecated spellings included."""
+    if params and path_params is None and all("{" + name + "}" in path for name in params):
+        warnings.warn("request(params=...) now means the query string (as in requests and httpx); "
+                      "pass path parameters as path_params=", DeprecationWarning, stacklevel=3)
+        return params, query
+    if params is not None and query is not None:
+        raise TypeError("pass the query as params= or query=, not both")
+    return path_params, params if params is not None else query

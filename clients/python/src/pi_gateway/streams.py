@@ -7,17 +7,22 @@ that number is dropped should one come twice. A ``dropped`` frame (this client f
 behind) is such a cut, resumed from its ``resumeFrom``; a ``gap`` frame (the log no longer
 reaches back) is yielded so the caller knows what was lost. The ``stream_open`` of a reconnect is
 not yielded. Commands that stream (prompt, bash) are POSTs and are never sent twice: their
-stream is resumed on the session's event stream and ends where the command's would have. A run
-that died with its gateway (an unclean stop) cannot end there: its resumed stream gets a ``gap``,
-then ``run_lost``, and the iteration raises ``RunLost``.
+stream is resumed by sending the same POST with ``Last-Event-ID``, which the gateway answers with
+the rest of that run and never sends to pi twice (an older gateway: the session's event stream,
+ending where the command's would have). A run that died with its gateway (an unclean stop) cannot
+end there: its resumed stream gets a ``gap``, then ``run_lost``, and the iteration raises
+``RunLost``. A run stream that ends before its run did raises ``StreamInterrupted``: never a
+silent end. Events are typed (``events.py``) and still read like the dicts they came from.
 """
 
 import http.client
 import json
 import time
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from .errors import Aborted, GatewayError, RunLost, StreamInterrupted
+from .events import Event as TypedEvent
+from .events import RunHelpers, parse_event, text_deltas
 from .sse import parse_chunks
 from .transport import AbortSignal, Response, Transport
 
@@ -29,7 +34,8 @@ class StreamPlan:
 
     def __init__(self, session_id: str, open: Callable[[], Response], ends: Callable[[Event], bool],
                  clean_end_is_final: bool, accept: Optional[Callable[[Event], bool]] = None,
-                 types: Optional[str] = None, fails: Optional[Callable[[Event], Optional[Exception]]] = None):
+                 types: Optional[str] = None, fails: Optional[Callable[[Event], Optional[Exception]]] = None,
+                 resume: Optional[Callable[[int], Response]] = None):
         self.session_id = session_id
         self.open = open
         self.ends = ends
@@ -38,6 +44,8 @@ class StreamPlan:
         self.types = types
         # An event that ends the iteration with an error instead of being yielded (a run's run_lost).
         self.fails = fails
+        # How a cut is resumed when not by GET …/events: the same POST with Last-Event-ID (a 204: nothing left).
+        self.resume = resume
 
 
 class EventStream:
@@ -55,7 +63,7 @@ class EventStream:
         self._res: Optional[Response] = None
         self._iter: Optional[Iterator[Event]] = None
 
-    def __iter__(self) -> Iterator[Event]:
+    def __iter__(self) -> Iterator[TypedEvent]:
         if self._iter is None:
             self._iter = self._run()
         return self._iter
@@ -75,7 +83,10 @@ class EventStream:
     def _set_retry(self, ms: int) -> None:
         self._retry = ms / 1000
 
-    def _run(self) -> Iterator[Event]:
+    def _keep(self, event: TypedEvent) -> None:
+        """Called with each event before it is yielded (a run stream keeps them for its helpers)."""
+
+    def _run(self) -> Iterator[TypedEvent]:
         plan = self._plan
         self._res = plan.open()
         opened = False
@@ -91,6 +102,7 @@ class EventStream:
                             continue
                         if not isinstance(event, dict) or not isinstance(event.get("type"), str):
                             continue
+                        seq: Optional[int] = None
                         if frame.id is not None and frame.id.isdigit():
                             seq = int(frame.id)
                             if self.last_event_id is not None and seq <= self.last_event_id:
@@ -112,7 +124,9 @@ class EventStream:
                         failure = plan.fails(event) if plan.fails else None
                         if failure is not None:
                             raise failure
-                        yield event
+                        typed = parse_event(event, seq)
+                        self._keep(typed)
+                        yield typed
                         if plan.ends(event):
                             return
                     clean_end = resume_from is None
@@ -123,15 +137,24 @@ class EventStream:
                     raise Aborted("aborted")
                 self._res.close()
                 if clean_end and plan.clean_end_is_final:
-                    return
+                    # The server closed the stream before the event that ends it (a revoked share, a
+                    # gateway going down): the caller must not mistake that for the end of the run.
+                    raise StreamInterrupted("The stream ended before the run did", self._last())
                 if resume_from is not None:
                     self.last_event_id = resume_from
-                self._res = self._reconnect()
+                res = self._reconnect()
+                if res is None:
+                    return
+                self._res = res
         finally:
             if self._res is not None:
                 self._res.close()
 
-    def _reconnect(self) -> Response:
+    def _last(self) -> Optional[str]:
+        return None if self.last_event_id is None else str(self.last_event_id)
+
+    def _reconnect(self) -> Optional[Response]:
+        """The stream again after the last event seen; None when the gateway says nothing is left (204)."""
         after = self.last_event_id
         if after is None:
             raise StreamInterrupted("The stream broke before it said where it joined; cannot resume")
@@ -142,13 +165,19 @@ class EventStream:
                 self._signal.check()
             time.sleep(delay)
             try:
-                res = self._transport.send(
-                    "GET", "/v1/sessions/{id}/events", params={"id": self._plan.session_id},
-                    query={"types": self._plan.types},
-                    headers={"Accept": "text/event-stream", "Last-Event-ID": str(after)},
-                    signal=self._signal, timeout=self._transport.stream_timeout,
-                )
+                if self._plan.resume is not None:
+                    res = self._plan.resume(after)
+                else:
+                    res = self._transport.send(
+                        "GET", "/v1/sessions/{id}/events", params={"id": self._plan.session_id},
+                        query={"types": self._plan.types},
+                        headers={"Accept": "text/event-stream", "Last-Event-ID": str(after)},
+                        signal=self._signal, timeout=self._transport.stream_timeout,
+                    )
                 self.reconnects += 1
+                if res.status == 204:
+                    res.close()
+                    return None
                 return res
             except GatewayError as error:
                 # A 4xx other than 429 will not change by retrying (the session is gone, the token revoked).
@@ -207,3 +236,35 @@ def command_events() -> Dict[str, Any]:
         return ours(event) and event["type"] != "bash_execution_update"
 
     return {"types": "bash_execution_update,response", "accept": ours, "ends": ends}
+
+
+class RunStream(EventStream, RunHelpers):
+    """A prompt's (steer's, follow-up's) stream with the helpers of the OpenAI and Anthropic SDKs:
+    ``text_stream`` (the text deltas as they arrive), ``until_done()``, ``final_message()``,
+    ``final_text()``, ``tool_calls()``, ``approvals_requested()``."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._seen: List[TypedEvent] = []
+
+    def _keep(self, event: TypedEvent) -> None:
+        self._record(event)
+
+    @property
+    def text_stream(self) -> Iterator[str]:
+        """The run's text deltas, consuming the stream as they arrive."""
+        return text_deltas(self)
+
+    def until_done(self) -> "RunStream":
+        """Reads the rest of the run (raises as iteration does); returns the stream."""
+        for _ in self:
+            pass
+        return self
+
+    def final_message(self) -> Optional[Dict[str, Any]]:
+        """The run's last assistant message, once the run is over (reads the rest first)."""
+        return RunHelpers.final_message(self.until_done())
+
+    def final_text(self) -> str:
+        """The text of the run's last assistant message that had text (reads the rest first)."""
+        return RunHelpers.final_text(self.until_done())
