@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { eventJson, type LoggedEvent } from "./event-log.ts";
+import { beforeSettle } from "./run-output-watch.ts";
 import { RunWatch } from "./run-result.ts";
 import type { Session } from "./session.ts";
 
@@ -82,6 +83,9 @@ export class LimitWatch {
 	readonly #limits: RunLimits;
 	readonly #watch: RunWatch;
 	readonly #unsubscribe: () => void;
+	readonly #unhook: () => void;
+	/** The run_limit_reached event not yet logged (it is, at the next microtask or before the settle). */
+	#pending: string | undefined;
 	#timer: NodeJS.Timeout | undefined;
 	#turns = 0;
 	#tokens = 0;
@@ -95,6 +99,10 @@ export class LimitWatch {
 		this.#limits = limits;
 		this.#watch = new RunWatch(session, runId);
 		this.#unsubscribe = session.events.subscribe((event) => this.#feed(event));
+		this.#unhook = beforeSettle(session, () => {
+			this.#flush();
+			return false;
+		});
 	}
 
 	#feed(event: LoggedEvent): void {
@@ -134,17 +142,24 @@ export class LimitWatch {
 		clearTimeout(this.#timer);
 		const limit: LimitHit = { kind, allowed, used };
 		const session = this.#session;
-		const event = { type: "run_limit_reached", sessionId: session.id, runId: this.#runId, limit };
-		// Not from inside a log listener (the other listeners would see it before the event being delivered).
-		queueMicrotask(() => {
-			session.events.append("run_limit_reached", JSON.stringify(event));
-			// The run ends as any aborted run does: pi settles it with aborted:true.
-			session.request({ type: "abort" }).catch(() => {});
-		});
+		this.#pending = JSON.stringify({ type: "run_limit_reached", sessionId: session.id, runId: this.#runId, limit });
+		// Not from inside a log listener (the listeners after this one would see it before the event
+		// being delivered): at the next microtask, or before pi's settle if that comes first.
+		queueMicrotask(() => this.#flush());
+	}
+
+	#flush(): void {
+		const pending = this.#pending;
+		if (pending === undefined) return;
+		this.#pending = undefined;
+		this.#session.events.append("run_limit_reached", pending);
+		// The run ends as any aborted run does: pi settles it with aborted:true.
+		this.#session.request({ type: "abort" }).catch(() => {});
 	}
 
 	dispose(): void {
 		clearTimeout(this.#timer);
 		this.#unsubscribe();
+		this.#unhook();
 	}
 }

@@ -16,9 +16,11 @@ export class OutputWatch {
 	readonly #spec: OutputSpec;
 	readonly #watch: RunWatch;
 	readonly #unsubscribe: () => void;
+	readonly #unhook: () => void;
 	#lastText: string | null = null;
 	#attempts = 0;
 	#done = false;
+	#limited = false;
 
 	constructor(session: Session, runId: string, spec: OutputSpec) {
 		this.#session = session;
@@ -26,7 +28,7 @@ export class OutputWatch {
 		this.#spec = spec;
 		this.#watch = new RunWatch(session, runId);
 		this.#unsubscribe = session.events.subscribe((event) => this.#feed(event));
-		gates(session).add(this);
+		this.#unhook = beforeSettle(session, (line) => this.onSettle(line));
 	}
 
 	#feed(event: LoggedEvent): void {
@@ -34,6 +36,9 @@ export class OutputWatch {
 			this.dispose();
 			return;
 		}
+		// A run limit stopped the run: no repair turn may follow (run-limits.ts logs it before the settle).
+		if (event.type === "run_limit_reached" && eventJson<{ runId?: string }>(event).runId === this.#runId)
+			this.#limited = true;
 		if (event.type !== "message_end") return;
 		const { message } = eventJson<{ message?: { role?: string; content?: unknown } }>(event);
 		if (message?.role !== "assistant" || !Array.isArray(message.content)) return;
@@ -48,11 +53,12 @@ export class OutputWatch {
 	onSettle(line: Buffer | string): boolean {
 		if (this.#done || !this.#watch.responded || this.#watch.outcome) return false;
 		this.#attempts++;
-		const aborted = JSON.parse(line.toString()).aborted === true;
+		const aborted = this.#limited || JSON.parse(line.toString()).aborted === true;
 		const checked = checkAnswer(this.#spec, this.#lastText);
 		if (checked.ok) return this.#finish({ output: checked.value });
 		if (aborted || this.#attempts > maxRepairTurns) {
-			const why = aborted ? `the run was aborted before a valid answer (${checked.problem})` : checked.problem;
+			const stopped = this.#limited ? "a run limit stopped the run" : "the run was aborted";
+			const why = aborted ? `${stopped} before a valid answer (${checked.problem})` : checked.problem;
 			return this.#finish({ error: { message: why, attempts: this.#attempts } });
 		}
 		this.#lastText = null;
@@ -84,28 +90,35 @@ export class OutputWatch {
 
 	dispose(): void {
 		this.#unsubscribe();
-		const set = bySession.get(this.#session);
-		set?.delete(this);
-		if (set?.size === 0) this.#session.settleGate = undefined;
+		this.#unhook();
 	}
 }
 
-const bySession = new WeakMap<Session, Set<OutputWatch>>();
+type SettleHook = (line: Buffer | string) => boolean;
+const bySession = new WeakMap<Session, Set<SettleHook>>();
 
-/** The session's watches; the first one installs the gate that asks them all. */
-function gates(session: Session): Set<OutputWatch> {
-	let set = bySession.get(session);
-	if (!set) {
-		set = new Set();
-		bySession.set(session, set);
+/**
+ * Asks `hook` before each of pi's agent_settled is logged (true holds it back); the first hook of
+ * a session installs its gate. Returns the remover. Run limits flush their event here, so it lands
+ * before the settle even when pi printed both in one read.
+ */
+export function beforeSettle(session: Session, hook: SettleHook): () => void {
+	let hooks = bySession.get(session);
+	if (!hooks) {
+		hooks = new Set();
+		bySession.set(session, hooks);
 	}
 	if (!session.settleGate) {
-		const watches = set;
+		const all = hooks;
 		session.settleGate = (line) => {
 			let hold = false;
-			for (const watch of [...watches]) if (watch.onSettle(line)) hold = true;
+			for (const each of [...all]) if (each(line)) hold = true;
 			return hold;
 		};
 	}
-	return set;
+	hooks.add(hook);
+	return () => {
+		hooks.delete(hook);
+		if (hooks.size === 0) session.settleGate = undefined;
+	};
 }

@@ -26,8 +26,9 @@ export function superviseRun(
 	const spec = outputSchema === undefined ? undefined : compileOutputSchema(outputSchema);
 	const sent = spec ? { ...command, message: `${command.message ?? ""}${instruction(spec)}` } : command;
 	const watches: { dispose(): void }[] = [];
-	if (spec) watches.push(new OutputWatch(session, command.id, spec));
+	// Limits first: their event must be logged before the output's, both before the settle.
 	if (limits && Object.keys(limits).length > 0) watches.push(new LimitWatch(session, command.id, limits));
+	if (spec) watches.push(new OutputWatch(session, command.id, spec));
 	return {
 		command: sent,
 		dispose: () => {

@@ -150,6 +150,13 @@ export class Metrics {
 		// Known label values start at 0, so rate() and alerts see a series before the first increment.
 		for (const status of ["answered", "cancelled", "expired"]) resolved.inc({ status }, 0);
 		for (const reason of ["stopped", "exited", "crashed"]) exits.inc({ reason }, 0);
+		const limitsReached = new Counter({
+			name: "pi_gateway_run_limits_reached_total",
+			help: "Runs the gateway aborted past one of their limits (run_limit_reached), by kind: turns, tokens, cost or duration",
+			labelNames: ["kind"],
+			registers,
+		});
+		for (const kind of ["turns", "tokens", "cost", "duration"]) limitsReached.inc({ kind }, 0);
 		const usage = usageCounters(registers, (sessionId) => this.#ownerOf(sessionId));
 		folderCounters(registers, () => this.#cluster()?.folders.counts);
 		sessions.subscribeAll((sessionId, event) => {
@@ -158,6 +165,8 @@ export class Metrics {
 			else if (event.type === "approval_requested") requested.inc();
 			else if (event.type === "approval_resolved") {
 				resolved.inc({ status: field(event, "approval", "status") ?? "unknown" });
+			} else if (event.type === "run_limit_reached") {
+				limitsReached.inc({ kind: field(event, "limit", "kind") ?? "unknown" });
 			} else if (event.type === "session_exit") {
 				const reason = field(event, "reason") ?? "unknown";
 				exits.inc({ reason });
