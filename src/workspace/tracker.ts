@@ -1,3 +1,6 @@
+// Over 300 lines on purpose: the tracker is where a session's snapshots meet its runs (the first
+// one, the pre-run one — awaited, or held against pi's first tool call by the snapshot gate — the
+// settle, and reads), all over the same few maps; git's work is snapshots.ts, diffs are changes.ts.
 import type { Logger } from "pino";
 import { GatewayError } from "../errors.ts";
 import { eventJson, type LoggedEvent } from "../sessions/event-log.ts";
@@ -150,10 +153,20 @@ export class ChangeTracker {
 	 */
 	async beforePrompt(id: string): Promise<void> {
 		if (!this.enabled || this.#current.has(id)) return;
-		if (this.gated) void this.ensureBase(id);
+		if (this.gated) {
+			// Started once the prompt is on its way to pi: spawning git holds the event loop for a few ms.
+			const later = new Promise<Snap>((resolve) =>
+				setImmediate(() => {
+					void this.ensureBase(id);
+					resolve(this.#snap(id));
+				}),
+			);
+			this.#beforePrompt.set(id, later);
+			return;
+		}
 		const tree = this.#snap(id);
 		this.#beforePrompt.set(id, tree);
-		if (!this.gated) await tree;
+		await tree;
 	}
 
 	/** The snapshot gate's answer: once the session's first snapshot and its run's start snapshot are taken. */
