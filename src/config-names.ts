@@ -82,7 +82,8 @@ export function closest(name: string, known: Iterable<string>): string | undefin
 	let bestDistance = Number.POSITIVE_INFINITY;
 	const wanted = name.toLowerCase();
 	for (const candidate of known) {
-		const d = candidate.startsWith(wanted) && wanted.length >= 3 ? 1 : distance(wanted, candidate);
+		const lower = candidate.toLowerCase();
+		const d = lower.startsWith(wanted) && wanted.length >= 3 ? 1 : distance(wanted, lower);
 		if (d < bestDistance) [best, bestDistance] = [candidate, d];
 	}
 	return best !== undefined && bestDistance <= Math.max(2, Math.floor(wanted.length / 3)) ? best : undefined;

@@ -42,6 +42,35 @@ export interface Settings {
 	file: { path: string; read: boolean };
 	tokenOnArgv: boolean;
 	printConfig: boolean;
+	/** Lines for stderr before start: env vars that look like a setting's, misspelt. */
+	warnings: string[];
+}
+
+/** PI_GATEWAY_* names that are not settings but read elsewhere (the CLI's file, acp, the demo model, scripts). */
+const otherEnv = new Set([
+	configEnv,
+	"PI_GATEWAY_URL",
+	"PI_GATEWAY_TOKEN_FILE",
+	"PI_GATEWAY_DEMO_DELAY_MS",
+	"PI_GATEWAY_NODE_DIR",
+]);
+
+/** An env var that is no setting but close to one is a typo that would otherwise do nothing, silently. */
+function misspeltEnv(env: NodeJS.ProcessEnv): string[] {
+	const names = settingKeys.map(envName);
+	const known = new Set(names);
+	return Object.keys(env)
+		.filter((name) => name.startsWith("PI_GATEWAY_") && !known.has(name) && !otherEnv.has(name))
+		.flatMap((name) => {
+			const prefix = "PI_GATEWAY_".length;
+			const guess = closest(
+				name.slice(prefix),
+				names.map((n) => n.slice(prefix)),
+			);
+			return guess
+				? [`pi-gateway: WARNING: ${name} is no setting and is ignored; did you mean PI_GATEWAY_${guess}?`]
+				: [];
+		});
 }
 
 const commandLineOnly = {
@@ -167,6 +196,7 @@ export function readSettings(argv: string[], env: NodeJS.ProcessEnv = process.en
 			file: { path: location.path, read: file !== undefined },
 			tokenOnArgv: flags.token !== undefined,
 			printConfig: flags["print-config"] === true,
+			warnings: misspeltEnv(env),
 		},
 	};
 }

@@ -61,7 +61,7 @@ async function main(): Promise<void> {
 			console.log(printConfig(settings, config));
 			process.exit(0);
 		}
-		for (const line of settingsReport(settings, config)) console.error(line);
+		for (const line of [...settings.warnings, ...settingsReport(settings, config)]) console.error(line);
 		const url = settings.sources.get("databaseUrl");
 		const urlOnArgv = url?.from === "flag" && typeof url.raw === "string" && hasPassword(url.raw);
 		if (urlOnArgv) console.error(`pi-gateway: WARNING: ${databaseUrlOnArgv}`);

@@ -79,6 +79,22 @@ describe("where a setting comes from", () => {
 	});
 });
 
+describe("a misspelt env var", () => {
+	it("is said at start with the setting it resembles; other PI_GATEWAY_* names and strangers are left alone", () => {
+		const { warnings, input } = settings([], {
+			PI_GATEWAY_PROT: "9000",
+			PI_GATEWAY_MAX_SESION: "3",
+			PI_GATEWAY_URL: "http://x",
+			PI_GATEWAY_SOMETHING_ELSE: "1",
+		});
+		expect(warnings).toEqual([
+			"pi-gateway: WARNING: PI_GATEWAY_PROT is no setting and is ignored; did you mean PI_GATEWAY_PORT?",
+			"pi-gateway: WARNING: PI_GATEWAY_MAX_SESION is no setting and is ignored; did you mean PI_GATEWAY_MAX_SESSIONS?",
+		]);
+		expect(input.port).toBeUndefined();
+	});
+});
+
 describe("did you mean", () => {
 	it("finds a typo or a prefix, and nothing for a stranger", () => {
 		const flags = Object.keys(ConfigSchema.shape).map(kebab);
