@@ -302,7 +302,7 @@ describe("the TypeScript client", () => {
 });
 
 describe("the Python client", () => {
-	it("tool_calls.run answers calls with handlers; answer, inbox, get, 409 and 422 (clients/python/tests/live_tool_calls.py)", async () => {
+	it("tool_calls.run answers calls with handlers (sync, and AsyncPiGateway with coroutine handlers); answer, inbox, get, 409 and 422 (clients/python/tests/live_tool_calls.py)", async () => {
 		const pkg = resolve(import.meta.dirname, "../../clients/python");
 		const result = await promisify(execFile)(
 			"python3",
@@ -319,6 +319,6 @@ describe("the Python client", () => {
 			},
 		).catch((error) => error);
 		expect(result.stderr, result.stdout).toMatch(/\nOK\n$/);
-		expect(result.stderr).toMatch(/^Ran 2 tests/m);
+		expect(result.stderr).toMatch(/^Ran 3 tests/m);
 	}, 150_000);
 });

@@ -5,11 +5,12 @@ program counts its own tests), with PI_GATEWAY_URL and PI_GATEWAY_TOKEN set:
     python3 -m unittest discover -s clients/python/tests -p live_tool_calls.py
 """
 
+import asyncio
 import os
 import unittest
 from typing import Any, Dict, List
 
-from pi_gateway import GatewayError, PiGateway
+from pi_gateway import AsyncPiGateway, GatewayError, PiGateway
 
 URL = os.environ["PI_GATEWAY_URL"]
 TOKEN = os.environ.get("PI_GATEWAY_TOKEN")
@@ -66,6 +67,31 @@ class ToolCallsTest(unittest.TestCase):
             self.gw.tool_calls.answer(call, {"output": "8.00"})
         self.assertEqual(twice.exception.status, 409)
         self.assertEqual(self.gw.tool_calls.get(sid, call["id"])["result"], {"output": "7.00", "isError": False})
+
+
+class AsyncToolCallsTest(unittest.IsolatedAsyncioTestCase):
+    """The same helper on AsyncPiGateway, with a coroutine handler and a plain one."""
+
+    async def test_run_answers_calls_with_async_handlers(self) -> None:
+        gw = AsyncPiGateway(URL, TOKEN)
+        sid = (await gw.create_session({"clientTools": [LOOKUP_PRICE]}))["id"]
+        try:
+            async def lookup_price(args: Dict[str, Any], call: Any) -> str:
+                await asyncio.sleep(0)
+                return "price of " + args["sku"] + ": 19.90"
+
+            result = await gw.tool_calls.run(sid, 'tool: lookup_price {"sku":"A-1"}', {"lookup_price": lookup_price})
+            self.assertEqual(result.get("text"), "price of A-1: 19.90")
+
+            def broken(args: Dict[str, Any], call: Any) -> str:
+                raise RuntimeError("the price list is down")
+
+            failed = await gw.tool_calls.run(sid, 'tool: lookup_price {"sku":"B"}', {"lookup_price": broken})
+            self.assertEqual(failed.get("text"), "Error: the price list is down")
+            calls = await gw.tool_calls.list(sid, status="answered")
+            self.assertEqual([c["result"]["isError"] for c in calls], [False, True])
+        finally:
+            await gw.delete_session(sid)
 
 
 if __name__ == "__main__":

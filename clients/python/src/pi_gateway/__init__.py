@@ -4,6 +4,7 @@ resume with Last-Event-ID and raise when they cannot, an approvals helper, Gatew
 
 from . import events, schema
 from .aio import AsyncEventStream, AsyncPiGateway, AsyncRunStream
+from .aio_tool_calls import AsyncToolCalls, AsyncToolHandler
 from .approvals import Approvals
 from .client import PiGateway
 from .errors import Aborted, GatewayError, RunLost, StreamInterrupted
@@ -15,7 +16,8 @@ from .transport import AbortSignal
 from .workspace import Workspace
 
 __all__ = [
-    "Aborted", "AbortSignal", "Approvals", "AsyncEventStream", "AsyncPiGateway", "AsyncRunStream", "Event",
+    "Aborted", "AbortSignal", "Approvals", "AsyncEventStream", "AsyncPiGateway", "AsyncRunStream",
+    "AsyncToolCalls", "AsyncToolHandler", "Event",
     "EventStream", "Frame", "GatewayError", "LineParser", "PiGateway", "RunLost", "RunStream",
     "StreamInterrupted", "ToolCalls", "ToolHandler", "ToolOutput", "Workspace", "events", "parse_chunks", "parse_event", "schema",
 ]

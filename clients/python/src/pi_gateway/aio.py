@@ -25,6 +25,7 @@ from .events import Event, RunHelpers, parse_event
 from .sse import LineParser
 from .streams import command_events, run_end, run_lost
 from .transport import Transport
+from .aio_tool_calls import AsyncToolCalls
 
 
 class AsyncResponse:
@@ -380,6 +381,8 @@ class AsyncPiGateway:
         self._retry_delay = retry_delay
         self._max_reconnects = max_reconnects
         self.approvals = AsyncApprovals(self._http)
+        #: Client tools: ``await tool_calls.run(sid, "…", {"lookup_price": fn})`` answers the calls of a run.
+        self.tool_calls = AsyncToolCalls(self._http)
 
     async def __aenter__(self) -> "AsyncPiGateway":
         return self
