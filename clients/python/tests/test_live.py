@@ -220,7 +220,9 @@ class LiveGateway(unittest.TestCase):
 
     def test_wait_mode_and_request(self) -> None:
         sid = self.session()
-        result = self.gw.prompt_and_wait(sid, "echo: waited", seconds=30)
+        result = self.gw.prompt_and_wait(sid, "echo: waited", timeout=30.0)
+        self.assertEqual(result.get("text"), "waited")
+        result = self.gw.prompt_and_wait(sid, "echo: waited", seconds=30)  # the older name
         self.assertEqual(result.get("text"), "waited")
         state = self.gw.request("GET", "/v1/sessions/{id}/state", path_params={"id": sid})
         self.assertFalse(state["isStreaming"])

@@ -1,5 +1,6 @@
 """PiGateway: every operation through ``request()``, named methods for the common flow, streams."""
 
+import math
 import warnings
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Union, cast
 
@@ -91,15 +92,17 @@ class PiGateway:
             "POST", "/v1/sessions/{id}/prompt", params={"id": session_id}, body={"message": message, **fields},
             signal=signal))
 
-    def prompt_and_wait(self, session_id: str, message: str, seconds: Optional[int] = None,
-                        signal: Optional[AbortSignal] = None,
+    def prompt_and_wait(self, session_id: str, message: str, seconds: Optional[float] = None,
+                        signal: Optional[AbortSignal] = None, *, timeout: Optional[float] = None,
                         **fields: Any) -> Union[s.RunResult, s.RunAccepted]:
-        """Wait mode: the RunResult once the run settled, or RunAccepted when the wait ran out first
-        or a dialog holds pi's answer (``disposition: awaiting_approval``)."""
-        prefer = "wait" if seconds is None else f"wait={seconds}"
+        """Wait mode: the RunResult once the run settled, or RunAccepted when ``timeout`` seconds (the
+        gateway's limit when None; ``seconds`` is its older name) ran out first or a dialog holds pi's
+        answer (``disposition: awaiting_approval``)."""
+        limit = timeout if timeout is not None else seconds
+        prefer = "wait" if limit is None else f"wait={max(1, math.ceil(limit))}"
         return cast(Union[s.RunResult, s.RunAccepted], self._http.json(
             "POST", "/v1/sessions/{id}/prompt", params={"id": session_id}, body={"message": message, **fields},
-            headers={"Prefer": prefer}, signal=signal))
+            headers={"Prefer": prefer}, signal=signal, timeout=None if limit is None else limit + 30))
 
     def prompt_stream(self, session_id: str, message: str, signal: Optional[AbortSignal] = None,
                       **fields: Any) -> RunStream:
