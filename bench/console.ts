@@ -9,8 +9,9 @@ const root = resolve(import.meta.dirname, "..");
 
 /**
  * The console's first load on a phone: each file `GET /console/` fetches (the page, its one script,
- * its one stylesheet; nothing else), raw and gzipped, against the budget test/unit/console-api.test.ts
- * enforces. Built fresh into a temporary folder, as `npm run build` builds dist/console.
+ * its one stylesheet), raw and gzipped, against the budget test/unit/console-api.test.ts enforces;
+ * then the lazy chunks (console-*.js: the changes review), fetched only by the view that needs them
+ * and not in the total. Built fresh into a temporary folder, as `npm run build` builds dist/console.
  */
 export function consoleFirstLoad(): Record<string, string | number>[] {
 	const out = mkdtempSync(join(tmpdir(), "pi-bench-console-"));
@@ -33,19 +34,22 @@ export function consoleFirstLoad(): Record<string, string | number>[] {
 				const bytes = readFileSync(join(out, file));
 				return { file, bytes: bytes.length, gzipped: gzipSync(bytes, { level: 9 }).length };
 			});
+		const lazy = (file: string) => /^console-.+\.js$/.test(file);
 		const total = { bytes: 0, gzipped: 0 };
-		for (const r of rows) {
+		for (const r of rows.filter((r) => !lazy(r.file))) {
 			total.bytes += r.bytes;
 			total.gzipped += r.gzipped;
 		}
+		const row = (r: (typeof rows)[number]) => ({ ...r, "KB gzipped": (r.gzipped / 1024).toFixed(1) });
 		return [
-			...rows.map((r) => ({ ...r, "KB gzipped": (r.gzipped / 1024).toFixed(1) })),
+			...rows.filter((r) => !lazy(r.file)).map(row),
 			{
-				file: `total (budget ${firstLoadBudgetBytes / 1024} KB gzipped)`,
+				file: `first load (budget ${firstLoadBudgetBytes / 1024} KB gzipped)`,
 				bytes: total.bytes,
 				gzipped: total.gzipped,
 				"KB gzipped": (total.gzipped / 1024).toFixed(1),
 			},
+			...rows.filter((r) => lazy(r.file)).map((r) => row({ ...r, file: `${r.file} (lazy, not in the first load)` })),
 		];
 	} finally {
 		rmSync(out, { recursive: true, force: true });

@@ -43,7 +43,11 @@ export function SessionView(props: { id: string; me: Whoami; pending: Pending; w
 			onEvents: (events: StreamEvent[]) => {
 				dispatch(events);
 				if (events.some((e) => e.type.startsWith("approval_"))) pending.refresh();
-				if (events.some((e) => e.type === "session_status" || e.type === "session_exit")) load();
+				// The session and the sidebar's line for it say the new status at once, not at the list's next poll.
+				if (events.some((e) => e.type === "session_status" || e.type === "session_exit")) {
+					load();
+					props.onChange();
+				}
 			},
 			onLink: setLink,
 		});
@@ -83,6 +87,15 @@ export function SessionView(props: { id: string; me: Whoami; pending: Pending; w
 			})
 			.catch((e: Error) => setError(e.message));
 	};
+	// A dialog waits where the person's eyes are: docked above the composer, as the conversation scrolls.
+	const waiting = dialogs.length > 0 && (
+		<section aria-label="Waiting for an answer" class="dialogs">
+			{dialogs.map((a) => (
+				<ApprovalWithContext key={a.id} approval={a} me={me} onDone={pending.refresh} inSession sessionName={name} />
+			))}
+		</section>
+	);
+	const composer = live && can(me, "sessions:write");
 	return (
 		<article class="session" aria-labelledby="session-title">
 			<div class="session-head">
@@ -120,28 +133,18 @@ export function SessionView(props: { id: string; me: Whoami; pending: Pending; w
 				</fieldset>
 			</div>
 			{can(me, "approvals:read") && <UiPanel id={id} at={transcript.lastSeq} />}
-			{dialogs.length > 0 && (
-				<section aria-label="Waiting for an answer" class="dialogs">
-					{dialogs.map((a) => (
-						<ApprovalWithContext
-							key={a.id}
-							approval={a}
-							me={me}
-							onDone={pending.refresh}
-							inSession
-							sessionName={name}
-						/>
-					))}
-				</section>
-			)}
+			{tab !== "transcript" && waiting}
 			{tab === "transcript" && <TranscriptView transcript={transcript} />}
 			{tab === "files" && <Files sessionId={id} />}
 			{tab === "changes" && <RunChanges id={id} runs={transcript.runs} />}
-			{live && can(me, "sessions:write") && tab === "transcript" && (
+			{tab === "transcript" && (waiting || composer) && (
 				<div class="dock">
-					<Composer id={id} running={status === "running" || status === "waiting"}>
-						<Controls id={id} session={session} />
-					</Composer>
+					{waiting}
+					{composer && (
+						<Composer id={id} running={status === "running" || status === "waiting"}>
+							<Controls id={id} session={session} />
+						</Composer>
+					)}
 				</div>
 			)}
 		</article>
