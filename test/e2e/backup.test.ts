@@ -5,7 +5,7 @@ import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
-// An operator's backup and restore, in README's layout (the workspaces inside the data dir) and
+// docs/deployment.md's backup and restore, in README's layout (the workspaces inside the data dir) and
 // with --workspace-root elsewhere: back up a stopped gateway with the CLI, wipe everything, restore,
 // start again on the restored folders: the conversation, its pi session file and its folder's
 // files are back, and the session goes on.
