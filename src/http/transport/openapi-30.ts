@@ -20,6 +20,10 @@ import { type Json, operationsOf, walk } from "./openapi-generators.ts";
  *   otherwise `allOf: [$ref]` beside `nullable: true` and the target's `type`;
  * - an example that holds something else than an object where the twin says "any value" as
  *   `type: object` (below) is left out: 3.0 tools would call it invalid;
+ * - an operation with JSON answers of different schemas under several 2xx statuses (a run command:
+ *   200 `RunResult` when waited, 202 `RunAccepted`) declares one schema for all of them, merging
+ *   theirs (`RunResultOrRunAccepted`): swagger-codegen and most 3.0 generators type an operation by
+ *   its first 2xx answer and refused the other's body;
  * - bearer security with empty scope lists (3.0 allows scopes only for OAuth2 and OpenID Connect):
  *   the operation's scope is in `x-required-scope` and its description;
  * - `webhooks` (3.1 only) move to `x-webhooks`.
@@ -44,12 +48,39 @@ export function toOpenApi30(published: Json): Json {
 		if (op.security?.length) op.security = op.security.map((requirement: Json) => mapValues(requirement, () => []));
 	}
 	walk(document["x-webhooks"] ?? {}, downgrade);
+	oneAnswerSchema(document);
 	nullableReferences(document);
 	const schemas = document.components?.schemas ?? {};
 	walk(document, (node) => {
 		if (node?.example !== undefined && !fitsStandIns(node.schema ?? node, node.example, schemas)) delete node.example;
 	});
 	return document;
+}
+
+/** See the module comment: one schema for an operation's 2xx JSON answers; components left unused go. */
+function oneAnswerSchema(document: Json): void {
+	const schemas: Record<string, Json> = document.components?.schemas ?? {};
+	const merged2xx = new Set<string>();
+	for (const { op } of operationsOf(document)) {
+		const answers = Object.entries((op.responses ?? {}) as Record<string, Json>)
+			.filter(([status, response]) => status.startsWith("2") && response.content?.["application/json"]?.schema?.$ref)
+			.map(([, response]) => response.content["application/json"]);
+		const names = [...new Set(answers.map((media) => String(media.schema.$ref).split("/").pop() ?? ""))];
+		if (names.length < 2 || !names.every((name) => schemas[name]?.properties)) continue;
+		const name = names.join("Or");
+		schemas[name] ??= {
+			description: `One of: ${names.map((n) => `${n} (${schemas[n].description ?? n})`).join("; ")}. The HTTP status says which`,
+			...merged(names.map((n) => schemas[n])),
+			...(schemas[names[0] as string].example ? { example: schemas[names[0] as string].example } : {}),
+		};
+		for (const media of answers) media.schema = { $ref: `#/components/schemas/${name}` };
+		for (const n of names) merged2xx.add(n);
+	}
+	const used = new Set<string>();
+	walk(document, (node) => {
+		if (typeof node.$ref === "string") used.add(node.$ref.split("/").pop());
+	});
+	for (const name of merged2xx) if (!used.has(name)) delete schemas[name];
 }
 
 /**

@@ -53,7 +53,22 @@ export const PiState = z
 		messageCount: z.number().describe("Messages in the conversation"),
 		pendingMessageCount: z.number().describe("Steering and follow-up messages waiting in pi's queues"),
 	})
-	.openapi("PiState", { description: "pi's state (`get_state`)" });
+	.openapi("PiState", {
+		description: "pi's state (`get_state`)",
+		example: {
+			model: { id: "demo", provider: "pi-gateway-demo" },
+			thinkingLevel: "off",
+			isStreaming: false,
+			isCompacting: false,
+			steeringMode: "one-at-a-time",
+			followUpMode: "one-at-a-time",
+			sessionFile: "/var/lib/pi-gateway/agent/sessions/2026-12-01T10-00-00.jsonl",
+			sessionId: "0b6f1c2e-4a7d-4e0b-9c1a-3f5e2d8b7a61",
+			autoCompactionEnabled: true,
+			messageCount: 2,
+			pendingMessageCount: 0,
+		},
+	});
 
 export const Disposition = z
 	.looseObject({
@@ -65,7 +80,10 @@ export const Disposition = z
 
 export const Cancelled = z
 	.looseObject({ cancelled: z.boolean().describe("An extension cancelled the command") })
-	.openapi("CancellableResult", { description: "pi's answer to a command an extension may cancel" });
+	.openapi("CancellableResult", {
+		description: "pi's answer to a command an extension may cancel",
+		example: { cancelled: false },
+	});
 
 export const BashResult = z
 	.looseObject({

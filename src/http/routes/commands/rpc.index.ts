@@ -18,7 +18,13 @@ export const rawCommand = createRoute({
 		body: jsonBody(RawCommand, { type: "get_state" }),
 	},
 	responses: {
-		200: json(z.unknown().openapi({ description: "pi's `data` for the command" }), "pi's answer"),
+		200: json(
+			z.unknown().openapi({
+				description: "pi's `data` for the command",
+				example: { model: { id: "demo", provider: "pi-gateway-demo" }, thinkingLevel: "off", isStreaming: false },
+			}),
+			"pi's answer",
+		),
 		...commandErrors(501),
 	},
 });

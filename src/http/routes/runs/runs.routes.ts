@@ -23,7 +23,7 @@ export const RunAccepted = z
 		approvals: z
 			.array(
 				z.object({
-					id: z.string(),
+					id: z.string().describe("The approval's id"),
 					url: z.string().openapi({
 						description: "Where to answer it (POST)",
 						example: "/v1/sessions/ses_Qm9wYXJ0aWFs/approvals/3f1c…",
@@ -34,18 +34,26 @@ export const RunAccepted = z
 			.optional()
 			.openapi({ description: "With `awaiting_approval`: the dialogs pi waits on, each with the URL to answer it" }),
 	})
-	.openapi("RunAccepted");
+	.openapi("RunAccepted", {
+		description: "A run command pi accepted (or a dialog holds, or the wait ran out): where to follow it",
+		example: { runId: "gw_1", disposition: "started", eventsUrl: "/v1/sessions/ses_Qm9wYXJ0aWFs/events?after=41" },
+	});
 
 export const RunResult = z
 	.object({
-		runId: z.string(),
-		disposition: z.enum(["started", "queued", "handled"]),
-		aborted: z.boolean(),
+		runId: z.string().describe("The gateway's id for this command; the run it started or joined"),
+		disposition: z
+			.enum(["started", "queued", "handled"])
+			.describe("pi's `disposition`: it started a run, queued the message, or an extension command handled it"),
+		aborted: z.boolean().describe("The run was aborted (`POST …/abort`, a limit, or pi's exit)"),
 		messages: z
 			.array(AgentMessage)
 			.openapi({ description: "Messages completed during the run (user, assistant, tool results)" }),
 		text: z.string().nullable().openapi({ description: "Text of the last assistant message that had text" }),
-		stopReason: z.string().nullable(),
+		stopReason: z
+			.string()
+			.nullable()
+			.describe("Why the last assistant message ended (`stop`, `length`, `toolUse`, `aborted`, `error`); null if none"),
 		usage: Usage.nullable().openapi({ description: "Token usage of the last assistant message (pi's `usage`)" }),
 		firstEventId: z
 			.number()
@@ -77,7 +85,28 @@ export const RunResult = z
 			}),
 		limit: LimitHit.optional().openapi({ description: "The run limit (`limits`) that aborted the run" }),
 	})
-	.openapi("RunResult");
+	.openapi("RunResult", {
+		description: "A run that settled (wait mode): what it said and did",
+		example: {
+			runId: "gw_1",
+			disposition: "started",
+			aborted: false,
+			messages: [
+				{ role: "user", content: [{ type: "text", text: "echo: hello" }], timestamp: 1764583200000 },
+				{
+					role: "assistant",
+					content: [{ type: "text", text: "hello" }],
+					stopReason: "stop",
+					timestamp: 1764583200400,
+				},
+			],
+			text: "hello",
+			stopReason: "stop",
+			usage: { input: 3, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 4 },
+			firstEventId: 42,
+			lastEventId: 49,
+		},
+	});
 
 /** A run command's body: pi's fields and the gateway's own (outputSchema, limits). */
 export const runBody = (type: "prompt" | "steer" | "follow_up") => commandFields[type].extend(runControlFields);
