@@ -183,6 +183,18 @@ describe.skipIf(!hasCommand("curl"))("after a SIGKILL of the gateway and a resta
 		expect(lost.json.reason).toMatch(/stopped uncleanly/);
 		expect(exit.json).toMatchObject({ type: "session_exit", sessionId: viaCurl, reason: "lost", resumable: true });
 
+		// The same POST again with Last-Event-ID (what a retrying SSE library sends, issue 31 item 4):
+		// gap, then the run's end, and nothing for pi: the session stays stopped.
+		const retried = await second.fetch(`/v1/sessions/${viaCurl}/prompt/stream`, {
+			method: "POST",
+			headers: { "content-type": "application/json", "last-event-id": lastSeen },
+			body: JSON.stringify({ message: "slow: 60" }),
+		});
+		const retriedFrames = frames(await retried.text());
+		expect(retriedFrames.map((f) => f.event)).toEqual(["stream_open", "gap", "run_lost"]);
+		expect(retriedFrames[2]?.json).toMatchObject({ type: "run_lost", runId });
+		expect((await second.api(`/v1/sessions/${viaCurl}`)).body).toMatchObject({ status: "stopped" });
+
 		// The TypeScript client reconnected by itself and ends its iterator with an error naming the run.
 		const tsError = await Promise.race([tsDone, new Promise((done) => setTimeout(() => done("hung"), 15_000))]);
 		expect(tsError, JSON.stringify(tsEvents.slice(-4))).toBeInstanceOf(Error);

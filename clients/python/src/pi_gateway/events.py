@@ -1,8 +1,9 @@
 """Typed events: one dataclass per event type a run stream carries, and the helpers the OpenAI and
 Anthropic SDKs taught people to expect (``text_stream``, ``final_message()``, ``final_text()``).
 
-Each event keeps the JSON it came from in ``raw``, and reads like that dict too
-(``event["type"]``, ``event.get("runId")``), so code written against the dict events keeps working.
+Each event keeps the JSON it came from in ``raw`` and is that dict too (a ``dict`` subclass holding
+the same keys: ``event["type"]``, ``event.get("runId")``, ``json.dumps(event)``, ``event == {...}``),
+so code written against the dict events keeps working.
 ``parse_event`` picks the class by ``type``; a type this client does not know becomes ``Event``.
 Units are the wire's: ``id`` is the event's sequence number in the session's log; times inside
 ``raw`` stay as the gateway sends them (ISO strings, milliseconds where a field says ``Ms``).
@@ -14,30 +15,25 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Type
 Raw = Dict[str, Any]
 
 
-@dataclass
-class Event:
+@dataclass(eq=False)
+class Event(Dict[str, Any]):
     """Any event: its ``type``, its log position ``id`` (None for frames outside the log such as
-    ``stream_open``) and the decoded JSON in ``raw``."""
+    ``stream_open``) and the decoded JSON in ``raw``, whose keys the event also holds as a dict
+    (equality and JSON are the dict's)."""
 
     type: str
     raw: Raw = field(repr=False)
     id: Optional[int] = None
 
-    def __getitem__(self, key: str) -> Any:
-        return self.raw[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.raw.get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.raw
+    def __post_init__(self) -> None:
+        dict.update(self, self.raw)
 
     @classmethod
     def _fields(cls, raw: Raw) -> Dict[str, Any]:
         return {}
 
 
-@dataclass
+@dataclass(eq=False)
 class StreamOpen(Event):
     """The first frame: where the stream joined (``after``) and, on a run stream, its ``run_id``."""
 
@@ -51,7 +47,7 @@ class StreamOpen(Event):
                 "resumed": raw.get("resumed") is True}
 
 
-@dataclass
+@dataclass(eq=False)
 class Response(Event):
     """pi's answer to the command (``success``, ``data``; ``data["disposition"]`` for a prompt)."""
 
@@ -64,7 +60,7 @@ class Response(Event):
         return {"success": raw.get("success") is True, "data": raw.get("data"), "command": raw.get("command")}
 
 
-@dataclass
+@dataclass(eq=False)
 class MessageUpdate(Event):
     """A delta of the message being written; ``text_delta`` is its text, when it is text."""
 
@@ -88,7 +84,7 @@ def message_text(message: Optional[Raw]) -> str:
     return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
 
 
-@dataclass
+@dataclass(eq=False)
 class MessageEnd(Event):
     """A finished message (user, assistant or tool result); ``text`` its text blocks joined."""
 
@@ -102,7 +98,7 @@ class MessageEnd(Event):
         return {"message": message, "role": message.get("role"), "text": message_text(message)}
 
 
-@dataclass
+@dataclass(eq=False)
 class ToolExecutionStart(Event):
     """pi began running a tool: ``tool_call_id``, ``tool_name`` and ``args``."""
 
@@ -115,7 +111,7 @@ class ToolExecutionStart(Event):
         return {"tool_call_id": raw.get("toolCallId"), "tool_name": raw.get("toolName"), "args": raw.get("args")}
 
 
-@dataclass
+@dataclass(eq=False)
 class ToolExecutionEnd(Event):
     """A tool finished: its ``result`` and whether it was an error."""
 
@@ -130,7 +126,7 @@ class ToolExecutionEnd(Event):
                 "result": raw.get("result"), "is_error": raw.get("isError") is True}
 
 
-@dataclass
+@dataclass(eq=False)
 class ToolCallRequested(Event):
     """The model called one of the session's client tools: the program answers it."""
 
@@ -146,7 +142,7 @@ class ToolCallRequested(Event):
                 "arguments": raw.get("arguments", call.get("arguments")), "run_id": raw.get("runId") or call.get("runId")}
 
 
-@dataclass
+@dataclass(eq=False)
 class ApprovalRequested(Event):
     """A dialog opened (an extension asks): answer ``approval`` through ``approvals.answer``."""
 
@@ -157,12 +153,12 @@ class ApprovalRequested(Event):
         return {"approval": raw.get("approval") or {}}
 
 
-@dataclass
+@dataclass(eq=False)
 class ApprovalResolved(ApprovalRequested):
     """A dialog was answered, expired or cancelled."""
 
 
-@dataclass
+@dataclass(eq=False)
 class AgentSettled(Event):
     """The run's end: pi will do nothing more on its own."""
 
@@ -173,7 +169,7 @@ class AgentSettled(Event):
         return {"aborted": raw.get("aborted") is True}
 
 
-@dataclass
+@dataclass(eq=False)
 class Gap(Event):
     """Events the log no longer held were skipped (``lost`` of them, when known)."""
 
@@ -186,7 +182,7 @@ class Gap(Event):
         return {"after": raw.get("after"), "first_available": raw.get("firstAvailable"), "lost": raw.get("lost")}
 
 
-@dataclass
+@dataclass(eq=False)
 class SessionExit(Event):
     """pi exited (or the session was deleted or hibernated: ``resumable``)."""
 
@@ -198,7 +194,7 @@ class SessionExit(Event):
         return {"reason": raw.get("reason"), "resumable": raw.get("resumable") is True}
 
 
-@dataclass
+@dataclass(eq=False)
 class BashExecutionUpdate(Event):
     """Output of a streamed bash command so far (``delta``)."""
 
@@ -209,7 +205,7 @@ class BashExecutionUpdate(Event):
         return {"delta": raw.get("delta") or ""}
 
 
-@dataclass
+@dataclass(eq=False)
 class RunOutput(Event):
     """With ``outputSchema``: the run's structured answer (``output``) or why there is none (``error``)."""
 
@@ -221,7 +217,7 @@ class RunOutput(Event):
         return {"output": raw.get("output"), "error": raw.get("error")}
 
 
-@dataclass
+@dataclass(eq=False)
 class ErrorEvent(Event):
     """The gateway failed after the stream began (pi did not answer in time, or exited)."""
 
