@@ -86,7 +86,7 @@ def main():
             elif kind == "agent_settled":
                 print(f"run settled (aborted: {str(event['aborted']).lower()})")
     finally:
-        res = gw.raw("DELETE", "/v1/sessions/{id}", params={"id": session_id})
+        res = gw.raw("DELETE", "/v1/sessions/{id}", path_params={"id": session_id})
         res.read()
         print(f"session {session_id} deleted (HTTP {res.status})")
 
