@@ -250,6 +250,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The session's budget and what its runs used so far
+         * @description Tokens and cost are summed from the usage pi reports for every assistant message of the session, kept with the session across gateway restarts. Once a limit is reached, run commands are refused with 409 `budget_exhausted` (docs/limits.md).
+         *
+         *     Requires the `sessions:read` scope.
+         */
+        get: operations["sessionsGetBudget"];
+        /**
+         * Set the session's budget (replaces both limits; the usage so far stays)
+         * @description A limit left out is removed; `{}` removes both. Raising a limit past the usage lets run commands through again.
+         *
+         *     Requires the `sessions:write` scope.
+         */
+        put: operations["sessionsPutBudget"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/prompt": {
         parameters: {
             query?: never;
@@ -1273,7 +1301,7 @@ export interface paths {
          *
          *     Requires the `sessions:read` scope.
          */
-        get: operations["toolCallsInbox"];
+        get: operations["toolcallsInbox"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1295,7 +1323,7 @@ export interface paths {
          *
          *     Requires the `sessions:read` scope.
          */
-        get: operations["toolCallsList"];
+        get: operations["toolcallsList"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1315,13 +1343,13 @@ export interface paths {
          * One client tool call
          * @description Requires the `sessions:read` scope.
          */
-        get: operations["toolCallsGet"];
+        get: operations["toolcallsGet"];
         put?: never;
         /**
          * Answer a client tool call: the output is the tool's result; it goes to pi at once, never behind the queue
          * @description Requires the `sessions:write` scope.
          */
-        post: operations["toolCallsAnswer"];
+        post: operations["toolcallsAnswer"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2237,46 +2265,42 @@ export interface components {
              * @description The tool's output: text, or a list of content blocks (text and images)
              * @example 19.90
              */
-            output: string | components["schemas"]["ToolCallContent"][];
+            output: string | ({
+                /**
+                 * @description A text block
+                 * @example text
+                 * @enum {string}
+                 */
+                type: "text";
+                /**
+                 * @description The text the model reads
+                 * @example 19.90
+                 */
+                text: string;
+            } | {
+                /**
+                 * @description An image block
+                 * @example image
+                 * @enum {string}
+                 */
+                type: "image";
+                /**
+                 * @description The image's bytes, base64
+                 * @example iVBORw0KGgo=
+                 */
+                data: string;
+                /**
+                 * @description Its media type
+                 * @example image/png
+                 */
+                mimeType: string;
+            })[];
             /**
              * @description The model got it as an error result
              * @example false
              */
             isError: boolean;
         } | null;
-        /** @description One block of a tool's output, as pi's tools return them */
-        ToolCallContent: components["schemas"]["ToolCallTextBlock"] | components["schemas"]["ToolCallImageBlock"];
-        /** @description Text the model reads */
-        ToolCallTextBlock: {
-            /**
-             * @description A text block (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            type: "text";
-            /**
-             * @description The text the model reads
-             * @example 19.90
-             */
-            text: string;
-        };
-        /** @description An image the model sees (for models that take images) */
-        ToolCallImageBlock: {
-            /**
-             * @description An image block (enum property replaced by openapi-typescript)
-             * @enum {string}
-             */
-            type: "image";
-            /**
-             * @description The image's bytes, base64
-             * @example iVBORw0KGgo=
-             */
-            data: string;
-            /**
-             * @description Its media type
-             * @example image/png
-             */
-            mimeType: string;
-        };
         /** @description Gateway: a client tool call was answered, or cancelled (abort, pi's exit, the timeout); `toolCall.result` is what the model got */
         Event_tool_call_resolved: {
             /**
@@ -2695,6 +2719,13 @@ export interface components {
          *       "currentRunId": null,
          *       "queuedCommands": 0,
          *       "pendingApprovals": 0,
+         *       "budget": {
+         *         "maxTokens": 1000000,
+         *         "maxCostUsd": null,
+         *         "usedTokens": 48213,
+         *         "usedCostUsd": 0.41,
+         *         "exhausted": null
+         *       },
          *       "lastEventId": 12,
          *       "folderRestore": null,
          *       "exit": null
@@ -2748,6 +2779,7 @@ export interface components {
             queuedCommands: number;
             /** @description Dialogs waiting for an answer */
             pendingApprovals: number;
+            budget: components["schemas"]["Budget"];
             /** @description Sequence number of the newest event */
             lastEventId: number;
             /** @description Cluster mode: the session's folder as the node running it found it when it took the session over from another node (restored from PostgreSQL under this node's workspace root; `complete: false` names what is missing). Null when no folder was restored here (the session started here, or its folder is on a shared --workspace-root) */
@@ -2786,6 +2818,44 @@ export interface components {
                 /** @description The last lines pi wrote to stderr */
                 stderrTail: string;
             } | null;
+        };
+        /**
+         * @description A session's budget: its limits and what its runs used so far (kept across gateway restarts)
+         * @example {
+         *       "maxTokens": 1000000,
+         *       "maxCostUsd": 5,
+         *       "usedTokens": 48213,
+         *       "usedCostUsd": 0.41,
+         *       "exhausted": null
+         *     }
+         */
+        Budget: {
+            /**
+             * @description The token limit (null: none)
+             * @example 1000000
+             */
+            maxTokens: number | null;
+            /**
+             * @description The cost limit in USD (null: none)
+             * @example 5
+             */
+            maxCostUsd: number | null;
+            /**
+             * @description Tokens the session's runs used so far
+             * @example 48213
+             */
+            usedTokens: number;
+            /**
+             * @description Cost in USD the session's runs used so far
+             * @example 0.41
+             */
+            usedCostUsd: number;
+            /**
+             * @description Which limit the usage has reached (run commands are refused), or null
+             * @example null
+             * @enum {string|null}
+             */
+            exhausted: "tokens" | "cost" | null;
         };
         /**
          * @description How to start a session; every field is optional
@@ -2862,6 +2932,7 @@ export interface components {
              *     ]
              */
             clientTools?: components["schemas"]["ClientTool"][];
+            budget?: components["schemas"]["SessionBudget"];
             policies?: components["schemas"]["ApprovalPolicies"];
         };
         /**
@@ -2898,6 +2969,25 @@ export interface components {
             parameters: {
                 [key: string]: unknown;
             };
+        };
+        /**
+         * @description Limits on what all of a session's runs may use together (each optional; an empty object: none). Past one, prompts, steers and follow-ups are refused with 409 `budget_exhausted` until it is raised (PUT …/budget). docs/limits.md
+         * @example {
+         *       "maxTokens": 1000000,
+         *       "maxCostUsd": 5
+         *     }
+         */
+        SessionBudget: {
+            /**
+             * @description Tokens (pi's `usage.totalTokens`, summed over every assistant message) the session may use
+             * @example 1000000
+             */
+            maxTokens?: number;
+            /**
+             * @description Cost in USD (pi's `usage.cost.total`, summed) the session may use
+             * @example 5
+             */
+            maxCostUsd?: number;
         };
         /** @description Approval policies of this session, tried after the gateway's (--approval-policies-file) and the session's remembered answers. Rules that approve (`allow`, `{value}`) need the scope approvals:answer (403 otherwise) */
         ApprovalPolicies: {
@@ -2980,6 +3070,13 @@ export interface components {
          *           "currentRunId": null,
          *           "queuedCommands": 0,
          *           "pendingApprovals": 0,
+         *           "budget": {
+         *             "maxTokens": 1000000,
+         *             "maxCostUsd": null,
+         *             "usedTokens": 48213,
+         *             "usedCostUsd": 0.41,
+         *             "exhausted": null
+         *           },
          *           "lastEventId": 12,
          *           "folderRestore": null,
          *           "exit": null
@@ -3085,15 +3182,63 @@ export interface components {
             /** @description Every principal the session is shared with and what it may do (replaces the list): `read`, `write` (reading included) or `answer` (its approvals only) */
             grants: components["schemas"]["SessionGrant"][];
         };
+        /**
+         * @description A run that settled (wait mode): what it said and did
+         * @example {
+         *       "runId": "gw_1",
+         *       "disposition": "started",
+         *       "aborted": false,
+         *       "messages": [
+         *         {
+         *           "role": "user",
+         *           "content": [
+         *             {
+         *               "type": "text",
+         *               "text": "echo: hello"
+         *             }
+         *           ],
+         *           "timestamp": 1764583200000
+         *         },
+         *         {
+         *           "role": "assistant",
+         *           "content": [
+         *             {
+         *               "type": "text",
+         *               "text": "hello"
+         *             }
+         *           ],
+         *           "stopReason": "stop",
+         *           "timestamp": 1764583200400
+         *         }
+         *       ],
+         *       "text": "hello",
+         *       "stopReason": "stop",
+         *       "usage": {
+         *         "input": 3,
+         *         "output": 1,
+         *         "cacheRead": 0,
+         *         "cacheWrite": 0,
+         *         "totalTokens": 4
+         *       },
+         *       "firstEventId": 42,
+         *       "lastEventId": 49
+         *     }
+         */
         RunResult: {
+            /** @description The gateway's id for this command; the run it started or joined */
             runId: string;
-            /** @enum {string} */
+            /**
+             * @description pi's `disposition`: it started a run, queued the message, or an extension command handled it
+             * @enum {string}
+             */
             disposition: "started" | "queued" | "handled";
+            /** @description The run was aborted (`POST …/abort`, a limit, or pi's exit) */
             aborted: boolean;
             /** @description Messages completed during the run (user, assistant, tool results) */
             messages: components["schemas"]["AgentMessage"][];
             /** @description Text of the last assistant message that had text */
             text: string | null;
+            /** @description Why the last assistant message ended (`stop`, `length`, `toolUse`, `aborted`, `error`); null if none */
             stopReason: string | null;
             /** @description Token usage of the last assistant message (pi's `usage`) */
             usage: ({
@@ -3160,6 +3305,14 @@ export interface components {
          * @enum {string}
          */
         LimitKind: "turns" | "tokens" | "cost" | "duration";
+        /**
+         * @description A run command pi accepted (or a dialog holds, or the wait ran out): where to follow it
+         * @example {
+         *       "runId": "gw_1",
+         *       "disposition": "started",
+         *       "eventsUrl": "/v1/sessions/ses_Qm9wYXJ0aWFs/events?after=41"
+         *     }
+         */
         RunAccepted: {
             /** @description The gateway's id for this command; the run it started or joined */
             runId: string;
@@ -3175,6 +3328,7 @@ export interface components {
             eventsUrl: string;
             /** @description With `awaiting_approval`: the dialogs pi waits on, each with the URL to answer it */
             approvals?: {
+                /** @description The approval's id */
                 id: string;
                 /**
                  * @description Where to answer it (POST)
@@ -3246,14 +3400,37 @@ export interface components {
             /** @description The follow-up messages removed */
             followUp: string[];
         };
-        /** @description pi's answer to a command an extension may cancel */
+        /**
+         * @description pi's answer to a command an extension may cancel
+         * @example {
+         *       "cancelled": false
+         *     }
+         */
         CancellableResult: {
             /** @description An extension cancelled the command */
             cancelled: boolean;
         } & {
             [key: string]: unknown;
         };
-        /** @description pi's state (`get_state`) */
+        /**
+         * @description pi's state (`get_state`)
+         * @example {
+         *       "model": {
+         *         "id": "demo",
+         *         "provider": "pi-gateway-demo"
+         *       },
+         *       "thinkingLevel": "off",
+         *       "isStreaming": false,
+         *       "isCompacting": false,
+         *       "steeringMode": "one-at-a-time",
+         *       "followUpMode": "one-at-a-time",
+         *       "sessionFile": "/var/lib/pi-gateway/agent/sessions/2026-12-01T10-00-00.jsonl",
+         *       "sessionId": "0b6f1c2e-4a7d-4e0b-9c1a-3f5e2d8b7a61",
+         *       "autoCompactionEnabled": true,
+         *       "messageCount": 2,
+         *       "pendingMessageCount": 0
+         *     }
+         */
         PiState: {
             model?: components["schemas"]["Model"];
             /** @description The thinking level in use */
@@ -3856,7 +4033,36 @@ export interface components {
              * @description The tool's output: text, or a list of content blocks (text and images)
              * @example 19.90
              */
-            output: string | components["schemas"]["ToolCallContent"][];
+            output: string | ({
+                /**
+                 * @description A text block
+                 * @example text
+                 * @enum {string}
+                 */
+                type: "text";
+                /**
+                 * @description The text the model reads
+                 * @example 19.90
+                 */
+                text: string;
+            } | {
+                /**
+                 * @description An image block
+                 * @example image
+                 * @enum {string}
+                 */
+                type: "image";
+                /**
+                 * @description The image's bytes, base64
+                 * @example iVBORw0KGgo=
+                 */
+                data: string;
+                /**
+                 * @description Its media type
+                 * @example image/png
+                 */
+                mimeType: string;
+            })[];
             /**
              * @description The tool failed: the model gets the output as an error result
              * @example false
@@ -4224,6 +4430,7 @@ export interface components {
          * @enum {string}
          */
         WebhookDeliveryState: "pending" | "delivered" | "failed" | "dropped";
+        /** @description The answer a client posted; null while pending or when nobody answered */
         ApprovalAnswerObject: {
             /** @description A confirm dialog's answer: yes (`true`) or no (`false`) */
             confirmed?: boolean;
@@ -5701,6 +5908,178 @@ export interface operations {
             /** @description The gateway cannot write its session registry (disk full or unwritable); live sessions go on */
             507: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    sessionsGetBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The budget and its usage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Budget"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    sessionsPutBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "maxTokens": 2000000,
+                 *       "maxCostUsd": 10
+                 *     }
+                 */
+                "application/json": components["schemas"]["SessionBudget"];
+            };
+        };
+        responses: {
+            /** @description The budget as now set, and its usage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Budget"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11972,11 +12351,11 @@ export interface operations {
             };
         };
     };
-    toolCallsInbox: {
+    toolcallsInbox: {
         parameters: {
             query?: {
                 /** @description Only calls in this status */
-                status?: components["schemas"]["ToolCallStatus"] & unknown;
+                status?: components["schemas"]["ToolCallStatus"];
                 /** @description Seconds to hold an empty list: it is answered as soon as a matching call appears (long-poll) */
                 wait?: number;
             };
@@ -12035,11 +12414,11 @@ export interface operations {
             };
         };
     };
-    toolCallsList: {
+    toolcallsList: {
         parameters: {
             query?: {
                 /** @description Only calls in this status */
-                status?: components["schemas"]["ToolCallStatus"] & unknown;
+                status?: components["schemas"]["ToolCallStatus"];
                 /** @description Seconds to hold an empty list: it is answered as soon as a matching call appears (long-poll) */
                 wait?: number;
             };
@@ -12121,7 +12500,7 @@ export interface operations {
             };
         };
     };
-    toolCallsGet: {
+    toolcallsGet: {
         parameters: {
             query?: never;
             header?: never;
@@ -12220,7 +12599,7 @@ export interface operations {
             };
         };
     };
-    toolCallsAnswer: {
+    toolcallsAnswer: {
         parameters: {
             query?: never;
             header?: never;

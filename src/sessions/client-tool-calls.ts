@@ -13,7 +13,7 @@ const TextBlock = z
 		type: z.literal("text").openapi({ description: "A text block", example: "text" }),
 		text: z.string().openapi({ description: "The text the model reads", example: "19.90" }),
 	})
-	.openapi("ToolCallTextBlock", { description: "Text the model reads" });
+	.openapi({ description: "Text the model reads" });
 const ImageBlock = z
 	.strictObject({
 		type: z.literal("image").openapi({ description: "An image block", example: "image" }),
@@ -26,8 +26,8 @@ const ImageBlock = z
 			.regex(/^image\/[A-Za-z0-9.+-]+$/, "an image media type")
 			.openapi({ description: "Its media type", example: "image/png" }),
 	})
-	.openapi("ToolCallImageBlock", { description: "An image the model sees (for models that take images)" });
-export const ToolCallContent = z.discriminatedUnion("type", [TextBlock, ImageBlock]).openapi("ToolCallContent", {
+	.openapi({ description: "An image the model sees (for models that take images)" });
+export const ToolCallContent = z.discriminatedUnion("type", [TextBlock, ImageBlock]).openapi({
 	description: "One block of a tool's output, as pi's tools return them",
 });
 

@@ -47,9 +47,6 @@ __all__ = [
     "ToolCall",
     "ToolCallStatus",
     "ToolCallResult",
-    "ToolCallContent",
-    "ToolCallTextBlock",
-    "ToolCallImageBlock",
     "Event_tool_call_resolved",
     "Event_run_changes",
     "Event_folder_sync",
@@ -66,9 +63,11 @@ __all__ = [
     "AuditPage",
     "AuditEntry",
     "Session",
+    "Budget",
     "CreateSession",
     "ThinkingLevel",
     "ClientTool",
+    "SessionBudget",
     "ApprovalPolicies",
     "ApprovalPolicyRule",
     "SessionList",
@@ -668,24 +667,6 @@ class ToolCall(_ToolCallRequired, total=False):
 ToolCallResult = Union[Dict[str, Any], None]
 
 
-class ToolCallTextBlock(TypedDict):
-    """Text the model reads"""
-    # A text block
-    type: Literal["text"]
-    # The text the model reads
-    text: str
-
-
-class ToolCallImageBlock(TypedDict):
-    """An image the model sees (for models that take images)"""
-    # An image block
-    type: Literal["image"]
-    # The image's bytes, base64
-    data: str
-    # Its media type
-    mimeType: str
-
-
 class Event_tool_call_resolved(TypedDict):
     """Gateway: a client tool call was answered, or cancelled (abort, pi's exit, the timeout); `toolCall.result` is what the model got"""
     # Always `tool_call_resolved`; the frame's `event:`
@@ -941,12 +922,27 @@ class Session(TypedDict):
     queuedCommands: int
     # Dialogs waiting for an answer
     pendingApprovals: int
+    budget: "Budget"
     # Sequence number of the newest event
     lastEventId: int
     # Cluster mode: the session's folder as the node running it found it when it took the session over from another node (restored from PostgreSQL under ...
     folderRestore: Union[Dict[str, Any], None]
     # How pi last exited; null while it runs or never did
     exit: Union[Dict[str, Any], None]
+
+
+class Budget(TypedDict):
+    """A session's budget: its limits and what its runs used so far (kept across gateway restarts)"""
+    # The token limit (null: none)
+    maxTokens: Union[int, None]
+    # The cost limit in USD (null: none)
+    maxCostUsd: Union[float, None]
+    # Tokens the session's runs used so far
+    usedTokens: float
+    # Cost in USD the session's runs used so far
+    usedCostUsd: float
+    # Which limit the usage has reached (run commands are refused), or null
+    exhausted: Literal["tokens", "cost", None]
 
 
 class CreateSession(TypedDict, total=False):
@@ -974,6 +970,7 @@ class CreateSession(TypedDict, total=False):
     resume: str
     # Tools the calling program runs (at most 64): the model may call them, each call becomes a tool call resource (GET …/tool-calls) and a `tool_call_re...
     clientTools: List["ClientTool"]
+    budget: "SessionBudget"
     policies: "ApprovalPolicies"
 
 
@@ -985,6 +982,14 @@ class ClientTool(TypedDict):
     description: str
     # A JSON Schema (`type: object`) of the tool's arguments; pi checks the model's arguments against it before the call reaches the program
     parameters: Dict[str, Any]
+
+
+class SessionBudget(TypedDict, total=False):
+    """Limits on what all of a session's runs may use together (each optional; an empty object: none). Past one, prompts, steers and follow-ups are refused with 409 `budget_exhausted` until it is raised (PUT …/budget). docs/limits.md"""
+    # Tokens (pi's `usage.totalTokens`, summed over every assistant message) the session may use
+    maxTokens: int
+    # Cost in USD (pi's `usage.cost.total`, summed) the session may use
+    maxCostUsd: float
 
 
 class ApprovalPolicies(TypedDict, total=False):
@@ -1053,13 +1058,17 @@ class SessionShare(TypedDict):
 
 
 class _RunResultRequired(TypedDict):
+    # The gateway's id for this command; the run it started or joined
     runId: str
+    # pi's `disposition`: it started a run, queued the message, or an extension command handled it
     disposition: Literal["started", "queued", "handled"]
+    # The run was aborted (`POST …/abort`, a limit, or pi's exit)
     aborted: bool
     # Messages completed during the run (user, assistant, tool results)
     messages: List["AgentMessage"]
     # Text of the last assistant message that had text
     text: Union[str, None]
+    # Why the last assistant message ended (`stop`, `length`, `toolUse`, `aborted`, `error`); null if none
     stopReason: Union[str, None]
     # Token usage of the last assistant message (pi's `usage`)
     usage: Union[Dict[str, Any], None]
@@ -1070,6 +1079,7 @@ class _RunResultRequired(TypedDict):
 
 
 class RunResult(_RunResultRequired, total=False):
+    """A run that settled (wait mode): what it said and did"""
     # With `outputSchema`: the JSON value read from the run's last answer, valid against the schema (absent when `outputError` is set)
     output: Any
     # With `outputSchema`: no answer validated after the repair turns (absent when `output` is set)
@@ -1096,6 +1106,7 @@ class _RunAcceptedRequired(TypedDict):
 
 
 class RunAccepted(_RunAcceptedRequired, total=False):
+    """A run command pi accepted (or a dialog holds, or the wait ran out): where to follow it"""
     # With `awaiting_approval`: the dialogs pi waits on, each with the URL to answer it
     approvals: List[Dict[str, Any]]
 
@@ -1414,7 +1425,7 @@ class ToolCallList(TypedDict):
 
 class _ToolCallAnswerRequired(TypedDict):
     # The tool's output: text, or a list of content blocks (text and images)
-    output: Union[str, List["ToolCallContent"]]
+    output: Union[str, List[Dict[str, Any]]]
 
 
 class ToolCallAnswer(_ToolCallAnswerRequired, total=False):
@@ -1569,6 +1580,7 @@ class WebhookDelivery(TypedDict):
 
 
 class ApprovalAnswerObject(TypedDict, total=False):
+    """The answer a client posted; null while pending or when nobody answered"""
     # A confirm dialog's answer: yes (`true`) or no (`false`)
     confirmed: bool
     # A select dialog's option, or the text of an input or editor dialog
@@ -1785,9 +1797,6 @@ ApprovalStatus = Literal["pending", "answered", "expired", "cancelled"]
 
 
 ToolCallStatus = Literal["pending", "answered", "cancelled"]
-
-
-ToolCallContent = Union["ToolCallTextBlock", "ToolCallImageBlock"]
 
 
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]

@@ -56,7 +56,7 @@ const ListQuery = z.object({
 });
 
 export const allToolCalls = createRoute({
-	operationId: "toolCalls.inbox",
+	operationId: "toolcalls.inbox",
 	method: "get",
 	path: "/v1/tool-calls",
 	tags: ["tool-calls"],
@@ -68,7 +68,7 @@ export const allToolCalls = createRoute({
 });
 
 export const sessionToolCalls = createRoute({
-	operationId: "toolCalls.list",
+	operationId: "toolcalls.list",
 	method: "get",
 	path: "/v1/sessions/{id}/tool-calls",
 	tags: ["tool-calls"],
@@ -79,7 +79,7 @@ export const sessionToolCalls = createRoute({
 });
 
 export const getToolCall = createRoute({
-	operationId: "toolCalls.get",
+	operationId: "toolcalls.get",
 	method: "get",
 	path: "/v1/sessions/{id}/tool-calls/{callId}",
 	tags: ["tool-calls"],
@@ -95,7 +95,7 @@ export const getToolCall = createRoute({
 });
 
 export const answerToolCall = createRoute({
-	operationId: "toolCalls.answer",
+	operationId: "toolcalls.answer",
 	method: "post",
 	path: "/v1/sessions/{id}/tool-calls/{callId}",
 	tags: ["tool-calls"],
