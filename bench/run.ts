@@ -10,6 +10,7 @@ import { consoleFirstLoad } from "./console.ts";
 import { fanout, idleSubscribers, latency, throughput } from "./events.ts";
 import { latencyTail } from "./latency-tail.ts";
 import { startGatewayProcess, stubPi, table } from "./lib.ts";
+import { fullPeerOptions, peers, smokePeerOptions } from "./peers.ts";
 import { optionSets, piMemory } from "./pi-memory.ts";
 import { promptLife, promptLifeTables } from "./prompt-life.ts";
 import { fullRun, scale, sessionStart } from "./real-pi.ts";
@@ -17,8 +18,11 @@ import { sessionList } from "./session-list.ts";
 import { snapshotCost } from "./workspace.ts";
 
 const smoke = process.argv.includes("--smoke");
-const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
-const want = (name: string) => !only || only.split(",").includes(name);
+// --peers: the peer benchmark alone (it installs opencode and sandbox-agent into a cache folder);
+// a full run leaves it out unless asked for, the smoke pass runs it small.
+const peersOnly = process.argv.includes("--peers");
+const only = peersOnly ? "peers" : process.argv.find((a) => a.startsWith("--only="))?.slice(7);
+const want = (name: string) => (only ? only.split(",").includes(name) : name !== "peers" || smoke);
 
 console.log(`# pi-gateway benchmarks${smoke ? " (smoke)" : ""}`);
 console.log(
@@ -158,6 +162,16 @@ if (want("list")) {
 	const count = smoke ? 300 : 10_000;
 	const rows = await sessionList(count, smoke ? 3 : 20);
 	console.log(table(`10. GET /v1/sessions on one gateway (SQLite) holding ${count} stopped sessions`, rows));
+}
+
+if (want("peers")) {
+	// Smoke: one round, 2 sessions, 200- and 50-token answers; the figures need the full run.
+	const options = { ...(smoke ? smokePeerOptions : fullPeerOptions) };
+	const rounds = process.argv.find((a) => a.startsWith("--rounds="));
+	if (rounds) options.rounds = Number(rounds.slice(9));
+	const result = await peers(options, (line) => console.error(`peers: ${line}`));
+	console.log(`\n${result.header}`);
+	console.log(table("13. pi-gateway beside opencode and sandbox-agent (one scripted model, offline)", result.rows));
 }
 
 await runClusterBenchmarks(smoke, want);

@@ -1,0 +1,56 @@
+/**
+ * CPU and memory of a whole process tree from /proc, for the peer benchmark: a server and every
+ * process under it (pi, bwrap around it, pi-acp), so a server that does its work in children is
+ * charged for them as one that does it in-process is.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+
+/** The pid and its live descendants (children of every thread, as /proc/<pid>/task/<tid>/children lists them). */
+export function processTree(root: number): number[] {
+	const pids: number[] = [];
+	const walk = (pid: number) => {
+		pids.push(pid);
+		let tasks: string[] = [];
+		try {
+			tasks = readdirSync(`/proc/${pid}/task`);
+		} catch {
+			return; // exited meanwhile
+		}
+		for (const task of tasks) {
+			let children: string[] = [];
+			try {
+				children = readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").split(" ").filter(Boolean);
+			} catch {}
+			for (const child of children) walk(Number(child));
+		}
+	};
+	walk(root);
+	return pids;
+}
+
+/**
+ * CPU seconds of the tree: each live process's own time plus the time of the children it reaped
+ * (git runs, a closed pi), so work done by a process that has exited since is still counted.
+ */
+export function treeCpuSeconds(root: number): number {
+	let ticks = 0;
+	for (const pid of processTree(root)) {
+		try {
+			const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+			const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+			ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+		} catch {}
+	}
+	return ticks / 100;
+}
+
+/** Proportional set size of the tree in bytes: shared pages divided among the processes that share them. */
+export function treePssBytes(root: number): number {
+	let kib = 0;
+	for (const pid of processTree(root)) {
+		try {
+			kib += Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"))?.[1] ?? 0);
+		} catch {}
+	}
+	return kib * 1024;
+}
