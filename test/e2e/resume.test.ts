@@ -195,6 +195,31 @@ describe("what a resume answers", () => {
 		expect(sentOf("prompt").length - prompts).toBe(1); // the waited "later" prompt only
 	});
 
+	it("steer and follow-up resume the run they joined, and send nothing either", async () => {
+		const id = await gw.session();
+		const started = await gw.api(`/v1/sessions/${id}/prompt`, { method: "POST", json: { message: "slow: 15" } });
+		expect(started.status).toBe(202);
+		const steer = await gw.fetch(`/v1/sessions/${id}/steer/stream`, {
+			method: "POST",
+			headers: headers(),
+			body: JSON.stringify({ message: "echo: steered" }),
+		});
+		const all = await readSse(steer);
+		expect(all.at(-1)?.event).toBe("agent_settled");
+		const from = Number(all.find((f) => f.event === "message_update")?.id);
+		const [steers, followUps] = [sentOf("steer").length, sentOf("follow_up").length];
+		for (const path of ["/steer/stream", "/follow-up", "/steer"]) {
+			const res = await gw.fetch(`/v1/sessions/${id}${path}`, {
+				method: "POST",
+				headers: { ...headers(), "last-event-id": String(from) },
+				body: JSON.stringify({ message: "echo: steered" }),
+			});
+			const frames = await readSse(res);
+			expect(frames.slice(1).map((f) => f.id)).toEqual(all.filter((f) => Number(f.id) > from).map((f) => f.id));
+		}
+		expect([sentOf("steer").length, sentOf("follow_up").length]).toEqual([steers, followUps]);
+	});
+
 	it("bad or impossible positions are problem+json before pi; Idempotency-Key with a resume is refused", async () => {
 		const id = await gw.session();
 		const prompts = sentOf("prompt").length;
