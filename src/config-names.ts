@@ -36,6 +36,7 @@ export function settingSchema(key: Key): {
 	maximum?: number;
 	enum?: unknown[];
 	format?: string;
+	minLength?: number;
 	default?: unknown;
 } {
 	return z.toJSONSchema(shape[key], { io: "input", unrepresentable: "any" }) as ReturnType<typeof settingSchema>;
@@ -54,6 +55,7 @@ export function expectedValue(key: Key): string {
 		return what;
 	}
 	if (schema.format === "uri") return "an http(s) URL";
+	if (schema.type === "string" && schema.minLength) return `text of at least ${schema.minLength} characters`;
 	if (key === "piCommand") return "a command (words split on spaces)";
 	if (lists.has(key)) return "a comma-separated list";
 	if (key === "extensions") return "name=path pairs, comma-separated";

@@ -16,6 +16,7 @@ import {
 	type Key,
 	kebab,
 	pairs,
+	secrets,
 	settingKeys,
 	settingSchema,
 	shape,
@@ -180,7 +181,7 @@ export function readSettings(argv: string[], env: NodeJS.ProcessEnv = process.en
 			try {
 				input[k] = fromText(k, String(source.raw));
 			} catch (error) {
-				throw new Error(`${where(source)}: ${(error as Error).message}. ${expected(k)}`);
+				throw new Error(`${where(source, k)}: ${(error as Error).message}. ${expected(k)}`);
 			}
 		}
 	}
@@ -202,9 +203,14 @@ export function readSettings(argv: string[], env: NodeJS.ProcessEnv = process.en
 }
 
 /** Where a value came from, as the person would find it again: `--port abc`, `PI_GATEWAY_PORT=abc`, `port: abc in FILE`. */
-function where(source: Source, secret = false): string {
+function where(source: Source, k: Key): string {
 	if (source.from === "default") return "the default";
-	const raw = secret ? "***" : Array.isArray(source.raw) ? source.raw.join(",") : String(source.raw);
+	// A secret's value never reaches the terminal, not even a bad one (a database URL shows without its password).
+	const raw = secrets.has(k)
+		? shown(k, String(source.raw))
+		: Array.isArray(source.raw)
+			? source.raw.join(",")
+			: String(source.raw);
 	if (source.from === "flag") return `${source.name} ${JSON.stringify(raw)}`;
 	if (source.from === "env") return `${source.name}=${JSON.stringify(raw)}`;
 	return `${source.name}: ${JSON.stringify(raw)} in ${source.path}`;
@@ -224,14 +230,16 @@ export function explainConfigError(error: ZodError, sources: Map<Key, Source>): 
 		.map((issue) => {
 			const k = issue.path[0] as Key;
 			const source = sources.get(k) ?? { from: "default" };
-			const at = source.from === "default" ? `--${kebab(String(k))}` : where(source, k === "token");
+			const at = source.from === "default" ? `--${kebab(String(k))}` : where(source, k);
 			const what =
 				issue.code === "invalid_type" && (issue.expected === "number" || issue.expected === "int")
 					? issue.expected === "int"
 						? "not a whole number"
 						: "not a number"
 					: issue.code === "too_small"
-						? `less than ${issue.minimum}`
+						? issue.origin === "string"
+							? `shorter than ${issue.minimum} characters`
+							: `less than ${issue.minimum}`
 						: issue.code === "too_big"
 							? `more than ${issue.maximum}`
 							: issue.code === "invalid_value"

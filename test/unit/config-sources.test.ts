@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { ConfigSchema, parseConfig } from "../../src/config.ts";
 import { sections } from "../../src/config-help.ts";
 import { closest, kebab } from "../../src/config-names.ts";
-import { readSettings, type Settings } from "../../src/config-sources.ts";
+import { explainConfigError, readSettings, type Settings } from "../../src/config-sources.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "pi-gateway-config-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -76,6 +76,33 @@ describe("where a setting comes from", () => {
 		const typo = join(dir, "typo.yaml");
 		writeFileSync(typo, "maxSessions: 3\n");
 		expect(() => settings(["--config", typo])).toThrow('unknown setting "maxSessions"; did you mean max-sessions?');
+	});
+});
+
+describe("a refused value", () => {
+	const refusal = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
+		const { input, sources } = settings(argv, env);
+		const parsed = ConfigSchema.safeParse(input);
+		if (parsed.success) throw new Error("accepted");
+		return explainConfigError(parsed.error, sources);
+	};
+
+	it("names where it came from, what the setting takes and the --help section", () => {
+		expect(refusal(["--port", "abc"])).toBe(
+			'--port "abc": not a number. Port to listen on (0 picks a free one): a whole number from 0 to 65535, default 8787 (pi-gateway --help, section Server)',
+		);
+		expect(refusal([], { PI_GATEWAY_MAX_LIVE_SESSIONS: "0" })).toMatch(
+			/^PI_GATEWAY_MAX_LIVE_SESSIONS="0": less than 1\. .*: a whole number, at least 1, default 32 \(pi-gateway --help, section Sessions\)$/,
+		);
+	});
+
+	it("never shows a secret: a token is masked, a database URL loses its password", () => {
+		const token = refusal(["--token", "short-secret"]);
+		expect(token).toContain('--token "***": shorter than 16 characters');
+		expect(token).not.toContain("short-secret");
+		const url = refusal([], { PI_GATEWAY_DATABASE_URL: "mysql://user:hunter2@db/x" });
+		expect(url).toContain('PI_GATEWAY_DATABASE_URL="mysql://user:***@db/x"');
+		expect(url).not.toContain("hunter2");
 	});
 });
 
