@@ -8,10 +8,12 @@
  * - create → ready: N sessions one after another (each call returns when the server says the
  *   session is ready for a prompt); the p50 of sessions 2–N (the first pays one-time start-up);
  * - memory per extra idle session: PSS of the server's process tree (/proc/<pid>/smaps_rollup,
- *   children included) with N idle sessions less that with 1, over N − 1 (1 s settle before each);
+ *   children included) with N idle sessions less that with 1, over N − 1, each read once the tree
+ *   is quiet (under 5% of a CPU for 250 ms; at most 15 s), so a warm pool has refilled;
  * - one long answer (`tokens: 2000`) in session 1: prompt → first delta, tokens/s at the client
  *   (tokens over first → last delta), and server + agent CPU per token: utime+stime (and that of
- *   reaped children) of the whole tree from the prompt to 500 ms after the run ended, over the tokens;
+ *   reaped children) of the whole tree from the prompt until the tree is quiet again after the
+ *   run (its post-run work counted), over the tokens;
  * - N sessions × 500 tokens at once: wall time from the first prompt sent to the last run's end;
  * - then the sessions are deleted.
  * Every answer is checked to be the scripted text, token for token.
@@ -38,7 +40,7 @@ export interface PeerOptions {
 	concurrentTokens: number;
 	/** A step (a create, an answer, the concurrent answers) that takes longer fails the peer's round. */
 	stepTimeoutMs: number;
-	/** Pause before each memory reading (and after the long answer, before its CPU reading). */
+	/** Longest wait for the tree to go quiet before each memory reading and around the long answer's CPU reading. */
 	settleMs: number;
 }
 
@@ -73,6 +75,21 @@ type Name = (typeof names)[number];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Waits until the tree is quiet (under 5% of one CPU over 250 ms), at most `maxMs`: start-up work,
+ * a warm pool refilling or a post-run snapshot is then not charged to the next figure.
+ */
+async function quiet(pid: number, maxMs: number): Promise<void> {
+	const end = performance.now() + maxMs;
+	let before = treeCpuSeconds(pid);
+	while (performance.now() < end) {
+		await sleep(250);
+		const after = treeCpuSeconds(pid);
+		if (after - before <= 0.0125) return;
+		before = after;
+	}
+}
+
 /** A step that takes too long fails the peer's round instead of hanging the benchmark. */
 let stepTimeoutMs = 120_000;
 function bounded<T>(step: Promise<T>, what: string): Promise<T> {
@@ -100,16 +117,17 @@ async function measure(server: AgentServer, o: PeerOptions, log: (line: string) 
 			ids.push(await bounded(server.create(), `create ${i + 1}`));
 			creates.push(performance.now() - t0);
 			if (i === 0) {
-				await sleep(o.settleMs);
+				await quiet(server.pid, o.settleMs);
 				pssOne = treePssBytes(server.pid);
 			}
 		}
 		log(`${server.name}: ${o.sessions} sessions created`);
-		await sleep(o.settleMs);
+		await quiet(server.pid, o.settleMs);
 		const pssAll = treePssBytes(server.pid);
+		await quiet(server.pid, o.settleMs);
 		const cpu0 = treeCpuSeconds(server.pid);
 		const long = await bounded(server.prompt(ids[0] as string, o.answerTokens), "the long answer");
-		await sleep(o.settleMs / 2);
+		await quiet(server.pid, o.settleMs);
 		const cpu = treeCpuSeconds(server.pid) - cpu0;
 		check(long.text, o.answerTokens, server.name);
 		log(`${server.name}: long answer done`);
