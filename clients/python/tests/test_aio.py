@@ -47,6 +47,12 @@ class AsyncLive(unittest.IsolatedAsyncioTestCase):
             await self.gw.get_session("ses_doesnotexist00")
         self.assertEqual((missing.exception.status, missing.exception.code), (404, "session_not_found"))
 
+    async def test_snake_case_fields_and_structured_output(self) -> None:
+        sid = await self.session()
+        schema = {"type": "object", "properties": {"answer": {"type": "number"}}, "required": ["answer"]}
+        result = await self.gw.prompt_and_wait(sid, 'echo: {"answer": 42}', timeout=30, output_schema=schema)
+        self.assertEqual(result.get("output"), {"answer": 42})
+
     async def test_stream_text_and_final_text(self) -> None:
         sid = await self.session()
         stream = self.gw.prompt_stream(sid, "count: 7")

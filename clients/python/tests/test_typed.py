@@ -80,6 +80,13 @@ class TypedLive(unittest.TestCase):
         self.created.append(sid)
         return sid
 
+    def test_snake_case_fields_and_structured_output(self) -> None:
+        sid = self.session()
+        schema = {"type": "object", "properties": {"answer": {"type": "number"}}, "required": ["answer"]}
+        stream = self.gw.prompt_stream(sid, 'echo: {"answer": 42}', output_schema=schema)
+        outputs = [e for e in stream.until_done().events_seen if e.type == "run_output"]
+        self.assertEqual([e.output for e in outputs], [{"answer": 42}])
+
     def test_text_stream_and_final_text(self) -> None:
         sid = self.session()
         stream = self.gw.prompt_stream(sid, "count: 6")

@@ -22,6 +22,7 @@ from . import schema as s
 from .client import _split_params
 from .errors import GatewayError, StreamInterrupted
 from .events import Event, RunHelpers, parse_event
+from .fields import run_body
 from .sse import LineParser
 from .streams import command_events, run_end, run_lost
 from .transport import Transport
@@ -423,7 +424,7 @@ class AsyncPiGateway:
     async def prompt(self, session_id: str, message: str, **fields: Any) -> s.RunAccepted:
         """Sends a prompt; answers once pi accepted it."""
         return cast(s.RunAccepted, await self._http.json(
-            "POST", "/v1/sessions/{id}/prompt", params={"id": session_id}, body={"message": message, **fields}))
+            "POST", "/v1/sessions/{id}/prompt", params={"id": session_id}, body=run_body(message, fields)))
 
     async def prompt_and_wait(self, session_id: str, message: str, timeout: Optional[float] = None,
                               **fields: Any) -> Union[s.RunResult, s.RunAccepted]:
@@ -431,19 +432,19 @@ class AsyncPiGateway:
         gateway's limit when None) ran out first or a dialog holds pi's answer."""
         prefer = "wait" if timeout is None else f"wait={max(1, math.ceil(timeout))}"
         return cast(Union[s.RunResult, s.RunAccepted], await self._http.json(
-            "POST", "/v1/sessions/{id}/prompt", params={"id": session_id}, body={"message": message, **fields},
+            "POST", "/v1/sessions/{id}/prompt", params={"id": session_id}, body=run_body(message, fields),
             headers={"Prefer": prefer}, timeout=None if timeout is None else timeout + 30))
 
     def prompt_stream(self, session_id: str, message: str, **fields: Any) -> AsyncRunStream:
         """The run as it happens, through the ``agent_settled`` that ends it; a cut is resumed by the
         same POST with ``Last-Event-ID`` (pi sees the prompt once); a lost run raises ``RunLost``."""
-        return self._run_stream("prompt", session_id, {"message": message, **fields})
+        return self._run_stream("prompt", session_id, run_body(message, fields))
 
     def steer_stream(self, session_id: str, message: str, **fields: Any) -> AsyncRunStream:
-        return self._run_stream("steer", session_id, {"message": message, **fields})
+        return self._run_stream("steer", session_id, run_body(message, fields))
 
     def follow_up_stream(self, session_id: str, message: str, **fields: Any) -> AsyncRunStream:
-        return self._run_stream("follow-up", session_id, {"message": message, **fields})
+        return self._run_stream("follow-up", session_id, run_body(message, fields))
 
     async def abort(self, session_id: str) -> None:
         await self._http.json("POST", "/v1/sessions/{id}/abort", params={"id": session_id})

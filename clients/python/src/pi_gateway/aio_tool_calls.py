@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Mapping,
 
 from . import schema as s
 from .errors import GatewayError
+from .fields import run_body
 from .tool_calls import ToolOutput
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class AsyncToolCalls:
         worker = asyncio.ensure_future(answer_calls())
         prefer = "wait" if timeout is None else f"wait={max(1, int(-(-timeout // 1)))}"
         prompt = asyncio.ensure_future(self._transport.json(
-            "POST", "/v1/sessions/{id}/prompt", params={"id": session_id}, body={"message": message, **fields},
+            "POST", "/v1/sessions/{id}/prompt", params={"id": session_id}, body=run_body(message, fields),
             headers={"Prefer": prefer}, timeout=(timeout or 3600) + 30))
         try:
             await asyncio.wait([prompt, worker], return_when=asyncio.FIRST_COMPLETED)

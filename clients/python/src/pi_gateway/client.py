@@ -6,6 +6,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Union, cast
 
 from . import schema as s
 from .approvals import Approvals
+from .fields import run_body
 from .hub import HubEvent, all_events
 from .streams import EventStream, RunStream, StreamPlan, command_events, run_end, run_lost
 from .tool_calls import ToolCalls
@@ -89,7 +90,7 @@ class PiGateway:
                **fields: Any) -> s.RunAccepted:
         """Sends a prompt; answers once pi accepted it (follow the run on ``events()``)."""
         return cast(s.RunAccepted, self._http.json(
-            "POST", "/v1/sessions/{id}/prompt", params={"id": session_id}, body={"message": message, **fields},
+            "POST", "/v1/sessions/{id}/prompt", params={"id": session_id}, body=run_body(message, fields),
             signal=signal))
 
     def prompt_and_wait(self, session_id: str, message: str, seconds: Optional[float] = None,
@@ -101,22 +102,22 @@ class PiGateway:
         limit = timeout if timeout is not None else seconds
         prefer = "wait" if limit is None else f"wait={max(1, math.ceil(limit))}"
         return cast(Union[s.RunResult, s.RunAccepted], self._http.json(
-            "POST", "/v1/sessions/{id}/prompt", params={"id": session_id}, body={"message": message, **fields},
+            "POST", "/v1/sessions/{id}/prompt", params={"id": session_id}, body=run_body(message, fields),
             headers={"Prefer": prefer}, signal=signal, timeout=None if limit is None else limit + 30))
 
     def prompt_stream(self, session_id: str, message: str, signal: Optional[AbortSignal] = None,
                       **fields: Any) -> RunStream:
         """The run as it happens, from pi's answer through the ``agent_settled`` that ends it; a run
         that died with its gateway or node (an unclean stop) raises ``RunLost``."""
-        return self._run_stream("prompt", session_id, {"message": message, **fields}, signal)
+        return self._run_stream("prompt", session_id, run_body(message, fields), signal)
 
     def steer_stream(self, session_id: str, message: str, signal: Optional[AbortSignal] = None,
                      **fields: Any) -> RunStream:
-        return self._run_stream("steer", session_id, {"message": message, **fields}, signal)
+        return self._run_stream("steer", session_id, run_body(message, fields), signal)
 
     def follow_up_stream(self, session_id: str, message: str, signal: Optional[AbortSignal] = None,
                          **fields: Any) -> RunStream:
-        return self._run_stream("follow-up", session_id, {"message": message, **fields}, signal)
+        return self._run_stream("follow-up", session_id, run_body(message, fields), signal)
 
     def abort(self, session_id: str, signal: Optional[AbortSignal] = None) -> None:
         self._http.json("POST", "/v1/sessions/{id}/abort", params={"id": session_id}, signal=signal)
