@@ -202,7 +202,9 @@ export class WarmPools {
 				this.#closing.add(closing);
 			}
 		}
-		this.#pool(area).fill();
+		// After this create's answer is out: spawning holds the event loop for a few ms.
+		const pool = this.#pool(area);
+		setTimeout(() => pool.fill(), 25).unref();
 	}
 
 	/** Stops one ready process, the least recently used area's first; false when none is ready. */
