@@ -12,7 +12,7 @@ export const stubPi = join(root, "bench", "stub-pi.mjs");
 export const now = () => process.hrtime.bigint();
 /** Every benchmark gateway's bearer token (given by env, as an operator would). */
 const token = randomBytes(24).toString("base64url");
-const auth = { authorization: `Bearer ${token}` };
+export const auth = { authorization: `Bearer ${token}` };
 
 export interface GatewayProcess {
 	url: string;

@@ -6,8 +6,8 @@
  *
  * Per prompt:
  * - prompt → first message_update: POST …/prompt to the first model delta on the SSE stream, so the
- *   pre-run snapshot and the model request are in it (what grew 36 → 2,663 ms when the repository
- *   lived in the folder it snapshots);
+ *   model request is in it, and was the pre-run snapshot until it left the prompt's path (what grew
+ *   36 → 2,663 ms when the repository lived in the folder it snapshots);
  * - prompt → agent_settled: the whole run, tool call included;
  * - prompt → run_changes: to the post-run snapshot's event (on the session's event stream);
  * - gateway CPU: utime+stime of the gateway process (its own process, as users run it) from
@@ -20,13 +20,20 @@
  * CPU comes in clock ticks of 10 ms, so the means (over each window) are the finer figure.
  * Then the bytes on disk (`du -sk`) of <data-dir>/snapshots/<id> and of the session's folder.
  *
+ * Beside it, interleaved prompt by prompt (so both see the same machine), the same prompts to one
+ * pi alone, read from its pipe (the gateway's node flags, its own session folder, no gateway): what
+ * of the growth is pi's own (its context grows four messages a prompt), and the gateway's part of
+ * prompt → first model delta as the difference of the two.
+ *
  * Run alone with `node bench/prompt-life.ts [--smoke]`, or `npm run bench -- --only=prompt-life`.
  */
-import { execFileSync } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { api, now, openSse, percentile, readSse, startGatewayProcess } from "./lib.ts";
+import { defaultPiNodeOptions } from "../src/child-env.ts";
+import { bundledPiCli, demoExtensionPath } from "../src/sessions/spawn.ts";
+import { api, now, openSse, percentile, procStats, readPipe, readSse, startGatewayProcess } from "./lib.ts";
 
 /** CPU seconds of a process itself and of its reaped children (clock ticks of 10 ms). */
 function cpuOf(pid: number): { self: number; children: number } {
@@ -63,6 +70,12 @@ const duKiB = (path: string) => Number(execFileSync("du", ["-sk", path], { encod
 
 interface Sample {
 	firstMs: number;
+	/** The same prompt to pi alone: prompt → first model delta, → agent_settled, pi's CPU. */
+	aloneFirstMs: number;
+	aloneSettledMs: number;
+	aloneCpuMs: number;
+	/** firstMs − aloneFirstMs: what the gateway adds to the way to the model. */
+	addedFirstMs: number;
 	settledMs: number;
 	runMs: number;
 	gatewayCpuMs: number;
@@ -72,9 +85,49 @@ interface Sample {
 	folderKiB: number;
 }
 
+/** pi alone with the demo model, as the gateway starts it (node flags, a session folder), in `cwd`. */
+async function startAlone(cwd: string): Promise<ChildProcess> {
+	const flags = defaultPiNodeOptions.split(" ").filter(Boolean);
+	const args = [...flags, bundledPiCli(), "--mode", "rpc", "--session-dir", join(cwd, ".sessions")];
+	const child = spawn(
+		process.execPath,
+		[...args, "-e", demoExtensionPath, "--provider", "pi-gateway-demo", "--model", "demo"],
+		{
+			cwd,
+			stdio: ["pipe", "pipe", "ignore"],
+			env: { PATH: process.env.PATH, HOME: cwd, PI_OFFLINE: "1", PI_CODING_AGENT_DIR: join(cwd, ".agent") },
+		},
+	);
+	const ready = readPipe(child, (r) => r.type === "response");
+	child.stdin?.write(`${JSON.stringify({ id: "0", type: "get_state" })}\n`);
+	await ready;
+	return child;
+}
+
+/** One prompt to pi alone: to its first model delta and to agent_settled (ms), and its CPU (ms). */
+async function promptAlone(child: ChildProcess, i: number, message: string) {
+	const cpu0 = procStats(child.pid as number).cpuSeconds;
+	const t0 = now();
+	let first = 0n;
+	const done = readPipe(child, (r) => {
+		if (!first && r.type === "message_update") first = now();
+		return r.type === "agent_settled";
+	});
+	child.stdin?.write(`${JSON.stringify({ id: `p${i}`, type: "prompt", message })}\n`);
+	await done;
+	const settled = now();
+	return {
+		firstMs: Number(first - t0) / 1e6,
+		settledMs: Number(settled - t0) / 1e6,
+		cpuMs: (procStats(child.pid as number).cpuSeconds - cpu0) * 1000,
+	};
+}
+
 export async function promptLife(prompts: number, bigPrompt = 3) {
 	const dataDir = mkdtempSync(join(tmpdir(), "pi-bench-life-"));
+	const aloneDir = mkdtempSync(join(tmpdir(), "pi-bench-life-alone-"));
 	const gateway = await startGatewayProcess(["--data-dir", dataDir]);
+	const alone = await startAlone(aloneDir);
 	const samples: Sample[] = [];
 	try {
 		const session = await api(`${gateway.url}/v1/sessions`, "POST", {});
@@ -121,8 +174,14 @@ export async function promptLife(prompts: number, bigPrompt = 3) {
 			// Sizes outside the CPU span: du is the bench's child, not the gateway's.
 			const after = cpuOf(gateway.pid);
 			const piAfter = liveDescendantsCpu(gateway.pid);
+			const firstMs = Number(first - t0) / 1e6;
+			const pi = await promptAlone(alone, i, `bash: ${command}`);
 			samples.push({
-				firstMs: Number(first - t0) / 1e6,
+				firstMs,
+				aloneFirstMs: pi.firstMs,
+				aloneSettledMs: pi.settledMs,
+				aloneCpuMs: pi.cpuMs,
+				addedFirstMs: firstMs - pi.firstMs,
 				settledMs: Number(settled - t0) / 1e6,
 				runMs: Number(done - t0) / 1e6,
 				gatewayCpuMs: (after.self - before.self) * 1000,
@@ -137,8 +196,10 @@ export async function promptLife(prompts: number, bigPrompt = 3) {
 		await api(`${gateway.url}/v1/sessions/${session.id}`, "DELETE");
 		await reading;
 	} finally {
+		alone.stdin?.end();
 		await gateway.stop();
 		rmSync(dataDir, { recursive: true, force: true });
+		rmSync(aloneDir, { recursive: true, force: true });
 	}
 	return report(samples, bigPrompt);
 }
@@ -164,6 +225,10 @@ function report(samples: Sample[], bigPrompt: number) {
 		["gateway CPU per prompt (ms)", "gatewayCpuMs"],
 		["git (reaped children) CPU per prompt (ms)", "gitCpuMs"],
 		["pi (live children) CPU per prompt (ms)", "piCpuMs"],
+		["pi alone: prompt → first model delta (ms)", "aloneFirstMs"],
+		["pi alone: prompt → agent_settled (ms)", "aloneSettledMs"],
+		["pi alone: CPU per prompt (ms)", "aloneCpuMs"],
+		["gateway's part of prompt → first model delta (ms)", "addedFirstMs"],
 	];
 	const cost = metrics.map(([label, key]) => {
 		const a = stat(firstWindow, key);

@@ -1,5 +1,6 @@
 import {
 	api,
+	auth,
 	type GatewayProcess,
 	now,
 	openSse,
@@ -30,12 +31,23 @@ async function timeToFirstDelta(
 	return { firstDeltaMs: ms(first - started), totalMs: ms(now() - started) };
 }
 
+/** Waits (at most `ms`) until the gateway's warm pool holds a ready pi, as its /metrics says. */
+async function poolReady(gateway: GatewayProcess, ms: number): Promise<void> {
+	for (const deadline = Date.now() + ms; Date.now() < deadline; ) {
+		const text = await (await fetch(`${gateway.url}/metrics`, { headers: auth })).text();
+		if (Number(/^pi_gateway_warm_pool_size (\d+)/m.exec(text)?.[1] ?? 0) > 0) return;
+		await new Promise((r) => setTimeout(r, 50));
+	}
+}
+
 export async function sessionStart(gateway: GatewayProcess, samples: number, label = "cold", pauseMs = 0) {
 	const starts: number[] = [];
 	const firsts: number[] = [];
 	for (let i = 0; i < samples; i++) {
-		// A pause lets a warm pool refill between samples (its processes take pi's cold start).
+		// A pause lets a warm pool refill between samples (its processes take pi's cold start); on a
+		// loaded machine that takes longer, so the sample waits until the pool says it holds one.
 		await new Promise((r) => setTimeout(r, pauseMs));
+		if (pauseMs > 0) await poolReady(gateway, 30_000);
 		const t0 = now();
 		// An empty body: the default options, which a warm pool serves.
 		const session = await api(`${gateway.url}/v1/sessions`, "POST", {});

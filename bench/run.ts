@@ -88,17 +88,22 @@ const piGateway = await startGatewayProcess([
 ]);
 try {
 	if (want("start")) {
-		const rows = [await sessionStart(piGateway, smoke ? 2 : 10)];
-		const pooled = await startGatewayProcess([
-			"--warm-pool",
-			"2",
-			"--data-dir",
-			mkdtempSync(join(tmpdir(), "pi-bench-pool-")),
-		]);
-		try {
-			rows.push(await sessionStart(pooled, smoke ? 2 : 10, "warm (--warm-pool 2)", 1500));
-		} finally {
-			await pooled.stop();
+		// README's defaults keep a warm pool: the cold row turns it off, the other has the defaults.
+		const rows: Record<string, string | number>[] = [];
+		for (const [label, args] of [
+			["cold (--warm-pool 0)", ["--warm-pool", "0"]],
+			["defaults (warm pool sized for the machine)", []],
+		] as const) {
+			const gateway = await startGatewayProcess([
+				...args,
+				"--data-dir",
+				mkdtempSync(join(tmpdir(), "pi-bench-start-")),
+			]);
+			try {
+				rows.push(await sessionStart(gateway, smoke ? 2 : 10, label, args.length > 0 ? 0 : 1500));
+			} finally {
+				await gateway.stop();
+			}
 		}
 		console.log(table("4. Session start (real pi, demo model)", rows));
 	}
