@@ -34,6 +34,7 @@ import { consolePaths, consoleRouter } from "./http/routes/console/console.index
 import { eventsRouter } from "./http/routes/events/events.index.ts";
 import { runsRouter } from "./http/routes/runs/runs.index.ts";
 import { runStreamsRouter } from "./http/routes/runs/streams.index.ts";
+import { budgetRouter } from "./http/routes/sessions/budget.index.ts";
 import { sessionsRouter } from "./http/routes/sessions/sessions.index.ts";
 import { uiRouter } from "./http/routes/sessions/ui.index.ts";
 import { docsPaths, docsRouter } from "./http/routes/system/docs.index.ts";
@@ -228,6 +229,7 @@ export function createApp(
 	app.route("/", docsRouter());
 	app.route("/", consoleRouter());
 	app.route("/", sessionsRouter(deps));
+	app.route("/", budgetRouter(deps));
 	app.route("/", runsRouter(deps));
 	app.route("/", runStreamsRouter(deps));
 	app.route("/", commandsRouter(deps));

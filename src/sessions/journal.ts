@@ -156,8 +156,12 @@ export class Journal {
 			...(session.approvals.pendingCount > 0 && {
 				pendingApprovals: session.approvals.list("pending").map((a) => a.id),
 			}),
+			...(session.toolCalls.pendingCount > 0 && {
+				pendingToolCalls: session.toolCalls.list("pending").map((c) => c.id),
+			}),
 			...(session.hasProcess && { live: true }),
 			...(session.currentRunId !== undefined && { runId: session.currentRunId }),
+			budget: session.budget.stored(),
 		};
 	}
 
@@ -172,8 +176,10 @@ export class Journal {
 			p.model?.id,
 			p.thinkingLevel,
 			session.approvals.pendingCount,
+			session.toolCalls.pendingCount,
 			session.hasProcess,
 			session.currentRunId,
+			session.budget.limits,
 		]);
 	}
 

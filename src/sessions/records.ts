@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { StoredBudget } from "./budget.ts";
 import type { StoredSession } from "./session-store.ts";
 import { CreateSessionBody } from "./spawn.ts";
 
@@ -14,8 +15,10 @@ const StoredRecord = z.object({
 	lastActivityAt: z.number(),
 	lastSeq: z.number().int().min(0),
 	pendingApprovals: z.array(z.string()).optional(),
+	pendingToolCalls: z.array(z.string()).optional(),
 	live: z.boolean().optional(),
 	runId: z.string().optional(),
+	budget: StoredBudget.optional(),
 });
 
 /** Tombstones older than this are forgotten: after a week an unknown id is simply 404. */

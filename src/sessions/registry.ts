@@ -142,8 +142,9 @@ export class SessionRegistry {
 				piState: record.piState,
 				unclean: margin > 0 ? uncleanStop(record, "the gateway stopped uncleanly (SIGKILL, a crash)") : undefined,
 			};
-			this.#register(record.id, record.options, record.cwd, { restored, name: record.name });
-			this.#journal.save(this.get(record.id));
+			const session = this.#register(record.id, record.options, record.cwd, { restored, name: record.name });
+			if (record.budget) session.budget.restore(record.budget);
+			this.#journal.save(session);
 		}
 		if (this.#sessions.size > 0) this.#logger.info({ sessions: this.#sessions.size }, "sessions restored (stopped)");
 		const idle = this.#config.idleTimeoutMs;
@@ -427,6 +428,8 @@ export class SessionRegistry {
 			// in progress settle and no new one starts.
 			guard: (command) => {
 				if (this.#closing && runCommands.has(command.type)) throw shuttingDown();
+				// A session past its budget starts no run (budget.ts): 409 before pi.
+				if (runCommands.has(command.type)) this.#sessions.get(id)?.budget.assertAvailable(id);
 				return guardCommand(
 					this.#config,
 					command,
@@ -445,6 +448,7 @@ export class SessionRegistry {
 
 	#adopt(session: Session, options: CreateSessionBody): Session {
 		const id = session.id;
+		if (options.budget) session.budget.limits = options.budget;
 		this.#sessions.set(id, session);
 		this.#options.set(id, options);
 		session.events.subscribe((event) => {
@@ -508,6 +512,7 @@ export class SessionRegistry {
 			unclean: takeover.clean ? undefined : uncleanStop(record, "the node that ran the session died"),
 		};
 		const session = this.#register(record.id, record.options, record.cwd, { restored, name: record.name });
+		if (record.budget) session.budget.restore(record.budget);
 		if (!takeover.clean && record.pendingApprovals) session.approvals.markLost(record.pendingApprovals);
 		this.#logger.info({ sessionId: record.id, clean: takeover.clean }, "session taken over (stopped)");
 		return session;

@@ -1,3 +1,4 @@
+import type { StoredBudget } from "./budget.ts";
 import type { PiState } from "./session-types.ts";
 import type { CreateSessionBody } from "./spawn.ts";
 
@@ -18,10 +19,14 @@ export interface StoredSession {
 	 * from a dead one answers 410 for them, since the pi process that asked is gone.
 	 */
 	pendingApprovals?: string[];
+	/** Client tool calls pending when the record was written: likewise 410 on the node that takes over. */
+	pendingToolCalls?: string[];
 	/** The session had a pi process when the record was written (after an unclean stop, it died then). */
 	live?: boolean;
 	/** The run in progress when the record was written (written as a run starts and as it settles). */
 	runId?: string;
+	/** The session's budget and what its runs used (budget.ts): usage survives a restart. */
+	budget?: StoredBudget;
 }
 
 /** What the store tells its owner: a write failed, writes work again, a row could not be read. */

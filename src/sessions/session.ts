@@ -10,6 +10,7 @@ import { type ExitInfo, PiProcess } from "../pi/child.ts";
 import { readRecord, typeOf } from "../pi/event-type.ts";
 import { commandKind, isDialogRequest, type PiCommand, type PiResponse, type UiRequest } from "../pi/protocol.ts";
 import { Approvals, resolvers } from "./approvals.ts";
+import { Budget } from "./budget.ts";
 import { openCheckedFolder } from "./areas.ts";
 import { ToolCalls, toolCallResolvers } from "./client-tool-calls.ts";
 import { clientToolDialogTitle, readClientToolRequest } from "./client-tools.ts";
@@ -38,6 +39,8 @@ export class Session {
 	/** Everything pi and the gateway said in this session, numbered and bounded: what SSE streams replay. */
 	readonly events: EventLog;
 	readonly approvals: Approvals;
+	/** Tokens and cost all its runs used, against the session's budget (budget.ts). */
+	readonly budget: Budget;
 	/** Calls of the session's client tools, which the program answers. */
 	readonly toolCalls: ToolCalls;
 	readonly ui: UiState = emptyUiState();
@@ -105,6 +108,7 @@ export class Session {
 			init.restored?.lastSeq,
 			init.restored?.unclean === undefined,
 		);
+		this.budget = new Budget(this.events);
 		this.approvals = new Approvals(
 			init.id,
 			{

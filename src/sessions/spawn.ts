@@ -8,6 +8,7 @@ import { GatewayError } from "../errors.ts";
 import { dialectOf, hasNameFlag, piPackageOf } from "../pi/dialect.ts";
 import { SessionName, ThinkingLevel } from "../pi/protocol.ts";
 import { type Area, areaAgentDir, areaOf, confineToArea, ensureArea } from "./areas.ts";
+import { SessionBudget } from "./budget.ts";
 import { ClientTools, clientToolsEnv } from "./client-tools.ts";
 import { PolicySet } from "./policies.ts";
 import { agentDir, wrapCommand } from "./sandbox.ts";
@@ -68,6 +69,7 @@ export const CreateSessionBody = z
 					"A pi session id (from a session's piSessionId), or a prefix of one, to continue. It finds only sessions the caller may see (404 otherwise, as for an id that never existed); one a session still holds is 409 (use POST /v1/sessions/{id}/resume), and a file no session holds any more only an admin may continue",
 			}),
 		clientTools: ClientTools.optional(),
+		budget: SessionBudget.optional(),
 		policies: PolicySet.optional().openapi({
 			description:
 				"Approval policies of this session, tried after the gateway's (--approval-policies-file) and the session's remembered answers. Rules that approve (`allow`, `{value}`) need the scope approvals:answer (403 otherwise)",

@@ -47,6 +47,11 @@ export function instrument(metrics: Metrics, commands: readonly CommandRoute[]):
 		metrics.httpRequests.inc({ method, route, status: c.res.status });
 		metrics.httpSeconds.observe({ method, route }, seconds);
 
+		// Any run route (…/stream ones too) and /rpc: the budget refused it before pi (budget.ts).
+		if (c.error instanceof GatewayError && c.error.code === "budget_exhausted") {
+			const budget = c.error.extra.budget as { exhausted?: string } | undefined;
+			metrics.budgetRefusals.inc({ kind: budget?.exhausted ?? "unknown" });
+		}
 		let command = commandRoutes.get(`${method} ${route}`);
 		if (!command || neverSent.has(c.res.status)) return;
 		if (command === "rpc") command = rawType(c) ?? "rpc";

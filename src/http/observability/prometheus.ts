@@ -22,6 +22,8 @@ export class Metrics {
 	readonly commandSeconds: Histogram<"command">;
 	readonly httpRequests: Counter<"method" | "route" | "status">;
 	readonly httpSeconds: Histogram<"method" | "route">;
+	/** Run commands refused because the session's budget is spent (counted by instrument.ts). */
+	readonly budgetRefusals: Counter<"kind">;
 	#warmPool: () => number = () => 0;
 	#cluster: () => Cluster | undefined = () => undefined;
 	#ownerOf: (sessionId: string) => string = () => "admin";
@@ -157,6 +159,13 @@ export class Metrics {
 			registers,
 		});
 		for (const kind of ["turns", "tokens", "cost", "duration"]) limitsReached.inc({ kind }, 0);
+		this.budgetRefusals = new Counter({
+			name: "pi_gateway_budget_refusals_total",
+			help: "Prompts, steers and follow-ups refused (409 budget_exhausted) because the session's budget is spent, by the limit reached: tokens or cost",
+			labelNames: ["kind"],
+			registers,
+		});
+		for (const kind of ["tokens", "cost"]) this.budgetRefusals.inc({ kind }, 0);
 		const usage = usageCounters(registers, (sessionId) => this.#ownerOf(sessionId));
 		folderCounters(registers, () => this.#cluster()?.folders.counts);
 		sessions.subscribeAll((sessionId, event) => {

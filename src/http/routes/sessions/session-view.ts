@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { BudgetView } from "../../../sessions/budget.ts";
 import type { Session } from "../../../sessions/session.ts";
 import { SessionStatus } from "../../../sessions/session.ts";
 import type { StoredSession } from "../../../sessions/session-store.ts";
@@ -22,6 +23,7 @@ export const sessionExample = {
 	currentRunId: null,
 	queuedCommands: 0,
 	pendingApprovals: 0,
+	budget: { maxTokens: 1000000, maxCostUsd: null, usedTokens: 48213, usedCostUsd: 0.41, exhausted: null },
 	lastEventId: 12,
 	folderRestore: null,
 	exit: null,
@@ -59,6 +61,7 @@ export const SessionView = z
 		currentRunId: z.string().nullable().openapi({ description: "Run id of the prompt that started the active run" }),
 		queuedCommands: z.number().int().describe("Commands waiting in the session's queue"),
 		pendingApprovals: z.number().int().describe("Dialogs waiting for an answer"),
+		budget: BudgetView,
 		lastEventId: z.number().int().openapi({ description: "Sequence number of the newest event" }),
 		folderRestore: z
 			.object({
@@ -119,9 +122,30 @@ export function viewOf(session: Session, node?: string): SessionView {
 		currentRunId: session.currentRunId ?? null,
 		queuedCommands: session.queueDepth,
 		pendingApprovals: session.approvals.pendingCount,
+		budget: session.budget.view(),
 		lastEventId: session.events.lastSeq,
 		folderRestore: session.folderRestore ?? null,
 		exit: exit ? { code: exit.code, signal: exit.signal, at: exit.at, stderrTail: exit.stderrTail } : null,
+	};
+}
+
+/** The budget a stored record holds (its create body's limits until the record has one of its own). */
+function storedBudgetView({ budget, options }: StoredSession): BudgetView {
+	const limits = budget ?? options.budget ?? {};
+	const usedTokens = budget?.usedTokens ?? 0;
+	const usedCostUsd = budget?.usedCostUsd ?? 0;
+	const exhausted =
+		limits.maxTokens !== undefined && usedTokens >= limits.maxTokens
+			? "tokens"
+			: limits.maxCostUsd !== undefined && usedCostUsd >= limits.maxCostUsd
+				? "cost"
+				: null;
+	return {
+		maxTokens: limits.maxTokens ?? null,
+		maxCostUsd: limits.maxCostUsd ?? null,
+		usedTokens,
+		usedCostUsd,
+		exhausted,
 	};
 }
 
@@ -146,6 +170,7 @@ export function storedViewOf(record: StoredSession): SessionView {
 		currentRunId: null,
 		queuedCommands: 0,
 		pendingApprovals: 0,
+		budget: storedBudgetView(record),
 		lastEventId: record.lastSeq,
 		folderRestore: null,
 		exit: null,

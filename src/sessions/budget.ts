@@ -1,0 +1,120 @@
+import { z } from "@hono/zod-openapi";
+import { GatewayError } from "../errors.ts";
+import type { EventLog } from "./event-log.ts";
+import { usageOf } from "./run-limits.ts";
+
+/**
+ * A session's budget (issue 31 item 3): tokens and cost its runs may use in all, counted from the
+ * usage of every assistant message pi reports in the session (whatever started the run). Once the
+ * usage reaches a limit, the next run command is refused before pi with 409 `budget_exhausted`; a
+ * run in progress is not cut (per-run `limits` do that). The usage is kept with the session's
+ * record, so a gateway restart does not reset it.
+ */
+export const SessionBudget = z
+	.strictObject({
+		maxTokens: z.number().int().min(1).optional().openapi({
+			description: "Tokens (pi's `usage.totalTokens`, summed over every assistant message) the session may use",
+			example: 1000000,
+		}),
+		maxCostUsd: z.number().positive().optional().openapi({
+			description: "Cost in USD (pi's `usage.cost.total`, summed) the session may use",
+			example: 5,
+		}),
+	})
+	.openapi("SessionBudget", {
+		description:
+			"Limits on what all of a session's runs may use together (each optional; an empty object: none). Past one, prompts, steers and follow-ups are refused with 409 `budget_exhausted` until it is raised (PUT …/budget). docs/limits.md",
+		example: { maxTokens: 1000000, maxCostUsd: 5 },
+	});
+export type SessionBudget = z.infer<typeof SessionBudget>;
+
+export const BudgetView = z
+	.object({
+		maxTokens: z.number().int().nullable().openapi({ description: "The token limit (null: none)", example: 1000000 }),
+		maxCostUsd: z.number().nullable().openapi({ description: "The cost limit in USD (null: none)", example: 5 }),
+		usedTokens: z.number().openapi({ description: "Tokens the session's runs used so far", example: 48213 }),
+		usedCostUsd: z.number().openapi({ description: "Cost in USD the session's runs used so far", example: 0.41 }),
+		exhausted: z.enum(["tokens", "cost"]).nullable().openapi({
+			description: "Which limit the usage has reached (run commands are refused), or null",
+			example: null,
+		}),
+	})
+	.openapi("Budget", {
+		description: "A session's budget: its limits and what its runs used so far (kept across gateway restarts)",
+		example: { maxTokens: 1000000, maxCostUsd: 5, usedTokens: 48213, usedCostUsd: 0.41, exhausted: null },
+	});
+export type BudgetView = z.infer<typeof BudgetView>;
+
+/** What the session's record keeps. */
+export interface StoredBudget {
+	maxTokens?: number;
+	maxCostUsd?: number;
+	usedTokens: number;
+	usedCostUsd: number;
+}
+
+export const StoredBudget = z.object({
+	maxTokens: z.number().optional(),
+	maxCostUsd: z.number().optional(),
+	usedTokens: z.number(),
+	usedCostUsd: z.number(),
+});
+
+export class Budget {
+	limits: SessionBudget = {};
+	usedTokens = 0;
+	usedCostUsd = 0;
+
+	constructor(events: EventLog) {
+		events.subscribe((event) => {
+			if (event.type !== "message_end") return;
+			const { tokens, costUsd } = usageOf(event);
+			this.usedTokens += tokens;
+			this.usedCostUsd += costUsd;
+		});
+	}
+
+	/** A record read back: its limits (set after create, they win over the create body's) and usage. */
+	restore(stored: StoredBudget): void {
+		const { usedTokens, usedCostUsd, ...limits } = stored;
+		this.limits = limits;
+		this.usedTokens = usedTokens;
+		this.usedCostUsd = usedCostUsd;
+	}
+
+	stored(): StoredBudget {
+		return { ...this.limits, usedTokens: this.usedTokens, usedCostUsd: Number(this.usedCostUsd.toFixed(9)) };
+	}
+
+	exhausted(): "tokens" | "cost" | null {
+		const { maxTokens, maxCostUsd } = this.limits;
+		if (maxTokens !== undefined && this.usedTokens >= maxTokens) return "tokens";
+		if (maxCostUsd !== undefined && this.usedCostUsd >= maxCostUsd) return "cost";
+		return null;
+	}
+
+	view(): BudgetView {
+		return {
+			maxTokens: this.limits.maxTokens ?? null,
+			maxCostUsd: this.limits.maxCostUsd ?? null,
+			usedTokens: this.usedTokens,
+			usedCostUsd: Number(this.usedCostUsd.toFixed(9)),
+			exhausted: this.exhausted(),
+		};
+	}
+
+	/** 409 `budget_exhausted` (before pi) once the usage reached a limit. */
+	assertAvailable(sessionId: string): void {
+		const kind = this.exhausted();
+		if (!kind) return;
+		const view = this.view();
+		const allowed = kind === "tokens" ? view.maxTokens : view.maxCostUsd;
+		const used = kind === "tokens" ? view.usedTokens : view.usedCostUsd;
+		throw new GatewayError(
+			409,
+			"budget_exhausted",
+			`Session ${sessionId} has used its ${kind} budget (${used} of ${allowed}); raise it with PUT /v1/sessions/${sessionId}/budget`,
+			{ budget: view },
+		);
+	}
+}
