@@ -43,6 +43,12 @@ function found(path: string, what: string): string | { missing: string } {
 	return existsSync(path) ? path : { missing: `${what} not found at ${path}` };
 }
 
+/** npm's first error lines (its code and message), short enough for a table cell. */
+function npmError(stderr: string): string {
+	const lines = stderr.split("\n").filter((line) => /^npm (error|ERR!) \S/.test(line));
+	return (lines.slice(0, 2).join("; ") || stderr.trim()).slice(0, 160);
+}
+
 /** Installs the pinned peers once (npm, into the cache folder) and says where their programs are. */
 export async function installPeers(log: (line: string) => void = () => {}): Promise<PeerInstall> {
 	const dir = peersDir();
@@ -63,14 +69,21 @@ export async function installPeers(log: (line: string) => void = () => {}): Prom
 		failure = await new Promise<string | undefined>((resolve) => {
 			execFile(
 				"npm",
-				["install", "--no-audit", "--no-fund", "--ignore-scripts", "--no-package-lock", "--prefix", dir],
-				{ cwd: dir, timeout: 600_000, maxBuffer: 16 * 2 ** 20 },
+				[
+					"install",
+					"--no-audit",
+					"--no-fund",
+					"--ignore-scripts",
+					"--no-package-lock",
+					// Without a registry (an offline CI), fail in about a minute rather than npm's default retries.
+					"--fetch-retries=1",
+					"--fetch-timeout=30000",
+					"--prefix",
+					dir,
+				],
+				{ cwd: dir, timeout: 300_000, maxBuffer: 16 * 2 ** 20 },
 				(error, _stdout, stderr) =>
-					resolve(
-						error
-							? `npm install failed: ${(stderr || error.message).trim().split("\n").slice(-3).join(" ")}`
-							: undefined,
-					),
+					resolve(error ? `npm install failed: ${npmError(stderr || error.message)}` : undefined),
 			);
 		});
 		if (!failure) writeFileSync(stamp, wanted);
