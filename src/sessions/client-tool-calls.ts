@@ -126,6 +126,8 @@ export class ToolCalls {
 	/** The pi dialog each pending call waits in. */
 	readonly #dialogs = new Map<string, string>();
 	readonly #timers = new Map<string, NodeJS.Timeout>();
+	/** Calls a dead node's pi made (cluster mode): nobody can answer them any more. */
+	readonly #lost = new Set<string>();
 	#pending = 0;
 
 	constructor(sessionId: string, events: ToolCallEvents, timeoutMs = 0) {
@@ -180,8 +182,19 @@ export class ToolCalls {
 		return call;
 	}
 
+	/** Calls that were pending on a node that died: they answer 410 (the pi that asked is gone). */
+	markLost(ids: Iterable<string>): void {
+		for (const id of ids) this.#lost.add(id);
+	}
+
 	get(id: string): ToolCall {
 		const call = this.#items.get(id);
+		if (!call && this.#lost.has(id))
+			throw new GatewayError(
+				410,
+				"tool_call_gone",
+				`Tool call ${id} was pending on a gateway node that stopped; the pi process that asked is gone`,
+			);
 		if (!call) throw new GatewayError(404, "tool_call_not_found", `No tool call ${id} in session ${this.#sessionId}`);
 		return call;
 	}

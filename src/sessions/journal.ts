@@ -159,6 +159,9 @@ export class Journal {
 			...(session.toolCalls.pendingCount > 0 && {
 				pendingToolCalls: session.toolCalls.list("pending").map((c) => c.id),
 			}),
+			...(session.toolCalls.pendingCount > 0 && {
+				pendingToolCalls: session.toolCalls.list("pending").map((c) => c.id),
+			}),
 			...(session.hasProcess && { live: true }),
 			...(session.currentRunId !== undefined && { runId: session.currentRunId }),
 			budget: session.budget.stored(),

@@ -72,6 +72,14 @@ const uncleanStop = (record: StoredSession, why: string): UncleanStop => ({
 });
 
 const anyCaller: Caller = { admin: true, sees: () => true };
+/** Events after which a session's record is written at once (what a node taking it over must know). */
+const journalledAtOnce = new Set([
+	"approval_requested",
+	"approval_resolved",
+	"tool_call_requested",
+	"tool_call_resolved",
+	"agent_start",
+]);
 const newSessionId = () => `ses_${randomBytes(9).toString("base64url")}`;
 
 /** A create request a warm-pool process can serve: nothing but (optionally) a name. */
@@ -459,8 +467,7 @@ export class SessionRegistry {
 			}
 			// Written at once: a node taking the session over must know which dialogs died with this one,
 			// and a gateway started after an unclean stop which run did (its id is set by its start).
-			if (event.type === "approval_requested" || event.type === "approval_resolved" || event.type === "agent_start")
-				this.#journal.save(session);
+			if (journalledAtOnce.has(event.type)) this.#journal.save(session);
 			// Once the session has taken the settle in (it clears the run after its listeners).
 			if (event.type === "agent_settled") queueMicrotask(() => this.#journal.save(session));
 			// The conversation leaves this node's disk at every settled run and when pi stops
@@ -514,6 +521,7 @@ export class SessionRegistry {
 		const session = this.#register(record.id, record.options, record.cwd, { restored, name: record.name });
 		if (record.budget) session.budget.restore(record.budget);
 		if (!takeover.clean && record.pendingApprovals) session.approvals.markLost(record.pendingApprovals);
+		if (!takeover.clean && record.pendingToolCalls) session.toolCalls.markLost(record.pendingToolCalls);
 		this.#logger.info({ sessionId: record.id, clean: takeover.clean }, "session taken over (stopped)");
 		return session;
 	}

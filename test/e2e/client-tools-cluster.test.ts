@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type ClusterNode, startNode } from "../helpers/cluster.ts";
-import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
+import { alive, until } from "../helpers/gateway.ts";
+import { query, startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 
 // Gateway processes, real pi and a lease: a busy machine needs room.
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 60_000 });
@@ -15,12 +16,18 @@ const token = "client-tools-cluster-token";
 let server: TestPostgres;
 let root: string;
 const nodes: ClusterNode[] = [];
+const leaseTtlMs = 5000;
+const tool = {
+	name: "lookup_price",
+	description: "The price of a product in EUR, by its SKU",
+	parameters: { type: "object", properties: { sku: { type: "string" } }, required: ["sku"] },
+};
 
 beforeAll(async () => {
 	server = await startTestPostgres();
 	root = mkdtempSync(join(tmpdir(), "pi-gateway-ctools-cluster-"));
 	const databaseUrl = await server.freshDatabase();
-	for (const name of ["a", "b"]) nodes.push(await startNode({ name, databaseUrl, root, token, leaseTtlMs: 5000 }));
+	for (const name of ["a", "b"]) nodes.push(await startNode({ name, databaseUrl, root, token, leaseTtlMs }));
 });
 afterAll(async () => {
 	await Promise.all(nodes.map((n) => n.stop()));
@@ -31,11 +38,6 @@ afterAll(async () => {
 describe("cluster mode: client tools", () => {
 	it("a long-poll of /v1/tool-calls on B wakes for a call on A; B's answer reaches A's pi", async () => {
 		const [a, b] = nodes as [ClusterNode, ClusterNode];
-		const tool = {
-			name: "lookup_price",
-			description: "The price of a product in EUR, by its SKU",
-			parameters: { type: "object", properties: { sku: { type: "string" } }, required: ["sku"] },
-		};
 		const created = await a.api("/v1/sessions", { method: "POST", json: { clientTools: [tool] } });
 		expect(created.status).toBe(201);
 		const id = created.body.id as string;
@@ -66,5 +68,32 @@ describe("cluster mode: client tools", () => {
 		expect(done.status).toBe(200);
 		expect(done.body.text).toBe("19.90");
 		expect((await a.api(`/v1/sessions/${id}/tool-calls?status=answered`)).body.toolCalls).toHaveLength(1);
+	});
+
+	it("SIGKILL of the owner while a call is pending: on the node that takes the session over the call answers 410", async () => {
+		const [a, b] = nodes as [ClusterNode, ClusterNode];
+		const id = (await a.api("/v1/sessions", { method: "POST", json: { clientTools: [tool] } })).body.id as string;
+		void b.api(`/v1/sessions/${id}/prompt`, { method: "POST", json: { message: 'tool: lookup_price {"sku":"Z"}' } });
+		const call = await until(
+			async () => (await b.api(`/v1/sessions/${id}/tool-calls?status=pending&wait=5`)).body.toolCalls[0],
+		);
+		// Written at once when the call opened: the next owner knows which calls died.
+		await until(async () => {
+			const stored = await query(a.databaseUrl, "SELECT record FROM sessions WHERE id = $1", [id]);
+			return JSON.parse(stored[0]?.record ?? "{}").pendingToolCalls?.includes(call.id);
+		});
+		const pid = (await a.api(`/v1/sessions/${id}`)).body.pid as number;
+		a.signal("SIGKILL");
+		await a.exited;
+		await until(() => !alive(pid));
+		const gone = await until(async () => {
+			const answer = await b.api(`/v1/sessions/${id}/tool-calls/${call.id}`, {
+				method: "POST",
+				json: { output: "late" },
+			});
+			return answer.status !== 503 && answer;
+		}, leaseTtlMs + 15_000);
+		expect(gone.status).toBe(410);
+		expect(gone.body.code).toBe("tool_call_gone");
 	});
 });
