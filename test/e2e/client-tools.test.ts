@@ -322,3 +322,42 @@ describe("the Python client", () => {
 		expect(result.stderr).toMatch(/^Ran 3 tests/m);
 	}, 150_000);
 });
+
+describe("nobody answers", () => {
+	it("past --approval-timeout-ms the model gets an error result that says so; a late answer is 410", async () => {
+		const timed = await startTestGateway({ approvalTimeoutMs: 300 });
+		try {
+			const sid = await timed.session({ clientTools: [lookupPrice] });
+			const run = await timed.api(`/v1/sessions/${sid}/prompt?wait=true`, {
+				method: "POST",
+				json: { message: 'tool: lookup_price {"sku":"T"}' },
+			});
+			expect(run.status).toBe(200);
+			expect(run.body.text).toBe("Error: No answer from the program within 300 ms (the gateway's approval timeout)");
+			const [call] = (await timed.api(`/v1/sessions/${sid}/tool-calls`)).body.toolCalls;
+			expect(call).toMatchObject({ status: "cancelled", resolvedBy: "gateway-policy", result: { isError: true } });
+			const late = await timed.api(`/v1/sessions/${sid}/tool-calls/${call.id}`, {
+				method: "POST",
+				json: { output: "x" },
+			});
+			expect(late.status).toBe(410);
+		} finally {
+			await timed.stop();
+		}
+	});
+
+	it("pi's exit cancels a pending call (resolvedBy pi-exit)", async () => {
+		const sid = await gw.session({ clientTools: [lookupPrice] });
+		void gw.api(`/v1/sessions/${sid}/prompt`, { method: "POST", json: { message: 'tool: lookup_price {"sku":"K"}' } });
+		const call = await nextPending(sid);
+		const pid = (await gw.api(`/v1/sessions/${sid}`)).body.pid as number;
+		process.kill(pid, "SIGKILL");
+		const settled = await until(async () => {
+			const { body } = await gw.api(`/v1/sessions/${sid}/tool-calls/${call.id}`);
+			return body.status !== "pending" && body;
+		});
+		expect(settled).toMatchObject({ status: "cancelled", resolvedBy: "pi-exit", result: { isError: true } });
+		const late = await gw.api(`/v1/sessions/${sid}/tool-calls/${call.id}`, { method: "POST", json: { output: "x" } });
+		expect(late.status).toBe(410);
+	});
+});
