@@ -1,4 +1,6 @@
 import { execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -359,5 +361,40 @@ describe("nobody answers", () => {
 		expect(settled).toMatchObject({ status: "cancelled", resolvedBy: "pi-exit", result: { isError: true } });
 		const late = await gw.api(`/v1/sessions/${sid}/tool-calls/${call.id}`, { method: "POST", json: { output: "x" } });
 		expect(late.status).toBe(410);
+	});
+});
+
+describe("a gateway restart", () => {
+	it("keeps a session's client tools: the resumed pi offers them again and their calls work", async () => {
+		const root = mkdtempSync(join(tmpdir(), "pi-gateway-ctools-restart-"));
+		mkdirSync(join(root, "agent"));
+		const dirs = { dataDir: join(root, "data"), piAgentDir: join(root, "agent") };
+		try {
+			const first = await startTestGateway(dirs);
+			const sid = await first.session({ clientTools: [lookupPrice] });
+			expect(
+				(await first.api(`/v1/sessions/${sid}/prompt?wait=true`, { method: "POST", json: { message: "echo: hi" } }))
+					.status,
+			).toBe(200);
+			await first.stop();
+			const second = await startTestGateway(dirs);
+			try {
+				const run = second.api(`/v1/sessions/${sid}/prompt?wait=true`, {
+					method: "POST",
+					json: { message: 'tool: lookup_price {"sku":"R"}' },
+				});
+				const call = await until(async () => {
+					const listed = await second.api(`/v1/sessions/${sid}/tool-calls?status=pending&wait=5`);
+					return listed.status === 200 && listed.body.toolCalls[0];
+				});
+				expect(call).toMatchObject({ name: "lookup_price", arguments: { sku: "R" } });
+				await second.api(`/v1/sessions/${sid}/tool-calls/${call.id}`, { method: "POST", json: { output: "again" } });
+				expect((await run).body.text).toBe("again");
+			} finally {
+				await second.stop();
+			}
+		} finally {
+			rmSync(root, { recursive: true, force: true });
+		}
 	});
 });
