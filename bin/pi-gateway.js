@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Runs the compiled JavaScript in dist/: Node refuses to strip TypeScript types under
 // node_modules, so an installed package (from the registry, a tarball or git) must ship JS.
-// `npm install`/`npm ci` in a checkout builds dist/ (the `prepare` script); `npm start` runs the
-// sources directly.
+// `npm pack`, `npm publish` and a git install build dist/ (the `prepack` script); in a checkout
+// `npm run build` does; `npm start` runs the sources directly.
 // The Node version is checked first, in syntax every Node since 12 parses: on an older Node the
 // gateway's first import (node:sqlite) fails with a message that says nothing about the version.
 import { existsSync } from "node:fs";
@@ -18,7 +18,7 @@ if (major < needed[0] || (major === needed[0] && minor < needed[1])) {
 
 const main = new URL("../dist/main.js", import.meta.url);
 if (!existsSync(main)) {
-	console.error("pi-gateway: dist/main.js is missing; build it with `npm run build` (npm install does it too)");
+	console.error("pi-gateway: dist/main.js is missing; build it with `npm run build`");
 	process.exit(2);
 }
 await import(main.href);

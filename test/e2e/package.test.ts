@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { alive, until } from "../helpers/gateway.ts";
 
-// The package as a user gets it: `npm pack` (its prepare script builds dist/), then `npm i -g` of the
+// The package as a user gets it: `npm pack` (its prepack script builds dist/), then `npm i -g` of the
 // tarball into a temporary prefix, then the installed `pi-gateway` binary, which must run from
 // under node_modules, where Node refuses to strip TypeScript types. The dependencies come from
 // npm's cache (filled by `npm ci`) wherever it has them.
@@ -58,6 +58,8 @@ describe("the npm package", () => {
 			"package/extensions/demo-model.ts",
 			"package/extensions/permission-gate.ts",
 			"package/openapi.yaml",
+			"package/LICENSE",
+			"package/CHANGELOG.md",
 			// The documentation README.md links into (issue 25).
 			"package/README.md",
 			"package/docs/events.md",
@@ -70,6 +72,12 @@ describe("the npm package", () => {
 			expect(files, file).toContain(file);
 		}
 		expect(files.filter((f) => f.startsWith("package/src/") || f.startsWith("package/test/"))).toEqual([]);
+	});
+
+	it("runs no install script of its own (npm 11 lists each one a user must approve)", async () => {
+		const { stdout } = await run("tar", ["xzf", tarball, "-O", "package/package.json"]);
+		const scripts = Object.keys((JSON.parse(stdout) as { scripts?: Record<string, string> }).scripts ?? {});
+		expect(scripts.filter((s) => /^(pre|post)?install$|^prepare$/.test(s))).toEqual([]);
 	});
 
 	it("the installed binary prints its help", async () => {
