@@ -1,5 +1,5 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { sectionOf } from "./config-help.ts";
 import {
@@ -43,6 +43,39 @@ export interface ConfigFile {
 const byName = new Map(settingKeys.map((key) => [kebab(key), key]));
 
 /**
+ * Settings that name files or folders: a relative one in the file is taken from the file's own
+ * folder, as Compose and nginx do, not from wherever the gateway happened to start (systemd: /).
+ */
+const pathKeys = new Set<Key>([
+	"dataDir",
+	"tokenFile",
+	"keysFile",
+	"workspaceRoot",
+	"databaseUrlFile",
+	"clusterSecretFile",
+	"piAgentDir",
+	"approvalPoliciesFile",
+	"webhooksFile",
+	"sandboxWritable",
+	"extensions",
+]);
+
+function besideFile(key: Key, value: unknown, folder: string): unknown {
+	if (!pathKeys.has(key)) return value;
+	if (typeof value === "string") return resolve(folder, value);
+	if (Array.isArray(value)) return value.map((item) => resolve(folder, String(item)));
+	// Extensions: name → path, or a source with a scheme (builtin:mcp, npm:pkg) left as it is.
+	if (typeof value === "object" && value !== null)
+		return Object.fromEntries(
+			Object.entries(value).map(([name, path]) => [
+				name,
+				typeof path === "string" && !/^[a-z][\w+.-]*:/i.test(path) ? resolve(folder, path) : path,
+			]),
+		);
+	return value;
+}
+
+/**
  * The settings of the file at `path`, or undefined when there is none and none was named.
  * Every problem is an Error whose message says the file, the key and what to write instead.
  */
@@ -76,7 +109,7 @@ export function readConfigFile(location: { path: string; named?: string }): Conf
 				`config file ${path} holds ${name} but other users may read it: chmod 600 ${path}, or give ${name} through ${envOnly.has(key) ? "its env var" : `--${name}-file`} instead`,
 			);
 		try {
-			values.set(key, fromFile(key, value));
+			values.set(key, besideFile(key, fromFile(key, value), dirname(path)));
 		} catch (error) {
 			throw new Error(
 				`config file ${path}, ${name}: ${(error as Error).message}; expected ${expectedValue(key)} (pi-gateway --help, section ${sectionOf(key)})`,

@@ -237,6 +237,7 @@ export function help(): string {
 		"",
 		"Lists (allowed hosts, CORS origins, extensions, pass-env, sandbox-writable, webhook-allow) are comma-separated",
 		"on the command line and in env vars, YAML lists in the config file; --pi-command splits on spaces.",
-		"Relative extension paths are resolved against the current directory.",
+		"Relative paths are taken from the current directory on the command line and in env vars, from the",
+		"config file's own folder in the file.",
 	].join("\n");
 }

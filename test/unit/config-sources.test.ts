@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -47,13 +47,30 @@ describe("where a setting comes from", () => {
 			maxSessions: 7,
 			sandboxWritable: ["/a", "/b"],
 			piCommand: ["node", "pi.js"],
-			extensions: { mine: "./mine.ts" },
+			extensions: { mine: join(dir, "mine.ts") },
 		});
 		expect(sources.get("port")).toMatchObject({ from: "flag", name: "--port" });
 		expect(sources.get("maxQueued")).toMatchObject({ from: "env", name: "PI_GATEWAY_MAX_QUEUED" });
 		expect(sources.get("maxSessions")).toMatchObject({ from: "file", name: "max-sessions", path: file });
 		expect(sources.get("host")).toEqual({ from: "default" });
 		expect(parseConfig({ ...input, dataDir: join(dir, "data") }).port).toBe(9003);
+	});
+
+	it("a relative path in the file is taken from the file's folder (a flag's from the current one); a source with a scheme is left alone", () => {
+		const etc = join(dir, "etc");
+		mkdirSync(etc);
+		const named = join(etc, "gw.yaml");
+		writeFileSync(
+			named,
+			"data-dir: ../state\nsandbox-writable: [cache]\nextensions:\n  mine: mine.ts\n  mcp: builtin:mcp\n",
+		);
+		const { input } = settings(["--config", named, "--keys-file", "keys.json"]);
+		expect(input).toMatchObject({
+			dataDir: join(dir, "state"),
+			sandboxWritable: [join(etc, "cache")],
+			extensions: { mine: join(etc, "mine.ts"), mcp: "builtin:mcp" },
+			keysFile: "keys.json",
+		});
 	});
 
 	it("the file's default place is <data-dir>/config.yaml, the data dir from flag or env; none there is no error", () => {
