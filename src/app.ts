@@ -1,3 +1,6 @@
+// Over 300 lines on purpose: createApp is the one place the middleware order is decided (auth, scope,
+// cluster routing, ownership, limits, bodies, idempotency) and every router is one line of it; split,
+// that order would have to be read across files.
 import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
@@ -42,6 +45,7 @@ import { metricsRouter } from "./http/routes/system/scrape.index.ts";
 import { specPaths, specRouter } from "./http/routes/system/spec.index.ts";
 import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.ts";
 import { whoamiRouter } from "./http/routes/system/whoami.index.ts";
+import { toolCallsRouter } from "./http/routes/tool-calls/tool-calls.index.ts";
 import { toolCallsRouter } from "./http/routes/tool-calls/tool-calls.index.ts";
 import { webhooksRouter } from "./http/routes/webhooks/webhooks.index.ts";
 import { workspaceChangesRouter } from "./http/routes/workspace/changes.index.ts";
@@ -93,6 +97,7 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
 			{ name: "commands", description: "pi's other RPC commands, one operation each" },
 			{ name: "events", description: "Server-Sent Events" },
 			{ name: "approvals", description: "Extension dialogs as resources, and UI state" },
+			{ name: "tool-calls", description: "Client tools: calls the model makes to tools the calling program runs" },
 			{ name: "tool-calls", description: "Client tools: calls the model makes to tools the calling program runs" },
 			{ name: "webhooks", description: "Signed event deliveries (Standard Webhooks) with a durable outbox" },
 			{ name: "workspace", description: "A session's folder: files in and out, search, archive, what runs changed" },
@@ -242,6 +247,7 @@ export function createApp(
 	);
 	app.route("/", approvalsRouter(deps));
 	app.route("/", uiRouter(deps));
+	app.route("/", toolCallsRouter(deps));
 	app.route("/", toolCallsRouter(deps));
 	app.route("/", workspaceFilesRouter(deps));
 	app.route("/", workspaceChangesRouter(deps, tracker));

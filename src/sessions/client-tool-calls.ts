@@ -296,6 +296,4 @@ export class ToolCalls {
 	}
 }
 
-function failure(why: string): NonNullable<ToolCall["result"]> {
-	return { output: why, isError: true };
-}
+const failure = (why: string): NonNullable<ToolCall["result"]> => ({ output: why, isError: true });
