@@ -7,7 +7,7 @@ import { type Json, operationsOf, walk } from "./openapi-generators.ts";
  * - `type: [T, "null"]` and `anyOf: [..., {type: null}]` → `type: T` + `nullable: true`, and a
  *   nullable property is not listed in `required` (swagger-codegen's Python and Java models refuse
  *   `None` for a required property even when it is nullable: the gateway still always sends it);
- * - `const` → a one-value `enum`; numeric `exclusiveMinimum`/`exclusiveMaximum` → the 3.0 booleans;
+ * - `const` → a one-value `enum`; a nullable enum lists `null` (3.0.3); numeric `exclusiveMinimum`/`exclusiveMaximum` → the 3.0 booleans;
  *   `examples` → `example`;
  * - an `anyOf`/`oneOf` without a discriminator, which 3.0 generators turn into types they never
  *   define: of objects → one object with every branch's properties (the description says which
@@ -206,6 +206,8 @@ function downgrade(node: Json): void {
 			Object.assign(node, merged(branches));
 		// Otherwise: any value; the description says what the gateway takes.
 	}
+	// 3.0.3: a nullable enum lists null among its values, or null is not one of them.
+	if (node.nullable && Array.isArray(node.enum) && !node.enum.includes(null)) node.enum = [...node.enum, null];
 	if (node.additionalProperties === true) delete node.additionalProperties;
 	// Children were rewritten first, so a property or item left without a type accepts any value.
 	const children = [...Object.values(node.properties ?? {}), node.items, node.additionalProperties, node.schema];

@@ -14,6 +14,9 @@
  *   description beside it, or for a parameter, the parameter's own description and example;
  * - patterns say `/`, not the `\/` a JavaScript regex's source has (openapi-zod-client copies a
  *   pattern into a regex literal of its own and choked on it);
+ * - a nullable enum (`type: [string, null]`, `enum: [a, b, null]`, as zod-to-openapi writes
+ *   `z.enum([a, b]).nullable()`) is `anyOf: [{type: string, enum: [a, b]}, {type: null}]`:
+ *   openapi-zod-client wrote `z.enum([a, b, null])`, which zod refuses;
  * - every error response carries `application/problem+json` with the `Problem` schema;
  * - an operation without a request body declares no 413 or 415 (what the shared command errors
  *   list for the operations that take one);
@@ -102,6 +105,18 @@ export function unescapedSlashes(pattern: string): string {
 	return after;
 }
 
+/** See the module comment: null out of an enum, into a branch of its own. */
+function nullableEnum(node: Json): void {
+	if (!Array.isArray(node.enum) || !node.enum.includes(null) || !Array.isArray(node.type)) return;
+	const types = node.type.filter((t: string) => t !== "null");
+	if (types.length !== 1 || types.length === node.type.length) return;
+	const { description, example, ...rest } = node;
+	for (const key of Object.keys(node)) delete node[key];
+	node.anyOf = [{ ...rest, type: types[0], enum: rest.enum.filter((v: unknown) => v !== null) }, { type: "null" }];
+	if (description !== undefined) node.description = description;
+	if (example !== undefined) node.example = example;
+}
+
 /** Keywords that only annotate: an `allOf` branch of nothing else adds no constraint. */
 const annotations = new Set(["description", "example", "examples", "title", "deprecated"]);
 
@@ -151,6 +166,7 @@ export function forGenerators(source: Json): Json {
 	};
 
 	walk(document, annotatedReference);
+	walk(document, nullableEnum);
 	walk(document, (node) => {
 		if (typeof node.pattern === "string") node.pattern = unescapedSlashes(node.pattern);
 	});
