@@ -250,6 +250,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The session's budget and what its runs used so far
+         * @description Tokens and cost are summed from the usage pi reports for every assistant message of the session, kept with the session across gateway restarts. Once a limit is reached, run commands are refused with 409 `budget_exhausted` (docs/limits.md).
+         *
+         *     Requires the `sessions:read` scope.
+         */
+        get: operations["sessionsGetBudget"];
+        /**
+         * Set the session's budget (replaces both limits; the usage so far stays)
+         * @description A limit left out is removed; `{}` removes both. Raising a limit past the usage lets run commands through again.
+         *
+         *     Requires the `sessions:write` scope.
+         */
+        put: operations["sessionsPutBudget"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/prompt": {
         parameters: {
             query?: never;
@@ -2691,6 +2719,13 @@ export interface components {
          *       "currentRunId": null,
          *       "queuedCommands": 0,
          *       "pendingApprovals": 0,
+         *       "budget": {
+         *         "maxTokens": 1000000,
+         *         "maxCostUsd": null,
+         *         "usedTokens": 48213,
+         *         "usedCostUsd": 0.41,
+         *         "exhausted": null
+         *       },
          *       "lastEventId": 12,
          *       "folderRestore": null,
          *       "exit": null
@@ -2744,6 +2779,7 @@ export interface components {
             queuedCommands: number;
             /** @description Dialogs waiting for an answer */
             pendingApprovals: number;
+            budget: components["schemas"]["Budget"];
             /** @description Sequence number of the newest event */
             lastEventId: number;
             /** @description Cluster mode: the session's folder as the node running it found it when it took the session over from another node (restored from PostgreSQL under this node's workspace root; `complete: false` names what is missing). Null when no folder was restored here (the session started here, or its folder is on a shared --workspace-root) */
@@ -2782,6 +2818,44 @@ export interface components {
                 /** @description The last lines pi wrote to stderr */
                 stderrTail: string;
             } | null;
+        };
+        /**
+         * @description A session's budget: its limits and what its runs used so far (kept across gateway restarts)
+         * @example {
+         *       "maxTokens": 1000000,
+         *       "maxCostUsd": 5,
+         *       "usedTokens": 48213,
+         *       "usedCostUsd": 0.41,
+         *       "exhausted": null
+         *     }
+         */
+        Budget: {
+            /**
+             * @description The token limit (null: none)
+             * @example 1000000
+             */
+            maxTokens: number | null;
+            /**
+             * @description The cost limit in USD (null: none)
+             * @example 5
+             */
+            maxCostUsd: number | null;
+            /**
+             * @description Tokens the session's runs used so far
+             * @example 48213
+             */
+            usedTokens: number;
+            /**
+             * @description Cost in USD the session's runs used so far
+             * @example 0.41
+             */
+            usedCostUsd: number;
+            /**
+             * @description Which limit the usage has reached (run commands are refused), or null
+             * @example null
+             * @enum {string|null}
+             */
+            exhausted: "tokens" | "cost" | null;
         };
         /**
          * @description How to start a session; every field is optional
@@ -2858,6 +2932,7 @@ export interface components {
              *     ]
              */
             clientTools?: components["schemas"]["ClientTool"][];
+            budget?: components["schemas"]["SessionBudget"];
             policies?: components["schemas"]["ApprovalPolicies"];
         };
         /**
@@ -2894,6 +2969,25 @@ export interface components {
             parameters: {
                 [key: string]: unknown;
             };
+        };
+        /**
+         * @description Limits on what all of a session's runs may use together (each optional; an empty object: none). Past one, prompts, steers and follow-ups are refused with 409 `budget_exhausted` until it is raised (PUT …/budget). docs/limits.md
+         * @example {
+         *       "maxTokens": 1000000,
+         *       "maxCostUsd": 5
+         *     }
+         */
+        SessionBudget: {
+            /**
+             * @description Tokens (pi's `usage.totalTokens`, summed over every assistant message) the session may use
+             * @example 1000000
+             */
+            maxTokens?: number;
+            /**
+             * @description Cost in USD (pi's `usage.cost.total`, summed) the session may use
+             * @example 5
+             */
+            maxCostUsd?: number;
         };
         /** @description Approval policies of this session, tried after the gateway's (--approval-policies-file) and the session's remembered answers. Rules that approve (`allow`, `{value}`) need the scope approvals:answer (403 otherwise) */
         ApprovalPolicies: {
@@ -2976,6 +3070,13 @@ export interface components {
          *           "currentRunId": null,
          *           "queuedCommands": 0,
          *           "pendingApprovals": 0,
+         *           "budget": {
+         *             "maxTokens": 1000000,
+         *             "maxCostUsd": null,
+         *             "usedTokens": 48213,
+         *             "usedCostUsd": 0.41,
+         *             "exhausted": null
+         *           },
          *           "lastEventId": 12,
          *           "folderRestore": null,
          *           "exit": null
@@ -5807,6 +5908,178 @@ export interface operations {
             /** @description The gateway cannot write its session registry (disk full or unwritable); live sessions go on */
             507: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    sessionsGetBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The budget and its usage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Budget"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    sessionsPutBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "maxTokens": 2000000,
+                 *       "maxCostUsd": 10
+                 *     }
+                 */
+                "application/json": components["schemas"]["SessionBudget"];
+            };
+        };
+        responses: {
+            /** @description The budget as now set, and its usage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Budget"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or approval */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

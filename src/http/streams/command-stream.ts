@@ -49,7 +49,7 @@ export async function streamCommand(c: Context, sse: SseOptions, plan: CommandSt
 	const out = new Outbox(sse.maxBufferedBytes);
 	out.push(gatewayFrame("stream_open", { sessionId: session.id, ...plan.open, after: startSeq }));
 	const detach = followSession(session, out, { after: startSeq, accept: plan.accept, until: plan.until });
-	trackSpan(session, { commandId: command.id, after: startSeq, accept: plan.accept }, plan.spanEnds);
+	const span = trackSpan(session, { commandId: command.id, after: startSeq, accept: plan.accept }, plan.spanEnds);
 	const request = session.request(command);
 	const first = await Promise.race([
 		request.then(
@@ -64,6 +64,8 @@ export async function streamCommand(c: Context, sse: SseOptions, plan: CommandSt
 			unwrap(first.response);
 		} catch (error) {
 			detach();
+			// Refused before any stream began: nothing to resume, and no answer will ever end the span.
+			span.forget();
 			throw error;
 		}
 	} else {

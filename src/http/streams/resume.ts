@@ -27,21 +27,27 @@ interface Span {
 	accept?: (event: LoggedEvent) => boolean;
 }
 
+/** A span being tracked; `forget()` drops it and its log listener (a command refused before it streamed). */
+export interface TrackedSpan extends Span {
+	forget(): void;
+}
+
 /** Spans kept per session: a retry comes seconds after its cut, not hundreds of commands later. */
 const keptSpans = 64;
-const spans = new WeakMap<Session, Span[]>();
+const spans = new WeakMap<Session, TrackedSpan[]>();
 
 /**
  * Records where the stream of `commandId` ends, watching the log itself, so the answer is known
  * even after the first connection has gone. Call before the command is sent; `ends` is a fresh
  * predicate fed every event from then on (session_exit always ends it).
  */
-export function trackSpan(session: Session, span: Omit<Span, "end">, ends: (event: LoggedEvent) => boolean): Span {
+export function trackSpan(
+	session: Session,
+	span: Omit<Span, "end">,
+	ends: (event: LoggedEvent) => boolean,
+): TrackedSpan {
 	const list = spans.get(session) ?? [];
 	spans.set(session, list);
-	const tracked: Span = { ...span };
-	list.push(tracked);
-	if (list.length > keptSpans) list.shift();
 	const unsubscribe = session.events.subscribe((event) => {
 		if (tracked.end !== undefined) return;
 		if (ends(event) || event.type === "session_exit") {
@@ -49,7 +55,21 @@ export function trackSpan(session: Session, span: Omit<Span, "end">, ends: (even
 			unsubscribe();
 		}
 	});
-	if (!session.isAlive) tracked.end = session.events.lastSeq;
+	const tracked: TrackedSpan = {
+		...span,
+		forget() {
+			unsubscribe();
+			const at = list.indexOf(tracked);
+			if (at !== -1) list.splice(at, 1);
+		},
+	};
+	list.push(tracked);
+	// The oldest span goes, and its listener with it (a run that never ended must not hold one forever).
+	if (list.length > keptSpans) list.shift()?.forget();
+	if (!session.isAlive) {
+		tracked.end = session.events.lastSeq;
+		unsubscribe();
+	}
 	return tracked;
 }
 
@@ -82,7 +102,7 @@ export const resumeAfter = z.coerce.number().int().min(0).optional().openapi({
 function spanOf(session: Session, after: number): Span | undefined {
 	const list = spans.get(session) ?? [];
 	for (let i = list.length - 1; i >= 0; i--) {
-		const span = list[i] as Span;
+		const span = list[i] as TrackedSpan;
 		if (span.after < after && (span.end === undefined || after <= span.end)) return span;
 	}
 	return undefined;

@@ -63,9 +63,11 @@ __all__ = [
     "AuditPage",
     "AuditEntry",
     "Session",
+    "Budget",
     "CreateSession",
     "ThinkingLevel",
     "ClientTool",
+    "SessionBudget",
     "ApprovalPolicies",
     "ApprovalPolicyRule",
     "SessionList",
@@ -920,12 +922,27 @@ class Session(TypedDict):
     queuedCommands: int
     # Dialogs waiting for an answer
     pendingApprovals: int
+    budget: "Budget"
     # Sequence number of the newest event
     lastEventId: int
     # Cluster mode: the session's folder as the node running it found it when it took the session over from another node (restored from PostgreSQL under ...
     folderRestore: Union[Dict[str, Any], None]
     # How pi last exited; null while it runs or never did
     exit: Union[Dict[str, Any], None]
+
+
+class Budget(TypedDict):
+    """A session's budget: its limits and what its runs used so far (kept across gateway restarts)"""
+    # The token limit (null: none)
+    maxTokens: Union[int, None]
+    # The cost limit in USD (null: none)
+    maxCostUsd: Union[float, None]
+    # Tokens the session's runs used so far
+    usedTokens: float
+    # Cost in USD the session's runs used so far
+    usedCostUsd: float
+    # Which limit the usage has reached (run commands are refused), or null
+    exhausted: Literal["tokens", "cost", None]
 
 
 class CreateSession(TypedDict, total=False):
@@ -953,6 +970,7 @@ class CreateSession(TypedDict, total=False):
     resume: str
     # Tools the calling program runs (at most 64): the model may call them, each call becomes a tool call resource (GET …/tool-calls) and a `tool_call_re...
     clientTools: List["ClientTool"]
+    budget: "SessionBudget"
     policies: "ApprovalPolicies"
 
 
@@ -964,6 +982,14 @@ class ClientTool(TypedDict):
     description: str
     # A JSON Schema (`type: object`) of the tool's arguments; pi checks the model's arguments against it before the call reaches the program
     parameters: Dict[str, Any]
+
+
+class SessionBudget(TypedDict, total=False):
+    """Limits on what all of a session's runs may use together (each optional; an empty object: none). Past one, prompts, steers and follow-ups are refused with 409 `budget_exhausted` until it is raised (PUT …/budget). docs/limits.md"""
+    # Tokens (pi's `usage.totalTokens`, summed over every assistant message) the session may use
+    maxTokens: int
+    # Cost in USD (pi's `usage.cost.total`, summed) the session may use
+    maxCostUsd: float
 
 
 class ApprovalPolicies(TypedDict, total=False):
