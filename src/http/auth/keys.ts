@@ -1,5 +1,15 @@
 import { createHash, randomBytes } from "node:crypto";
-import { existsSync, readFileSync, renameSync, statSync, unwatchFile, watchFile, writeFileSync } from "node:fs";
+import {
+	chownSync,
+	existsSync,
+	readFileSync,
+	renameSync,
+	statSync,
+	unwatchFile,
+	watchFile,
+	writeFileSync,
+} from "node:fs";
+import { dirname } from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { PrincipalName } from "../../sessions/access.ts";
@@ -65,10 +75,19 @@ export function createKey(
 	return { secret, record };
 }
 
-/** Written to a temporary file and renamed, so a gateway reloading the file never reads half of it. */
+/**
+ * Written to a temporary file and renamed, so a gateway reloading the file never reads half of it.
+ * Run as root (`sudo pi-gateway keys create --data-dir /var/lib/pi-gateway`), the file keeps the
+ * owner of the file it replaces, else of its folder: a 0600 file of root's is one the gateway's own
+ * user (systemd's DynamicUser) cannot read, and every key in it would be a 401.
+ */
 function writeKeysFile(path: string, keys: KeyRecord[]): void {
 	const temporary = `${path}.${process.pid}.tmp`;
 	writeFileSync(temporary, `${JSON.stringify({ keys }, null, 2)}\n`, { mode: 0o600 });
+	if (process.getuid?.() === 0) {
+		const owner = statSync(path, { throwIfNoEntry: false }) ?? statSync(dirname(path));
+		if (owner.uid !== 0) chownSync(temporary, owner.uid, owner.gid);
+	}
 	renameSync(temporary, path);
 }
 
