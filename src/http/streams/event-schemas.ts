@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { Approval } from "../../sessions/approvals.ts";
 import { ToolCall, ToolCallStatus } from "../../sessions/client-tool-calls.ts";
+import { LimitHit } from "../../sessions/run-limits.ts";
 import { SessionStatus } from "../../sessions/session.ts";
 import { AgentMessage, Usage } from "../transport/schemas.ts";
 
@@ -276,6 +277,27 @@ const gatewayEvents = [
 			toolCall: ToolCall,
 		},
 		"Gateway: a client tool call was answered, or cancelled (abort, pi's exit, the timeout); `toolCall.result` is what the model got",
+	),
+	ev(
+		"run_output",
+		{
+			sessionId,
+			runId: z.string().describe("The run command's id (its `runId`)"),
+			output: z.unknown().optional().describe("The JSON value that validated against the run's outputSchema"),
+			error: z
+				.object({
+					message: z.string().describe("Why no answer validated"),
+					attempts: z.number().int().describe("Answers read: the first and each repair turn's"),
+				})
+				.optional()
+				.describe("Set instead of `output` when no answer validated after the repair turns"),
+		},
+		"Gateway: a run with `outputSchema` has its structured answer (`output`) or gave up (`error`); right before the run's `agent_settled`",
+	),
+	ev(
+		"run_limit_reached",
+		{ sessionId, runId: z.string().describe("The run command's id (its `runId`)"), limit: LimitHit },
+		"Gateway: a run went past one of its `limits`; the gateway aborts it, and its `agent_settled` follows",
 	),
 	ev(
 		"run_changes",
