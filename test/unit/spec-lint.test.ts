@@ -35,7 +35,7 @@ describe.each(versions)("the %s document, linted", (version) => {
 		const text = await output(bin("spectral"), ["lint", "-r", ".spectral.yaml", "-f", "json", "--quiet", file]);
 		const findings = JSON.parse(text.slice(text.indexOf("["))) as { code: string; path: string[]; message: string }[];
 		expect(findings.map((f) => `${f.code} ${f.path.join(".")}: ${f.message}`)).toEqual([]);
-	}, 60_000);
+	}, 180_000);
 
 	it("has no redocly finding (recommended, redocly.yaml)", async () => {
 		const text = await output(bin("redocly"), ["lint", "--config", "redocly.yaml", "--format", "json", file]);
@@ -43,7 +43,7 @@ describe.each(versions)("the %s document, linted", (version) => {
 			problems: { ruleId: string; message: string; location: { pointer: string }[] }[];
 		};
 		expect(report.problems.map((p) => `${p.ruleId} ${p.location[0]?.pointer}: ${p.message}`)).toEqual([]);
-	}, 60_000);
+	}, 180_000);
 });
 
 /** Each schema object of a schema, with where it is; not inside examples, and `$ref`s not followed. */
