@@ -46,7 +46,6 @@ import { specPaths, specRouter } from "./http/routes/system/spec.index.ts";
 import { gatewayVersion, systemRouter } from "./http/routes/system/system.index.ts";
 import { whoamiRouter } from "./http/routes/system/whoami.index.ts";
 import { toolCallsRouter } from "./http/routes/tool-calls/tool-calls.index.ts";
-import { toolCallsRouter } from "./http/routes/tool-calls/tool-calls.index.ts";
 import { webhooksRouter } from "./http/routes/webhooks/webhooks.index.ts";
 import { workspaceChangesRouter } from "./http/routes/workspace/changes.index.ts";
 import { closeAfterRefusedUpload, isUpload, workspaceFilesRouter } from "./http/routes/workspace/files.index.ts";
@@ -97,7 +96,6 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
 			{ name: "commands", description: "pi's other RPC commands, one operation each" },
 			{ name: "events", description: "Server-Sent Events" },
 			{ name: "approvals", description: "Extension dialogs as resources, and UI state" },
-			{ name: "tool-calls", description: "Client tools: calls the model makes to tools the calling program runs" },
 			{ name: "tool-calls", description: "Client tools: calls the model makes to tools the calling program runs" },
 			{ name: "webhooks", description: "Signed event deliveries (Standard Webhooks) with a durable outbox" },
 			{ name: "workspace", description: "A session's folder: files in and out, search, archive, what runs changed" },
@@ -247,7 +245,6 @@ export function createApp(
 	);
 	app.route("/", approvalsRouter(deps));
 	app.route("/", uiRouter(deps));
-	app.route("/", toolCallsRouter(deps));
 	app.route("/", toolCallsRouter(deps));
 	app.route("/", workspaceFilesRouter(deps));
 	app.route("/", workspaceChangesRouter(deps, tracker));

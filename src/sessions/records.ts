@@ -16,7 +16,6 @@ const StoredRecord = z.object({
 	lastSeq: z.number().int().min(0),
 	pendingApprovals: z.array(z.string()).optional(),
 	pendingToolCalls: z.array(z.string()).optional(),
-	pendingToolCalls: z.array(z.string()).optional(),
 	live: z.boolean().optional(),
 	runId: z.string().optional(),
 	budget: StoredBudget.optional(),

@@ -21,8 +21,6 @@ export interface StoredSession {
 	pendingApprovals?: string[];
 	/** Client tool calls pending when the record was written: likewise 410 on the node that takes over. */
 	pendingToolCalls?: string[];
-	/** Client tool calls pending when the record was written: likewise 410 on the node that takes over. */
-	pendingToolCalls?: string[];
 	/** The session had a pi process when the record was written (after an unclean stop, it died then). */
 	live?: boolean;
 	/** The run in progress when the record was written (written as a run starts and as it settles). */
