@@ -159,9 +159,6 @@ export class Journal {
 			...(session.toolCalls.pendingCount > 0 && {
 				pendingToolCalls: session.toolCalls.list("pending").map((c) => c.id),
 			}),
-			...(session.toolCalls.pendingCount > 0 && {
-				pendingToolCalls: session.toolCalls.list("pending").map((c) => c.id),
-			}),
 			...(session.hasProcess && { live: true }),
 			...(session.currentRunId !== undefined && { runId: session.currentRunId }),
 			budget: session.budget.stored(),

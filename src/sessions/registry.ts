@@ -21,13 +21,12 @@ import { guardCommand, guardResume } from "./guard.ts";
 import { Journal, type StoreHealth, unsafeSeqMargin } from "./journal.ts";
 import { type Caller, resumeFile } from "./resume-lookup.ts";
 import { FolderRetention, ownFolderOf } from "./retention.ts";
-import { agentDir } from "./sandbox.ts";
 import { Session, type SessionInit, type SessionLimits, type SpawnCommand } from "./session.ts";
 import { localSessionFile, ownFolder, piSessionDir } from "./session-files.ts";
 import type { OpenStore, SessionStore, StoredSession } from "./session-store.ts";
 import type { UncleanStop } from "./session-types.ts";
 import { type CreateSessionBody, isInside, planSpawn } from "./spawn.ts";
-import { agentDirStamp, type Pooled, removeEmpty, WarmPools } from "./warm-pool.ts";
+import { type Pooled, removeEmpty, WarmPools } from "./warm-pool.ts";
 
 export type { Caller } from "./resume-lookup.ts";
 
@@ -134,7 +133,6 @@ export class SessionRegistry {
 				logger,
 				room: () => this.liveCount < this.#config.maxLiveSessions,
 				ownFolders: config.defaultCwd === "own",
-				max: config.warmPoolMax,
 			});
 	}
 
@@ -392,9 +390,7 @@ export class SessionRegistry {
 			removeEmpty(own);
 			throw error;
 		}
-		// Stamped once pi is up: what it wrote there itself at start is in the stamp.
-		const dir = agentDir(plan.env);
-		return { session, folders: own, agentDir: { path: dir, stamp: agentDirStamp(dir) } };
+		return { session, folders: own };
 	}
 
 	/** A pooled session becomes the caller's: registered, named, saved. */
