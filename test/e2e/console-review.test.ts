@@ -225,13 +225,12 @@ describe("the console as a product", () => {
 	}, 120_000);
 
 	it("reviews what changed: file list with counts, unified and split views, every changed line where the browser draws it", async () => {
-		const folder = await gw.folder(newer);
-		const put = await gw.fetch(`/v1/sessions/${newer}/files/content?path=notes.txt`, {
-			method: "PUT",
-			body: "line one\nline two\nline three\n",
+		// One run writes notes.txt; the next (the one reviewed) deletes its second line and writes the rest.
+		const first = await gw.api(`/v1/sessions/${newer}/prompt?wait=true`, {
+			method: "POST",
+			json: { message: "bash: printf 'line one\\nline two\\nline three\\n' > notes.txt" },
 		});
-		expect(put.status).toBe(201);
-		expect(folder).toBeTruthy();
+		expect(first.status).toBe(200);
 		const command =
 			"printf 'def add(a, b):\\n    return a + b  # sum\\n\\n\\ndef sub(a, b):\\n    return a - b\\n' > calc.py && printf 'line one\\nline three\\n' > notes.txt && printf 'bin\\0ary\\1' > blob.bin && seq 1 600 > big.txt";
 		const ran = await gw.api(`/v1/sessions/${newer}/prompt?wait=true`, {
@@ -246,7 +245,8 @@ describe("the console as a product", () => {
 		// The run has settled and been snapshotted when the page has it as a run.
 		await page.getByRole("button", { name: "Changes" }).click();
 		const picker = page.getByLabel("Changes of");
-		await until(async () => (await picker.locator("option").count()) >= 2, 20_000);
+		// Both runs settled and snapshotted: the whole session, then the runs newest first.
+		await until(async () => (await picker.locator("option").count()) >= 3, 30_000);
 		const runs = await picker.locator("option").allInnerTexts();
 		// Named by when and what was asked, never by an id.
 		expect(
@@ -254,13 +254,22 @@ describe("the console as a product", () => {
 			runs.join(" | "),
 		).toBe(true);
 		expect(runs.join(" ")).not.toMatch(/gw_/);
-		await picker.selectOption({ index: 1 });
+		// The second run: the one that wrote calc.py.
+		const second = runs.find((r) => r.includes("def add"));
+		expect(second, runs.join(" | ")).toBeTruthy();
+		await picker.selectOption({ label: second as string });
 		const files = page.getByRole("navigation", { name: "Changed files" });
 		await files.waitFor({ timeout: 15_000 });
 		// The review's code was fetched for this view, not before.
 		expect(before).toBe(0);
 		expect(requested.filter((p) => p.endsWith("/console-review.js")).length).toBe(1);
-		const listed = (await files.getByRole("link").allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
+		const fileLinks = async () =>
+			(await files.getByRole("link").allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
+		// The run's own list (the whole session's, shown first, is replaced once it is read).
+		await until(async () => (await fileLinks()).some((t) => t.startsWith("M notes.txt")), 20_000);
+		const listed = await fileLinks();
+		// The four files the run wrote, and nothing of the gateway's own (no git objects).
+		expect(listed).toHaveLength(4);
 		expect(listed).toEqual(
 			expect.arrayContaining([
 				expect.stringMatching(/^A big\.txt \+600 −0/),
@@ -303,8 +312,15 @@ describe("the console as a product", () => {
 			const def = page.getByRole("region", { name: "Changes to calc.py" }).getByText("def", { exact: true }).first();
 			const plain = page.getByRole("cell", { name: "+ def add(a, b):", exact: true }).first();
 			expect((await colours(def)).color).not.toBe((await colours(plain)).color);
-			await checkScreen(page, `changes-${view.toLowerCase()}`, "desktop");
-			await checkScreen(page, `changes-${view.toLowerCase()}`, "phone");
+			// Pictured from the top of the review: the summary and the file list first.
+			const top = () =>
+				page
+					.getByText(/^4 files changed/)
+					.evaluate((el) =>
+						(el as unknown as { scrollIntoView(o: unknown): void }).scrollIntoView({ block: "center" }),
+					);
+			await checkScreen(page, `changes-${view.toLowerCase()}`, "desktop", top);
+			await checkScreen(page, `changes-${view.toLowerCase()}`, "phone", top);
 		}
 		await big.getByRole("button", { name: /Show diff/ }).click();
 		await big.getByRole("cell", { name: "+ 600", exact: true }).waitFor();
@@ -355,6 +371,32 @@ describe("the console as a product", () => {
 		await card.getByText("Answered: Block by admin").waitFor();
 	}, 120_000);
 
+	it("creates a session with a model picked from the gateway's and a folder made in the caller's own area", async () => {
+		await page.goto(`${gw.url}/console/#/new`);
+		await page.getByRole("heading", { name: "New session" }).waitFor();
+		// A list of the gateway's models (asked of a live session), not a free-text field.
+		const model = page.getByRole("combobox", { name: "Model" });
+		await model.waitFor({ timeout: 30_000 });
+		const models = await model.locator("option").allInnerTexts();
+		expect(models.length).toBeGreaterThan(1);
+		await model.selectOption({ index: 1 });
+		const chosenModel = await model.inputValue();
+		await page.getByLabel("Name").fill("in a folder");
+		await page.getByLabel("A folder in my area").check();
+		await page.getByLabel("Look in").waitFor({ timeout: 10_000 });
+		await page.getByLabel("New folder name").fill("proj-x");
+		await page.getByRole("button", { name: "Create folder" }).click();
+		await page.getByText(/Chosen: .*proj-x/).waitFor({ timeout: 20_000 });
+		await checkScreen(page, "new-session", "desktop");
+		await checkScreen(page, "new-session", "phone");
+		await page.getByRole("button", { name: "Create session" }).click();
+		await page.getByRole("heading", { name: "in a folder", level: 1 }).waitFor({ timeout: 20_000 });
+		const id = decodeURIComponent(new URL(page.url()).hash.replace("#/sessions/", ""));
+		const created = (await gw.api(`/v1/sessions/${id}`)).body;
+		expect(created.cwd).toMatch(/\/proj-x$/);
+		expect(`${created.model.provider}/${created.model.id}`).toBe(chosenModel);
+	}, 240_000);
+	// Last: a fake clock, once installed, is the whole browser context's.
 	it("counts down to an approval's expiry and then says it expired, with no answer left to press", async () => {
 		const clocked = await browser.newPage();
 		const t0 = new Date("2026-03-02T10:00:00Z").getTime();
@@ -381,37 +423,17 @@ describe("the console as a product", () => {
 		await signIn(clocked);
 		await clocked.goto(`${gw.url}/console/#/approvals`);
 		const card = clocked.getByRole("region", { name: /rm -rf \.\/later/ });
-		await card.getByText("Expires in 1 min 30 s").waitFor({ timeout: 10_000 });
-		await clocked.clock.fastForward(31_000);
-		await card.getByText("Expires in 59 s").waitFor();
-		await clocked.clock.fastForward(60_000);
+		// The fake clock runs on from t0 as the page loads: a second or two may be gone already.
+		await card.getByText(/^Expires in 1 min (2\d|30) s$/).waitFor({ timeout: 20_000 });
+		await clocked.clock.pauseAt(t0 + 40_000);
+		await card.getByText("Expires in 50 s").waitFor();
+		await clocked.clock.runFor(49_000);
+		await card.getByText("Expires in 1 s").waitFor();
+		await clocked.clock.runFor(2000);
 		await card.getByText("Expired").first().waitFor();
 		expect(await card.getByRole("button", { name: /Allow|Block/ }).count()).toBe(0);
+		// The clock is the browser context's, not this page's: time runs on for the rest again.
+		await clocked.clock.resume();
 		await clocked.close();
 	});
-
-	it("creates a session with a model picked from the gateway's and a folder made in the caller's own area", async () => {
-		await page.goto(`${gw.url}/console/#/new`);
-		await page.getByRole("heading", { name: "New session" }).waitFor();
-		const model = page.getByLabel("Model");
-		await until(async () => (await model.evaluate((el) => (el as { tagName: string }).tagName)) === "SELECT", 10_000);
-		const models = await model.locator("option").allInnerTexts();
-		expect(models.length).toBeGreaterThan(1);
-		await model.selectOption({ index: 1 });
-		const chosenModel = await model.inputValue();
-		await page.getByLabel("Name").fill("in a folder");
-		await page.getByLabel("A folder in my area").check();
-		await page.getByLabel("Look in").waitFor();
-		await page.getByLabel("New folder name").fill("proj-x");
-		await page.getByRole("button", { name: "Create folder" }).click();
-		await page.getByText(/Chosen: .*proj-x/).waitFor();
-		await checkScreen(page, "new-session", "desktop");
-		await checkScreen(page, "new-session", "phone");
-		await page.getByRole("button", { name: "Create session" }).click();
-		await page.getByRole("heading", { name: "in a folder", level: 1 }).waitFor({ timeout: 20_000 });
-		const id = decodeURIComponent(new URL(page.url()).hash.replace("#/sessions/", ""));
-		const created = (await gw.api(`/v1/sessions/${id}`)).body;
-		expect(created.cwd).toMatch(/\/proj-x$/);
-		expect(`${created.model.provider}/${created.model.id}`).toBe(chosenModel);
-	}, 120_000);
 });
