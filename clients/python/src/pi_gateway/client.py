@@ -84,6 +84,23 @@ class PiGateway:
     def delete_session(self, session_id: str, signal: Optional[AbortSignal] = None) -> None:
         self._http.json("DELETE", "/v1/sessions/{id}", params={"id": session_id}, signal=signal)
 
+    def budget(self, session_id: str, signal: Optional[AbortSignal] = None) -> Dict[str, Any]:
+        """The session's budget and what its runs used (``usedTokens``, ``usedCostUsd``, ``exhausted``)."""
+        return cast(Dict[str, Any], self._http.json(
+            "GET", "/v1/sessions/{id}/budget", params={"id": session_id}, signal=signal))
+
+    def set_budget(self, session_id: str, max_tokens: Optional[int] = None, max_cost_usd: Optional[float] = None,
+                   signal: Optional[AbortSignal] = None) -> Dict[str, Any]:
+        """Replaces the session's budget (a limit left as None is removed); past it, run commands raise
+        ``GatewayError`` with ``code == "budget_exhausted"``."""
+        body: Dict[str, Any] = {}
+        if max_tokens is not None:
+            body["maxTokens"] = max_tokens
+        if max_cost_usd is not None:
+            body["maxCostUsd"] = max_cost_usd
+        return cast(Dict[str, Any], self._http.json(
+            "PUT", "/v1/sessions/{id}/budget", params={"id": session_id}, body=body, signal=signal))
+
     # Runs
 
     def prompt(self, session_id: str, message: str, signal: Optional[AbortSignal] = None,
