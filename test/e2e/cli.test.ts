@@ -356,6 +356,24 @@ describe("the config file", () => {
 		const missing = await main(["--config", join(root, "nope.yaml")]).catch((e) => e);
 		expect(missing.stderr).toContain(`--config ${join(root, "nope.yaml")}: no such file`);
 	});
+
+	it("keys create writes where the file says the gateway reads (keys-file beside the file, PI_GATEWAY_CONFIG)", async () => {
+		const etc = join(root, "etc");
+		mkdirSync(etc, { recursive: true });
+		const file = join(etc, "gw.yaml");
+		writeFileSync(file, "keys-file: gw-keys.json\n");
+		const created = await run(
+			process.execPath,
+			["src/main.ts", "keys", "create", "--principal", "dana", "--scopes", "sessions:read"],
+			{
+				cwd: repo,
+				env: { ...process.env, PI_GATEWAY_CONFIG: file },
+			},
+		);
+		expect(created.stderr).toContain(`added to ${join(etc, "gw-keys.json")}`);
+		const { stdout } = await main(["--print-config", "--config", file]);
+		expect(stdout).toMatch(new RegExp(`^keys-file\\s+${join(etc, "gw-keys.json")}\\s+# file ${file}$`, "m"));
+	});
 });
 
 describe("errors that say what to do", () => {
