@@ -266,7 +266,7 @@ describe("the console as a product", () => {
 		const fileLinks = async () =>
 			(await files.getByRole("link").allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
 		// The run's own list (the whole session's, shown first, is replaced once it is read).
-		await until(async () => (await fileLinks()).some((t) => t.startsWith("M notes.txt")), 20_000);
+		await until(async () => (await fileLinks()).some((t) => t.startsWith("M notes.txt")), 45_000);
 		const listed = await fileLinks();
 		// The four files the run wrote, and nothing of the gateway's own (no git objects).
 		expect(listed).toHaveLength(4);
