@@ -17,8 +17,8 @@ export const keysUsage = [
 	"  list     every key: id, principal, scopes, created, expires (never a secret or its hash)",
 	"  revoke   removes the key with this id, or every key of this principal",
 	"",
-	"A running gateway reads the same file and takes a created or revoked key within a second, without a",
-	"restart (it polls the file; SIGHUP reloads at once).",
+	"A running gateway reads the same file and takes a created or revoked key from its next request, without",
+	"a restart (a request with a key reads a changed file first; open streams see it within a second).",
 	`Scopes: ${scopes.join(", ")}`,
 	"The keys file: --keys-file, else PI_GATEWAY_KEYS_FILE, else keys-file in the config file, else",
 	"<data-dir>/keys.json — where the gateway reads it too (data dir: --data-dir, PI_GATEWAY_DATA_DIR,",
@@ -116,7 +116,7 @@ function create(file: string, principal?: string, scopeList?: string, expires?: 
 		days === undefined ? undefined : new Date(Date.now() + days * 86_400_000),
 	);
 	console.error(
-		`pi-gateway: key ${record.id} for ${record.principal} (${record.scopes.join(",")}) added to ${file}; a running gateway reading that file accepts it within a second. The secret below is shown only now`,
+		`pi-gateway: key ${record.id} for ${record.principal} (${record.scopes.join(",")}) added to ${file}; a running gateway reading that file accepts it from its next request. The secret below is shown only now`,
 	);
 	console.log(secret);
 }
