@@ -64,6 +64,8 @@ try {
 		},
 	});
 	for await (const event of stream) {
+		// The stream operation also declares a 204 (a Last-Event-ID resume with nothing left): typed void.
+		if (!event) continue;
 		if (event.type === "approval_requested") {
 			const { approval } = event;
 			console.log(`approval requested (${approval.method}): ${approval.title} ${approval.message ?? ""}`.trimEnd());
