@@ -44,8 +44,12 @@ export interface Transcript {
 	status?: string;
 	/** Runs whose changes are known, newest last, with the paths they touched. */
 	runs: readonly RunRef[];
-	/** The first prompt since the last settled run: the name of the run in progress. */
-	runPrompt?: { text: string; at?: number };
+	/**
+	 * Runs started (agent_start) whose run_changes has not come yet, oldest first, each with its
+	 * first prompt. run_changes comes after the run settled, possibly after the next run's prompt,
+	 * so runs are matched in order, not by "the last prompt".
+	 */
+	started: readonly { text?: string; at?: number }[];
 	approvals: Readonly<Record<string, ApprovalRef>>;
 	/** Events the log no longer held when this stream joined it. */
 	lost: number;
@@ -59,7 +63,15 @@ export interface StreamEvent {
 	data: any;
 }
 
-export const emptyTranscript: Transcript = { lastSeq: 0, items: [], runs: [], approvals: {}, lost: 0, ended: false };
+export const emptyTranscript: Transcript = {
+	lastSeq: 0,
+	items: [],
+	runs: [],
+	started: [],
+	approvals: {},
+	lost: 0,
+	ended: false,
+};
 
 export function reduce(t: Transcript, e: StreamEvent): Transcript {
 	if (!Number.isFinite(e.seq) || e.seq <= t.lastSeq) return t;
@@ -76,8 +88,6 @@ function apply(t: Transcript, { seq, type, data }: StreamEvent): Transcript {
 			return { ...t, status: String(data.status) };
 		case "session_exit":
 			return { ...t, status: data.status ?? "exited", ended: true };
-		case "gap":
-			return { ...t, lost: t.lost + Number(data.lost ?? 0) };
 		case "message_start":
 			return messageStart(t, seq, data.message);
 		case "message_update":
@@ -110,8 +120,15 @@ function apply(t: Transcript, { seq, type, data }: StreamEvent): Transcript {
 		case "run_changes": {
 			if (t.runs.some((r) => r.runId === data.runId)) return t;
 			const files = Array.isArray(data.files) ? data.files : [];
-			const run: RunRef = { runId: String(data.runId), files, prompt: t.runPrompt?.text, at: t.runPrompt?.at };
-			return { ...t, runs: [...t.runs, run], runPrompt: undefined };
+			const [oldest, ...rest] = t.started;
+			const run: RunRef = { runId: String(data.runId), files, prompt: oldest?.text, at: oldest?.at };
+			return { ...t, runs: [...t.runs, run], started: rest };
+		}
+		case "agent_start":
+			return { ...t, started: [...t.started, {}] };
+		case "gap": {
+			// What started before the gap may never be matched: name only what is seen whole.
+			return { ...t, lost: t.lost + Number(data.lost ?? 0), started: [] };
 		}
 		case "tool_call_requested":
 			return upsert(t, {
@@ -194,8 +211,10 @@ function messageStart(t: Transcript, seq: number, message: Message): Transcript 
 	if (message?.role === "user") {
 		const text = textOf(message.content);
 		const at = typeof message.timestamp === "number" ? message.timestamp : undefined;
-		const runPrompt = t.runPrompt ?? { text, at };
-		return { ...upsert(t, { kind: "user", id, text }), currentUser: id, runPrompt };
+		// The run's first prompt names it (a steer or follow-up inside it does not).
+		const last = t.started.at(-1);
+		const started = last && last.text === undefined ? [...t.started.slice(0, -1), { text, at }] : t.started;
+		return { ...upsert(t, { kind: "user", id, text }), currentUser: id, started };
 	}
 	if (message?.role !== "assistant") return t;
 	return { ...upsert(t, { kind: "assistant", id, blocks: blocksOf(message.content), streaming: true }), current: id };

@@ -28,7 +28,8 @@ export function CreateSession({ sessions, onCreated }: { sessions: Session[]; on
 		if (!live || models) return;
 		get<Models>(`/v1/sessions/${seg(live)}/models`)
 			.then((m) => setModels(m.models))
-			.catch(() => setModels([]));
+			// Kept unknown: the field is free text until a live session answers.
+			.catch(() => {});
 	}, [live]);
 	const submit = async (form: HTMLFormElement) => {
 		const data = new FormData(form);

@@ -154,7 +154,7 @@ describe("the console's transcript reducer", () => {
 		expect(ended).toMatchObject({ ended: true, status: "exited" });
 	});
 
-	it("names each run by the first prompt since the run before it, with the prompt's own timestamp", () => {
+	it("names each run by its first prompt and that prompt's timestamp, matched in order even when run_changes comes late", () => {
 		let n = 100;
 		const at = (type: string, data: Record<string, unknown> = {}): StreamEvent => ({
 			seq: ++n,
@@ -163,17 +163,28 @@ describe("the console's transcript reducer", () => {
 		});
 		const stamped = (text: string, timestamp: number) => ({ ...user(text), timestamp });
 		const two = reduceAll(emptyTranscript, [
+			at("agent_start"),
 			at("message_start", { message: stamped("first prompt", 1_700_000_000_000) }),
 			at("message_start", { message: stamped("a steer in the same run", 1_700_000_001_000) }),
-			at("run_changes", { runId: "gw_1", files: [], truncated: false }),
+			at("agent_settled"),
+			// The next prompt is sent at once, before the first run's snapshot is taken.
+			at("agent_start"),
 			at("message_start", { message: stamped("second prompt", 1_700_000_060_000) }),
+			at("run_changes", { runId: "gw_1", files: [], truncated: false }),
+			at("agent_settled"),
 			at("run_changes", { runId: "gw_2", files: null, truncated: false, error: "no snapshot" }),
 		]);
 		expect(two.runs).toEqual([
 			{ runId: "gw_1", files: [], prompt: "first prompt", at: 1_700_000_000_000 },
 			{ runId: "gw_2", files: [], prompt: "second prompt", at: 1_700_000_060_000 },
 		]);
-		expect(two.runPrompt).toBeUndefined();
+		expect(two.started).toEqual([]);
+		// A stream that joined mid-run (after a gap) leaves that run unnamed rather than misnamed.
+		const joined = reduceAll(emptyTranscript, [
+			{ seq: 5, type: "gap", data: { lost: 4 } },
+			{ seq: 6, type: "run_changes", data: { runId: "gw_9", files: [], truncated: false } },
+		]);
+		expect(joined.runs).toEqual([{ runId: "gw_9", files: [] }]);
 	});
 
 	it("shows a program's client tool call from requested to resolved, a run's structured output and a limit reached", () => {
