@@ -1567,7 +1567,7 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /** @description The JSON of one SSE frame's `data:`: a pi event or a gateway event, told apart by `type` */
-        StreamEvent: components["schemas"]["Event_response"] | components["schemas"]["Event_agent_start"] | components["schemas"]["Event_agent_end"] | components["schemas"]["Event_agent_settled"] | components["schemas"]["Event_turn_start"] | components["schemas"]["Event_turn_end"] | components["schemas"]["Event_message_start"] | components["schemas"]["Event_message_update"] | components["schemas"]["Event_message_end"] | components["schemas"]["Event_tool_execution_start"] | components["schemas"]["Event_tool_execution_update"] | components["schemas"]["Event_tool_execution_end"] | components["schemas"]["Event_queue_update"] | components["schemas"]["Event_compaction_start"] | components["schemas"]["Event_compaction_end"] | components["schemas"]["Event_auto_retry_start"] | components["schemas"]["Event_auto_retry_end"] | components["schemas"]["Event_summarization_retry_scheduled"] | components["schemas"]["Event_summarization_retry_attempt_start"] | components["schemas"]["Event_summarization_retry_finished"] | components["schemas"]["Event_bash_execution_update"] | components["schemas"]["Event_extension_ui_request"] | components["schemas"]["Event_extension_error"] | components["schemas"]["Event_session_info_changed"] | components["schemas"]["Event_thinking_level_changed"] | components["schemas"]["Event_entry_appended"] | components["schemas"]["Event_stream_open"] | components["schemas"]["Event_session_status"] | components["schemas"]["Event_session_exit"] | components["schemas"]["Event_run_lost"] | components["schemas"]["Event_approval_requested"] | components["schemas"]["Event_approval_resolved"] | components["schemas"]["Event_tool_call_requested"] | components["schemas"]["Event_tool_call_resolved"] | components["schemas"]["Event_run_changes"] | components["schemas"]["Event_folder_sync"] | components["schemas"]["Event_folder_restore"] | components["schemas"]["Event_gap"] | components["schemas"]["Event_dropped"] | components["schemas"]["Event_line_dropped"] | components["schemas"]["Event_shutdown"] | components["schemas"]["Event_revoked"] | components["schemas"]["Event_error"];
+        StreamEvent: components["schemas"]["Event_response"] | components["schemas"]["Event_agent_start"] | components["schemas"]["Event_agent_end"] | components["schemas"]["Event_agent_settled"] | components["schemas"]["Event_turn_start"] | components["schemas"]["Event_turn_end"] | components["schemas"]["Event_message_start"] | components["schemas"]["Event_message_update"] | components["schemas"]["Event_message_end"] | components["schemas"]["Event_tool_execution_start"] | components["schemas"]["Event_tool_execution_update"] | components["schemas"]["Event_tool_execution_end"] | components["schemas"]["Event_queue_update"] | components["schemas"]["Event_compaction_start"] | components["schemas"]["Event_compaction_end"] | components["schemas"]["Event_auto_retry_start"] | components["schemas"]["Event_auto_retry_end"] | components["schemas"]["Event_summarization_retry_scheduled"] | components["schemas"]["Event_summarization_retry_attempt_start"] | components["schemas"]["Event_summarization_retry_finished"] | components["schemas"]["Event_bash_execution_update"] | components["schemas"]["Event_extension_ui_request"] | components["schemas"]["Event_extension_error"] | components["schemas"]["Event_session_info_changed"] | components["schemas"]["Event_thinking_level_changed"] | components["schemas"]["Event_entry_appended"] | components["schemas"]["Event_stream_open"] | components["schemas"]["Event_session_status"] | components["schemas"]["Event_session_exit"] | components["schemas"]["Event_run_lost"] | components["schemas"]["Event_approval_requested"] | components["schemas"]["Event_approval_resolved"] | components["schemas"]["Event_tool_call_requested"] | components["schemas"]["Event_tool_call_resolved"] | components["schemas"]["Event_run_output"] | components["schemas"]["Event_run_limit_reached"] | components["schemas"]["Event_run_changes"] | components["schemas"]["Event_folder_sync"] | components["schemas"]["Event_folder_restore"] | components["schemas"]["Event_gap"] | components["schemas"]["Event_dropped"] | components["schemas"]["Event_line_dropped"] | components["schemas"]["Event_shutdown"] | components["schemas"]["Event_revoked"] | components["schemas"]["Event_error"];
         /** @description pi's answer to a command that changes the session (answers to reads are not logged) */
         Event_response: {
             /**
@@ -2321,6 +2321,71 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description Gateway: a run with `outputSchema` has its structured answer (`output`) or gave up (`error`); right before the run's `agent_settled` */
+        Event_run_output: {
+            /**
+             * @description Always `run_output`; the frame's `event:` (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "run_output";
+            /** @description The gateway session the event belongs to */
+            sessionId: string;
+            /** @description The run command's id (its `runId`) */
+            runId: string;
+            /** @description The JSON value that validated against the run's outputSchema */
+            output?: unknown;
+            /** @description Set instead of `output` when no answer validated after the repair turns */
+            error?: {
+                /** @description Why no answer validated */
+                message: string;
+                /** @description Answers read: the first and each repair turn's */
+                attempts: number;
+            };
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description Gateway: a run went past one of its `limits`; the gateway aborts it, and its `agent_settled` follows */
+        Event_run_limit_reached: {
+            /**
+             * @description Always `run_limit_reached`; the frame's `event:` (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "run_limit_reached";
+            /** @description The gateway session the event belongs to */
+            sessionId: string;
+            /** @description The run command's id (its `runId`) */
+            runId: string;
+            limit: components["schemas"]["LimitHit"];
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description The limit that stopped a run: its kind, what was allowed and what was used
+         * @example {
+         *       "kind": "turns",
+         *       "allowed": 3,
+         *       "used": 4
+         *     }
+         */
+        LimitHit: {
+            kind: components["schemas"]["LimitKind"];
+            /**
+             * @description The limit as set (turns, tokens, USD or milliseconds)
+             * @example 3
+             */
+            allowed: number;
+            /**
+             * @description What the run had used when the gateway stopped it
+             * @example 4
+             */
+            used: number;
+        };
+        /**
+         * @description Which limit a run met
+         * @example turns
+         * @enum {string}
+         */
+        LimitKind: "turns" | "tokens" | "cost" | "duration";
         /** @description Gateway: a run settled and its folder was snapshotted (after its agent_settled); the diffs are at GET …/changes?runId= */
         Event_run_changes: {
             /**
@@ -2853,9 +2918,8 @@ export interface components {
             /**
              * @description Which limit the usage has reached (run commands are refused), or null
              * @example null
-             * @enum {string|null}
              */
-            exhausted: "tokens" | "cost" | null;
+            exhausted: ("tokens" | "cost") | null;
         };
         /**
          * @description How to start a session; every field is optional
@@ -3276,35 +3340,9 @@ export interface components {
                  */
                 attempts: number;
             };
+            /** @description The run limit (`limits`) that aborted the run */
             limit?: components["schemas"]["LimitHit"];
         };
-        /**
-         * @description The run limit (`limits`) that aborted the run
-         * @example {
-         *       "kind": "turns",
-         *       "allowed": 3,
-         *       "used": 4
-         *     }
-         */
-        LimitHit: {
-            kind: components["schemas"]["LimitKind"];
-            /**
-             * @description The limit as set (turns, tokens, USD or milliseconds)
-             * @example 3
-             */
-            allowed: number;
-            /**
-             * @description What the run had used when the gateway stopped it
-             * @example 4
-             */
-            used: number;
-        };
-        /**
-         * @description Which limit a run met
-         * @example turns
-         * @enum {string}
-         */
-        LimitKind: "turns" | "tokens" | "cost" | "duration";
         /**
          * @description A run command pi accepted (or a dialog holds, or the wait ran out): where to follow it
          * @example {

@@ -48,6 +48,10 @@ __all__ = [
     "ToolCallStatus",
     "ToolCallResult",
     "Event_tool_call_resolved",
+    "Event_run_output",
+    "Event_run_limit_reached",
+    "LimitHit",
+    "LimitKind",
     "Event_run_changes",
     "Event_folder_sync",
     "Event_folder_restore",
@@ -77,8 +81,6 @@ __all__ = [
     "SessionRight",
     "SessionShare",
     "RunResult",
-    "LimitHit",
-    "LimitKind",
     "RunAccepted",
     "ImageContent",
     "RunLimits",
@@ -683,6 +685,43 @@ class Event_tool_call_resolved(TypedDict):
     toolCall: "ToolCall"
 
 
+class _Event_run_outputRequired(TypedDict):
+    # Always `run_output`; the frame's `event:`
+    type: Literal["run_output"]
+    # The gateway session the event belongs to
+    sessionId: str
+    # The run command's id (its `runId`)
+    runId: str
+
+
+class Event_run_output(_Event_run_outputRequired, total=False):
+    """Gateway: a run with `outputSchema` has its structured answer (`output`) or gave up (`error`); right before the run's `agent_settled`"""
+    # The JSON value that validated against the run's outputSchema
+    output: Any
+    # Set instead of `output` when no answer validated after the repair turns
+    error: Dict[str, Any]
+
+
+class Event_run_limit_reached(TypedDict):
+    """Gateway: a run went past one of its `limits`; the gateway aborts it, and its `agent_settled` follows"""
+    # Always `run_limit_reached`; the frame's `event:`
+    type: Literal["run_limit_reached"]
+    # The gateway session the event belongs to
+    sessionId: str
+    # The run command's id (its `runId`)
+    runId: str
+    limit: "LimitHit"
+
+
+class LimitHit(TypedDict):
+    """The limit that stopped a run: its kind, what was allowed and what was used"""
+    kind: "LimitKind"
+    # The limit as set (turns, tokens, USD or milliseconds)
+    allowed: float
+    # What the run had used when the gateway stopped it
+    used: float
+
+
 class _Event_run_changesRequired(TypedDict):
     # Always `run_changes`; the frame's `event:`
     type: Literal["run_changes"]
@@ -942,7 +981,7 @@ class Budget(TypedDict):
     # Cost in USD the session's runs used so far
     usedCostUsd: float
     # Which limit the usage has reached (run commands are refused), or null
-    exhausted: Literal["tokens", "cost", None]
+    exhausted: Union[Literal["tokens", "cost"], None]
 
 
 class CreateSession(TypedDict, total=False):
@@ -1084,16 +1123,8 @@ class RunResult(_RunResultRequired, total=False):
     output: Any
     # With `outputSchema`: no answer validated after the repair turns (absent when `output` is set)
     outputError: Dict[str, Any]
+    # The run limit (`limits`) that aborted the run
     limit: "LimitHit"
-
-
-class LimitHit(TypedDict):
-    """The run limit (`limits`) that aborted the run"""
-    kind: "LimitKind"
-    # The limit as set (turns, tokens, USD or milliseconds)
-    allowed: float
-    # What the run had used when the gateway stopped it
-    used: float
 
 
 class _RunAcceptedRequired(TypedDict):
@@ -1787,7 +1818,7 @@ class BashBody2(_BashBody2Required, total=False):
     excludeFromContext: bool
 
 
-StreamEvent = Union["Event_response", "Event_agent_start", "Event_agent_end", "Event_agent_settled", "Event_turn_start", "Event_turn_end", "Event_message_start", "Event_message_update", "Event_message_end", "Event_tool_execution_start", "Event_tool_execution_update", "Event_tool_execution_end", "Event_queue_update", "Event_compaction_start", "Event_compaction_end", "Event_auto_retry_start", "Event_auto_retry_end", "Event_summarization_retry_scheduled", "Event_summarization_retry_attempt_start", "Event_summarization_retry_finished", "Event_bash_execution_update", "Event_extension_ui_request", "Event_extension_error", "Event_session_info_changed", "Event_thinking_level_changed", "Event_entry_appended", "Event_stream_open", "Event_session_status", "Event_session_exit", "Event_run_lost", "Event_approval_requested", "Event_approval_resolved", "Event_tool_call_requested", "Event_tool_call_resolved", "Event_run_changes", "Event_folder_sync", "Event_folder_restore", "Event_gap", "Event_dropped", "Event_line_dropped", "Event_shutdown", "Event_revoked", "Event_error"]
+StreamEvent = Union["Event_response", "Event_agent_start", "Event_agent_end", "Event_agent_settled", "Event_turn_start", "Event_turn_end", "Event_message_start", "Event_message_update", "Event_message_end", "Event_tool_execution_start", "Event_tool_execution_update", "Event_tool_execution_end", "Event_queue_update", "Event_compaction_start", "Event_compaction_end", "Event_auto_retry_start", "Event_auto_retry_end", "Event_summarization_retry_scheduled", "Event_summarization_retry_attempt_start", "Event_summarization_retry_finished", "Event_bash_execution_update", "Event_extension_ui_request", "Event_extension_error", "Event_session_info_changed", "Event_thinking_level_changed", "Event_entry_appended", "Event_stream_open", "Event_session_status", "Event_session_exit", "Event_run_lost", "Event_approval_requested", "Event_approval_resolved", "Event_tool_call_requested", "Event_tool_call_resolved", "Event_run_output", "Event_run_limit_reached", "Event_run_changes", "Event_folder_sync", "Event_folder_restore", "Event_gap", "Event_dropped", "Event_line_dropped", "Event_shutdown", "Event_revoked", "Event_error"]
 
 
 SessionStatus = Literal["starting", "idle", "running", "waiting", "stopped", "exited", "crashed"]
@@ -1799,13 +1830,13 @@ ApprovalStatus = Literal["pending", "answered", "expired", "cancelled"]
 ToolCallStatus = Literal["pending", "answered", "cancelled"]
 
 
+LimitKind = Literal["turns", "tokens", "cost", "duration"]
+
+
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
 
 
 SessionRight = Literal["read", "write", "answer"]
-
-
-LimitKind = Literal["turns", "tokens", "cost", "duration"]
 
 
 QueueMode = Literal["all", "one-at-a-time"]
