@@ -170,7 +170,7 @@ export const ConfigSchema = z.object({
 	warmPool: int(0)
 		.optional()
 		.describe(
-			"pi processes kept started ahead of demand for the operator's plain creates, so a new session starts at once; each other principal who made a plain create lately (the last N) gets one more in its own area; 0: no pool. Default: sized for the machine at start, N = free memory / 3.2 GB (so the whole pool, 2N idle pi of ~100 MB, holds at most 1/16 of what is free), at most 2 and at most a quarter of --max-live-sessions; 0 with --pi-command (its memory is unknown)",
+			"pi processes kept started ahead of demand for the operator's plain creates, so a new session starts at once; each other principal who made a plain create lately (the last N) gets one more in its own area; 0: no pool. Default: sized for the machine at start, N = free memory / 3.2 GB (so the whole pool, 2N idle pi of ~100 MB, holds at most 1/16 of what is free), at most 2 and at most a quarter of --max-live-sessions; 0 with --pi-command (its memory is unknown). A create that finds the default pool empty doubles it, up to 8 within the same 1/16 of free memory, back after 10 minutes without one; a --warm-pool N stays N",
 		),
 	autoResume: z.boolean().default(true).describe("A command to a stopped session starts pi again first"),
 	maxImageBytes: int(1)
@@ -321,6 +321,8 @@ export type Config = Omit<z.infer<typeof ConfigSchema>, "workspaceRoot" | "defau
 	defaultCwd: "own" | "root";
 	demo: boolean;
 	warmPool: number;
+	/** How far the operator's pool may grow under a burst of creates (warm-pool.ts): --warm-pool when given. */
+	warmPoolMax: number;
 };
 export type ConfigInput = z.input<typeof ConfigSchema>;
 
@@ -341,6 +343,18 @@ export function autoWarmPool(maxLiveSessions: number, customPi: boolean, freeByt
 	return Math.max(0, Math.min(2, Math.floor(maxLiveSessions / 4), byMemory));
 }
 
+/**
+ * How far the default pool may grow while creates come faster than it refills (a create that finds
+ * it empty doubles it): what is left of 1/16 of the free memory after the principals' pools, at
+ * most 8 and a quarter of --max-live-sessions. Never below the pool itself.
+ */
+export function autoWarmPoolMax(maxLiveSessions: number, customPi: boolean, freeBytes: number): number {
+	const size = autoWarmPool(maxLiveSessions, customPi, freeBytes);
+	if (size === 0) return 0;
+	const byMemory = Math.floor(freeBytes / 16 / idlePiBytes) - size;
+	return Math.max(size, Math.min(8, Math.floor(maxLiveSessions / 4), byMemory));
+}
+
 const permissionGatePath = fileURLToPath(new URL("../extensions/permission-gate.ts", import.meta.url));
 
 export function parseConfig(input: ConfigInput): Config {
@@ -356,6 +370,7 @@ export function parseConfig(input: ConfigInput): Config {
 		// The demo model is the default so a fresh install does something real without an API key.
 		demo: parsed.demo ?? (!parsed.provider && !parsed.model),
 		warmPool: parsed.warmPool ?? autoWarmPool(parsed.maxLiveSessions, parsed.piCommand !== undefined, freemem()),
+		warmPoolMax: parsed.warmPool ?? autoWarmPoolMax(parsed.maxLiveSessions, parsed.piCommand !== undefined, freemem()),
 	};
 	refuseOverlap(config.dataDir, config.workspaceRoot, parsed.workspaceRoot !== undefined);
 	if (config.tokenFile) config.tokenFile = resolve(config.tokenFile);

@@ -9,7 +9,7 @@ export { type EventsOptions, type ListSessionsOptions, PiGateway } from "./clien
 export { GatewayError, type Problem, RunLostError, StreamInterruptedError } from "./errors.ts";
 export type { ClientOptions, ReconnectOptions } from "./http.ts";
 export type { components, operations, paths } from "./schema.ts";
-export { LineParser, parseSse, type SseFrame } from "./sse.ts";
+export { FrameTooLarge, LineParser, parseSse, type SseFrame, type SseParserOptions } from "./sse.ts";
 export { EventStream } from "./streams.ts";
 export {
 	type ListToolCallsOptions,

@@ -22,6 +22,19 @@ export interface SseParserOptions {
 	onRetry?: (ms: number) => void;
 	/** The id buffer's starting value (the position a reconnect resumed from). */
 	lastEventId?: string;
+	/**
+	 * The most characters one frame may hold before its blank line (its unfinished line and its
+	 * data so far); past it `feed` throws FrameTooLarge. Unbounded when not given.
+	 */
+	maxFrameChars?: number;
+}
+
+/** A frame passed `maxFrameChars` without its end: the stream it came on should be given up, not retried. */
+export class FrameTooLarge extends Error {
+	constructor(max: number) {
+		super(`An event stream frame passed ${max / (1024 * 1024)} MiB without its end: the stream was given up`);
+		this.name = "FrameTooLarge";
+	}
 }
 
 /** Frames of one event stream body. Leaving the loop early cancels the body (closing the connection). */
@@ -46,52 +59,73 @@ export async function* parseSse(
 	}
 }
 
-/** The line and field state machine, fed decoded text; kept apart from I/O so it is easy to test. */
+/**
+ * The line and field state machine, fed decoded text; kept apart from I/O so it is easy to test.
+ * Each character is looked at once: an unfinished line is kept as its pieces and joined when its
+ * end arrives, so a long line costs its length, not its length times its chunks.
+ */
 export class LineParser {
-	#buffer = "";
+	#partial: string[] = [];
+	#partialChars = 0;
 	#skipLf = false;
 	#data: string[] = [];
+	#dataChars = 0;
 	#event = "";
 	#id: string | undefined;
 	#lastEventId: string;
 	#started = false;
 	readonly #onRetry: ((ms: number) => void) | undefined;
+	readonly #max: number | undefined;
 
 	constructor(options: SseParserOptions = {}) {
 		this.#onRetry = options.onRetry;
 		this.#lastEventId = options.lastEventId ?? "";
+		this.#max = options.maxFrameChars;
 	}
 
 	/** The frames completed by `text`; `end` says the stream is over (an unfinished frame is dropped, as the spec says). */
 	*feed(text: string, end = false): Generator<SseFrame> {
-		let start = 0;
-		let all = this.#buffer + text;
 		// A BOM opens the stream at most once (parseSse's decoder already drops it; direct feeds may not).
-		if (!this.#started && all.length > 0) {
+		if (!this.#started && text.length > 0) {
 			this.#started = true;
-			if (all.charCodeAt(0) === 0xfeff) all = all.slice(1);
+			if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
 		}
-		this.#buffer = "";
-		for (let i = 0; i < all.length; i++) {
-			const ch = all.charCodeAt(i);
-			if (ch === 10 && this.#skipLf && i === start) {
-				// The LF of a CRLF whose CR ended the previous line.
+		let start = 0;
+		for (let i = 0; i < text.length; i++) {
+			const ch = text.charCodeAt(i);
+			if (ch === 10 && this.#skipLf && i === 0) {
+				// The LF of a CRLF whose CR ended the previous chunk's last line.
 				this.#skipLf = false;
-				start = i + 1;
+				start = 1;
 				continue;
 			}
 			this.#skipLf = false;
 			if (ch !== 10 && ch !== 13) continue;
-			const frame = this.#line(all.slice(start, i));
+			const piece = text.slice(start, i);
+			let line = piece;
+			if (this.#partial.length > 0) {
+				this.#partial.push(piece);
+				line = this.#partial.join("");
+				this.#partial = [];
+				this.#partialChars = 0;
+			}
+			const frame = this.#line(line);
 			if (frame) yield frame;
 			if (ch === 13) {
-				if (i + 1 < all.length && all.charCodeAt(i + 1) === 10) i++;
-				else if (i + 1 === all.length) this.#skipLf = true;
+				if (i + 1 < text.length && text.charCodeAt(i + 1) === 10) i++;
+				else if (i + 1 === text.length) this.#skipLf = true;
 			}
 			start = i + 1;
 		}
-		this.#buffer = all.slice(start);
-		if (end) this.#buffer = "";
+		if (start < text.length) {
+			this.#partial.push(start === 0 ? text : text.slice(start));
+			this.#partialChars += text.length - start;
+		}
+		if (end) {
+			this.#partial = [];
+			this.#partialChars = 0;
+		}
+		if (this.#max !== undefined && this.#partialChars + this.#dataChars > this.#max) throw new FrameTooLarge(this.#max);
 	}
 
 	#line(line: string): SseFrame | undefined {
@@ -101,8 +135,10 @@ export class LineParser {
 		const field = colon === -1 ? line : line.slice(0, colon);
 		let value = colon === -1 ? "" : line.slice(colon + 1);
 		if (value.startsWith(" ")) value = value.slice(1);
-		if (field === "data") this.#data.push(value);
-		else if (field === "event") this.#event = value;
+		if (field === "data") {
+			this.#data.push(value);
+			this.#dataChars += value.length + 1;
+		} else if (field === "event") this.#event = value;
 		else if (field === "id") {
 			if (!value.includes("\0")) {
 				this.#id = value;
@@ -121,6 +157,7 @@ export class LineParser {
 		this.#id = undefined;
 		this.#event = "";
 		this.#data = [];
+		this.#dataChars = 0;
 		if (data.length === 0) return undefined;
 		return { id, lastEventId: this.#lastEventId, event, data: data.join("\n") };
 	}

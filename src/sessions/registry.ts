@@ -21,12 +21,13 @@ import { guardCommand, guardResume } from "./guard.ts";
 import { Journal, type StoreHealth, unsafeSeqMargin } from "./journal.ts";
 import { type Caller, resumeFile } from "./resume-lookup.ts";
 import { FolderRetention, ownFolderOf } from "./retention.ts";
+import { agentDir } from "./sandbox.ts";
 import { Session, type SessionInit, type SessionLimits, type SpawnCommand } from "./session.ts";
 import { localSessionFile, ownFolder, piSessionDir } from "./session-files.ts";
 import type { OpenStore, SessionStore, StoredSession } from "./session-store.ts";
 import type { UncleanStop } from "./session-types.ts";
 import { type CreateSessionBody, isInside, planSpawn } from "./spawn.ts";
-import { type Pooled, removeEmpty, WarmPools } from "./warm-pool.ts";
+import { agentDirStamp, type Pooled, removeEmpty, WarmPools } from "./warm-pool.ts";
 
 export type { Caller } from "./resume-lookup.ts";
 
@@ -133,6 +134,7 @@ export class SessionRegistry {
 				logger,
 				room: () => this.liveCount < this.#config.maxLiveSessions,
 				ownFolders: config.defaultCwd === "own",
+				max: config.warmPoolMax,
 			});
 	}
 
@@ -390,7 +392,9 @@ export class SessionRegistry {
 			removeEmpty(own);
 			throw error;
 		}
-		return { session, folders: own };
+		// Stamped once pi is up: what it wrote there itself at start is in the stamp.
+		const dir = agentDir(plan.env);
+		return { session, folders: own, agentDir: { path: dir, stamp: agentDirStamp(dir) } };
 	}
 
 	/** A pooled session becomes the caller's: registered, named, saved. */

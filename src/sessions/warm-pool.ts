@@ -1,4 +1,4 @@
-import { rmdirSync } from "node:fs";
+import { readdirSync, rmdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import type { Area } from "./areas.ts";
@@ -9,6 +9,37 @@ export interface Pooled {
 	session: Session;
 	/** Folders made for it, removed when empty after it stopped unused. */
 	folders: string[];
+	/** pi's agent folder (settings, models, the extensions it loads at start) and its stamp once pi was up. */
+	agentDir?: { path: string; stamp: string };
+}
+
+/**
+ * What pi read from its agent folder at start, as names, sizes and times (three levels, 2,000
+ * entries at most; its session files excepted): a pooled pi whose folder changed since (an
+ * extension dropped in, a setting written) would not be what a cold start is now, so it is not
+ * handed out.
+ */
+export function agentDirStamp(dir: string): string {
+	const parts: string[] = [];
+	const walk = (path: string, depth: number) => {
+		let entries: string[];
+		try {
+			const stat = statSync(path);
+			parts.push(`${path}:${stat.size}:${stat.mtimeMs}`);
+			if (!stat.isDirectory() || depth > 3) return;
+			entries = readdirSync(path);
+		} catch {
+			parts.push(`${path}:-`);
+			return;
+		}
+		for (const name of entries.sort()) {
+			if (parts.length > 2000) return;
+			if (depth === 1 && name === "sessions") continue;
+			walk(join(path, name), depth + 1);
+		}
+	};
+	walk(dir, 1);
+	return parts.join("\n");
 }
 
 /** Removes the folders a pooled process was given, when nothing was put in them. */
@@ -26,8 +57,15 @@ export function removeEmpty(folders: string[]): void {
  * yield to sessions: the pool fills only while there is room, and a start at the cap stops a pooled
  * process before it hibernates anyone's session (registry.ts).
  */
+/** A pool grown by a burst goes back to its size after this long without a create that found it empty. */
+const shrinkAfterMs = 10 * 60_000;
+
 class AreaPool {
 	readonly #size: number;
+	/** What it fills to: its size, doubled (up to `#max`) by each create that found it empty. */
+	#target: number;
+	readonly #max: number;
+	#lastMiss = 0;
 	readonly #create: () => Promise<Pooled>;
 	readonly #logger: Logger;
 	readonly #room: () => boolean;
@@ -35,8 +73,10 @@ class AreaPool {
 	readonly #starting = new Set<Promise<unknown>>();
 	#closed = false;
 
-	constructor(size: number, create: () => Promise<Pooled>, logger: Logger, room: () => boolean) {
+	constructor(size: number, max: number, create: () => Promise<Pooled>, logger: Logger, room: () => boolean) {
 		this.#size = size;
+		this.#target = size;
+		this.#max = Math.max(size, max);
 		this.#create = create;
 		this.#logger = logger;
 		this.#room = room;
@@ -50,9 +90,18 @@ class AreaPool {
 		return this.#ready;
 	}
 
+	get target(): number {
+		return this.#target;
+	}
+
 	take(): Session | undefined {
 		let pooled = this.#ready.shift();
-		while (pooled && !(pooled.session.isAlive && pooled.session.hasProcess)) pooled = this.#ready.shift();
+		while (pooled && !this.#usable(pooled)) pooled = this.#ready.shift();
+		// Creates come faster than it refills: hold more. After a quiet while, back to its size.
+		if (!pooled) {
+			this.#target = Math.min(this.#max, this.#target * 2);
+			this.#lastMiss = Date.now();
+		} else if (Date.now() - this.#lastMiss > shrinkAfterMs) this.#target = this.#size;
 		// The registry's own listener takes over (or none): the pool no longer watches it.
 		pooled?.session.onStatusChange(() => {});
 		// Spawning blocks the event loop for a few ms: refill after this session's answer is out.
@@ -61,7 +110,7 @@ class AreaPool {
 	}
 
 	fill(): void {
-		while (!this.#closed && this.size < this.#size && this.#room()) {
+		while (!this.#closed && this.size < this.#target && this.#room()) {
 			const starting: Promise<unknown> = this.#create()
 				.then(async (pooled) => {
 					if (this.#closed) return this.#discard(pooled);
@@ -97,6 +146,15 @@ class AreaPool {
 		for (const { session } of this.#ready) session.kill("SIGKILL", true);
 	}
 
+	/** Alive, and its agent folder as pi read it; one whose folder changed is stopped. */
+	#usable(pooled: Pooled): boolean {
+		if (!(pooled.session.isAlive && pooled.session.hasProcess)) return false;
+		if (!pooled.agentDir || agentDirStamp(pooled.agentDir.path) === pooled.agentDir.stamp) return true;
+		pooled.session.onStatusChange(() => {});
+		void this.#discard(pooled);
+		return false;
+	}
+
 	async #discard(pooled: Pooled): Promise<void> {
 		await pooled.session.stop("shutdown");
 		removeEmpty(pooled.folders);
@@ -125,6 +183,7 @@ export function fitsArea(area: Area, session: Session, ownFolders: boolean): boo
  */
 export class WarmPools {
 	readonly #size: number;
+	readonly #max: number;
 	readonly #start: (area: Area) => Promise<Pooled>;
 	readonly #logger: Logger;
 	readonly #room: () => boolean;
@@ -138,9 +197,17 @@ export class WarmPools {
 	constructor(
 		size: number,
 		admin: Area,
-		options: { start: (area: Area) => Promise<Pooled>; logger: Logger; room: () => boolean; ownFolders: boolean },
+		options: {
+			start: (area: Area) => Promise<Pooled>;
+			logger: Logger;
+			room: () => boolean;
+			ownFolders: boolean;
+			/** How far the operator's pool may grow under a burst (config.warmPoolMax). */
+			max?: number;
+		},
 	) {
 		this.#size = size;
+		this.#max = options.max ?? size;
 		this.#admin = admin;
 		this.#start = options.start;
 		this.#logger = options.logger;
@@ -165,6 +232,11 @@ export class WarmPools {
 		return [...this.#pools.values()]
 			.flatMap((pool) => pool.ready.map(({ session }) => session.pid))
 			.filter((pid): pid is number => pid !== undefined);
+	}
+
+	/** What the operator's pool fills to now (grown by a burst of creates). */
+	get target(): number {
+		return this.#pools.get(this.#admin.path)?.target ?? this.#size;
 	}
 
 	/** Starts the operator's pool. */
@@ -227,8 +299,8 @@ export class WarmPools {
 	#pool(area: Area): AreaPool {
 		let pool = this.#pools.get(area.path);
 		if (!pool) {
-			const size = area.admin ? this.#size : 1;
-			pool = new AreaPool(size, () => this.#start(area), this.#logger, this.#room);
+			const [size, max] = area.admin ? [this.#size, this.#max] : [1, 1];
+			pool = new AreaPool(size, max, () => this.#start(area), this.#logger, this.#room);
 			this.#pools.set(area.path, pool);
 		}
 		return pool;

@@ -2,7 +2,7 @@ import { mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { freemem, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { autoWarmPool } from "../../src/config.ts";
+import { autoWarmPool, autoWarmPoolMax } from "../../src/config.ts";
 import { createKey } from "../../src/http/auth/keys.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
@@ -69,6 +69,11 @@ describe("the warm pool in README's layout", () => {
 				expect(pooled.has(created.body.pid)).toBe(true);
 				// README's layout: the admin's session works in <root>/<its id>, as a cold one does.
 				expect(created.body.cwd).toBe(join(realpathSync(readme.workspace), created.body.id));
+				// Creates faster than it refills: one finds it empty, and the pool doubles (up to its max).
+				const pool = readme.registry.pool;
+				for (let i = 0; i < readme.config.warmPool + 1 && pool?.target === readme.config.warmPool; i++)
+					expect((await readme.api("/v1/sessions", { method: "POST", json: {} })).status).toBe(201);
+				expect(pool?.target).toBe(Math.min(readme.config.warmPoolMax, 2 * readme.config.warmPool));
 			}
 		} finally {
 			await readme.stop();
@@ -84,7 +89,12 @@ describe("the warm pool in README's layout", () => {
 
 describe("autoWarmPool", () => {
 	const gb = 2 ** 30;
-	it("keeps the whole pool (2N idle pi) within 1/16 of free memory, at most 2, a quarter of the live cap, 0 for a --pi-command", () => {
+	it("keeps the whole pool (2N idle pi) within 1/16 of free memory, at most 2, a quarter of the live cap, 0 for a --pi-command; a burst grows it to at most 8 within the same bound", () => {
+		expect(autoWarmPoolMax(32, false, 20 * gb)).toBe(8);
+		expect(autoWarmPoolMax(32, false, 4 * gb)).toBe(1);
+		expect(autoWarmPoolMax(32, false, 8 * gb)).toBe(3);
+		expect(autoWarmPoolMax(12, false, 20 * gb)).toBe(3);
+		expect(autoWarmPoolMax(32, true, 20 * gb)).toBe(0);
 		expect(autoWarmPool(32, false, 20 * gb)).toBe(2);
 		expect(autoWarmPool(32, false, 4 * gb)).toBe(1);
 		expect(autoWarmPool(32, false, 3 * gb)).toBe(0);

@@ -43,6 +43,9 @@ class AsyncLive(unittest.IsolatedAsyncioTestCase):
         self.assertFalse(state["isStreaming"])
         page = await self.gw.request("GET", "/v1/sessions", params={"limit": 1})
         self.assertEqual(len(page["sessions"]), 1)
+        listed = [x["id"] async for x in self.gw.all_sessions(limit=1)]
+        self.assertIn(sid, listed)
+        self.assertEqual(len(listed), len(set(listed)))
         with self.assertRaises(GatewayError) as missing:
             await self.gw.get_session("ses_doesnotexist00")
         self.assertEqual((missing.exception.status, missing.exception.code), (404, "session_not_found"))
@@ -100,6 +103,19 @@ class AsyncLive(unittest.IsolatedAsyncioTestCase):
             self.assertEqual([m["role"] for m in messages if m["role"] != "system"], ["user", "assistant"])
         finally:
             proxy.close()
+
+    async def test_events_replay_after_a_position(self) -> None:
+        sid = await self.session()
+        result = await self.gw.prompt_and_wait(sid, "echo: logged", timeout=30)
+        stream = self.gw.events(sid, after=result["firstEventId"] - 1)
+        seen: List[str] = []
+        async for event in stream:
+            seen.append(event.type)
+            if event.type == "agent_settled":
+                break
+        await stream.aclose()
+        self.assertEqual(seen[0], "stream_open")
+        self.assertIn("message_end", seen)
 
     async def test_bash_stream(self) -> None:
         sid = await self.session()

@@ -86,7 +86,7 @@ export function resumePosition(c: Context): number | undefined {
 export const ResumeHeader = z.object({
 	"last-event-id": z.string().regex(/^\d+$/).optional().openapi({
 		description:
-			"A resume, not a new command: the rest of the stream after this event id, to the end of the run (or command) it belongs to, and nothing is sent to pi. Retrying SSE clients send it on their own after a cut",
+			"A resume, not a new command: the answer is `text/event-stream` (whatever `Accept` says), the rest of the stream after this event id to the end of the run (or command) it belongs to, and nothing is sent to pi; 204 when that event ended it (nothing left: stop retrying). Retrying SSE clients send it on their own after a cut. With `Idempotency-Key` it is 400",
 		example: "57",
 	}),
 });

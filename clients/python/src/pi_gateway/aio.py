@@ -412,9 +412,23 @@ class AsyncPiGateway:
         return cast(s.Session, await self._http.json("GET", "/v1/sessions/{id}", params={"id": session_id}))
 
     async def list_sessions(self, limit: Optional[int] = None, cursor: Optional[str] = None,
-                            status: Optional[str] = None) -> s.SessionList:
-        query = {"limit": limit, "cursor": cursor, "status": status}
+                            status: Optional[str] = None, node: Optional[str] = None,
+                            principal: Optional[str] = None) -> s.SessionList:
+        """One page of sessions, oldest first (100 unless ``limit`` says otherwise); ``nextCursor`` goes on."""
+        query = {"limit": limit, "cursor": cursor, "status": status, "node": node, "principal": principal}
         return cast(s.SessionList, await self._http.json("GET", "/v1/sessions", query=query))
+
+    async def all_sessions(self, limit: Optional[int] = None, status: Optional[str] = None,
+                           node: Optional[str] = None, principal: Optional[str] = None) -> AsyncIterator[s.Session]:
+        """Every session that matches, page after page (``async for``; ``limit`` is the page size)."""
+        cursor: Optional[str] = None
+        while True:
+            page = await self.list_sessions(limit, cursor, status, node, principal)
+            for session in page["sessions"]:
+                yield session
+            cursor = page["nextCursor"]
+            if cursor is None:
+                return
 
     async def delete_session(self, session_id: str) -> None:
         await self._http.json("DELETE", "/v1/sessions/{id}", params={"id": session_id})
@@ -465,10 +479,15 @@ class AsyncPiGateway:
 
     # Events
 
-    def events(self, session_id: str, after: Optional[int] = None,
-               types: Optional[List[str]] = None) -> AsyncEventStream:
-        """The session's events, from ``after`` (or live), until ``session_exit``."""
+    def events(self, session_id: str, after: Optional[int] = None, types: Optional[List[str]] = None,
+               follow_resumes: bool = False) -> AsyncEventStream:
+        """The session's events, from ``after`` (or live), until ``session_exit`` — unless
+        ``follow_resumes`` and it says ``resumable: true`` (the session hibernated): then it keeps
+        reconnecting until the session runs again."""
         joined = ",".join(types) if types else None
+
+        def ends(event: Dict[str, Any]) -> bool:
+            return event["type"] == "session_exit" and not (follow_resumes and event.get("resumable") is True)
 
         def open_(last: Optional[int]) -> Any:
             headers = {"Accept": "text/event-stream"}
@@ -478,8 +497,7 @@ class AsyncPiGateway:
                                    query={"after": after if last is None else None, "types": joined},
                                    headers=headers, timeout=self._http.stream_timeout)
 
-        return AsyncEventStream(open_, lambda e: e["type"] == "session_exit", False, None, self._retry_delay,
-                                self._max_reconnects)
+        return AsyncEventStream(open_, ends, False, None, self._retry_delay, self._max_reconnects)
 
     # Plumbing
 
