@@ -148,7 +148,13 @@ export class PiGateway {
 		const own = commandEvents();
 		return new EventStream(
 			this.#http,
-			{ sessionId: id, ...own, cleanEndIsFinal: true, open: (signal) => this.#post(id, "bash/stream", body, signal) },
+			{
+				sessionId: id,
+				...own,
+				cleanEndIsFinal: true,
+				open: (signal) => this.#post(id, "bash/stream", body, signal),
+				resume: (after, signal) => this.#post(id, "bash/stream", body, signal, after),
+			},
 			options.signal,
 		);
 	}
@@ -186,16 +192,20 @@ export class PiGateway {
 				fails: runLost,
 				cleanEndIsFinal: true,
 				open: (s) => this.#post(id, `${kind}/stream`, body, s),
+				// A cut is resumed by the same POST with Last-Event-ID: the rest of this run, and pi sees it once.
+				resume: (after, s) => this.#post(id, `${kind}/stream`, body, s, after),
 			},
 			signal,
 		);
 	}
 
-	#post(id: string, tail: string, body: object, signal: AbortSignal | undefined): Promise<Response> {
+	#post(id: string, tail: string, body: object, signal: AbortSignal | undefined, after?: number): Promise<Response> {
+		const headers: Record<string, string> = { accept: "text/event-stream" };
+		if (after !== undefined) headers["last-event-id"] = String(after);
 		return this.#http.send("POST", `/v1/sessions/{id}/${tail}`, {
 			path: { id },
 			body,
-			headers: { accept: "text/event-stream" },
+			headers,
 			signal,
 		});
 	}

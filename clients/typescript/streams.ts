@@ -6,10 +6,11 @@
  * dropped should one come twice. A `dropped` frame (this client fell too far behind) is such a
  * cut, resumed from its `resumeFrom`; a `gap` frame (the log no longer reaches back) is yielded so
  * the caller knows what was lost. The `stream_open` of a reconnect is not yielded: to the caller
- * it is one stream. Commands that stream (prompt, bash) are POSTs and are never sent twice: their
- * stream is resumed on the session's event stream and ends where the command's stream would have.
- * A run that died with its gateway (an unclean stop) cannot end there: its resumed stream gets a
- * `gap`, then `run_lost`, and the iteration ends with a RunLostError.
+ * it is one stream. Commands that stream (prompt, bash) are POSTs, resumed by the same POST with
+ * `Last-Event-ID`: the gateway answers with the rest of that run and never sends it to pi twice
+ * (204 when nothing is left). A run that died with its gateway (an unclean stop) cannot end there:
+ * its resumed stream gets a `gap`, then `run_lost`, and the iteration ends with a RunLostError. A
+ * run stream that ends before its run did ends with a StreamInterruptedError, never silently.
  */
 import { GatewayError, RunLostError, StreamInterruptedError } from "./errors.ts";
 import type { Transport } from "./http.ts";
@@ -30,6 +31,11 @@ export interface StreamPlan {
 	cleanEndIsFinal: boolean;
 	/** An event that ends the iteration with an error instead of being yielded (a run stream's `run_lost`). */
 	fails?(event: StreamEvent): Error | undefined;
+	/**
+	 * How a cut is resumed when not by `GET …/events`: the same POST with `Last-Event-ID`, which the
+	 * gateway answers with the rest of that run and never sends to pi again (204: nothing is left).
+	 */
+	resume?(after: number, signal: AbortSignal | undefined): Promise<Response>;
 }
 
 type Frame = StreamEvent & { [key: string]: unknown };
@@ -100,12 +106,17 @@ export class EventStream implements AsyncIterable<StreamEvent> {
 					this.lastEventId === undefined ? undefined : String(this.lastEventId),
 				);
 			if (resumeFrom !== undefined) this.lastEventId = resumeFrom;
-			res = await this.#reconnect(retryMs);
+			const next = await this.#reconnect(retryMs);
+			if (next === undefined) return;
+			res = next;
 		}
 	}
 
-	/** Reopens the session's stream after the last event, retrying with the same delay until the limit. */
-	async #reconnect(delayMs: number): Promise<Response> {
+	/**
+	 * Reopens the stream after the last event, retrying with the same delay until the limit;
+	 * undefined when the gateway says nothing is left (204).
+	 */
+	async #reconnect(delayMs: number): Promise<Response | undefined> {
 		const after = this.lastEventId;
 		if (after === undefined) {
 			throw new StreamInterruptedError("The stream broke before it said where it joined; cannot resume", undefined);
@@ -114,13 +125,16 @@ export class EventStream implements AsyncIterable<StreamEvent> {
 		for (let attempt = 1; attempt <= this.#transport.reconnect.maxAttempts; attempt++) {
 			await sleep(delayMs, this.#signal);
 			try {
-				const res = await this.#transport.send("GET", "/v1/sessions/{id}/events", {
-					path: { id: this.#plan.sessionId },
-					query: { types: this.#plan.types },
-					headers: { accept: "text/event-stream", "last-event-id": String(after) },
-					signal: this.#signal,
-				});
+				const res = this.#plan.resume
+					? await this.#plan.resume(after, this.#signal)
+					: await this.#transport.send("GET", "/v1/sessions/{id}/events", {
+							path: { id: this.#plan.sessionId },
+							query: { types: this.#plan.types },
+							headers: { accept: "text/event-stream", "last-event-id": String(after) },
+							signal: this.#signal,
+						});
 				this.reconnects++;
+				if (res.status === 204) return undefined;
 				return res;
 			} catch (error) {
 				if (this.#signal?.aborted) throw this.#signal.reason;

@@ -216,7 +216,7 @@ describe("PiGateway against a live gateway", () => {
 		expect([404, 410]).toContain(gone.status);
 	});
 
-	it("a prompt stream cut mid-run resumes on the session's stream with nothing lost or doubled", async () => {
+	it("a prompt stream cut mid-run resumes by the same POST with Last-Event-ID, nothing lost or doubled, one prompt", async () => {
 		const viaProxy = new PiGateway({ baseUrl: `http://127.0.0.1:${proxy.port}`, token, reconnect: { delayMs: 50 } });
 		const id = await gw.session();
 		const stream = viaProxy.promptStream(id, { message: "slow: 12" });
@@ -231,9 +231,11 @@ describe("PiGateway against a live gateway", () => {
 		}
 		expect(stream.reconnects).toBe(1);
 		expect(
-			proxy.requests.some((r) => /^GET \/v1\/sessions\/\S+\/events/.test(r) && /last-event-id: \d+/i.test(r)),
+			proxy.requests.some((r) => /^POST \/v1\/sessions\/\S+\/prompt\/stream/.test(r) && /last-event-id: \d+/i.test(r)),
 		).toBe(true);
 		expect(deltas(events)).toBe("1 2 3 4 5 6 7 8 9 10 11 12");
+		const { messages } = await client.request("GET", "/v1/sessions/{id}/messages", { path: { id } });
+		expect(messages.map((m) => m.role).filter((role) => role !== "system")).toEqual(["user", "assistant"]);
 		const open = events[0] as { type: "stream_open"; after: number };
 		// Exactly the log: every event once, in order.
 		expect(events.slice(1)).toEqual(await logged(id, open.after, (e) => e.type === "agent_settled"));

@@ -29,7 +29,7 @@ const python = (() => {
 const pythonClient = `
 import json, os, sys
 from pi_gateway import PiGateway
-gw = PiGateway(os.environ["GW"], os.environ["TOKEN"])
+gw = PiGateway(os.environ["GW"], os.environ["TOKEN"], retry_delay=0.25, max_reconnects=40)
 try:
     for event in gw.prompt_stream(sys.argv[1], "slow: 60"):
         print(json.dumps({"event": event}), flush=True)
