@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PiGateway, type ToolCall } from "../../clients/typescript/index.ts";
+import { createKey } from "../../src/http/auth/keys.ts";
 import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { startReceiver } from "../helpers/receiver.ts";
 import { collect } from "../helpers/sse.ts";
@@ -395,6 +396,52 @@ describe("a gateway restart", () => {
 			}
 		} finally {
 			rmSync(root, { recursive: true, force: true });
+		}
+	});
+});
+
+describe("principals", () => {
+	it("a call is its session owner's: another principal neither lists it nor reads or answers it (404); a reader cannot answer (403)", async () => {
+		const dir = mkdtempSync(join(tmpdir(), "pi-gateway-ctools-keys-"));
+		const keysFile = join(dir, "keys.json");
+		const full = ["sessions:read", "sessions:write"] as const;
+		const alice = { authorization: `Bearer ${createKey(keysFile, "alice", [...full]).secret}` };
+		const bob = { authorization: `Bearer ${createKey(keysFile, "bob", [...full]).secret}` };
+		const reader = { authorization: `Bearer ${createKey(keysFile, "reader", ["sessions:read"]).secret}` };
+		const keyed = await startTestGateway({ keysFile });
+		try {
+			const created = await keyed.api("/v1/sessions", {
+				method: "POST",
+				headers: bob,
+				json: { clientTools: [lookupPrice] },
+			});
+			expect(created.status).toBe(201);
+			const sid = created.body.id as string;
+			const shared = await keyed.api(`/v1/sessions/${sid}/access`, {
+				method: "PUT",
+				headers: bob,
+				json: { grants: [{ principal: "reader", can: ["read"] }] },
+			});
+			expect(shared.status).toBe(200);
+			void keyed.api(`/v1/sessions/${sid}/prompt`, {
+				method: "POST",
+				headers: bob,
+				json: { message: 'tool: lookup_price {"sku":"P"}' },
+			});
+			const call = await until(
+				async () => (await keyed.api("/v1/tool-calls?status=pending&wait=5", { headers: bob })).body.toolCalls[0],
+			);
+			expect((await keyed.api("/v1/tool-calls?status=pending", { headers: alice })).body.toolCalls).toEqual([]);
+			const path = `/v1/sessions/${sid}/tool-calls/${call.id}`;
+			expect((await keyed.api(path, { headers: alice })).status).toBe(404);
+			expect((await keyed.api(path, { method: "POST", headers: alice, json: { output: "x" } })).status).toBe(404);
+			expect((await keyed.api(path, { headers: reader })).body.status).toBe("pending");
+			expect((await keyed.api(path, { method: "POST", headers: reader, json: { output: "x" } })).status).toBe(403);
+			const answered = await keyed.api(path, { method: "POST", headers: bob, json: { output: "ok" } });
+			expect(answered.body).toMatchObject({ status: "answered", resolvedBy: "bob" });
+		} finally {
+			await keyed.stop();
+			rmSync(dir, { recursive: true, force: true });
 		}
 	});
 });
