@@ -5,17 +5,32 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 
-/** The pid and its live descendants (children of every thread, as /proc/<pid>/task/<tid>/children lists them). */
+/** The live children of a process (of all its threads). */
+export function childrenOf(pid: number): number[] {
+	const children: number[] = [];
+	try {
+		for (const task of readdirSync(`/proc/${pid}/task`))
+			try {
+				for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").split(" ").filter(Boolean))
+					children.push(Number(child));
+			} catch {}
+	} catch {}
+	return children;
+}
+
+/** The pid and its live descendants (none when the pid itself has exited) (children of every thread, as /proc/<pid>/task/<tid>/children lists them). */
 export function processTree(root: number): number[] {
 	const pids: number[] = [];
 	const walk = (pid: number) => {
-		pids.push(pid);
 		let tasks: string[] = [];
 		try {
+			const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+			if (stat[stat.lastIndexOf(")") + 2] === "Z") return; // exited, not reaped yet
 			tasks = readdirSync(`/proc/${pid}/task`);
 		} catch {
 			return; // exited meanwhile
 		}
+		pids.push(pid);
 		for (const task of tasks) {
 			let children: string[] = [];
 			try {

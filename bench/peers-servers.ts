@@ -25,7 +25,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bundledPiCli } from "../src/sessions/spawn.ts";
 import { api, now, openSse, readSse, startGatewayProcess } from "./lib.ts";
-import { processTree } from "./peers-proc.ts";
+import { childrenOf, processTree } from "./peers-proc.ts";
 import { scriptedModelId, tokenText } from "./scripted-openai.ts";
 
 export interface PromptTiming {
@@ -46,6 +46,8 @@ export interface AgentServer {
 	prompt(session: string, tokens: number): Promise<PromptTiming>;
 	remove(session: string): Promise<void>;
 	stop(): Promise<void>;
+	/** Anything the bench had to do for this server that a reader of the figures should know. */
+	note?(): string | undefined;
 }
 
 const provider = "bench";
@@ -330,6 +332,8 @@ function freePort(): Promise<number> {
 
 interface AcpSession {
 	sessionId: string;
+	/** The pi-acp process sandbox-agent started for this ACP server id. */
+	agentPid?: number;
 	stream: { close(): void };
 	onUpdate?: (message: any) => void;
 }
@@ -391,6 +395,7 @@ export async function startSandboxAgent(binary: string, piAcp: string, baseUrl: 
 		await new Promise((r) => setTimeout(r, 100));
 	}
 	const sessions = new Map<string, AcpSession>();
+	let leftBehind = 0;
 	let nextServer = 0;
 	let nextId = 0;
 	const rpc = async (server: string, method: string, params: object, query = "") => {
@@ -404,8 +409,10 @@ export async function startSandboxAgent(binary: string, piAcp: string, baseUrl: 
 		pid: child.pid as number,
 		async create() {
 			const server = `bench-${++nextServer}`;
+			const before = new Set(childrenOf(child.pid as number));
 			await rpc(server, "initialize", { protocolVersion: 1, clientCapabilities: {} }, "?agent=pi");
 			const session: Partial<AcpSession> = {};
+			session.agentPid = childrenOf(child.pid as number).find((pid) => !before.has(pid));
 			session.stream = await sse(`${url}/v1/acp/${server}`, (_event, data) => session.onUpdate?.(JSON.parse(data)));
 			const cwd = join(home, server);
 			mkdirSync(cwd);
@@ -435,10 +442,25 @@ export async function startSandboxAgent(binary: string, piAcp: string, baseUrl: 
 			return clock.done();
 		},
 		async remove(server) {
-			sessions.get(server)?.stream.close();
+			const session = sessions.get(server);
 			sessions.delete(server);
-			await fetch(`${url}/v1/acp/${server}`, { method: "DELETE" });
+			// sandbox-agent 0.4.2's DELETE did not answer here (its own client gives it 2 s and moves
+			// on), and pi-acp and its pi stayed: after 2 s the bench ends them itself, so a round does
+			// not leave them to the next one.
+			await fetch(`${url}/v1/acp/${server}`, { method: "DELETE", signal: AbortSignal.timeout(2000) }).catch(() => {});
+			session?.stream.close();
+			if (session?.agentPid && processTree(session.agentPid).length > 0) {
+				leftBehind++;
+				for (const pid of processTree(session.agentPid).reverse())
+					try {
+						process.kill(pid, "SIGKILL");
+					} catch {}
+			}
 		},
+		note: () =>
+			leftBehind > 0
+				? `sandbox-agent: DELETE /v1/acp/{id} had not ended pi-acp and pi after 2 s for ${leftBehind} session(s); the bench ended them (SIGKILL)`
+				: undefined,
 		async stop() {
 			for (const session of sessions.values()) session.stream.close();
 			await stopTree(child);

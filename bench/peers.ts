@@ -170,6 +170,7 @@ export async function peers(o: PeerOptions, log: (line: string) => void = () => 
 	const servers = new Map<Name, AgentServer>();
 	const missing = new Map<Name, string>();
 	const results = new Map<Name, Figures[]>(names.map((n) => [n, []]));
+	const notes: string[] = [];
 	const start = async (name: Name, how: () => Promise<AgentServer>) => {
 		try {
 			const t0 = performance.now();
@@ -179,6 +180,14 @@ export async function peers(o: PeerOptions, log: (line: string) => void = () => 
 			missing.set(name, `did not start: ${(error as Error).message.split("\n")[0]}`);
 		}
 	};
+	// Interrupted (Ctrl-C, a CI timeout): stop what was started, so no server or pi outlives the run.
+	const interrupted = async (signal: NodeJS.Signals) => {
+		for (const server of servers.values()) await server.stop().catch(() => {});
+		await model.close();
+		process.kill(process.pid, signal);
+	};
+	process.once("SIGINT", interrupted);
+	process.once("SIGTERM", interrupted);
 	try {
 		await start("pi-gateway", () => startPiGateway(model.baseUrl));
 		if (typeof install.opencode === "string") {
@@ -198,8 +207,10 @@ export async function peers(o: PeerOptions, log: (line: string) => void = () => 
 				const server = servers.get(name);
 				if (!server || missing.has(name)) continue;
 				try {
-					(results.get(name) as Figures[]).push(await measure(server, o, log));
-					log(`round ${round + 1}/${o.rounds}: ${name} done`);
+					const figures = await measure(server, o, log);
+					(results.get(name) as Figures[]).push(figures);
+					const shown = Object.entries(figures).map(([k, v]) => `${k} ${fmt(v, k as keyof Figures)}`);
+					log(`round ${round + 1}/${o.rounds}: ${name}: ${shown.join(", ")}`);
 				} catch (error) {
 					missing.set(name, `failed in round ${round + 1}: ${(error as Error).message.split("\n")[0]}`);
 					log(`round ${round + 1}/${o.rounds}: ${name} ${missing.get(name)}`);
@@ -207,13 +218,17 @@ export async function peers(o: PeerOptions, log: (line: string) => void = () => 
 			}
 		}
 	} finally {
+		process.off("SIGINT", interrupted);
+		process.off("SIGTERM", interrupted);
 		for (const server of servers.values()) {
+			const note = server.note?.();
+			if (note) notes.push(note);
 			log(`stopping ${server.name}`);
 			await server.stop().catch(() => {});
 		}
 		await model.close();
 	}
-	return { rows: rows(results, missing, o), header: header(install, o) };
+	return { rows: rows(results, missing, o), header: header(install, o), notes };
 }
 
 function header(install: Awaited<ReturnType<typeof installPeers>>, o: PeerOptions): string {
@@ -305,7 +320,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
 	const o = { ...(smoke ? smokePeerOptions : fullPeerOptions) };
 	const rounds = process.argv.find((a) => a.startsWith("--rounds="));
 	if (rounds) o.rounds = Number(rounds.slice(9));
-	const { rows, header } = await peers(o, (line) => console.error(line));
+	const { rows, header, notes } = await peers(o, (line) => console.error(line));
 	console.log(`\n${header}`);
 	console.log(table("13. pi-gateway beside opencode and sandbox-agent (one scripted model, offline)", rows));
+	for (const note of notes) console.log(`\n${note}`);
 }

@@ -177,6 +177,7 @@ if (want("peers")) {
 	const result = await peers(options, (line) => console.error(`peers: ${line}`));
 	console.log(`\n${result.header}`);
 	console.log(table("13. pi-gateway beside opencode and sandbox-agent (one scripted model, offline)", result.rows));
+	for (const note of result.notes) console.log(`\n${note}`);
 }
 
 await runClusterBenchmarks(smoke, want);
