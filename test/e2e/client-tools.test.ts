@@ -27,6 +27,8 @@ beforeAll(async () => {
 afterAll(() => gw?.stop());
 
 const base = () => `/v1/sessions/${id}`;
+const answer2 = (sessionId: string, callId: string, json: unknown) =>
+	gw.api(`/v1/sessions/${sessionId}/tool-calls/${encodeURIComponent(callId)}`, { method: "POST", json });
 const answer = (callId: string, json: unknown) =>
 	gw.api(`${base()}/tool-calls/${encodeURIComponent(callId)}`, { method: "POST", json });
 /** The session's next pending call, through the cross-session long-poll. */
@@ -347,6 +349,20 @@ describe("nobody answers", () => {
 		} finally {
 			await timed.stop();
 		}
+	});
+
+	it("a waited prompt whose deadline passes with a call pending answers 202; the call stays pending and answerable", async () => {
+		const sid = await gw.session({ clientTools: [lookupPrice] });
+		const waited = await gw.api(`/v1/sessions/${sid}/prompt`, {
+			method: "POST",
+			headers: { prefer: "wait=1" },
+			json: { message: 'tool: lookup_price {"sku":"W"}' },
+		});
+		expect(waited.status).toBe(202);
+		const [call] = (await gw.api(`/v1/sessions/${sid}/tool-calls?status=pending`)).body.toolCalls;
+		expect(call).toMatchObject({ runId: waited.body.runId, status: "pending" });
+		expect((await answer2(sid, call.id, { output: "later" })).status).toBe(200);
+		await until(async () => (await gw.api(`/v1/sessions/${sid}/last-assistant-text`)).body.text === "later");
 	});
 
 	it("pi's exit cancels a pending call (resolvedBy pi-exit)", async () => {
