@@ -120,7 +120,7 @@ beforeAll(async () => {
 	validator = join(dir, "validate-go");
 	await run("go", ["build", "-o", goBinary, "flow"], { cwd: src, env: goEnv(gopath) });
 	await run("go", ["build", "-o", validator, "validate"], { cwd: src, env: goEnv(gopath) });
-}, 240_000);
+}, 600_000);
 
 afterAll(async () => {
 	await gw?.stop();
