@@ -130,7 +130,7 @@ export class SessionRegistry {
 		if (config.defaultCwd === "own") mkdirSync(config.workspaceRoot, { recursive: true });
 		if (config.warmPool > 0)
 			this.pool = new WarmPools(config.warmPool, areaOf(config, "admin", true), {
-				start: (area) => this.#startPooled(area),
+				start: (area, spawned) => this.#startPooled(area, spawned),
 				logger,
 				room: () => this.liveCount < this.#config.maxLiveSessions,
 				ownFolders: config.defaultCwd === "own",
@@ -378,10 +378,11 @@ export class SessionRegistry {
 	}
 
 	/** A pool process: a session of `area` started with the default options, not yet in the registry. */
-	async #startPooled(area: Area): Promise<Pooled> {
+	async #startPooled(area: Area, spawned: (session: Session) => void): Promise<Pooled> {
 		const id = newSessionId();
 		const plan = planSpawn(this.#config, defaultBody, { id, area });
 		const session = this.#build(id, defaultBody, plan.cwd);
+		spawned(session);
 		const sessionDir = plan.args[plan.args.indexOf("--session-dir") + 1];
 		const folders = [plan.cwd, ...(sessionDir && plan.args.includes("--session-dir") ? [sessionDir] : [])];
 		// Its own folder only: an area itself (--default-cwd root) is never removed.

@@ -66,14 +66,22 @@ class AreaPool {
 	#target: number;
 	readonly #max: number;
 	#lastMiss = 0;
-	readonly #create: () => Promise<Pooled>;
+	readonly #create: (spawned: (session: Session) => void) => Promise<Pooled>;
+	/** Processes still starting: a closing pool kills them rather than wait for pi to come up. */
+	readonly #launching = new Set<Session>();
 	readonly #logger: Logger;
 	readonly #room: () => boolean;
 	readonly #ready: Pooled[] = [];
 	readonly #starting = new Set<Promise<unknown>>();
 	#closed = false;
 
-	constructor(size: number, max: number, create: () => Promise<Pooled>, logger: Logger, room: () => boolean) {
+	constructor(
+		size: number,
+		max: number,
+		create: (spawned: (session: Session) => void) => Promise<Pooled>,
+		logger: Logger,
+		room: () => boolean,
+	) {
 		this.#size = size;
 		this.#target = size;
 		this.#max = Math.max(size, max);
@@ -110,18 +118,32 @@ class AreaPool {
 	}
 
 	fill(): void {
-		while (!this.#closed && this.size < this.#target && this.#room()) {
-			const starting: Promise<unknown> = this.#create()
+		// One start at a time: a pi's start is ≈ 0.3 s of a core, and the sessions being made and run
+		// beside it need the cores more than the pool does (on 2 cores, two at once slowed them).
+		while (!this.#closed && this.#starting.size === 0 && this.size < this.#target && this.#room()) {
+			let started = false;
+			let launched: Session | undefined;
+			const starting: Promise<unknown> = this.#create((session) => {
+				launched = session;
+				this.#launching.add(session);
+			})
 				.then(async (pooled) => {
 					if (this.#closed) return this.#discard(pooled);
+					started = true;
 					this.#ready.push(pooled);
 					pooled.session.onStatusChange((session) => {
 						if (!session.isAlive || !session.hasProcess) this.#drop(pooled);
 					});
 				})
-				// A failing pi is not retried here: the next take() tries again.
-				.catch((error) => this.#logger.warn({ err: error }, "warm pool: pi failed to start"))
-				.finally(() => this.#starting.delete(starting));
+				.catch((error) => {
+					if (!this.#closed) this.#logger.warn({ err: error }, "warm pool: pi failed to start");
+				})
+				.finally(() => {
+					if (launched) this.#launching.delete(launched);
+					this.#starting.delete(starting);
+					// The next one, if this one came up; a failing pi is not retried here: the next take() tries again.
+					if (started) this.fill();
+				});
 			this.#starting.add(starting);
 		}
 	}
@@ -135,9 +157,10 @@ class AreaPool {
 		return true;
 	}
 
-	/** Stops the pooled processes, waiting for those still starting. */
+	/** Stops the pooled processes: nobody's work is in them, so they are killed, those still starting too. */
 	async close(): Promise<void> {
 		this.#closed = true;
+		for (const session of this.#launching) session.kill("SIGKILL", true);
 		await Promise.all([...this.#starting]);
 		await Promise.all(this.#ready.splice(0).map((pooled) => this.#discard(pooled)));
 	}
@@ -156,6 +179,8 @@ class AreaPool {
 	}
 
 	async #discard(pooled: Pooled): Promise<void> {
+		// Nothing of anyone's is in it: no grace period to wait out.
+		pooled.session.kill("SIGKILL", true);
 		await pooled.session.stop("shutdown");
 		removeEmpty(pooled.folders);
 	}
@@ -184,7 +209,7 @@ export function fitsArea(area: Area, session: Session, ownFolders: boolean): boo
 export class WarmPools {
 	readonly #size: number;
 	readonly #max: number;
-	readonly #start: (area: Area) => Promise<Pooled>;
+	readonly #start: (area: Area, spawned: (session: Session) => void) => Promise<Pooled>;
 	readonly #logger: Logger;
 	readonly #room: () => boolean;
 	readonly #ownFolders: boolean;
@@ -198,7 +223,8 @@ export class WarmPools {
 		size: number,
 		admin: Area,
 		options: {
-			start: (area: Area) => Promise<Pooled>;
+			/** Starts a pi for `area`, saying which session it is as soon as it exists. */
+			start: (area: Area, spawned: (session: Session) => void) => Promise<Pooled>;
 			logger: Logger;
 			room: () => boolean;
 			ownFolders: boolean;
@@ -300,7 +326,7 @@ export class WarmPools {
 		let pool = this.#pools.get(area.path);
 		if (!pool) {
 			const [size, max] = area.admin ? [this.#size, this.#max] : [1, 1];
-			pool = new AreaPool(size, max, () => this.#start(area), this.#logger, this.#room);
+			pool = new AreaPool(size, max, (spawned) => this.#start(area, spawned), this.#logger, this.#room);
 			this.#pools.set(area.path, pool);
 		}
 		return pool;
