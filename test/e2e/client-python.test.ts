@@ -66,11 +66,12 @@ describe.skipIf(!python)("the Python client against a live gateway", () => {
 				PI_GATEWAY_TOKEN: token,
 				PI_GATEWAY_WORKSPACE: gw.workspace,
 			},
-			timeout: 120_000,
+			// 21 tests, sync and asyncio, each against real pi: about a minute alone, more on a busy machine.
+			timeout: 270_000,
 		}).catch((error) => error);
 		expect(result.stderr, result.stdout).toMatch(/\nOK\n$/);
 		expect(result.stderr).toMatch(/^Ran 21 tests/m);
-	}, 150_000);
+	}, 300_000);
 
 	it.skipIf(!installMode)(
 		"pip installs it offline into a fresh venv (pip install ./clients/python)",
