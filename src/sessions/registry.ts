@@ -126,8 +126,9 @@ export class SessionRegistry {
 			lost: (id) => this.evict(id, "another node owns it now"),
 		});
 		mkdirSync(piSessionDir(config), { recursive: true });
-		// Sessions without cwd get folders of their own in it (the default root lives in the data dir).
-		if (config.defaultCwd === "own") mkdirSync(config.workspaceRoot, { recursive: true });
+		// Sessions without cwd get folders of their own in it (the default root lives in the data dir),
+		// and a warm pi is bound to an area in it before any session: an operator's new root is made too.
+		mkdirSync(config.workspaceRoot, { recursive: true });
 		if (config.warmPool > 0)
 			this.pool = new WarmPools(config.warmPool, areaOf(config, "admin", true), {
 				start: (area, spawned) => this.#startPooled(area, spawned),
