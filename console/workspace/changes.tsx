@@ -21,13 +21,19 @@ export function Changes({ sessionId, runId }: { sessionId: string; runId?: strin
 	useEffect(() => {
 		setChanges(undefined);
 		setError(undefined);
+		// An answer for a run no longer chosen (a slower, earlier ask) must not replace the chosen one's.
+		let current = true;
 		const query = runId ? `?runId=${seg(runId)}` : "";
 		get<WorkspaceChanges>(`/v1/sessions/${seg(sessionId)}/changes${query}`)
 			.then((c) => {
+				if (!current) return;
 				setChanges(c);
 				if (c.files.length > 0) return loadReview().then(setReview);
 			})
-			.catch((e: Error) => setError(e.message));
+			.catch((e: Error) => current && setError(e.message));
+		return () => {
+			current = false;
+		};
 	}, [sessionId, runId]);
 	if (error) return <p class="muted">{error}</p>;
 	if (!changes) return <p class="muted">Loading…</p>;

@@ -95,7 +95,8 @@ describe("the console as a product", () => {
 		await page.goto(`${gw.url}/console/`);
 		const field = page.getByLabel("Token or API key");
 		await field.waitFor();
-		const help = await page.locator("#credential-help").innerText();
+		// The field's description, as a screen reader reads it with the field.
+		const help = await page.getByText(/^The gateway's token is in/).textContent();
 		expect(await field.getAttribute("aria-describedby")).toBe("credential-help");
 		expect(help).toContain("~/.pi-gateway/token");
 		expect(help).toContain("An API key works too");
@@ -175,9 +176,11 @@ describe("the console as a product", () => {
 		const show = log.getByRole("button", { name: "Show all 30 lines" });
 		await show.waitFor({ timeout: 15_000 });
 		const output = log.getByText(/^1\n2\n3/);
+		// biome-ignore lint/performance/useDomNodeTextContent: the lines as shown, folded or not
 		expect((await output.innerText()).trimEnd().split("\n")).toHaveLength(8);
 		expect(await fontOf(output)).toMatch(/mono/i);
 		await show.click();
+		// biome-ignore lint/performance/useDomNodeTextContent: the lines as shown, folded or not
 		expect((await output.innerText()).trimEnd().split("\n")).toHaveLength(30);
 		await log.getByRole("button", { name: "Show less" }).waitFor();
 		await until(async () => (await page.getByRole("button", { name: "Send" }).count()) === 1, 15_000);
