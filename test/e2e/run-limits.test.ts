@@ -14,7 +14,7 @@ afterAll(() => gw?.stop());
 
 const waited = (id: string, json: unknown) => gw.api(`/v1/sessions/${id}/prompt?wait=60`, { method: "POST", json });
 
-/** While the first turn streams (`slow: 10`, 1 s), a follow-up makes pi take a second turn in the same run. */
+/** While the first turn streams (`slow: 40`, 4 s: room for a busy machine), a follow-up makes pi take a second turn in the same run. */
 async function joinSecondTurn(id: string): Promise<void> {
 	await until(async () => (await gw.api(`/v1/sessions/${id}`)).body.status === "running");
 	const followUp = await gw.api(`/v1/sessions/${id}/follow-up`, { method: "POST", json: { message: "slow: 30" } });
@@ -31,7 +31,7 @@ describe("a run past its limit is aborted and its result names the limit", () =>
 	it("maxTurns: a second turn (a follow-up joining the run) is cut as it starts", async () => {
 		const id = await gw.session();
 		const before = await metric("pi_gateway_run_limits_reached_total", 'kind="turns"');
-		const result = waited(id, { message: "slow: 10", limits: { maxTurns: 1 } });
+		const result = waited(id, { message: "slow: 40", limits: { maxTurns: 1 } });
 		await joinSecondTurn(id);
 		const { status, body } = await result;
 		expect(status).toBe(200);
@@ -85,7 +85,7 @@ describe("a run past its limit is aborted and its result names the limit", () =>
 		const stream = gw.fetch(`/v1/sessions/${id}/prompt`, {
 			method: "POST",
 			headers: { accept: "text/event-stream", "content-type": "application/json" },
-			body: JSON.stringify({ message: "slow: 10", limits: { maxTurns: 1 } }),
+			body: JSON.stringify({ message: "slow: 40", limits: { maxTurns: 1 } }),
 			signal: AbortSignal.timeout(30_000),
 		});
 		await joinSecondTurn(id);

@@ -74,7 +74,7 @@ describe("wait mode", () => {
 	it("takes outputSchema on a follow-up that joins a run: the run's last answer is read", async () => {
 		const id = await gw.session();
 		const answer = { city: "Oslo", population: 709037 };
-		const started = await gw.api(`/v1/sessions/${id}/prompt`, { method: "POST", json: { message: "slow: 5" } });
+		const started = await gw.api(`/v1/sessions/${id}/prompt`, { method: "POST", json: { message: "slow: 40" } });
 		expect(started.body.disposition).toBe("started");
 		const { status, body } = await waited(
 			id,
