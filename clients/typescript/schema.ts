@@ -2784,6 +2784,7 @@ export interface components {
          *       "currentRunId": null,
          *       "queuedCommands": 0,
          *       "pendingApprovals": 0,
+         *       "pendingToolCalls": 0,
          *       "budget": {
          *         "maxTokens": 1000000,
          *         "maxCostUsd": null,
@@ -2844,6 +2845,8 @@ export interface components {
             queuedCommands: number;
             /** @description Dialogs waiting for an answer */
             pendingApprovals: number;
+            /** @description Client tool calls waiting for the program's answer (GET …/tool-calls?status=pending) */
+            pendingToolCalls: number;
             budget: components["schemas"]["Budget"];
             /** @description Sequence number of the newest event */
             lastEventId: number;
@@ -3134,6 +3137,7 @@ export interface components {
          *           "currentRunId": null,
          *           "queuedCommands": 0,
          *           "pendingApprovals": 0,
+         *           "pendingToolCalls": 0,
          *           "budget": {
          *             "maxTokens": 1000000,
          *             "maxCostUsd": null,
@@ -6135,7 +6139,7 @@ export interface operations {
                 after?: number;
             };
             header?: {
-                /** @description A resume, not a new command: the rest of the stream after this event id, to the end of the run (or command) it belongs to, and nothing is sent to pi. Retrying SSE clients send it on their own after a cut */
+                /** @description A resume, not a new command: the answer is `text/event-stream` (whatever `Accept` says), the rest of the stream after this event id to the end of the run (or command) it belongs to, and nothing is sent to pi; 204 when that event ended it (nothing left: stop retrying). Retrying SSE clients send it on their own after a cut. With `Idempotency-Key` it is 400 */
                 "Last-Event-ID"?: string;
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
                 Prefer?: string;
@@ -6319,7 +6323,7 @@ export interface operations {
                 after?: number;
             };
             header?: {
-                /** @description A resume, not a new command: the rest of the stream after this event id, to the end of the run (or command) it belongs to, and nothing is sent to pi. Retrying SSE clients send it on their own after a cut */
+                /** @description A resume, not a new command: the answer is `text/event-stream` (whatever `Accept` says), the rest of the stream after this event id to the end of the run (or command) it belongs to, and nothing is sent to pi; 204 when that event ended it (nothing left: stop retrying). Retrying SSE clients send it on their own after a cut. With `Idempotency-Key` it is 400 */
                 "Last-Event-ID"?: string;
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
                 Prefer?: string;
@@ -6503,7 +6507,7 @@ export interface operations {
                 after?: number;
             };
             header?: {
-                /** @description A resume, not a new command: the rest of the stream after this event id, to the end of the run (or command) it belongs to, and nothing is sent to pi. Retrying SSE clients send it on their own after a cut */
+                /** @description A resume, not a new command: the answer is `text/event-stream` (whatever `Accept` says), the rest of the stream after this event id to the end of the run (or command) it belongs to, and nothing is sent to pi; 204 when that event ended it (nothing left: stop retrying). Retrying SSE clients send it on their own after a cut. With `Idempotency-Key` it is 400 */
                 "Last-Event-ID"?: string;
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
                 Prefer?: string;
@@ -6685,7 +6689,7 @@ export interface operations {
                 after?: number;
             };
             header?: {
-                /** @description A resume, not a new command: the rest of the stream after this event id, to the end of the run (or command) it belongs to, and nothing is sent to pi. Retrying SSE clients send it on their own after a cut */
+                /** @description A resume, not a new command: the answer is `text/event-stream` (whatever `Accept` says), the rest of the stream after this event id to the end of the run (or command) it belongs to, and nothing is sent to pi; 204 when that event ended it (nothing left: stop retrying). Retrying SSE clients send it on their own after a cut. With `Idempotency-Key` it is 400 */
                 "Last-Event-ID"?: string;
             };
             path: {
@@ -6850,7 +6854,7 @@ export interface operations {
                 after?: number;
             };
             header?: {
-                /** @description A resume, not a new command: the rest of the stream after this event id, to the end of the run (or command) it belongs to, and nothing is sent to pi. Retrying SSE clients send it on their own after a cut */
+                /** @description A resume, not a new command: the answer is `text/event-stream` (whatever `Accept` says), the rest of the stream after this event id to the end of the run (or command) it belongs to, and nothing is sent to pi; 204 when that event ended it (nothing left: stop retrying). Retrying SSE clients send it on their own after a cut. With `Idempotency-Key` it is 400 */
                 "Last-Event-ID"?: string;
             };
             path: {
@@ -7015,7 +7019,7 @@ export interface operations {
                 after?: number;
             };
             header?: {
-                /** @description A resume, not a new command: the rest of the stream after this event id, to the end of the run (or command) it belongs to, and nothing is sent to pi. Retrying SSE clients send it on their own after a cut */
+                /** @description A resume, not a new command: the answer is `text/event-stream` (whatever `Accept` says), the rest of the stream after this event id to the end of the run (or command) it belongs to, and nothing is sent to pi; 204 when that event ended it (nothing left: stop retrying). Retrying SSE clients send it on their own after a cut. With `Idempotency-Key` it is 400 */
                 "Last-Event-ID"?: string;
             };
             path: {
@@ -9951,7 +9955,7 @@ export interface operations {
                 after?: number;
             };
             header?: {
-                /** @description A resume, not a new command: the rest of the stream after this event id, to the end of the run (or command) it belongs to, and nothing is sent to pi. Retrying SSE clients send it on their own after a cut */
+                /** @description A resume, not a new command: the answer is `text/event-stream` (whatever `Accept` says), the rest of the stream after this event id to the end of the run (or command) it belongs to, and nothing is sent to pi; 204 when that event ended it (nothing left: stop retrying). Retrying SSE clients send it on their own after a cut. With `Idempotency-Key` it is 400 */
                 "Last-Event-ID"?: string;
             };
             path: {

@@ -67,7 +67,7 @@ describe("a client tool round trip", () => {
 		});
 		expect((await gw.api(`${base()}/tool-calls?status=pending`)).body).toEqual({ toolCalls: [pending] });
 		expect((await gw.api(`${base()}/tool-calls/${pending.id}`)).body).toEqual(pending);
-		expect((await gw.api(base())).body).toMatchObject({ status: "waiting", pendingApprovals: 0 });
+		expect((await gw.api(base())).body).toMatchObject({ status: "waiting", pendingApprovals: 0, pendingToolCalls: 1 });
 		// Never an approval.
 		expect((await gw.api(`${base()}/approvals`)).body.approvals).toEqual([]);
 

@@ -26,6 +26,7 @@ const session = {
 	currentRunId: null,
 	queuedCommands: 0,
 	pendingApprovals: 0,
+	pendingToolCalls: 0,
 	lastEventId: 3,
 	exit: null,
 	folderRestore: null,

@@ -961,6 +961,8 @@ class Session(TypedDict):
     queuedCommands: int
     # Dialogs waiting for an answer
     pendingApprovals: int
+    # Client tool calls waiting for the program's answer (GET …/tool-calls?status=pending)
+    pendingToolCalls: int
     budget: "Budget"
     # Sequence number of the newest event
     lastEventId: int

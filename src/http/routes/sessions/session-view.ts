@@ -23,6 +23,7 @@ export const sessionExample = {
 	currentRunId: null,
 	queuedCommands: 0,
 	pendingApprovals: 0,
+	pendingToolCalls: 0,
 	budget: { maxTokens: 1000000, maxCostUsd: null, usedTokens: 48213, usedCostUsd: 0.41, exhausted: null },
 	lastEventId: 12,
 	folderRestore: null,
@@ -61,6 +62,10 @@ export const SessionView = z
 		currentRunId: z.string().nullable().openapi({ description: "Run id of the prompt that started the active run" }),
 		queuedCommands: z.number().int().describe("Commands waiting in the session's queue"),
 		pendingApprovals: z.number().int().describe("Dialogs waiting for an answer"),
+		pendingToolCalls: z
+			.number()
+			.int()
+			.describe("Client tool calls waiting for the program's answer (GET …/tool-calls?status=pending)"),
 		budget: BudgetView,
 		lastEventId: z.number().int().openapi({ description: "Sequence number of the newest event" }),
 		folderRestore: z
@@ -122,6 +127,7 @@ export function viewOf(session: Session, node?: string): SessionView {
 		currentRunId: session.currentRunId ?? null,
 		queuedCommands: session.queueDepth,
 		pendingApprovals: session.approvals.pendingCount,
+		pendingToolCalls: session.toolCalls.pendingCount,
 		budget: session.budget.view(),
 		lastEventId: session.events.lastSeq,
 		folderRestore: session.folderRestore ?? null,
@@ -170,6 +176,7 @@ export function storedViewOf(record: StoredSession): SessionView {
 		currentRunId: null,
 		queuedCommands: 0,
 		pendingApprovals: 0,
+		pendingToolCalls: 0,
 		budget: storedBudgetView(record),
 		lastEventId: record.lastSeq,
 		folderRestore: null,
