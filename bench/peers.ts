@@ -285,6 +285,9 @@ function fmt(v: number, key: keyof Figures): string {
 	return v.toFixed(1);
 }
 
+/** A ratio; past 100× (a peer's figure near zero, as opencode's in-process sessions) the digits say nothing. */
+const ratio = (r: number) => (r > 100 ? ">100×" : `${r.toFixed(2)}×`);
+
 function rows(results: Map<Name, Figures[]>, missing: Map<Name, string>, o: PeerOptions) {
 	const median = (xs: number[]) =>
 		percentile(
@@ -306,9 +309,7 @@ function rows(results: Map<Name, Figures[]>, missing: Map<Name, string>, o: Peer
 			const p = cell(peer);
 			row[peer] = p.text;
 			row[`pi-gateway ÷ ${peer}`] =
-				Number.isFinite(gw.value) && Number.isFinite(p.value) && p.value > 0
-					? `${(gw.value / p.value).toFixed(2)}×`
-					: "–";
+				Number.isFinite(gw.value) && Number.isFinite(p.value) && p.value > 0 ? ratio(gw.value / p.value) : "–";
 		}
 		return row;
 	});
