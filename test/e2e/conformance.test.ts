@@ -27,6 +27,7 @@ const session = {
 	queuedCommands: 0,
 	pendingApprovals: 0,
 	pendingToolCalls: 0,
+	budget: { maxTokens: null, maxCostUsd: null, usedTokens: 0, usedCostUsd: 0, exhausted: null },
 	lastEventId: 3,
 	exit: null,
 	folderRestore: null,
