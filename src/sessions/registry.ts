@@ -238,7 +238,7 @@ export class SessionRegistry {
 		// A warm child was started in one area's folder, as a cold one of that area: only for its callers.
 		const area = caller.area ?? areaOf(this.#config, "admin", true);
 		const plain = isDefaultRequest(body) && resume === undefined;
-		const warm = plain ? this.pool?.take(area) : undefined;
+		const warm = plain ? await this.pool?.take(area) : undefined;
 		if (warm) return this.#adoptPooled(warm, body);
 		const id = newSessionId();
 		const plan = planSpawn(this.#config, body, { id, resume, area: caller.area });

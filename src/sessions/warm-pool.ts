@@ -102,14 +102,27 @@ class AreaPool {
 		return this.#target;
 	}
 
-	take(): Session | undefined {
+	/**
+	 * A ready session; else, when one is starting, that one once it is up (sooner than a cold start,
+	 * and one pi start instead of two); else undefined (the caller starts one cold).
+	 */
+	async take(): Promise<Session | undefined> {
+		const ready = this.#takeReady(true);
+		const starting = [...this.#starting][0];
+		if (ready || !starting) return ready;
+		await starting;
+		return this.#takeReady(false);
+	}
+
+	#takeReady(count: boolean): Session | undefined {
 		let pooled = this.#ready.shift();
 		while (pooled && !this.#usable(pooled)) pooled = this.#ready.shift();
-		// Creates come faster than it refills: hold more. After a quiet while, back to its size.
-		if (!pooled) {
+		// Creates come faster than it refills: hold more. After a quiet while, back to its size. (A
+		// create that waited for a starting one was counted when it found none ready.)
+		if (count && !pooled) {
 			this.#target = Math.min(this.#max, this.#target * 2);
 			this.#lastMiss = Date.now();
-		} else if (Date.now() - this.#lastMiss > shrinkAfterMs) this.#target = this.#size;
+		} else if (count && Date.now() - this.#lastMiss > shrinkAfterMs) this.#target = this.#size;
 		// The registry's own listener takes over (or none): the pool no longer watches it.
 		pooled?.session.onStatusChange(() => {});
 		// Spawning blocks the event loop for a few ms: refill after this session's answer is out.
@@ -271,10 +284,10 @@ export class WarmPools {
 	}
 
 	/** A ready session for a plain create in `area`, or undefined (the caller starts one cold). */
-	take(area: Area): Session | undefined {
+	async take(area: Area): Promise<Session | undefined> {
 		const pool = this.#pools.get(area.path);
 		if (!pool) return undefined;
-		const session = pool.take();
+		const session = await pool.take();
 		if (session && !fitsArea(area, session, this.#ownFolders)) {
 			// Never: each pool starts its processes in its own area. Refuse rather than trust it.
 			this.#logger.error({ sessionId: session.id, area: area.path }, "warm pool: a process of another area");
