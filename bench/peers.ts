@@ -165,6 +165,12 @@ function version(command: string, args: string[]): string {
 /** Runs the rounds; returns the table rows and a header line saying what ran where. */
 export async function peers(o: PeerOptions, log: (line: string) => void = () => {}) {
 	stepTimeoutMs = o.stepTimeoutMs;
+	// The gateway measured is the working tree as the run starts (others may commit meanwhile).
+	const commit = version("git", ["-C", root, "log", "-1", "--format=%h %cI"]);
+	const dirty =
+		version("git", ["-C", root, "status", "--porcelain", "--untracked-files=no"]) === ""
+			? ""
+			: " (+ uncommitted edits)";
 	const install = await installPeers(log);
 	const model = await startScriptedModel();
 	const servers = new Map<Name, AgentServer>();
@@ -228,22 +234,17 @@ export async function peers(o: PeerOptions, log: (line: string) => void = () => 
 		}
 		await model.close();
 	}
-	return { rows: rows(results, missing, o), header: header(install, o), notes };
+	return { rows: rows(results, missing, o), header: header(install, o, `${commit}${dirty}`), notes };
 }
 
-function header(install: Awaited<ReturnType<typeof installPeers>>, o: PeerOptions): string {
-	const commit = version("git", ["-C", root, "log", "-1", "--format=%h %cI"]);
-	const dirty =
-		version("git", ["-C", root, "status", "--porcelain", "--untracked-files=no"]) === ""
-			? ""
-			: " (+ uncommitted edits)";
+function header(install: Awaited<ReturnType<typeof installPeers>>, o: PeerOptions, gateway: string): string {
 	const pi = JSON.parse(
 		readFileSync(join(root, "node_modules", "@earendil-works", "pi-coding-agent", "package.json"), "utf8"),
 	).version;
 	const opencode = typeof install.opencode === "string" ? version(install.opencode, ["--version"]) : "–";
 	return [
 		`${new Date().toISOString()} · ${cpus().length} × ${cpus()[0]?.model ?? "cpu"} · ${Math.round(totalmem() / 2 ** 30)} GiB · load average ${loadavg()[0]?.toFixed(1)} at the end · node ${process.version}`,
-		`pi-gateway ${commit}${dirty} · pi ${pi} · opencode ${opencode} · sandbox-agent ${peerVersions["sandbox-agent"]} + pi-acp ${peerVersions["pi-acp"]} (same pi)`,
+		`pi-gateway ${gateway} · pi ${pi} · opencode ${opencode} · sandbox-agent ${peerVersions["sandbox-agent"]} + pi-acp ${peerVersions["pi-acp"]} (same pi)`,
 		`${o.rounds} round(s), interleaved; ${o.sessions} sessions; answers of ${o.answerTokens} and ${o.concurrentTokens} tokens; medians, [min–max] over rounds`,
 	].join("\n");
 }
