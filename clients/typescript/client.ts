@@ -94,6 +94,16 @@ export class PiGateway {
 		return this.#http.json("DELETE", "/v1/sessions/{id}", { path: { id }, ...options });
 	}
 
+	/** The session's budget and what its runs used (`usedTokens`, `usedCostUsd`, `exhausted`). */
+	budget(id: string, options: Signal = {}): Promise<Schemas["Budget"]> {
+		return this.#http.json("GET", "/v1/sessions/{id}/budget", { path: { id }, ...options });
+	}
+
+	/** Replaces the budget's limits (one left out is removed); past one, run commands fail with `budget_exhausted`. */
+	setBudget(id: string, body: Schemas["SessionBudget"], options: Signal = {}): Promise<Schemas["Budget"]> {
+		return this.#http.json("PUT", "/v1/sessions/{id}/budget", { path: { id }, body, ...options });
+	}
+
 	/** Sends a prompt and answers once pi accepted it (202): follow the run on `events()`. */
 	prompt(id: string, body: Schemas["PromptBody"], options: Signal = {}): Promise<Schemas["RunAccepted"]> {
 		return this.#http.json("POST", "/v1/sessions/{id}/prompt", { path: { id }, body, ...options });

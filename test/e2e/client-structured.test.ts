@@ -53,6 +53,12 @@ describe("the TypeScript client", () => {
 		expect(error).toBeInstanceOf(GatewayError);
 		expect((error as GatewayError).status).toBe(409);
 		expect((error as GatewayError).code).toBe("budget_exhausted");
+		const spent = await client.budget(id);
+		expect(spent).toMatchObject({ maxTokens: 5, exhausted: "tokens" });
+		const raised = await client.setBudget(id, { maxTokens: 100000 });
+		expect(raised).toMatchObject({ maxTokens: 100000, exhausted: null });
+		const again = (await client.promptAndWait(id, { message: "echo: again" })) as { text?: string };
+		expect(again.text).toBe("again");
 	});
 });
 
