@@ -77,6 +77,12 @@ r = gw.prompt_and_wait(sid, 'echo: {"n": "x"}', output_schema=schema)
 out["outputError"] = r.get("outputError")
 r = gw.prompt_and_wait(sid, "slow: 100", limits={"maxDurationMs": 300})
 out["limit"] = r.get("limit")
+types = []
+for ev in gw.prompt_stream(sid, 'repair: {"n": 8}', output_schema=schema):
+    types.append(ev.type)
+    if ev.type == "run_output":
+        out["streamed"] = ev.get("output")
+out["streamEnd"] = types[-2:]
 out["budget"] = gw.budget(sid)
 gw.set_budget(sid, max_tokens=1)
 try:
@@ -94,6 +100,9 @@ print(json.dumps(out))
 		expect(out.output).toEqual({ n: 7 });
 		expect(out.outputError.attempts).toBe(3);
 		expect(out.limit).toMatchObject({ kind: "duration", allowed: 300 });
+		// The stream's last two events: the structured answer, then the run's end.
+		expect(out.streamed).toEqual({ n: 8 });
+		expect(out.streamEnd).toEqual(["run_output", "agent_settled"]);
 		expect(out.budget).toMatchObject({ maxTokens: 100000, exhausted: null });
 		expect(out.budget.usedTokens).toBeGreaterThan(0);
 		expect(out.refused).toEqual([409, "budget_exhausted"]);
