@@ -71,12 +71,10 @@ export const webhookExample = {
 	createdAt: "2026-12-01T10:00:00.000Z",
 };
 
-export const Webhook = z
-	.object(webhookShape)
-	.openapi("Webhook", {
-		description: "A registered webhook (its secret is never shown again)",
-		example: webhookExample,
-	});
+export const Webhook = z.object(webhookShape).openapi("Webhook", {
+	description: "A registered webhook (its secret is never shown again)",
+	example: webhookExample,
+});
 export type Webhook = z.infer<typeof Webhook>;
 
 // Spelled out, not an extension of Webhook: an allOf would let strict validators refuse both halves.

@@ -5,12 +5,10 @@ import { GatewayError } from "../../errors.ts";
 /** RFC 9457 problem details; `code` is a stable machine-readable name, `type` its URI form. */
 export const Problem = z
 	.object({
-		type: z
-			.string()
-			.openapi({
-				description: "A URN naming the problem (RFC 9457)",
-				example: "urn:pi-gateway:problem:session_not_found",
-			}),
+		type: z.string().openapi({
+			description: "A URN naming the problem (RFC 9457)",
+			example: "urn:pi-gateway:problem:session_not_found",
+		}),
 		title: z.string().openapi({ description: "The HTTP status's reason phrase", example: "Not Found" }),
 		status: z.number().int().openapi({ description: "The HTTP status, as answered", example: 404 }),
 		code: z
