@@ -1,3 +1,5 @@
+// Over 300 lines on purpose: the approval resource and its one-winner answer rules (409/410/422,
+// expiry, cancel on abort and exit) belong together; the schema is the shape those rules return.
 import { z } from "@hono/zod-openapi";
 import { GatewayError } from "../errors.ts";
 import { type DialogRequest, dialogMethods } from "../pi/protocol.ts";

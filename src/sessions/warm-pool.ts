@@ -1,3 +1,5 @@
+// Over 300 lines on purpose: the pool's sizing, its per-area pools, growth under bursts and the
+// check that a pooled pi is still what a cold start would be are one policy, read top to bottom.
 import { readdirSync, rmdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";

@@ -1,3 +1,5 @@
+// Over 300 lines on purpose: the table of every pi command the API exposes (route, body schema,
+// answer, scope) reads as one list, so a command missing from it or declared twice shows at a glance.
 import { z } from "@hono/zod-openapi";
 import { type CommandType, commandFields } from "../../../pi/protocol.ts";
 import {
