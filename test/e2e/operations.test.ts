@@ -255,16 +255,16 @@ describe("pi-gateway --help", () => {
 			const flag = kebab(key);
 			const env = `PI_GATEWAY_${flag.replaceAll("-", "_").toUpperCase()}`;
 			const entry = new RegExp(
-				// A secret with no flag of its own (argv is readable in /proc) is listed as `(name: no flag)`.
-				`^  (?:--(?:\\[no-\\])?${flag}(?: <value>)?|\\(${flag}: no flag\\)) +(\\S.*)\\n {37}env ${env}, default (\\S.*)$`,
+				// A secret with no flag of its own (argv is readable in /proc) is listed as `(no flag: …)`.
+				`^  (?:--(?:\\[no-\\])?${flag}(?: <[^>]+>)?|\\(no flag: [^)]+\\))(?: +|\\n +)(\\S.*)\\n +env ${env}, config ${flag}:, default (\\S.*)$`,
 				"m",
 			).exec(stdout);
 			expect(entry, `--${flag}`).not.toBeNull();
 		}
-		expect(stdout).toContain(`  --port <value>                     Port to listen on (0 picks a free one)
-                                     env PI_GATEWAY_PORT, default 8787`);
-		expect(stdout).toContain("env PI_GATEWAY_TOKEN, default none");
-		expect(stdout).toContain('env PI_GATEWAY_HOST, default "127.0.0.1"');
+		expect(stdout).toContain(`  --port <n>                        Port to listen on (0 picks a free one)
+                                    env PI_GATEWAY_PORT, config port:, default 8787`);
+		expect(stdout).toContain("env PI_GATEWAY_TOKEN, config token:, default none");
+		expect(stdout).toContain('env PI_GATEWAY_HOST, config host:, default "127.0.0.1"');
 		expect(stdout).toContain("  --extension <name=path>");
 		expect(stdout).toContain("  -h, --help");
 	});
