@@ -30,15 +30,23 @@ const re2 = Object.assign(
 	{ code: "re2js" },
 );
 
-// One instance: compile() caches by schema, and the options are the same for every run.
-const ajv = new Ajv2020({
-	allErrors: true,
-	strict: false,
-	validateFormats: false,
-	code: { regExp: re2 },
-	// No schema is ever fetched: a $ref that is not in the schema itself is an error.
-	loadSchema: undefined,
-});
+/**
+ * An instance per schema: one shared instance kept every schema it compiled (about 1 MB each, for
+ * as long as the gateway ran, refused prompts' too) and its `$id`s were one namespace for every
+ * tenant (one caller's `$id` made another's 400, or resolved another's `$ref` to it).
+ */
+const newAjv = () =>
+	new Ajv2020({
+		allErrors: true,
+		strict: false,
+		validateFormats: false,
+		code: { regExp: re2 },
+		// No schema is ever fetched: a $ref that is not in the schema itself is an error.
+		loadSchema: undefined,
+	});
+
+/** How deep an answer may nest before it is refused unchecked (ajv's checks recurse on the stack). */
+export const maxAnswerDepth = 128;
 
 export interface OutputSpec {
 	schema: Record<string, unknown> | boolean;
@@ -51,11 +59,20 @@ export function compileOutputSchema(schema: unknown): OutputSpec {
 	if (typeof schema !== "boolean" && (typeof schema !== "object" || schema === null || Array.isArray(schema)))
 		throw invalid("a JSON Schema is an object (or true/false)");
 	if (JSON.stringify(schema).length > maxSchemaChars) throw invalid(`longer than ${maxSchemaChars} characters`);
+	// ajv compares every pair of items for it: a 300 KB answer held the event loop for 25 s.
+	if (hasTrue(schema, "uniqueItems"))
+		throw invalid("uniqueItems is not supported (checking it takes time quadratic in the array's length)");
 	let validate: ValidateFunction;
 	try {
-		validate = ajv.compile(schema as Record<string, unknown>);
+		validate = newAjv().compile(schema as Record<string, unknown>);
 	} catch (error) {
 		throw invalid((error as Error).message);
+	}
+	// A schema that refers to itself without end ({"$ref": "#"}) overflows the stack on any value.
+	try {
+		validate(null);
+	} catch {
+		throw invalid("it refers to itself without end (a $ref that never reaches a type)");
 	}
 	return { schema: schema as OutputSpec["schema"], validate };
 }
@@ -87,8 +104,41 @@ export function checkAnswer(spec: OutputSpec, text: string | null): Checked {
 		} catch {}
 	}
 	if (!parsed) return { ok: false, problem: "the answer held no JSON value" };
-	if (spec.validate(parsed.value)) return { ok: true, value: parsed.value };
+	if (depthOf(parsed.value) > maxAnswerDepth)
+		return { ok: false, problem: `the JSON nests deeper than ${maxAnswerDepth} levels` };
+	try {
+		if (spec.validate(parsed.value)) return { ok: true, value: parsed.value };
+	} catch {
+		// The model's text is data: nothing in it may end the process (a RangeError here once did).
+		return { ok: false, problem: "the JSON could not be checked against the schema" };
+	}
 	return { ok: false, problem: `the JSON does not validate: ${describeErrors(spec.validate.errors ?? [])}` };
+}
+
+/** Nesting depth of a parsed JSON value, without recursion (the value may be deep). */
+function depthOf(value: unknown): number {
+	let deepest = 0;
+	const stack: [unknown, number][] = [[value, 1]];
+	while (stack.length > 0) {
+		const [node, depth] = stack.pop() as [unknown, number];
+		if (node === null || typeof node !== "object") continue;
+		deepest = Math.max(deepest, depth);
+		if (deepest > maxAnswerDepth) return deepest;
+		for (const child of Array.isArray(node) ? node : Object.values(node)) stack.push([child, depth + 1]);
+	}
+	return deepest;
+}
+
+/** Whether `key: true` appears anywhere in a JSON value (the schema: at most 64 KiB). */
+function hasTrue(value: unknown, key: string): boolean {
+	const stack: unknown[] = [value];
+	while (stack.length > 0) {
+		const node = stack.pop();
+		if (node === null || typeof node !== "object") continue;
+		if (!Array.isArray(node) && (node as Record<string, unknown>)[key] === true) return true;
+		for (const child of Array.isArray(node) ? node : Object.values(node)) stack.push(child);
+	}
+	return false;
 }
 
 function jsonCandidates(text: string): string[] {

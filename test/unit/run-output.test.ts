@@ -60,3 +60,41 @@ describe("compileOutputSchema", () => {
 		);
 	});
 });
+
+// An attacker's review (issue 31): schemas and answers that crashed, froze or bloated the gateway,
+// or let one tenant's schema reach another's.
+describe("hostile schemas and answers", () => {
+	const refused = (schema: unknown) =>
+		expect(() => compileOutputSchema(schema)).toThrowError(
+			expect.objectContaining({ status: 400, code: "invalid_output_schema" }),
+		);
+
+	it("refuses a schema that refers to itself without end (it overflowed the stack and ended the process)", () => {
+		refused({ $ref: "#" });
+		refused({ allOf: [{ $ref: "#" }] });
+	});
+
+	it("refuses uniqueItems (ajv's check is quadratic: a 300 KB answer held the event loop 25 s)", () => {
+		refused({ type: "array", uniqueItems: true });
+		refused({ type: "object", properties: { tags: { type: "array", uniqueItems: true } } });
+		// A property that happens to be called uniqueItems is not the keyword.
+		expect(() =>
+			compileOutputSchema({ type: "object", properties: { uniqueItems: { type: "string" } } }),
+		).not.toThrow();
+	});
+
+	it("a recursive schema and an answer nested thousands deep: a problem, not a thrown RangeError", () => {
+		const tree = compileOutputSchema({ type: "array", items: { $ref: "#" } });
+		const deep = `${"[".repeat(9000)}${"]".repeat(9000)}`;
+		expect(checkAnswer(tree, deep)).toEqual({ ok: false, problem: "the JSON nests deeper than 128 levels" });
+		expect(checkAnswer(tree, "[[[]],[]]")).toEqual({ ok: true, value: [[[]], []] });
+	});
+
+	it("schemas of different callers do not share $id: the same $id twice compiles, and a $ref to another's is unresolved", () => {
+		const id = "https://schemas.example/order";
+		compileOutputSchema({ $id: id, type: "object", required: ["bob"] });
+		const alice = compileOutputSchema({ $id: id, type: "object", required: ["alice"] });
+		expect(checkAnswer(alice, '{"alice": 1}')).toEqual({ ok: true, value: { alice: 1 } });
+		refused({ $ref: id });
+	});
+});
