@@ -11,20 +11,31 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 port=${PORT:-18787}
 base=$("$repo/deploy/container/offline-base.sh")
 ctx=$(mktemp -d /var/tmp/pi-gateway-ctx.XXXXXX)
-trap 'rm -rf "$ctx"; [ -n "${ctr:-}" ] && buildah rm "$ctr" >/dev/null 2>&1 || true' EXIT
+stop() {
+	pid=$(pgrep -f '^node /app/bin/pi-gateway.js' || true)
+	[ -n "$pid" ] && kill -TERM $pid && sleep 3
+	rm -rf "$ctx"
+	[ -n "${ctr:-}" ] && buildah rm "$ctr" >/dev/null 2>&1
+	true
+}
+trap stop EXIT
 git -C "$repo" archive HEAD | tar -x -C "$ctx"
 secret=()
 [ -n "${NODE_EXTRA_CA_CERTS:-}" ] && secret=(--secret "id=ca,src=$NODE_EXTRA_CA_CERTS")
-podman build --quiet --isolation chroot --network host "${secret[@]}" --build-arg "BASE=$base" \
+podman build --quiet --format docker --isolation chroot --network host "${secret[@]}" --build-arg "BASE=$base" \
 	-f "$ctx/deploy/container/Containerfile" -t localhost/pi-gateway:smoke "$ctx"
 ctr=$(buildah from localhost/pi-gateway:smoke)
 log=$(mktemp)
-buildah run --isolation chroot --user pi-gateway --env "PI_GATEWAY_PORT=$port" "$ctr" -- \
+# The token by env: buildah run gives the image's VOLUME /data a store of its own, so the file the
+# gateway makes there is not readable from here.
+token=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+buildah run --isolation chroot --user pi-gateway --env "PI_GATEWAY_PORT=$port" --env "PI_GATEWAY_TOKEN=$token" "$ctr" -- \
 	tini -s -- node /app/bin/pi-gateway.js >"$log" 2>&1 &
-for _ in $(seq 60); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 1; done
-token=$(buildah run --isolation chroot "$ctr" -- cat /data/token)
+for _ in $(seq 90); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 1; done
+curl -sf "http://127.0.0.1:$port/readyz" || { cat "$log"; exit 1; }
+echo
 # The image's own HEALTHCHECK command, run inside it.
-check=$(buildah inspect --type image --format '{{json .Docker.Config.Healthcheck.Test}}' localhost/pi-gateway:smoke | jq -r '.[-1]')
+check=$(podman image inspect localhost/pi-gateway:smoke | jq -r '.[0] | (.Healthcheck // .Config.Healthcheck).Test[-1]')
 buildah run --isolation chroot --env "PI_GATEWAY_PORT=$port" "$ctr" -- node -e "$check" && echo "healthcheck: ok"
 auth=(-H "Authorization: Bearer $token")
 id=$(curl -sf "${auth[@]}" --json '{}' "http://127.0.0.1:$port/v1/sessions" | jq -r .id)
