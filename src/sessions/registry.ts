@@ -401,6 +401,8 @@ export class SessionRegistry {
 
 	/** A pooled session becomes the caller's: registered, named, saved. */
 	async #adoptPooled(session: Session, body: CreateSessionBody): Promise<Session> {
+		// Started before the caller asked: listed (and paged) by when it was created, not spawned.
+		session.createdAt = new Date();
 		this.#adopt(session, body);
 		this.#cluster?.started(session);
 		if (body.name) {

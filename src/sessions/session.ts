@@ -35,7 +35,8 @@ export class Session {
 	/** pi's working folder; a switch_session to a file from another folder moves it. */
 	cwd: string;
 	readonly persist: boolean;
-	readonly createdAt: Date;
+	/** When a caller created it: a warm-pool session's is set again when a create takes it (registry). */
+	createdAt: Date;
 	/** Everything pi and the gateway said in this session, numbered and bounded: what SSE streams replay. */
 	readonly events: EventLog;
 	readonly approvals: Approvals;
