@@ -95,7 +95,7 @@ SH
 
 step "Metrics for Prometheus"
 run <<'SH'
-curl -s -H "$AUTH" $GW/metrics | grep -E '^pi_gateway_(pi_processes|approvals_resolved_total|commands_total)'
+curl -s -H "$AUTH" $GW/metrics | grep -E '^pi_gateway_(approvals_resolved_total|commands_total)'
 SH
 
 step "Stop the session (stdin closed, then SIGTERM, then SIGKILL); errors are RFC 9457 problem+json"

@@ -56,7 +56,8 @@ async function runClient(command: string, args: string[]) {
 	const id = /^session (ses_[\w-]+) /.exec(stdout)?.[1] ?? "";
 	expect(stdout, stderr).toBe(clientTranscript(id));
 	// The approved command really ran, the gateway counted one answer, and the session is gone.
-	expect(plant.planted).toEqual([join(gw.workspace, id)]);
+	// The warm pool makes folders ahead of creates too: the session's is among those planted.
+	expect(plant.planted).toContain(join(gw.workspace, id));
 	expect(existsSync(join(gw.workspace, id, "pi-gateway-scratch"))).toBe(false);
 	expect(await answeredCount()).toBe(answered + 1);
 	expect(gw.registry.list().map((s) => s.id)).not.toContain(id);
