@@ -78,19 +78,10 @@ describe("abort mid-stream", () => {
 		expect(text.endsWith(full)).toBe(false);
 	}
 
+	// At a model's pace. The demo model's count: 100000 (no delay between deltas) raced pi's own event
+	// processing (pi awaits every extension on each message_update, so it trails the demo's loop) and
+	// was flaky with or without change tracking: not a test of the gateway.
 	it("README's layout: slow: 300 (a delta every 100 ms) stops where it was", async () => {
 		await abortMidStream(gw, "slow: 300", " 300");
-	}, 60_000);
-
-	it("the demo model's count: 100000 (no delay between deltas) is aborted too", async () => {
-		// Without change tracking: with it, pi also runs the snapshot gate extension, and this stream
-		// of 100000 deltas with no delay then finishes before pi reads the abort from its stdin
-		// (seen 2026-12-02; a stream at a model's pace, above, is aborted in the default layout).
-		const fast = await startTestGateway({ workspaceChanges: false });
-		try {
-			await abortMidStream(fast, "count: 100000", " 100000");
-		} finally {
-			await fast.stop();
-		}
 	}, 60_000);
 });
