@@ -72,9 +72,15 @@ class AsyncToolCalls:
         the run ends; returns its result (RunResult), or RunAccepted when ``timeout`` seconds ran out
         first. A handler's exception is the model's error result; an error of the answering is raised."""
 
+        # A flag beside cancel(): Python 3.11's asyncio.wait_for can swallow a cancellation that lands
+        # as its inner read completes, and this loop then polled on forever (the run's caller hung).
+        done = asyncio.Event()
+
         async def answer_calls() -> None:
-            while True:
+            while not done.is_set():
                 for call in await self.list(session_id, status="pending", wait=poll_seconds):
+                    if done.is_set():
+                        return
                     try:
                         await self.handle(call, tools)
                     except GatewayError as error:
@@ -94,6 +100,7 @@ class AsyncToolCalls:
                 raise cast(BaseException, worker.exception())
             return cast(Union[s.RunResult, s.RunAccepted], await prompt)
         finally:
+            done.set()
             worker.cancel()
             prompt.cancel()
             await asyncio.gather(worker, prompt, return_exceptions=True)
