@@ -16,15 +16,17 @@ import { homedir, tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
+import { readSettings } from "./config-sources.ts";
 
 const manifestName = "pi-gateway-backup.json";
 
 export const backupUsage = `Usage:
-  pi-gateway backup FILE  [--data-dir DIR] [--workspace-root DIR]
-  pi-gateway restore FILE [--data-dir DIR] [--workspace-root DIR]
+  pi-gateway backup FILE  [--data-dir DIR] [--workspace-root DIR] [--config FILE]
+  pi-gateway restore FILE [--data-dir DIR] [--workspace-root DIR] [--config FILE]
 
 Stop the gateway first (systemctl stop pi-gateway): the archive is one moment's state of the data
-dir (default ~/.pi-gateway or $PI_GATEWAY_DATA_DIR) and, when it lies elsewhere, the workspace root.
+dir and, when it lies elsewhere, the workspace root, found as the gateway finds them (flag, env,
+config file, default ~/.pi-gateway).
 restore needs an empty or missing data dir (and workspace root); it refuses to mix two states.`;
 
 interface Manifest {
@@ -46,6 +48,7 @@ function places(argv: string[]): { file: string } & Places {
 		options: {
 			"data-dir": { type: "string" },
 			"workspace-root": { type: "string" },
+			config: { type: "string" },
 			help: { type: "boolean", short: "h" },
 		},
 		strict: true,
@@ -58,8 +61,19 @@ function places(argv: string[]): { file: string } & Places {
 		throw new Error(
 			`${positionals.length === 0 ? "the archive FILE is missing" : `one FILE, not ${positionals.length}`}\n\n${backupUsage}`,
 		);
-	const dataDir = resolve(values["data-dir"] ?? process.env.PI_GATEWAY_DATA_DIR ?? join(homedir(), ".pi-gateway"));
-	const root = values["workspace-root"] ?? process.env.PI_GATEWAY_WORKSPACE_ROOT;
+	// The gateway's own resolution (flag > env > config file > default), as `keys` uses: the backup
+	// is of the folders that gateway uses, however they were named.
+	const settings = readSettings(
+		[
+			...(values["data-dir"] ? ["--data-dir", values["data-dir"]] : []),
+			...(values["workspace-root"] ? ["--workspace-root", values["workspace-root"]] : []),
+			...(values.config ? ["--config", values.config] : []),
+		],
+		process.env,
+	);
+	const input = settings.kind === "start" ? settings.settings.input : {};
+	const dataDir = resolve(input.dataDir ?? join(homedir(), ".pi-gateway"));
+	const root = input.workspaceRoot;
 	return {
 		file: resolve(positionals[0] as string),
 		dataDir,

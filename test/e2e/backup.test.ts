@@ -48,7 +48,11 @@ describe.each([
 		expect(before.length).toBeGreaterThan(2);
 
 		const archive = join(first.root, "backup.tar");
-		const where = ["--data-dir", dataDir, ...(outside ? ["--workspace-root", root] : [])];
+		// README's layout names its data dir in a config file, as the gateway would read it; the
+		// other names both folders by flag.
+		const config = join(first.root, "config.yaml");
+		writeFileSync(config, `data-dir: ${dataDir}\n`);
+		const where = outside ? ["--data-dir", dataDir, "--workspace-root", root] : ["--config", config];
 		// While it runs: refused, saying what to do.
 		const busy = await refused("backup", archive, ...where);
 		expect(busy.code).toBe(2);
