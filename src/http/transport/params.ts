@@ -18,6 +18,20 @@ export function pageQuery(cursorMeans: string) {
 	});
 }
 
+/**
+ * `?wait=N`: whole seconds (0–300) a long-poll holds an empty answer, as `wait` on runs is: one
+ * type for every generator. z.coerce documents itself as nullable; a query string cannot carry null.
+ */
+export function longPollWait(description: string) {
+	return z.coerce
+		.number()
+		.int()
+		.min(0)
+		.max(300)
+		.optional()
+		.openapi({ type: "integer", minimum: 0, maximum: 300, description, example: 30 });
+}
+
 /** The `{id}` of every session-scoped path, shared by all feature folders. */
 export const SessionParams = z.object({
 	id: z.string().openapi({

@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { Approval, ApprovalAnswer, ApprovalStatus, approvalExample } from "../../../sessions/approvals.ts";
 import { json, jsonBody, problem, problems } from "../../transport/openapi.ts";
-import { pageQuery, SessionParams } from "../../transport/params.ts";
+import { longPollWait, pageQuery, SessionParams } from "../../transport/params.ts";
 
 const ApprovalParams = SessionParams.extend({
 	approvalId: z.string().openapi({
@@ -42,21 +42,7 @@ export const inbox = createRoute({
 		"`?status=pending` is the list of dialogs waiting for someone. With `wait=N` an empty page is held up to N seconds and answered as soon as a matching approval appears (long-poll for clients without SSE).",
 	request: {
 		query: PageQuery.extend({
-			// Whole seconds, as `wait` on runs: one type for every generator.
-			wait: z.coerce
-				.number()
-				.int()
-				.min(0)
-				.max(300)
-				.optional()
-				// z.coerce documents itself as nullable; a query string cannot carry null.
-				.openapi({
-					type: "integer",
-					minimum: 0,
-					maximum: 300,
-					description: "Seconds to wait while the page would be empty",
-					example: 30,
-				}),
+			wait: longPollWait("Seconds to wait while the page would be empty"),
 		}),
 	},
 	responses: { 200: json(ApprovalList, "A page of approvals"), ...problems(400, 401) },

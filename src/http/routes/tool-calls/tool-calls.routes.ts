@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { ToolCall, ToolCallAnswer, ToolCallStatus } from "../../../sessions/client-tool-calls.ts";
 import { json, jsonBody, problem, problems } from "../../transport/openapi.ts";
-import { SessionParams } from "../../transport/params.ts";
+import { longPollWait, SessionParams } from "../../transport/params.ts";
 
 const ToolCallParams = SessionParams.extend({
 	callId: z
@@ -39,20 +39,7 @@ export const ToolCallList = z
 
 const ListQuery = z.object({
 	status: ToolCallStatus.optional().openapi({ description: "Only calls in this status", example: "pending" }),
-	wait: z.coerce
-		.number()
-		.int()
-		.min(0)
-		.max(300)
-		.optional()
-		// z.coerce documents itself as nullable; a query string cannot carry null.
-		.openapi({
-			type: "integer",
-			minimum: 0,
-			maximum: 300,
-			description: "Seconds to hold an empty list: it is answered as soon as a matching call appears (long-poll)",
-			example: 30,
-		}),
+	wait: longPollWait("Seconds to hold an empty list: it is answered as soon as a matching call appears (long-poll)"),
 });
 
 export const allToolCalls = createRoute({
