@@ -5,7 +5,7 @@ import type { Session } from "./session.ts";
 
 /**
  * Structured output over one run: reads the run's last assistant text as pi settles it, and when it
- * does not validate, holds that `agent_settled` back (Session.settleGate) and sends a repair prompt,
+ * does not validate, holds that `agent_settled` back (Session.beforeSettle) and sends a repair prompt,
  * so the user-visible run goes on, at most `maxRepairTurns` times. Then it logs `run_output`
  * (`output`, or `error: {message, attempts}`) and lets the settle through: streams and wait mode
  * see the answer before the run's end.
@@ -28,7 +28,7 @@ export class OutputWatch {
 		this.#spec = spec;
 		this.#watch = new RunWatch(session, runId);
 		this.#unsubscribe = session.events.subscribe((event) => this.#feed(event));
-		this.#unhook = beforeSettle(session, (line) => this.onSettle(line));
+		this.#unhook = session.beforeSettle((line) => this.onSettle(line));
 	}
 
 	#feed(event: LoggedEvent): void {
@@ -92,33 +92,4 @@ export class OutputWatch {
 		this.#unsubscribe();
 		this.#unhook();
 	}
-}
-
-type SettleHook = (line: Buffer | string) => boolean;
-const bySession = new WeakMap<Session, Set<SettleHook>>();
-
-/**
- * Asks `hook` before each of pi's agent_settled is logged (true holds it back); the first hook of
- * a session installs its gate. Returns the remover. Run limits flush their event here, so it lands
- * before the settle even when pi printed both in one read.
- */
-export function beforeSettle(session: Session, hook: SettleHook): () => void {
-	let hooks = bySession.get(session);
-	if (!hooks) {
-		hooks = new Set();
-		bySession.set(session, hooks);
-	}
-	if (!session.settleGate) {
-		const all = hooks;
-		session.settleGate = (line) => {
-			let hold = false;
-			for (const each of [...all]) if (each(line)) hold = true;
-			return hold;
-		};
-	}
-	hooks.add(hook);
-	return () => {
-		hooks.delete(hook);
-		if (hooks.size === 0) session.settleGate = undefined;
-	};
 }

@@ -55,10 +55,11 @@ export class Session {
 	/** Cluster mode: what this node restored of the session's folder when it took the session over (src/cluster/folder-sync.ts). */
 	folderRestore: FolderRestoreReport | undefined;
 	/**
-	 * Asked before pi's agent_settled is logged: true holds it back, the user-visible run goes on
-	 * (a structured-output repair turn, run-output-watch.ts) and `settle(line)` logs it later.
+	 * Asked before pi's agent_settled is logged (beforeSettle): true from any holds it back, the
+	 * user-visible run goes on (a structured-output repair turn, run-output-watch.ts) and
+	 * `settle(line)` logs it later; run limits flush their event here, before the settle.
 	 */
-	settleGate: ((line: Buffer | string) => boolean) | undefined;
+	readonly #settleHooks = new Set<(line: Buffer | string) => boolean>();
 	/** A held settle: the next run pi starts continues the current one (same currentRunId). */
 	#settleHeld = false;
 	/**
@@ -445,7 +446,7 @@ export class Session {
 		if (type === "agent_start") this.#setRunning(true);
 		else if (type === "queue_update") this.#channel.piQueueUpdated(line);
 		line = this.#legacy.event(type, line);
-		if (type === "agent_settled" && this.settleGate?.(line)) {
+		if (type === "agent_settled" && this.#holdsSettle(line)) {
 			this.#settleHeld = true;
 			return;
 		}
@@ -479,6 +480,19 @@ export class Session {
 		if (!this.#channel.settle(response) && response.command === "parse") {
 			this.#logger.error({ response }, "pi could not parse a command");
 		}
+	}
+
+	/** Adds a hook asked before each agent_settled is logged (true holds it back); returns its remover. */
+	beforeSettle(hook: (line: Buffer | string) => boolean): () => void {
+		this.#settleHooks.add(hook);
+		return () => this.#settleHooks.delete(hook);
+	}
+
+	/** Every hook is asked (each may flush its own event first), not just until one holds. */
+	#holdsSettle(line: Buffer | string): boolean {
+		let hold = false;
+		for (const hook of [...this.#settleHooks]) if (hook(line)) hold = true;
+		return hold;
 	}
 
 	/** A dialog the gateway answers itself (quietDialog): dismissed when its promise settles, never logged. */
