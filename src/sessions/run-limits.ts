@@ -1,6 +1,5 @@
 import { z } from "@hono/zod-openapi";
 import { eventJson, type LoggedEvent } from "./event-log.ts";
-import { beforeSettle } from "./run-output-watch.ts";
 import { RunWatch } from "./run-result.ts";
 import type { Session } from "./session.ts";
 
@@ -99,7 +98,7 @@ export class LimitWatch {
 		this.#limits = limits;
 		this.#watch = new RunWatch(session, runId);
 		this.#unsubscribe = session.events.subscribe((event) => this.#feed(event));
-		this.#unhook = beforeSettle(session, () => {
+		this.#unhook = session.beforeSettle(() => {
 			this.#flush();
 			return false;
 		});
@@ -132,7 +131,9 @@ export class LimitWatch {
 		const ms = this.#limits.maxDurationMs;
 		this.#startedAt = Date.now();
 		if (ms === undefined) return;
-		this.#timer = setTimeout(() => this.#stop("duration", ms, Date.now() - this.#startedAt), ms);
+		// The timer runs on the monotonic clock and Date.now() on the wall clock: it can read 1 ms short
+		// of the limit the timer already saw pass (used 499 of 500 was seen).
+		this.#timer = setTimeout(() => this.#stop("duration", ms, Math.max(ms, Date.now() - this.#startedAt)), ms);
 		this.#timer.unref();
 	}
 
