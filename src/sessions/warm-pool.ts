@@ -16,10 +16,12 @@ export interface Pooled {
 }
 
 /**
- * What pi read from its agent folder at start, as names, sizes and times (three levels, 2,000
- * entries at most; its session files excepted): a pooled pi whose folder changed since (an
- * extension dropped in, a setting written) would not be what a cold start is now, so it is not
- * handed out.
+ * What pi read from its agent folder at start, as names, and sizes and times of files (three
+ * levels, 2,000 entries at most; its session files excepted): a pooled pi whose folder changed
+ * since (an extension dropped in, a setting written) would not be what a cold start is now, so it
+ * is not handed out. A folder's own time is left out: every pi start makes and removes a file in
+ * the agent folder (the folder's mtime moves, its entries do not), and with that time in the stamp
+ * each pooled pi's start made every one started before it stale — a pool of 8 handed out one.
  */
 export function agentDirStamp(dir: string): string {
 	const parts: string[] = [];
@@ -27,7 +29,7 @@ export function agentDirStamp(dir: string): string {
 		let entries: string[];
 		try {
 			const stat = statSync(path);
-			parts.push(`${path}:${stat.size}:${stat.mtimeMs}`);
+			parts.push(stat.isDirectory() ? `${path}/` : `${path}:${stat.size}:${stat.mtimeMs}`);
 			if (!stat.isDirectory() || depth > 3) return;
 			entries = readdirSync(path);
 		} catch {

@@ -64,11 +64,17 @@ describe("the warm pool in README's layout", () => {
 			if (readme.config.warmPool > 0) {
 				await until(() => readme.registry.pool?.readyCount === readme.config.warmPool, 20_000);
 				const pooled = new Set(readme.registry.pool?.readyPids);
-				const created = await readme.api("/v1/sessions", { method: "POST", json: {} });
-				expect(created.status).toBe(201);
-				expect(pooled.has(created.body.pid)).toBe(true);
-				// README's layout: the admin's session works in <root>/<its id>, as a cold one does.
-				expect(created.body.cwd).toBe(join(realpathSync(readme.workspace), created.body.id));
+				// Every pi the pool holds is handed out, one create after another (a pi's start used to
+				// make every pooled pi started before it stale: a full pool served one create).
+				const created = [];
+				for (let i = 0; i < readme.config.warmPool; i++)
+					created.push(await readme.api("/v1/sessions", { method: "POST", json: {} }));
+				for (const res of created) {
+					expect(res.status).toBe(201);
+					expect(pooled.has(res.body.pid)).toBe(true);
+					// README's layout: the admin's session works in <root>/<its id>, as a cold one does.
+					expect(res.body.cwd).toBe(join(realpathSync(readme.workspace), res.body.id));
+				}
 				// Creates faster than it refills: one finds it empty, and the pool doubles (up to its max).
 				const pool = readme.registry.pool;
 				for (let i = 0; i < readme.config.warmPool + 1 && pool?.target === readme.config.warmPool; i++)
