@@ -9,7 +9,7 @@
  * binaries come in the platform packages and are found there.
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 
@@ -94,10 +94,16 @@ export async function installPeers(log: (line: string) => void = () => {}): Prom
 		const result = found(path, what);
 		return typeof result === "string" || !failure ? result : missing(what);
 	};
+	// The one install script skipped by --ignore-scripts that matters: @sandbox-agent/cli-linux-*'s
+	// postinstall is `chmod +x bin/sandbox-agent` (the tarball holds the binary without it).
+	const sandboxBinary = join(modules, "@sandbox-agent", `cli-linux-${arch()}`, "bin", "sandbox-agent");
+	try {
+		chmodSync(sandboxBinary, 0o755);
+	} catch {}
 	return {
 		dir,
 		opencode: pick(join(modules, opencodePackage(), "bin", "opencode"), "opencode"),
-		sandboxAgent: pick(join(modules, "@sandbox-agent", `cli-linux-${arch()}`, "bin", "sandbox-agent"), "sandbox-agent"),
+		sandboxAgent: pick(sandboxBinary, "sandbox-agent"),
 		piAcp: pick(join(modules, "pi-acp", "dist", "index.js"), "pi-acp"),
 	};
 }

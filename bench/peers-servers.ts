@@ -189,6 +189,11 @@ function waitForLine(child: ChildProcess, pattern: RegExp, what: string): Promis
 			clearTimeout(timer);
 			reject(new Error(`${what} exited with ${code}: ${seen.slice(-300)}`));
 		});
+		// A binary that cannot be run (missing, not executable) is a start that failed, not a crash of the bench.
+		child.once("error", (error) => {
+			clearTimeout(timer);
+			reject(new Error(`${what} could not be run: ${error.message}`));
+		});
 	});
 }
 
