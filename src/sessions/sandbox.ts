@@ -105,6 +105,8 @@ export interface SandboxPaths {
 	cwd: string;
 	/** pi's session folder, when the session keeps a file. */
 	sessionDir?: string;
+	/** Node's compile cache for pi (areas.ts areaCompileCache), writable. */
+	compileCache?: string;
 	/** Files and folders the child runs or loads (pi itself, extensions), shown read-only. */
 	readable: string[];
 	env: Record<string, string>;
@@ -136,7 +138,13 @@ export function sandboxArgs(config: Config, paths: SandboxPaths): string[] {
 	for (const path of hidden) if (path !== paths.cwd) mounts.push({ path, kind: "hide" });
 	const agent = agentDir(paths.env);
 	mkdirSync(agent, { recursive: true });
-	const writable = [paths.cwd, agent, ...(paths.sessionDir ? [paths.sessionDir] : []), ...config.sandboxWritable];
+	const writable = [
+		paths.cwd,
+		agent,
+		...(paths.sessionDir ? [paths.sessionDir] : []),
+		...(paths.compileCache ? [paths.compileCache] : []),
+		...config.sandboxWritable,
+	];
 	mounts.push({ path: paths.cwd, kind: "cwd" });
 	for (const path of writable.slice(1)) if (existsSync(path)) mounts.push({ path, kind: "rw" });
 	for (const path of paths.readable) {

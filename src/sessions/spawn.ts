@@ -7,7 +7,7 @@ import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import { dialectOf, hasNameFlag, piPackageOf } from "../pi/dialect.ts";
 import { SessionName, ThinkingLevel } from "../pi/protocol.ts";
-import { type Area, areaAgentDir, areaOf, confineToArea, ensureArea } from "./areas.ts";
+import { type Area, areaAgentDir, areaCompileCache, areaOf, confineToArea, ensureArea } from "./areas.ts";
 import { SessionBudget } from "./budget.ts";
 import { ClientTools, clientToolsEnv } from "./client-tools.ts";
 import { PolicySet } from "./policies.ts";
@@ -262,11 +262,13 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 	// The sandbox has a private /tmp: a TMPDIR elsewhere would be read-only or hidden.
 	env.TMPDIR = "/tmp";
 	env.PI_CODING_AGENT_DIR = areaAgentDir(config, cwd, agentDir(env));
+	const compileCache = areaCompileCache(config, cwd);
+	env.NODE_COMPILE_CACHE = compileCache;
 	// What pi runs and loads, shown read-only where a hide would take it away (a workspace root that
 	// holds the gateway's own install, say): the files named, and the node_modules pi's bundle and
 	// the extensions import from.
 	const readable = [command as string, ...prefix, ...extensionPaths, installedModules()].filter((p) => isAbsolute(p));
-	const wrapped = wrapCommand(config, { cwd, sessionDir, readable, env }, command as string, args);
+	const wrapped = wrapCommand(config, { cwd, sessionDir, compileCache, readable, env }, command as string, args);
 	const bindFolder = { path: cwd, root: realpathSync(config.workspaceRoot) };
 	return { ...wrapped, env, cwd, sandboxed: { command: command as string }, bindFolder };
 }
