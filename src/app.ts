@@ -24,6 +24,7 @@ import {
 } from "./http/cluster/cluster-routing.ts";
 import { durableFolders } from "./http/cluster/durable-folders.ts";
 import { declareIdempotency, IdempotentRoutes, idempotency } from "./http/idempotency/idempotency.ts";
+import type { IdempotencyKeys } from "./http/idempotency/key-store.ts";
 import { AuditLog, audit } from "./http/observability/audit.ts";
 import { instrument } from "./http/observability/instrument.ts";
 import { Metrics } from "./http/observability/prometheus.ts";
@@ -62,9 +63,8 @@ import { SessionAccess } from "./sessions/access.ts";
 import type { ApprovalHistory } from "./sessions/approval-history.ts";
 import type { PolicyEngine } from "./sessions/policy-engine.ts";
 import type { SessionRegistry } from "./sessions/registry.ts";
-import type { RunArchive } from "./store/postgres/run-archive.ts";
-import type { IdempotencyKeys } from "./store/sqlite/idempotency.ts";
 import type { WebhookService } from "./webhooks/service.ts";
+import type { RunArchive } from "./workspace/run-archive.ts";
 import { startChangeTracker } from "./workspace/start.ts";
 
 // The API description and its docs page are public (they ship in the package); the API is not.

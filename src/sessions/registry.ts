@@ -2,18 +2,15 @@
 // and live-process caps, LRU hibernation, idle reaping, resume, the warm pool, the hub, and in
 // cluster mode taking sessions over, giving them back and dropping them) and each of them needs
 // the same map of sessions. The disk is journal.ts over a SessionStore
-// (session-store.ts; SQLite in src/store/sqlite/sessions.ts), spawning is spawn.ts, paths are guard.ts.
+// (session-store.ts; server.ts opens SQLite or PostgreSQL from src/store/), spawning is spawn.ts, paths are guard.ts.
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync } from "node:fs";
-import type { DatabaseSync } from "node:sqlite";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import { pickLimits, sessionLimitKeys } from "../limits.ts";
 import { type Dialect, dialectOf, type PiPackage, piPackageOf } from "../pi/dialect.ts";
 import type { UiRequest } from "../pi/protocol.ts";
-import { PostgresStore } from "../store/postgres/sessions.ts";
-import { SqliteStore } from "../store/sqlite/sessions.ts";
 import type { Approval } from "./approvals.ts";
 import { type Area, areaOf } from "./areas.ts";
 import type { LoggedEvent } from "./event-log.ts";
@@ -113,13 +110,13 @@ export class SessionRegistry {
 	#cluster: ClusterHooks | undefined;
 	readonly pool: WarmPools | undefined;
 
-	/** `openStore` picks the backend; the default is SQLite in the data directory. */
-	constructor(config: Config, logger: Logger, openStore?: OpenStore) {
+	/** `openStore` opens the backend (src/store/: SQLite in the data directory, or PostgreSQL); the composition root picks it. */
+	constructor(config: Config, logger: Logger, openStore: OpenStore) {
 		this.#config = config;
 		this.piPackage = piPackageOf(config.piCommand ?? []);
 		this.dialect = dialectOf(this.piPackage);
 		this.#logger = logger;
-		this.#journal = new Journal(openStore ?? ((events) => new SqliteStore(config.dataDir, events)), logger, {
+		this.#journal = new Journal(openStore, logger, {
 			sessions: () => this.#sessions.values(),
 			has: (id) => this.#sessions.has(id),
 			optionsOf: (id) => this.#options.get(id) as CreateSessionBody,
@@ -175,16 +172,6 @@ export class SessionRegistry {
 	/** The registry's disk, checked now (see Journal.health). */
 	storeHealth(): StoreHealth {
 		return this.#journal.health();
-	}
-
-	/**
-	 * The SQLite connection of the store, when the store is SQLite: webhooks, idempotency keys,
-	 * approval history and session policies keep their own tables beside the registry's. A store
-	 * in PostgreSQL keeps them in the node's own gateway.db for now (PostgresStore.database).
-	 */
-	get sqliteDatabase(): DatabaseSync | undefined {
-		const store = this.store;
-		return store instanceof SqliteStore || store instanceof PostgresStore ? store.database : undefined;
 	}
 
 	/** The store (undefined before open() and after shutdown); tests reach its database through it. */

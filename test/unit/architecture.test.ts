@@ -47,6 +47,7 @@ const topLevel: Record<string, Layer> = {
 	"token.ts": "app",
 	"startup-notices.ts": "app",
 	"backup.ts": "app",
+	"stores.ts": "app",
 	"keys-command.ts": "app",
 };
 
