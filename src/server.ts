@@ -20,6 +20,7 @@ import { PolicySet } from "./sessions/policies.ts";
 import { loadPolicyFile, PolicyEngine } from "./sessions/policy-engine.ts";
 import { SessionRegistry } from "./sessions/registry.ts";
 import { resolveSandbox, type SandboxStatus } from "./sessions/sandbox.ts";
+import { PostgresClusterStore } from "./store/postgres/cluster.ts";
 import { PostgresRunArchive } from "./store/postgres/run-archive.ts";
 import { PostgresStore, redact } from "./store/postgres/sessions.ts";
 import { PostgresOutbox } from "./store/postgres/webhook-outbox.ts";
@@ -212,7 +213,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		try {
 			cluster = await Cluster.start({
 				config,
-				store: postgres,
+				store: new PostgresClusterStore(postgres),
 				forwardKey: (keysOfCluster as { forward: Buffer }).forward,
 				registry,
 				access,
