@@ -18,7 +18,7 @@ type Table = keyof typeof tables;
 /**
  * Cluster mode: a bounded, append-mostly table of JSON records in PostgreSQL that every node
  * writes and reads, for what a client expects to read whole through any node (approval history,
- * the audit log). The same shape as record-page.ts over SQLite: newest first by a sequence, the
+ * the audit log). The same shape as ../sqlite/record-page.ts over SQLite: newest first by a sequence, the
  * `nextCursor` is that sequence. Writes go behind in order and fail soft (a lost history row never
  * costs an answer or a request; the log line has it).
  */
