@@ -2,9 +2,10 @@
 // the same map of sessions: create (cold or from the warm pool), resume, take over, give back,
 // drop, delete, the hub and the shutdown. Each job with a body of its own is beside it: the
 // live-process cap (live-cap.ts), building a session (session-factory.ts), warm-pool starts
-// (warm-start.ts), restored records (stored-restore.ts), continuing a file (continuable.ts), idle
-// reaping (idle-reaper.ts), the disk (journal.ts over the SessionStore server.ts opens), spawning
-// (spawn.ts), paths (guard.ts), folder retention (retention.ts).
+// (warm-start.ts), restored records (stored-restore.ts), continuing a file (continuable.ts),
+// idle reaping (idle-reaper.ts), what is written when (journal-events.ts), the disk (journal.ts
+// over the SessionStore server.ts opens), spawning (spawn.ts), paths (guard.ts), folder
+// retention (retention.ts).
 import { existsSync, mkdirSync } from "node:fs";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
@@ -18,6 +19,7 @@ import { assertContinuable, resumeFileFor } from "./continuable.ts";
 import type { LoggedEvent } from "./event-log.ts";
 import { reapIdle } from "./idle-reaper.ts";
 import { Journal, type StoreHealth, unsafeSeqMargin } from "./journal.ts";
+import { journalOnEvents } from "./journal-events.ts";
 import { LiveCap } from "./live-cap.ts";
 import type { Caller } from "./resume-lookup.ts";
 import { FolderRetention, ownFolderOf } from "./retention.ts";
@@ -52,14 +54,6 @@ export interface ClusterHooks {
 }
 
 const anyCaller: Caller = { admin: true, sees: () => true };
-/** Events after which a session's record is written at once (what a node taking it over must know). */
-const journalledAtOnce = new Set([
-	"approval_requested",
-	"approval_resolved",
-	"tool_call_requested",
-	"tool_call_resolved",
-	"agent_start",
-]);
 const flushEveryMs = 1000;
 
 /**
@@ -337,20 +331,11 @@ export class SessionRegistry {
 		if (options.budget) session.budget.limits = options.budget;
 		this.#sessions.set(id, session);
 		this.#options.set(id, options);
+		const journal = journalOnEvents(session, this.#journal, () => this.#cluster?.exited(id));
+		// One listener, the hub first: as the event log drops a listener that throws, both go together.
 		session.events.subscribe((event) => {
 			for (const listener of this.#hub) listener(id, event);
-			if (event.type === "session_exit") {
-				this.#cluster?.exited(id);
-				this.#journal.save(session);
-			}
-			// Written at once: a node taking the session over must know which dialogs died with this one,
-			// and a gateway started after an unclean stop which run did (its id is set by its start).
-			if (journalledAtOnce.has(event.type)) this.#journal.save(session);
-			// Once the session has taken the settle in (it clears the run after its listeners).
-			if (event.type === "agent_settled") queueMicrotask(() => this.#journal.save(session));
-			// The conversation leaves this node's disk at every settled run and when pi stops
-			// (hibernation, shutdown), so another disk can continue it.
-			if (event.type === "agent_settled" || event.type === "session_exit") this.#journal.saveConversation(session);
+			journal(event);
 		});
 		return session;
 	}
