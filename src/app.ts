@@ -10,6 +10,7 @@ import { ZodError } from "zod";
 import type { Cluster } from "./cluster/cluster.ts";
 import type { Config } from "./config.ts";
 import { GatewayError } from "./errors.ts";
+import { bearerAuth } from "./http/auth/bearer.ts";
 import { JwtVerifier } from "./http/auth/jwt.ts";
 import type { KeyStore } from "./http/auth/keys.ts";
 import { sessionOwnership } from "./http/auth/ownership.ts";
@@ -24,6 +25,7 @@ import {
 } from "./http/cluster/cluster-routing.ts";
 import { durableFolders } from "./http/cluster/durable-folders.ts";
 import { declareIdempotency, IdempotentRoutes, idempotency } from "./http/idempotency/idempotency.ts";
+import type { IdempotencyKeys } from "./http/idempotency/key-store.ts";
 import { AuditLog, audit } from "./http/observability/audit.ts";
 import { instrument } from "./http/observability/instrument.ts";
 import { Metrics } from "./http/observability/prometheus.ts";
@@ -34,6 +36,7 @@ import { commandsRouter } from "./http/routes/commands/commands.index.ts";
 import { commandSpecs } from "./http/routes/commands/commands.table.ts";
 import { rpcRouter } from "./http/routes/commands/rpc.index.ts";
 import { consolePaths, consoleRouter } from "./http/routes/console/console.index.ts";
+import type { Deps } from "./http/routes/deps.ts";
 import { eventsRouter } from "./http/routes/events/events.index.ts";
 import { runsRouter } from "./http/routes/runs/runs.index.ts";
 import { runStreamsRouter } from "./http/routes/runs/streams.index.ts";
@@ -52,9 +55,8 @@ import { closeAfterRefusedUpload, isUpload, workspaceFilesRouter } from "./http/
 import { StreamEvent } from "./http/streams/event-schemas.ts";
 import { revokingStreams } from "./http/streams/open-streams.ts";
 import { BodyRoutes, bodyGuard } from "./http/transport/body-guard.ts";
-import type { Deps } from "./http/transport/deps.ts";
 import { AllowedMethods, headWithoutBody, methodGuard } from "./http/transport/methods.ts";
-import { accessLog, bearerAuth, hostCheck, pathEncoding, requestId } from "./http/transport/middleware.ts";
+import { accessLog, hostCheck, pathEncoding, requestId } from "./http/transport/middleware.ts";
 import { type AppEnv, createRouter, invalid } from "./http/transport/openapi.ts";
 import { ApiError, type Problem, toProblem } from "./http/transport/problem.ts";
 import { singleQueryParameters } from "./http/transport/query-params.ts";
@@ -62,9 +64,8 @@ import { SessionAccess } from "./sessions/access.ts";
 import type { ApprovalHistory } from "./sessions/approval-history.ts";
 import type { PolicyEngine } from "./sessions/policy-engine.ts";
 import type { SessionRegistry } from "./sessions/registry.ts";
-import type { RunArchive } from "./store/postgres/run-archive.ts";
-import type { IdempotencyKeys } from "./store/sqlite/idempotency.ts";
 import type { WebhookService } from "./webhooks/service.ts";
+import type { RunArchive } from "./workspace/run-archive.ts";
 import { startChangeTracker } from "./workspace/start.ts";
 
 // The API description and its docs page are public (they ship in the package); the API is not.

@@ -2,7 +2,6 @@ import { randomBytes } from "node:crypto";
 import type { Server as HttpServer, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
-import type { DatabaseSync } from "node:sqlite";
 import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import pinoPretty from "pino-pretty";
@@ -11,6 +10,7 @@ import { Cluster } from "./cluster/cluster.ts";
 import { clusterKeys, databaseUrlOnArgv, resolveClusterSecret, resolveDatabaseUrl } from "./cluster/credentials.ts";
 import { type Config, type ConfigInput, parseConfig } from "./config.ts";
 import { KeyStore } from "./http/auth/keys.ts";
+import type { IdempotencyKeys } from "./http/idempotency/key-store.ts";
 import { AuditLog } from "./http/observability/audit.ts";
 import { takeOver } from "./http/streams/sse.ts";
 import { ConnectionGuard } from "./http/transport/connections.ts";
@@ -20,13 +20,12 @@ import { PolicySet } from "./sessions/policies.ts";
 import { loadPolicyFile, PolicyEngine } from "./sessions/policy-engine.ts";
 import { SessionRegistry } from "./sessions/registry.ts";
 import { resolveSandbox, type SandboxStatus } from "./sessions/sandbox.ts";
-import { PostgresIdempotencyStore } from "./store/postgres/idempotency.ts";
+import { PostgresClusterStore } from "./store/postgres/cluster.ts";
 import { PostgresRunArchive } from "./store/postgres/run-archive.ts";
 import { PostgresStore, redact } from "./store/postgres/sessions.ts";
-import { SharedRecords } from "./store/postgres/shared-records.ts";
 import { PostgresOutbox } from "./store/postgres/webhook-outbox.ts";
 import { PostgresWebhooks } from "./store/postgres/webhooks.ts";
-import { IdempotencyStore } from "./store/sqlite/idempotency.ts";
+import { idempotencyKeys, recordStores, sessionBackend } from "./stores.ts";
 import { resolveToken, type TokenSource } from "./token.ts";
 import type { WebhookService } from "./webhooks/service.ts";
 import { startWebhooks } from "./webhooks/start.ts";
@@ -118,26 +117,27 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		: undefined;
 	if (postgres && config.databaseUrl)
 		log.info({ database: redact(config.databaseUrl), node: nodeId }, "cluster mode: sessions in PostgreSQL");
-	const registry = new SessionRegistry(config, log, postgres && ((events) => postgres.attach(events)));
+	const backend = sessionBackend(config, postgres);
+	const registry = new SessionRegistry(config, log, backend.open);
 	// Before listening: a data dir held by another gateway fails here, and restored sessions are listed from the first request.
 	registry.open();
 	// Deleted sessions' own folders past --workspace-retention-days go, now and then periodically.
 	registry.retention.start(() => registry.list().map((session) => session.cwd));
-	const db = registry.sqliteDatabase as DatabaseSync;
+	const db = backend.database();
 	let webhooks: WebhookService;
-	let idempotency: IdempotencyStore | PostgresIdempotencyStore;
+	let idempotency: IdempotencyKeys;
+	let stores: ReturnType<typeof recordStores>;
 	try {
+		stores = recordStores(db, config, log, postgres);
 		// Cluster mode: webhook definitions and Idempotency-Key answers are the cluster's, in PostgreSQL.
-		idempotency = postgres
-			? await PostgresIdempotencyStore.open(
-					postgres.pool,
-					nodeId,
-					config.idempotencyTtlMs,
-					config.maxIdempotencyKeys,
-					log,
-				)
-			: new IdempotencyStore(db, config.idempotencyTtlMs, config.maxIdempotencyKeys);
-		webhooks = await startWebhooks(config, registry, log, postgres && new PostgresWebhooks(postgres.pool, nodeId));
+		idempotency = await idempotencyKeys(db, config, log, postgres);
+		webhooks = await startWebhooks(
+			config,
+			registry,
+			stores.webhooks,
+			log,
+			postgres && new PostgresWebhooks(postgres.pool, nodeId),
+		);
 		// Undelivered messages outlive their node: recorded in PostgreSQL, adopted by a live node within a lease.
 		if (postgres) {
 			webhooks.handOver(new PostgresOutbox(postgres.pool, nodeId), config.leaseTtlMs);
@@ -149,19 +149,11 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		await registry.shutdown();
 		throw error;
 	}
-	const policies = new PolicyEngine(gatewayPolicies, registry, db, log, postgres);
+	const policies = new PolicyEngine(gatewayPolicies, registry, stores.rules, log, postgres);
 	policies.start();
-	// Cluster mode: history and audit log are the cluster's, read whole through any node.
-	const shared = (table: "approval_history" | "audit_log", max: number) =>
-		postgres && new SharedRecords(postgres.pool, table, max, log);
-	const history = new ApprovalHistory(
-		db,
-		config.approvalHistoryMs,
-		config.maxApprovalHistory,
-		shared("approval_history", config.maxApprovalHistory),
-	);
+	const history = new ApprovalHistory(stores.history);
 	history.start(registry);
-	const access = new SessionAccess(db, postgres);
+	const access = new SessionAccess(stores.access, postgres);
 	let cluster: Cluster | undefined;
 	const app = createApp(config, registry, log, undefined, {
 		cluster: postgres && (() => cluster),
@@ -172,7 +164,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		history,
 		keys,
 		access,
-		audit: new AuditLog(db, config.maxAuditEntries, shared("audit_log", config.maxAuditEntries)),
+		audit: new AuditLog(stores.audit, config.maxAuditEntries),
 		workspaceRuns: postgres && new PostgresRunArchive(postgres.pool),
 	});
 	const connections = new ConnectionGuard(config, log);
@@ -221,7 +213,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		try {
 			cluster = await Cluster.start({
 				config,
-				store: postgres,
+				store: new PostgresClusterStore(postgres),
 				forwardKey: (keysOfCluster as { forward: Buffer }).forward,
 				registry,
 				access,

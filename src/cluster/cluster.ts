@@ -9,11 +9,7 @@ import { type SessionAccess, type SessionAccessRecord, SessionGrant } from "../s
 import type { PolicyEngine } from "../sessions/policy-engine.ts";
 import { parseStoredRecord } from "../sessions/records.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
-import { claimView } from "../store/postgres/claims.ts";
-import { FolderStore } from "../store/postgres/folder-store.ts";
-import { needDatabase } from "../store/postgres/schema.ts";
-import { type PagedRow, type RowQuery, storedRows } from "../store/postgres/session-rows.ts";
-import type { Claim, PostgresStore } from "../store/postgres/sessions.ts";
+import type { Claim, ClusterStore, PagedRow, RowQuery } from "./cluster-store.ts";
 import { Fence } from "./fence.ts";
 import { reportFolder } from "./folder-adoption.ts";
 import { rehomeSessionFile } from "./folder-home.ts";
@@ -41,7 +37,7 @@ const inboxEvents = new Set(["approval_requested", "approval_resolved", "tool_ca
 
 /**
  * Cluster mode (`--database-url`): this node's membership, its fence, and the rules that say
- * where a session lives. A session is served by the node that owns it (see PostgresStore): a
+ * where a session lives. A session is served by the node that owns it (cluster-store.ts): a
  * request for it on any other node is forwarded there (src/http/cluster/cluster-routing.ts), a session no
  * live node owns is claimed by the node the request reached, and a stopped session is given back
  * so that whichever node is asked next can take it. See README "Running several nodes".
@@ -50,7 +46,7 @@ export class Cluster {
 	readonly node: string;
 	readonly url: string;
 	readonly #config: Config;
-	readonly #store: PostgresStore;
+	readonly #store: ClusterStore;
 	readonly #registry: SessionRegistry;
 	readonly #access: SessionAccess;
 	readonly #policies: PolicyEngine | undefined;
@@ -81,12 +77,17 @@ export class Cluster {
 		this.#forwardKey = forwardKey;
 		this.#mac = mac(forwardKey, this.node);
 		this.#fence = new Fence(this.#logger);
-		this.#membership = new Membership(store.pool, { id: this.node, url, leaseTtlMs: config.leaseTtlMs }, this.#logger, {
-			renewed: (deadline) => this.#fence.arm(deadline),
-			lost: () => this.#dropAll(),
-		});
+		this.#membership = new Membership(
+			store.membership,
+			{ id: this.node, url, leaseTtlMs: config.leaseTtlMs },
+			this.#logger,
+			{
+				renewed: (deadline) => this.#fence.arm(deadline),
+				lost: () => this.#dropAll(),
+			},
+		);
 		this.#notices = new Notifications(config.databaseUrl as string, store.pool, this.#logger);
-		this.folders = new FolderSync(config, new FolderStore(store.pool, store.node), registry, this.#logger);
+		this.folders = new FolderSync(config, store.folders, registry, this.#logger);
 	}
 
 	/** Joins the cluster: the node's row and lease, its fence, its notices, the registry's hooks. */
@@ -149,7 +150,7 @@ export class Cluster {
 			timer = setTimeout(() => reject(new Error("no answer in 2 s")), 2000);
 		});
 		try {
-			await Promise.race([this.#store.pool.query("SELECT 1"), timeout]);
+			await Promise.race([this.#store.ping(), timeout]);
 		} catch (error) {
 			return `the database is out of reach (${(error as Error).message})`;
 		} finally {
@@ -201,7 +202,7 @@ export class Cluster {
 	async #route(id: string, allowed: ClaimRight | undefined): Promise<Route> {
 		if (allowed && !this.#registry.has(id) && !this.#claims.has(id)) {
 			// Asked before the claim, outside the claims the callers of one id share: one read.
-			const seen = await needDatabase(`Session ${id} cannot be looked up`, () => claimView(this.#store.pool, id));
+			const seen = await this.#store.claimView(id);
 			if (seen?.owner && seen.owner.node !== this.node) return { kind: "forward", ...seen.owner };
 			if (seen && !allowed(accessRecord(id, seen.access))) return { kind: "hidden" };
 		}
@@ -218,9 +219,9 @@ export class Cluster {
 		if (this.#registry.has(id)) return { kind: "local" };
 		this.#assertDatabase();
 		// Most requests for a session another node runs: one plain read, then forward.
-		const owner = await needDatabase(`Session ${id} cannot be looked up`, () => this.#store.ownerOf(id));
+		const owner = await this.#store.ownerOf(id);
 		if (owner && owner.node !== this.node) return { kind: "forward", ...owner };
-		const claim: Claim = await needDatabase(`Session ${id} cannot be taken over`, () => this.#store.claim(id));
+		const claim: Claim = await this.#store.claim(id);
 		if (claim.kind === "owned") return { kind: "forward", node: claim.node, url: claim.url };
 		if (claim.kind === "absent") {
 			if (claim.gone) {
@@ -286,12 +287,12 @@ export class Cluster {
 
 	/** After a forward found its node gone: waits until the session has another owner or none (≤ TTL). */
 	waitForMove(id: string, from: string, signal: AbortSignal): Promise<boolean> {
-		return waitForMove(this.#store.pool, id, from, this.#config.leaseTtlMs + 2000, signal);
+		return waitForMove((session) => this.#store.ownerState(session), id, from, this.#config.leaseTtlMs + 2000, signal);
 	}
 
-	/** A batch of stored session rows in the list's order, filtered in the database (src/store/postgres/session-rows.ts). */
+	/** A batch of stored session rows in the list's order, filtered in the database. */
 	storedRows(query: RowQuery): Promise<PagedRow[]> {
-		return needDatabase("Sessions cannot be listed", () => storedRows(this.#store.pool, query));
+		return this.#store.storedRows(query);
 	}
 
 	/**
@@ -318,15 +319,10 @@ export class Cluster {
 	/** A pi process starts only while this node owns the session: checked in the database first. */
 	async #confirmOwner(id: string): Promise<void> {
 		if (!this.#membership.valid && !(await this.#membership.renew())) throw unavailable("this node's lease ran out");
-		const { rowCount } = await this.#store.pool
-			.query(
-				"SELECT 1 FROM sessions WHERE id = $1 AND owner = $2 AND EXISTS (SELECT 1 FROM nodes WHERE id = $2 AND lease_until > now())",
-				[id, this.node],
-			)
-			.catch((error: Error) => {
-				throw unavailable(`ownership of ${id} cannot be confirmed: ${error.message}`);
-			});
-		if (rowCount === 1) return;
+		const owns = await this.#store.ownsNow(id).catch((error: Error) => {
+			throw unavailable(`ownership of ${id} cannot be confirmed: ${error.message}`);
+		});
+		if (owns) return;
 		this.#registry.evict(id, "another node owns it now");
 		throw new GatewayError(503, "node_lost", `Session ${id} moved to another node; retry the request`, {
 			retryAfter: 1,
@@ -360,7 +356,7 @@ export class Cluster {
 
 export interface ClusterOptions {
 	config: Config;
-	store: PostgresStore;
+	store: ClusterStore;
 	registry: SessionRegistry;
 	access: SessionAccess;
 	/** Remembered approval rules move with their session. */

@@ -3,11 +3,11 @@ import type { Config } from "../config.ts";
 import type { FolderRestoreReport } from "../sessions/folder-report.ts";
 import type { Session } from "../sessions/session.ts";
 import type { StoredSession } from "../sessions/session-store.ts";
-import type { FolderStore, StoredFolder } from "../store/postgres/folder-store.ts";
 import { restoreFolder } from "../workspace/folder-restore.ts";
 import { displayPath } from "../workspace/folder-scan.ts";
 import { placeFolder, realRoot } from "./folder-home.ts";
 import { emit, type Held, heldOf, maxNamed } from "./folder-manifest.ts";
+import type { FolderStore, StoredFolder } from "./folder-store.ts";
 
 /** A session taken over: the record with the folder it works in here, what was restored, and what this node now holds of it. */
 export interface Adopted {

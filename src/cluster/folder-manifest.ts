@@ -1,5 +1,4 @@
 import type { Session } from "../sessions/session.ts";
-import type { FolderCommit, FolderState } from "../store/postgres/folder-store.ts";
 import {
 	chunkHashes,
 	displayPath,
@@ -9,6 +8,7 @@ import {
 	type ScanResult,
 	type StatKey,
 } from "../workspace/folder-scan.ts";
+import type { FolderCommit, FolderState } from "./folder-store.ts";
 
 /**
  * What a node knows of a session's folder as stored in PostgreSQL (the manifest as committed, the

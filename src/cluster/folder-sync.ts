@@ -4,11 +4,11 @@ import type { FolderRestoreReport } from "../sessions/folder-report.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
 import type { Session } from "../sessions/session.ts";
 import type { StoredSession } from "../sessions/session-store.ts";
-import type { FolderStore } from "../store/postgres/folder-store.ts";
 import { type ScanResult, scanFolder } from "../workspace/folder-scan.ts";
 import { adoptFolder } from "./folder-adoption.ts";
 import { realRoot } from "./folder-home.ts";
 import { emit, emptyHeld, failedEvent, type Held, heldOf, overCapEvent, plan } from "./folder-manifest.ts";
+import type { FolderStore } from "./folder-store.ts";
 
 export type { FolderRestoreReport } from "../sessions/folder-report.ts";
 

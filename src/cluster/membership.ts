@@ -1,7 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import type pg from "pg";
 import type { Logger } from "pino";
-import { transaction } from "../store/postgres/schema.ts";
 
 export interface NodeIdentity {
 	/** Unique per database: the node's name. */
@@ -22,6 +20,22 @@ export const NodeRow = z.object({
 });
 export type NodeRow = z.infer<typeof NodeRow>;
 
+/**
+ * The `nodes` table as membership needs it (src/store/postgres/membership.ts). Every lease is
+ * judged by the database's clock (`now()` there), never this node's.
+ */
+export interface MembershipStore {
+	/**
+	 * Takes the node's row when no live node holds its id, and gives up the sessions that id still
+	 * names, together; false while a live node holds the id.
+	 */
+	join(node: NodeIdentity): Promise<boolean>;
+	/** Extends the lease while it still holds; false when it had run out already. */
+	renew(node: NodeIdentity): Promise<boolean>;
+	/** The nodes live or dead for less than a minute, with the sessions each owns. */
+	nodes(): Promise<NodeRow[]>;
+}
+
 export interface MembershipEvents {
 	/** The lease holds until `deadline` (process.hrtime.bigint() clock), below what the database holds. */
 	renewed(deadline: bigint): void;
@@ -41,7 +55,7 @@ const ms = 1_000_000n;
  * database's lease (from its own now(), which is later) always outlives the local one.
  */
 export class Membership {
-	readonly #pool: pg.Pool;
+	readonly #store: MembershipStore;
 	readonly #node: NodeIdentity;
 	readonly #logger: Logger;
 	readonly #events: MembershipEvents;
@@ -52,8 +66,8 @@ export class Membership {
 	#error: string | undefined;
 	#stopped = false;
 
-	constructor(pool: pg.Pool, node: NodeIdentity, logger: Logger, events: MembershipEvents) {
-		this.#pool = pool;
+	constructor(store: MembershipStore, node: NodeIdentity, logger: Logger, events: MembershipEvents) {
+		this.#store = store;
 		this.#node = node;
 		this.#logger = logger;
 		this.#events = events;
@@ -77,18 +91,7 @@ export class Membership {
 
 	async #tryJoin(): Promise<boolean> {
 		const sent = process.hrtime.bigint();
-		const joined = await transaction(this.#pool, async (client) => {
-			const { rowCount } = await client.query(
-				`INSERT INTO nodes (id, name, url, started_at, heartbeat_at, lease_until)
-				 VALUES ($1, $1, $2, now(), now(), now() + make_interval(secs => $3))
-				 ON CONFLICT (id) DO UPDATE SET url = EXCLUDED.url, started_at = now(), heartbeat_at = now(), lease_until = EXCLUDED.lease_until
-				 WHERE nodes.lease_until <= now()`,
-				[this.#node.id, this.#node.url, this.#node.leaseTtlMs / 1000],
-			);
-			if (rowCount === 0) return false;
-			await client.query("UPDATE sessions SET owner = NULL WHERE owner = $1", [this.#node.id]);
-			return true;
-		});
+		const joined = await this.#store.join(this.#node);
 		if (joined) this.#trust(sent);
 		return joined;
 	}
@@ -137,12 +140,7 @@ export class Membership {
 		const sent = process.hrtime.bigint();
 		let held: boolean;
 		try {
-			const { rowCount } = await this.#pool.query(
-				`UPDATE nodes SET heartbeat_at = now(), lease_until = now() + make_interval(secs => $2)
-				 WHERE id = $1 AND lease_until > now()`,
-				[this.#node.id, this.#node.leaseTtlMs / 1000],
-			);
-			held = rowCount === 1;
+			held = await this.#store.renew(this.#node);
 			this.#answered();
 		} catch (error) {
 			this.#failed(error as Error);
@@ -197,26 +195,7 @@ export class Membership {
 
 	/** The nodes and the sessions each owns, as the database says now (metrics read it at scrape time). */
 	async queryNodes(): Promise<NodeRow[]> {
-		const { rows } = await this.#pool.query<{
-			id: string;
-			url: string;
-			started_at: Date;
-			heartbeat_at: Date;
-			alive: boolean;
-			sessions: string;
-		}>(
-			`SELECT n.id, n.url, n.started_at, n.heartbeat_at, n.lease_until > now() AS alive,
-			        (SELECT count(*) FROM sessions s WHERE s.owner = n.id) AS sessions
-			 FROM nodes n WHERE n.lease_until > now() - interval '1 minute' ORDER BY n.id`,
-		);
-		return rows.map((r) => ({
-			id: r.id,
-			url: r.url,
-			startedAt: r.started_at.toISOString(),
-			heartbeatAt: r.heartbeat_at.toISOString(),
-			alive: r.alive,
-			sessions: Number(r.sessions),
-		}));
+		return await this.#store.nodes();
 	}
 
 	stop(): void {

@@ -1,4 +1,3 @@
-import type pg from "pg";
 import type { Logger } from "pino";
 
 /**
@@ -6,21 +5,14 @@ import type { Logger } from "pino";
  * was given back), for at most `ms`: what a request does after its owner did not answer.
  */
 export async function waitForMove(
-	pool: pg.Pool,
+	ownerState: (id: string) => Promise<{ owner: string | null; live: boolean | null } | undefined>,
 	id: string,
 	from: string,
 	ms: number,
 	signal: AbortSignal,
 ): Promise<boolean> {
-	type Row = { owner: string | null; live: boolean | null };
 	for (const until = Date.now() + ms; Date.now() < until && !signal.aborted; ) {
-		const { rows } = await pool
-			.query<Row>(
-				"SELECT s.owner, n.lease_until > now() AS live FROM sessions s LEFT JOIN nodes n ON n.id = s.owner WHERE s.id = $1",
-				[id],
-			)
-			.catch(() => ({ rows: [] as Row[] }));
-		const row = rows[0];
+		const row = await ownerState(id);
 		if (row && (row.owner !== from || !row.live)) return true;
 		await new Promise((r) => setTimeout(r, 200));
 	}

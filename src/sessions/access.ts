@@ -1,7 +1,4 @@
-import type { DatabaseSync } from "node:sqlite";
 import { z } from "@hono/zod-openapi";
-import { accessTable } from "../store/sqlite/schema.ts";
-import { storedOr507 } from "../store/storage-full.ts";
 
 /**
  * What a principal other than the owner may do with a session: `read` it (state, messages,
@@ -49,35 +46,41 @@ export const SessionAccessRecord = z
 	});
 export type SessionAccessRecord = z.infer<typeof SessionAccessRecord>;
 
-/**
- * Who owns each session and whom it is shared with, in its own table of gateway.db (next to
- * the registry, not inside it), cached in memory. A session with no row (made before principals
- * existed) belongs to the admin. Without a database (an app built for a test) it lives in memory.
- */
 /** Where access records also go so that other nodes know them (cluster mode: PostgreSQL). */
 export interface AccessMirror {
 	saveAccess(sessionId: string, owner: string, grants: SessionAccessRecord["grants"]): void;
 }
 
+/**
+ * Where the node keeps owners and shares across restarts (src/store/sqlite/access.ts: a table of
+ * gateway.db beside the registry's). Declared here so access rules depend on no database;
+ * server.ts hands one over. Writes after the database closed do nothing.
+ */
+export interface AccessStore {
+	/** Every stored record, read once as the gateway starts. */
+	load(): SessionAccessRecord[];
+	/** A change a client asked for: throws 507 insufficient_storage when the disk refuses it. */
+	save(record: SessionAccessRecord): void;
+	/** A record another node wrote (cluster mode), kept here as it came: its errors are not a client's. */
+	keep(record: SessionAccessRecord): void;
+	remove(sessionId: string): void;
+}
+
+/**
+ * Who owns each session and whom it is shared with, cached in memory over an AccessStore. A
+ * session with no record (made before principals existed) belongs to the admin. Without a store
+ * (an app built for a test) it lives in memory only.
+ */
 export class SessionAccess {
-	readonly #db: DatabaseSync | undefined;
+	readonly #store: AccessStore | undefined;
 	readonly #records = new Map<string, SessionAccessRecord>();
 	readonly #mirror: AccessMirror | undefined;
 	readonly #changed = new Set<(sessionId: string) => void>();
 
-	constructor(db?: DatabaseSync, mirror?: AccessMirror) {
-		this.#db = db;
+	constructor(store?: AccessStore, mirror?: AccessMirror) {
+		this.#store = store;
 		this.#mirror = mirror;
-		if (!db) return;
-		db.exec(accessTable);
-		for (const row of db.prepare("SELECT session_id, owner, grants FROM session_access").all()) {
-			const sessionId = String(row.session_id);
-			this.#records.set(sessionId, {
-				sessionId,
-				owner: String(row.owner),
-				grants: JSON.parse(String(row.grants)),
-			});
-		}
+		for (const record of store?.load() ?? []) this.#records.set(record.sessionId, record);
 	}
 
 	get(sessionId: string): SessionAccessRecord {
@@ -96,7 +99,7 @@ export class SessionAccess {
 
 	forget(sessionId: string): void {
 		this.#records.delete(sessionId);
-		if (this.#db?.isOpen) this.#db.prepare("DELETE FROM session_access WHERE session_id = ?").run(sessionId);
+		this.#store?.remove(sessionId);
 	}
 
 	/** A record another node wrote (cluster mode: the session was taken over), kept here from now on. */
@@ -118,7 +121,7 @@ export class SessionAccess {
 
 	/** Stored first, in effect after: a grant the disk did not take is refused (507), not half kept. */
 	#save(record: SessionAccessRecord): void {
-		storedOr507("The session's access was not stored", () => this.#write(record));
+		this.#store?.save(record);
 		this.#records.set(record.sessionId, record);
 		this.#mirror?.saveAccess(record.sessionId, record.owner, record.grants);
 		for (const listener of this.#changed) listener(record.sessionId);
@@ -126,14 +129,7 @@ export class SessionAccess {
 
 	#remember(record: SessionAccessRecord): void {
 		this.#records.set(record.sessionId, record);
-		this.#write(record);
-	}
-
-	#write(record: SessionAccessRecord): void {
-		if (this.#db?.isOpen)
-			this.#db
-				.prepare("INSERT OR REPLACE INTO session_access (session_id, owner, grants) VALUES (?, ?, ?)")
-				.run(record.sessionId, record.owner, JSON.stringify(record.grants));
+		this.#store?.keep(record);
 	}
 }
 

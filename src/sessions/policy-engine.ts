@@ -1,8 +1,6 @@
 import { readFileSync } from "node:fs";
-import type { DatabaseSync } from "node:sqlite";
 import type { Logger } from "pino";
 import { parse as parseYaml } from "yaml";
-import { sessionRulesTable } from "../store/sqlite/schema.ts";
 import type { ApprovalAnswer } from "./approvals.ts";
 import { eventJson, type LoggedEvent } from "./event-log.ts";
 import { answerFor, decide, type PolicyRule, PolicySet } from "./policies.ts";
@@ -41,10 +39,19 @@ export interface RulesMirror {
 	saveRules(sessionId: string, rules: string): void;
 }
 
+/**
+ * Where the node keeps each session's remembered rules (src/store/sqlite/session-rules.ts:
+ * gateway.db), handed over by server.ts. Once the database closed it reads none and writes nothing.
+ */
+export interface RulesStore {
+	rules(sessionId: string): PolicyRule[];
+	save(sessionId: string, rules: PolicyRule[]): void;
+}
+
 export class PolicyEngine {
 	readonly #gateway: PolicySet;
 	readonly #host: PolicyHost;
-	readonly #db: DatabaseSync;
+	readonly #store: RulesStore;
 	readonly #logger: Logger;
 	readonly #timers = new Map<string, NodeJS.Timeout>();
 	#unsubscribe: (() => void) | undefined;
@@ -52,13 +59,12 @@ export class PolicyEngine {
 	readonly #mirror: RulesMirror | undefined;
 
 	/** `mirror`: cluster mode, where remembered rules also go so that the session's next node has them. */
-	constructor(gateway: PolicySet, host: PolicyHost, db: DatabaseSync, logger: Logger, mirror?: RulesMirror) {
+	constructor(gateway: PolicySet, host: PolicyHost, store: RulesStore, logger: Logger, mirror?: RulesMirror) {
 		this.#mirror = mirror;
 		this.#gateway = gateway;
 		this.#host = host;
-		this.#db = db;
+		this.#store = store;
 		this.#logger = logger;
-		db.exec(sessionRulesTable);
 	}
 
 	start(): void {
@@ -113,18 +119,11 @@ export class PolicyEngine {
 
 	/** Remembered rules of a session (cluster mode: written by the node that ran it before). */
 	preload(sessionId: string, rules: PolicyRule[]): void {
-		if (!this.#db.isOpen) return;
-		this.#db
-			.prepare("INSERT OR REPLACE INTO approval_session_rules (session_id, rules) VALUES (?, ?)")
-			.run(sessionId, JSON.stringify(rules));
+		this.#store.save(sessionId, rules);
 	}
 
 	#remembered(sessionId: string): PolicyRule[] {
-		if (!this.#db.isOpen) return [];
-		const row = this.#db.prepare("SELECT rules FROM approval_session_rules WHERE session_id = ?").get(sessionId) as
-			| { rules: string }
-			| undefined;
-		return row ? (JSON.parse(row.rules) as PolicyRule[]) : [];
+		return this.#store.rules(sessionId);
 	}
 
 	#apply(sessionId: string, approvalId: string): void {

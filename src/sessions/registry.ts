@@ -1,35 +1,40 @@
-// Over 300 lines on purpose: the registry is where the cross-session rules meet (session
-// and live-process caps, LRU hibernation, idle reaping, resume, the warm pool, the hub, and in
-// cluster mode taking sessions over, giving them back and dropping them) and each of them needs
-// the same map of sessions. The disk is journal.ts over a SessionStore
-// (session-store.ts; SQLite in src/store/sqlite/sessions.ts), spawning is spawn.ts, paths are guard.ts.
-import { randomBytes } from "node:crypto";
+// Over 300 lines on purpose: the registry is where the cross-session rules meet, and each needs
+// the same map of sessions: create (cold or from the warm pool), resume, take over, give back,
+// drop, delete, the hub and the shutdown. Each job with a body of its own is beside it: the
+// live-process cap (live-cap.ts), building a session (session-factory.ts), warm-pool starts
+// (warm-start.ts), restored records (stored-restore.ts), continuing a file (continuable.ts),
+// idle reaping (idle-reaper.ts), what is written when (journal-events.ts), the disk (journal.ts
+// over the SessionStore server.ts opens), spawning (spawn.ts), paths (guard.ts), folder
+// retention (retention.ts).
 import { existsSync, mkdirSync } from "node:fs";
-import type { DatabaseSync } from "node:sqlite";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import { pickLimits, sessionLimitKeys } from "../limits.ts";
 import { type Dialect, dialectOf, type PiPackage, piPackageOf } from "../pi/dialect.ts";
 import type { UiRequest } from "../pi/protocol.ts";
-import { PostgresStore } from "../store/postgres/sessions.ts";
-import { SqliteStore } from "../store/sqlite/sessions.ts";
 import type { Approval } from "./approvals.ts";
-import { type Area, areaOf } from "./areas.ts";
+import { areaOf } from "./areas.ts";
+import { assertContinuable, resumeFileFor } from "./continuable.ts";
 import type { LoggedEvent } from "./event-log.ts";
-import { guardCommand, guardResume } from "./guard.ts";
+import { reapIdle } from "./idle-reaper.ts";
 import { Journal, type StoreHealth, unsafeSeqMargin } from "./journal.ts";
-import { type Caller, resumeFile } from "./resume-lookup.ts";
+import { journalOnEvents } from "./journal-events.ts";
+import { LiveCap } from "./live-cap.ts";
+import type { Caller } from "./resume-lookup.ts";
 import { FolderRetention, ownFolderOf } from "./retention.ts";
-import { agentDir } from "./sandbox.ts";
-import { Session, type SessionInit, type SessionLimits, type SpawnCommand } from "./session.ts";
-import { localSessionFile, ownFolder, piSessionDir } from "./session-files.ts";
+import type { Session, SessionInit, SessionLimits, SpawnCommand } from "./session.ts";
+import { buildSession, newSessionId, type SessionHost, shuttingDown } from "./session-factory.ts";
+import { piSessionDir } from "./session-files.ts";
 import type { OpenStore, SessionStore, StoredSession } from "./session-store.ts";
-import type { UncleanStop } from "./session-types.ts";
-import { type CreateSessionBody, isInside, planSpawn } from "./spawn.ts";
-import { agentDirStamp, type Pooled, removeEmpty, WarmPools } from "./warm-pool.ts";
+import { type CreateSessionBody, planSpawn } from "./spawn.ts";
+import { restoredAtStart, restoredByTakeover, restoreKept, type Takeover } from "./stored-restore.ts";
+import { WarmPools } from "./warm-pool.ts";
+import { isDefaultRequest, startPooled } from "./warm-start.ts";
 
 export type { Caller } from "./resume-lookup.ts";
+export type { Takeover } from "./stored-restore.ts";
+export { isDefaultRequest } from "./warm-start.ts";
 
 export type HubListener = (sessionId: string, event: LoggedEvent) => void;
 
@@ -48,46 +53,7 @@ export interface ClusterHooks {
 	closing(): Promise<void>;
 }
 
-/** A stored session a node takes over: how far its event numbers may have gone, and its dead dialogs. */
-export interface Takeover {
-	/** The previous owner released it (its last seq is exact); else numbers skip a margin. */
-	clean: boolean;
-}
-
-const defaultBody: CreateSessionBody = { persist: true };
-
-/** Commands that start or join a run: refused while the gateway drains (SIGTERM). */
-const runCommands = new Set(["prompt", "steer", "follow_up"]);
-
-/** New work while the gateway stops: 503, retried once it (or another node) is back. */
-const shuttingDown = () =>
-	new GatewayError(503, "shutting_down", "The gateway is shutting down; retry after Retry-After seconds", {
-		retryAfter: 5,
-	});
-
-/** What an unclean stop left of a stored session: whether its pi process and its run died then. */
-const uncleanStop = (record: StoredSession, why: string): UncleanStop => ({
-	why,
-	live: record.live === true,
-	...(record.runId !== undefined && { runId: record.runId }),
-});
-
 const anyCaller: Caller = { admin: true, sees: () => true };
-/** Events after which a session's record is written at once (what a node taking it over must know). */
-const journalledAtOnce = new Set([
-	"approval_requested",
-	"approval_resolved",
-	"tool_call_requested",
-	"tool_call_resolved",
-	"agent_start",
-]);
-const newSessionId = () => `ses_${randomBytes(9).toString("base64url")}`;
-
-/** A create request a warm-pool process can serve: nothing but (optionally) a name. */
-export function isDefaultRequest(body: CreateSessionBody): boolean {
-	return Object.entries(body).every(([key, value]) => (key === "persist" ? value === true : key === "name"));
-}
-
 const flushEveryMs = 1000;
 
 /**
@@ -107,23 +73,39 @@ export class SessionRegistry {
 	readonly #hub = new Set<HubListener>();
 	readonly #journal: Journal;
 	#timers: NodeJS.Timeout[] = [];
-	/** Process slots promised to a start that waits for its LRU victim to exit. */
-	#reserved = 0;
+	readonly #live: LiveCap;
+	/** What each session asks of the registry (session-factory.ts). */
+	readonly #sessionHost: SessionHost;
 	#closing = false;
 	#cluster: ClusterHooks | undefined;
 	readonly pool: WarmPools | undefined;
 
-	/** `openStore` picks the backend; the default is SQLite in the data directory. */
-	constructor(config: Config, logger: Logger, openStore?: OpenStore) {
+	/** `openStore` opens the backend (src/store/: SQLite in the data directory, or PostgreSQL); the composition root picks it. */
+	constructor(config: Config, logger: Logger, openStore: OpenStore) {
 		this.#config = config;
 		this.piPackage = piPackageOf(config.piCommand ?? []);
 		this.dialect = dialectOf(this.piPackage);
 		this.#logger = logger;
-		this.#journal = new Journal(openStore ?? ((events) => new SqliteStore(config.dataDir, events)), logger, {
+		this.#journal = new Journal(openStore, logger, {
 			sessions: () => this.#sessions.values(),
 			has: (id) => this.#sessions.has(id),
 			optionsOf: (id) => this.#options.get(id) as CreateSessionBody,
 			lost: (id) => this.evict(id, "another node owns it now"),
+		});
+		this.#sessionHost = {
+			config: this.#config,
+			logger: this.#logger,
+			dialect: this.dialect,
+			limits: () => this.limits(),
+			closing: () => this.#closing,
+			registered: (id) => this.#sessions.get(id),
+			resume: (id) => this.resume(id),
+			quietDialog: (id, request) => this.#quietDialogs?.(id, request),
+		};
+		this.#live = new LiveCap(config.maxLiveSessions, {
+			sessions: () => this.#sessions.values(),
+			pool: () => this.pool,
+			stopping: () => (this.#closing ? shuttingDown() : undefined),
 		});
 		mkdirSync(piSessionDir(config), { recursive: true });
 		// Sessions without cwd get folders of their own in it (the default root lives in the data dir),
@@ -131,9 +113,10 @@ export class SessionRegistry {
 		mkdirSync(config.workspaceRoot, { recursive: true });
 		if (config.warmPool > 0)
 			this.pool = new WarmPools(config.warmPool, areaOf(config, "admin", true), {
-				start: (area, spawned) => this.#startPooled(area, spawned),
+				start: (area, spawned) =>
+					startPooled(config, area, (id, options, cwd) => this.#build(id, options, cwd), spawned),
 				logger,
-				room: () => this.liveCount < this.#config.maxLiveSessions,
+				room: () => this.#live.hasRoom,
 				ownFolders: config.defaultCwd === "own",
 				max: config.warmPoolMax,
 			});
@@ -146,21 +129,25 @@ export class SessionRegistry {
 	open(): void {
 		const { records, margin } = this.#journal.restore();
 		for (const record of records) {
-			const restored = {
-				createdAt: new Date(record.createdAt),
-				lastActivityAt: record.lastActivityAt,
-				lastSeq: record.lastSeq + margin,
-				piState: record.piState,
-				unclean: margin > 0 ? uncleanStop(record, "the gateway stopped uncleanly (SIGKILL, a crash)") : undefined,
-			};
+			const restored = restoredAtStart(record, margin);
 			const session = this.#register(record.id, record.options, record.cwd, { restored, name: record.name });
-			if (record.budget) session.budget.restore(record.budget);
+			restoreKept(session, record);
 			this.#journal.save(session);
 		}
 		if (this.#sessions.size > 0) this.#logger.info({ sessions: this.#sessions.size }, "sessions restored (stopped)");
 		const idle = this.#config.idleTimeoutMs;
 		this.#timers.push(setInterval(() => this.#journal.flush(), flushEveryMs).unref());
-		if (idle > 0) this.#timers.push(setInterval(() => this.#reap(), Math.min(Math.max(idle / 4, 50), 30_000)).unref());
+		const reap = () =>
+			reapIdle(
+				idle,
+				this.#sessions,
+				(id) => this.#closing || this.#waking.has(id),
+				(id) => {
+					this.#forget(id);
+					this.#journal.bury(id, "idle");
+				},
+			);
+		if (idle > 0) this.#timers.push(setInterval(reap, Math.min(Math.max(idle / 4, 50), 30_000)).unref());
 		this.pool?.fill();
 	}
 
@@ -175,16 +162,6 @@ export class SessionRegistry {
 	/** The registry's disk, checked now (see Journal.health). */
 	storeHealth(): StoreHealth {
 		return this.#journal.health();
-	}
-
-	/**
-	 * The SQLite connection of the store, when the store is SQLite: webhooks, idempotency keys,
-	 * approval history and session policies keep their own tables beside the registry's. A store
-	 * in PostgreSQL keeps them in the node's own gateway.db for now (PostgresStore.database).
-	 */
-	get sqliteDatabase(): DatabaseSync | undefined {
-		const store = this.store;
-		return store instanceof SqliteStore || store instanceof PostgresStore ? store.database : undefined;
 	}
 
 	/** The store (undefined before open() and after shutdown); tests reach its database through it. */
@@ -202,9 +179,7 @@ export class SessionRegistry {
 
 	/** Sessions with a pi process that is not on its way out, plus slots promised to starts and the warm pool. */
 	get liveCount(): number {
-		let live = this.#reserved + (this.pool?.size ?? 0);
-		for (const s of this.#sessions.values()) if (s.hasProcess && !s.isStopping) live++;
-		return live;
+		return this.#live.count;
 	}
 
 	limits(): SessionLimits {
@@ -233,7 +208,9 @@ export class SessionRegistry {
 				`At most ${this.#config.maxSessions} sessions (stopped ones count)`,
 			);
 		}
-		const resume = body.resume ? this.#resumeFile(body.resume, caller) : undefined;
+		const resume = body.resume
+			? resumeFileFor(this.#config, body.resume, caller, this.#sessions, (id) => this.#options.get(id))
+			: undefined;
 		this.#assertStorable();
 		// A warm child was started in one area's folder, as a cold one of that area: only for its callers.
 		const area = caller.area ?? areaOf(this.#config, "admin", true);
@@ -272,22 +249,6 @@ export class SessionRegistry {
 		);
 	}
 
-	/** The file `resume` names among those `caller` may continue (resume-lookup.ts). */
-	#resumeFile(resume: string, caller: Caller): string {
-		const held = [...this.#sessions].map(([id, session]) => ({ id, session, resume: this.#options.get(id)?.resume }));
-		const file = resumeFile(this.#config, resume, caller, held);
-		guardResume(this.#config, file);
-		return file;
-	}
-
-	/** The registered session whose own folder of pi session files is `folder`, if any. */
-	#folderHolder(folder: string | undefined, except?: string): Session | undefined {
-		if (folder === undefined) return undefined;
-		for (const [id, session] of this.#sessions)
-			if (id !== except && ownFolder(this.#config, session.piState.sessionFile) === folder) return session;
-		return undefined;
-	}
-
 	/**
 	 * Starts pi again on the session's file: after a hibernation, a crash or a gateway restart.
 	 * Concurrent callers share one start; a session that has a process is returned as it is.
@@ -318,85 +279,17 @@ export class SessionRegistry {
 		const file = session.piState.sessionFile;
 		// A lost disk (a new node, a wiped data dir): the store's copy of the conversation, if any.
 		if (file && session.piState.fileSeen && !existsSync(file)) await this.#journal.restoreConversation(session);
-		// pi writes its file only once there is something to keep, so a file never seen may just not
-		// exist yet; one seen and gone now would make pi start an empty conversation under the old id.
-		if (file && session.piState.fileSeen && !existsSync(file)) {
-			throw new GatewayError(
-				409,
-				"session_file_missing",
-				`Session ${session.id}'s pi session file ${file} is gone; its conversation cannot be continued (DELETE it, or restore the file)`,
-			);
-		}
-		// Two sessions never share a folder (switch and resume keep to their own); a record that names
-		// an older session's folder (written before that held) does not start on it.
-		const holder = this.#folderHolder(ownFolder(this.#config, file), session.id);
-		if (holder && holder.createdAt.getTime() <= session.createdAt.getTime()) {
-			throw new GatewayError(
-				409,
-				"session_file_in_use",
-				`Session ${session.id}'s pi session file lies in another session's folder; it cannot be continued (DELETE it)`,
-			);
-		}
+		assertContinuable(this.#config, session, this.#sessions);
 		const options = this.#options.get(session.id) as CreateSessionBody;
 		await this.#launch(session, planSpawn(this.#config, options, { id: session.id, restore: file, cwd: session.cwd }));
 		this.#logger.info({ sessionId: session.id, pid: session.pid }, "session resumed");
 		this.#journal.save(session);
 	}
 
-	/** Starts a child within the live-process cap: past it, the least recently used idle session hibernates first. */
+	/** Starts a child within the live-process cap (live-cap.ts). */
 	async #launch(session: Session, plan: SpawnCommand): Promise<void> {
-		// A pooled process gives its slot up before anyone's session is hibernated for it.
-		if (this.liveCount >= this.#config.maxLiveSessions && this.pool) {
-			this.#reserved++;
-			try {
-				await this.pool.shed();
-			} finally {
-				this.#reserved--;
-			}
-		}
-		if (this.liveCount >= this.#config.maxLiveSessions) {
-			const victim = [...this.#sessions.values()]
-				.filter((s) => s.canHibernate)
-				.sort((a, b) => a.lastActivityAt - b.lastActivityAt)[0];
-			if (!victim) {
-				throw new GatewayError(
-					429,
-					"too_many_live_sessions",
-					`All ${this.#config.maxLiveSessions} pi processes are busy and none is idle enough to hibernate`,
-				);
-			}
-			this.#reserved++;
-			try {
-				await victim.stop("lru");
-			} finally {
-				this.#reserved--;
-			}
-			if (this.#closing) throw shuttingDown();
-		}
-		// Same tick as the reservation's release: the child counts as live before anyone else looks.
-		await session.start(plan);
+		await this.#live.within(() => session.start(plan));
 		this.#cluster?.started(session);
-	}
-
-	/** A pool process: a session of `area` started with the default options, not yet in the registry. */
-	async #startPooled(area: Area, spawned: (session: Session) => void): Promise<Pooled> {
-		const id = newSessionId();
-		const plan = planSpawn(this.#config, defaultBody, { id, area });
-		const session = this.#build(id, defaultBody, plan.cwd);
-		spawned(session);
-		const sessionDir = plan.args[plan.args.indexOf("--session-dir") + 1];
-		const folders = [plan.cwd, ...(sessionDir && plan.args.includes("--session-dir") ? [sessionDir] : [])];
-		// Its own folder only: an area itself (--default-cwd root) is never removed.
-		const own = this.#config.defaultCwd === "own" ? folders : folders.slice(1);
-		try {
-			await session.start(plan);
-		} catch (error) {
-			removeEmpty(own);
-			throw error;
-		}
-		// Stamped once pi is up: what it wrote there itself at start is in the stamp.
-		const dir = agentDir(plan.env);
-		return { session, folders: own, agentDir: { path: dir, stamp: agentDirStamp(dir) } };
 	}
 
 	/** A pooled session becomes the caller's: registered, named, saved. */
@@ -430,36 +323,7 @@ export class SessionRegistry {
 		cwd: string,
 		extra: Pick<SessionInit, "restored" | "name"> = {},
 	): Session {
-		const session = new Session({
-			id,
-			name: extra.name ?? options.name,
-			cwd,
-			persist: options.persist,
-			clientTools: options.clientTools?.map((tool) => tool.name),
-			limits: this.limits(),
-			dialect: this.dialect,
-			logger: this.#logger,
-			restored: extra.restored,
-			// Its own folder is the one its file lies in: switch, fork and clone keep to it. Draining, runs
-			// in progress settle and no new one starts.
-			guard: (command) => {
-				if (this.#closing && runCommands.has(command.type)) throw shuttingDown();
-				// A session past its budget starts no run (budget.ts): 409 before pi.
-				if (runCommands.has(command.type)) this.#sessions.get(id)?.budget.assertAvailable(id);
-				return guardCommand(
-					this.#config,
-					command,
-					ownFolder(this.#config, this.#sessions.get(id)?.piState.sessionFile),
-					this.#sessions.get(id)?.cwd,
-				);
-			},
-			wake: async (s) => {
-				// Without auto-resume the command meets 409 session_stopped.
-				if (this.#config.autoResume) await this.resume(s.id);
-			},
-		});
-		session.quietDialog = (request) => this.#quietDialogs?.(id, request);
-		return session;
+		return buildSession(this.#sessionHost, id, options, cwd, extra);
 	}
 
 	#adopt(session: Session, options: CreateSessionBody): Session {
@@ -467,20 +331,11 @@ export class SessionRegistry {
 		if (options.budget) session.budget.limits = options.budget;
 		this.#sessions.set(id, session);
 		this.#options.set(id, options);
+		const journal = journalOnEvents(session, this.#journal, () => this.#cluster?.exited(id));
+		// One listener, the hub first: as the event log drops a listener that throws, both go together.
 		session.events.subscribe((event) => {
 			for (const listener of this.#hub) listener(id, event);
-			if (event.type === "session_exit") {
-				this.#cluster?.exited(id);
-				this.#journal.save(session);
-			}
-			// Written at once: a node taking the session over must know which dialogs died with this one,
-			// and a gateway started after an unclean stop which run did (its id is set by its start).
-			if (journalledAtOnce.has(event.type)) this.#journal.save(session);
-			// Once the session has taken the settle in (it clears the run after its listeners).
-			if (event.type === "agent_settled") queueMicrotask(() => this.#journal.save(session));
-			// The conversation leaves this node's disk at every settled run and when pi stops
-			// (hibernation, shutdown), so another disk can continue it.
-			if (event.type === "agent_settled" || event.type === "session_exit") this.#journal.saveConversation(session);
+			journal(event);
 		});
 		return session;
 	}
@@ -516,20 +371,9 @@ export class SessionRegistry {
 	adoptStored(record: StoredSession, takeover: Takeover): Session {
 		const existing = this.#sessions.get(record.id);
 		if (existing) return existing;
-		const piState = { ...record.piState };
-		if (piState.sessionFile) piState.sessionFile = localSessionFile(this.#config, piState.sessionFile);
-		if (isInside(this.#config.workspaceRoot, record.cwd)) mkdirSync(record.cwd, { recursive: true });
-		const restored = {
-			createdAt: new Date(record.createdAt),
-			lastActivityAt: record.lastActivityAt,
-			lastSeq: record.lastSeq + (takeover.clean ? 0 : unsafeSeqMargin),
-			piState,
-			unclean: takeover.clean ? undefined : uncleanStop(record, "the node that ran the session died"),
-		};
+		const restored = restoredByTakeover(this.#config, record, takeover, unsafeSeqMargin);
 		const session = this.#register(record.id, record.options, record.cwd, { restored, name: record.name });
-		if (record.budget) session.budget.restore(record.budget);
-		if (!takeover.clean && record.pendingApprovals) session.approvals.markLost(record.pendingApprovals);
-		if (!takeover.clean && record.pendingToolCalls) session.toolCalls.markLost(record.pendingToolCalls);
+		restoreKept(session, record, takeover);
 		this.#logger.info({ sessionId: record.id, clean: takeover.clean }, "session taken over (stopped)");
 		return session;
 	}
@@ -592,22 +436,6 @@ export class SessionRegistry {
 		this.#options.delete(id);
 		if (row === "keep the row") this.#journal.drop(id);
 		else this.#journal.forget(id);
-	}
-
-	/** Idle past the limit: a persistent session hibernates (`stopped`), an ephemeral one is reaped. */
-	#reap(): void {
-		const cutoff = Date.now() - this.#config.idleTimeoutMs;
-		for (const [id, session] of this.#sessions) {
-			if (this.#closing || session.lastActivityAt > cutoff || !session.isQuiet || this.#waking.has(id)) continue;
-			if (session.resumable) {
-				void session.stop("idle");
-				continue;
-			}
-			void session.stop("idle").then(() => {
-				this.#forget(id);
-				this.#journal.bury(id, "idle");
-			});
-		}
 	}
 
 	subscribeAll(listener: HubListener): () => void {

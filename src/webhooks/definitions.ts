@@ -2,9 +2,9 @@ import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { GatewayError } from "../errors.ts";
-import type { StoredWebhook, WebhookStore } from "../store/sqlite/webhooks.ts";
 import { type CreateWebhookBody, StaticWebhook } from "./schemas.ts";
 import type { SharedWebhooks } from "./shared.ts";
+import type { StoredWebhook, WebhookStore } from "./store.ts";
 
 /** Cluster mode: how often the definitions are read again anyway (a notice lost in a reconnect). */
 const resyncMs = 30_000;

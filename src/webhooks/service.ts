@@ -7,7 +7,6 @@ import type { Logger } from "pino";
 import { Webhook as Signer } from "standardwebhooks";
 import { GatewayError } from "../errors.ts";
 import type { LoggedEvent } from "../sessions/event-log.ts";
-import type { StoredWebhook, WebhookStore } from "../store/sqlite/webhooks.ts";
 import { fieldsOf, WebhookDefinitions } from "./definitions.ts";
 import { DestinationError, Destinations } from "./destinations.ts";
 import { Handover } from "./handover.ts";
@@ -15,6 +14,7 @@ import { WebhookMessages } from "./messages.ts";
 import type { CreateWebhookBody, Delivery, Webhook, WebhookEventType } from "./schemas.ts";
 import { send } from "./sender.ts";
 import type { SharedOutbox, SharedWebhooks } from "./shared.ts";
+import type { StoredWebhook, WebhookStore } from "./store.ts";
 
 export interface WebhookSettings {
 	webhookAllow: string[];

@@ -1,5 +1,5 @@
-import type { StoredWebhook } from "../store/sqlite/webhooks.ts";
 import type { Delivery } from "./schemas.ts";
+import type { StoredWebhook } from "./store.ts";
 
 /**
  * Where a cluster keeps its webhook definitions (cluster mode; src/store/postgres/webhooks.ts): every node

@@ -2,8 +2,8 @@ import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import type { SessionRegistry } from "../sessions/registry.ts";
 import { gatesSnapshots } from "../sessions/spawn.ts";
-import type { RunArchive } from "../store/postgres/run-archive.ts";
 import { confinementOf } from "./confined.ts";
+import type { RunArchive } from "./run-archive.ts";
 import { isSnapshotGate } from "./snapshot-gate.ts";
 import { ChangeTracker } from "./tracker.ts";
 

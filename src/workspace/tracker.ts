@@ -4,11 +4,10 @@
 import type { Logger } from "pino";
 import { GatewayError } from "../errors.ts";
 import { eventJson, type LoggedEvent } from "../sessions/event-log.ts";
-import type { RunArchive } from "../store/postgres/run-archive.ts";
-import { needDatabase } from "../store/postgres/schema.ts";
 import { type ChangeLimits, type ChangeStatus, changedPaths, changesBetween } from "./changes.ts";
 import type { Confinement } from "./confined.ts";
 import { hasGit } from "./git.ts";
+import type { RunArchive } from "./run-archive.ts";
 import { maxRuns, SnapshotLimitError, Snapshots } from "./snapshots.ts";
 
 /** What the tracker needs of a session: its folder, and a way to say something on its event stream. */
@@ -278,7 +277,7 @@ export class ChangeTracker {
 			if (run?.start && run.end) return { runId, ...(await changesBetween(repo.repo, run.start, run.end, limits)) };
 			// Settled on another node before the session moved here (cluster mode).
 			const archive = this.#options.archive;
-			const kept = archive && (await needDatabase("a run's changes", () => archive.load(id, runId)));
+			const kept = archive && (await archive.load(id, runId));
 			if (kept) return kept as Awaited<ReturnType<typeof changesBetween>> & { runId: string };
 			throw new GatewayError(
 				404,

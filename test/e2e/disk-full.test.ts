@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
+import type { SqliteStore } from "../../src/store/sqlite/sessions.ts";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // Issue 20, "500s": with the data disk full, a request with an Idempotency-Key and PUT …/access
@@ -73,7 +74,7 @@ function fill(path: string): void {
 }
 
 function diskFull(): void {
-	const db = gw.registry.sqliteDatabase;
+	const db = (gw.registry.store as SqliteStore | undefined)?.database;
 	if (!db) throw new Error("no gateway.db");
 	db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
 	fill(ballast);
@@ -125,7 +126,7 @@ describe.skipIf(!root)("a full data disk (tmpfs, as root)", () => {
 		// The registry row and the owner row go to the same disk one after the other; a disk that
 		// fills between the two cannot be arranged on demand, so the owner's write alone is made to
 		// fail here (an SQLite trigger), as SQLite fails it on a full disk.
-		const db = gw.registry.sqliteDatabase;
+		const db = (gw.registry.store as SqliteStore | undefined)?.database;
 		if (!db) throw new Error("no gateway.db");
 		db.exec(
 			"CREATE TRIGGER full_owner BEFORE INSERT ON session_access BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END",

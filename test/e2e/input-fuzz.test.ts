@@ -9,6 +9,7 @@ import { parseConfig } from "../../src/config.ts";
 import { type CommandType, commandFields } from "../../src/pi/protocol.ts";
 import { SessionRegistry } from "../../src/sessions/registry.ts";
 import { isInside } from "../../src/sessions/spawn.ts";
+import { sqliteSessions } from "../../src/store/sqlite/sessions.ts";
 import { fixtures } from "../helpers/gateway.ts";
 
 // Property test: random methods, paths, queries, headers and bodies against every route of the
@@ -39,7 +40,7 @@ beforeAll(async () => {
 		logLevel: "silent",
 	});
 	const logger = pino({ level: "silent" });
-	registry = new SessionRegistry(config, logger);
+	registry = new SessionRegistry(config, logger, sqliteSessions(config.dataDir));
 	app = createApp(config, registry, logger);
 	const created = await app.request("/v1/sessions", {
 		method: "POST",

@@ -10,6 +10,7 @@ import { createApp } from "../../src/app.ts";
 import { ConfigSchema, parseConfig } from "../../src/config.ts";
 import { Metrics } from "../../src/http/observability/prometheus.ts";
 import { SessionRegistry } from "../../src/sessions/registry.ts";
+import { sqliteSessions } from "../../src/store/sqlite/sessions.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { readFrames } from "../helpers/sse.ts";
 
@@ -143,7 +144,7 @@ describe("GET /metrics", () => {
 	it("reads the warm pool's size from the source a pool registers", async () => {
 		const config = parseConfig({ dataDir: mkdtempSync(join(tmpdir(), "metrics-")) });
 		const logger = pino({ level: "silent" });
-		const registry = new SessionRegistry(config, logger);
+		const registry = new SessionRegistry(config, logger, sqliteSessions(config.dataDir));
 		const metrics = new Metrics(registry);
 		const app = createApp(config, registry, logger, metrics);
 		metrics.setWarmPoolSource(() => 3);
@@ -223,7 +224,7 @@ describe("request ids", () => {
 		const lines: Record<string, unknown>[] = [];
 		const logger = pino({ level: "info" }, { write: (line: string) => lines.push(JSON.parse(line)) });
 		const config = parseConfig({ dataDir: mkdtempSync(join(tmpdir(), "request-id-")) });
-		const app = createApp(config, new SessionRegistry(config, logger), logger);
+		const app = createApp(config, new SessionRegistry(config, logger, sqliteSessions(config.dataDir)), logger);
 		app.get("/boom", () => {
 			throw new Error("secret internals");
 		});

@@ -10,6 +10,7 @@ import { parseConfig } from "../../src/config.ts";
 import { startGateway } from "../../src/server.ts";
 import { SessionRegistry } from "../../src/sessions/registry.ts";
 import { bundledPiCli } from "../../src/sessions/spawn.ts";
+import { sqliteSessions } from "../../src/store/sqlite/sessions.ts";
 import { fixtures, startTestGateway, stdinRecord, type TestGateway } from "../helpers/gateway.ts";
 import { specPath } from "../helpers/openapi-validate.ts";
 import { readFrames } from "../helpers/sse.ts";
@@ -162,7 +163,7 @@ describe("host and origin", () => {
 		expect(plain.headers.get("access-control-allow-origin")).toBeNull();
 		const config = parseConfig({ corsOrigins: ["https://app.example"], token, dataDir: join(gw.root, "cors") });
 		const logger = pino({ level: "silent" });
-		const app = createApp(config, new SessionRegistry(config, logger), logger);
+		const app = createApp(config, new SessionRegistry(config, logger, sqliteSessions(config.dataDir)), logger);
 		const preflight = (origin: string) =>
 			app.request("/v1/sessions", {
 				method: "OPTIONS",
@@ -188,7 +189,7 @@ describe("host and origin", () => {
 		expect(documented).toContain("location");
 		const config = parseConfig({ corsOrigins: ["https://app.example"], token, dataDir: join(gw.root, "cors-expose") });
 		const logger = pino({ level: "silent" });
-		const app = createApp(config, new SessionRegistry(config, logger), logger);
+		const app = createApp(config, new SessionRegistry(config, logger, sqliteSessions(config.dataDir)), logger);
 		const res = await app.request("/healthz", { headers: { origin: "https://app.example", host: "localhost" } });
 		expect(res.headers.get("access-control-allow-origin")).toBe("https://app.example");
 		const exposed = new Set(

@@ -7,7 +7,7 @@ import { type ConfigInput, parseConfig } from "../../src/config.ts";
 import type { SessionRegistry } from "../../src/sessions/registry.ts";
 import type { Session } from "../../src/sessions/session.ts";
 import type { StoredSession } from "../../src/sessions/session-store.ts";
-import { FolderStore } from "../../src/store/postgres/folder-store.ts";
+import { PostgresFolderStore } from "../../src/store/postgres/folder-store.ts";
 import { migrate } from "../../src/store/postgres/schema.ts";
 import { lease, query } from "./postgres.ts";
 
@@ -21,7 +21,7 @@ export interface FolderNode {
 	name: string;
 	root: string;
 	sync: FolderSync;
-	store: FolderStore;
+	store: PostgresFolderStore;
 	pool: pg.Pool;
 	/** Gateway events the sync appended to sessions' logs, parsed. */
 	events: Record<string, any>[];
@@ -60,7 +60,7 @@ export async function folderNode(
 		persisted: async () => {},
 		subscribeAll: () => () => {},
 	} as unknown as SessionRegistry;
-	const store = new FolderStore(pool, name);
+	const store = new PostgresFolderStore(pool, name);
 	const sync = new FolderSync(config, store, registry, pino({ level: "silent" }));
 	const events: Record<string, any>[] = [];
 	return {

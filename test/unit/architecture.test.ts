@@ -1,4 +1,5 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
@@ -10,22 +11,30 @@ import { describe, expect, it } from "vitest";
  * into none: features build on it, and app.ts wires them. docs/development.md says the same in prose.
  * And the size rule: a file over 300 lines starts by saying why it is one piece.
  *
+ * The folder rule: no two folders import each other, whatever the direction of each file's
+ * import (static, type-only, re-export or dynamic). A folder is a top-level folder of src/, and
+ * for src/http/ each folder below it (auth, transport, routes, …), since http's parts are layered
+ * among themselves. Persistence follows it: an area (sessions, workspace, webhooks, cluster,
+ * http/idempotency, http/observability) declares the store it needs as an interface in its own
+ * folder, src/store/ implements it with the area's types, and only the composition root
+ * (server.ts, stores.ts) names the concrete classes and passes them in. So store sits above the
+ * areas whose interfaces it implements, and no area imports it.
+ *
  *   base      src/config.ts, src/config-*.ts, src/errors.ts, src/patterns.ts, src/child-env.ts, src/limits.ts, src/layout-check.ts
  *   pi        src/pi/**            (the child process and its JSONL protocol)
- *   store     src/store/**         (persistence: sqlite/ is gateway.db, postgres/ is cluster mode; each
- *                                  side's schema.ts lists every table) — except the files in
- *                                  `storedFor` below, which keep the layer of what they store
- *   sessions  src/sessions/**      (sessions, approvals, the registry and its store's interface)
+ *   sessions  src/sessions/**      (sessions, approvals, the registry, and the interfaces of their stores)
  *   workspace src/workspace/**     (a session's folder: paths, files, search, archive, snapshots and changes)
  *   webhooks  src/webhooks/**      (deliveries: they follow sessions' events, HTTP routes manage them)
  *   cluster   src/cluster/**       (membership, fence, forwarding: where a session lives among nodes)
  *   http      src/http/**          (transport/, auth/, idempotency/, observability/, cluster/ routing,
  *                                  streams/ (SSE), and routes/<feature>/)
+ *   store     src/store/**         (persistence: the areas' store interfaces implemented; sqlite/ is
+ *                                  gateway.db, postgres/ is cluster mode; each side's schema.ts lists every table)
  *   acp       src/acp/**           (the ACP bridge: an HTTP client of the gateway, so it imports nothing
  *                                  of the server; only src/acp/ itself)
- *   app       src/app.ts, src/server.ts, src/main.ts, src/token.ts, src/keys-command.ts (wiring and startup)
+ *   app       src/app.ts, src/server.ts, src/stores.ts, src/main.ts, src/token.ts, src/keys-command.ts (wiring and startup)
  */
-const layers = ["base", "pi", "store", "sessions", "workspace", "webhooks", "cluster", "http", "acp", "app"] as const;
+const layers = ["base", "pi", "sessions", "workspace", "webhooks", "cluster", "http", "store", "acp", "app"] as const;
 type Layer = (typeof layers)[number];
 
 const src = resolve(import.meta.dirname, "../../src");
@@ -47,23 +56,8 @@ const topLevel: Record<string, Layer> = {
 	"token.ts": "app",
 	"startup-notices.ts": "app",
 	"backup.ts": "app",
+	"stores.ts": "app",
 	"keys-command.ts": "app",
-};
-
-/**
- * src/store/ puts every table in one place for a reader; a store built on a capability's own types
- * (a session record, a webhook delivery) sits in that capability's layer, so it may read them and
- * the capability may open it. Every other file in src/store/ is the store layer, below them all.
- */
-const storedFor: Record<string, Layer> = {
-	"store/sqlite/sessions.ts": "sessions",
-	"store/postgres/sessions.ts": "sessions",
-	"store/postgres/claims.ts": "sessions",
-	"store/postgres/run-archive.ts": "workspace",
-	"store/postgres/folder-store.ts": "workspace",
-	"store/sqlite/webhooks.ts": "webhooks",
-	"store/postgres/webhook-outbox.ts": "webhooks",
-	"store/postgres/webhooks.ts": "cluster",
 };
 
 function layerOf(file: string): Layer {
@@ -74,8 +68,8 @@ function layerOf(file: string): Layer {
 		if (!layer) throw new Error(`src/${path} has no layer: add it to the table in architecture.test.ts and README`);
 		return layer;
 	}
-	if (first === "store") return storedFor[path] ?? "store";
 	if (
+		first === "store" ||
 		first === "pi" ||
 		first === "sessions" ||
 		first === "workspace" ||
@@ -100,6 +94,41 @@ function sourceFiles(dir: string): string[] {
 		if (entry.isDirectory()) return sourceFiles(path);
 		return entry.name.endsWith(".ts") ? [path] : [];
 	});
+}
+
+/**
+ * The folder a file sits in for the folder rule, relative to `root`: the top-level folder, or
+ * http/<part>; undefined for a file directly in `root` (wiring and base files, ruled by layers).
+ */
+function folderOf(root: string, file: string): string | undefined {
+	const parts = relative(root, file).split("\\").join("/").split("/");
+	if (parts.length < 2) return undefined;
+	return parts[0] === "http" && parts.length > 2 ? `http/${parts[1]}` : parts[0];
+}
+
+/**
+ * Every pair of folders under `root` that import each other, each named with one import of
+ * each way. The test runs it on src/ and on a planted tree, the same code both times.
+ */
+function twoWayFolders(root: string): string[] {
+	const example = new Map<string, string>();
+	for (const file of sourceFiles(root)) {
+		const from = folderOf(root, file);
+		for (const target of importsOf(file)) {
+			if (!target.startsWith(`${root}/`)) continue;
+			const to = folderOf(root, target);
+			if (!from || !to || from === to) continue;
+			const edge = `${from} → ${to}`;
+			if (!example.has(edge)) example.set(edge, `${relative(root, file)} → ${relative(root, target)}`);
+		}
+	}
+	const found: string[] = [];
+	for (const [edge, one] of example) {
+		const [from, to] = edge.split(" → ");
+		const back = example.get(`${to} → ${from}`);
+		if (back && (from as string) < (to as string)) found.push(`${from} and ${to} import each other (${one}; ${back})`);
+	}
+	return found.sort();
 }
 
 /** Every relative import of a file, resolved to an absolute path. */
@@ -150,8 +179,30 @@ describe("architecture", () => {
 		expect(inStore.sort()).toEqual(["store/postgres/schema.ts", "store/sqlite/schema.ts"]);
 	});
 
-	it("each file named in storedFor exists", () => {
-		for (const path of Object.keys(storedFor)) expect(sourceFiles(src)).toContain(join(src, path));
+	it("no two folders of src import each other", () => {
+		expect(twoWayFolders(src)).toEqual([]);
+	});
+
+	it("the folder rule reports two folders that import each other, whichever kind of import", () => {
+		const root = mkdtempSync(join(tmpdir(), "pi-gateway-arch-"));
+		try {
+			const plant = (path: string, text: string) => {
+				mkdirSync(dirname(join(root, path)), { recursive: true });
+				writeFileSync(join(root, path), text);
+			};
+			plant("area/service.ts", 'import { SqlStore } from "../store/sql.ts";\nexport const s = SqlStore;\n');
+			plant("store/sql.ts", 'import type { Port } from "../area/service.ts";\nexport class SqlStore {}\n');
+			plant("http/routes/a.ts", 'export * from "../transport/b.ts";\n');
+			plant("http/transport/b.ts", 'export const load = () => import("../routes/a.ts");\n');
+			plant("one-way/user.ts", 'import "../store/sql.ts";\n');
+			plant("top.ts", 'import "./area/service.ts";\nimport "./store/sql.ts";\n');
+			expect(twoWayFolders(root)).toEqual([
+				"area and store import each other (area/service.ts → store/sql.ts; store/sql.ts → area/service.ts)",
+				"http/routes and http/transport import each other (http/routes/a.ts → http/transport/b.ts; http/transport/b.ts → http/routes/a.ts)",
+			]);
+		} finally {
+			rmSync(root, { recursive: true, force: true });
+		}
 	});
 
 	it("a file in src over 300 lines says at its top why it is one piece", () => {

@@ -10,6 +10,7 @@ import { createApp } from "../../src/app.ts";
 import { parseConfig } from "../../src/config.ts";
 import { operationsOf, walk } from "../../src/http/transport/openapi-generators.ts";
 import { SessionRegistry } from "../../src/sessions/registry.ts";
+import { sqliteSessions } from "../../src/store/sqlite/sessions.ts";
 
 // Both published documents are written for SDK generators (issue 21): what each rule below
 // prevents is what a generator made of the document before (see README "Clients").
@@ -81,7 +82,7 @@ describe("openapi-3.0.yaml", () => {
 	it("is served without a token at /openapi-3.0.json and /openapi-3.0.yaml, naming the origin it was fetched from", async () => {
 		const config = parseConfig({ dataDir: join(tmpdir(), `pi-gateway-spec-30-${process.pid}`), token: "t".repeat(32) });
 		const logger = pino({ level: "silent" });
-		const app = createApp(config, new SessionRegistry(config, logger), logger);
+		const app = createApp(config, new SessionRegistry(config, logger, sqliteSessions(config.dataDir)), logger);
 		const json = await app.request("http://127.0.0.1:45123/openapi-3.0.json");
 		expect(json.status).toBe(200);
 		expect(((await json.json()) as { servers: unknown }).servers).toEqual([{ url: "http://127.0.0.1:45123" }]);

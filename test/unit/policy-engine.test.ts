@@ -3,6 +3,7 @@ import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { type PolicyRule, PolicySet } from "../../src/sessions/policies.ts";
 import { PolicyEngine } from "../../src/sessions/policy-engine.ts";
+import { SqliteRulesStore } from "../../src/store/sqlite/session-rules.ts";
 
 // Issue 20, governance: the operator's rules come before anything a session brings, so an
 // operator's `ask` or `deny` holds against a session's `{"match": {}, "action": "allow"}`.
@@ -17,7 +18,7 @@ function engine(operator: PolicyRule[], session: PolicyRule[]) {
 	return new PolicyEngine(
 		PolicySet.parse({ rules: operator }),
 		host,
-		new DatabaseSync(":memory:"),
+		new SqliteRulesStore(new DatabaseSync(":memory:")),
 		pino({ level: "silent" }),
 	);
 }

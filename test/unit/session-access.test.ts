@@ -1,16 +1,17 @@
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
 import { SessionAccess } from "../../src/sessions/access.ts";
+import { SqliteAccessStore } from "../../src/store/sqlite/access.ts";
 
 describe("SessionAccess", () => {
 	it("owners and shares outlive the object (a gateway restart reads them back from gateway.db)", () => {
 		const db = new DatabaseSync(":memory:");
-		const first = new SessionAccess(db);
+		const first = new SessionAccess(new SqliteAccessStore(db));
 		first.setOwner("ses_a", "alice");
 		first.share("ses_a", [{ principal: "carol", can: ["answer"] }]);
 		first.setOwner("ses_gone", "bob");
 		first.forget("ses_gone");
-		const again = new SessionAccess(db);
+		const again = new SessionAccess(new SqliteAccessStore(db));
 		expect(again.get("ses_a")).toEqual({
 			sessionId: "ses_a",
 			owner: "alice",

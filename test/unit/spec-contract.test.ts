@@ -11,6 +11,7 @@ import { parseConfig } from "../../src/config.ts";
 import { createKey, KeyStore } from "../../src/http/auth/keys.ts";
 import { portablePattern } from "../../src/patterns.ts";
 import { SessionRegistry } from "../../src/sessions/registry.ts";
+import { sqliteSessions } from "../../src/store/sqlite/sessions.ts";
 import { OpenApiValidator } from "../helpers/openapi-validate.ts";
 
 // What generators and validators read in openapi.yaml must be what the gateway does: patterns
@@ -39,7 +40,7 @@ const hasPython = (() => {
 function app(keys?: KeyStore) {
 	const config = parseConfig({ dataDir: join(tmpdir(), `pi-gateway-spec-contract-${process.pid}`), token });
 	const logger = pino({ level: "silent" });
-	const registry = new SessionRegistry(config, logger);
+	const registry = new SessionRegistry(config, logger, sqliteSessions(config.dataDir));
 	return Object.assign(createApp(config, registry, logger, undefined, { keys }), { registry });
 }
 

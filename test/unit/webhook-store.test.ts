@@ -1,6 +1,6 @@
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
-import { WebhookStore } from "../../src/store/sqlite/webhooks.ts";
+import { SqliteWebhookStore } from "../../src/store/sqlite/webhooks.ts";
 import { Destinations } from "../../src/webhooks/destinations.ts";
 
 const message = (n: number) => ({
@@ -12,7 +12,7 @@ const message = (n: number) => ({
 
 describe("the webhook outbox", () => {
 	it("holds at most maxPending undelivered messages per webhook: the oldest are dropped, not kept waiting", () => {
-		const store = new WebhookStore(new DatabaseSync(":memory:"));
+		const store = new SqliteWebhookStore(new DatabaseSync(":memory:"));
 		for (let n = 0; n < 10; n++) store.enqueue("wh_a", message(n), 3);
 		store.enqueue("wh_b", message(0), 3);
 		const rows = store.deliveries("wh_a", 100);
@@ -24,7 +24,7 @@ describe("the webhook outbox", () => {
 	});
 
 	it("keeps the attempt log bounded and schedules by next_at", () => {
-		const store = new WebhookStore(new DatabaseSync(":memory:"));
+		const store = new SqliteWebhookStore(new DatabaseSync(":memory:"));
 		store.enqueue("wh_a", message(1), 10);
 		let delivery = store.due(Date.now() + 1, 10)[0];
 		for (let i = 0; i < 30; i++) {

@@ -1,27 +1,11 @@
 import type { MiddlewareHandler } from "hono";
-import { z } from "zod";
 import { runsAs } from "../transport/methods.ts";
 import type { AppEnv } from "../transport/openapi.ts";
+import { type Principal, Scope } from "../transport/principal.ts";
 import { ApiError } from "../transport/problem.ts";
 
-/** What a credential may do. `admin` holds every other scope too (all sessions, metrics, webhooks). */
-export const Scope = z.enum(["sessions:read", "sessions:write", "approvals:read", "approvals:answer", "admin"]);
-export type Scope = z.infer<typeof Scope>;
-export const scopes = Scope.options;
-
-/** Who is calling: a name (the audit and `resolvedBy` use it) and what it may do. */
-export interface Principal {
-	name: string;
-	scopes: ReadonlySet<Scope>;
-	/** --no-auth: nobody is authenticated, so a body's `by` still names who answers. */
-	anonymous?: true;
-	/**
-	 * The credential's principal as of now, undefined once it was revoked (an API key removed from
-	 * the keys file): an open stream asks again when keys or shares change (open-streams.ts).
-	 * Absent: the credential cannot be revoked while the gateway runs (the token).
-	 */
-	current?: () => Principal | undefined;
-}
+// Declared in transport/, whose request context (AppEnv) carries the principal; auth/ decides it.
+export { type Principal, Scope, scopes } from "../transport/principal.ts";
 
 export function hasScope(principal: Principal, scope: Scope): boolean {
 	return principal.scopes.has("admin") || principal.scopes.has(scope);

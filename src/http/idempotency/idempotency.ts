@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
-import type { IdempotencyKeys, KeyRecord, StoredAnswer } from "../../store/sqlite/idempotency.ts";
 import type { AppEnv } from "../transport/openapi.ts";
 import { ApiError } from "../transport/problem.ts";
+import type { IdempotencyKeys, KeyRecord, StoredAnswer } from "./key-store.ts";
 
 /**
  * The POSTs that start work and take an `Idempotency-Key` (IETF httpapi draft). The `…/stream`

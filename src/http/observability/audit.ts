@@ -1,10 +1,6 @@
-import type { DatabaseSync } from "node:sqlite";
 import { z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
-import { recordPage } from "../../sessions/record-page.ts";
-import type { SharedRecords } from "../../store/postgres/shared-records.ts";
-import { auditTable } from "../../store/sqlite/schema.ts";
 import type { ScopedRoutes } from "../auth/principals.ts";
 import type { AppEnv } from "../transport/openapi.ts";
 import { decodedSegment } from "../transport/params.ts";
@@ -42,56 +38,50 @@ export const AuditEntry = z
 	});
 export type AuditEntry = z.infer<typeof AuditEntry>;
 
-/** Prune every this many writes (a DELETE per write would be wasted work). */
-const pruneEvery = 100;
+/** What a page of the log is filtered by. */
+export interface AuditQuery {
+	principal?: string;
+	sessionId?: string;
+}
 
 /**
- * Who changed what, when and from where: each state-changing request, in its own table of
- * gateway.db (so it outlives a restart), bounded to the newest `maxRows`, and written as a JSON
- * line to the log too (`msg: "audit"`). In memory when there is no database (an app in a test).
+ * Where the log is kept beyond memory, bounded to the newest entries: gateway.db
+ * (src/store/sqlite/audit.ts), or in cluster mode the cluster's PostgreSQL
+ * (src/store/postgres/shared-records.ts: every node's entries, read through any). server.ts picks one.
+ */
+export interface AuditStore {
+	/** Fails soft: a full disk loses audit rows (the log line still has them), never the request itself. */
+	add(entry: AuditEntry): void;
+	/** Newest first; `before` is the `nextCursor` of an earlier page. */
+	page(
+		query: AuditQuery,
+		limit: number,
+		before?: number,
+	): Promise<{ records: AuditEntry[]; nextCursor: string | null }>;
+}
+
+/**
+ * Who changed what, when and from where: each state-changing request, kept in an AuditStore (so
+ * it outlives a restart) and written as a JSON line to the log too (`msg: "audit"`). In memory,
+ * the newest `maxRows`, when there is no store (an app in a test).
  */
 export class AuditLog {
-	readonly #db: DatabaseSync | undefined;
+	readonly #store: AuditStore | undefined;
 	readonly #maxRows: number;
 	readonly #memory: AuditEntry[] = [];
-	#writes = 0;
-	readonly #shared: SharedRecords | undefined;
 
-	/** `shared`: cluster mode, the cluster's log in PostgreSQL (every node's entries, read through any). */
-	constructor(db: DatabaseSync | undefined, maxRows: number, shared?: SharedRecords) {
-		this.#db = db;
-		this.#shared = shared;
+	constructor(store: AuditStore | undefined, maxRows: number) {
+		this.#store = store;
 		this.#maxRows = maxRows;
-		db?.exec(auditTable);
 	}
 
 	record(entry: AuditEntry): void {
-		if (this.#shared) {
-			this.#shared.append({ principal: entry.principal, session_id: entry.sessionId }, entry);
+		if (this.#store) {
+			this.#store.add(entry);
 			return;
 		}
-		if (!this.#db) {
-			this.#memory.push(entry);
-			if (this.#memory.length > this.#maxRows) this.#memory.shift();
-			return;
-		}
-		if (!this.#db.isOpen) return;
-		try {
-			this.#db
-				.prepare("INSERT INTO audit_log (principal, session_id, record) VALUES (?, ?, ?)")
-				.run(entry.principal, entry.sessionId, JSON.stringify(entry));
-			if (++this.#writes % pruneEvery === 0) this.prune();
-		} catch {
-			// A full disk loses audit rows (the log line still has it), never the request itself.
-		}
-	}
-
-	prune(): void {
-		this.#db
-			?.prepare(
-				"DELETE FROM audit_log WHERE rowid IN (SELECT rowid FROM audit_log ORDER BY rowid DESC LIMIT -1 OFFSET ?)",
-			)
-			.run(this.#maxRows);
+		this.#memory.push(entry);
+		if (this.#memory.length > this.#maxRows) this.#memory.shift();
 	}
 
 	/** Newest first (by when they were answered); `before` is the `nextCursor` of an earlier page. */
@@ -99,30 +89,20 @@ export class AuditLog {
 		entries: AuditEntry[];
 		nextCursor: string | null;
 	}> {
-		if (this.#shared) {
-			const filters = { principal: query.principal, session_id: query.sessionId };
-			const { records, nextCursor } = await this.#shared.page<AuditEntry>(filters, query.limit, query.before);
+		if (this.#store) {
+			const filters = { principal: query.principal, sessionId: query.sessionId };
+			const { records, nextCursor } = await this.#store.page(filters, query.limit, query.before);
 			return { entries: records, nextCursor };
 		}
-		if (!this.#db) {
-			const all = this.#memory
-				.map((entry, i) => ({ rowid: i + 1, entry }))
-				.filter(({ entry, rowid }) => matches(entry, query) && (query.before === undefined || rowid < query.before))
-				.reverse();
-			const page = all.slice(0, query.limit);
-			return {
-				entries: page.map((r) => r.entry),
-				nextCursor: all.length > query.limit ? String(page.at(-1)?.rowid) : null,
-			};
-		}
-		const { records, nextCursor } = recordPage<AuditEntry>(
-			this.#db,
-			"audit_log",
-			{ principal: query.principal, session_id: query.sessionId },
-			query.limit,
-			query.before,
-		);
-		return { entries: records, nextCursor };
+		const all = this.#memory
+			.map((entry, i) => ({ rowid: i + 1, entry }))
+			.filter(({ entry, rowid }) => matches(entry, query) && (query.before === undefined || rowid < query.before))
+			.reverse();
+		const page = all.slice(0, query.limit);
+		return {
+			entries: page.map((r) => r.entry),
+			nextCursor: all.length > query.limit ? String(page.at(-1)?.rowid) : null,
+		};
 	}
 }
 

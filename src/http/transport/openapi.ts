@@ -1,6 +1,6 @@
 import { OpenAPIHono, type z } from "@hono/zod-openapi";
 import type { ZodType } from "zod";
-import type { Principal } from "../auth/principals.ts";
+import type { Principal } from "./principal.ts";
 import { ApiError, Problem } from "./problem.ts";
 
 /** `principal`: who is calling, set by the bearer middleware (absent only on public routes). */

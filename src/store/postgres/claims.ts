@@ -1,18 +1,7 @@
 import type pg from "pg";
+import type { Claim } from "../../cluster/cluster-store.ts";
 import type { Tombstone } from "../../sessions/session-store.ts";
 import { transaction } from "./schema.ts";
-
-export type Claim =
-	| { kind: "absent"; gone?: Tombstone }
-	| { kind: "owned"; node: string; url: string }
-	| {
-			kind: "claimed";
-			row: { id: string; record: string };
-			clean: boolean;
-			access?: { owner: string; grants: unknown[] };
-			/** Approval rules remembered for the session (JSON), if any. */
-			rules?: string;
-	  };
 
 /**
  * Takes session `id` for `node` when no live node holds it, in one transaction (the row locked).

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import type { CommitResult, FolderCommit, FolderState, FolderStore, StoredFolder } from "../../cluster/folder-store.ts";
 import type { FolderEntry, Manifest } from "../../workspace/folder-scan.ts";
 import { transaction } from "./schema.ts";
 
@@ -16,49 +17,12 @@ import { transaction } from "./schema.ts";
  * passes the commit.
  */
 
-export interface FolderState {
-	node: string;
-	/** The workspace root (real path) of the node that stored it, and the folder's path below it. */
-	root: string;
-	rel: string;
-	generation: number;
-	files: number;
-	bytes: number;
-	/** Paths left out when it was stored (over the cap, unreadable), as people read them, and how many. */
-	omitted: { paths: string[]; count: number; why?: string };
-}
-
-export interface StoredFolder {
-	state: FolderState;
-	entries: Manifest;
-}
-
-export interface FolderCommit {
-	/** The generation the change was computed against (undefined: the first). */
-	generation: number | undefined;
-	root: string;
-	rel: string;
-	files: number;
-	bytes: number;
-	omitted: FolderState["omitted"];
-	upserts: [string, FolderEntry][];
-	deletes: string[];
-	addRefs: Buffer[];
-	dropRefs: Buffer[];
-}
-
-/** What a commit did: written (and the new generation), or refused. */
-export type CommitResult =
-	| { kind: "ok"; generation: number; bytes: number }
-	| { kind: "stale" } // another node stored the folder since this one read it
-	| { kind: "not_owner" }; // the session is not this node's (any more), or not stored yet
-
 /** Rows per statement: far below PostgreSQL's 65,535 parameters and a few MB of SQL each. */
 const rowsPerStatement = 2000;
 /** Chunk bytes per INSERT at most. */
 const blobBytesPerStatement = 8 * 1024 * 1024;
 
-export class FolderStore {
+export class PostgresFolderStore implements FolderStore {
 	readonly #pool: pg.Pool;
 	readonly #node: string;
 

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Logger } from "pino";
-import type { IdempotencyKeys, KeyRecord, ScopedKey, StoredAnswer } from "../sqlite/idempotency.ts";
+import type { IdempotencyKeys, KeyRecord, ScopedKey, StoredAnswer } from "../../http/idempotency/key-store.ts";
 import { needDatabase } from "./schema.ts";
 
 /** How often old keys are pruned and failed writes tried again. */

@@ -1,17 +1,9 @@
 import type pg from "pg";
+import type { RunArchive } from "../../workspace/run-archive.ts";
 import { maxRuns } from "../../workspace/snapshots.ts";
+import { needDatabase } from "./schema.ts";
 
-/**
- * Cluster mode: what each settled run changed, kept in PostgreSQL, so `GET …/changes?runId=`
- * still answers after the session moved to another node (its folder and shadow repository stay
- * on the old node's disk). Written before the run's `run_changes` event, so a client that saw the
- * event can rely on it; the newest `maxRuns` per session are kept, and a deleted session's go.
- */
-export interface RunArchive {
-	save(sessionId: string, runId: string, changes: unknown): Promise<void>;
-	load(sessionId: string, runId: string): Promise<unknown | undefined>;
-	forget(sessionId: string): Promise<void>;
-}
+/** The workspace's run archive (src/workspace/run-archive.ts) in PostgreSQL's workspace_runs. */
 
 export class PostgresRunArchive implements RunArchive {
 	readonly #pool: pg.Pool;
@@ -32,9 +24,11 @@ export class PostgresRunArchive implements RunArchive {
 	}
 
 	async load(sessionId: string, runId: string): Promise<unknown | undefined> {
-		const { rows } = await this.#pool.query<{ changes: string }>(
-			"SELECT changes FROM workspace_runs WHERE session_id = $1 AND run_id = $2",
-			[sessionId, runId],
+		const { rows } = await needDatabase("a run's changes", () =>
+			this.#pool.query<{ changes: string }>(
+				"SELECT changes FROM workspace_runs WHERE session_id = $1 AND run_id = $2",
+				[sessionId, runId],
+			),
 		);
 		return rows[0] ? JSON.parse(rows[0].changes) : undefined;
 	}

@@ -1,26 +1,5 @@
 import type pg from "pg";
-
-/** A stored session row for the cluster-wide list: its record, who owns it and whom it is shared with. */
-export interface PagedRow {
-	id: string;
-	record: string;
-	created_at: string;
-	access_owner: string | null;
-	access_grants: string | null;
-}
-
-export interface RowQuery {
-	/**
-	 * Which rows by their owner: held by one of `in` (nodes asked that did not answer), or by none
-	 * of `notIn` (the nodes asked: each lists its own), unowned rows included.
-	 */
-	owners: { in: string[] } | { notIn: string[] };
-	/** The owner principal (a session without an access row is the admin's). */
-	principal?: string;
-	/** Only rows after this (createdAt, id), in the list's order. */
-	after?: { createdAt: string; id: string };
-	limit: number;
-}
+import type { PagedRow, RowQuery } from "../../cluster/cluster-store.ts";
 
 /**
  * One batch of stored session rows in the list's order (createdAt, then id by code unit: `COLLATE

@@ -5,10 +5,11 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
 import pg from "pg";
+import type { Claim } from "../../cluster/cluster-store.ts";
 import { tombstoneMs } from "../../sessions/records.ts";
 import type { SessionStore, StoredSession, StoreEvents, Tombstone } from "../../sessions/session-store.ts";
 import { SqliteStore } from "../sqlite/sessions.ts";
-import { type Claim, claimSession, ownerOf } from "./claims.ts";
+import { claimSession, ownerOf } from "./claims.ts";
 import { migrate, redact, transaction } from "./schema.ts";
 
 /**
@@ -317,5 +318,4 @@ export class PostgresStore implements SessionStore {
 const mine = (column: string, node: string) =>
 	`${column} = ${node} AND EXISTS (SELECT 1 FROM nodes WHERE id = ${node} AND lease_until > now())`;
 
-export type { Claim } from "./claims.ts";
 export { migrate, migrations, redact } from "./schema.ts";

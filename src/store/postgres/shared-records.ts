@@ -1,5 +1,8 @@
 import type pg from "pg";
 import type { Logger } from "pino";
+import type { AuditEntry, AuditQuery, AuditStore } from "../../http/observability/audit.ts";
+import type { ApprovalHistoryQuery, ApprovalHistoryStore } from "../../sessions/approval-history.ts";
+import type { Approval } from "../../sessions/approvals.ts";
 import { needDatabase } from "./schema.ts";
 
 /** Prune every this many writes (a DELETE per write would be wasted work). */
@@ -15,7 +18,7 @@ type Table = keyof typeof tables;
 /**
  * Cluster mode: a bounded, append-mostly table of JSON records in PostgreSQL that every node
  * writes and reads, for what a client expects to read whole through any node (approval history,
- * the audit log). The same shape as record-page.ts over SQLite: newest first by a sequence, the
+ * the audit log). The same shape as ../sqlite/record-page.ts over SQLite: newest first by a sequence, the
  * `nextCursor` is that sequence. Writes go behind in order and fail soft (a lost history row never
  * costs an answer or a request; the log line has it).
  */
@@ -94,5 +97,58 @@ export class SharedRecords {
 			records: page.map((r) => JSON.parse(r.record) as T),
 			nextCursor: rows.length > limit ? String(page.at(-1)?.seq) : null,
 		};
+	}
+}
+
+/**
+ * The cluster's approval history. `local` is the node's own history in gateway.db: while it is
+ * open the node records what resolves (its shutdown ends that, as on one node).
+ */
+export class SharedApprovalHistory implements ApprovalHistoryStore {
+	readonly #records: SharedRecords;
+	readonly #keepMs: number;
+	readonly #local: { readonly open: boolean };
+	#writes = 0;
+
+	constructor(records: SharedRecords, keepMs: number, local: { readonly open: boolean }) {
+		this.#records = records;
+		this.#keepMs = keepMs;
+		this.#local = local;
+	}
+
+	get open(): boolean {
+		return this.#local.open;
+	}
+
+	add(approval: Approval, resolvedAt: string): void {
+		const columns = {
+			session_id: approval.sessionId,
+			id: approval.id,
+			status: approval.status,
+			resolved_at: resolvedAt,
+		};
+		this.#records.append(columns, approval);
+		if (++this.#writes % pruneEvery === 0) void this.#records.prune(new Date(Date.now() - this.#keepMs));
+	}
+
+	page(query: ApprovalHistoryQuery, limit: number, before?: number) {
+		return this.#records.page<Approval>({ status: query.status, session_id: query.sessionId }, limit, before);
+	}
+}
+
+/** The cluster's audit log: every node's entries, read through any. */
+export class SharedAuditLog implements AuditStore {
+	readonly #records: SharedRecords;
+
+	constructor(records: SharedRecords) {
+		this.#records = records;
+	}
+
+	add(entry: AuditEntry): void {
+		this.#records.append({ principal: entry.principal, session_id: entry.sessionId }, entry);
+	}
+
+	page(query: AuditQuery, limit: number, before?: number) {
+		return this.#records.page<AuditEntry>({ principal: query.principal, session_id: query.sessionId }, limit, before);
 	}
 }

@@ -2,7 +2,7 @@ import type pg from "pg";
 import { notify } from "../../cluster/notifications.ts";
 import type { Webhook } from "../../webhooks/schemas.ts";
 import type { SharedWebhooks } from "../../webhooks/shared.ts";
-import type { StoredWebhook } from "../sqlite/webhooks.ts";
+import type { StoredWebhook } from "../../webhooks/store.ts";
 
 /** The cluster's webhook definitions: the `webhooks` table (migration 4); a change sends a `webhooks` notice. */
 export class PostgresWebhooks implements SharedWebhooks {

@@ -1,42 +1,7 @@
 import type { DatabaseSync } from "node:sqlite";
+import type { IdempotencyKeys, KeyRecord, ScopedKey, StoredAnswer } from "../../http/idempotency/key-store.ts";
 import { storedOr507 } from "../storage-full.ts";
 import { idempotencyTable } from "./schema.ts";
-
-/** A stored first answer: what a retry with the same key gets back. */
-export interface StoredAnswer {
-	status: number;
-	headers: Record<string, string>;
-	/** null when the answer was too large to keep. */
-	body: string | null;
-}
-
-export type KeyRecord =
-	| { state: "running"; fingerprint: string; createdAt: number }
-	| { state: "done"; fingerprint: string; createdAt: number; answer: StoredAnswer };
-
-type Awaitable<T> = T | Promise<T>;
-
-/**
- * A key as stored: the caller's own. Two principals may pick the same Idempotency-Key (a UUID
- * library seeded alike, a guessed or leaked key); each gets the answer to their own request only.
- */
-export interface ScopedKey {
-	principal: string;
-	key: string;
-}
-
-/**
- * What the middleware needs of a key store: SQLite's (one node) answers at once, PostgreSQL's
- * (cluster mode, src/store/postgres/idempotency.ts) later. `claim` must be atomic: of two requests
- * with one key, on any nodes, exactly one gets true.
- */
-export interface IdempotencyKeys {
-	readonly open: boolean;
-	get(key: ScopedKey): Awaitable<KeyRecord | undefined>;
-	claim(key: ScopedKey, fingerprint: string): Awaitable<boolean>;
-	finish(key: ScopedKey, answer: StoredAnswer): Awaitable<void>;
-	forget(key: ScopedKey): Awaitable<void>;
-}
 
 /**
  * A gateway.db from before keys were scoped has a table keyed by the key alone. Its rows name no

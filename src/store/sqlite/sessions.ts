@@ -3,7 +3,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
 import { parseStoredRecord, tombstoneMs } from "../../sessions/records.ts";
-import type { SessionStore, StoredSession, StoreEvents, Tombstone } from "../../sessions/session-store.ts";
+import type { OpenStore, SessionStore, StoredSession, StoreEvents, Tombstone } from "../../sessions/session-store.ts";
 import { registryTables } from "./schema.ts";
 
 /** node:sqlite still prints an ExperimentalWarning on load; this is the one warning hidden. */
@@ -196,4 +196,9 @@ export class SqliteStore implements SessionStore {
 		}
 		this.#db.close();
 	}
+}
+
+/** The registry's default backend: gateway.db in `dataDir`, opened when the registry opens (and again after a detach). */
+export function sqliteSessions(dataDir: string): OpenStore {
+	return (events) => new SqliteStore(dataDir, events);
 }

@@ -1,5 +1,6 @@
 import type { DatabaseSync } from "node:sqlite";
 import type { Delivery, DeliveryAttempt, Webhook, WebhookEventType } from "../../webhooks/schemas.ts";
+import type { StoredWebhook, WebhookStore } from "../../webhooks/store.ts";
 import { webhookTables } from "./schema.ts";
 
 /** Webhooks and their outbox live in gateway.db next to the session registry, in tables of their own. */
@@ -16,15 +17,11 @@ interface OutboxRow {
 	log: string;
 }
 
-export interface StoredWebhook extends Webhook {
-	secret: string;
-}
-
 /** Attempts kept per delivery in its log. */
 const keepAttempts = 20;
 
 /** Plain SQL over the open gateway.db handle; every call is synchronous and small. */
-export class WebhookStore {
+export class SqliteWebhookStore implements WebhookStore {
 	readonly #db: DatabaseSync;
 
 	constructor(db: DatabaseSync) {

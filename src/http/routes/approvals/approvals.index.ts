@@ -1,7 +1,7 @@
 import { pageOf } from "../../../sessions/approvals.ts";
 import { mayAccess } from "../../auth/ownership.ts";
-import type { Deps } from "../../transport/deps.ts";
 import { createRouter } from "../../transport/openapi.ts";
+import type { Deps } from "../deps.ts";
 import { answerApproval, getApproval, inbox, sessionApprovals } from "./approvals.routes.ts";
 import { approvalChange, clusterApprovals, clusterSeq } from "./inbox.ts";
 

@@ -4,10 +4,10 @@ import { streamOwnEvents, wantsStream } from "../../streams/command-stream.ts";
 import { sseOptions } from "../../streams/options.ts";
 import { resumePosition, resumeStream } from "../../streams/resume.ts";
 import { streamedCommandDescription, streamRoute } from "../../streams/stream-routes.ts";
-import type { Deps } from "../../transport/deps.ts";
 import { commandErrors, createRouter, json, jsonBody } from "../../transport/openapi.ts";
 import { SessionParams } from "../../transport/params.ts";
 import { unwrap } from "../../transport/pi-result.ts";
+import type { Deps } from "../deps.ts";
 import { type CommandSpec, commandSpecs, fieldsSchema } from "./commands.table.ts";
 
 function routeOf(spec: CommandSpec): RouteConfig {

@@ -5,9 +5,9 @@ import { followAll, followSession, typeFilter } from "../../streams/follow.ts";
 import { sseOptions } from "../../streams/options.ts";
 import { Outbox, sseStream } from "../../streams/sse.ts";
 import { gatewayFrame } from "../../streams/sse-frames.ts";
-import type { Deps } from "../../transport/deps.ts";
 import { createRouter } from "../../transport/openapi.ts";
 import { ApiError } from "../../transport/problem.ts";
+import type { Deps } from "../deps.ts";
 import { allEvents, createAllEventsTicket, sessionEvents } from "./events.routes.ts";
 
 export function eventsRouter({ registry, config, tickets, access, cluster }: Deps) {

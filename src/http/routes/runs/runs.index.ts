@@ -8,10 +8,10 @@ import { streamCommand, wantsStream } from "../../streams/command-stream.ts";
 import { sseOptions } from "../../streams/options.ts";
 import { resumePosition, resumeStream } from "../../streams/resume.ts";
 import type { SseOptions } from "../../streams/sse.ts";
-import type { Deps } from "../../transport/deps.ts";
 import { createRouter } from "../../transport/openapi.ts";
 import { ApiError } from "../../transport/problem.ts";
 import { requestedWait, type WaitRequest } from "../../transport/wait.ts";
+import type { Deps } from "../deps.ts";
 import { type Acceptance, pendingApprovals, sendUntilHeld } from "./held.ts";
 import { followUp, prompt, steer } from "./runs.routes.ts";
 

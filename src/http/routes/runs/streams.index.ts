@@ -1,8 +1,8 @@
 import type { Context } from "hono";
 import { sseOptions } from "../../streams/options.ts";
 import { resumePosition, resumeStream } from "../../streams/resume.ts";
-import type { Deps } from "../../transport/deps.ts";
 import { createRouter } from "../../transport/openapi.ts";
+import type { Deps } from "../deps.ts";
 import { disposing, streamRun, supervise } from "./runs.index.ts";
 import { followUpStream, promptStream, steerStream } from "./streams.routes.ts";
 

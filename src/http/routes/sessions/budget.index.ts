@@ -1,5 +1,5 @@
-import type { Deps } from "../../transport/deps.ts";
 import { createRouter } from "../../transport/openapi.ts";
+import type { Deps } from "../deps.ts";
 import { getBudget, putBudget } from "./budget.routes.ts";
 
 /** `GET/PUT …/budget`: a session's budget (src/sessions/budget.ts); the journal writes a change within a second. */

@@ -1,5 +1,5 @@
-import type { Deps } from "../../transport/deps.ts";
 import { createRouter } from "../../transport/openapi.ts";
+import type { Deps } from "../deps.ts";
 import { getUi } from "./ui.routes.ts";
 
 /** `GET …/ui`: registered after the approvals router so the spec keeps its order. */

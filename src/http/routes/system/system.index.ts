@@ -4,9 +4,9 @@ import { join } from "node:path";
 import type { Cluster } from "../../../cluster/cluster.ts";
 import { infoLimitKeys, pickLimits } from "../../../limits.ts";
 import { piPackageDir } from "../../../sessions/spawn.ts";
-import type { Deps } from "../../transport/deps.ts";
 import { createRouter } from "../../transport/openapi.ts";
 import { ApiError } from "../../transport/problem.ts";
+import type { Deps } from "../deps.ts";
 import { healthz, info, readyz } from "./system.routes.ts";
 
 const require = createRequire(import.meta.url);

@@ -2,9 +2,9 @@ import type { Cluster } from "../../../cluster/cluster.ts";
 import type { ToolCall } from "../../../sessions/client-tool-calls.ts";
 import type { SessionRegistry } from "../../../sessions/registry.ts";
 import { mayAccess } from "../../auth/ownership.ts";
-import type { Deps } from "../../transport/deps.ts";
 import { createRouter, invalid } from "../../transport/openapi.ts";
 import { ApiError } from "../../transport/problem.ts";
+import type { Deps } from "../deps.ts";
 import { allToolCalls, answerToolCall, getToolCall, sessionToolCalls } from "./tool-calls.routes.ts";
 
 const byCreation = (a: ToolCall, b: ToolCall) => Date.parse(a.createdAt) - Date.parse(b.createdAt);

@@ -1,8 +1,8 @@
 import { Readable } from "node:stream";
 import { archiveStream, listArchive } from "../../../workspace/archive.ts";
 import type { ChangeTracker } from "../../../workspace/tracker.ts";
-import type { Deps } from "../../transport/deps.ts";
 import { createRouter } from "../../transport/openapi.ts";
+import type { Deps } from "../deps.ts";
 import { archive, changes } from "./changes.routes.ts";
 
 export function workspaceChangesRouter(deps: Deps, tracker: ChangeTracker) {

@@ -6,9 +6,9 @@ import { listFolder } from "../../../workspace/listing.ts";
 import { contentTypeOf, etagOf, openFile, parseRange } from "../../../workspace/reading.ts";
 import { searchWorkspace } from "../../../workspace/search.ts";
 import { deleteFile as removeFile, writeFile as storeFile } from "../../../workspace/writing.ts";
-import type { Deps } from "../../transport/deps.ts";
 import { type AppEnv, createRouter } from "../../transport/openapi.ts";
 import { toProblem } from "../../transport/problem.ts";
+import type { Deps } from "../deps.ts";
 import { deleteFile, listFiles, readFile, searchFiles, writeFile } from "./files.routes.ts";
 
 /** The upload operation's path: its body is raw and bounded here, not by the JSON body limit (app.ts). */

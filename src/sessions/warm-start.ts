@@ -1,0 +1,42 @@
+import type { Config } from "../config.ts";
+import type { Area } from "./areas.ts";
+import { agentDir } from "./sandbox.ts";
+import type { Session } from "./session.ts";
+import { newSessionId } from "./session-factory.ts";
+import { type CreateSessionBody, planSpawn } from "./spawn.ts";
+import { agentDirStamp, type Pooled, removeEmpty } from "./warm-pool.ts";
+
+export const defaultBody: CreateSessionBody = { persist: true };
+
+/** A create request a warm-pool process can serve: nothing but (optionally) a name. */
+export function isDefaultRequest(body: CreateSessionBody): boolean {
+	return Object.entries(body).every(([key, value]) => (key === "persist" ? value === true : key === "name"));
+}
+
+/**
+ * A pool process: a session of `area` started with the default options, not yet in the registry.
+ * Its own folders go again when it fails to start; an area itself (--default-cwd root) never does.
+ */
+export async function startPooled(
+	config: Config,
+	area: Area,
+	build: (id: string, options: CreateSessionBody, cwd: string) => Session,
+	spawned: (session: Session) => void,
+): Promise<Pooled> {
+	const id = newSessionId();
+	const plan = planSpawn(config, defaultBody, { id, area });
+	const session = build(id, defaultBody, plan.cwd);
+	spawned(session);
+	const sessionDir = plan.args[plan.args.indexOf("--session-dir") + 1];
+	const folders = [plan.cwd, ...(sessionDir && plan.args.includes("--session-dir") ? [sessionDir] : [])];
+	const own = config.defaultCwd === "own" ? folders : folders.slice(1);
+	try {
+		await session.start(plan);
+	} catch (error) {
+		removeEmpty(own);
+		throw error;
+	}
+	// Stamped once pi is up: what it wrote there itself at start is in the stamp.
+	const dir = agentDir(plan.env);
+	return { session, folders: own, agentDir: { path: dir, stamp: agentDirStamp(dir) } };
+}
