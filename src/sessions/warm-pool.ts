@@ -1,6 +1,6 @@
 // Over 300 lines on purpose: the pool's sizing, its per-area pools, growth under bursts and the
 // check that a pooled pi is still what a cold start would be are one policy, read top to bottom.
-import { readdirSync, rmdirSync, statSync } from "node:fs";
+import { type Dir, lstatSync, opendirSync, readlinkSync, rmdirSync, type Stats } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import type { Area } from "./areas.ts";
@@ -11,39 +11,76 @@ export interface Pooled {
 	session: Session;
 	/** Folders made for it, removed when empty after it stopped unused. */
 	folders: string[];
-	/** pi's agent folder (settings, models, the extensions it loads at start) and its stamp once pi was up. */
-	agentDir?: { path: string; stamp: string };
+	/** pi's agent folder (settings, models, the extensions it loads at start) and its stamp once pi was up (undefined: too big to stamp, never handed out). */
+	agentDir?: { path: string; stamp: string | undefined };
 }
 
+/** Entries a stamp reads at most (the folder's own included); past it the folder has no stamp. */
+const stampEntries = 2000;
+/** Folder levels a stamp goes down (pi loads an extension's own imports from anywhere below). */
+const stampDepth = 8;
+
 /**
- * What pi read from its agent folder at start, as names, and sizes and times of files (three
- * levels, 2,000 entries at most; its session files excepted): a pooled pi whose folder changed
- * since (an extension dropped in, a setting written) would not be what a cold start is now, so it
- * is not handed out. A folder's own time is left out: every pi start makes and removes a file in
- * the agent folder (the folder's mtime moves, its entries do not), and with that time in the stamp
- * each pooled pi's start made every one started before it stale — a pool of 8 handed out one.
+ * What pi read from its agent folder at start, as names, and sizes and times of files (its session
+ * files excepted): a pooled pi whose folder changed since (an extension dropped in or edited, a
+ * setting written) would not be what a cold start is now, so it is not handed out. Undefined when
+ * the folder is too big to stamp cheaply: no pooled pi of that folder is then handed out at all.
+ *
+ * The folder is the agent's to write, and this runs in the gateway, outside the sandbox:
+ * - links are stamped as links (lstat, readlink), never followed: following one let an agent
+ *   watch, by the time its creates took, when folders it cannot see changed;
+ * - the work is bounded: entries are read one at a time and the walk stops at `stampEntries`
+ *   (a folder of 400,000 files cost a second of the event loop per create, for every tenant);
+ * - a file's ctime is in it beside size and mtime (`touch -r` puts an mtime back, not a ctime);
+ * - a folder's own times are not (every pi start makes and removes a file in the agent folder, and
+ *   with the folder's mtime in the stamp each pooled pi's start made every one before it stale):
+ *   its entries' names are, at every level down to `stampDepth`.
  */
-export function agentDirStamp(dir: string): string {
+export function agentDirStamp(dir: string): string | undefined {
 	const parts: string[] = [];
-	const walk = (path: string, depth: number) => {
-		let entries: string[];
+	let budget = stampEntries;
+	const walk = (path: string, depth: number): boolean => {
+		if (--budget < 0) return false;
+		let stat: Stats;
 		try {
-			const stat = statSync(path);
-			parts.push(stat.isDirectory() ? `${path}/` : `${path}:${stat.size}:${stat.mtimeMs}`);
-			if (!stat.isDirectory() || depth > 3) return;
-			entries = readdirSync(path);
+			stat = lstatSync(path);
 		} catch {
 			parts.push(`${path}:-`);
-			return;
+			return true;
 		}
-		for (const name of entries.sort()) {
-			if (parts.length > 2000) return;
-			if (depth === 1 && name === "sessions") continue;
-			walk(join(path, name), depth + 1);
+		if (stat.isSymbolicLink()) {
+			let target = "?";
+			try {
+				target = readlinkSync(path);
+			} catch {}
+			parts.push(`${path}->${target}:${stat.ctimeMs}`);
+			return true;
 		}
+		if (!stat.isDirectory()) {
+			parts.push(`${path}:${stat.size}:${stat.mtimeMs}:${stat.ctimeMs}`);
+			return true;
+		}
+		parts.push(`${path}/`);
+		if (depth >= stampDepth) return false;
+		const names: string[] = [];
+		let folder: Dir | undefined;
+		try {
+			folder = opendirSync(path);
+			for (let entry = folder.readSync(); entry; entry = folder.readSync()) {
+				if (depth === 0 && entry.name === "sessions") continue;
+				if (names.length >= budget) return false;
+				names.push(entry.name);
+			}
+		} catch {
+			parts.push(`${path}:unreadable`);
+			return true;
+		} finally {
+			folder?.closeSync();
+		}
+		for (const name of names.sort()) if (!walk(join(path, name), depth + 1)) return false;
+		return true;
 	};
-	walk(dir, 1);
-	return parts.join("\n");
+	return walk(dir, 0) ? parts.join("\n") : undefined;
 }
 
 /** Removes the folders a pooled process was given, when nothing was put in them. */
@@ -189,7 +226,8 @@ class AreaPool {
 	/** Alive, and its agent folder as pi read it; one whose folder changed is stopped. */
 	#usable(pooled: Pooled): boolean {
 		if (!(pooled.session.isAlive && pooled.session.hasProcess)) return false;
-		if (!pooled.agentDir || agentDirStamp(pooled.agentDir.path) === pooled.agentDir.stamp) return true;
+		const stamp = pooled.agentDir ? agentDirStamp(pooled.agentDir.path) : undefined;
+		if (!pooled.agentDir || (stamp !== undefined && stamp === pooled.agentDir.stamp)) return true;
 		pooled.session.onStatusChange(() => {});
 		void this.#discard(pooled);
 		return false;

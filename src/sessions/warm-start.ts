@@ -25,11 +25,17 @@ export async function startPooled(
 ): Promise<Pooled> {
 	const id = newSessionId();
 	const plan = planSpawn(config, defaultBody, { id, area });
-	const session = build(id, defaultBody, plan.cwd);
-	spawned(session);
 	const sessionDir = plan.args[plan.args.indexOf("--session-dir") + 1];
 	const folders = [plan.cwd, ...(sessionDir && plan.args.includes("--session-dir") ? [sessionDir] : [])];
 	const own = config.defaultCwd === "own" ? folders : folders.slice(1);
+	// A folder too big to stamp: nothing pooled could be handed out, so none is started (each would
+	// be a pi start for nothing; creates in that area start cold).
+	if (agentDirStamp(agentDir(plan.env)) === undefined) {
+		removeEmpty(own);
+		throw new Error(`pi's agent folder ${agentDir(plan.env)} holds too many entries to pool a pi for it`);
+	}
+	const session = build(id, defaultBody, plan.cwd);
+	spawned(session);
 	try {
 		await session.start(plan);
 	} catch (error) {

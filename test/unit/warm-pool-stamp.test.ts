@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -36,5 +36,51 @@ describe("a pooled pi's agent folder stamp", () => {
 		mkdirSync(join(dir, "sessions", "--x--"), { recursive: true });
 		writeFileSync(join(dir, "sessions", "--x--", "a.jsonl"), "{}\n");
 		expect(agentDirStamp(dir)).toBe(before);
+	});
+
+	it("catches an edit that puts size and mtime back (touch -r), and one five folders down", () => {
+		const flag = join(dir, "extensions", "flag.ts");
+		writeFileSync(flag, "export const flag = 'AAA'");
+		const before = agentDirStamp(dir);
+		const { atime, mtime } = statSync(flag);
+		writeFileSync(flag, "export const flag = 'BBB'");
+		utimesSync(flag, atime, mtime);
+		expect(agentDirStamp(dir)).not.toBe(before);
+		const deep = join(dir, "extensions", "pkg", "lib", "impl");
+		mkdirSync(deep, { recursive: true });
+		writeFileSync(join(deep, "one.ts"), "ONE");
+		const withDeep = agentDirStamp(dir);
+		writeFileSync(join(deep, "two.ts"), "TWO");
+		expect(agentDirStamp(dir)).not.toBe(withDeep);
+	});
+
+	it("stamps a link as a link: what changes behind it (a folder the agent cannot see) does not show", () => {
+		const hidden = mkdtempSync(join(tmpdir(), "pi-gateway-stamp-hidden-"));
+		try {
+			symlinkSync(hidden, join(dir, "spy"));
+			const before = agentDirStamp(dir);
+			writeFileSync(join(hidden, "bob-wrote"), "x");
+			expect(agentDirStamp(dir)).toBe(before);
+			expect(before).not.toContain("bob-wrote");
+			unlinkSync(join(dir, "spy"));
+			symlinkSync("/", join(dir, "spy"));
+			expect(agentDirStamp(dir)).not.toBe(before);
+		} finally {
+			unlinkSync(join(dir, "spy"));
+			rmSync(hidden, { recursive: true, force: true });
+		}
+	});
+
+	it("has no stamp past 2,000 entries (nothing pooled is handed out), reading no more than that", () => {
+		const big = mkdtempSync(join(tmpdir(), "pi-gateway-stamp-big-"));
+		try {
+			mkdirSync(join(big, "junk"));
+			for (let i = 0; i < 2100; i++) writeFileSync(join(big, "junk", `f${i}`), "");
+			expect(agentDirStamp(big)).toBeUndefined();
+			for (let i = 0; i < 200; i++) unlinkSync(join(big, "junk", `f${i}`));
+			expect(agentDirStamp(big)).toBeTypeOf("string");
+		} finally {
+			rmSync(big, { recursive: true, force: true });
+		}
 	});
 });
