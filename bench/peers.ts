@@ -31,7 +31,7 @@ import { cpus, loadavg, totalmem } from "node:os";
 import { join } from "node:path";
 import { percentile, root } from "./lib.ts";
 import { installPeers, peerVersions } from "./peers-install.ts";
-import { treeCpuSeconds, treePssBytes } from "./peers-proc.ts";
+import { processTree, treeCpuSeconds, treePssBytes } from "./peers-proc.ts";
 import { type AgentServer, startOpencode, startPiGateway, startSandboxAgent } from "./peers-servers.ts";
 import { answerText, startScriptedModel, tokenText } from "./scripted-openai.ts";
 
@@ -200,6 +200,16 @@ export async function peers(o: PeerOptions, log: (line: string) => void = () => 
 	};
 	process.once("SIGINT", interrupted);
 	process.once("SIGTERM", interrupted);
+	// Ended by anything else (an uncaught error in a peer's client, say): no server, pi or pi-acp
+	// outlives the bench (one crash left a gateway, its pool and opencode running for an hour).
+	const killAll = () => {
+		for (const server of servers.values())
+			for (const pid of processTree(server.pid).reverse())
+				try {
+					process.kill(pid, "SIGKILL");
+				} catch {}
+	};
+	process.once("exit", killAll);
 	try {
 		await start("pi-gateway", () => startPiGateway(model.baseUrl));
 		if (typeof install.opencode === "string") {
@@ -232,6 +242,7 @@ export async function peers(o: PeerOptions, log: (line: string) => void = () => 
 	} finally {
 		process.off("SIGINT", interrupted);
 		process.off("SIGTERM", interrupted);
+		process.off("exit", killAll);
 		for (const server of servers.values()) {
 			const note = server.note?.();
 			if (note) notes.push(note);
