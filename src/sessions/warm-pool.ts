@@ -178,6 +178,8 @@ class AreaPool {
 			let started = false;
 			let launched: Session | undefined;
 			const starting: Promise<unknown> = this.#create((session) => {
+				// A start made once more (warm-start.ts) replaces the first.
+				if (launched) this.#launching.delete(launched);
 				launched = session;
 				this.#launching.add(session);
 			})

@@ -22,17 +22,25 @@ export async function startPooled(
 	area: Area,
 	build: (id: string, options: CreateSessionBody, cwd: string) => Session,
 	spawned: (session: Session) => void,
+	again = true,
 ): Promise<Pooled> {
 	const id = newSessionId();
 	const plan = planSpawn(config, defaultBody, { id, area });
 	const sessionDir = plan.args[plan.args.indexOf("--session-dir") + 1];
 	const folders = [plan.cwd, ...(sessionDir && plan.args.includes("--session-dir") ? [sessionDir] : [])];
 	const own = config.defaultCwd === "own" ? folders : folders.slice(1);
+	// Stamped before pi starts, and checked once it is up: a folder that changed while pi read it (an
+	// agent of the area dropping an extension then) gives a pi that is not what a cold start is now.
+	// Stamped only once it was up, such a pi was handed out without the extension a cold start
+	// loads. pi itself writes there at its first start only (auth.json, models-store.json): that
+	// start is made once more; a folder that changes again fails the fill (the next take retries).
+	const dir = agentDir(plan.env);
+	const stamp = agentDirStamp(dir);
 	// A folder too big to stamp: nothing pooled could be handed out, so none is started (each would
 	// be a pi start for nothing; creates in that area start cold).
-	if (agentDirStamp(agentDir(plan.env)) === undefined) {
+	if (stamp === undefined) {
 		removeEmpty(own);
-		throw new Error(`pi's agent folder ${agentDir(plan.env)} holds too many entries to pool a pi for it`);
+		throw new Error(`pi's agent folder ${dir} holds too many entries to pool a pi for it`);
 	}
 	const session = build(id, defaultBody, plan.cwd);
 	spawned(session);
@@ -42,7 +50,12 @@ export async function startPooled(
 		removeEmpty(own);
 		throw error;
 	}
-	// Stamped once pi is up: what it wrote there itself at start is in the stamp.
-	const dir = agentDir(plan.env);
-	return { session, folders: own, agentDir: { path: dir, stamp: agentDirStamp(dir) } };
+	if (agentDirStamp(dir) !== stamp) {
+		session.kill("SIGKILL", true);
+		await session.stop("shutdown");
+		removeEmpty(own);
+		if (again) return startPooled(config, area, build, spawned, false);
+		throw new Error(`pi's agent folder ${dir} changed while a pooled pi started`);
+	}
+	return { session, folders: own, agentDir: { path: dir, stamp } };
 }

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { freemem, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -136,7 +136,7 @@ describe("the warm pool and principals' areas", () => {
 
 	beforeAll(async () => {
 		keys = mkdtempSync(join(tmpdir(), "pi-gateway-pool-keys-"));
-		for (const who of ["alice", "bob"])
+		for (const who of ["alice", "bob", "carol"])
 			key[who] = createKey(join(keys, "keys.json"), who, ["sessions:read", "sessions:write"]).secret;
 		// The operator's two, and one for each of the last two principals who created.
 		pgw = await startTestGateway({ warmPool: 2, keysFile: join(keys, "keys.json") });
@@ -183,5 +183,26 @@ describe("the warm pool and principals' areas", () => {
 		const bobs2 = await create("bob");
 		expect(again.has(bobs2.body.pid)).toBe(true);
 		expect(bobs2.body.cwd).toBe(join(root, "@bob", bobs2.body.id));
+	});
+
+	it("never hands out a pi whose agent folder changed while it started: it loads what a cold start would", {
+		timeout: 90_000,
+	}, async () => {
+		// carol's first create starts her area's pool; while that pi starts, an extension lands in
+		// her agent folder (as her agent could drop one). The pi she gets next must have loaded it.
+		const first = await create("carol");
+		expect(first.status).toBe(201);
+		const agents = join(pgw.config.dataDir, "agents", "@carol");
+		// The pool makes its pi's folder just before starting it.
+		const area = join(realpathSync(pgw.workspace), "@carol");
+		await until(() => readdirSync(area).some((name) => name !== first.body.id), 20_000);
+		mkdirSync(join(agents, "extensions"), { recursive: true });
+		const extension = `import { writeFileSync } from "node:fs"; export default function () { writeFileSync(process.cwd() + "/loaded", "x"); }`;
+		writeFileSync(join(agents, "extensions", "late.ts"), extension);
+		// Nothing starting any more: carol's pool holds a pi that is ready.
+		await until(() => pgw.registry.pool?.readyCount === pgw.registry.pool?.size, 30_000);
+		const next = await create("carol");
+		expect(next.status).toBe(201);
+		expect(existsSync(join(next.body.cwd, "loaded"))).toBe(true);
 	});
 });
