@@ -217,21 +217,12 @@ export function createApp(
 		return next();
 	});
 	// A session from the warm pool said nothing the tracker heard (its start came before it was
-	// anyone's): its first snapshot is taken once creates pause (their gits' spawns held each next
-	// create of a burst back ~30 ms), not at its first prompt (where they held that prompt's first
-	// delta back ~60 ms). A request that changes the folder takes it first anyway (above).
-	const unbased = new Set<string>();
-	let basing: NodeJS.Timeout | undefined;
+	// anyone's): its first snapshot starts as it is handed out, as a cold one's does as it starts,
+	// not at its first prompt (where its four gits held that prompt's first delta back ~60 ms).
 	app.post("/v1/sessions", async (c, next) => {
 		await next();
 		const id = c.res.status === 201 ? c.res.headers.get("location")?.split("/").pop() : undefined;
-		if (!id) return;
-		unbased.add(id);
-		clearTimeout(basing);
-		basing = setTimeout(() => {
-			for (const waiting of unbased) void tracker.ensureBase(waiting);
-			unbased.clear();
-		}, 200).unref();
+		if (id) void tracker.ensureBase(id);
 	});
 	// The folder as the run finds it: taken before the prompt reaches pi, or beside it when gated.
 	app.post("/v1/sessions/:id/prompt", async (c, next) => {

@@ -75,7 +75,7 @@ describe("the warm pool in README's layout", () => {
 					expect(pooled.has(res.body.pid)).toBe(true);
 					// README's layout: the admin's session works in <root>/<its id>, as a cold one does.
 					expect(res.body.cwd).toBe(join(realpathSync(readme.workspace), res.body.id));
-					// Its first snapshot ("since the session started") is taken once creates pause, with no
+					// Its first snapshot ("since the session started") is taken as it is handed out, with no
 					// prompt (it was taken at the first prompt, on that prompt's way to its first delta).
 					await until(() => existsSync(join(snapshotDir(readme.config.dataDir, res.body.id), "runs.json")), 20_000);
 				}
