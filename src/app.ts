@@ -216,14 +216,6 @@ export function createApp(
 			await tracker.ensureBase(c.req.param("id"));
 		return next();
 	});
-	// A session from the warm pool said nothing the tracker heard (its start came before it was
-	// anyone's): its first snapshot starts as it is handed out, as a cold one's does as it starts,
-	// not at its first prompt (where its four gits held that prompt's first delta back ~60 ms).
-	app.post("/v1/sessions", async (c, next) => {
-		await next();
-		const id = c.res.status === 201 ? c.res.headers.get("location")?.split("/").pop() : undefined;
-		if (id) void tracker.ensureBase(id);
-	});
 	// The folder as the run finds it: taken before the prompt reaches pi, or beside it when gated.
 	app.post("/v1/sessions/:id/prompt", async (c, next) => {
 		await tracker.beforePrompt(c.req.param("id"));

@@ -57,18 +57,6 @@ export const snapshotDir = (dataDir: string, id: string) => `${dataDir}/snapshot
  * route (a snapshot before the prompt reaches pi: pi's first tool call may come within
  * milliseconds of its answer).
  */
-/** At the latest this long after its prompt a deferred pre-run snapshot starts (a model slow to answer). */
-const deferredSnapshotMs = 1000;
-
-/** What starts a deferred pre-run snapshot: the run's first model output or tool, or no run to wait for. */
-function startsDeferred(event: LoggedEvent): boolean {
-	if (event.type === "message_update" || event.type === "tool_execution_start" || event.type === "agent_settled")
-		return true;
-	if (event.type !== "response") return false;
-	const response = eventJson<{ command?: string; data?: { disposition?: string } }>(event);
-	return response.command === "prompt" && response.data?.disposition !== "started";
-}
-
 export class ChangeTracker {
 	readonly #options: TrackerOptions;
 	readonly #sessionOf: (id: string) => TrackedSession | undefined;
@@ -76,8 +64,6 @@ export class ChangeTracker {
 	readonly #repos = new Map<string, Snapshots>();
 	/** The tree taken just before a prompt was sent, until pi says whether it started a run. */
 	readonly #beforePrompt = new Map<string, Promise<Snap>>();
-	/** Gated pre-run snapshots not started yet, by session: each starts itself once (see beforePrompt). */
-	readonly #deferred = new Map<string, () => void>();
 	/** The run in progress per session, and its start tree. */
 	readonly #current = new Map<string, { runId: string; start: Promise<Snap> }>();
 	/** Each session's first snapshot: "since the session started" means since this one. */
@@ -167,24 +153,13 @@ export class ChangeTracker {
 	async beforePrompt(id: string): Promise<void> {
 		if (!this.enabled || this.#current.has(id)) return;
 		if (this.gated) {
-			// Started after the run's first model output, not as the prompt leaves: each of a snapshot's
-			// three gits is a spawn that holds the event loop until bwrap has exec'd (7–40 ms measured),
-			// and beside the prompt they held its first delta back (~250 vs ~170 ms with no tracking).
-			// Nothing of the run's can touch the folder before: pi's first tool call asks the gate, which
-			// starts it at once if it is still waiting; so do the run's end, and a timer.
-			this.#deferred.get(id)?.();
-			let start = () => {};
-			const later = new Promise<Snap>((resolve) => {
-				const timer = setTimeout(() => start(), deferredSnapshotMs);
-				start = () => {
-					if (this.#deferred.get(id) === start) this.#deferred.delete(id);
-					start = () => {};
-					clearTimeout(timer);
+			// Started once the prompt is on its way to pi: spawning git holds the event loop for a few ms.
+			const later = new Promise<Snap>((resolve) =>
+				setImmediate(() => {
 					void this.ensureBase(id);
 					resolve(this.#snap(id));
-				};
-			});
-			this.#deferred.set(id, start);
+				}),
+			);
 			this.#beforePrompt.set(id, later);
 			return;
 		}
@@ -196,15 +171,12 @@ export class ChangeTracker {
 	/** The snapshot gate's answer: once the session's first snapshot and its run's start snapshot are taken. */
 	async gate(id: string): Promise<void> {
 		if (!this.enabled) return;
-		this.#deferred.get(id)?.();
 		await Promise.all([this.#base.get(id), this.#beforePrompt.get(id), this.#current.get(id)?.start]);
 	}
 
 	/** The hub's listener: runs start at pi's `started` answer and end at `agent_settled`. */
 	onEvent(id: string, event: LoggedEvent): void {
 		if (!this.enabled) return;
-		// The model's first output, a tool, pi's answer that the prompt started no run, or the run's end.
-		if (this.#deferred.has(id) && startsDeferred(event)) this.#deferred.get(id)?.();
 		if (event.type === "session_status" && !this.#base.has(id)) void this.ensureBase(id);
 		else if (event.type === "response") {
 			const response = eventJson<{ command?: string; id?: string; success?: boolean; data?: { disposition?: string } }>(

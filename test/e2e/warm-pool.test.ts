@@ -4,7 +4,6 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { autoWarmPool, autoWarmPoolMax } from "../../src/config.ts";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { snapshotDir } from "../../src/workspace/tracker.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // Real pi, demo model: a pool of two pre-started processes.
@@ -75,9 +74,6 @@ describe("the warm pool in README's layout", () => {
 					expect(pooled.has(res.body.pid)).toBe(true);
 					// README's layout: the admin's session works in <root>/<its id>, as a cold one does.
 					expect(res.body.cwd).toBe(join(realpathSync(readme.workspace), res.body.id));
-					// Its first snapshot ("since the session started") is taken as it is handed out, with no
-					// prompt (it was taken at the first prompt, on that prompt's way to its first delta).
-					await until(() => existsSync(join(snapshotDir(readme.config.dataDir, res.body.id), "runs.json")), 20_000);
 				}
 				// Creates faster than it refills: one finds it empty, and the pool doubles (up to its max).
 				const pool = readme.registry.pool;
