@@ -211,8 +211,10 @@ export function createApp(
 	// A change to a session's folder waits for its first snapshot (taken as the session starts). A
 	// prompt need not when pi holds its run's first tool call for the snapshots (snapshot-gate.ts).
 	const gatedPrompt = (c: Context) => tracker.gated && c.req.method === "POST" && c.req.path.endsWith("/prompt");
+	// DELETE of the session itself stops its snapshot in progress instead (tracker.forget).
+	const deletesSession = (c: Context) => c.req.method === "DELETE" && /^\/v1\/sessions\/[^/]+$/.test(c.req.path);
 	app.use("/v1/sessions/:id/*", async (c, next) => {
-		if (c.req.method !== "GET" && c.req.method !== "HEAD" && !gatedPrompt(c))
+		if (c.req.method !== "GET" && c.req.method !== "HEAD" && !gatedPrompt(c) && !deletesSession(c))
 			await tracker.ensureBase(c.req.param("id"));
 		return next();
 	});

@@ -32,6 +32,11 @@ export interface GitRepo {
 	confine?: Confinement;
 	/** Paths of the work tree git is shown as empty files (confined only: FIFOs it would wait on). */
 	covered?: string[];
+	/**
+	 * Aborted: no further git starts (its session was deleted). One running is let finish: killing
+	 * bwrap as it starts can leave its sandboxed child holding the pipes until the deadline.
+	 */
+	signal?: AbortSignal;
 }
 
 const safety = [
@@ -142,6 +147,10 @@ export function git(
 ): Promise<{ out: Buffer; cut: boolean; stderr: string }> {
 	const maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
 	return new Promise((resolve, reject) => {
+		if (repo.signal?.aborted) {
+			reject(new GitError(`git ${args[0]} not started: its session is gone`));
+			return;
+		}
 		let child: ToolProcess;
 		try {
 			child = spawnConfined(repo.confine, {

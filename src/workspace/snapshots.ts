@@ -63,6 +63,8 @@ export class Snapshots {
 	workTree: string;
 	/** How its gits run (confined.ts); absent: directly. */
 	readonly #confine: Confinement | undefined;
+	/** Aborted by remove(): a deleted session's snapshot in progress stops instead of being waited for. */
+	readonly #gone = new AbortController();
 
 	constructor(
 		dir: string,
@@ -79,7 +81,13 @@ export class Snapshots {
 	}
 
 	get repo(): GitRepo {
-		return { gitDir: `${this.#dir}/git`, workTree: this.workTree, covered: this.#covered, confine: this.#confine };
+		return {
+			gitDir: `${this.#dir}/git`,
+			workTree: this.workTree,
+			covered: this.#covered,
+			confine: this.#confine,
+			signal: this.#gone.signal,
+		};
 	}
 
 	/** `job` after every earlier job on this session. */
@@ -261,8 +269,18 @@ export class Snapshots {
 		await rename(temp, `${this.#dir}/runs.json`);
 	}
 
-	/** The session is gone: its repository too. */
+	/** Whether remove() was called: what fails after it failed because the session went. */
+	get removed(): boolean {
+		return this.#gone.signal.aborted;
+	}
+
+	/**
+	 * The session is gone: its repository too. A snapshot in progress (a new session's first one,
+	 * say: four gits) stops after the git it is running rather than being finished and thrown away,
+	 * so DELETE does not wait for all of it.
+	 */
 	remove(): Promise<void> {
+		this.#gone.abort();
 		return this.serial(() => rm(this.#dir, { recursive: true, force: true }));
 	}
 }

@@ -120,7 +120,8 @@ export class ChangeTracker {
 				this.#logger.warn({ sessionId: id }, error.message);
 				return { error: error.message, limit: true };
 			}
-			this.#logger.warn({ sessionId: id, err: error }, "workspace snapshot failed");
+			if (repo.removed) this.#logger.debug({ sessionId: id }, "workspace snapshot stopped: the session was deleted");
+			else this.#logger.warn({ sessionId: id, err: error }, "workspace snapshot failed");
 			return { error: "no snapshot of the folder" };
 		}
 	}
