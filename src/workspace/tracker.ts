@@ -8,7 +8,8 @@ import { type ChangeLimits, type ChangeStatus, changedPaths, changesBetween } fr
 import type { Confinement } from "./confined.ts";
 import { hasGit } from "./git.ts";
 import type { RunArchive } from "./run-archive.ts";
-import { maxRuns, SnapshotLimitError, Snapshots } from "./snapshots.ts";
+import { maxRuns } from "./snapshot-manifest.ts";
+import { SnapshotLimitError, Snapshots } from "./snapshots.ts";
 
 /** What the tracker needs of a session: its folder, and a way to say something on its event stream. */
 export interface TrackedSession {

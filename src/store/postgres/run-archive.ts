@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { RunArchive } from "../../workspace/run-archive.ts";
-import { maxRuns } from "../../workspace/snapshots.ts";
+import { maxRuns } from "../../workspace/snapshot-manifest.ts";
 import { needDatabase } from "./schema.ts";
 
 /** The workspace's run archive (src/workspace/run-archive.ts) in PostgreSQL's workspace_runs. */
