@@ -210,11 +210,15 @@ export function createApp(
 	const tracker = startChangeTracker(config, registry, logger, extras.workspaceRuns);
 	// A change to a session's folder waits for its first snapshot (taken as the session starts). A
 	// prompt need not when pi holds its run's first tool call for the snapshots (snapshot-gate.ts).
-	const gatedPrompt = (c: Context) => tracker.gated && c.req.method === "POST" && c.req.path.endsWith("/prompt");
-	// DELETE of the session itself stops its snapshot in progress instead (tracker.forget).
+	// A steer or follow-up only adds to what a run does: its tool calls are held the same way.
+	const gatedPrompt = (c: Context) =>
+		tracker.gated && c.req.method === "POST" && /\/(prompt|steer|follow-up)$/.test(c.req.path);
+	// DELETE of the session itself stops its snapshot in progress instead (tracker.forget); an abort
+	// (of the run, a retry, a bash) changes no file and must not wait behind git.
 	const deletesSession = (c: Context) => c.req.method === "DELETE" && /^\/v1\/sessions\/[^/]+$/.test(c.req.path);
+	const aborts = (c: Context) => c.req.method === "POST" && c.req.path.endsWith("/abort");
 	app.use("/v1/sessions/:id/*", async (c, next) => {
-		if (c.req.method !== "GET" && c.req.method !== "HEAD" && !gatedPrompt(c) && !deletesSession(c))
+		if (c.req.method !== "GET" && c.req.method !== "HEAD" && !gatedPrompt(c) && !deletesSession(c) && !aborts(c))
 			await tracker.ensureBase(c.req.param("id"));
 		return next();
 	});

@@ -1,7 +1,8 @@
 import { spawnSync } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { GatewayError } from "../errors.ts";
-import { type Confinement, spawnConfined, type ToolProcess } from "./confined.ts";
+import type { Confinement } from "./confined.ts";
+import { runToolOffLoop } from "./tool-spawner.ts";
 
 /**
  * git on a shadow repository: `--git-dir` under the gateway's data dir, `--work-tree` the
@@ -77,6 +78,9 @@ export async function writeShadowAttributes(gitDir: string): Promise<void> {
 }
 
 /** A full object id (SHA-1) as git prints it: nothing else read back from disk becomes a git argument. */
+/** The tree of an empty folder: every git knows it without storing it. */
+export const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+
 export const objectId = /^[0-9a-f]{40}$/;
 
 export function assertObjectId(id: unknown): asserts id is string {
@@ -138,67 +142,35 @@ export async function gitSettled(): Promise<void> {
 
 /**
  * Runs git; resolves its stdout (at most `maxBytes`, then git is stopped and `cut` is set).
- * Rejects on a non-zero exit or when `timeoutMs` passes (git is killed).
+ * Rejects on a non-zero exit or when `timeoutMs` passes (git is killed). Spawned from the tool
+ * thread (tool-spawner.ts), so its spawn does not hold the event loop.
  */
 export function git(
 	repo: GitRepo,
 	args: string[],
 	options: { timeoutMs: number; maxBytes?: number },
 ): Promise<{ out: Buffer; cut: boolean; stderr: string }> {
-	const maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
-	return new Promise((resolve, reject) => {
-		if (repo.signal?.aborted) {
-			reject(new GitError(`git ${args[0]} not started: its session is gone`));
-			return;
-		}
-		let child: ToolProcess;
-		try {
-			child = spawnConfined(repo.confine, {
-				command: "git",
-				args: [...safety, ...args],
-				folder: repo.workTree,
-				writable: [repo.gitDir],
-				env: env(repo),
-				covered: repo.covered,
-			});
-		} catch (error) {
+	if (repo.signal?.aborted) return Promise.reject(new GitError(`git ${args[0]} not started: its session is gone`));
+	const run = runToolOffLoop({
+		confine: repo.confine,
+		tool: {
+			command: "git",
+			args: [...safety, ...args],
+			folder: repo.workTree,
+			writable: [repo.gitDir],
+			env: env(repo),
+			...(repo.covered ? { covered: repo.covered } : {}),
+		},
+		name: `git ${args[0]}`,
+		timeoutMs: options.timeoutMs,
+		maxBytes: options.maxBytes ?? 16 * 1024 * 1024,
+	}).then(
+		(output) => ({ ...output, out: Buffer.from(output.out.buffer, output.out.byteOffset, output.out.byteLength) }),
+		(error: Error) => {
 			// A folder replaced by a link is the caller's 409, not git's failure.
-			if (error instanceof GatewayError) reject(error);
-			else reject(new GitError(`git ${args[0]} did not start: ${(error as Error).message}`));
-			return;
-		}
-		workOnDisk(new Promise<void>((done) => child.once("close", () => done()).once("error", () => done())));
-		const chunks: Buffer[] = [];
-		let size = 0;
-		let cut = false;
-		let stderr = "";
-		const timer = setTimeout(() => {
-			child.kill("SIGKILL");
-			reject(new GitError(`git ${args[0]} took longer than ${options.timeoutMs} ms`));
-		}, options.timeoutMs);
-		child.stdout.on("data", (chunk: Buffer) => {
-			if (cut) return;
-			if (size + chunk.length > maxBytes) {
-				chunks.push(chunk.subarray(0, maxBytes - size));
-				size = maxBytes;
-				cut = true;
-				child.kill("SIGKILL");
-				return;
-			}
-			chunks.push(chunk);
-			size += chunk.length;
-		});
-		child.stderr.on("data", (chunk: Buffer) => {
-			if (stderr.length < 4096) stderr += chunk.toString("utf8");
-		});
-		child.on("error", (error) => {
-			clearTimeout(timer);
-			reject(error);
-		});
-		child.on("close", (code) => {
-			clearTimeout(timer);
-			if (code === 0 || cut) resolve({ out: Buffer.concat(chunks), cut, stderr });
-			else reject(new GitError(`git ${args[0]} failed (${code}): ${stderr.trim().slice(0, 500)}`));
-		});
-	});
+			throw error instanceof GatewayError ? error : new GitError(error.message);
+		},
+	);
+	workOnDisk(run.catch(() => {}));
+	return run;
 }

@@ -5,6 +5,7 @@ import { gatesSnapshots } from "../sessions/spawn.ts";
 import { confinementOf } from "./confined.ts";
 import type { RunArchive } from "./run-archive.ts";
 import { isSnapshotGate } from "./snapshot-gate.ts";
+import { warmToolThread } from "./tool-spawner.ts";
 import { ChangeTracker } from "./tracker.ts";
 
 /**
@@ -43,6 +44,7 @@ export function startChangeTracker(
 		},
 		logger.child({ component: "workspace" }),
 	);
+	if (config.workspaceChanges) warmToolThread();
 	registry.subscribeAll((id, event) => tracker.onEvent(id, event));
 	// pi's snapshot gate (extensions/snapshot-gate.ts) is answered here, never shown as an approval.
 	registry.setQuietDialogs((id, request) => (isSnapshotGate(request) ? tracker.gate(id) : undefined));

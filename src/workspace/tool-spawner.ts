@@ -1,0 +1,68 @@
+import { Worker } from "node:worker_threads";
+import { errorOf, runTool, type ToolFailure, type ToolJob, type ToolOutput } from "./tool-run.ts";
+
+/**
+ * Runs bookkeeping tools (git for snapshots and diffs) from a thread of their own. Each spawn holds
+ * the thread that makes it until bwrap has exec'd: 7–40 ms measured per git on the event loop,
+ * seven gits a run, landing on prompts' first deltas and on other sessions' streams. From this
+ * thread they hold only it. When the thread cannot start or dies, jobs run on the event loop as
+ * before (nothing is lost: the job's promise still settles).
+ */
+let worker: Worker | undefined;
+let broken = false;
+let next = 0;
+const pending = new Map<
+	number,
+	{ resolve: (output: ToolOutput) => void; reject: (error: Error) => void; job: ToolJob }
+>();
+
+function thread(): Worker | undefined {
+	if (worker || broken) return worker;
+	try {
+		// Run from source (.ts) or from dist (.js): the thread's file sits beside this one.
+		const file = import.meta.url.endsWith(".ts") ? "./tool-thread.ts" : "./tool-thread.js";
+		const started = new Worker(new URL(file, import.meta.url));
+		started.unref();
+		started.on("message", ({ id, output, failure }: { id: number; output?: ToolOutput; failure?: ToolFailure }) => {
+			const job = pending.get(id);
+			pending.delete(id);
+			if (pending.size === 0) started.unref();
+			if (!job) return;
+			if (output)
+				job.resolve({ ...output, out: Buffer.from(output.out.buffer, output.out.byteOffset, output.out.length) });
+			else job.reject(errorOf(failure as ToolFailure));
+		});
+		const lost = () => {
+			if (worker === started) worker = undefined;
+			broken = true;
+			// What the thread held runs here instead.
+			for (const [id, job] of pending) {
+				pending.delete(id);
+				runTool(job.job).then(job.resolve, job.reject);
+			}
+		};
+		started.on("error", lost);
+		started.on("exit", lost);
+		worker = started;
+	} catch {
+		broken = true;
+	}
+	return worker;
+}
+
+/** Starts the thread ahead of the first job: loading its modules takes a few hundred ms, which a session's first snapshot would otherwise wait for. */
+export function warmToolThread(): void {
+	thread();
+}
+
+export function runToolOffLoop(job: ToolJob): Promise<ToolOutput> {
+	const spawner = thread();
+	if (!spawner) return runTool(job);
+	return new Promise((resolve, reject) => {
+		const id = ++next;
+		pending.set(id, { resolve, reject, job });
+		// A job in flight keeps the process up (a stopping gateway waits for its gits).
+		spawner.ref();
+		spawner.postMessage({ id, job });
+	});
+}
