@@ -41,6 +41,8 @@ export async function changedPaths(
 	limits: Pick<ChangeLimits, "timeoutMs">,
 	max: number,
 ): Promise<{ files: { path: string; status: ChangeStatus }[]; truncated: boolean }> {
+	// Nothing to ask git (an empty folder's tree needs no repository yet: snapshots.ts).
+	if (from === to) return { files: [], truncated: false };
 	const { out } = await git(
 		repo,
 		["diff-tree", "-r", "-z", "--name-status", ...diffOptions, ...trees(from, to)],
@@ -65,6 +67,7 @@ export async function changedPaths(
  */
 export async function changesBetween(repo: GitRepo, from: string, to: string, limits: ChangeLimits) {
 	const { files, truncated } = await changedPaths(repo, from, to, limits, limits.maxFiles);
+	if (files.length === 0 && !truncated) return { files: [], truncated: false };
 	const numstat = await git(repo, ["diff-tree", "-r", "-z", "--numstat", ...diffOptions, ...trees(from, to)], limits);
 	const binary = new Set<string>();
 	for (const record of numstat.out.toString("utf8").split("\0")) {

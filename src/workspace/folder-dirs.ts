@@ -1,5 +1,6 @@
-import { closeSync, constants, fchmodSync, mkdirSync, openSync, readlinkSync } from "node:fs";
+import { closeSync, constants, fchmodSync, mkdirSync, openSync, readdirSync, readlinkSync } from "node:fs";
 import { isAbsolute, relative, sep } from "node:path";
+import { openCheckedFolder } from "../sessions/areas.ts";
 
 /**
  * Folders opened (and made, for a restore) by descriptor for folder-scan.ts and folder-restore.ts:
@@ -146,6 +147,23 @@ export function chmodAt(dir: number, name: Buffer, mode: number): void {
 	try {
 		fchmodSync(fd, mode);
 	} catch {
+	} finally {
+		closeSync(fd);
+	}
+}
+
+/** Whether the folder (opened as the sandbox opens it: no link followed) holds nothing; false when it cannot be read. */
+export function emptyFolder(path: string): boolean {
+	let fd: number;
+	try {
+		fd = openCheckedFolder(path, path);
+	} catch {
+		return false; // git's own run says why (409 folder_replaced)
+	}
+	try {
+		return readdirSync(`/proc/self/fd/${fd}`).length === 0;
+	} catch {
+		return false;
 	} finally {
 		closeSync(fd);
 	}

@@ -3,7 +3,8 @@ import { lstat, mkdir, readFile, realpath, rename, rm, writeFile } from "node:fs
 import { join } from "node:path";
 import type { Confinement } from "./confined.ts";
 import { gitFifos } from "./fifo-scan.ts";
-import { assertObjectId, type GitRepo, git, objectId, workOnDisk, writeShadowAttributes } from "./git.ts";
+import { emptyFolder } from "./folder-dirs.ts";
+import { assertObjectId, emptyTree, type GitRepo, git, objectId, workOnDisk, writeShadowAttributes } from "./git.ts";
 import { dropGitlinks } from "./gitlinks.ts";
 import { checkedManifest, type Manifest, maxRuns } from "./snapshot-manifest.ts";
 
@@ -94,6 +95,9 @@ export class Snapshots {
 	}
 
 	async #snapshotNow(): Promise<string> {
+		// A new session's own folder, empty, before its repository exists: the tree is git's empty
+		// tree, known without git (a session created and deleted runs no git at all).
+		if (!existsSync(`${this.#dir}/git/HEAD`) && emptyFolder(this.workTree)) return this.#taken(emptyTree);
 		await this.#init();
 		try {
 			return await this.#attempt();
@@ -127,6 +131,10 @@ export class Snapshots {
 		const { out } = await git(this.repo, ["write-tree"], options);
 		const tree = out.toString("utf8").trim();
 		assertObjectId(tree);
+		return this.#taken(tree);
+	}
+
+	#taken(tree: string): string {
 		this.#recent.push(tree);
 		if (this.#recent.length > recentKept) this.#recent.shift();
 		return tree;

@@ -65,6 +65,8 @@ describe("the pre-run snapshot is off the prompt's path", () => {
 			const runId = (await prompt).body.runId as string;
 			release();
 			hold = undefined;
+			// The run's changes once it settled (while it runs, ?runId= answers what changed so far).
+			await until(() => eventTypes(id).includes("agent_settled"), 20_000);
 			const changes = await until(async () => {
 				const res = await gw.api(`/v1/sessions/${id}/changes?runId=${runId}`);
 				return res.status === 200 ? res.body : undefined;
