@@ -46,7 +46,7 @@ afterAll(() => gw?.stop());
 // Each cycle starts a bubblewrap sandbox too (about 30 ms a cycle alone, more on a busy machine),
 // and its session's first snapshot, which the DELETE stops (it waited for it: 1,700 cycles took
 // 240 s here before, about 140 ms a cycle).
-it("create/delete cycles leave fds, child processes and memory flat", { timeout: 240_000 }, async () => {
+it("create/delete cycles leave fds, child processes and memory flat", { timeout: 480_000 }, async () => {
 	// Warm-up: JIT, connection pool, SQLite caches and the first heap growth happen here.
 	await cycles(200);
 	const batch = 500;
