@@ -212,11 +212,12 @@ export function createApp(
 	// prompt need not when pi holds its run's first tool call for the snapshots (snapshot-gate.ts).
 	// A steer or follow-up only adds to what a run does: its tool calls are held the same way.
 	const gatedPrompt = (c: Context) =>
-		tracker.gated && c.req.method === "POST" && /\/(prompt|steer|follow-up)$/.test(c.req.path);
+		tracker.gated && c.req.method === "POST" && /^\/v1\/sessions\/[^/]+\/(prompt|steer|follow-up)$/.test(c.req.path);
 	// DELETE of the session itself stops its snapshot in progress instead (tracker.forget); an abort
 	// (of the run, a retry, a bash) changes no file and must not wait behind git.
 	const deletesSession = (c: Context) => c.req.method === "DELETE" && /^\/v1\/sessions\/[^/]+$/.test(c.req.path);
-	const aborts = (c: Context) => c.req.method === "POST" && c.req.path.endsWith("/abort");
+	const aborts = (c: Context) =>
+		c.req.method === "POST" && /^\/v1\/sessions\/[^/]+\/(abort|retry\/abort|bash\/abort)$/.test(c.req.path);
 	app.use("/v1/sessions/:id/*", async (c, next) => {
 		if (c.req.method !== "GET" && c.req.method !== "HEAD" && !gatedPrompt(c) && !deletesSession(c) && !aborts(c))
 			await tracker.ensureBase(c.req.param("id"));

@@ -1,4 +1,4 @@
-import { closeSync, constants, fchmodSync, mkdirSync, openSync, readdirSync, readlinkSync } from "node:fs";
+import { closeSync, constants, fchmodSync, mkdirSync, opendirSync, openSync, readlinkSync } from "node:fs";
 import { isAbsolute, relative, sep } from "node:path";
 import { openCheckedFolder } from "../sessions/areas.ts";
 
@@ -161,7 +161,13 @@ export function emptyFolder(path: string): boolean {
 		return false; // git's own run says why (409 folder_replaced)
 	}
 	try {
-		return readdirSync(`/proc/self/fd/${fd}`).length === 0;
+		// One entry is enough to know (a folder of a million would hold the event loop for seconds).
+		const dir = opendirSync(`/proc/self/fd/${fd}`);
+		try {
+			return dir.readSync() === null;
+		} finally {
+			dir.closeSync();
+		}
 	} catch {
 		return false;
 	} finally {

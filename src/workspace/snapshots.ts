@@ -84,6 +84,13 @@ export class Snapshots {
 
 	/** `job` after every earlier job on this session. */
 	serial<T>(job: () => Promise<T>): Promise<T> {
+		// Once removed, nothing more is written there (a snapshot that finished as the session went
+		// would otherwise make its folder again and write its manifest after the rm).
+		const guarded = () => (this.removed ? Promise.reject(new Error("the session is gone")) : job());
+		return this.#serial(guarded);
+	}
+
+	#serial<T>(job: () => Promise<T>): Promise<T> {
 		const next = workOnDisk(this.#chain.then(job, job));
 		this.#chain = next.catch(() => {});
 		return next;
@@ -280,7 +287,7 @@ export class Snapshots {
 	 */
 	remove(): Promise<void> {
 		this.#gone.abort();
-		return this.serial(() => rm(this.#dir, { recursive: true, force: true }));
+		return this.#serial(() => rm(this.#dir, { recursive: true, force: true }));
 	}
 }
 

@@ -58,9 +58,14 @@ export function runTool(job: ToolJob): Promise<ToolOutput> {
 		let size = 0;
 		let cut = false;
 		let stderr = "";
+		// Killed at its deadline, it fails once it has exited (a stopping gateway waits for that), or
+		// 5 s later if something it started still holds its pipes.
+		let late: ToolError | undefined;
 		const timer = setTimeout(() => {
+			late = new ToolError(`${name} took longer than ${job.timeoutMs} ms`);
 			child.kill("SIGKILL");
-			reject(new ToolError(`${name} took longer than ${job.timeoutMs} ms`));
+			const failed = late;
+			setTimeout(() => reject(failed), 5000).unref();
 		}, job.timeoutMs);
 		child.stdout.on("data", (chunk: Buffer) => {
 			if (cut) return;
@@ -83,7 +88,8 @@ export function runTool(job: ToolJob): Promise<ToolOutput> {
 		});
 		child.on("close", (code) => {
 			clearTimeout(timer);
-			if (code === 0 || cut) resolve({ out: Buffer.concat(chunks), cut, stderr, thread: threadId });
+			if (late) reject(late);
+			else if (code === 0 || cut) resolve({ out: Buffer.concat(chunks), cut, stderr, thread: threadId });
 			else reject(new ToolError(`${name} failed (${code}): ${stderr.trim().slice(0, 500)}`));
 		});
 	});

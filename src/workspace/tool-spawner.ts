@@ -1,12 +1,12 @@
 import { Worker } from "node:worker_threads";
-import { errorOf, runTool, type ToolFailure, type ToolJob, type ToolOutput } from "./tool-run.ts";
+import { errorOf, runTool, ToolError, type ToolFailure, type ToolJob, type ToolOutput } from "./tool-run.ts";
 
 /**
  * Runs bookkeeping tools (git for snapshots and diffs) from a thread of their own. Each spawn holds
  * the thread that makes it until bwrap has exec'd: 7–40 ms measured per git on the event loop,
  * seven gits a run, landing on prompts' first deltas and on other sessions' streams. From this
- * thread they hold only it. When the thread cannot start or dies, jobs run on the event loop as
- * before (nothing is lost: the job's promise still settles).
+ * thread they hold only it. When the thread cannot start, jobs run on the event loop as before;
+ * when it dies, the jobs it held fail and later ones run on the event loop.
  */
 let worker: Worker | undefined;
 let broken = false;
@@ -22,7 +22,6 @@ function thread(): Worker | undefined {
 		// Run from source (.ts) or from dist (.js): the thread's file sits beside this one.
 		const file = import.meta.url.endsWith(".ts") ? "./tool-thread.ts" : "./tool-thread.js";
 		const started = new Worker(new URL(file, import.meta.url));
-		started.unref();
 		started.on("message", ({ id, output, failure }: { id: number; output?: ToolOutput; failure?: ToolFailure }) => {
 			const job = pending.get(id);
 			pending.delete(id);
@@ -35,14 +34,18 @@ function thread(): Worker | undefined {
 		const lost = () => {
 			if (worker === started) worker = undefined;
 			broken = true;
-			// What the thread held runs here instead.
+			// What the thread held fails (its snapshot is missing, as for a git that failed) rather
+			// than run again here: a git it started outlives the thread, and two on one index clash.
 			for (const [id, job] of pending) {
 				pending.delete(id);
-				runTool(job.job).then(job.resolve, job.reject);
+				job.reject(new ToolError(`${job.job.name} was lost with the thread that ran it`));
 			}
 		};
 		started.on("error", lost);
 		started.on("exit", lost);
+		// After the listeners: adding a "message" listener refs the thread again, and a ref'd idle
+		// thread keeps the process from exiting (`openapi.ts --check` hung).
+		started.unref();
 		worker = started;
 	} catch {
 		broken = true;

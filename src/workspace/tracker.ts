@@ -251,7 +251,8 @@ export class ChangeTracker {
 	/** Cluster mode: the run's changes into PostgreSQL before its run_changes says it settled. */
 	async #archive(id: string, runId: string, repo: Snapshots, start: string, end: string): Promise<void> {
 		const archive = this.#options.archive;
-		if (!archive) return;
+		// A session deleted meanwhile: forget() cleared its runs from the database already.
+		if (!archive || repo.removed) return;
 		try {
 			const limits = { ...this.#options.limits, timeoutMs: this.#options.snapshotTimeoutMs };
 			await archive.save(id, runId, { runId, ...(await changesBetween(repo.repo, start, end, limits)) });
@@ -307,6 +308,8 @@ export class ChangeTracker {
 		this.#repos.delete(id);
 		this.#current.delete(id);
 		this.#base.delete(id);
+		this.#beforePrompt.delete(id);
+		this.#settling.delete(id);
 		await repo?.remove();
 		await this.#options.archive?.forget(id).catch(() => {});
 	}

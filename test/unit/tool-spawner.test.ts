@@ -1,6 +1,8 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
 import { threadId } from "node:worker_threads";
 import { afterAll, describe, expect, it } from "vitest";
 import { GatewayError } from "../../src/errors.ts";
@@ -28,7 +30,7 @@ describe("bookkeeping tools run from a thread of their own", () => {
 		await expect(runToolOffLoop(job(["exit 3"]))).rejects.toThrow(/sh failed \(3\)/);
 		const cut = await runToolOffLoop(job(["head -c 5000 /dev/zero"], { maxBytes: 100 }));
 		expect([cut.cut, cut.out.length]).toEqual([true, 100]);
-		await expect(runToolOffLoop(job(["sleep 5"], { timeoutMs: 200 }))).rejects.toThrow(/took longer than 200 ms/);
+		await expect(runToolOffLoop(job(["exec sleep 5"], { timeoutMs: 200 }))).rejects.toThrow(/took longer than 200 ms/);
 	});
 
 	it("keeps a refused folder the caller's 409 across the thread", async () => {
@@ -39,5 +41,16 @@ describe("bookkeeping tools run from a thread of their own", () => {
 		}).catch((e) => e);
 		expect(error).toBeInstanceOf(GatewayError);
 		expect([error.status, error.code]).toEqual([409, "folder_replaced"]);
+	});
+
+	it("does not keep a process from exiting: a started, idle thread lets node end (openapi.ts --check hung)", async () => {
+		const script = join(dir, "exits.ts");
+		const spawner = resolve(import.meta.dirname, "../../src/workspace/tool-spawner.ts");
+		writeFileSync(
+			script,
+			`import { warmToolThread } from ${JSON.stringify(spawner)};\nwarmToolThread();\nconsole.log("done");\n`,
+		);
+		const { stdout } = await promisify(execFile)(process.execPath, [script], { timeout: 20_000 });
+		expect(stdout.trim()).toBe("done");
 	});
 });
