@@ -212,7 +212,9 @@ export function createApp(
 	// prompt need not when pi holds its run's first tool call for the snapshots (snapshot-gate.ts).
 	// A steer or follow-up only adds to what a run does: its tool calls are held the same way.
 	const gatedPrompt = (c: Context) =>
-		tracker.gated && c.req.method === "POST" && /^\/v1\/sessions\/[^/]+\/(prompt|steer|follow-up)$/.test(c.req.path);
+		tracker.gated &&
+		c.req.method === "POST" &&
+		/^\/v1\/sessions\/[^/]+\/(prompt|steer|follow-up)(\/stream)?$/.test(c.req.path);
 	// DELETE of the session itself stops its snapshot in progress instead (tracker.forget); an abort
 	// (of the run, a retry, a bash) changes no file and must not wait behind git.
 	const deletesSession = (c: Context) => c.req.method === "DELETE" && /^\/v1\/sessions\/[^/]+$/.test(c.req.path);
@@ -224,10 +226,12 @@ export function createApp(
 		return next();
 	});
 	// The folder as the run finds it: taken before the prompt reaches pi, or beside it when gated.
-	app.post("/v1/sessions/:id/prompt", async (c, next) => {
-		await tracker.beforePrompt(c.req.param("id"));
+	const beforePrompt = async (c: Context, next: () => Promise<void>) => {
+		await tracker.beforePrompt(c.req.param("id") as string);
 		return next();
-	});
+	};
+	app.post("/v1/sessions/:id/prompt", beforePrompt);
+	app.post("/v1/sessions/:id/prompt/stream", beforePrompt);
 	app.delete("/v1/sessions/:id", async (c, next) => {
 		await next();
 		if (c.res.status < 300) await tracker.forget(c.req.param("id"));

@@ -154,6 +154,9 @@ export class ChangeTracker {
 	 */
 	async beforePrompt(id: string): Promise<void> {
 		if (!this.enabled || this.#current.has(id)) return;
+		// The last run's run_changes first: a prompt sent at its agent_settled would otherwise find
+		// that event at the head of its own stream (settling takes a few gits).
+		await this.#settling.get(id);
 		if (this.gated) {
 			// Started once the prompt is on its way to pi: spawning git holds the event loop for a few ms.
 			const later = new Promise<Snap>((resolve) =>
