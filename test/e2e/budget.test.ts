@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { runEnded, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // Issue 31 item 3: a session's budget across runs, against real pi and the offline demo model, in
 // README's layout. The demo model reports one output token per delta (`count: 30` is 30 of them)
@@ -36,6 +36,8 @@ async function metric(name: string, labels: string): Promise<number> {
 
 /** A run command refused for the budget: 409 problem+json, and nothing reached pi. */
 async function expectRefused(id: string, path: string, headers: Record<string, string> = {}) {
+	// The last run's run_changes comes after its agent_settled: logged before the count starts.
+	await runEnded(gw, id);
 	const before = (await gw.api(`/v1/sessions/${id}`)).body.lastEventId;
 	const res = await post(`/v1/sessions/${id}/${path}`, { message: "echo: more" }, headers);
 	expect(res.status).toBe(409);
