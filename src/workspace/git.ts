@@ -77,10 +77,10 @@ export async function writeShadowAttributes(gitDir: string): Promise<void> {
 	await writeFile(`${gitDir}/info/attributes`, shadowAttributes);
 }
 
-/** A full object id (SHA-1) as git prints it: nothing else read back from disk becomes a git argument. */
 /** The tree of an empty folder: every git knows it without storing it. */
 export const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 
+/** A full object id (SHA-1) as git prints it: nothing else read back from disk becomes a git argument. */
 export const objectId = /^[0-9a-f]{40}$/;
 
 export function assertObjectId(id: unknown): asserts id is string {
@@ -165,6 +165,7 @@ export function git(
 		timeoutMs: options.timeoutMs,
 		maxBytes: options.maxBytes ?? 16 * 1024 * 1024,
 	}).then(
+		// A view, not a copy: from the thread the bytes arrive as a plain Uint8Array.
 		(output) => ({ ...output, out: Buffer.from(output.out.buffer, output.out.byteOffset, output.out.byteLength) }),
 		(error: Error) => {
 			// A folder replaced by a link is the caller's 409, not git's failure.

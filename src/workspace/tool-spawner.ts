@@ -27,8 +27,7 @@ function thread(): Worker | undefined {
 			pending.delete(id);
 			if (pending.size === 0) started.unref();
 			if (!job) return;
-			if (output)
-				job.resolve({ ...output, out: Buffer.from(output.out.buffer, output.out.byteOffset, output.out.length) });
+			if (output) job.resolve(output);
 			else job.reject(errorOf(failure as ToolFailure));
 		});
 		const lost = () => {

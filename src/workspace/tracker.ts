@@ -158,7 +158,8 @@ export class ChangeTracker {
 		// that event at the head of its own stream (settling takes a few gits).
 		await this.#settling.get(id);
 		if (this.gated) {
-			// Started once the prompt is on its way to pi: spawning git holds the event loop for a few ms.
+			// Started once the prompt is on its way to pi (the gits run off the event loop, tool-spawner.ts;
+			// their jobs' file reads and writes do not).
 			const later = new Promise<Snap>((resolve) =>
 				setImmediate(() => {
 					void this.ensureBase(id);
