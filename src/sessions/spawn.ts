@@ -106,7 +106,14 @@ export const snapshotGatePath = resolve(here, "../../extensions/snapshot-gate.ts
  * command (a wrapper, a stub, pi 0.73) has the prompt wait for the snapshot instead.
  */
 export function gatesSnapshots(config: Config): boolean {
-	if (!config.workspaceChanges) return false;
+	return config.workspaceChanges && isPi1(config);
+}
+
+/** Imports the code for the session's model API once pi is up, not at its first prompt (the bundled pi). */
+export const warmUpPath = resolve(here, "../../extensions/warm-up.ts");
+
+/** Whether pi is the bundled one, or a --pi-command into pi 1.x: the one whose layout warm-up.ts knows. */
+function isPi1(config: Config): boolean {
 	return config.piCommand === undefined || piPackageOf(config.piCommand)?.name === "@earendil-works/pi-coding-agent";
 }
 
@@ -217,6 +224,7 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 	// First: its hold comes before any other extension's tool_call (an approval is asked of a person after it).
 	if (gatesSnapshots(config)) extensionPaths.push(snapshotGatePath);
 	if (config.demo) extensionPaths.push(demoExtensionPath);
+	if (isPi1(config)) extensionPaths.push(warmUpPath);
 	for (const ext of body.extensions ?? []) {
 		const path = config.extensions.get(ext);
 		if (!path)

@@ -1,0 +1,53 @@
+/**
+ * pi-gateway's warm-up, loaded into every pi the gateway starts from the bundled pi. pi loads the
+ * code that speaks a model's API (its bundle's chunk for that API, with the SDK it imports) the
+ * first time a prompt needs it, so a session's first prompt waits for that import: about 8 of the
+ * 30 ms from prompt to model request measured here (bench/peers.ts's first-delta row). Once the
+ * session has started, this imports the chunk of the session's model, so a pi from the warm pool
+ * has it before its first prompt comes; when the model changes, the new one's.
+ *
+ * It changes nothing pi does: the same file by the same URL is what pi's own import finds in
+ * Node's module cache. A bundle laid out otherwise (another pi version) gets no warm-up, and
+ * test/unit/warm-up.test.ts says so for the pi installed.
+ */
+import { readdirSync, realpathSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+/** pi's bundle names a lazy API chunk `<api>-<8-character hash>.js` (1.x). */
+export function apiChunk(chunks: string[], api: string): string | undefined {
+	if (!/^[a-z0-9-]+$/.test(api)) return undefined;
+	return chunks.find((name) => name.startsWith(`${api}-`) && /^[A-Z0-9]{8}\.js$/.test(name.slice(api.length + 1)));
+}
+
+/** The running pi's bundle chunks folder, from its entry script (dist/bundle/cli.js). */
+export function chunksDir(entry: string | undefined = process.argv[1]): string | undefined {
+	try {
+		return entry ? join(dirname(realpathSync(entry)), "chunks") : undefined;
+	} catch {
+		return undefined;
+	}
+}
+
+export default function (pi: ExtensionAPI) {
+	const warmed = new Set<string>();
+	const warm = (api: string | undefined) => {
+		if (!api || warmed.has(api)) return;
+		warmed.add(api);
+		// After the handler returns: the session's start does not wait for it.
+		setImmediate(() => {
+			const dir = chunksDir();
+			if (!dir) return;
+			let chunk: string | undefined;
+			try {
+				chunk = apiChunk(readdirSync(dir), api);
+			} catch {
+				return;
+			}
+			if (chunk) import(pathToFileURL(join(dir, chunk)).href).catch(() => {});
+		});
+	};
+	pi.on("session_start", (_event, ctx) => warm(ctx.model?.api));
+	pi.on("model_select", (event) => warm(event.model.api));
+}
