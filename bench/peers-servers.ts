@@ -58,7 +58,7 @@ const ms = (from: bigint) => Number(now() - from) / 1e6;
  * answer's first token: pi-acp sends pi's start-up banner ("pi v1.6.0 ---") as a message chunk
  * ahead of a session's first answer, and that is not the model answering.
  */
-function deltaClock() {
+export function deltaClock() {
 	const t0 = now();
 	const timing: PromptTiming = { firstMs: 0, lastMs: 0, doneMs: 0, text: "" };
 	return {

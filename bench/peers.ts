@@ -20,6 +20,10 @@
  * - then the sessions are deleted.
  * Every answer is checked to be the scripted text, token for token.
  *
+ * Once a round, for reference: pi alone on a stdio pipe (bench/peers-pipe.ts), no server, a fresh
+ * pi's first prompt of the same long answer: its first delta, whole answer and tokens/s are what
+ * pi itself costs (pi-gateway and sandbox-agent run that pi; opencode is its own agent).
+ *
  * Run: `npm run bench -- --peers` (full: 6 rounds, 10 sessions, 2,000 and 500 tokens; --rounds=N),
  * `npm run bench -- --peers --smoke` (1 round, 3 sessions, 200 and 50 tokens), or
  * `node bench/peers.ts [--smoke]`. The peers are installed once into ~/.cache/pi-gateway/peers
@@ -31,8 +35,15 @@ import { cpus, loadavg, totalmem } from "node:os";
 import { join } from "node:path";
 import { percentile, root } from "./lib.ts";
 import { installPeers, peerVersions } from "./peers-install.ts";
+import { pipeAnswer } from "./peers-pipe.ts";
 import { processTree, treeCpuSeconds, treePssBytes } from "./peers-proc.ts";
-import { type AgentServer, startOpencode, startPiGateway, startSandboxAgent } from "./peers-servers.ts";
+import {
+	type AgentServer,
+	type PromptTiming,
+	startOpencode,
+	startPiGateway,
+	startSandboxAgent,
+} from "./peers-servers.ts";
 import { answerText, startScriptedModel, tokenText } from "./scripted-openai.ts";
 
 export interface PeerOptions {
@@ -183,6 +194,8 @@ export async function peers(o: PeerOptions, log: (line: string) => void = () => 
 	const missing = new Map<Name, string>();
 	const results = new Map<Name, Figures[]>(names.map((n) => [n, []]));
 	const notes: string[] = [];
+	// pi alone on a pipe, once a round: what pi itself costs in the long answer's rows.
+	const pipe: PromptTiming[] = [];
 	const start = async (name: Name, how: () => Promise<AgentServer>) => {
 		try {
 			const t0 = performance.now();
@@ -238,6 +251,16 @@ export async function peers(o: PeerOptions, log: (line: string) => void = () => 
 					log(`round ${round + 1}/${o.rounds}: ${name} ${missing.get(name)}`);
 				}
 			}
+			try {
+				const timing = await pipeAnswer(model.baseUrl, o.answerTokens, o.stepTimeoutMs);
+				check(timing.text, o.answerTokens, "pi on a pipe");
+				pipe.push(timing);
+				log(
+					`round ${round + 1}/${o.rounds}: pi on a pipe: first ${fmt(timing.firstMs, "first")}, whole ${fmt(timing.lastMs, "whole")}`,
+				);
+			} catch (error) {
+				log(`round ${round + 1}/${o.rounds}: pi on a pipe failed: ${(error as Error).message}`);
+			}
 		}
 	} finally {
 		process.off("SIGINT", interrupted);
@@ -251,7 +274,7 @@ export async function peers(o: PeerOptions, log: (line: string) => void = () => 
 		}
 		await model.close();
 	}
-	return { rows: rows(results, missing, o), header: header(install, o, `${commit}${dirty}`), notes };
+	return { rows: rows(results, missing, o, pipe), header: header(install, o, `${commit}${dirty}`), notes };
 }
 
 function header(install: Awaited<ReturnType<typeof installPeers>>, o: PeerOptions, gateway: string): string {
@@ -312,7 +335,17 @@ function fmt(v: number, key: keyof Figures): string {
 /** A ratio; past 100× (a peer's figure near zero, as opencode's in-process sessions) the digits say nothing. */
 const ratio = (r: number) => (r > 100 ? ">100×" : `${r.toFixed(2)}×`);
 
-function rows(results: Map<Name, Figures[]>, missing: Map<Name, string>, o: PeerOptions) {
+/** The long answer's figures of pi alone on a pipe, as the servers' are computed (the other rows: –). */
+function pipeFigures(timing: PromptTiming, tokens: number): Partial<Figures> {
+	const { firstMs, lastMs } = timing;
+	return {
+		first: firstMs,
+		whole: lastMs,
+		tokensPerS: lastMs > firstMs ? tokens / ((lastMs - firstMs) / 1000) : Number.NaN,
+	};
+}
+
+function rows(results: Map<Name, Figures[]>, missing: Map<Name, string>, o: PeerOptions, pipe: PromptTiming[]) {
 	const median = (xs: number[]) =>
 		percentile(
 			[...xs].sort((a, b) => a - b),
@@ -335,6 +368,11 @@ function rows(results: Map<Name, Figures[]>, missing: Map<Name, string>, o: Peer
 			row[`pi-gateway ÷ ${peer}`] =
 				Number.isFinite(gw.value) && Number.isFinite(p.value) && p.value > 0 ? ratio(gw.value / p.value) : "–";
 		}
+		const alone = pipe.map((t) => pipeFigures(t, o.answerTokens)[key]).filter((v): v is number => v !== undefined);
+		row["pi alone on a pipe (reference)"] =
+			alone.length === 0
+				? "–"
+				: `${fmt(median(alone), key)}${alone.length > 1 ? ` [${fmt(Math.min(...alone), key)}–${fmt(Math.max(...alone), key)}]` : ""}`;
 		return row;
 	});
 }
