@@ -275,7 +275,18 @@ export class ChangeTracker {
 			);
 		await this.#settling.get(id);
 		const repo = this.#repo(id);
-		if (!repo) throw new GatewayError(404, "session_not_found", `No session ${id}`);
+		const gone = () => new GatewayError(404, "session_not_found", `No session ${id}`);
+		if (!repo) throw gone();
+		try {
+			return await this.#changes(id, repo, runId);
+		} catch (error) {
+			// Deleted while its diff ran (its repository went under git): the session is what is missing.
+			if (repo.removed) throw gone();
+			throw error;
+		}
+	}
+
+	async #changes(id: string, repo: Snapshots, runId: string | undefined) {
 		const limits = { ...this.#options.limits, timeoutMs: this.#options.snapshotTimeoutMs };
 		const running = this.#current.get(id);
 		if (runId !== undefined && running?.runId !== runId) {

@@ -1,9 +1,12 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import pino from "pino";
 import { afterAll, expect, it } from "vitest";
+import { GatewayError } from "../../src/errors.ts";
 import { emptyTree } from "../../src/workspace/git.ts";
 import { Snapshots } from "../../src/workspace/snapshots.ts";
+import { ChangeTracker } from "../../src/workspace/tracker.ts";
 
 const root = mkdtempSync(join(tmpdir(), "pi-gateway-snapshot-remove-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -39,4 +42,31 @@ it("an empty folder's snapshot is git's empty tree, and makes no repository", as
 	const tree = await snapshots.snapshot();
 	expect(tree).not.toBe(emptyTree);
 	expect(existsSync(join(repo, "git", "HEAD"))).toBe(true);
+});
+
+it("a GET …/changes whose session is deleted while it runs is 404 session_not_found, not a failed snapshot", async () => {
+	const { folder } = session("changes-deleted", { "a.txt": "a" });
+	const dataDir = join(root, "changes-deleted", "data");
+	let live = true;
+	const tracker = new ChangeTracker(
+		{
+			dataDir,
+			enabled: true,
+			snapshotTimeoutMs: 10_000,
+			limits: { maxFiles: 50, maxDiffBytes: 4096, maxTotalBytes: 65536 },
+		},
+		(id) => (live && id === "ses_gone" ? { cwd: folder, emit: () => {} } : undefined),
+		pino({ level: "silent" }),
+	);
+	await tracker.ensureBase("ses_gone");
+	writeFileSync(join(folder, "b.txt"), "b");
+	const reading = tracker.changes("ses_gone").catch((caught: unknown) => caught);
+	// Its snapshot's first git under way, the session goes as DELETE takes it (registry, then tracker).
+	await new Promise((resolve) => setImmediate(resolve));
+	live = false;
+	await tracker.forget("ses_gone");
+	const error = (await reading) as GatewayError;
+	expect(error).toBeInstanceOf(GatewayError);
+	expect([error.status, error.code]).toEqual([404, "session_not_found"]);
+	expect(existsSync(join(dataDir, "snapshots", "ses_gone"))).toBe(false);
 });
