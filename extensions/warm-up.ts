@@ -13,11 +13,29 @@
 import { readdirSync, realpathSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
+import type { KnownApi } from "@earendil-works/pi-ai";
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+/**
+ * The APIs pi speaks itself. A model's `api` is text from a models.json (an agent folder the agent
+ * may write), so it only ever picks among these: never another of the bundle's chunks (its CLI, say).
+ */
+const knownApis = new Set<string>([
+	"openai-completions",
+	"mistral-conversations",
+	"openai-responses",
+	"azure-openai-responses",
+	"openai-codex-responses",
+	"anthropic-messages",
+	"bedrock-converse-stream",
+	"google-generative-ai",
+	"google-vertex",
+	"pi-messages",
+] satisfies KnownApi[]);
 
 /** pi's bundle names a lazy API chunk `<api>-<8-character hash>.js` (1.x). */
 export function apiChunk(chunks: string[], api: string): string | undefined {
-	if (!/^[a-z0-9-]+$/.test(api)) return undefined;
+	if (!knownApis.has(api)) return undefined;
 	return chunks.find((name) => name.startsWith(`${api}-`) && /^[A-Z0-9]{8}\.js$/.test(name.slice(api.length + 1)));
 }
 

@@ -65,7 +65,10 @@ describe("the warm-up extension", () => {
 		// The same file by the same URL: Node's module cache hands pi what the warm-up imported.
 		expect(importers.length).toBeGreaterThan(0);
 		expect(apiChunk(readdirSync(dir), "anthropic-messages")).toMatch(/^anthropic-messages-[A-Z0-9]{8}\.js$/);
-		// Nothing but an API's own chunk: no prefix match, no path.
+		// Nothing but an API pi speaks (a models.json is the agent's to write): no other chunk of the
+		// bundle (its CLI is one, named as an API chunk is), no prefix match, no path.
+		expect(readdirSync(dir).some((name) => /^cli-[A-Z0-9]{8}\.js$/.test(name))).toBe(true);
+		expect(apiChunk(readdirSync(dir), "cli")).toBeUndefined();
 		expect(apiChunk(readdirSync(dir), "openai")).toBeUndefined();
 		expect(apiChunk(["..-ABCDEFGH.js"], "..")).toBeUndefined();
 	});
