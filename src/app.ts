@@ -55,6 +55,7 @@ import { closeAfterRefusedUpload, isUpload, workspaceFilesRouter } from "./http/
 import { StreamEvent } from "./http/streams/event-schemas.ts";
 import { revokingStreams } from "./http/streams/open-streams.ts";
 import { BodyRoutes, bodyGuard } from "./http/transport/body-guard.ts";
+import { FirstSnapshotRoutes, firstSnapshot } from "./http/transport/first-snapshot.ts";
 import { AllowedMethods, headWithoutBody, methodGuard } from "./http/transport/methods.ts";
 import { accessLog, hostCheck, pathEncoding, requestId } from "./http/transport/middleware.ts";
 import { type AppEnv, createRouter, invalid } from "./http/transport/openapi.ts";
@@ -208,23 +209,10 @@ export function createApp(
 	const idempotentRoutes = new IdempotentRoutes();
 	app.use(idempotency(idempotentRoutes, extras.idempotency));
 	const tracker = startChangeTracker(config, registry, logger, extras.workspaceRuns);
-	// A change to a session's folder waits for its first snapshot (taken as the session starts). A
-	// prompt need not when pi holds its run's first tool call for the snapshots (snapshot-gate.ts).
-	// A steer or follow-up only adds to what a run does: its tool calls are held the same way.
-	const gatedPrompt = (c: Context) =>
-		tracker.gated &&
-		c.req.method === "POST" &&
-		/^\/v1\/sessions\/[^/]+\/(prompt|steer|follow-up)(\/stream)?$/.test(c.req.path);
-	// DELETE of the session itself stops its snapshot in progress instead (tracker.forget); an abort
-	// (of the run, a retry, a bash) changes no file and must not wait behind git.
-	const deletesSession = (c: Context) => c.req.method === "DELETE" && /^\/v1\/sessions\/[^/]+$/.test(c.req.path);
-	const aborts = (c: Context) =>
-		c.req.method === "POST" && /^\/v1\/sessions\/[^/]+\/(abort|retry\/abort|bash\/abort)$/.test(c.req.path);
-	app.use("/v1/sessions/:id/*", async (c, next) => {
-		if (c.req.method !== "GET" && c.req.method !== "HEAD" && !gatedPrompt(c) && !deletesSession(c) && !aborts(c))
-			await tracker.ensureBase(c.req.param("id"));
-		return next();
-	});
+	// A change to a session's folder waits for its first snapshot (taken as the session starts);
+	// which operations need not is declared in first-snapshot.ts, by operation id.
+	const firstSnapshotRoutes = new FirstSnapshotRoutes();
+	app.use("/v1/sessions/:id/*", firstSnapshot(firstSnapshotRoutes, tracker));
 	// The folder as the run finds it: taken before the prompt reaches pi, or beside it when gated.
 	const beforePrompt = async (c: Context, next: () => Promise<void>) => {
 		await tracker.beforePrompt(c.req.param("id") as string);
@@ -270,6 +258,7 @@ export function createApp(
 	scopedRoutes.load(document as never);
 	allowedMethods.load(document as never);
 	idempotentRoutes.load(document as never);
+	firstSnapshotRoutes.load(document as never);
 	corsMiddleware = cors({ origin: config.corsOrigins, exposeHeaders: exposedHeaders(document) });
 	// The 3.1 document and its 3.0 twin, written for generators (the gateway reads `document`).
 	app.route("/", specRouter(document));
