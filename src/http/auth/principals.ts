@@ -3,6 +3,7 @@ import { runsAs } from "../transport/methods.ts";
 import type { AppEnv } from "../transport/openapi.ts";
 import { type Principal, Scope } from "../transport/principal.ts";
 import { ApiError } from "../transport/problem.ts";
+import { routePattern } from "../transport/route-pattern.ts";
 
 // Declared in transport/, whose request context (AppEnv) carries the principal; auth/ decides it.
 export { type Principal, Scope, scopes } from "../transport/principal.ts";
@@ -59,13 +60,13 @@ export class ScopedRoutes {
 	load(document: Document): void {
 		this.#routes = [];
 		for (const [template, item] of Object.entries(document.paths ?? {})) {
-			const pattern = template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+");
+			const pattern = routePattern(template);
 			for (const [method, operation] of Object.entries(item)) {
 				const scope = (operation as Operation).security?.[0]?.bearer?.[0];
 				if (!methods.has(method) || scope === undefined) continue;
 				this.#routes.push({
 					method: method.toUpperCase(),
-					path: new RegExp(`^${pattern}$`),
+					path: pattern,
 					scope: Scope.parse(scope),
 					operationId: (operation as { operationId?: string }).operationId ?? `${method} ${template}`,
 				});

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../transport/openapi.ts";
 import { ApiError } from "../transport/problem.ts";
+import { routePattern } from "../transport/route-pattern.ts";
 import type { IdempotencyKeys, KeyRecord, StoredAnswer } from "./key-store.ts";
 
 /**
@@ -82,8 +83,7 @@ export class IdempotentRoutes {
 		for (const [template, operations] of Object.entries(document.paths ?? {})) {
 			const post = operations.post;
 			if (!post || !idempotentOperations.has(post.operationId ?? "")) continue;
-			const pattern = template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+");
-			this.#routes.push(new RegExp(`^${pattern}$`));
+			this.#routes.push(routePattern(template));
 		}
 	}
 

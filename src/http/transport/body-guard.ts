@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "./openapi.ts";
 import { ApiError } from "./problem.ts";
+import { routePattern } from "./route-pattern.ts";
 
 /** Deeper than any command pi knows (images are 3 levels); 10,000 levels made JSON.stringify throw. */
 export const maxJsonDepth = 64;
@@ -15,14 +16,14 @@ export class BodyRoutes {
 	load(document: { paths?: Record<string, Record<string, unknown>> }): void {
 		this.#routes = [];
 		for (const [template, operations] of Object.entries(document.paths ?? {})) {
-			const pattern = template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+");
+			const pattern = routePattern(template);
 			for (const [method, operation] of Object.entries(operations)) {
 				const body = (operation as { requestBody?: { required?: boolean; content?: object } }).requestBody;
 				// Raw bodies (a workspace upload) take any content type.
 				if (body === undefined || !(body.content && "application/json" in body.content)) continue;
 				this.#routes.push({
 					method: method.toUpperCase(),
-					path: new RegExp(`^${pattern}$`),
+					path: pattern,
 					required: !!body.required,
 				});
 			}

@@ -1,4 +1,5 @@
 import type { MiddlewareHandler } from "hono";
+import { routePattern } from "./route-pattern.ts";
 
 /**
  * Which requests to a session wait for its first snapshot (change tracking's "since the session
@@ -35,7 +36,7 @@ export class FirstSnapshotRoutes {
 	load(document: Document): void {
 		this.#routes = [];
 		for (const [template, operations] of Object.entries(document.paths ?? {})) {
-			const pattern = template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+");
+			const pattern = routePattern(template);
 			for (const [method, operation] of Object.entries(operations)) {
 				const id = operation.operationId ?? "";
 				const waits: Waits | undefined = changeNoFile.has(id)
@@ -43,7 +44,7 @@ export class FirstSnapshotRoutes {
 					: heldByTheGate.has(id)
 						? "unless-gated"
 						: undefined;
-				if (waits) this.#routes.push({ method: method.toUpperCase(), path: new RegExp(`^${pattern}$`), waits });
+				if (waits) this.#routes.push({ method: method.toUpperCase(), path: pattern, waits });
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "./openapi.ts";
 import { ApiError } from "./problem.ts";
+import { routePattern } from "./route-pattern.ts";
 
 /**
  * The method a request runs: Hono answers HEAD with the GET handler, so every check keyed by
@@ -21,9 +22,9 @@ export class AllowedMethods {
 				.filter((m) => declarable.has(m))
 				.map((m) => m.toUpperCase());
 			if (declared.includes("GET")) declared.push("HEAD");
-			const pattern = template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+");
+			const pattern = routePattern(template);
 			return {
-				pattern: new RegExp(`^${pattern}$`),
+				pattern,
 				literal: !template.includes("{"),
 				allow: [...declared, "OPTIONS"].sort().join(", "),
 			};
