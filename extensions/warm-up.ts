@@ -1,14 +1,17 @@
 /**
- * pi-gateway's warm-up, loaded into every pi the gateway starts from the bundled pi. pi loads the
+ * pi-gateway's warm-up, loaded into each pi the warm pool starts (from the bundled pi). pi loads the
  * code that speaks a model's API (its bundle's chunk for that API, with the SDK it imports) the
  * first time a prompt needs it, so a session's first prompt waits for that import: about 8 of the
- * 30 ms from prompt to model request measured here (bench/peers.ts's first-delta row). Once the
- * session has started, this imports the chunk of the session's model, so a pi from the warm pool
- * has it before its first prompt comes; when the model changes, the new one's.
+ * 30 ms from prompt to model request measured here (BENCHMARKS.md 13c). Once the pooled pi's
+ * session has started, this imports the chunk of its model, so it has it before its first prompt
+ * comes; when the model changes, the new one's. Only pooled pis: a cold start would wait for this
+ * file's load and the import before its session is ready, for the same few ms off its first prompt.
  *
  * It changes nothing pi does: the same file by the same URL is what pi's own import finds in
- * Node's module cache. A bundle laid out otherwise (another pi version) gets no warm-up, and
- * test/unit/warm-up.test.ts says so for the pi installed.
+ * Node's module cache (jiti hands this file's import() to Node's own, as pi's package is an ES
+ * module; were that to fail, jiti would run a copy of its own and nothing would be gained). A
+ * bundle laid out otherwise (another pi version) gets no warm-up, and test/e2e/warm-up.test.ts
+ * says so for the pi installed.
  */
 import { readdirSync, realpathSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -19,15 +22,15 @@ import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 /**
  * The APIs pi speaks itself. A model's `api` is text from a models.json (an agent folder the agent
  * may write), so it only ever picks among these: never another of the bundle's chunks (its CLI, say).
+ * bedrock-converse-stream is not one: pi loads it by another way (an unhashed chunk).
  */
-const knownApis = new Set<string>([
+export const warmedApis: ReadonlySet<string> = new Set<string>([
 	"openai-completions",
 	"mistral-conversations",
 	"openai-responses",
 	"azure-openai-responses",
 	"openai-codex-responses",
 	"anthropic-messages",
-	"bedrock-converse-stream",
 	"google-generative-ai",
 	"google-vertex",
 	"pi-messages",
@@ -35,7 +38,7 @@ const knownApis = new Set<string>([
 
 /** pi's bundle names a lazy API chunk `<api>-<8-character hash>.js` (1.x). */
 export function apiChunk(chunks: string[], api: string): string | undefined {
-	if (!knownApis.has(api)) return undefined;
+	if (!warmedApis.has(api)) return undefined;
 	return chunks.find((name) => name.startsWith(`${api}-`) && /^[A-Z0-9]{8}\.js$/.test(name.slice(api.length + 1)));
 }
 

@@ -109,7 +109,7 @@ export function gatesSnapshots(config: Config): boolean {
 	return config.workspaceChanges && isPi1(config);
 }
 
-/** Imports the code for the session's model API once pi is up, not at its first prompt (the bundled pi). */
+/** Imports the code for the session's model API once a pooled pi is up, not at its first prompt (the bundled pi). */
 export const warmUpPath = resolve(here, "../../extensions/warm-up.ts");
 
 /** Whether pi is the bundled one, or a --pi-command into pi 1.x: the one whose layout warm-up.ts knows. */
@@ -176,6 +176,8 @@ export interface SpawnAt {
 	area?: Area;
 	/** A session that exists: the folder it was given at create, which it keeps (checked again). */
 	cwd?: string;
+	/** A warm pool's pi: started ahead of any create, so it can load what its first prompt needs (warm-up.ts). */
+	pooled?: boolean;
 }
 
 /**
@@ -224,7 +226,9 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 	// First: its hold comes before any other extension's tool_call (an approval is asked of a person after it).
 	if (gatesSnapshots(config)) extensionPaths.push(snapshotGatePath);
 	if (config.demo) extensionPaths.push(demoExtensionPath);
-	if (isPi1(config)) extensionPaths.push(warmUpPath);
+	// A pooled pi only: its start is on no one's path. A cold start would pay the extension's load
+	// and the import before its session is ready, for the same few ms off its first prompt.
+	if (at.pooled && isPi1(config)) extensionPaths.push(warmUpPath);
 	for (const ext of body.extensions ?? []) {
 		const path = config.extensions.get(ext);
 		if (!path)

@@ -25,7 +25,7 @@ export async function startPooled(
 	again = true,
 ): Promise<Pooled> {
 	const id = newSessionId();
-	const plan = planSpawn(config, defaultBody, { id, area });
+	const plan = planSpawn(config, defaultBody, { id, area, pooled: true });
 	const sessionDir = plan.args[plan.args.indexOf("--session-dir") + 1];
 	const folders = [plan.cwd, ...(sessionDir && plan.args.includes("--session-dir") ? [sessionDir] : [])];
 	const own = config.defaultCwd === "own" ? folders : folders.slice(1);
