@@ -98,14 +98,21 @@ export class WebhookMessages {
 				return { type: "run.settled", data };
 			}
 			case "run_changes": {
-				const changes = eventJson<{ runId: string; files: unknown; truncated: boolean }>(event);
+				const changes = eventJson<{ runId: string; files: unknown; truncated: boolean; unreadable?: string[] }>(event);
 				const key = `${sessionId}\0${changes.runId}`;
 				const data = this.#settled.get(key);
 				this.#settled.delete(key);
 				if (!data) return undefined;
 				return {
 					type: "run.settled",
-					data: { ...data, changes: { files: changes.files, truncated: changes.truncated } },
+					data: {
+						...data,
+						changes: {
+							files: changes.files,
+							truncated: changes.truncated,
+							...(changes.unreadable && { unreadable: changes.unreadable }),
+						},
+					},
 				};
 			}
 			case "session_exit": {

@@ -175,3 +175,34 @@ export function git(
 	workOnDisk(run.catch(() => {}));
 	return run;
 }
+
+/**
+ * Paths of the work tree the index does not hold as they are: changed since git last read them, or
+ * new (ignored files too: the shadow repository ignores nothing). `-z`, so no name is misread.
+ */
+export async function unstaged(repo: GitRepo, timeoutMs: number): Promise<string[]> {
+	const { out } = await git(repo, ["ls-files", "-z", "--modified", "--others"], { timeoutMs });
+	return [...new Set(out.toString("utf8").split("\0"))].filter(Boolean);
+}
+
+/** A repository's bytes on disk (git's count), and its loose objects. */
+export async function repoUsage(
+	repo: GitRepo,
+	timeoutMs: number,
+): Promise<{ bytes: number; looseBytes: number; looseObjects: number }> {
+	const { out } = await git(repo, ["count-objects", "-v"], { timeoutMs });
+	// `name: value` lines (count, size, in-pack, packs, size-pack, prune-packable, garbage, size-garbage).
+	const counts = new Map(
+		out
+			.toString("utf8")
+			.split("\n")
+			.map((line) => line.split(": ") as [string, string]),
+	);
+	const field = (name: string) => Number(counts.get(name) ?? 0) || 0;
+	const looseBytes = field("size") * 1024;
+	return {
+		bytes: looseBytes + (field("size-pack") + field("size-garbage")) * 1024,
+		looseBytes,
+		looseObjects: field("count"),
+	};
+}

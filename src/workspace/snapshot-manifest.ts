@@ -4,7 +4,15 @@ import { objectId } from "./git.ts";
 export interface Manifest {
 	base?: string;
 	/** `error`: a run whose snapshots --workspace-max-snapshot-bytes refused (no trees). */
-	runs: { runId: string; start?: string; end?: string; settledAt?: string; error?: string }[];
+	runs: {
+		runId: string;
+		start?: string;
+		end?: string;
+		settledAt?: string;
+		error?: string;
+		/** Files git could not read at the run's end (their edits are not in its changes). */
+		unreadable?: string[];
+	}[];
 }
 
 /** Runs remembered per session (the oldest go first; their trees go at the next prune). */
@@ -33,6 +41,9 @@ export function checkedManifest(parsed: unknown): Manifest {
 			end: tree(run.end),
 			settledAt: text(run.settledAt),
 			error: text(run.error),
+			unreadable: Array.isArray(run.unreadable)
+				? run.unreadable.filter((path): path is string => typeof path === "string").slice(0, 100)
+				: undefined,
 		};
 		runs.push({ runId, ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) });
 	}

@@ -4,7 +4,17 @@ import { join } from "node:path";
 import type { Confinement } from "./confined.ts";
 import { gitFifos } from "./fifo-scan.ts";
 import { emptyFolder } from "./folder-dirs.ts";
-import { assertObjectId, emptyTree, type GitRepo, git, objectId, workOnDisk, writeShadowAttributes } from "./git.ts";
+import {
+	assertObjectId,
+	emptyTree,
+	type GitRepo,
+	git,
+	objectId,
+	repoUsage,
+	unstaged,
+	workOnDisk,
+	writeShadowAttributes,
+} from "./git.ts";
 import { dropGitlinks } from "./gitlinks.ts";
 import { checkedManifest, type Manifest, maxRuns } from "./snapshot-manifest.ts";
 
@@ -44,6 +54,8 @@ export class Snapshots {
 	/** Once a git of a snapshot met its deadline, FIFOs are looked for first and covered (fifo-scan.ts). */
 	#scanFifos = false;
 	#covered: string[] = [];
+	/** What the snapshot in progress could not read (snapshotSeen). */
+	#unreadable: string[] = [];
 	/** The index was checked for gitlinks since this process took the session (#dropGitlinks). */
 	#gitlinksDropped = false;
 	/** The latest snapshots' trees, newest last. */
@@ -97,8 +109,20 @@ export class Snapshots {
 	}
 
 	/** The tree of the folder as it is now. */
-	snapshot(): Promise<string> {
-		return this.serial(() => this.#snapshotNow());
+	async snapshot(): Promise<string> {
+		return (await this.snapshotSeen()).tree;
+	}
+
+	/**
+	 * The tree, and the files git could not read for it (a file of mode 000, say): in the tree as an
+	 * earlier snapshot had them, or not at all if new, so an edit to them is not in this tree's diffs.
+	 */
+	snapshotSeen(): Promise<{ tree: string; unreadable: string[] }> {
+		return this.serial(async () => {
+			this.#unreadable = [];
+			const tree = await this.#snapshotNow();
+			return { tree, unreadable: this.#unreadable };
+		});
 	}
 
 	async #snapshotNow(): Promise<string> {
@@ -130,11 +154,13 @@ export class Snapshots {
 			(error) => {
 				// --ignore-errors exits 1 after adding what it could read (an unreadable file, say).
 				if (!String(error.message).includes("failed (1)")) throw error;
-				return { stderr: String(error.message) };
+				return { stderr: String(error.message), failed: true };
 			},
 		);
 		// The stderr kept is cut at 4 KiB: a cut one may hide the warning, so it counts as one too.
 		if (added.stderr.includes("embedded git repository") || added.stderr.length >= 4096) await this.#dropGitlinks();
+		// What an add that could not read everything left out (at most 100 paths).
+		if ("failed" in added) this.#unreadable = (await unstaged(this.repo, this.#timeoutMs)).slice(0, 100);
 		const { out } = await git(this.repo, ["write-tree"], options);
 		const tree = out.toString("utf8").trim();
 		assertObjectId(tree);
@@ -155,12 +181,8 @@ export class Snapshots {
 	 */
 	async #fits(): Promise<void> {
 		const { maxBytes } = this.#limits;
-		// Ignored files too: the snapshot takes them (add --force).
-		const args = ["ls-files", "-z", "--modified", "--others"];
-		const { out } = await git(this.repo, args, { timeoutMs: this.#timeoutMs });
 		let pending = 0;
-		for (const path of new Set(out.toString("utf8").split("\0"))) {
-			if (!path) continue;
+		for (const path of await unstaged(this.repo, this.#timeoutMs)) {
 			pending += await lstat(join(this.workTree, path)).then(
 				(stat) => (stat.isFile() ? stat.size : 0),
 				() => 0,
@@ -168,10 +190,10 @@ export class Snapshots {
 			if (pending > maxBytes) break;
 		}
 		if (pending === 0) return;
-		let usage = await this.#usage();
+		let usage = await repoUsage(this.repo, this.#timeoutMs);
 		if (usage.bytes + pending > maxBytes && (usage.looseObjects > 0 || this.#dropped)) {
 			await this.#prune();
-			usage = await this.#usage();
+			usage = await repoUsage(this.repo, this.#timeoutMs);
 		}
 		if (usage.bytes + pending > maxBytes)
 			throw new SnapshotLimitError(
@@ -179,30 +201,11 @@ export class Snapshots {
 			);
 	}
 
-	/** The repository's bytes on disk (git's count), and its loose objects. */
-	async #usage(): Promise<{ bytes: number; looseBytes: number; looseObjects: number }> {
-		const { out } = await git(this.repo, ["count-objects", "-v"], { timeoutMs: this.#timeoutMs });
-		// `name: value` lines (count, size, in-pack, packs, size-pack, prune-packable, garbage, size-garbage).
-		const counts = new Map(
-			out
-				.toString("utf8")
-				.split("\n")
-				.map((line) => line.split(": ") as [string, string]),
-		);
-		const field = (name: string) => Number(counts.get(name) ?? 0) || 0;
-		const looseBytes = field("size") * 1024;
-		return {
-			bytes: looseBytes + (field("size-pack") + field("size-garbage")) * 1024,
-			looseBytes,
-			looseObjects: field("count"),
-		};
-	}
-
 	/** After a run settled: packs and prunes once the loose objects pass their threshold. */
 	pruneIfDue(): Promise<void> {
 		return this.serial(async () => {
 			if (!existsSync(`${this.#dir}/git/HEAD`)) return;
-			const usage = await this.#usage();
+			const usage = await repoUsage(this.repo, this.#timeoutMs);
 			if (usage.looseBytes > this.#limits.pruneLooseBytes || usage.looseObjects > this.#limits.pruneLooseObjects)
 				await this.#prune();
 		});

@@ -42,6 +42,8 @@ interface Snap {
 	tree?: string;
 	error?: string;
 	limit?: boolean;
+	/** Files git could not read for this tree (snapshots.ts snapshotSeen): their edits are not in it. */
+	unreadable?: string[];
 }
 
 /**
@@ -107,7 +109,7 @@ export class ChangeTracker {
 		const repo = this.#repo(id);
 		if (!repo || !this.enabled) return { error: "no snapshot of the folder" };
 		try {
-			const tree = await repo.snapshot();
+			const { tree, unreadable } = await repo.snapshotSeen();
 			const manifest = await repo.manifest();
 			if (!manifest.base)
 				await repo.serial(() =>
@@ -115,7 +117,7 @@ export class ChangeTracker {
 						m.base ??= tree;
 					}),
 				);
-			return { tree };
+			return unreadable.length > 0 ? { tree, unreadable } : { tree };
 		} catch (error) {
 			if (error instanceof SnapshotLimitError) {
 				this.#logger.warn({ sessionId: id }, error.message);
@@ -208,8 +210,10 @@ export class ChangeTracker {
 		const repo = this.#repo(id);
 		let summary: { files: { path: string; status: ChangeStatus }[]; truncated: boolean } | undefined;
 		let error: string | undefined;
+		let unreadable: string[] | undefined;
 		try {
 			const [first, last] = [await run.start, await this.#snap(id)];
+			unreadable = last.unreadable;
 			const [start, end] = [first.tree, last.tree];
 			if (!repo || !start || !end) {
 				const limit = [first, last].find((snap) => snap.limit);
@@ -226,7 +230,13 @@ export class ChangeTracker {
 			await repo.serial(() =>
 				repo.update((m) => {
 					m.runs = m.runs.filter((r) => r.runId !== run.runId);
-					m.runs.push({ runId: run.runId, start, end, settledAt: new Date().toISOString() });
+					m.runs.push({
+						runId: run.runId,
+						start,
+						end,
+						settledAt: new Date().toISOString(),
+						...(unreadable && { unreadable }),
+					});
 				}),
 			);
 			summary = await changedPaths(
@@ -236,7 +246,7 @@ export class ChangeTracker {
 				{ timeoutMs: this.#options.snapshotTimeoutMs },
 				maxSummaryPaths,
 			);
-			await this.#archive(id, run.runId, repo, start, end);
+			await this.#archive(id, run.runId, repo, start, end, unreadable);
 			repo.pinned.delete(start);
 			await repo
 				.pruneIfDue()
@@ -248,18 +258,27 @@ export class ChangeTracker {
 			runId: run.runId,
 			files: summary?.files ?? null,
 			truncated: summary?.truncated ?? false,
+			...(unreadable && { unreadable }),
 			...(error ? { error } : {}),
 		});
 	}
 
 	/** Cluster mode: the run's changes into PostgreSQL before its run_changes says it settled. */
-	async #archive(id: string, runId: string, repo: Snapshots, start: string, end: string): Promise<void> {
+	async #archive(
+		id: string,
+		runId: string,
+		repo: Snapshots,
+		start: string,
+		end: string,
+		unreadable: string[] | undefined,
+	): Promise<void> {
 		const archive = this.#options.archive;
 		// A session deleted meanwhile: forget() cleared its runs from the database already.
 		if (!archive || repo.removed) return;
 		try {
 			const limits = { ...this.#options.limits, timeoutMs: this.#options.snapshotTimeoutMs };
-			await archive.save(id, runId, { runId, ...(await changesBetween(repo.repo, start, end, limits)) });
+			const changes = await changesBetween(repo.repo, start, end, limits);
+			await archive.save(id, runId, { runId, ...changes, ...(unreadable && { unreadable }) });
 		} catch (error) {
 			this.#logger.warn({ sessionId: id, runId, err: error }, "a run's changes could not be kept in the database");
 		}
@@ -292,7 +311,12 @@ export class ChangeTracker {
 		if (runId !== undefined && running?.runId !== runId) {
 			const run = (await repo.manifest()).runs.find((r) => r.runId === runId);
 			if (run?.error) throw new GatewayError(507, "snapshot_limit", run.error);
-			if (run?.start && run.end) return { runId, ...(await changesBetween(repo.repo, run.start, run.end, limits)) };
+			if (run?.start && run.end)
+				return {
+					runId,
+					...(await changesBetween(repo.repo, run.start, run.end, limits)),
+					...(run.unreadable && { unreadable: run.unreadable }),
+				};
 			// Settled on another node before the session moved here (cluster mode).
 			const archive = this.#options.archive;
 			const kept = archive && (await archive.load(id, runId));
@@ -312,7 +336,11 @@ export class ChangeTracker {
 			throw new GatewayError(503, "snapshot_failed", "The folder could not be snapshotted; try again", {
 				retryAfter: 1,
 			});
-		return { runId: runId ?? null, ...(await changesBetween(repo.repo, from, now.tree, limits)) };
+		return {
+			runId: runId ?? null,
+			...(await changesBetween(repo.repo, from, now.tree, limits)),
+			...(now.unreadable && { unreadable: now.unreadable }),
+		};
 	}
 
 	/** The session was deleted: its shadow repository goes too. */

@@ -10,10 +10,10 @@ import { runEnded, sleep, startTestGateway, type TestGateway, until } from "../h
 let gw: TestGateway;
 let hold: Promise<void> | undefined;
 let holding = 0;
-const original = Snapshots.prototype.snapshot;
+const original = Snapshots.prototype.snapshotSeen;
 
 beforeAll(async () => {
-	vi.spyOn(Snapshots.prototype, "snapshot").mockImplementation(async function (this: Snapshots) {
+	vi.spyOn(Snapshots.prototype, "snapshotSeen").mockImplementation(async function (this: Snapshots) {
 		const wait = hold;
 		if (wait) {
 			holding++;

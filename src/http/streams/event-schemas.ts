@@ -319,6 +319,10 @@ const gatewayEvents = [
 						"The paths the run changed in the session's folder (at most 100); null when no snapshot could be taken (`error`)",
 				}),
 			truncated: z.boolean().openapi({ description: "More paths changed than are listed" }),
+			unreadable: z.array(z.string()).optional().openapi({
+				description:
+					"Files git could not read when the run settled (a file of mode 000, say; at most 100): the snapshot has them as an earlier one had them, so an edit to them is not in `files`",
+			}),
 			error: z.string().optional().describe("Why no snapshot could be taken"),
 		},
 		"Gateway: a run settled and its folder was snapshotted (after its agent_settled); the diffs are at GET …/changes?runId=",

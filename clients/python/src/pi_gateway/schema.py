@@ -737,6 +737,8 @@ class _Event_run_changesRequired(TypedDict):
 
 class Event_run_changes(_Event_run_changesRequired, total=False):
     """Gateway: a run settled and its folder was snapshotted (after its agent_settled); the diffs are at GET …/changes?runId="""
+    # Files git could not read when the run settled (a file of mode 000, say; at most 100): the snapshot has them as an earlier one had them, so an edit ...
+    unreadable: List[str]
     # Why no snapshot could be taken
     error: str
 
@@ -1501,14 +1503,19 @@ class WorkspaceSearchResult(TypedDict):
     engine: Literal["ripgrep", "node"]
 
 
-class WorkspaceChanges(TypedDict):
-    """What changed in the session's folder"""
+class _WorkspaceChangesRequired(TypedDict):
     # The run asked about; null: since the session started
     runId: Union[str, None]
     # The changed files, by path
     files: List["WorkspaceFileChange"]
     # More files changed than are listed, or the diffs were cut
     truncated: bool
+
+
+class WorkspaceChanges(_WorkspaceChangesRequired, total=False):
+    """What changed in the session's folder"""
+    # Files git could not read for the later snapshot (a file of mode 000, say; at most 100): it has them as an earlier snapshot had them, so an edit to ...
+    unreadable: List[str]
 
 
 class WorkspaceFileChange(TypedDict):
