@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import pino from "pino";
 import type { ConfigInput } from "../../src/config.ts";
 import { type Gateway, startGateway } from "../../src/server.ts";
 import { assertConforms } from "./openapi-validate.ts";
@@ -57,15 +58,29 @@ export async function startTestGateway({
 		shared.workspaceRoot = join(root, "workspace");
 		mkdirSync(shared.workspaceRoot);
 	}
-	const gateway = await startGateway({
-		host: "127.0.0.1",
-		port: 0,
-		...shared,
-		dataDir: join(root, "data"),
-		piAgentDir: join(root, "agent"),
-		logLevel: "silent",
-		...overrides,
-	}).catch((error) => {
+	// The gateway's errors are kept (the last 200 lines), so a 500 a test meets says what it was.
+	const errors: string[] = [];
+	const errorLog = pino(
+		{ level: "error" },
+		{
+			write(line: string) {
+				errors.push(line);
+				if (errors.length > 200) errors.shift();
+			},
+		},
+	);
+	const gateway = await startGateway(
+		{
+			host: "127.0.0.1",
+			port: 0,
+			...shared,
+			dataDir: join(root, "data"),
+			piAgentDir: join(root, "agent"),
+			logLevel: "silent",
+			...overrides,
+		},
+		overrides.logLevel === undefined ? errorLog : undefined,
+	).catch((error) => {
 		rmSync(root, { recursive: true, force: true });
 		throw error;
 	});
@@ -78,7 +93,7 @@ export async function startTestGateway({
 	};
 	const rawFetch: TestGateway["fetch"] = (path, init = {}) =>
 		fetch(path instanceof URL ? path : gateway.url + path, { ...init, headers: withAuth(init.headers) });
-	const api = specCheckedApi(gateway.url, withAuth);
+	const api = specCheckedApi(gateway.url, withAuth, () => errors);
 	return {
 		...gateway,
 		root,
@@ -128,6 +143,7 @@ export function plantInNewSessionFolders(gw: Pick<TestGateway, "workspace">, ent
 export function specCheckedApi(
 	base: string,
 	withAuth: (headers: RequestInit["headers"]) => Headers,
+	errorLog?: () => string[],
 ): TestGateway["api"] {
 	return async (path, init = {}) => {
 		const headers = withAuth(init.headers);
@@ -142,7 +158,17 @@ export function specCheckedApi(
 		try {
 			parsed = text ? JSON.parse(text) : undefined;
 		} catch {}
-		assertConforms(init.method ?? "GET", path, res.status, res.headers.get("content-type"), parsed);
+		try {
+			assertConforms(init.method ?? "GET", path, res.status, res.headers.get("content-type"), parsed);
+		} catch (error) {
+			// A 500 is the gateway's own failure: its log line (by the problem's request id) says which.
+			const requestId = (parsed as { instance?: unknown } | undefined)?.instance;
+			if (res.status >= 500 && errorLog && error instanceof Error) {
+				const lines = errorLog().filter((line) => typeof requestId !== "string" || line.includes(requestId));
+				error.message += `\ngateway error log:\n${lines.slice(-5).join("")}`;
+			}
+			throw error;
+		}
 		return { status: res.status, body: parsed as never, res };
 	};
 }
