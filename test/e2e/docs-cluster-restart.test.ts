@@ -133,12 +133,17 @@ describe.skipIf(!hasCommand("openssl") || !hasCommand("curl"))(
 				expect(cmdline).not.toContain(token());
 				expect(cmdline).not.toContain(new URL(databaseUrl).password);
 			}
-			const id = (await api(ports.n1, "/v1/sessions", { method: "POST", body: "{}" })).body.id as string;
+			const created = await api(ports.n1, "/v1/sessions", { method: "POST", body: "{}" });
+			// What the node said, if it failed (CI once saw this create fail with no word of why).
+			const said = (node: string) =>
+				`${JSON.stringify(created.body)}\n${readFileSync(join(home, ".pi-gateway", `${node}.log`), "utf8").slice(-3000)}`;
+			expect(created.status, said("n1")).toBe(201);
+			const id = created.body.id as string;
 			const run1 = await api(ports.n1, `/v1/sessions/${id}/prompt?wait=true`, {
 				method: "POST",
 				body: JSON.stringify({ message: "echo: before the restart" }),
 			});
-			expect(run1.status).toBe(200);
+			expect(run1.status, said("n1")).toBe(200);
 			const before = pidOf("n2");
 			const n2 = join(home, ".pi-gateway", "n2");
 			const gateway = gatewaysOf(n2);

@@ -18,6 +18,8 @@ export function systemRouter({ registry, config, cluster }: Deps) {
 		.openapi(healthz, (c) => c.json({ status: "ok" as const }, 200))
 		.openapi(readyz, async (c) => {
 			if (registry.closing) throw new ApiError(503, "shutting_down", "The gateway is shutting down");
+			// Listening comes a moment before joining: until then every /v1 request is refused (cluster-routing.ts), so not ready.
+			if (cluster && !cluster()) throw new ApiError(503, "database_unavailable", "This node is joining its cluster");
 			const unavailable = await cluster?.()?.check();
 			if (unavailable)
 				throw new ApiError(503, "database_unavailable", `New sessions are refused: ${unavailable}; live ones go on`);

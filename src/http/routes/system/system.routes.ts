@@ -27,7 +27,7 @@ export const readyz = createRoute({
 	path: "/readyz",
 	tags: ["system"],
 	summary:
-		"Readiness: accepting new sessions (503 while shutting down, while the session registry cannot be written, or in cluster mode while the database is out of reach)",
+		"Readiness: accepting new sessions (503 while shutting down, while the session registry cannot be written, or in cluster mode until the node joined its cluster and while the database is out of reach)",
 	description:
 		"Public, for load balancers: 200 while this node takes new sessions; 503 problem+json (with `Retry-After` while draining) when it does not, so traffic goes elsewhere while the running sessions go on.",
 	security: [],
