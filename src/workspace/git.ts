@@ -177,12 +177,16 @@ export function git(
 }
 
 /**
- * Paths of the work tree the index does not hold as they are: changed since git last read them, or
- * new (ignored files too: the shadow repository ignores nothing). `-z`, so no name is misread.
+ * Paths of the work tree the index does not hold as they are: changed since git last read them
+ * (tracked files, first), then new ones (ignored files too: the shadow repository ignores nothing).
+ * `-z`, so no name is misread.
  */
 export async function unstaged(repo: GitRepo, timeoutMs: number): Promise<string[]> {
-	const { out } = await git(repo, ["ls-files", "-z", "--modified", "--others"], { timeoutMs });
-	return [...new Set(out.toString("utf8").split("\0"))].filter(Boolean);
+	const list = async (which: string) => {
+		const { out } = await git(repo, ["ls-files", "-z", which], { timeoutMs });
+		return out.toString("utf8").split("\0").filter(Boolean);
+	};
+	return [...new Set([...(await list("--modified")), ...(await list("--others"))])];
 }
 
 /** A repository's bytes on disk (git's count), and its loose objects. */

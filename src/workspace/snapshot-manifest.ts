@@ -15,6 +15,22 @@ export interface Manifest {
 	}[];
 }
 
+/**
+ * What a snapshot says it could not read, kept small (it goes into every run's record and event):
+ * at most 100 paths and 16 KiB of them, tracked files first (an edit hidden is what matters; new
+ * files an agent makes by the hundred cannot push those out).
+ */
+export function boundedUnreadable(paths: string[]): string[] {
+	const kept: string[] = [];
+	let bytes = 0;
+	for (const path of paths) {
+		bytes += path.length;
+		if (kept.length === 100 || bytes > 16 * 1024) break;
+		kept.push(path);
+	}
+	return kept;
+}
+
 /** Runs remembered per session (the oldest go first; their trees go at the next prune). */
 export const maxRuns = 100;
 
@@ -42,7 +58,7 @@ export function checkedManifest(parsed: unknown): Manifest {
 			settledAt: text(run.settledAt),
 			error: text(run.error),
 			unreadable: Array.isArray(run.unreadable)
-				? run.unreadable.filter((path): path is string => typeof path === "string").slice(0, 100)
+				? boundedUnreadable(run.unreadable.filter((path): path is string => typeof path === "string"))
 				: undefined,
 		};
 		runs.push({ runId, ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) });

@@ -16,7 +16,7 @@ import {
 	writeShadowAttributes,
 } from "./git.ts";
 import { dropGitlinks } from "./gitlinks.ts";
-import { checkedManifest, type Manifest, maxRuns } from "./snapshot-manifest.ts";
+import { boundedUnreadable, checkedManifest, type Manifest, maxRuns } from "./snapshot-manifest.ts";
 
 /** What a shadow repository may hold, and when its loose objects are packed and the unneeded pruned. */
 export interface SnapshotLimits {
@@ -160,7 +160,7 @@ export class Snapshots {
 		// The stderr kept is cut at 4 KiB: a cut one may hide the warning, so it counts as one too.
 		if (added.stderr.includes("embedded git repository") || added.stderr.length >= 4096) await this.#dropGitlinks();
 		// What an add that could not read everything left out (at most 100 paths).
-		if ("failed" in added) this.#unreadable = (await unstaged(this.repo, this.#timeoutMs)).slice(0, 100);
+		this.#unreadable = "failed" in added ? boundedUnreadable(await unstaged(this.repo, this.#timeoutMs)) : [];
 		const { out } = await git(this.repo, ["write-tree"], options);
 		const tree = out.toString("utf8").trim();
 		assertObjectId(tree);

@@ -55,4 +55,20 @@ describe("a file the agent makes unreadable", () => {
 		expect(diff.body.files[0].diff).toContain("+two");
 		expect(diff.body.unreadable).toBeUndefined();
 	}, 120_000);
+
+	it("names a hidden edit to a tracked file before any number of new unreadable files, at most 100 paths", async () => {
+		if (gw.config.sandbox !== "on") return expect.fail("README's layout sandboxes pi and git on this machine");
+		const id = await gw.session();
+		const prompt = (command: string) =>
+			gw.api(`/v1/sessions/${id}/prompt?wait=true`, { method: "POST", json: { message: `bash: ${command}` } });
+		expect((await prompt("echo one > zz_config.sh")).status).toBe(200);
+		// 150 decoys that sort first, then the edit to hide.
+		const hidden = await prompt(
+			"mkdir -p aa && for i in $(seq 100 249); do echo x > aa/c$i; chmod 000 aa/c$i; done && echo two > zz_config.sh && chmod 000 zz_config.sh",
+		);
+		const changes = await gw.api(`/v1/sessions/${id}/changes?runId=${hidden.body.runId}`);
+		expect(changes.status).toBe(200);
+		expect(changes.body.unreadable[0]).toBe("zz_config.sh");
+		expect(changes.body.unreadable).toHaveLength(100);
+	}, 120_000);
 });
