@@ -37,7 +37,29 @@ export function Changes({ sessionId, runId }: { sessionId: string; runId?: strin
 	}, [sessionId, runId]);
 	if (error) return <p class="muted">{error}</p>;
 	if (!changes) return <p class="muted">Loading…</p>;
-	if (changes.files.length === 0) return <p class="muted">No files changed.</p>;
+	const unread = <Unreadable paths={changes.unreadable} />;
+	if (changes.files.length === 0)
+		return (
+			<>
+				{unread}
+				<p class="muted">No files changed.</p>
+			</>
+		);
 	if (!review) return <p class="muted">Loading the review…</p>;
-	return <review.Review changes={changes} />;
+	return (
+		<>
+			{unread}
+			<review.Review changes={changes} />
+		</>
+	);
+}
+
+/** Files git could not read for the snapshot (made mode 000, say): an edit to them is not shown. */
+function Unreadable({ paths }: { paths?: readonly string[] }) {
+	if (!paths || paths.length === 0) return null;
+	return (
+		<p class="unreadable" role="alert">
+			Not read, so any edit to them is not shown: {paths.join(", ")}
+		</p>
+	);
 }

@@ -439,4 +439,29 @@ describe("the console as a product", () => {
 		await clocked.clock.resume();
 		await clocked.close();
 	});
+
+	it("says which files a run's snapshot could not read, not only 'No files changed.'", async () => {
+		const created = await gw.api("/v1/sessions", { method: "POST", json: { name: "hidden" } });
+		const id = created.body.id as string;
+		const prompt = (command: string) =>
+			gw.api(`/v1/sessions/${id}/prompt?wait=true`, { method: "POST", json: { message: `bash: ${command}` } });
+		expect((await prompt("echo one > secret.txt")).status).toBe(200);
+		expect((await prompt("echo two > secret.txt && chmod 000 secret.txt")).status).toBe(200);
+		// A page of its own, signed in: this test does not lean on the others having run.
+		const page = await browser.newPage();
+		await signIn(page);
+		await page.goto(`${gw.url}/console/#/sessions/${id}`);
+		await page.getByRole("heading", { name: "hidden", level: 1 }).waitFor();
+		await page.getByRole("button", { name: "Changes" }).click();
+		const picker = page.getByLabel("Changes of");
+		await until(async () => (await picker.locator("option").count()) >= 3, 30_000);
+		const run = (await picker.locator("option").allInnerTexts()).find((r) => r.includes("chmod 000"));
+		expect(run).toBeTruthy();
+		await picker.selectOption({ label: run as string });
+		const alert = page.getByRole("alert").filter({ hasText: "Not read" });
+		await alert.waitFor({ timeout: 15_000 });
+		expect(await alert.textContent()).toContain("secret.txt");
+		await page.getByText("No files changed.").waitFor();
+		await page.close();
+	}, 90_000);
 });
