@@ -153,7 +153,8 @@ export class Snapshots {
 		const added = await git(this.repo, ["add", "--all", "--force", "--ignore-errors", "--", "."], options).catch(
 			(error) => {
 				// --ignore-errors exits 1 after adding what it could read (an unreadable file, say).
-				if (!String(error.message).includes("failed (1)")) throw error;
+				// Exit 1 read off the message's head: its tail is git's stderr, which names the agent's files.
+				if (!String(error.message).startsWith("git add failed (1):")) throw error;
 				return { stderr: String(error.message), failed: true };
 			},
 		);
