@@ -65,6 +65,13 @@ describe("sessions", () => {
 });
 
 describe("a conversation", () => {
+	it("before any answer, the last assistant text is null, not left out (pi's JSON drops it)", async () => {
+		const fresh = await gw.session();
+		const res = await gw.api(`/v1/sessions/${fresh}/last-assistant-text`);
+		expect(res.status).toBe(200);
+		expect(res.body).toEqual({ text: null });
+	});
+
 	it("prompt → 202 run id → settles → messages hold the reply", async () => {
 		const res = await post("/prompt", { message: "hello gateway" });
 		expect(res.status).toBe(202);

@@ -70,7 +70,7 @@ export function commandsRouter({ registry, config }: Deps) {
 			if (spec.streams && wantsStream(c)) return streamOwnEvents(c, sse, session, spec.type, fields, spec.streams);
 			const data = unwrap(await session.request({ type: spec.type, ...fields }));
 			if (spec.data === null) return c.body(null, 204);
-			return c.json((data ?? null) as never, 200);
+			return c.json(((spec.answer ? spec.answer(data) : data) ?? null) as never, 200);
 		});
 		const eventType = spec.streams;
 		if (eventType === undefined) continue;

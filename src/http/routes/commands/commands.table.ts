@@ -30,6 +30,8 @@ export interface CommandSpec {
 	fields?: "body" | "query";
 	/** With Accept: text/event-stream, streams the events of this type that carry the command's id. */
 	streams?: string;
+	/** Brings pi's `data` to what `data` declares where pi leaves a field out instead of saying null. */
+	answer?: (data: unknown) => unknown;
 }
 
 const messages = z
@@ -359,6 +361,9 @@ export const commandSpecs = [
 				description: "The text of the last assistant message that had text",
 				example: { text: "The folder holds README.md and src/." },
 			}),
+		// pi answers `{ text: undefined }` when no answer has text yet (a run that only called tools so far),
+		// which its JSON writes as `{}`: the API promises the field, null.
+		answer: (data) => ({ text: (data as { text?: string } | undefined)?.text ?? null }),
 	},
 	{
 		type: "set_session_name",
