@@ -1,4 +1,4 @@
-import { assertObjectId, type GitRepo, git } from "./git.ts";
+import { assertObjectId, type GitRepo, git, storedOnly } from "./git.ts";
 
 export type ChangeStatus = "added" | "modified" | "deleted";
 
@@ -44,7 +44,7 @@ export async function changedPaths(
 	// Nothing to ask git (an empty folder's tree needs no repository yet: snapshots.ts).
 	if (from === to) return { files: [], truncated: false };
 	const { out } = await git(
-		repo,
+		storedOnly(repo),
 		["diff-tree", "-r", "-z", "--name-status", ...diffOptions, ...trees(from, to)],
 		limits,
 	);
@@ -68,7 +68,11 @@ export async function changedPaths(
 export async function changesBetween(repo: GitRepo, from: string, to: string, limits: ChangeLimits) {
 	const { files, truncated } = await changedPaths(repo, from, to, limits, limits.maxFiles);
 	if (files.length === 0 && !truncated) return { files: [], truncated: false };
-	const numstat = await git(repo, ["diff-tree", "-r", "-z", "--numstat", ...diffOptions, ...trees(from, to)], limits);
+	const numstat = await git(
+		storedOnly(repo),
+		["diff-tree", "-r", "-z", "--numstat", ...diffOptions, ...trees(from, to)],
+		limits,
+	);
 	const binary = new Set<string>();
 	for (const record of numstat.out.toString("utf8").split("\0")) {
 		const [added, removed, path] = record.split("\t");
@@ -79,7 +83,7 @@ export async function changesBetween(repo: GitRepo, from: string, to: string, li
 	let cut = false;
 	if (text.length > 0) {
 		const args = ["diff-tree", "-r", "-p", "-U3", ...diffOptions, ...trees(from, to), "--", ...text.map((f) => f.path)];
-		const patch = await git(repo, args, { ...limits, maxBytes: limits.maxTotalBytes });
+		const patch = await git(storedOnly(repo), args, { ...limits, maxBytes: limits.maxTotalBytes });
 		cut = patch.cut;
 		const chunks = patch.out
 			.toString("utf8")

@@ -1,7 +1,7 @@
 import { type ChildProcessByStdio, spawn } from "node:child_process";
 import { accessSync, closeSync, constants, existsSync, realpathSync } from "node:fs";
 import { delimiter, join, sep } from "node:path";
-import type { Readable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 import type { Config } from "../config.ts";
 import { openCheckedFolder } from "../sessions/areas.ts";
 import { holdingArgs, probeSandbox, systemArgs } from "../sessions/sandbox.ts";
@@ -45,6 +45,8 @@ export interface Tool {
 	 * bwrap resolves them in the sandbox's own view, never on the host.
 	 */
 	covered?: string[];
+	/** Its stdin (none when absent). */
+	input?: Uint8Array;
 }
 
 const defaultMemoryBytes = 2 * 1024 * 1024 * 1024;
@@ -127,7 +129,7 @@ const hiddenAlready = (mounts: { path: string; kind: string }[], path: string) =
 	mounts.some((m) => m.kind === "hide" && inside(m.path, path)) &&
 	!mounts.some((m) => (m.kind === "folder" || m.kind === "rw") && inside(m.path, path));
 
-export type ToolProcess = ChildProcessByStdio<null, Readable, Readable>;
+export type ToolProcess = ChildProcessByStdio<Writable | null, Readable, Readable>;
 
 /**
  * Starts `tool` confined (or directly, when `confinement` says no sandbox or is absent). Throws,
@@ -138,7 +140,11 @@ export type ToolProcess = ChildProcessByStdio<null, Readable, Readable>;
 export function spawnConfined(confinement: Confinement | undefined, tool: Tool): ToolProcess {
 	if (!confinement?.sandbox) {
 		const [command, ...args] = bounded(tool);
-		return spawn(command as string, args, { cwd: tool.folder, env: tool.env, stdio: ["ignore", "pipe", "pipe"] });
+		return spawn(command as string, args, {
+			cwd: tool.folder,
+			env: tool.env,
+			stdio: [tool.input ? "pipe" : "ignore", "pipe", "pipe"],
+		}) as ToolProcess;
 	}
 	// The one check pi's sandbox uses too: 409 folder_replaced when the folder is not what it was.
 	const fd = openCheckedFolder(tool.folder, tool.folder);
@@ -146,7 +152,7 @@ export function spawnConfined(confinement: Confinement | undefined, tool: Tool):
 		// The descriptor goes to bwrap as its fd 3; spawn has duplicated it when it returns.
 		return spawn("bwrap", confinedArgs(confinement, tool), {
 			env: tool.env,
-			stdio: ["ignore", "pipe", "pipe", fd],
+			stdio: [tool.input ? "pipe" : "ignore", "pipe", "pipe", fd],
 		}) as ToolProcess;
 	} finally {
 		closeSync(fd);

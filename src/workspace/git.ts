@@ -38,6 +38,18 @@ export interface GitRepo {
 	 * bwrap as it starts can leave its sandboxed child holding the pipes until the deadline.
 	 */
 	signal?: AbortSignal;
+	/** false: git runs with no index (storedOnly). */
+	index?: false;
+}
+
+/**
+ * The repository for reading what snapshots stored. git's diff takes a blob's text from the work
+ * tree instead when the index says the file there holds that blob (its stat matches): a file
+ * rewritten behind the stat (git-index.ts) then showed its new text under the stored blob's id.
+ * With no index (a file that does not exist), git reads only objects.
+ */
+export function storedOnly(repo: GitRepo): GitRepo {
+	return { ...repo, index: false };
 }
 
 const safety = [
@@ -93,7 +105,7 @@ function env(repo: GitRepo): Record<string, string> {
 		PATH: process.env.PATH ?? "/usr/bin:/bin",
 		GIT_DIR: repo.gitDir,
 		GIT_WORK_TREE: repo.workTree,
-		GIT_INDEX_FILE: `${repo.gitDir}/index`,
+		GIT_INDEX_FILE: repo.index === false ? `${repo.gitDir}/no-index` : `${repo.gitDir}/index`,
 		GIT_CONFIG_NOSYSTEM: "1",
 		GIT_CONFIG_GLOBAL: "/dev/null",
 		GIT_ATTR_NOSYSTEM: "1",
@@ -141,14 +153,14 @@ export async function gitSettled(): Promise<void> {
 }
 
 /**
- * Runs git; resolves its stdout (at most `maxBytes`, then git is stopped and `cut` is set).
+ * Runs git (`input`, when given, is its stdin); resolves its stdout (at most `maxBytes`, then git is stopped and `cut` is set).
  * Rejects on a non-zero exit or when `timeoutMs` passes (git is killed). Spawned from the tool
  * thread (tool-spawner.ts), so its spawn does not hold the event loop.
  */
 export function git(
 	repo: GitRepo,
 	args: string[],
-	options: { timeoutMs: number; maxBytes?: number },
+	options: { timeoutMs: number; maxBytes?: number; input?: Uint8Array },
 ): Promise<{ out: Buffer; cut: boolean; stderr: string }> {
 	if (repo.signal?.aborted) return Promise.reject(new GitError(`git ${args[0]} not started: its session is gone`));
 	const run = runToolOffLoop({
@@ -160,6 +172,7 @@ export function git(
 			writable: [repo.gitDir],
 			env: env(repo),
 			...(repo.covered ? { covered: repo.covered } : {}),
+			...(options.input ? { input: options.input } : {}),
 		},
 		name: `git ${args[0]}`,
 		timeoutMs: options.timeoutMs,

@@ -15,6 +15,7 @@ import {
 	workOnDisk,
 	writeShadowAttributes,
 } from "./git.ts";
+import { forgetRecentStat } from "./git-index.ts";
 import { dropGitlinks } from "./gitlinks.ts";
 import { boundedUnreadable, checkedManifest, type Manifest, maxRuns } from "./snapshot-manifest.ts";
 
@@ -150,6 +151,8 @@ export class Snapshots {
 		await writeShadowAttributes(`${this.#dir}/git`);
 		// --force: what the folder's .gitignore names is taken too (it hides nothing from "what changed").
 		if (!this.#gitlinksDropped) await this.#dropGitlinks();
+		// File times are kept to the nanosecond but git compares seconds: see git-index.ts.
+		const addBegan = Math.floor(Date.now() / 1000) - 1;
 		const added = await git(this.repo, ["add", "--all", "--force", "--ignore-errors", "--", "."], options).catch(
 			(error) => {
 				// --ignore-errors exits 1 after adding what it could read (an unreadable file, say).
@@ -162,6 +165,7 @@ export class Snapshots {
 		if (added.stderr.includes("embedded git repository") || added.stderr.length >= 4096) await this.#dropGitlinks();
 		// What an add that could not read everything left out (at most 100 paths).
 		this.#unreadable = "failed" in added ? boundedUnreadable(await unstaged(this.repo, this.#timeoutMs)) : [];
+		await forgetRecentStat(this.repo, addBegan, this.#timeoutMs);
 		const { out } = await git(this.repo, ["write-tree"], options);
 		const tree = out.toString("utf8").trim();
 		assertObjectId(tree);

@@ -54,6 +54,11 @@ export function runTool(job: ToolJob): Promise<ToolOutput> {
 			else reject(new ToolError(`${name} did not start: ${(error as Error).message}`));
 			return;
 		}
+		if (job.tool.input && child.stdin) {
+			// A tool that exits without reading it all: EPIPE is its exit's to report, not a crash.
+			child.stdin.on("error", () => {});
+			child.stdin.end(job.tool.input);
+		}
 		const chunks: Buffer[] = [];
 		let size = 0;
 		let cut = false;

@@ -1,0 +1,52 @@
+import { statSync, utimesSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+
+// README's layout. git compares file times to the second: a process the agent leaves running can
+// rewrite a file in the second a snapshot read it, same size, mtime set back, and every later
+// snapshot took it as unchanged. This test is that process (it writes the session's folder as the
+// agent's own processes do) and GET …/changes takes the snapshots.
+let gw: TestGateway;
+beforeAll(async () => {
+	gw = await startTestGateway();
+});
+afterAll(async () => {
+	await gw?.stop();
+});
+
+it("an edit made in the second a snapshot read the file, same size, mtime set back, is in the next snapshot", async () => {
+	if (gw.config.sandbox !== "on") return expect.fail("README's layout sandboxes pi and git on this machine");
+	const id = await gw.session();
+	const ran = await gw.api(`/v1/sessions/${id}/prompt?wait=true`, {
+		method: "POST",
+		json: { message: "bash: echo start > config.txt" },
+	});
+	expect(ran.status).toBe(200);
+	const file = join(await gw.folder(id), "config.txt");
+	const changed = async () => {
+		const { status, body } = await gw.api(`/v1/sessions/${id}/changes`);
+		expect(status).toBe(200);
+		return body.files.find((f: { path: string }) => f.path === "config.txt")?.diff as string;
+	};
+	const old = new Date(Date.now() - 3_600_000);
+	for (let tries = 1; ; tries++) {
+		// The read and the rewrite must fall in one second of the clock: begin early in one.
+		while (Date.now() % 1000 > 200) await new Promise((r) => setTimeout(r, 5));
+		writeFileSync(file, `safe-${tries}\n`);
+		utimesSync(file, old, old);
+		const written = statSync(file);
+		expect(await changed()).toContain(`+safe-${tries}`);
+		writeFileSync(file, `evil-${tries}\n`);
+		utimesSync(file, old, old);
+		const rewritten = statSync(file);
+		if (Math.floor(rewritten.ctimeMs / 1000) !== Math.floor(written.ctimeMs / 1000)) {
+			// The second turned in between (a slow snapshot): git would see this one anyway. Again.
+			expect(tries).toBeLessThan(10);
+			continue;
+		}
+		expect([rewritten.size, rewritten.mtimeMs, rewritten.ino]).toEqual([written.size, written.mtimeMs, written.ino]);
+		expect(await changed()).toContain(`+evil-${tries}`);
+		return;
+	}
+}, 120_000);
