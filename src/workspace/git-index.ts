@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import { GitError, type GitRepo, git } from "./git.ts";
 
 /**
@@ -12,6 +12,8 @@ import { GitError, type GitRepo, git } from "./git.ts";
 
 /** An index entry as `update-index --index-info` takes it back: its path as the bytes git stored. */
 export interface IndexEntry {
+	/** The file's mtime when git read it, seconds. */
+	mtimeSeconds: number;
 	mode: number;
 	objectId: string;
 	path: Buffer;
@@ -43,6 +45,7 @@ export function recentEntries(index: Buffer, sinceSeconds: number): IndexEntry[]
 		if (nameLength < 0 || nameAt + nameLength > index.length) throw new GitError("git index cut short");
 		if (index.readUInt32BE(at) >= sinceSeconds)
 			recent.push({
+				mtimeSeconds: index.readUInt32BE(at + 8),
 				mode: index.readUInt32BE(at + 24),
 				objectId: index.toString("hex", at + 40, at + 60),
 				path: Buffer.from(index.subarray(nameAt, nameAt + nameLength)),
@@ -55,16 +58,25 @@ export function recentEntries(index: Buffer, sinceSeconds: number): IndexEntry[]
 
 /**
  * Takes the stat of the index entries that changed in or after `sinceSeconds` (the second the
- * add began, less one for the coarse clock file times use), so the next add reads those files.
+ * add began, by a clock set back by more than the tick file times may lag it), so the next add
+ * reads those files.
+ * Left alone: an entry whose mtime is at or after the index's own (git's "racily clean" entries,
+ * whose content git checks again itself, as it does for a plain edit in the second of an add), so
+ * the usual snapshot, whose new files have mtimes of that second, runs no git for this.
  */
 export async function forgetRecentStat(repo: GitRepo, sinceSeconds: number, timeoutMs: number): Promise<number> {
-	const index = await readFile(`${repo.gitDir}/index`).catch((error: NodeJS.ErrnoException) => {
+	const path = `${repo.gitDir}/index`;
+	const read = await Promise.all([readFile(path), stat(path)]).catch((error: NodeJS.ErrnoException) => {
 		if (error.code === "ENOENT") return undefined;
 		throw error;
 	});
-	if (index === undefined) return 0;
-	// Gitlinks are dropped from the index (gitlinks.ts): none is put back here.
-	const recent = recentEntries(index, sinceSeconds).filter((entry) => entry.mode !== 0o160000);
+	if (read === undefined) return 0;
+	const [index, { mtimeMs }] = read;
+	const indexSeconds = Math.floor(mtimeMs / 1000);
+	const recent = recentEntries(index, sinceSeconds).filter(
+		// Gitlinks are dropped from the index (gitlinks.ts): none is put back here.
+		(entry) => entry.mode !== 0o160000 && entry.mtimeSeconds < indexSeconds,
+	);
 	if (recent.length === 0) return 0;
 	// `<mode> <id>\t<path>\0`: the path as git stored it, bytes, never decoded (a name need not be UTF-8).
 	const input = Buffer.concat(

@@ -151,8 +151,9 @@ export class Snapshots {
 		await writeShadowAttributes(`${this.#dir}/git`);
 		// --force: what the folder's .gitignore names is taken too (it hides nothing from "what changed").
 		if (!this.#gitlinksDropped) await this.#dropGitlinks();
-		// File times are kept to the nanosecond but git compares seconds: see git-index.ts.
-		const addBegan = Math.floor(Date.now() / 1000) - 1;
+		// File times are kept to the nanosecond but git compares seconds: see git-index.ts. The
+		// kernel stamps files from a clock that may lag this one by a tick (≤ 10 ms): 50 ms covers it.
+		const addBegan = Math.floor((Date.now() - 50) / 1000);
 		const added = await git(this.repo, ["add", "--all", "--force", "--ignore-errors", "--", "."], options).catch(
 			(error) => {
 				// --ignore-errors exits 1 after adding what it could read (an unreadable file, say).

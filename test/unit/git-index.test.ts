@@ -29,6 +29,9 @@ function repoWith(name: string, files: Buffer[]) {
 		const parent = path.subarray(0, path.lastIndexOf(0x2f));
 		mkdirSync(parent, { recursive: true });
 		writeFileSync(path, "x");
+		// mtime an hour back, change time now: what forgetRecentStat looks for.
+		const old = new Date(Date.now() - 3_600_000);
+		utimesSync(path, old, old);
 	}
 	execFileSync("git", ["-C", dir, "add", "--all"]);
 	const listed = () =>
@@ -87,6 +90,23 @@ describe("recentEntries reads git's own index", () => {
 });
 
 describe("forgetRecentStat", () => {
+	it("leaves alone what git checks again itself: an entry whose mtime is in the index's own second", async () => {
+		const dir = join(root, "racy");
+		mkdirSync(dir);
+		execFileSync("git", ["init", "-q", dir]);
+		for (let tries = 1; ; tries++) {
+			writeFileSync(join(dir, "plain.txt"), `plain ${tries}`);
+			execFileSync("git", ["-C", dir, "add", "plain.txt"]);
+			const index = statSync(join(dir, ".git", "index"));
+			if (Math.floor(index.mtimeMs / 1000) !== Math.floor(statSync(join(dir, "plain.txt")).mtimeMs / 1000)) {
+				expect(tries).toBeLessThan(10);
+				continue;
+			}
+			expect(await forgetRecentStat({ gitDir: join(dir, ".git"), workTree: dir }, 0, 10_000)).toBe(0);
+			return;
+		}
+	});
+
 	it("leaves the index's paths and contents as they were (no name mangled into a new entry), their stat gone", async () => {
 		const repo = repoWith("forget", names);
 		const before = execFileSync("git", ["-C", repo.dir, "ls-files", "-s", "-z"]);
@@ -140,6 +160,27 @@ it("an edit made in the second git read the file, at the same size, its mtime se
 		const after = await snapshots.snapshot();
 		expect(diff(before, after)).toBe("config.txt");
 		break;
+	}
+});
+
+it("a plain rewrite in the second of a snapshot, same size, is in the next one (git's own racy check)", async () => {
+	const folder = join(root, "plain", "folder");
+	mkdirSync(folder, { recursive: true });
+	const snapshots = new Snapshots(join(root, "plain", "snapshots"), folder, 10_000);
+	const file = join(folder, "plain.txt");
+	for (let tries = 1; ; tries++) {
+		while (Date.now() % 1000 > 300) await new Promise((r) => setTimeout(r, 5));
+		writeFileSync(file, `one ${tries}`);
+		const written = statSync(file);
+		const before = await snapshots.snapshot();
+		writeFileSync(file, `two ${tries}`);
+		if (Math.floor(statSync(file).mtimeMs / 1000) !== Math.floor(written.mtimeMs / 1000)) {
+			expect(tries).toBeLessThan(10);
+			continue;
+		}
+		const after = await snapshots.snapshot();
+		expect(after).not.toBe(before);
+		return;
 	}
 });
 
