@@ -1,9 +1,13 @@
+import { execFile } from "node:child_process";
 import { existsSync, lstatSync, readFileSync, realpathSync } from "node:fs";
-import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, rename, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { promisify } from "node:util";
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
 import { isInside } from "./spawn.ts";
+
+const run = promisify(execFile);
 
 /** A deleted session's own folder, kept until `deletedAt` + --workspace-retention-days. */
 interface Kept {
@@ -170,13 +174,22 @@ export class FolderRetention {
 				this.#logger.warn({ path }, "a kept folder is no longer a folder inside the workspace root: left alone");
 				return true;
 			}
-			await rm(path, { recursive: true, force: true });
+			await removeTree(path);
 			return true;
 		} catch (error) {
 			this.#logger.warn({ err: error, path }, "a deleted session's folder could not be removed");
 			return false;
 		}
 	}
+}
+
+/**
+ * `rm -rf`: it walks a tree by descriptors, so a folder the agent nested past the system's path
+ * limit (4,096 bytes) goes too, where Node's rm stops at it (ENAMETOOLONG) and the folder stayed.
+ * Never across a mount; links are removed, not followed.
+ */
+async function removeTree(path: string): Promise<void> {
+	await run("rm", ["-rf", "--one-file-system", "--", path], { timeout: 10 * 60 * 1000 });
 }
 
 /** A session working in `cwd` works in `folder`: the folder itself or one inside it. */

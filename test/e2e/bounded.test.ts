@@ -125,6 +125,26 @@ describe("DELETE keeps the session's folder; --workspace-retention-days removes 
 		expect((await del(await gw.session(), "?purge=maybe")).status).toBe(400);
 	});
 
+	it("removes a folder the agent nested past the system's path limit (Node's rm stops there)", async () => {
+		const id = await gw.session();
+		// 25 folders of 200 bytes, made one relative step at a time, as the agent can.
+		const deep = await gw.api(`/v1/sessions/${id}/prompt?wait=true`, {
+			method: "POST",
+			json: {
+				message: `bash: n=$(printf 'd%.0s' $(seq 200)); for i in $(seq 25); do mkdir $n && cd $n; done; echo x > f`,
+			},
+		});
+		expect(deep.status).toBe(200);
+		let depth = 0;
+		for (let dir = folderOf(id); existsSync(join(dir, "d".repeat(200))); dir = join(dir, "d".repeat(200))) {
+			depth++;
+			if (dir.length > 3000) break;
+		}
+		expect(depth).toBeGreaterThan(10);
+		expect((await del(id, "?purge=true")).status).toBe(204);
+		expect(existsSync(folderOf(id))).toBe(false);
+	});
+
 	it("removes a deleted session's own folder after the retention period, unless a session works in it", async () => {
 		const gone = await withFile();
 		const shared = await withFile();
