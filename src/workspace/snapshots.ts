@@ -17,6 +17,7 @@ import {
 } from "./git.ts";
 import { forgetRecentStat } from "./git-index.ts";
 import { dropGitlinks } from "./gitlinks.ts";
+import { sharedWritableInodes } from "./mapped-files.ts";
 import { boundedUnreadable, checkedManifest, type Manifest, maxRuns } from "./snapshot-manifest.ts";
 
 /** What a shadow repository may hold, and when its loose objects are packed and the unneeded pruned. */
@@ -66,6 +67,8 @@ export class Snapshots {
 	/** Trees a prune keeps though the manifest does not name them (yet): a running run's start. */
 	readonly pinned = new Set<string>();
 	workTree: string;
+	/** The session's process (its sandbox): the files its tree maps writable are read at every snapshot. */
+	processRoot: number | undefined;
 	/** How its gits run (confined.ts); absent: directly. */
 	readonly #confine: Confinement | undefined;
 	/** Aborted by remove(): a deleted session's snapshot in progress stops instead of being waited for. */
@@ -154,6 +157,8 @@ export class Snapshots {
 		// File times are kept to the nanosecond but git compares seconds: see git-index.ts. The
 		// kernel stamps files from a clock that may lag this one by a tick (≤ 10 ms): 50 ms covers it.
 		const addBegan = Math.floor((Date.now() - 50) / 1000);
+		// Before the add: a mapping made after this shows by the change time of its first write.
+		const mapped = this.processRoot === undefined ? undefined : sharedWritableInodes(this.processRoot);
 		const added = await git(this.repo, ["add", "--all", "--force", "--ignore-errors", "--", "."], options).catch(
 			(error) => {
 				// --ignore-errors exits 1 after adding what it could read (an unreadable file, say).
@@ -166,7 +171,7 @@ export class Snapshots {
 		if (added.stderr.includes("embedded git repository") || added.stderr.length >= 4096) await this.#dropGitlinks();
 		// What an add that could not read everything left out (at most 100 paths).
 		this.#unreadable = "failed" in added ? boundedUnreadable(await unstaged(this.repo, this.#timeoutMs)) : [];
-		await forgetRecentStat(this.repo, addBegan, this.#timeoutMs);
+		await forgetRecentStat(this.repo, addBegan, this.#timeoutMs, mapped);
 		const { out } = await git(this.repo, ["write-tree"], options);
 		const tree = out.toString("utf8").trim();
 		assertObjectId(tree);

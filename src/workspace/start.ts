@@ -39,6 +39,7 @@ export function startChangeTracker(
 			const session = registry.get(id);
 			return {
 				cwd: session.cwd,
+				pid: session.pid,
 				emit: (type, fields) => session.events.append(type, JSON.stringify({ type, sessionId: id, ...fields })),
 			};
 		},

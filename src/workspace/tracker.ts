@@ -14,6 +14,8 @@ import { SnapshotLimitError, Snapshots } from "./snapshots.ts";
 /** What the tracker needs of a session: its folder, and a way to say something on its event stream. */
 export interface TrackedSession {
 	cwd: string;
+	/** Its pi's process (the sandbox's, when sandboxed), while it runs. */
+	pid?: number | undefined;
 	emit(type: string, fields: Record<string, unknown>): void;
 }
 
@@ -101,6 +103,7 @@ export class ChangeTracker {
 		}
 		// A switch to a session file of another folder moves the session's folder.
 		repo.workTree = session.cwd;
+		repo.processRoot = session.pid;
 		return repo;
 	}
 

@@ -1,7 +1,7 @@
-import { statSync, utimesSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // README's layout. git compares file times to the second: a process the agent leaves running can
 // rewrite a file in the second a snapshot read it, same size, mtime set back, and every later
@@ -73,4 +73,23 @@ it("a run's diffs each name their own file: a type change and a name that is not
 	expect(diff("a.txt")).toContain("+target");
 	expect(diff("a\ufffd")).toContain("+q");
 	expect(body.truncated).toBe(false);
+}, 120_000);
+
+it("writes through a memory mapping a process of the run keeps open are in the next snapshot", async () => {
+	const id = await gw.session();
+	// The mapping's first write moves the file's times; the second, on a page already dirty, does not.
+	const writer =
+		"import mmap,time; f=open('cfg.txt','r+b'); m=mmap.mmap(f.fileno(),0); m[0:6]=b'benign'; time.sleep(2); m[0:6]=b'EVIL!!'; time.sleep(30)";
+	const run = await gw.api(`/v1/sessions/${id}/prompt?wait=true`, {
+		method: "POST",
+		json: {
+			message: `bash: printf 'xxxxxx config\\n' > cfg.txt; setsid nohup python3 -c "${writer}" >/dev/null 2>&1 & sleep 0.5`,
+		},
+	});
+	expect(run.status).toBe(200);
+	const file = join(await gw.folder(id), "cfg.txt");
+	await until(() => readFileSync(file, "utf8") === "EVIL!! config\n", 15_000);
+	const { status, body } = await gw.api(`/v1/sessions/${id}/changes`);
+	expect(status).toBe(200);
+	expect(body.files.find((f: { path: string }) => f.path === "cfg.txt")?.diff).toContain("+EVIL!! config");
 }, 120_000);

@@ -107,6 +107,17 @@ describe("forgetRecentStat", () => {
 		}
 	});
 
+	it("takes the stat off a mapped file's entry, and off every entry when some mappings could not be read", async () => {
+		const repo = repoWith("mapped", [Buffer.from("one.txt"), Buffer.from("two.txt")]);
+		const gitRepo = { gitDir: join(repo.dir, ".git"), workTree: repo.dir };
+		const future = Math.floor(Date.now() / 1000) + 60;
+		const ino = statSync(join(repo.dir, "two.txt")).ino % 2 ** 32;
+		expect(await forgetRecentStat(gitRepo, future, 10_000, { inodes: new Set(), unreadable: 0 })).toBe(0);
+		expect(await forgetRecentStat(gitRepo, future, 10_000, { inodes: new Set([ino]), unreadable: 0 })).toBe(1);
+		expect(recentEntries(repo.index(), 1).map((e) => e.path.toString())).toEqual(["one.txt"]);
+		expect(await forgetRecentStat(gitRepo, future, 10_000, { inodes: new Set(), unreadable: 1 })).toBe(2);
+	});
+
 	it("leaves the index's paths and contents as they were (no name mangled into a new entry), their stat gone", async () => {
 		const repo = repoWith("forget", names);
 		const before = execFileSync("git", ["-C", repo.dir, "ls-files", "-s", "-z"]);
