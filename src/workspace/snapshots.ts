@@ -1,6 +1,5 @@
 import { existsSync } from "node:fs";
-import { lstat, mkdir, readFile, realpath, rename, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { mkdir, readFile, realpath, rename, rm, writeFile } from "node:fs/promises";
 import type { Confinement } from "./confined.ts";
 import { gitFifos } from "./fifo-scan.ts";
 import { emptyFolder } from "./folder-dirs.ts";
@@ -19,24 +18,7 @@ import { forgetRecentStat } from "./git-index.ts";
 import { dropGitlinks } from "./gitlinks.ts";
 import { sharedWritableInodes } from "./mapped-files.ts";
 import { boundedUnreadable, checkedManifest, type Manifest, maxRuns } from "./snapshot-manifest.ts";
-
-/** What a shadow repository may hold, and when its loose objects are packed and the unneeded pruned. */
-export interface SnapshotLimits {
-	/** Bytes of the repository at most (--workspace-max-snapshot-bytes): a snapshot that would pass it is refused. */
-	maxBytes: number;
-	/** Loose objects past this many bytes (or `pruneLooseObjects` objects) are packed at the next settle. */
-	pruneLooseBytes: number;
-	pruneLooseObjects: number;
-}
-
-export const defaultSnapshotLimits: SnapshotLimits = {
-	maxBytes: 1024 * 1024 * 1024,
-	pruneLooseBytes: 32 * 1024 * 1024,
-	pruneLooseObjects: 5000,
-};
-
-/** A snapshot refused because the shadow repository would pass --workspace-max-snapshot-bytes. */
-export class SnapshotLimitError extends Error {}
+import { assertFits, defaultSnapshotLimits, keepOnly, type SnapshotLimits } from "./snapshot-space.ts";
 
 /** Trees of the latest snapshots, kept by a prune though no manifest names them yet (a run's start). */
 const recentKept = 16;
@@ -184,32 +166,9 @@ export class Snapshots {
 		return tree;
 	}
 
-	/**
-	 * Refuses the snapshot (before git stores a byte) when the files it would add — changed and new
-	 * ones, ignored or not, counted uncompressed — would take the repository
-	 * past its cap, after a prune of what nothing needs. So one run that writes a huge file costs the
-	 * data dir nothing.
-	 */
-	async #fits(): Promise<void> {
-		const { maxBytes } = this.#limits;
-		let pending = 0;
-		for (const path of await unstaged(this.repo, this.#timeoutMs)) {
-			pending += await lstat(join(this.workTree, path)).then(
-				(stat) => (stat.isFile() ? stat.size : 0),
-				() => 0,
-			);
-			if (pending > maxBytes) break;
-		}
-		if (pending === 0) return;
-		let usage = await repoUsage(this.repo, this.#timeoutMs);
-		if (usage.bytes + pending > maxBytes && (usage.looseObjects > 0 || this.#dropped)) {
-			await this.#prune();
-			usage = await repoUsage(this.repo, this.#timeoutMs);
-		}
-		if (usage.bytes + pending > maxBytes)
-			throw new SnapshotLimitError(
-				`Snapshots of this session stopped: the folder's changes (${mib(pending)}) would take its shadow repository (${mib(usage.bytes)}) past --workspace-max-snapshot-bytes (${mib(maxBytes)})`,
-			);
+	/** Refuses a snapshot that would take the repository past its cap (assertFits). */
+	#fits(): Promise<void> {
+		return assertFits(this.repo, this.#limits.maxBytes, this.#timeoutMs, this.#dropped, () => this.#prune());
 	}
 
 	/** After a run settled: packs and prunes once the loose objects pass their threshold. */
@@ -235,20 +194,7 @@ export class Snapshots {
 				(tree): tree is string => typeof tree === "string" && objectId.test(tree),
 			),
 		);
-		const options = { timeoutMs: this.#timeoutMs };
-		const { out } = await git(this.repo, ["for-each-ref", "--format=%(objectname)", "refs/keep/"], options);
-		const held = new Set(out.toString("utf8").split("\n").filter(Boolean));
-		for (const tree of wanted)
-			if (!held.has(tree))
-				// A tree already gone (a snapshot that never finished) holds nothing.
-				await git(this.repo, ["update-ref", `refs/keep/${tree}`, tree], options).catch(() => {});
-		for (const tree of held)
-			if (!wanted.has(tree) && objectId.test(tree))
-				await git(this.repo, ["update-ref", "-d", `refs/keep/${tree}`], options);
-		// Packing rewrites the whole repository: it gets longer than one snapshot.
-		const long = { timeoutMs: this.#timeoutMs * 4 };
-		await git(this.repo, ["repack", "-a", "-d", "-q"], long);
-		await git(this.repo, ["prune", "--expire=now"], long);
+		await keepOnly(this.repo, wanted, this.#timeoutMs);
 		this.#dropped = false;
 	}
 
@@ -304,5 +250,3 @@ export class Snapshots {
 		return this.#serial(() => rm(this.#dir, { recursive: true, force: true }));
 	}
 }
-
-const mib = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;

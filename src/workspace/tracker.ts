@@ -9,7 +9,8 @@ import type { Confinement } from "./confined.ts";
 import { hasGit } from "./git.ts";
 import type { RunArchive } from "./run-archive.ts";
 import { maxRuns } from "./snapshot-manifest.ts";
-import { SnapshotLimitError, Snapshots } from "./snapshots.ts";
+import { SnapshotLimitError } from "./snapshot-space.ts";
+import { Snapshots } from "./snapshots.ts";
 
 /** What the tracker needs of a session: its folder, and a way to say something on its event stream. */
 export interface TrackedSession {
