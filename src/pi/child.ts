@@ -1,6 +1,7 @@
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { closeSync } from "node:fs";
+import type { Readable, Writable } from "node:stream";
 import { JsonlDecoder } from "./jsonl.ts";
 import {
 	childrenOf,
@@ -11,6 +12,13 @@ import {
 	signalFromStatus,
 	tagVariable,
 } from "./process-tree.ts";
+
+/**
+ * Where a sandboxed pi's stdin and stdout reach bwrap (sessions/sandbox.ts moves them to 0 and 1
+ * as pi starts): not bwrap's own 0 and 1, which its init keeps in the tools' reach.
+ */
+export const piStdinFd = 4;
+export const piStdoutFd = 5;
 
 export interface PiProcessOptions {
 	command: string;
@@ -47,7 +55,9 @@ const stdoutClosedGraceMs = 1000;
  */
 export class PiProcess {
 	readonly #options: PiProcessOptions;
-	#child: ChildProcessWithoutNullStreams | undefined;
+	#child: ChildProcess | undefined;
+	/** pi's end of the protocol: the child's stdin and stdout, or the descriptors a sandboxed pi is given them on. */
+	#stdin: Writable | undefined;
 	#stderr: Buffer[] = [];
 	#stderrBytes = 0;
 	#closeRequested = false;
@@ -81,7 +91,7 @@ export class PiProcess {
 	/** Resolves once the OS started the process; rejects when it could not (ENOENT, EACCES). */
 	async start(): Promise<void> {
 		const { command, args, cwd, env } = this.#options;
-		let child: ChildProcessWithoutNullStreams;
+		let child: ChildProcess;
 		try {
 			// bwrap starts whatever it is given and fails only inside: say ENOENT here, as spawn would.
 			const inner = this.#options.sandboxed?.command;
@@ -96,10 +106,16 @@ export class PiProcess {
 				child = spawn(command, args, {
 					cwd: folder === undefined ? cwd : "/",
 					env: { ...env, [tagVariable]: this.#tag },
-					stdio: folder === undefined ? ["pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe", folder],
+					// Sandboxed, pi's stdin and stdout are not bwrap's: bwrap's init (pid 1 of the namespace,
+					// dumpable, in the tools' reach) keeps its own 0–2 and closes the rest (sandbox.ts).
+					stdio: this.#options.sandboxed
+						? ["ignore", "ignore", "pipe", folder ?? "ignore", "pipe", "pipe"]
+						: folder === undefined
+							? ["pipe", "pipe", "pipe"]
+							: ["pipe", "pipe", "pipe", folder],
 					shell: false,
 					detached: true,
-				}) as ChildProcessWithoutNullStreams;
+				});
 			} finally {
 				if (folder !== undefined) closeSync(folder);
 			}
@@ -110,20 +126,26 @@ export class PiProcess {
 			throw error;
 		}
 		this.#child = child;
+		const sandboxed = this.#options.sandboxed !== undefined;
+		const stdio = child.stdio as (Readable | Writable | null | undefined)[];
+		const stdin = (sandboxed ? stdio[piStdinFd] : child.stdin) as Writable;
+		const stdout = (sandboxed ? stdio[piStdoutFd] : child.stdout) as Readable;
+		const stderr = child.stderr as Readable;
+		this.#stdin = stdin;
 		const decoder = new JsonlDecoder(this.#options.maxLineChars, {
 			onLine: this.#options.onLine,
 			onOverflow: this.#options.onOverflow,
 		});
-		child.stdout.on("data", (chunk: Buffer) => decoder.push(chunk));
-		child.stdout.on("end", () => {
+		stdout.on("data", (chunk: Buffer) => decoder.push(chunk));
+		stdout.on("end", () => {
 			decoder.end();
 			// pi answers only on stdout: a child that closed it can never answer again. A normal
 			// exit closes stdout a moment before the process ends, so give it that moment first.
 			this.#after(stdoutClosedGraceMs, () => this.#signal(child, "SIGKILL"));
 		});
-		child.stderr.on("data", (chunk: Buffer) => this.#keepStderr(chunk));
+		stderr.on("data", (chunk: Buffer) => this.#keepStderr(chunk));
 		// A dead child's stdin raises EPIPE; the exit handler reports the death, so these are noise.
-		child.stdin.on("error", () => {});
+		stdin.on("error", () => {});
 		// Tool processes die with their pi, however it ended: exit, crash or stop.
 		child.on("exit", () => killTagged(this.#tag));
 		child.on("close", (code, signal) => {
@@ -146,7 +168,7 @@ export class PiProcess {
 
 	/** Writes one framed record; resolves when the pipe accepted it (waits for `drain` when full). */
 	async write(line: string): Promise<void> {
-		const stdin = this.#child?.stdin;
+		const stdin = this.#stdin;
 		if (!stdin || this.#exitInfo || stdin.writableEnded || stdin.destroyed) throw new Error("pi is not running");
 		if (stdin.write(line)) return;
 		await Promise.race([once(stdin, "drain"), this.exited]);
@@ -157,7 +179,7 @@ export class PiProcess {
 		const child = this.#child;
 		if (!child || this.#exitInfo) return this.exited;
 		this.#closeRequested = true;
-		child.stdin.end();
+		this.#stdin?.end();
 		this.#after(graceMs, () => this.#signal(child, "SIGTERM"));
 		this.#after(graceMs * 2, () => this.#signal(child, "SIGKILL"));
 		return this.exited;
@@ -182,7 +204,7 @@ export class PiProcess {
 	}
 
 	/** Signals pi's whole process group (pi and what it did not detach), or pi alone if that fails. */
-	#signal(child: ChildProcessWithoutNullStreams, signal: NodeJS.Signals): void {
+	#signal(child: ChildProcess, signal: NodeJS.Signals): void {
 		// bwrap dies of a SIGTERM without passing it on (and its namespace with it): a sandboxed pi
 		// gets its SIGTERM directly (bwrap → bwrap, init of the namespace → pi), so it can shut down in order.
 		if (signal !== "SIGKILL" && this.#options.sandboxed && child.pid !== undefined) {

@@ -120,15 +120,15 @@ export function areaCompileCache(config: Config, cwd: string): string {
 
 /**
  * pi's agent folder (its settings, logins, and the extensions it loads at every start) for a
- * sandboxed session working in `cwd`: one per area, `<data-dir>/agents/@<name>`, made as a copy of
- * the operator's (`base`) the first time. pi must be able to write it, so a folder shared by every
- * session let one tenant's agent drop an extension there that then ran in every other tenant's
- * sessions, reading their folders. An admin's sessions keep the operator's folder.
+ * sandboxed session working in `cwd`: one per area, `<data-dir>/agents/@<name>` (an admin's
+ * sessions: `<data-dir>/agents/admin`), made as a copy of the operator's (`base`) the first time.
+ * pi must be able to write it, so a folder shared by every session let one tenant's agent drop an
+ * extension there that then ran in every other tenant's sessions, reading their folders; and the
+ * operator's own, given to an admin's sessions, let an agent plant one that ran unsandboxed the
+ * next time the operator ran pi on the host (an attacker's review).
  */
 export function areaAgentDir(config: Config, cwd: string, base: string): string {
-	const first = areaOfFolder(config, cwd);
-	if (first === undefined) return base;
-	const dir = join(config.dataDir, "agents", first);
+	const dir = join(config.dataDir, "agents", areaOfFolder(config, cwd) ?? "admin");
 	if (!existsSync(dir)) {
 		mkdirSync(join(config.dataDir, "agents"), { recursive: true, mode: 0o700 });
 		// The operator's settings and logins; never its pi session files.

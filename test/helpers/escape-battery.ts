@@ -115,7 +115,8 @@ export async function runEscapeBattery(t: Target, decoyPid: number): Promise<Esc
 			const leaked = Object.keys(secrets).filter((name) => a.output.includes(secrets[name] as string));
 			return `${a.name}: exit ${a.status}${leaked.length ? `, read ${leaked.join(", ")}` : ""}`;
 		});
-		const escaped = report.attacks.filter((a) => a.name !== "caps" && a.name !== "baseline" && a.status === 0);
+		const controls = ["caps", "baseline", "pidfd control"];
+		const escaped = report.attacks.filter((a) => !controls.includes(a.name) && a.status === 0);
 		const leaks = Object.keys(secrets).filter((name) => JSON.stringify(report).includes(secrets[name] as string));
 
 		// Nothing it found is a secret, no escape ran to its end, every call was refused.
@@ -130,6 +131,15 @@ export async function runEscapeBattery(t: Target, decoyPid: number): Promise<Esc
 		expect(Object.keys(report.requests).filter((k) => !/ (401|error)$/.test(k))).toEqual([]);
 		expect(report.requests["without-token 401"]).toBe(1);
 		expect(report.requests["with-candidate 401"]).toBeGreaterThan(0);
+		// pi is out of its tools' reach (sealed-node.ts): refused by permission, where the same call
+		// on a process of the tool's own works.
+		const output = (name: string) => report.attacks.find((a) => a.name === name)?.output ?? "";
+		expect(output("pidfd control")).toMatch(/pidfd_getfd [1-9]\d* pipe:/);
+		expect(output("take pi's stdin")).toMatch(/pidfd_getfd -1 Operation not permitted/);
+		expect(output("take pi's stdout")).toMatch(/pidfd_getfd -1 Operation not permitted/);
+		expect(output("take bwrap init's stdout")).toMatch(/pidfd_getfd \d+ \/dev\/null/);
+		expect(output("open pi's memory")).toMatch(/PermissionError/);
+		expect(output("read pi's fds and environ")).toMatch(/Permission denied/);
 		const caps = report.attacks.find((a) => a.name === "caps")?.output ?? "";
 		expect(caps).toMatch(/CapEff:\s+0000000000000000/);
 		expect(caps).toMatch(/CapBnd:\s+0000000000000000/);

@@ -61,7 +61,11 @@ export interface GatewayAsNobody {
 export async function startGatewayAsNobody(layout: "default" | "shared-root" = "default"): Promise<GatewayAsNobody> {
 	const root = mkdtempSync(join(tmpdir(), "pi-gateway-nobody-"));
 	chmodSync(root, 0o755);
-	const node = join(root, "node");
+	// Outside /tmp (which the sandbox hides): the attacker runs this node inside. pi itself runs
+	// from the gateway's own sealed copy (sealed-node.ts), which puts nothing of this back.
+	const bin = mkdtempSync("/var/tmp/pi-gateway-nobody-bin-");
+	chmodSync(bin, 0o755);
+	const node = join(bin, "node");
 	copyFileSync(process.execPath, node);
 	chmodSync(node, 0o755);
 	const [dataDir, agentDir, secrets] = ["data", "agent", "secrets"].map((d) => join(root, d)) as [
@@ -86,7 +90,7 @@ export async function startGatewayAsNobody(layout: "default" | "shared-root" = "
 	];
 	const child: ChildProcess = spawn("setpriv", args, {
 		cwd: root,
-		env: { PATH: `${root}:/usr/local/bin:/usr/bin:/bin`, HOME: root, LANG: "C.UTF-8" },
+		env: { PATH: `${bin}:/usr/local/bin:/usr/bin:/bin`, HOME: root, LANG: "C.UTF-8" },
 		stdio: ["ignore", "pipe", "pipe"],
 	});
 	let stderr = "";
@@ -126,6 +130,7 @@ export async function startGatewayAsNobody(layout: "default" | "shared-root" = "
 				await exited;
 			}
 			rmSync(root, { recursive: true, force: true });
+			rmSync(bin, { recursive: true, force: true });
 		},
 	};
 }
