@@ -1417,7 +1417,7 @@ export interface paths {
         };
         /**
          * Search file names and text in the session's folder
-         * @description Fixed text, smart case (case-blind unless `q` has a capital letter). File names containing `q` come first (`line: null`), then matching lines. ripgrep when it is on the gateway's PATH (honours .gitignore, skips hidden files), else a bounded built-in search (skips hidden files and node_modules); files over 1 MiB are skipped, lines cut to 300 characters; files with NUL bytes are searched too, a line holding one flagged `binary`. Capped by --workspace-max-search-results and --workspace-search-timeout-ms (`truncated`).
+         * @description Fixed text, smart case (case-blind unless `q` has a capital letter). File names containing `q` come first (`line: null`), then matching lines. ripgrep when it is on the gateway's PATH (reads no ignore file of the folder, skips hidden files and node_modules), else a bounded built-in search (skips hidden files and node_modules); files over 1 MiB are skipped, lines cut to 300 characters; files with NUL bytes are searched too, a line holding one flagged `binary`. Capped by --workspace-max-search-results and --workspace-search-timeout-ms (`truncated`).
          *
          *     Requires the `sessions:read` scope.
          */

@@ -92,6 +92,14 @@ function lineMatch(path: string, line: number, text: string): SearchMatch {
 	return { path, line, text: shown.replaceAll("\0", "\uFFFD"), binary: true };
 }
 
+/**
+ * rg reads no configuration from the folder: not its own config file, nor any ignore file
+ * (.gitignore, .ignore, .rgignore, .git/info/exclude — an agent wrote them: an attacker's review hid
+ * files from a person's search with a planted .ignore), nor the gateway user's global excludes. It
+ * skips what the built-in search skips instead: hidden files and node_modules.
+ */
+const noFolderConfig = ["--no-config", "--no-ignore", "--glob=!node_modules/"];
+
 async function viaRipgrep(rg: string, root: string, options: SearchOptions, deadline: number) {
 	const globs = options.glob ? [`--glob=${options.glob}`] : [];
 	const matches: SearchMatch[] = [];
@@ -100,17 +108,20 @@ async function viaRipgrep(rg: string, root: string, options: SearchOptions, dead
 	const run = (args: string[], onLine: (line: string) => boolean) =>
 		runLines(rg, args, root, deadline, onLine, options.confine);
 	// Every user string is the value of an `=` option or follows `-e`/`--`: none can be read as an option.
-	const names = await run(["--files", "--no-config", `--max-filesize=${maxFileBytes}`, ...globs, "--", "."], (line) => {
-		const path = line.replace(/^\.\//, "");
-		if (nameHit(path.slice(path.lastIndexOf("/") + 1))) matches.push({ path, line: null, text: null });
-		return matches.length >= options.maxResults;
-	});
+	const names = await run(
+		["--files", ...noFolderConfig, `--max-filesize=${maxFileBytes}`, ...globs, "--", "."],
+		(line) => {
+			const path = line.replace(/^\.\//, "");
+			if (nameHit(path.slice(path.lastIndexOf("/") + 1))) matches.push({ path, line: null, text: null });
+			return matches.length >= options.maxResults;
+		},
+	);
 	truncated ||= names.cut;
 	if (matches.length < options.maxResults && !names.cut) {
 		// --text: a NUL byte does not end the file's search (rg's default) or renumber its lines (--binary).
 		const args = [
 			"--json",
-			"--no-config",
+			...noFolderConfig,
 			"--text",
 			"--fixed-strings",
 			"--smart-case",

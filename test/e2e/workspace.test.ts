@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -136,6 +136,31 @@ describe("workspace files", () => {
 		writeFileSync(join(folder, "src", "flags.txt"), "--files\n");
 		const flag = await gw.api(files(`/search?q=${encodeURIComponent("--files")}`));
 		expect(flag.body.matches).toEqual([{ path: "src/flags.txt", line: 1, text: "--files" }]);
+	});
+
+	it("takes no ignore file from the folder: .gitignore, rg's .ignore/.rgignore and git's exclude hide nothing", async () => {
+		// An attacker's review hid files from search with an .ignore it planted: the files an agent
+		// writes are never a tool's configuration. node_modules is skipped (as the built-in search does).
+		const planted = { ".ignore": "s1/\n", ".rgignore": "s2/\n", ".gitignore": "s4/\n" };
+		try {
+			for (const dir of ["s1", "s2", "s3", "s4", "node_modules"]) {
+				mkdirSync(join(folder, dir), { recursive: true });
+				writeFileSync(join(folder, dir, "hay.txt"), "pin_7c1e\n");
+			}
+			for (const [name, text] of Object.entries(planted)) writeFileSync(join(folder, name), text);
+			mkdirSync(join(folder, ".git", "info"), { recursive: true });
+			writeFileSync(join(folder, ".git", "info", "exclude"), "s3/\n");
+			const res = await gw.api(files("/search?q=pin_7c1e"));
+			expect(res.body.matches.map((m: { path: string }) => m.path).sort()).toEqual([
+				"s1/hay.txt",
+				"s2/hay.txt",
+				"s3/hay.txt",
+				"s4/hay.txt",
+			]);
+		} finally {
+			for (const name of [...Object.keys(planted), ".git", "s1", "s2", "s3", "s4", "node_modules"])
+				rmSync(join(folder, name), { recursive: true, force: true });
+		}
 	});
 
 	it("deletes a file (204), then it is gone (404)", async () => {
