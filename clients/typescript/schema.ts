@@ -2409,7 +2409,7 @@ export interface components {
             }[] | null;
             /** @description More paths changed than are listed */
             truncated: boolean;
-            /** @description Files git could not read when the run settled (a file of mode 000, say; at most 100): the snapshot has them as an earlier one had them, so an edit to them is not in `files` */
+            /** @description Files git could not read when the run settled (a tracked file replaced by a FIFO, say; at most 100): the snapshot has them as an earlier one had them, so an edit to them is not in `files` */
             unreadable?: string[];
             /** @description Why no snapshot could be taken */
             error?: string;
@@ -4213,7 +4213,7 @@ export interface components {
             files: components["schemas"]["WorkspaceFileChange"][];
             /** @description More files changed than are listed, or the diffs were cut */
             truncated: boolean;
-            /** @description Files git could not read for the later snapshot (a file of mode 000, say; at most 100): it has them as an earlier snapshot had them, so an edit to them is not in `files`. Absent when every file was read */
+            /** @description Files git could not read for the later snapshot (a tracked file replaced by a FIFO, say; at most 100): it has them as an earlier snapshot had them, so an edit to them is not in `files`. Absent when every file was read */
             unreadable?: string[];
         };
         /** @description One changed file, with its diff */

@@ -57,7 +57,20 @@ const folderFd = 3;
  * As sandbox.ts's baseArgs (see there why each holds as root: no capability, a user namespace of
  * its own, none nested), plus no network, no IPC and no host name of the host's: a tool needs none.
  */
-const baseArgs = [...holdingArgs, "--unshare-net", "--unshare-ipc", "--unshare-uts", ...systemArgs];
+const baseArgs = [
+	...holdingArgs,
+	// One capability back: read and list whatever the folder holds, whatever its mode. An agent
+	// that made a folder 111, 000 or 444 hid the writes in it from "what changed", or stopped every
+	// snapshot (an attacker's review). It opens nothing the tool could not read as its owner (the
+	// gateway's user owns the folder); it is a capability of the sandbox's own user namespace, over
+	// files whose owner and group are mapped there; and it writes nothing.
+	"--cap-add",
+	"CAP_DAC_READ_SEARCH",
+	"--unshare-net",
+	"--unshare-ipc",
+	"--unshare-uts",
+	...systemArgs,
+];
 
 let sandboxHolds: boolean | undefined;
 /**

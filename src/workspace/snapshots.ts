@@ -100,7 +100,7 @@ export class Snapshots {
 	}
 
 	/**
-	 * The tree, and the files git could not read for it (a file of mode 000, say): in the tree as an
+	 * The tree, and the files git could not read for it (a tracked file replaced by a FIFO, say): in the tree as an
 	 * earlier snapshot had them, or not at all if new, so an edit to them is not in this tree's diffs.
 	 */
 	snapshotSeen(): Promise<{ tree: string; unreadable: string[] }> {

@@ -176,23 +176,30 @@ describe("a pi child that misbehaves affects only its own session", () => {
 		}
 	});
 
-	it("stdout closed early: the child is killed, the session crashed, the neighbour untouched", async () => {
-		// Without the sandbox: bwrap keeps a copy of pi's stdout open, so there a pi that closes it
-		// and lives on is caught by the command deadline (504), not by end-of-file (README, Security).
-		const plain = await startTestGateway({ piCommand: [process.execPath, stub, "ok"], sandbox: "off" });
-		try {
-			const id = await plain.session({ name: "eof" });
-			const { pid } = (await plain.api(`/v1/sessions/${id}`)).body;
-			const prompt = await plain.api(`/v1/sessions/${id}/prompt`, { method: "POST", json: { message: "close it" } });
-			expect(prompt.status).toBe(202);
-			await until(async () => (await plain.api(`/v1/sessions/${id}`)).body.status === "crashed", 5000);
-			expect((await plain.api(`/v1/sessions/${id}`)).body.exit).toMatchObject({ code: null, signal: "SIGKILL" });
-			expect(alive(pid)).toBe(false);
-		} finally {
-			await plain.stop();
-		}
-		await expectHealthy();
-	});
+	it.each([
+		["README's layout (sandboxed)", "auto"],
+		["--sandbox off", "off"],
+	] as const)(
+		"stdout closed early, %s: the child is killed, the session crashed, the neighbour untouched",
+		async (_, sandbox) => {
+			// Sandboxed, bwrap's init held a copy of pi's stdout until pi's pipes moved to descriptors it
+			// closes (sandbox.ts): a pi that closed it and lived on was caught only by the command deadline.
+			const plain = await startTestGateway({ piCommand: [process.execPath, stub, "ok"], sandbox });
+			try {
+				if (sandbox === "auto") expect(plain.config.sandbox).toBe("on");
+				const id = await plain.session({ name: "eof" });
+				const { pid } = (await plain.api(`/v1/sessions/${id}`)).body;
+				const prompt = await plain.api(`/v1/sessions/${id}/prompt`, { method: "POST", json: { message: "close it" } });
+				expect(prompt.status).toBe(202);
+				await until(async () => (await plain.api(`/v1/sessions/${id}`)).body.status === "crashed", 5000);
+				expect((await plain.api(`/v1/sessions/${id}`)).body.exit).toMatchObject({ code: null, signal: "SIGKILL" });
+				expect(alive(pid)).toBe(false);
+			} finally {
+				await plain.stop();
+			}
+			await expectHealthy();
+		},
+	);
 
 	it("a child that ignores stdin EOF and SIGTERM is SIGKILLed after two grace periods", async () => {
 		const id = await gw.session({ name: "stubborn" });

@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { collect } from "../helpers/sse.ts";
 
-// README's layout: the sandboxed git that takes snapshots has no CAP_DAC_OVERRIDE, so a file the
-// agent makes unreadable (mode 000) keeps, in a snapshot, what an earlier one saw. "What changed"
-// says which files it could not read instead of leaving the edit out without a word.
+// README's layout. The sandboxed git that takes snapshots holds CAP_DAC_READ_SEARCH (confined.ts):
+// a file the agent makes mode 000, or a folder it makes 111, 000 or 444, is read all the same (an
+// attacker's review hid writes in such folders from "what changed", and a 444 folder stopped every
+// snapshot). What git still cannot read as a file — a FIFO, a socket — is named in `unreadable`.
 let gw: TestGateway;
 beforeAll(async () => {
 	gw = await startTestGateway();
@@ -13,62 +14,72 @@ afterAll(async () => {
 	await gw?.stop();
 });
 
-describe("a file the agent makes unreadable", () => {
-	it("is named in run_changes and GET …/changes; its edit shows once it can be read again", async () => {
-		if (gw.config.sandbox !== "on") return expect.fail("README's layout sandboxes pi and git on this machine");
-		const id = await gw.session();
-		const prompt = async (command: string) => {
-			const run = await gw.api(`/v1/sessions/${id}/prompt?wait=true`, {
-				method: "POST",
-				json: { message: `bash: ${command}` },
-			});
-			expect(run.status).toBe(200);
-			return run.body.runId as string;
-		};
-		const summary = async (runId: string) => {
-			const frames = await collect(
-				await gw.fetch(`/v1/sessions/${id}/events?after=0`),
-				(f) => f.event === "run_changes" && f.json.runId === runId,
-			);
-			return frames.at(-1)?.json;
-		};
+async function sessionRuns() {
+	const id = await gw.session();
+	const prompt = async (command: string) => {
+		const run = await gw.api(`/v1/sessions/${id}/prompt?wait=true`, {
+			method: "POST",
+			json: { message: `bash: ${command}` },
+		});
+		expect(run.status).toBe(200);
+		return run.body.runId as string;
+	};
+	const summary = async (runId: string) => {
+		const frames = await collect(
+			await gw.fetch(`/v1/sessions/${id}/events?after=0`),
+			(f) => f.event === "run_changes" && f.json.runId === runId,
+		);
+		return frames.at(-1)?.json;
+	};
+	return { id, prompt, summary };
+}
 
+describe("files and folders the agent makes unreadable", () => {
+	it("are read anyway: their edits are in run_changes and GET …/changes, with their diffs", async () => {
+		if (gw.config.sandbox !== "on") return expect.fail("README's layout sandboxes pi and git on this machine");
+		const { id, prompt, summary } = await sessionRuns();
 		const first = await prompt("echo one > secret.txt");
 		expect((await summary(first)).files).toEqual([{ path: "secret.txt", status: "added" }]);
-		expect((await summary(first)).unreadable).toBeUndefined();
 
-		const hidden = await prompt("echo two > secret.txt && echo x > other.txt && chmod 000 secret.txt");
+		const hidden = await prompt(
+			"echo two > secret.txt && chmod 000 secret.txt && mkdir dx d0 d4 && echo SECRET > dx/new && echo m > d0/t && echo n > d4/f && chmod 111 dx && chmod 000 d0 && chmod 444 d4",
+		);
 		const said = await summary(hidden);
-		expect(said.files).toEqual([{ path: "other.txt", status: "added" }]);
-		expect(said.unreadable).toEqual(["secret.txt"]);
+		expect(said.error).toBeUndefined();
+		expect(said.unreadable).toBeUndefined();
+		expect(said.files).toEqual([
+			{ path: "d0/t", status: "added" },
+			{ path: "d4/f", status: "added" },
+			{ path: "dx/new", status: "added" },
+			{ path: "secret.txt", status: "modified" },
+		]);
 		const byRun = await gw.api(`/v1/sessions/${id}/changes?runId=${hidden}`);
 		expect(byRun.status).toBe(200);
-		expect(byRun.body.unreadable).toEqual(["secret.txt"]);
+		const diffs = Object.fromEntries(byRun.body.files.map((f: { path: string; diff: string }) => [f.path, f.diff]));
+		expect(diffs["secret.txt"]).toContain("+two");
+		expect(diffs["dx/new"]).toContain("+SECRET");
 		const sinceStart = await gw.api(`/v1/sessions/${id}/changes`);
-		expect(sinceStart.body.unreadable).toEqual(["secret.txt"]);
-
-		const shown = await prompt("chmod 644 secret.txt");
-		const after = await summary(shown);
-		expect(after.files).toEqual([{ path: "secret.txt", status: "modified" }]);
-		expect(after.unreadable).toBeUndefined();
-		const diff = await gw.api(`/v1/sessions/${id}/changes?runId=${shown}`);
-		expect(diff.body.files[0].diff).toContain("+two");
-		expect(diff.body.unreadable).toBeUndefined();
+		expect(sinceStart.status).toBe(200);
+		expect(sinceStart.body.files.map((f: { path: string }) => f.path)).toEqual([
+			"d0/t",
+			"d4/f",
+			"dx/new",
+			"secret.txt",
+		]);
+		// The next run sees the folder as it is, without a word about modes.
+		const after = await summary(await prompt("echo x > other.txt"));
+		expect(after.files).toEqual([{ path: "other.txt", status: "added" }]);
 	}, 120_000);
 
-	it("names a hidden edit to a tracked file before any number of new unreadable files, at most 100 paths", async () => {
+	it("a tracked file replaced by a FIFO is named in `unreadable`; new FIFOs, which git never takes, are not", async () => {
 		if (gw.config.sandbox !== "on") return expect.fail("README's layout sandboxes pi and git on this machine");
-		const id = await gw.session();
-		const prompt = (command: string) =>
-			gw.api(`/v1/sessions/${id}/prompt?wait=true`, { method: "POST", json: { message: `bash: ${command}` } });
-		expect((await prompt("echo one > zz_config.sh")).status).toBe(200);
-		// 150 decoys that sort first, then the edit to hide.
+		const { id, prompt } = await sessionRuns();
+		await prompt("echo one > zz_config.sh");
 		const hidden = await prompt(
-			"mkdir -p aa && for i in $(seq 100 249); do echo x > aa/c$i; chmod 000 aa/c$i; done && echo two > zz_config.sh && chmod 000 zz_config.sh",
+			"mkdir -p aa && for i in $(seq 100 249); do mkfifo aa/c$i; done && rm zz_config.sh && mkfifo zz_config.sh",
 		);
-		const changes = await gw.api(`/v1/sessions/${id}/changes?runId=${hidden.body.runId}`);
+		const changes = await gw.api(`/v1/sessions/${id}/changes?runId=${hidden}`);
 		expect(changes.status).toBe(200);
-		expect(changes.body.unreadable[0]).toBe("zz_config.sh");
-		expect(changes.body.unreadable).toHaveLength(100);
+		expect(changes.body.unreadable).toEqual(["zz_config.sh"]);
 	}, 120_000);
 });

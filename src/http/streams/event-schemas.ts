@@ -321,7 +321,7 @@ const gatewayEvents = [
 			truncated: z.boolean().openapi({ description: "More paths changed than are listed" }),
 			unreadable: z.array(z.string()).optional().openapi({
 				description:
-					"Files git could not read when the run settled (a file of mode 000, say; at most 100): the snapshot has them as an earlier one had them, so an edit to them is not in `files`",
+					"Files git could not read when the run settled (a tracked file replaced by a FIFO, say; at most 100): the snapshot has them as an earlier one had them, so an edit to them is not in `files`",
 			}),
 			error: z.string().optional().describe("Why no snapshot could be taken"),
 		},

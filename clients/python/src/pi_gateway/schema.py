@@ -737,7 +737,7 @@ class _Event_run_changesRequired(TypedDict):
 
 class Event_run_changes(_Event_run_changesRequired, total=False):
     """Gateway: a run settled and its folder was snapshotted (after its agent_settled); the diffs are at GET …/changes?runId="""
-    # Files git could not read when the run settled (a file of mode 000, say; at most 100): the snapshot has them as an earlier one had them, so an edit ...
+    # Files git could not read when the run settled (a tracked file replaced by a FIFO, say; at most 100): the snapshot has them as an earlier one had th...
     unreadable: List[str]
     # Why no snapshot could be taken
     error: str
@@ -1514,7 +1514,7 @@ class _WorkspaceChangesRequired(TypedDict):
 
 class WorkspaceChanges(_WorkspaceChangesRequired, total=False):
     """What changed in the session's folder"""
-    # Files git could not read for the later snapshot (a file of mode 000, say; at most 100): it has them as an earlier snapshot had them, so an edit to ...
+    # Files git could not read for the later snapshot (a tracked file replaced by a FIFO, say; at most 100): it has them as an earlier snapshot had them,...
     unreadable: List[str]
 
 

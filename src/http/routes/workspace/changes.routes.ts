@@ -47,7 +47,7 @@ export const changes = createRoute({
 					truncated: z.boolean().openapi({ description: "More files changed than are listed, or the diffs were cut" }),
 					unreadable: z.array(z.string()).optional().openapi({
 						description:
-							"Files git could not read for the later snapshot (a file of mode 000, say; at most 100): it has them as an earlier snapshot had them, so an edit to them is not in `files`. Absent when every file was read",
+							"Files git could not read for the later snapshot (a tracked file replaced by a FIFO, say; at most 100): it has them as an earlier snapshot had them, so an edit to them is not in `files`. Absent when every file was read",
 					}),
 				})
 				.openapi("WorkspaceChanges", {
