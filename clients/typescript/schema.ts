@@ -3295,7 +3295,7 @@ export interface components {
          *     }
          */
         RunResult: {
-            /** @description The gateway's id for this command; the run it started or joined */
+            /** @description The run this command started, or the active run pi queued it into (a steer or follow-up: `…/changes?runId=` and the run's events name it); with no run active, the command's own id (a steer or follow-up then waits for the next prompt, whose run has that prompt's id) */
             runId: string;
             /**
              * @description pi's `disposition`: it started a run, queued the message, or an extension command handled it
@@ -3358,7 +3358,7 @@ export interface components {
          *     }
          */
         RunAccepted: {
-            /** @description The gateway's id for this command; the run it started or joined */
+            /** @description The run this command started, or the active run pi queued it into (a steer or follow-up: `…/changes?runId=` and the run's events name it); with no run active, the command's own id (a steer or follow-up then waits for the next prompt, whose run has that prompt's id) */
             runId: string;
             /**
              * @description pi's `disposition`, or what the gateway answered before pi did: `awaiting_approval` (a dialog holds the run: it opened before pi answered, or a waited run met its deadline while the dialog was pending; answer `approvals`), `pending` (the wait ran out before pi answered). Either way pi's answer comes later as the `response` event on `eventsUrl`

@@ -182,13 +182,27 @@ describe("a conversation", () => {
 		const busy = await post("/prompt", { message: "not now" });
 		expect(busy.status).toBe(409);
 		expect(busy.body.code).toBe("agent_busy");
-		expect((await post("/steer", { message: "steering" })).body.disposition).toBe("queued");
-		expect((await post("/follow-up", { message: "afterwards" })).body.disposition).toBe("queued");
+		// Each joins the running run: its answer names that run, not an id of its own no run has.
+		const steer = await post("/steer", { message: "steering" });
+		expect(steer.body).toMatchObject({ disposition: "queued", runId: prompt.body.runId });
+		const followUp = await post("/follow-up", { message: "afterwards" });
+		expect(followUp.body).toMatchObject({ disposition: "queued", runId: prompt.body.runId });
 		await until(async () => (await gw.api(`/v1/sessions/${id}`)).body.status === "idle", 15_000);
 		const texts = (await get("/messages")).body.messages
 			.filter((m: { role: string }) => m.role === "user")
 			.map((m: { content: { text: string }[] }) => m.content[0]?.text);
 		expect(texts).toEqual(["slow: 8", "steering", "afterwards"]);
+	});
+
+	it("a follow-up's changes are the run's it joined, under the runId its answer gave", async () => {
+		const prompt = await post("/prompt", { message: "bash: sleep 2; echo a > f1" });
+		expect(prompt.status).toBe(202);
+		const followUp = await post("/follow-up", { message: "bash: echo b > f2" });
+		expect(followUp.body.runId).toBe(prompt.body.runId);
+		await until(async () => (await gw.api(`/v1/sessions/${id}`)).body.status === "idle", 15_000);
+		const changes = await get(`/changes?runId=${followUp.body.runId}`);
+		expect(changes.status).toBe(200);
+		expect(changes.body.files.map((f: { path: string }) => f.path)).toEqual(["f1", "f2"]);
 	});
 
 	it("the raw rpc route sends a validated command", async () => {

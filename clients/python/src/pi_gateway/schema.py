@@ -1101,7 +1101,7 @@ class SessionShare(TypedDict):
 
 
 class _RunResultRequired(TypedDict):
-    # The gateway's id for this command; the run it started or joined
+    # The run this command started, or the active run pi queued it into (a steer or follow-up: `…/changes?runId=` and the run's events name it); with no ...
     runId: str
     # pi's `disposition`: it started a run, queued the message, or an extension command handled it
     disposition: Literal["started", "queued", "handled"]
@@ -1132,7 +1132,7 @@ class RunResult(_RunResultRequired, total=False):
 
 
 class _RunAcceptedRequired(TypedDict):
-    # The gateway's id for this command; the run it started or joined
+    # The run this command started, or the active run pi queued it into (a steer or follow-up: `…/changes?runId=` and the run's events name it); with no ...
     runId: str
     # pi's `disposition`, or what the gateway answered before pi did: `awaiting_approval` (a dialog holds the run: it opened before pi answered, or a wai...
     disposition: Literal["started", "queued", "handled", "awaiting_approval", "pending"]

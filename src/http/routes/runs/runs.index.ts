@@ -60,6 +60,7 @@ async function waitRun(c: Context, session: Session, command: RunCommand, wait: 
 		const accepted = await sendUntilHeld(session, command, deadline);
 		if (accepted.kind !== "answered") return accepted202(c, session, command, startSeq, accepted);
 		const data = accepted.data as { disposition?: string } | undefined;
+		const runId = runOf(session, command, data?.disposition);
 		const timedOut = new Promise<boolean>((resolve) => {
 			timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()));
 		});
@@ -74,13 +75,13 @@ async function waitRun(c: Context, session: Session, command: RunCommand, wait: 
 			const approvals = watch.outcome ? [] : pendingApprovals(session);
 			if (approvals.length > 0)
 				return c.json(
-					{ runId: command.id, disposition: "awaiting_approval", eventsUrl: eventsUrl(session, startSeq), approvals },
+					{ runId, disposition: "awaiting_approval", eventsUrl: eventsUrl(session, startSeq), approvals },
 					202,
 				);
-			return c.json({ runId: command.id, disposition, eventsUrl: eventsUrl(session, startSeq) }, 202);
+			return c.json({ runId, disposition, eventsUrl: eventsUrl(session, startSeq) }, 202);
 		}
 		if (wait.applied) c.header("Preference-Applied", wait.applied);
-		return c.json({ ...collector.result(), disposition }, 200);
+		return c.json({ ...collector.result(), runId, disposition }, 200);
 	} finally {
 		clearTimeout(timer);
 		c.req.raw.signal.removeEventListener("abort", onAbort);
@@ -101,8 +102,21 @@ function accepted202(c: Context, session: Session, command: RunCommand, startSeq
 		return c.json({ ...base, disposition: "awaiting_approval", approvals: accepted.approvals }, 202);
 	if (accepted.kind === "late") return c.json({ ...base, disposition: "pending" }, 202);
 	const data = accepted.data as { disposition?: string } | undefined;
-	return c.json({ ...base, disposition: data?.disposition ?? "queued" }, 202);
+	return c.json(
+		{ ...base, runId: runOf(session, command, data?.disposition), disposition: data?.disposition ?? "queued" },
+		202,
+	);
 }
+
+/**
+ * The run a command is part of, as pi accepted it: its own when it started one; the active run when
+ * pi queued it into that run (a steer or follow-up: its turns, and what they change, are that run's);
+ * else its own id (with no run active, a steer or follow-up waits for the next prompt's run). An
+ * attacker's review got a follow-up's own id, which `…/changes?runId=` did not know, while its
+ * write was in the run it joined.
+ */
+const runOf = (session: Session, command: RunCommand, disposition: string | undefined): string =>
+	disposition !== "started" && session.currentRunId !== undefined ? session.currentRunId : command.id;
 
 const eventsUrl = (session: Session, after: number) => `/v1/sessions/${session.id}/events?after=${after}`;
 
