@@ -19,6 +19,7 @@ import {
  */
 export const piStdinFd = 4;
 export const piStdoutFd = 5;
+export const piStderrFd = 6;
 
 export interface PiProcessOptions {
 	command: string;
@@ -109,7 +110,7 @@ export class PiProcess {
 					// Sandboxed, pi's stdin and stdout are not bwrap's: bwrap's init (pid 1 of the namespace,
 					// dumpable, in the tools' reach) keeps its own 0–2 and closes the rest (sandbox.ts).
 					stdio: this.#options.sandboxed
-						? ["ignore", "ignore", "pipe", folder ?? "ignore", "pipe", "pipe"]
+						? ["ignore", "ignore", "pipe", folder ?? "ignore", "pipe", "pipe", "pipe"]
 						: folder === undefined
 							? ["pipe", "pipe", "pipe"]
 							: ["pipe", "pipe", "pipe", folder],
@@ -130,7 +131,8 @@ export class PiProcess {
 		const stdio = child.stdio as (Readable | Writable | null | undefined)[];
 		const stdin = (sandboxed ? stdio[piStdinFd] : child.stdin) as Writable;
 		const stdout = (sandboxed ? stdio[piStdoutFd] : child.stdout) as Readable;
-		const stderr = child.stderr as Readable;
+		const stderr = (sandboxed ? stdio[piStderrFd] : child.stderr) as Readable;
+		if (sandboxed) this.#keepBwrapStderr(child.stderr as Readable);
 		this.#stdin = stdin;
 		const decoder = new JsonlDecoder(this.#options.maxLineChars, {
 			onLine: this.#options.onLine,
@@ -213,6 +215,22 @@ export class PiProcess {
 			if (pis.length > 0) return;
 		}
 		if (child.pid === undefined || !killGroup(child.pid, signal)) child.kill(signal);
+	}
+
+	/**
+	 * bwrap's own stderr: its errors (a mount it could not make) until the wrapper's NUL byte says
+	 * pi is starting; after it, only a process holding bwrap's init's copy writes there — a tool —
+	 * so nothing more is kept (sessions/sandbox.ts).
+	 */
+	#keepBwrapStderr(stream: Readable): void {
+		let started = false;
+		stream.on("data", (chunk: Buffer) => {
+			if (started) return;
+			const marker = chunk.indexOf(0);
+			if (marker === -1) return this.#keepStderr(chunk);
+			started = true;
+			if (marker > 0) this.#keepStderr(chunk.subarray(0, marker));
+		});
 	}
 
 	#keepStderr(chunk: Buffer): void {

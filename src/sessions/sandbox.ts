@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, sep } from "node:path";
 import type { Config } from "../config.ts";
-import { piStdinFd, piStdoutFd } from "../pi/child.ts";
+import { piStderrFd, piStdinFd, piStdoutFd } from "../pi/child.ts";
 import { isInside } from "./spawn.ts";
 
 /**
@@ -125,14 +125,15 @@ type Mount = { path: string; kind: "hide" | "rw" | "ro" | "null" | "cwd" };
 export const cwdFd = 3;
 
 /**
- * The descriptors pi's stdin and stdout reach bwrap on, moved to 0 and 1 as pi starts (pid 2 of the
- * namespace: `sh -c exec` becomes pi). bwrap's init, pid 1, keeps its own 0–2 for life and is
- * dumpable: with pi's pipes there, a tool took pi's stdout from it with pidfd_getfd (an attacker's
- * review) though pi itself is out of reach (sealed-node.ts). It closes every other descriptor, so
- * only pi holds these. stderr stays shared with bwrap's (its own errors come that way): a tool can
- * write to it, never read or answer the protocol.
+ * The descriptors pi's stdin, stdout and stderr reach bwrap on, moved to 0–2 as pi starts (pid 2
+ * of the namespace: `sh -c exec` becomes pi). bwrap's init, pid 1, keeps its own 0–2 for life and
+ * is dumpable: with pi's pipes there, a tool took pi's stdout from it with pidfd_getfd (an
+ * attacker's review) though pi itself is out of reach (sealed-node.ts), and later pi's stderr, whose
+ * text the gateway puts in a crashed session's 502. It closes every other descriptor, so only pi
+ * holds these. bwrap's own stderr carries its errors until pi starts; the wrapper marks that moment
+ * with a NUL byte (pi/child.ts keeps nothing written there after it: a tool holding init's copy).
  */
-const movePipes = `exec "$0" "$@" 0<&${piStdinFd} 1>&${piStdoutFd} ${piStdinFd}<&- ${piStdoutFd}>&-`;
+const movePipes = `printf '\\0' >&2; exec "$0" "$@" 0<&${piStdinFd} 1>&${piStdoutFd} 2>&${piStderrFd} ${piStdinFd}<&- ${piStdoutFd}>&- ${piStderrFd}>&-`;
 
 const depth = (path: string) => path.split(sep).filter(Boolean).length;
 
