@@ -37,17 +37,21 @@ export async function listFolder(
 		if (!(await handle.stat()).isDirectory())
 			throw new GatewayError(400, "not_a_folder", `${JSON.stringify(path)} is a file, not a folder`);
 		const base = process.platform === "linux" ? viaFd(handle.fd) : target.abs;
-		const names: string[] = [];
-		for await (const dirent of await opendir(base)) {
-			names.push(dirent.name);
+		// Names as bytes: one that is not UTF-8 is stat'ed by its own bytes and shown with U+FFFD,
+		// as "what changed" shows it (read as text, its stat failed and it was left out).
+		const names: Buffer[] = [];
+		// Node gives Buffer names for it at run time; its types allow only text encodings.
+		for await (const dirent of await opendir(base, { encoding: "buffer" as BufferEncoding })) {
+			names.push(dirent.name as unknown as Buffer);
 			if (names.length > maxFolderEntries) break;
 		}
-		names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+		names.sort(Buffer.compare);
 		const slice = names.slice(page.offset, page.offset + page.limit);
 		const entries: Entry[] = [];
-		for (const name of slice) {
-			const stat = await lstat(`${base}/${name}`).catch(() => undefined);
+		for (const bytes of slice) {
+			const stat = await lstat(Buffer.concat([Buffer.from(`${base}/`), bytes])).catch(() => undefined);
 			if (!stat) continue; // gone since the folder was read
+			const name = bytes.toString("utf8");
 			entries.push({
 				name,
 				path: target.rel === "" ? name : `${target.rel}/${name}`,

@@ -150,17 +150,23 @@ export function ripgrepMatch(line: string): SearchMatch | undefined {
 	}
 	if (!isRecord(record) || record.type !== "match" || !isRecord(record.data)) return undefined;
 	const { path, lines, line_number: number } = record.data;
-	if (!isRecord(path) || typeof path.text !== "string" || !isRecord(lines)) return undefined;
 	if (typeof number !== "number" || !Number.isSafeInteger(number) || number < 1) return undefined;
-	// A line that is not UTF-8 comes as base64 `bytes`.
-	const text =
-		typeof lines.text === "string"
-			? lines.text
-			: typeof lines.bytes === "string"
-				? Buffer.from(lines.bytes, "base64").toString("utf8")
-				: undefined;
-	if (text === undefined) return undefined;
-	return lineMatch(path.text.replace(/^\.\//, ""), number, text);
+	const text = textOf(lines);
+	const name = textOf(path);
+	if (text === undefined || name === undefined) return undefined;
+	return lineMatch(name.replace(/^\.\//, ""), number, text);
+}
+
+/**
+ * rg's `{text}`, or `{bytes}` (base64) for what is not UTF-8 — a line, or a file's name, shown
+ * with U+FFFD as "what changed" shows it (a re-test's file with such a name was found by name but
+ * never by its text).
+ */
+function textOf(field: unknown): string | undefined {
+	if (!isRecord(field)) return undefined;
+	if (typeof field.text === "string") return field.text;
+	if (typeof field.bytes === "string") return Buffer.from(field.bytes, "base64").toString("utf8");
+	return undefined;
 }
 
 async function viaNode(

@@ -138,6 +138,19 @@ describe("workspace files", () => {
 		expect(flag.body.matches).toEqual([{ path: "src/flags.txt", line: 1, text: "--files" }]);
 	});
 
+	it("lists and searches a file whose name is not UTF-8, shown with U+FFFD as in what changed", async () => {
+		const bytes = Buffer.concat([Buffer.from(`${folder}/odd`), Buffer.from([0xff]), Buffer.from("name.txt")]);
+		try {
+			writeFileSync(bytes, "needle_9d4\n");
+			const listed = await gw.api(files());
+			expect(listed.body.entries.map((e: { name: string }) => e.name)).toContain("odd\ufffdname.txt");
+			const found = await gw.api(files("/search?q=needle_9d4"));
+			expect(found.body.matches).toEqual([{ path: "odd\ufffdname.txt", line: 1, text: "needle_9d4" }]);
+		} finally {
+			rmSync(bytes, { force: true });
+		}
+	});
+
 	it("takes no ignore file from the folder: .gitignore, rg's .ignore/.rgignore and git's exclude hide nothing", async () => {
 		// An attacker's review hid files from search with an .ignore it planted: the files an agent
 		// writes are never a tool's configuration. node_modules is skipped (as the built-in search does).
