@@ -122,10 +122,8 @@ export function backupCommand(argv: string[]): void {
 		writeFileSync(join(staging, manifestName), `${JSON.stringify(manifest, null, 2)}\n`);
 		// One inner archive per tree, so neither's names can collide with the other's. Links are
 		// stored as links (never followed): a workspace may hold any link the agent made.
-		// Node's compile cache for sandboxed pi (areas.ts) is rebuilt by the next pi start, and the
-		// sealed node (sealed-node.ts) copied again at the next sandboxed start: neither is kept.
-		const rebuilt = ["--exclude=./compile-cache", "--exclude=./runtime"];
-		tar(["-czf", join(staging, "data.tar.gz"), ...rebuilt, "-C", dataDir, "."]);
+		// Node's compile cache for sandboxed pi (areas.ts) is rebuilt by the next pi start: not kept.
+		tar(["-czf", join(staging, "data.tar.gz"), "--exclude=./compile-cache", "-C", dataDir, "."]);
 		if (outside) tar(["-czf", join(staging, "workspace.tar.gz"), "-C", outside, "."]);
 		tar(["-cf", file, "-C", staging, manifestName, "data.tar.gz", ...(outside ? ["workspace.tar.gz"] : [])]);
 	} finally {

@@ -20,6 +20,7 @@ import { PolicySet } from "./sessions/policies.ts";
 import { loadPolicyFile, PolicyEngine } from "./sessions/policy-engine.ts";
 import { SessionRegistry } from "./sessions/registry.ts";
 import { resolveSandbox, type SandboxStatus } from "./sessions/sandbox.ts";
+import { prepareSealedNode, sealedNodeDir } from "./sessions/sealed-node.ts";
 import { PostgresClusterStore } from "./store/postgres/cluster.ts";
 import { PostgresRunArchive } from "./store/postgres/run-archive.ts";
 import { PostgresStore, redact } from "./store/postgres/sessions.ts";
@@ -103,6 +104,12 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	// From here on "on" or "off": planSpawn wraps each child when it is "on".
 	config.sandbox = sandbox.enabled ? "on" : "off";
 	if (!sandbox.enabled) log.warn({ reason: sandbox.reason }, "sandbox off: pi children run as this user, unconfined");
+	const unsealed = sandbox.enabled ? prepareSealedNode() : undefined;
+	if (unsealed)
+		log.warn(
+			{ reason: unsealed, folder: sealedNodeDir() },
+			"no execute-only copy of node for pi: its tools can take its pipes and memory (docs/security.md)",
+		);
 	// Read before the registry takes its lock: a bad file fails the start with nothing to undo.
 	const gatewayPolicies = config.approvalPoliciesFile
 		? loadPolicyFile(config.approvalPoliciesFile)

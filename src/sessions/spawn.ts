@@ -12,7 +12,7 @@ import { SessionBudget } from "./budget.ts";
 import { ClientTools, clientToolsEnv } from "./client-tools.ts";
 import { PolicySet } from "./policies.ts";
 import { agentDir, wrapCommand } from "./sandbox.ts";
-import { sealedNode } from "./sealed-node.ts";
+import { sealedRunner } from "./sealed-node.ts";
 import { folderFor, newSessionFolder } from "./session-files.ts";
 
 // pi's argument parser takes a flag's next argument whatever it looks like, so a value cannot turn
@@ -281,7 +281,7 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 	// holds the gateway's own install, say): the files named, and the node_modules pi's bundle and
 	// the extensions import from.
 	// pi out of its tools' reach (sealed-node.ts): the gateway's node, run from a copy it cannot read.
-	const runner = command === process.execPath ? sealedNode(config.dataDir) : (command as string);
+	const runner = command === process.execPath ? sealedRunner() : (command as string);
 	const readable = [runner, ...prefix, ...extensionPaths, installedModules()].filter((p) => isAbsolute(p));
 	const wrapped = wrapCommand(config, { cwd, sessionDir, compileCache, readable, env }, runner, args);
 	const bindFolder = { path: cwd, root: realpathSync(config.workspaceRoot) };

@@ -67,10 +67,8 @@ describe.each([
 
 		await cli("restore", archive, ...where);
 		expect(readFileSync(join(folder, "notes.txt"), "utf8")).toBe("remember me\n");
-		// pi's compile cache (made by the sandboxed pi that just stopped) is a cache, the sealed node a
-		// copy: neither is in the archive.
+		// pi's compile cache (made by the sandboxed pi that just stopped) is a cache: not in the archive.
 		if (first.config.sandbox === "on") expect(existsSync(join(dataDir, "compile-cache"))).toBe(false);
-		if (first.config.sandbox === "on") expect(existsSync(join(dataDir, "runtime"))).toBe(false);
 		// Into a data dir that holds something: refused, nothing mixed.
 		const again = await refused("restore", archive, ...where);
 		expect(again.code).toBe(2);

@@ -77,7 +77,9 @@ export async function startGatewayAsNobody(layout: "default" | "shared-root" = "
 	const workspace = shared ? join(root, "workspace") : join(dataDir, "workspaces");
 	const tokenFile = shared ? join(secrets, "token") : join(dataDir, "token");
 	const keysFile = join(secrets, "keys.json");
-	const made = [dataDir, agentDir, secrets, ...(shared ? [workspace] : [])];
+	// nobody's own cache folder, as a service user's home has one (the sealed node goes there).
+	const cache = join(root, "cache");
+	const made = [dataDir, agentDir, secrets, cache, ...(shared ? [workspace] : [])];
 	for (const dir of made) mkdirSync(dir);
 	createKey(keysFile, "mallory", ["sessions:read"]);
 	if (shared) writeFileSync(tokenFile, `tok_nobody_${"k9".repeat(16)}\n`, { mode: 0o600 });
@@ -90,7 +92,7 @@ export async function startGatewayAsNobody(layout: "default" | "shared-root" = "
 	];
 	const child: ChildProcess = spawn("setpriv", args, {
 		cwd: root,
-		env: { PATH: `${bin}:/usr/local/bin:/usr/bin:/bin`, HOME: root, LANG: "C.UTF-8" },
+		env: { PATH: `${bin}:/usr/local/bin:/usr/bin:/bin`, HOME: root, XDG_CACHE_HOME: cache, LANG: "C.UTF-8" },
 		stdio: ["ignore", "pipe", "pipe"],
 	});
 	let stderr = "";
