@@ -35,7 +35,8 @@ function stubUnder(gatewayPid: number): number | undefined {
 		try {
 			const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
 			// The node running the stub itself, not bwrap or a shell around it.
-			if (!cmd[0]?.endsWith("node") || !cmd.some((a) => a.endsWith("stub-pi.mjs"))) continue;
+			// (a sandboxed one runs from the sealed copy, node-<ino>-<size>-<mtime>: sealed-node.ts).
+			if (!/(^|\/)node[^/]*$/.test(cmd[0] ?? "") || !cmd.some((a) => a.endsWith("stub-pi.mjs"))) continue;
 			for (let p = parentOf(pid); p > 1; p = parentOf(p)) if (p === gatewayPid) return pid;
 		} catch {
 			// gone meanwhile
