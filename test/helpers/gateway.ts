@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, watch, writeFileSync } fr
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import pino from "pino";
+import { expect } from "vitest";
 import type { ConfigInput } from "../../src/config.ts";
 import { type Gateway, startGateway } from "../../src/server.ts";
 import { assertConforms } from "./openapi-validate.ts";
@@ -224,4 +225,14 @@ export async function until<T>(
  */
 export async function runEnded(gw: Pick<TestGateway, "api">, id: string): Promise<void> {
 	await gw.api(`/v1/sessions/${id}/changes`);
+}
+
+/** A run of the demo model's bash tool (`bash: …`), waited for; its runId. */
+export async function agentRun(gw: Pick<TestGateway, "api">, id: string, command: string): Promise<string> {
+	const run = await gw.api(`/v1/sessions/${id}/prompt?wait=true`, {
+		method: "POST",
+		json: { message: `bash: ${command}` },
+	});
+	expect(run.status).toBe(200);
+	return run.body.runId as string;
 }
