@@ -52,6 +52,8 @@ export function prepareSealedNode(): string | undefined {
 
 /** What runs a sandboxed pi that would run on the gateway's own node. */
 export function sealedRunner(): string {
-	if (prepared === undefined) prepareSealedNode();
+	// Made again if it went (a cache folder cleared while the gateway runs): else every create
+	// would fail on a node that is not there.
+	if (prepared === undefined || ("path" in prepared && !existsSync(prepared.path))) prepareSealedNode();
 	return prepared && "path" in prepared ? prepared.path : process.execPath;
 }
