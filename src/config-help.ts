@@ -56,6 +56,7 @@ export const sections: readonly { title: string; intro: string; keys: readonly K
 			"maxSessionsPerPrincipal",
 			"maxLiveSessionsPerPrincipal",
 			"maxAuditEntries",
+			"maxAuditEntriesPerPrincipal",
 		],
 	},
 	{
@@ -82,6 +83,7 @@ export const sections: readonly { title: string; intro: string; keys: readonly K
 			"stderrTailBytes",
 			"idempotencyTtlMs",
 			"maxIdempotencyKeys",
+			"maxIdempotencyKeysPerPrincipal",
 		],
 	},
 	{
@@ -153,6 +155,7 @@ export const sections: readonly { title: string; intro: string; keys: readonly K
 			"webhookMaxAttempts",
 			"webhookConcurrency",
 			"webhookMaxPending",
+			"webhookMaxPendingPerPrincipal",
 		],
 	},
 ];
@@ -173,6 +176,9 @@ const decidedDefaults: Partial<Record<Key, string>> = {
 	piCommand: "the bundled pi on this Node",
 	nodeName: "host name and a random suffix",
 	advertiseUrl: "http://<host>:<port>",
+	maxAuditEntriesPerPrincipal: "a tenth of --max-audit-entries",
+	maxIdempotencyKeysPerPrincipal: "a tenth of --max-idempotency-keys",
+	webhookMaxPendingPerPrincipal: "a tenth of --webhook-max-pending",
 };
 
 function defaultOf(key: Key): string {

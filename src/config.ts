@@ -235,11 +235,23 @@ export const ConfigSchema = z.object({
 		.describe("Sessions with a live pi process one principal may own; creating more is a 429 (0: no limit)"),
 	maxAuditEntries: int(1)
 		.default(100_000)
-		.describe("Audit log entries kept at most (GET /v1/audit); past it the oldest go"),
+		.describe(
+			"Audit log entries kept at most (GET /v1/audit); past it the oldest entry of the principal that holds the most goes, never another's",
+		),
+	maxAuditEntriesPerPrincipal: int(1)
+		.optional()
+		.describe("Audit log entries kept per principal; past it that principal's own oldest go"),
 	idempotencyTtlMs: int(1000)
 		.default(24 * 3600_000)
 		.describe("How long an Idempotency-Key and its first answer are kept"),
-	maxIdempotencyKeys: int(1).default(10_000).describe("Idempotency keys kept at most; past it the oldest go"),
+	maxIdempotencyKeys: int(1)
+		.default(10_000)
+		.describe(
+			"Idempotency keys kept at most; past it the oldest finished key of the principal that holds the most goes, never another's",
+		),
+	maxIdempotencyKeysPerPrincipal: int(1)
+		.optional()
+		.describe("Idempotency keys kept per principal; past it that principal's own oldest finished key goes"),
 	webhookAllow: z
 		.array(z.string())
 		.default([])
@@ -261,7 +273,14 @@ export const ConfigSchema = z.object({
 	maxWebhooks: int(1).default(100).describe("Webhooks at most"),
 	webhookMaxPending: int(1)
 		.default(1000)
-		.describe("Undelivered messages kept per webhook; past it the oldest are dropped"),
+		.describe(
+			"Undelivered messages kept per webhook; past it the oldest of the principal whose sessions hold the most are dropped, never another's",
+		),
+	webhookMaxPendingPerPrincipal: int(1)
+		.optional()
+		.describe(
+			"Undelivered messages of one principal's sessions kept per webhook; past it that principal's own oldest are dropped",
+		),
 	workspaceMaxUploadBytes: int(1)
 		.default(64 * 1024 * 1024)
 		.describe("Largest file uploaded to a session's folder (PUT …/files/content), streamed to disk"),
@@ -325,6 +344,15 @@ export type Config = Omit<z.infer<typeof ConfigSchema>, "workspaceRoot" | "defau
 	warmPoolMax: number;
 };
 export type ConfigInput = z.input<typeof ConfigSchema>;
+
+/**
+ * A principal's share of a store shared by principals (DESIGN, "Fair shares"): the --…-per-principal
+ * setting, by default a tenth of the store's cap, so ten principals fill it before the cap makes the
+ * one that holds the most give up its oldest.
+ */
+export function shareOf(cap: number, perPrincipal?: number): number {
+	return perPrincipal ?? Math.max(1, Math.floor(cap / 10));
+}
 
 /** What one idle pi holds (measured ~85 MB PSS, ~97 MiB RSS: BENCHMARKS.md, "Cost of a session"), rounded up. */
 export const idlePiBytes = 100 * 2 ** 20;
