@@ -259,14 +259,14 @@ export interface paths {
         };
         /**
          * The session's budget and what its runs used so far
-         * @description Tokens and cost are summed from the usage pi reports for every assistant message of the session, kept with the session across gateway restarts. Once a limit is reached, run commands are refused with 409 `budget_exhausted` (docs/limits.md).
+         * @description Tokens and cost are summed from the usage pi reports for every model call of the session (assistant messages and compactions), kept with the session across gateway restarts. Once a limit is reached, prompts, steers, follow-ups and compactions are refused with 409 `budget_exhausted` (docs/limits.md).
          *
          *     Requires the `sessions:read` scope.
          */
         get: operations["sessionsGetBudget"];
         /**
          * Set the session's budget (replaces both limits; the usage so far stays)
-         * @description A limit left out is removed; `{}` removes both. Raising a limit past the usage lets run commands through again.
+         * @description A limit left out is removed; `{}` removes both. Raising a limit past the usage lets refused commands through again.
          *
          *     Requires the `sessions:write` scope.
          */
@@ -2890,7 +2890,7 @@ export interface components {
             } | null;
         };
         /**
-         * @description A session's budget: its limits and what its runs used so far (kept across gateway restarts)
+         * @description A session's budget: its limits and what its model calls used so far (kept across gateway restarts)
          * @example {
          *       "maxTokens": 1000000,
          *       "maxCostUsd": 5,
@@ -2911,17 +2911,17 @@ export interface components {
              */
             maxCostUsd: number | null;
             /**
-             * @description Tokens the session's runs used so far
+             * @description Tokens the session's model calls used so far
              * @example 48213
              */
             usedTokens: number;
             /**
-             * @description Cost in USD the session's runs used so far
+             * @description Cost in USD the session's model calls used so far
              * @example 0.41
              */
             usedCostUsd: number;
             /**
-             * @description Which limit the usage has reached (run commands are refused), or null
+             * @description Which limit the usage has reached (commands that call the model are refused), or null
              * @example null
              */
             exhausted: ("tokens" | "cost") | null;
@@ -3040,7 +3040,7 @@ export interface components {
             };
         };
         /**
-         * @description Limits on what all of a session's runs may use together (each optional; an empty object: none). Past one, prompts, steers and follow-ups are refused with 409 `budget_exhausted` until it is raised (PUT …/budget). docs/limits.md
+         * @description Limits on what all of a session's model calls may use together (each optional; an empty object: none). Past one, prompts, steers, follow-ups and compactions are refused with 409 `budget_exhausted` until it is raised (PUT …/budget). docs/limits.md
          * @example {
          *       "maxTokens": 1000000,
          *       "maxCostUsd": 5
@@ -3048,7 +3048,7 @@ export interface components {
          */
         SessionBudget: {
             /**
-             * @description Tokens (pi's `usage.totalTokens`, summed over every assistant message) the session may use
+             * @description Tokens (pi's `usage.totalTokens`, summed over every model call pi reports: assistant messages and compactions) the session may use
              * @example 1000000
              */
             maxTokens?: number;
@@ -3414,12 +3414,12 @@ export interface components {
              */
             maxTurns?: number;
             /**
-             * @description Tokens (pi's `usage.totalTokens` of each assistant message: input, output and cache) the run may use. Checked as each assistant message ends, so `used` can pass it by one message's worth
+             * @description Tokens (pi's `usage.totalTokens` of each model call of the run: its assistant messages and a compaction pi runs in it; input, output and cache) the run may use. Checked as each call's usage is reported, so `used` can pass it by one call's worth
              * @example 200000
              */
             maxTokens?: number;
             /**
-             * @description Cost in USD (pi's `usage.cost.total` of each assistant message), checked as each message ends
+             * @description Cost in USD (pi's `usage.cost.total` of each model call of the run), checked as each call's usage is reported
              * @example 0.5
              */
             maxCostUsd?: number;

@@ -4,16 +4,18 @@ import type { EventLog } from "./event-log.ts";
 import { usageOf } from "./run-limits.ts";
 
 /**
- * A session's budget (issue 31 item 3): tokens and cost its runs may use in all, counted from the
- * usage of every assistant message pi reports in the session (whatever started the run). Once the
- * usage reaches a limit, the next run command is refused before pi with 409 `budget_exhausted`; a
- * run in progress is not cut (per-run `limits` do that). The usage is kept with the session's
- * record, so a gateway restart does not reset it.
+ * A session's budget (issue 31 item 3): tokens and cost its model calls may use in all, counted from
+ * the usage pi reports for each of them (run-limits.ts usageOf: every assistant message, whatever
+ * started the run, and every compaction). Once the usage reaches a limit, the next command that
+ * calls the model is refused before pi with 409 `budget_exhausted`; a run in progress is not cut
+ * (per-run `limits` do that). The usage is kept with the session's record, so a gateway restart
+ * does not reset it.
  */
 export const SessionBudget = z
 	.strictObject({
 		maxTokens: z.number().int().min(1).optional().openapi({
-			description: "Tokens (pi's `usage.totalTokens`, summed over every assistant message) the session may use",
+			description:
+				"Tokens (pi's `usage.totalTokens`, summed over every model call pi reports: assistant messages and compactions) the session may use",
 			example: 1000000,
 		}),
 		maxCostUsd: z.number().positive().optional().openapi({
@@ -23,7 +25,7 @@ export const SessionBudget = z
 	})
 	.openapi("SessionBudget", {
 		description:
-			"Limits on what all of a session's runs may use together (each optional; an empty object: none). Past one, prompts, steers and follow-ups are refused with 409 `budget_exhausted` until it is raised (PUT …/budget). docs/limits.md",
+			"Limits on what all of a session's model calls may use together (each optional; an empty object: none). Past one, prompts, steers, follow-ups and compactions are refused with 409 `budget_exhausted` until it is raised (PUT …/budget). docs/limits.md",
 		example: { maxTokens: 1000000, maxCostUsd: 5 },
 	});
 export type SessionBudget = z.infer<typeof SessionBudget>;
@@ -32,15 +34,17 @@ export const BudgetView = z
 	.object({
 		maxTokens: z.number().int().nullable().openapi({ description: "The token limit (null: none)", example: 1000000 }),
 		maxCostUsd: z.number().nullable().openapi({ description: "The cost limit in USD (null: none)", example: 5 }),
-		usedTokens: z.number().openapi({ description: "Tokens the session's runs used so far", example: 48213 }),
-		usedCostUsd: z.number().openapi({ description: "Cost in USD the session's runs used so far", example: 0.41 }),
+		usedTokens: z.number().openapi({ description: "Tokens the session's model calls used so far", example: 48213 }),
+		usedCostUsd: z
+			.number()
+			.openapi({ description: "Cost in USD the session's model calls used so far", example: 0.41 }),
 		exhausted: z.enum(["tokens", "cost"]).nullable().openapi({
-			description: "Which limit the usage has reached (run commands are refused), or null",
+			description: "Which limit the usage has reached (commands that call the model are refused), or null",
 			example: null,
 		}),
 	})
 	.openapi("Budget", {
-		description: "A session's budget: its limits and what its runs used so far (kept across gateway restarts)",
+		description: "A session's budget: its limits and what its model calls used so far (kept across gateway restarts)",
 		example: { maxTokens: 1000000, maxCostUsd: 5, usedTokens: 48213, usedCostUsd: 0.41, exhausted: null },
 	});
 export type BudgetView = z.infer<typeof BudgetView>;
@@ -60,6 +64,13 @@ export const StoredBudget = z.object({
 	usedCostUsd: z.number(),
 });
 
+/**
+ * The commands of pi's RPC that call the model (pi 1.6): a run's, and compact (its summary). Refused
+ * once the budget is spent, by whichever route they come (typed, streamed, /rpc, the gateway's own
+ * repair prompts). A type this gateway does not know is not among them (docs/limits.md).
+ */
+export const modelCommands: ReadonlySet<string> = new Set(["prompt", "steer", "follow_up", "compact"]);
+
 export class Budget {
 	limits: SessionBudget = {};
 	usedTokens = 0;
@@ -67,7 +78,6 @@ export class Budget {
 
 	constructor(events: EventLog) {
 		events.subscribe((event) => {
-			if (event.type !== "message_end") return;
 			const { tokens, costUsd } = usageOf(event);
 			this.usedTokens += tokens;
 			this.usedCostUsd += costUsd;
@@ -103,8 +113,9 @@ export class Budget {
 		};
 	}
 
-	/** 409 `budget_exhausted` (before pi) once the usage reached a limit. */
-	assertAvailable(sessionId: string): void {
+	/** 409 `budget_exhausted` (before pi) for a command that calls the model, once the usage reached a limit. */
+	assertAvailable(sessionId: string, type: string): void {
+		if (!modelCommands.has(type)) return;
 		const kind = this.exhausted();
 		if (!kind) return;
 		const view = this.view();

@@ -6,9 +6,9 @@ import type { Session } from "./session.ts";
 /**
  * Per-run limits (issue 31 item 3): turns, tokens, cost and time a run command may spend. Past one
  * the gateway logs `run_limit_reached` and aborts the run, so its result carries `limit`. Counted
- * from the gateway's side of pi's events, which is all it can see: tokens and cost after each
- * assistant message ends (pi reports usage per message), a turn as it starts, time from pi's answer
- * to the command.
+ * from the gateway's side of pi's events, which is all it can see: tokens and cost as each model
+ * call's usage is reported (an assistant message as it ends, a compaction pi runs in the run as it
+ * ends: usageOf), a turn as it starts, time from pi's answer to the command.
  */
 export const RunLimits = z
 	.strictObject({
@@ -19,11 +19,12 @@ export const RunLimits = z
 		}),
 		maxTokens: z.number().int().min(1).optional().openapi({
 			description:
-				"Tokens (pi's `usage.totalTokens` of each assistant message: input, output and cache) the run may use. Checked as each assistant message ends, so `used` can pass it by one message's worth",
+				"Tokens (pi's `usage.totalTokens` of each model call of the run: its assistant messages and a compaction pi runs in it; input, output and cache) the run may use. Checked as each call's usage is reported, so `used` can pass it by one call's worth",
 			example: 200000,
 		}),
 		maxCostUsd: z.number().positive().optional().openapi({
-			description: "Cost in USD (pi's `usage.cost.total` of each assistant message), checked as each message ends",
+			description:
+				"Cost in USD (pi's `usage.cost.total` of each model call of the run), checked as each call's usage is reported",
 			example: 0.5,
 		}),
 		maxDurationMs: z.number().int().min(1).max(86_400_000).optional().openapi({
@@ -55,14 +56,35 @@ export const LimitHit = z
 	});
 export type LimitHit = z.infer<typeof LimitHit>;
 
-/** Tokens and cost an assistant `message_end` reports (zero for any other event). */
+type Usage = Record<string, unknown> | undefined;
+
+/**
+ * The usage pi reports for a model call, by the event that carries it (issue 41 item 4): an
+ * assistant message's (every turn: repair turns, client-tool rounds, retried attempts), a tool
+ * result's (the model calls a tool made, as pi's stats count them), a compaction's (manual or pi's
+ * own: its summary requests) and a usage entry's (pi's cache warming). What pi reports in no event
+ * is not here (docs/limits.md).
+ */
+function reportedUsage(event: LoggedEvent): Usage {
+	if (event.type === "message_end") {
+		const { message } = eventJson<{ message?: { role?: string; usage?: Usage } }>(event);
+		return message?.role === "assistant" || message?.role === "toolResult" ? message.usage : undefined;
+	}
+	if (event.type === "compaction_end") return eventJson<{ result?: { usage?: Usage } }>(event).result?.usage;
+	if (event.type === "entry_appended") {
+		const { entry } = eventJson<{ entry?: { type?: string; usage?: Usage } }>(event);
+		return entry?.type === "usage" ? entry.usage : undefined;
+	}
+	return undefined;
+}
+
+/** Tokens and cost of the model calls an event reports (zero for an event that reports none). */
 export function usageOf(event: LoggedEvent): { tokens: number; costUsd: number } {
 	const none = { tokens: 0, costUsd: 0 };
-	if (event.type !== "message_end") return none;
+	if (event.type !== "message_end" && event.type !== "compaction_end" && event.type !== "entry_appended") return none;
 	try {
-		const { message } = eventJson<{ message?: { role?: string; usage?: Record<string, unknown> } }>(event);
-		const usage = message?.role === "assistant" ? message.usage : undefined;
-		if (!usage) return none;
+		const usage = reportedUsage(event);
+		if (!usage || typeof usage !== "object") return none;
 		const n = (value: unknown) => (typeof value === "number" && Number.isFinite(value) && value > 0 ? value : 0);
 		const parts = n(usage.input) + n(usage.output) + n(usage.cacheRead) + n(usage.cacheWrite);
 		const cost = usage.cost as { total?: unknown } | undefined;
@@ -116,8 +138,10 @@ export class LimitWatch {
 		if (event.type === "turn_start") {
 			this.#turns++;
 			if (maxTurns !== undefined && this.#turns > maxTurns) this.#stop("turns", maxTurns, this.#turns);
-		} else if (event.type === "message_end") {
+		} else {
+			// Every model call the run makes: its turns, and a compaction pi runs inside it.
 			const { tokens, costUsd } = usageOf(event);
+			if (tokens === 0 && costUsd === 0) return;
 			this.#tokens += tokens;
 			this.#costUsd += costUsd;
 			if (maxTokens !== undefined && this.#tokens > maxTokens) this.#stop("tokens", maxTokens, this.#tokens);

@@ -57,8 +57,8 @@ export function buildSession(
 		// in progress settle and no new one starts.
 		guard: (command) => {
 			if (host.closing() && runCommands.has(command.type)) throw shuttingDown();
-			// A session past its budget starts no run (budget.ts): 409 before pi.
-			if (runCommands.has(command.type)) host.registered(id)?.budget.assertAvailable(id);
+			// A session past its budget calls the model no more (budget.ts: runs, compact): 409 before pi.
+			host.registered(id)?.budget.assertAvailable(id, command.type);
 			return guardCommand(
 				config,
 				command,

@@ -975,16 +975,16 @@ class Session(TypedDict):
 
 
 class Budget(TypedDict):
-    """A session's budget: its limits and what its runs used so far (kept across gateway restarts)"""
+    """A session's budget: its limits and what its model calls used so far (kept across gateway restarts)"""
     # The token limit (null: none)
     maxTokens: Union[int, None]
     # The cost limit in USD (null: none)
     maxCostUsd: Union[float, None]
-    # Tokens the session's runs used so far
+    # Tokens the session's model calls used so far
     usedTokens: float
-    # Cost in USD the session's runs used so far
+    # Cost in USD the session's model calls used so far
     usedCostUsd: float
-    # Which limit the usage has reached (run commands are refused), or null
+    # Which limit the usage has reached (commands that call the model are refused), or null
     exhausted: Union[Literal["tokens", "cost"], None]
 
 
@@ -1028,8 +1028,8 @@ class ClientTool(TypedDict):
 
 
 class SessionBudget(TypedDict, total=False):
-    """Limits on what all of a session's runs may use together (each optional; an empty object: none). Past one, prompts, steers and follow-ups are refused with 409 `budget_exhausted` until it is raised (PUT …/budget). docs/limits.md"""
-    # Tokens (pi's `usage.totalTokens`, summed over every assistant message) the session may use
+    """Limits on what all of a session's model calls may use together (each optional; an empty object: none). Past one, prompts, steers, follow-ups and compactions are refused with 409 `budget_exhausted` until it is raised (PUT …/budget). docs/limits.md"""
+    # Tokens (pi's `usage.totalTokens`, summed over every model call pi reports: assistant messages and compactions) the session may use
     maxTokens: int
     # Cost in USD (pi's `usage.cost.total`, summed) the session may use
     maxCostUsd: float
@@ -1160,9 +1160,9 @@ class RunLimits(TypedDict, total=False):
     """Limits of one run command (each optional). Past one the run is aborted; its result carries `limit` and the stream `run_limit_reached`. On a steer or follow-up they apply to the run it joins, from then on"""
     # Assistant turns the run may start (a turn is one model call and its tool calls; structured output's repair turns count). The turn after the last al...
     maxTurns: int
-    # Tokens (pi's `usage.totalTokens` of each assistant message: input, output and cache) the run may use. Checked as each assistant message ends, so `u...
+    # Tokens (pi's `usage.totalTokens` of each model call of the run: its assistant messages and a compaction pi runs in it; input, output and cache) the...
     maxTokens: int
-    # Cost in USD (pi's `usage.cost.total` of each assistant message), checked as each message ends
+    # Cost in USD (pi's `usage.cost.total` of each model call of the run), checked as each call's usage is reported
     maxCostUsd: float
     # Milliseconds from pi's acceptance of the command to the run's end
     maxDurationMs: int
