@@ -7,6 +7,7 @@ import { forgetCredential, storeCredential, storedCredential } from "./auth/cred
 import { can } from "./auth/scopes.ts";
 import { SignIn } from "./auth/signin.tsx";
 import { sessionHref, useRoute, useWide } from "./router.ts";
+import { SandboxBanner } from "./sandbox.tsx";
 import { SessionView } from "./session/view.tsx";
 import { CreateSession } from "./sessions/create.tsx";
 import { SessionsList, useSessions } from "./sessions/list.tsx";
@@ -80,6 +81,7 @@ function Console({ me, onSignOut }: { me: Whoami; onSignOut: () => void }) {
 					Sign out
 				</button>
 			</header>
+			<SandboxBanner />
 			{listOnly ? (
 				<main class="list-only">{list}</main>
 			) : (

@@ -61,5 +61,6 @@ export type GatewayErrorCode =
 	| "session_not_found"
 	| "session_stopped"
 	| "shutting_down"
+	| "sandbox_unavailable"
 	| "too_many_live_sessions"
 	| "too_many_sessions";

@@ -19,15 +19,15 @@ import { ApprovalHistory } from "./sessions/approval-history.ts";
 import { PolicySet } from "./sessions/policies.ts";
 import { loadPolicyFile, PolicyEngine } from "./sessions/policy-engine.ts";
 import { SessionRegistry } from "./sessions/registry.ts";
-import { resolveSandbox, type SandboxStatus } from "./sessions/sandbox.ts";
-import { prepareSealedNode, sealedNodeDir } from "./sessions/sealed-node.ts";
+import type { SandboxStatus } from "./sessions/sandbox.ts";
+import { sandboxLogFields, startSandbox } from "./sessions/sandbox-start.ts";
 import { PostgresClusterStore } from "./store/postgres/cluster.ts";
 import { PostgresRunArchive } from "./store/postgres/run-archive.ts";
 import { PostgresStore, redact } from "./store/postgres/sessions.ts";
 import { PostgresOutbox } from "./store/postgres/webhook-outbox.ts";
 import { PostgresWebhooks } from "./store/postgres/webhooks.ts";
 import { idempotencyKeys, recordStores, sessionBackend } from "./stores.ts";
-import { resolveToken, type TokenSource } from "./token.ts";
+import { keepToken, resolveToken, type TokenSource } from "./token.ts";
 import type { WebhookService } from "./webhooks/service.ts";
 import { startWebhooks } from "./webhooks/start.ts";
 import { gitSettled } from "./workspace/git.ts";
@@ -89,6 +89,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	if (!config.auth && (config.keysFile || config.jwtJwksUrl))
 		throw new Error("--no-auth contradicts --keys-file and --jwt-jwks-url");
 	const log = logger ?? gatewayLogger(config);
+	const sandbox = startSandbox(config, log);
 	const tokenSource = resolveToken(config, options.tokenFrom);
 	if (tokenSource.kind === "argv")
 		log.warn(
@@ -100,16 +101,6 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	resolveDatabaseUrl(config);
 	// Cluster mode: tickets and forwarded requests are signed with what only the nodes hold.
 	const keysOfCluster = config.databaseUrl ? clusterKeys(resolveClusterSecret(config)) : undefined;
-	const sandbox = resolveSandbox(config);
-	// From here on "on" or "off": planSpawn wraps each child when it is "on".
-	config.sandbox = sandbox.enabled ? "on" : "off";
-	if (!sandbox.enabled) log.warn({ reason: sandbox.reason }, "sandbox off: pi children run as this user, unconfined");
-	const unsealed = sandbox.enabled ? prepareSealedNode() : undefined;
-	if (unsealed)
-		log.warn(
-			{ reason: unsealed, folder: sealedNodeDir() },
-			"no execute-only copy of node for pi: its tools can take its pipes and memory (docs/security.md)",
-		);
 	// Read before the registry takes its lock: a bad file fails the start with nothing to undo.
 	const gatewayPolicies = config.approvalPoliciesFile
 		? loadPolicyFile(config.approvalPoliciesFile)
@@ -236,6 +227,8 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			return await abandon(error);
 		}
 	}
+	// Written once nothing can refuse the start any more: a refused start leaves no token behind.
+	keepToken(tokenSource);
 	const tokenFile = "path" in tokenSource ? tokenSource.path : undefined;
 	const loaded: LoadedFiles = {};
 	if (config.keysFile && keys) loaded.keysFile = { path: config.keysFile, keys: keys.size };
@@ -255,7 +248,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			demo: config.demo,
 			workspaceRoot: config.workspaceRoot,
 			defaultCwd: config.defaultCwd,
-			sandbox: config.sandbox,
+			...sandboxLogFields(sandbox),
 			tokenFile,
 		},
 		"pi-gateway listening",

@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import type { Gateway } from "./server.ts";
+import { sandboxFix } from "./sessions/sandbox.ts";
 import { tokenNotice } from "./token.ts";
 
 /**
@@ -17,8 +18,13 @@ export function startupNotices(gateway: Gateway): string[] {
 			? `pi-gateway: sessions without cwd work in a folder of their own, ${workspaceRoot}/@<principal>/<session id> (an admin's: ${workspaceRoot}/<session id>)`
 			: `pi-gateway: sessions without cwd work in their principal's folder ${workspaceRoot}/@<principal> (an admin's: the root ${workspaceRoot}), all of one principal in the same folder`,
 	);
-	if (!gateway.sandbox.enabled)
-		lines.push(`pi-gateway: sandbox off (${gateway.sandbox.reason}): pi and its tools run unconfined as this user`);
+	const { state, reason } = gateway.sandbox;
+	if (state === "unconfined")
+		lines.push(`pi-gateway: sandbox off (${reason}): pi and its tools run unconfined as this user`);
+	if (state === "unavailable")
+		lines.push(
+			`pi-gateway: NO SESSION CAN START: the sandbox is unavailable (${reason}); creates answer 503 sandbox_unavailable until you ${sandboxFix}`,
+		);
 	const { keysFile, approvalPoliciesFile, webhooksFile } = gateway.loaded;
 	const count = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`;
 	// Said even with no key yet: `pi-gateway keys create` writes there, and the gateway takes it without a restart.

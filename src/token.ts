@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { Config } from "./config.ts";
 
 /** Where the bearer token came from; said at startup so a user knows where to find it. */
@@ -8,7 +8,8 @@ export type TokenSource =
 	| { kind: "env" }
 	| { kind: "argv" }
 	| { kind: "file"; path: string }
-	| { kind: "generated"; path: string; reused: boolean }
+	/** `unwritten`: made now, kept in memory until keepToken() (a start that is refused writes none). */
+	| { kind: "generated"; path: string; reused: boolean; unwritten?: string }
 	| { kind: "none" };
 
 export function defaultTokenFile(config: Config): string {
@@ -29,9 +30,9 @@ function readTokenFile(path: string): string {
 
 /**
  * Settles config.token, in this order: the value given (env PI_GATEWAY_TOKEN, or --token on argv),
- * --token-file, else `<data-dir>/token` — created on first start with 32 random bytes, mode 0600,
- * and reused after that (Jupyter's convention for a local server that runs code). `--no-auth`
- * skips all of it.
+ * --token-file, else `<data-dir>/token` — made on first start with 32 random bytes, written (mode
+ * 0600) by keepToken() once the start cannot be refused any more, and reused after that (Jupyter's
+ * convention for a local server that runs code). `--no-auth` skips all of it.
  */
 export function resolveToken(config: Config, given: "env" | "argv" | undefined): TokenSource {
 	if (!config.auth) {
@@ -47,20 +48,25 @@ export function resolveToken(config: Config, given: "env" | "argv" | undefined):
 		return { kind: "file", path: config.tokenFile };
 	}
 	const path = defaultTokenFile(config);
-	mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-	try {
-		writeFileSync(path, `${randomBytes(32).toString("base64url")}\n`, { mode: 0o600, flag: "wx" });
-		config.token = readTokenFile(path);
+	if (!existsSync(path)) {
+		config.token = randomBytes(32).toString("base64url");
 		config.tokenFile = path;
-		return { kind: "generated", path, reused: false };
-	} catch (error) {
-		if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+		return { kind: "generated", path, reused: false, unwritten: config.token };
 	}
 	// A file left readable by others (copied, restored from a backup) is tightened, not trusted as is.
 	if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
 	config.token = readTokenFile(path);
 	config.tokenFile = path;
 	return { kind: "generated", path, reused: true };
+}
+
+/** Writes a token made by this start (resolveToken), once nothing can refuse the start any more. */
+export function keepToken(source: TokenSource): void {
+	if (source.kind !== "generated" || source.unwritten === undefined) return;
+	mkdirSync(dirname(source.path), { recursive: true, mode: 0o700 });
+	// wx: a token another start wrote meanwhile is never overwritten (its holders would lose access).
+	writeFileSync(source.path, `${source.unwritten}\n`, { mode: 0o600, flag: "wx" });
+	source.unwritten = undefined;
 }
 
 /** The human line printed at start (stderr), like Jupyter's "… ?token=…" line, minus the secret. */

@@ -32,7 +32,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Readiness: accepting new sessions (503 while shutting down, while the session registry cannot be written, or in cluster mode until the node joined its cluster and while the database is out of reach)
+         * Readiness: accepting new sessions (503 while shutting down, while the session registry cannot be written, while the sandbox is unavailable, or in cluster mode until the node joined its cluster and while the database is out of reach)
          * @description Public, for load balancers: 200 while this node takes new sessions; 503 problem+json (with `Retry-After` while draining) when it does not, so traffic goes elsewhere while the running sessions go on.
          */
         get: operations["systemReady"];
@@ -2627,7 +2627,10 @@ export interface components {
          *         "maxSessions": 100,
          *         "commandTimeoutMs": 60000
          *       },
-         *       "sessions": 1
+         *       "sessions": 1,
+         *       "sandbox": {
+         *         "state": "sandboxed"
+         *       }
          *     }
          */
         Info: {
@@ -2652,6 +2655,18 @@ export interface components {
             };
             /** @description Sessions this node holds (in cluster mode: owns) */
             sessions: number;
+            /** @description Whether agents run confined (docs/security.md) */
+            sandbox: {
+                /**
+                 * @description `sandboxed`: every pi and its tools run in bubblewrap. `unconfined`: the operator started with --sandbox off (tools run unconfined as the gateway's user). `unavailable`: bubblewrap is missing or does not hold here, so no session starts (503 sandbox_unavailable) until `fix` is done
+                 * @enum {string}
+                 */
+                state: "sandboxed" | "unconfined" | "unavailable";
+                /** @description Why it is not on */
+                reason?: string;
+                /** @description What the operator does about an unavailable sandbox */
+                fix?: string;
+            };
             /** @description Cluster mode (--database-url): the nodes on the same database, as this node last read them (at each renewal of its lease, every third of --lease-ttl-ms) */
             cluster?: {
                 /** @description This node's id */

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, realpathSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, sep } from "node:path";
 import type { Config } from "../config.ts";
+import { GatewayError } from "../errors.ts";
 import { piStderrFd, piStdinFd, piStdoutFd } from "../pi/child.ts";
 import { isInside } from "./spawn.ts";
 
@@ -15,10 +16,33 @@ import { isInside } from "./spawn.ts";
  * (see baseArgs), as root either.
  */
 
+/**
+ * `sandboxed`: every pi and every tool of the gateway runs in bubblewrap. `unconfined`: the operator
+ * said `--sandbox off`. `unavailable`: it was asked for (`auto`, the default) but bubblewrap is missing
+ * or does not hold here; then nothing that would run unconfined starts (fail closed): creates and
+ * resumes answer 503 sandbox_unavailable with the fix, /readyz is 503, the console says so.
+ */
+export type SandboxState = "sandboxed" | "unconfined" | "unavailable";
+
 export interface SandboxStatus {
 	enabled: boolean;
+	state: SandboxState;
 	/** Why it is off (for the startup line), when it is. */
 	reason?: string;
+}
+
+/** What an operator does about an unavailable sandbox, in one sentence (start-up, 503s, /readyz, the console). */
+export const sandboxFix =
+	"install bubblewrap (`apt-get install bubblewrap`, or your system's package) and restart the gateway, or start it with --sandbox off to let pi's tools run unconfined as the gateway's user";
+
+/** The 503 every create, resume and confined tool answers while the sandbox is unavailable. */
+export function sandboxUnavailable(reason: string | undefined): GatewayError {
+	return new GatewayError(
+		503,
+		"sandbox_unavailable",
+		`No agent runs unconfined: the sandbox is unavailable (${reason ?? "bubblewrap does not hold here"}); ${sandboxFix}`,
+		{ fix: sandboxFix },
+	);
 }
 
 const bwrap = "bwrap";
@@ -68,33 +92,50 @@ exit 0`;
 
 /** Runs a probe sandbox with the children's own base: it must run, and it must hold. */
 export function probeSandbox(): SandboxStatus {
-	if (process.platform !== "linux")
-		return { enabled: false, reason: `bubblewrap needs Linux (this is ${process.platform})` };
+	const off = (reason: string): SandboxStatus => ({ enabled: false, state: "unavailable", reason });
+	if (process.platform !== "linux") return off(`bubblewrap needs Linux (this is ${process.platform})`);
 	const args = [...baseArgs, "--tmpfs", "/tmp", "--", "sh", "-c", probeScript];
 	const probe = spawnSync(bwrap, args, { encoding: "utf8", timeout: 10_000 });
 	if (probe.error) {
 		const code = (probe.error as NodeJS.ErrnoException).code;
-		return {
-			enabled: false,
-			reason: code === "ENOENT" ? "bwrap not found (apt-get install bubblewrap)" : `bwrap failed: ${code}`,
-		};
+		return off(code === "ENOENT" ? "bwrap is not installed: not found on PATH" : `bwrap failed: ${code}`);
 	}
-	if (probe.status !== 0) return { enabled: false, reason: `bwrap cannot sandbox here: ${probe.stderr.trim()}` };
+	if (probe.status !== 0) return off(`bwrap cannot sandbox here: ${probe.stderr.trim()}`);
 	// Both checks, both named: each is a reason of its own (and the tests see each one work).
 	const capEff = /CapEff=(\w+)/.exec(probe.stdout)?.[1];
 	const problems: string[] = [];
 	if (capEff === undefined || !/^0+$/.test(capEff)) problems.push(`capabilities kept inside (CapEff ${capEff})`);
 	if (probe.stdout.includes("lifted")) problems.push("a process inside lifted a hide with umount");
-	if (problems.length) return { enabled: false, reason: `bwrap runs but does not hold: ${problems.join("; ")}` };
-	return { enabled: true };
+	if (problems.length) return off(`bwrap runs but does not hold: ${problems.join("; ")}`);
+	return { enabled: true, state: "sandboxed" };
 }
 
-/** Decides at start: `on` without a sandbox that holds refuses to start, `auto` falls back with a reason. */
-export function resolveSandbox(config: Config): SandboxStatus {
-	if (config.sandbox === "off") return { enabled: false, reason: "--sandbox off" };
-	const status = probeSandbox();
-	if (!status.enabled && config.sandbox === "on") throw new Error(`--sandbox on, but ${status.reason}`);
+/** The probe's answer for this process (the machine does not change under a running gateway). */
+let probed: SandboxStatus | undefined;
+const probeOnce = () => {
+	probed ??= probeSandbox();
+	return probed;
+};
+
+/**
+ * Decides at start: `off` is the operator's choice; `on` without a sandbox that holds refuses to
+ * start; `auto` without one starts but runs no agent (state `unavailable`, fail closed).
+ */
+export function resolveSandbox(config: Pick<Config, "sandbox">): SandboxStatus {
+	if (config.sandbox === "off") return { enabled: false, state: "unconfined", reason: "--sandbox off" };
+	const status = probeOnce();
+	if (!status.enabled && config.sandbox === "on") throw new Error(`--sandbox on, but ${status.reason}; ${sandboxFix}`);
 	return status;
+}
+
+/**
+ * Whether a child is wrapped: true with a sandbox that holds, false only with `--sandbox off`;
+ * throws 503 sandbox_unavailable otherwise, so nothing starts unconfined that was not meant to.
+ */
+export function confinedByConfig(config: Pick<Config, "sandbox">): boolean {
+	const status = resolveSandbox(config);
+	if (status.state === "unavailable") throw sandboxUnavailable(status.reason);
+	return status.enabled;
 }
 
 /** pi's config folder as the child will see it (PI_CODING_AGENT_DIR, else ~/.pi/agent). */

@@ -11,7 +11,7 @@ import { type Area, areaAgentDir, areaCompileCache, areaOf, confineToArea, ensur
 import { SessionBudget } from "./budget.ts";
 import { ClientTools, clientToolsEnv } from "./client-tools.ts";
 import { PolicySet } from "./policies.ts";
-import { agentDir, wrapCommand } from "./sandbox.ts";
+import { agentDir, confinedByConfig, wrapCommand } from "./sandbox.ts";
 import { sealedRunner } from "./sealed-node.ts";
 import { folderFor, newSessionFolder } from "./session-files.ts";
 
@@ -205,6 +205,8 @@ function workingFolder(config: Config, body: CreateSessionBody, at: SpawnAt): st
  * flags out: the file knows them.
  */
 export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt): SpawnPlan {
+	// First, before any folder is made: no agent starts unconfined unless the operator said so.
+	const confined = confinedByConfig(config);
 	const restoring = at.restore !== undefined && existsSync(at.restore);
 	if (restoring) body = { ...body, provider: undefined, model: undefined, thinkingLevel: undefined, name: undefined };
 	const cwd = workingFolder(config, body, at);
@@ -271,7 +273,7 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 			...(clientTools.length > 0 ? { [clientToolsEnv]: JSON.stringify(clientTools) } : {}),
 		},
 	});
-	if (config.sandbox !== "on") return { command: command as string, args, env, cwd };
+	if (!confined) return { command: command as string, args, env, cwd };
 	// The sandbox has a private /tmp: a TMPDIR elsewhere would be read-only or hidden.
 	env.TMPDIR = "/tmp";
 	env.PI_CODING_AGENT_DIR = areaAgentDir(config, cwd, agentDir(env));

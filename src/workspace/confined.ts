@@ -4,7 +4,7 @@ import { delimiter, join, sep } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import type { Config } from "../config.ts";
 import { openCheckedFolder } from "../sessions/areas.ts";
-import { holdingArgs, probeSandbox, systemArgs } from "../sessions/sandbox.ts";
+import { confinedByConfig, holdingArgs, systemArgs } from "../sessions/sandbox.ts";
 
 /**
  * The gateway's own tools (git for changes, ripgrep for search) on the agent's bytes, inside
@@ -12,13 +12,15 @@ import { holdingArgs, probeSandbox, systemArgs } from "../sessions/sandbox.ts";
  * folder (no gap between the check and the mount), only what the tool writes (the shadow git dir)
  * writable, the rest of the host read-only with the gateway's data dir, the workspace root and
  * /tmp hidden under empty tmpfs, no network, no environment but the tool's own, and a bound on
- * memory. Time and output stay bounded by the caller, as before. Where bubblewrap cannot hold
- * (probeSandbox) or --sandbox is off, the tool runs directly: what it is told (git's flags, rg's
- * arguments) is then the only layer.
+ * memory. Time and output stay bounded by the caller, as before. With --sandbox off the tool runs
+ * directly: what it is told (git's flags, rg's arguments) is then the only layer. Where bubblewrap
+ * is missing or does not hold and the operator did not say off, no tool runs (503 sandbox_unavailable).
  */
 export interface Confinement {
-	/** bwrap around each tool; false: the tool runs directly. */
+	/** bwrap around each tool; false: the tool runs directly (--sandbox off only). */
 	sandbox: boolean;
+	/** Why no tool may run at all: the sandbox was asked for and does not hold (fail closed). */
+	unavailable?: Error;
 	/** Folders hidden under an empty tmpfs (those that exist when a tool starts). */
 	hide: string[];
 	/** Files covered by /dev/null wherever they lie (the token file, the keys file). */
@@ -72,17 +74,24 @@ const baseArgs = [
 	...systemArgs,
 ];
 
-let sandboxHolds: boolean | undefined;
 /**
- * The confinement a gateway's config asks for. `--sandbox on`/`off` as the server resolved it at
- * start; `auto` (a gateway made without the server's start) probes once.
+ * The confinement a gateway's config asks for: `--sandbox on`/`off` as the server resolved it at
+ * start; `auto` (unresolved: the sandbox was unavailable, or a gateway made without the server's
+ * start) by the same probe pi's children get.
  */
 export function confinementOf(
 	config: Pick<Config, "sandbox" | "dataDir" | "workspaceRoot" | "tokenFile" | "keysFile">,
 ): Confinement {
-	sandboxHolds ??= config.sandbox === "auto" ? probeSandbox().enabled : undefined;
+	let sandbox = false;
+	let unavailable: Error | undefined;
+	try {
+		sandbox = confinedByConfig(config);
+	} catch (error) {
+		unavailable = error as Error;
+	}
 	return {
-		sandbox: config.sandbox === "on" || (config.sandbox === "auto" && sandboxHolds === true),
+		sandbox,
+		unavailable,
 		hide: ["/tmp", config.workspaceRoot, config.dataDir],
 		cover: [config.tokenFile, config.keysFile].filter((f): f is string => typeof f === "string"),
 	};
@@ -151,6 +160,7 @@ export type ToolProcess = ChildProcessByStdio<Writable | null, Readable, Readabl
  * close here once let a quick tool's exit go by unheard, and its git wait for its deadline).
  */
 export function spawnConfined(confinement: Confinement | undefined, tool: Tool): ToolProcess {
+	if (confinement?.unavailable) throw confinement.unavailable;
 	if (!confinement?.sandbox) {
 		const [command, ...args] = bounded(tool);
 		return spawn(command as string, args, {

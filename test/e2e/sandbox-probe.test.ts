@@ -6,7 +6,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/server.ts";
 
 // The start-up probe asks whether the sandbox HOLDS, not whether bwrap runs: a bwrap that runs
-// but leaves the tools their capabilities (as bwrap did for root before issue 20) is "off".
+// but leaves the tools their capabilities (as bwrap did for root before issue 20) is "unavailable",
+// and then no agent starts (fail closed).
 // The shim below is that bwrap: the real one, minus the flags that take privilege away.
 const realBwrap = spawnSync("sh", ["-c", "command -v bwrap"], { encoding: "utf8" }).stdout.trim();
 const dir = mkdtempSync(join(tmpdir(), "pi-gateway-probe-test-"));
@@ -37,17 +38,15 @@ function runCli(sandbox: string): Promise<{ code: number | null; stderr: string 
 	let stderr = "";
 	child.stderr.on("data", (chunk) => {
 		stderr += chunk;
-	});
-	child.stdout.on("data", (chunk) => {
-		// Listening: it started (auto); stop it, this test only wanted its start-up words.
-		if (String(chunk).includes("pi-gateway listening")) child.kill("SIGTERM");
+		// Listening, its notices said: it started (auto); stop it, this test only wanted its start-up words.
+		if (stderr.includes("pi-gateway: listening on")) child.kill("SIGTERM");
 	});
 	return new Promise((done) => child.on("exit", (code) => done({ code, stderr })));
 }
 
 describe.runIf(realBwrap)("the sandbox probe", () => {
 	it.runIf(process.platform === "linux")(
-		"a bwrap that runs but keeps capabilities inside: auto says off with the reason, on refuses",
+		"a bwrap that runs but keeps capabilities inside: auto starts no agent and says why, on refuses",
 		{ timeout: 60_000 },
 		async () => {
 			const path = process.env.PATH;
@@ -62,9 +61,14 @@ describe.runIf(realBwrap)("the sandbox probe", () => {
 				try {
 					expect(gw.sandbox).toEqual({
 						enabled: false,
+						state: "unavailable",
 						reason: expect.stringMatching(
 							/^bwrap runs but does not hold: capabilities kept inside \(CapEff [0-9a-f]*[1-9a-f][0-9a-f]*\); a process inside lifted a hide with umount$/,
 						),
+					});
+					await expect(gw.registry.create({ persist: true })).rejects.toMatchObject({
+						status: 503,
+						code: "sandbox_unavailable",
 					});
 				} finally {
 					await gw.close();
@@ -73,7 +77,9 @@ describe.runIf(realBwrap)("the sandbox probe", () => {
 				process.env.PATH = path;
 			}
 			const auto = await runCli("auto");
-			expect(auto.stderr).toMatch(/pi-gateway: sandbox off \(bwrap runs but does not hold: capabilities kept inside/);
+			expect(auto.stderr).toMatch(
+				/pi-gateway: NO SESSION CAN START: the sandbox is unavailable \(bwrap runs but does not hold: capabilities kept inside/,
+			);
 			const on = await runCli("on");
 			expect(on.code).toBe(2);
 			expect(on.stderr).toMatch(/pi-gateway: --sandbox on, but bwrap runs but does not hold: capabilities kept inside/);

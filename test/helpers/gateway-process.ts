@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 
@@ -24,28 +24,43 @@ export interface GatewayProcessOptions {
 	root: string;
 	/** 0 for any; a restart that clients must find again passes the port of the first start. */
 	port: number;
-	token: string;
+	/** PI_GATEWAY_TOKEN; without it the gateway makes its own token file, read once it listens. */
+	token?: string;
 	extra?: string[];
+	/**
+	 * README's `npm start`: no data-dir, workspace or agent-dir flags, HOME = `root` (so the data dir
+	 * is `<root>/.pi-gateway`, the workspace root in it).
+	 */
+	readme?: boolean;
+	/** Over this process's environment (a PATH without bwrap: test/helpers/host.ts bareMachinePath). */
+	env?: Record<string, string>;
 }
 
 /** Starts `node src/main.ts` and resolves once it logs "pi-gateway listening". */
 export async function launchGateway(options: GatewayProcessOptions): Promise<GatewayProcess> {
-	for (const dir of ["workspace", "agent"]) mkdirSync(join(options.root, dir), { recursive: true });
+	const layout = options.readme
+		? []
+		: [
+				`--data-dir=${join(options.root, "data")}`,
+				`--workspace-root=${join(options.root, "workspace")}`,
+				`--pi-agent-dir=${join(options.root, "agent")}`,
+				"--shutdown-grace-ms=1000",
+			];
+	if (!options.readme)
+		for (const dir of ["workspace", "agent"]) mkdirSync(join(options.root, dir), { recursive: true });
 	const args = [
 		main,
 		"--host=127.0.0.1",
 		`--port=${options.port}`,
-		`--data-dir=${join(options.root, "data")}`,
-		`--workspace-root=${join(options.root, "workspace")}`,
-		`--pi-agent-dir=${join(options.root, "agent")}`,
-		"--shutdown-grace-ms=1000",
+		...layout,
 		"--log-level=info",
 		...(options.extra ?? []),
 	];
-	const child = spawn(process.execPath, args, {
-		env: { ...process.env, PI_GATEWAY_TOKEN: options.token },
-		stdio: ["ignore", "pipe", "pipe"],
-	});
+	const env: NodeJS.ProcessEnv = { ...process.env, ...options.env };
+	if (options.readme) env.HOME = options.root;
+	if (options.token) env.PI_GATEWAY_TOKEN = options.token;
+	else delete env.PI_GATEWAY_TOKEN;
+	const child = spawn(process.execPath, args, { env, stdio: ["ignore", "pipe", "pipe"] });
 	let stderr = "";
 	child.stderr?.setEncoding("utf8").on("data", (text: string) => {
 		stderr += text;
@@ -64,9 +79,11 @@ export async function launchGateway(options: GatewayProcessOptions): Promise<Gat
 		});
 		void exited.then(({ code, signal }) => fail(new Error(`gateway exited (${code ?? signal}): ${stderr}`)));
 	});
+	const listening = logs.find((entry) => entry.msg === "pi-gateway listening");
+	const token = options.token ?? readFileSync(listening?.tokenFile as string, "utf8").trim();
 	const headers = (init?: RequestInit["headers"]) => {
 		const h = new Headers(init);
-		if (!h.has("authorization")) h.set("authorization", `Bearer ${options.token}`);
+		if (!h.has("authorization")) h.set("authorization", `Bearer ${token}`);
 		return h;
 	};
 	const raw: GatewayProcess["fetch"] = (path, init = {}) =>
@@ -84,7 +101,7 @@ export async function launchGateway(options: GatewayProcessOptions): Promise<Gat
 		} catch {}
 		return { status: res.status, body, res };
 	};
-	return { child, url, token: options.token, stderr: () => stderr, logs, exited, api, fetch: raw };
+	return { child, url, token, stderr: () => stderr, logs, exited, api, fetch: raw };
 }
 
 /** Kills what is still running of `gateways` (a failed test's cleanup), by pid. */

@@ -1,5 +1,7 @@
 import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, symlinkSync } from "node:fs";
 import { createServer } from "node:net";
+import { dirname, join } from "node:path";
 
 /** Whether `command` is on PATH (a test of a third-party tool skips, naming it, where it is not). */
 export function hasCommand(command: string): boolean {
@@ -21,4 +23,23 @@ export function freePort(): Promise<number> {
 			server.close(() => resolve(port));
 		});
 	});
+}
+
+/**
+ * A PATH for a child that sees this machine without `missing` (say bwrap): a folder of links to
+ * every command on the current PATH but those, plus Node's own folder first. What a fresh machine
+ * without those packages looks like to the gateway, with no package removed from this one.
+ */
+export function bareMachinePath(folder: string, missing: string[]): string {
+	mkdirSync(folder, { recursive: true });
+	const linked = new Set(missing);
+	for (const dir of [dirname(process.execPath), ...(process.env.PATH ?? "").split(":")]) {
+		if (!dir || !existsSync(dir)) continue;
+		for (const name of readdirSync(dir)) {
+			if (linked.has(name)) continue;
+			linked.add(name);
+			symlinkSync(join(dir, name), join(folder, name));
+		}
+	}
+	return folder;
 }

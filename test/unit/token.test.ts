@@ -1,9 +1,9 @@
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config.ts";
-import { resolveToken, tokenNotice } from "../../src/token.ts";
+import { keepToken, resolveToken, tokenNotice } from "../../src/token.ts";
 
 const dirs: string[] = [];
 const fresh = () => {
@@ -16,11 +16,15 @@ afterEach(() => {
 });
 
 describe("resolveToken", () => {
-	it("generates a token in <data-dir>/token, mode 0600, and reuses it on the next start", () => {
+	it("generates a token in <data-dir>/token, mode 0600, written once the start is kept, and reuses it on the next", () => {
 		const dataDir = join(fresh(), "data");
 		const first = parseConfig({ dataDir });
-		expect(resolveToken(first, undefined)).toEqual({ kind: "generated", path: join(dataDir, "token"), reused: false });
+		const source = resolveToken(first, undefined);
+		expect(source).toEqual({ kind: "generated", path: join(dataDir, "token"), reused: false, unwritten: first.token });
 		expect(first.token).toMatch(/^[\w-]{43}$/);
+		// A start refused after this point leaves no file behind.
+		expect(existsSync(join(dataDir, "token"))).toBe(false);
+		keepToken(source);
 		expect(statSync(join(dataDir, "token")).mode & 0o777).toBe(0o600);
 		expect(readFileSync(join(dataDir, "token"), "utf8").trim()).toBe(first.token);
 		const second = parseConfig({ dataDir });

@@ -894,6 +894,8 @@ class _InfoRequired(TypedDict):
     limits: Dict[str, float]
     # Sessions this node holds (in cluster mode: owns)
     sessions: int
+    # Whether agents run confined (docs/security.md)
+    sandbox: Dict[str, Any]
 
 
 class Info(_InfoRequired, total=False):

@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import type { Cluster } from "../../../cluster/cluster.ts";
 import { infoLimitKeys, pickLimits } from "../../../limits.ts";
+import { resolveSandbox, sandboxFix, sandboxUnavailable } from "../../../sessions/sandbox.ts";
 import { piPackageDir } from "../../../sessions/spawn.ts";
 import { createRouter } from "../../transport/openapi.ts";
 import { ApiError } from "../../transport/problem.ts";
@@ -18,6 +19,8 @@ export function systemRouter({ registry, config, cluster }: Deps) {
 		.openapi(healthz, (c) => c.json({ status: "ok" as const }, 200))
 		.openapi(readyz, async (c) => {
 			if (registry.closing) throw new ApiError(503, "shutting_down", "The gateway is shutting down");
+			const sandbox = resolveSandbox(config);
+			if (sandbox.state === "unavailable") throw sandboxUnavailable(sandbox.reason);
 			// Listening comes a moment before joining: until then every /v1 request is refused (cluster-routing.ts), so not ready.
 			if (cluster && !cluster()) throw new ApiError(503, "database_unavailable", "This node is joining its cluster");
 			const unavailable = await cluster?.()?.check();
@@ -45,11 +48,17 @@ export function systemRouter({ registry, config, cluster }: Deps) {
 					extensions: [...config.extensions.keys()],
 					limits: pickLimits(config, infoLimitKeys),
 					sessions: registry.size,
+					sandbox: sandboxInfo(config),
 					...clusterInfo(cluster?.()),
 				},
 				200,
 			),
 		);
+}
+
+function sandboxInfo(config: Deps["config"]) {
+	const { state, reason } = resolveSandbox(config);
+	return { state, ...(reason && { reason }), ...(state === "unavailable" && { fix: sandboxFix }) };
 }
 
 function clusterInfo(cluster: Cluster | undefined) {

@@ -27,7 +27,7 @@ export const readyz = createRoute({
 	path: "/readyz",
 	tags: ["system"],
 	summary:
-		"Readiness: accepting new sessions (503 while shutting down, while the session registry cannot be written, or in cluster mode until the node joined its cluster and while the database is out of reach)",
+		"Readiness: accepting new sessions (503 while shutting down, while the session registry cannot be written, while the sandbox is unavailable, or in cluster mode until the node joined its cluster and while the database is out of reach)",
 	description:
 		"Public, for load balancers: 200 while this node takes new sessions; 503 problem+json (with `Retry-After` while draining) when it does not, so traffic goes elsewhere while the running sessions go on.",
 	security: [],
@@ -72,6 +72,17 @@ export const Info = z
 			.record(z.string(), z.number())
 			.describe("The gateway's numeric limits by setting name (sessions, processes, timeouts in ms, sizes in bytes)"),
 		sessions: z.number().int().openapi({ description: "Sessions this node holds (in cluster mode: owns)" }),
+		sandbox: z
+			.object({
+				state: z
+					.enum(["sandboxed", "unconfined", "unavailable"])
+					.describe(
+						"`sandboxed`: every pi and its tools run in bubblewrap. `unconfined`: the operator started with --sandbox off (tools run unconfined as the gateway's user). `unavailable`: bubblewrap is missing or does not hold here, so no session starts (503 sandbox_unavailable) until `fix` is done",
+					),
+				reason: z.string().optional().describe("Why it is not on"),
+				fix: z.string().optional().describe("What the operator does about an unavailable sandbox"),
+			})
+			.describe("Whether agents run confined (docs/security.md)"),
 		cluster: z
 			.object({
 				node: z.string().openapi({ description: "This node's id" }),
@@ -94,6 +105,7 @@ export const Info = z
 			extensions: [],
 			limits: { maxSessions: 100, commandTimeoutMs: 60000 },
 			sessions: 1,
+			sandbox: { state: "sandboxed" },
 		},
 	});
 
