@@ -170,7 +170,7 @@ export function createApp(
 	if (config.rateLimitRequests > 0) app.use(requestLimit(config.rateLimitRequests, config.rateLimitWindowMs));
 	const allowedMethods = new AllowedMethods();
 	app.use(methodGuard(allowedMethods));
-	const auditLog = extras.audit ?? new AuditLog(undefined, config.maxAuditEntries);
+	const auditLog = extras.audit ?? new AuditLog(undefined, config.maxAuditEntries, config.maxAuditEntriesPerPrincipal);
 	app.use(audit(auditLog, scopedRoutes, logger));
 	app.use(requireScope(scopedRoutes));
 	// After authentication and the scope check: a request that has neither never locates, claims or

@@ -1,6 +1,6 @@
 import type { DatabaseSync } from "node:sqlite";
 import type { Logger } from "pino";
-import type { Config } from "./config.ts";
+import { type Config, shareOf } from "./config.ts";
 import type { IdempotencyKeys } from "./http/idempotency/key-store.ts";
 import type { AuditStore } from "./http/observability/audit.ts";
 import type { AccessStore } from "./sessions/access.ts";
@@ -57,15 +57,16 @@ export function recordStores(
 	access: AccessStore;
 	audit: AuditStore;
 } {
-	const shared = (table: "approval_history" | "audit_log", max: number) =>
-		postgres && new SharedRecords(postgres.pool, table, max, log);
+	const auditShare = shareOf(config.maxAuditEntries, config.maxAuditEntriesPerPrincipal);
+	const shared = (table: "approval_history" | "audit_log", max: number, share?: number) =>
+		postgres && new SharedRecords(postgres.pool, table, max, log, share);
 	// The node's own tables are made (and pruned) in cluster mode too, as a gateway.db always holds them.
 	const history = new SqliteApprovalHistory(db, config.approvalHistoryMs, config.maxApprovalHistory);
-	const audit = new SqliteAuditLog(db, config.maxAuditEntries);
+	const audit = new SqliteAuditLog(db, config.maxAuditEntries, auditShare);
 	const sharedHistory = shared("approval_history", config.maxApprovalHistory);
-	const sharedAudit = shared("audit_log", config.maxAuditEntries);
+	const sharedAudit = shared("audit_log", config.maxAuditEntries, auditShare);
 	return {
-		webhooks: new SqliteWebhookStore(db),
+		webhooks: new SqliteWebhookStore(db, shareOf(config.webhookMaxPending, config.webhookMaxPendingPerPrincipal)),
 		rules: new SqliteRulesStore(db),
 		history: sharedHistory ? new SharedApprovalHistory(sharedHistory, config.approvalHistoryMs, history) : history,
 		access: new SqliteAccessStore(db),
@@ -80,6 +81,7 @@ export async function idempotencyKeys(
 	log: Logger,
 	postgres: PostgresStore | undefined,
 ): Promise<IdempotencyKeys> {
+	const keyShare = shareOf(config.maxIdempotencyKeys, config.maxIdempotencyKeysPerPrincipal);
 	return postgres
 		? await PostgresIdempotencyStore.open(
 				postgres.pool,
@@ -87,6 +89,7 @@ export async function idempotencyKeys(
 				config.idempotencyTtlMs,
 				config.maxIdempotencyKeys,
 				log,
+				keyShare,
 			)
-		: new IdempotencyStore(db, config.idempotencyTtlMs, config.maxIdempotencyKeys);
+		: new IdempotencyStore(db, config.idempotencyTtlMs, config.maxIdempotencyKeys, keyShare);
 }

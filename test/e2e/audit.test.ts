@@ -4,12 +4,15 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 
 // The audit trail of a full flow on real pi: created, prompted, answered, deleted, by whom,
 // from where; readable by admins only, and still there after a restart.
 let gw: TestGateway | undefined;
 let dir: string;
 let alice: string;
+let bob: string;
+let server: TestPostgres | undefined;
 beforeAll(() => {
 	dir = mkdtempSync(join(tmpdir(), "pi-gateway-audit-"));
 	alice = createKey(join(dir, "keys.json"), "alice", [
@@ -18,9 +21,11 @@ beforeAll(() => {
 		"approvals:read",
 		"approvals:answer",
 	]).secret;
+	bob = createKey(join(dir, "keys.json"), "bob", ["sessions:read", "sessions:write"]).secret;
 });
 afterAll(async () => {
 	await gw?.stop();
+	await server?.stop();
 	rmSync(dir, { recursive: true, force: true });
 });
 
@@ -78,5 +83,49 @@ describe("audit log", () => {
 		}
 		// Reads are not audited; the session filter finds the same flow.
 		expect((await gw.api(`/v1/audit?sessionId=${id}`)).body.entries).toHaveLength(4);
+	});
+});
+
+// Issue 41: one cap for every principal's entries, so bob's requests took alice's from 2 to 0 in the
+// admin's view. A small cap (40) and the default share, a tenth of it, on one node and in cluster mode.
+const stores: [string, () => Promise<string | undefined>][] = [
+	["SQLite", async () => undefined],
+	[
+		"PostgreSQL",
+		async () => {
+			server = await startTestPostgres();
+			return server.freshDatabase();
+		},
+	],
+];
+
+describe.each(stores)("audit log in fair shares (%s)", (_name, database) => {
+	let shared: TestGateway;
+	beforeAll(async () => {
+		const databaseUrl = await database();
+		const cluster = databaseUrl ? { databaseUrl, clusterSecret: "audit-fair-shares-secret-of-32-chars!" } : {};
+		shared = await startTestGateway({ keysFile: join(dir, "keys.json"), maxAuditEntries: 40, ...cluster });
+	});
+	afterAll(async () => {
+		await shared?.stop();
+	});
+
+	it("bob's flood of requests takes none of alice's entries; he keeps a tenth of the cap", async () => {
+		const as = (secret: string) => ({ authorization: `Bearer ${secret}` });
+		const id = (await shared.api("/v1/sessions", { method: "POST", headers: as(alice), json: {} })).body.id;
+		expect((await shared.api(`/v1/sessions/${id}`, { method: "DELETE", headers: as(alice) })).status).toBe(204);
+		for (let i = 0; i < 250; i++) {
+			const denied = await shared.api("/v1/sessions/ses_none/prompt", {
+				method: "POST",
+				headers: as(bob),
+				json: { message: "hi" },
+			});
+			expect(denied.status).toBe(404);
+		}
+		const hers = (await shared.api("/v1/audit?principal=alice")).body.entries;
+		expect(hers.map((e: { action: string }) => e.action)).toEqual(["sessions.delete", "sessions.create"]);
+		const his = (await shared.api("/v1/audit?principal=bob&limit=100")).body.entries;
+		expect(his).toHaveLength(4);
+		expect((await shared.api("/v1/audit?limit=100")).body.entries.length).toBeLessThanOrEqual(40);
 	});
 });

@@ -83,6 +83,7 @@ describe("a gateway on PostgreSQL (--database-url)", () => {
 			{ version: 9 },
 			{ version: 10 },
 			{ version: 11 },
+			{ version: 12 },
 		]);
 		// The node gave its sessions up and left the cluster as it stopped.
 		expect(await rows(databaseUrl, "SELECT owner FROM sessions")).toEqual([{ owner: null }]);

@@ -93,4 +93,20 @@ describe("PostgresOutbox", () => {
 		await next?.hold([{ ...delivery("r1", "wh_2"), attempts: 0 }]);
 		expect((await stopping?.adoptOrphans(["wh_2"]))?.[0]).toEqual({ ...delivery("r1", "wh_2"), attempts: 0 });
 	});
+
+	// Issue 41: an adopted message must count in its own principal's share of the adopter's outbox.
+	it("an adopted message names the principal that owns its session, read from the cluster's owners when first held", async () => {
+		await lease("holder", 60);
+		await lease("adopter", 60);
+		await pool.query("INSERT INTO session_access (session_id, owner, grants) VALUES ('s_alice', 'alice', '[]')");
+		const [holder, adopter] = ["holder", "adopter"].map((n) => new PostgresOutbox(pool, n)) as PostgresOutbox[];
+		const hers = { ...delivery("p1", "wh_3"), payload: { type: "run.settled", data: { sessionId: "s_alice" } } };
+		await holder?.hold([hers, delivery("p2", "wh_3")]);
+		// Her session is gone by the time the holder is (its owner's record with it): the message still says whose it was.
+		await pool.query("DELETE FROM session_access WHERE session_id = 's_alice'");
+		await lease("holder", -1);
+		const adopted = (await adopter?.adoptOrphans(["wh_3"])) ?? [];
+		expect(adopted.find((d) => d.id === "p1")).toEqual({ ...hers, principal: "alice" });
+		expect(adopted.find((d) => d.id === "p2")).not.toHaveProperty("principal");
+	});
 });

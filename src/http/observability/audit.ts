@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
+import { shareOf } from "../../config.ts";
 import type { ScopedRoutes } from "../auth/principals.ts";
 import type { AppEnv } from "../transport/openapi.ts";
 import { decodedSegment } from "../transport/params.ts";
@@ -45,8 +46,9 @@ export interface AuditQuery {
 }
 
 /**
- * Where the log is kept beyond memory, bounded to the newest entries: gateway.db
- * (src/store/sqlite/audit.ts), or in cluster mode the cluster's PostgreSQL
+ * Where the log is kept beyond memory, bounded with fair shares (each principal keeps its newest
+ * entries up to its share; past the cap the principal that holds the most gives up its oldest):
+ * gateway.db (src/store/sqlite/audit.ts), or in cluster mode the cluster's PostgreSQL
  * (src/store/postgres/shared-records.ts: every node's entries, read through any). server.ts picks one.
  */
 export interface AuditStore {
@@ -62,17 +64,23 @@ export interface AuditStore {
 
 /**
  * Who changed what, when and from where: each state-changing request, kept in an AuditStore (so
- * it outlives a restart) and written as a JSON line to the log too (`msg: "audit"`). In memory,
- * the newest `maxRows`, when there is no store (an app in a test).
+ * it outlives a restart) and written as a JSON line to the log too (`msg: "audit"`). In memory when
+ * there is no store (an app in a test), with the same fair shares as the stores: `share` entries per
+ * principal, `maxRows` in all.
  */
 export class AuditLog {
 	readonly #store: AuditStore | undefined;
 	readonly #maxRows: number;
-	readonly #memory: AuditEntry[] = [];
+	readonly #share: number;
+	/** Oldest first; `seq` is the cursor, as a store's rowid is. */
+	readonly #memory: { seq: number; entry: AuditEntry }[] = [];
+	readonly #held = new Map<string, number>();
+	#seq = 0;
 
-	constructor(store: AuditStore | undefined, maxRows: number) {
+	constructor(store: AuditStore | undefined, maxRows: number, share = shareOf(maxRows)) {
 		this.#store = store;
 		this.#maxRows = maxRows;
+		this.#share = share;
 	}
 
 	record(entry: AuditEntry): void {
@@ -80,8 +88,14 @@ export class AuditLog {
 			this.#store.add(entry);
 			return;
 		}
-		this.#memory.push(entry);
-		if (this.#memory.length > this.#maxRows) this.#memory.shift();
+		this.#memory.push({ seq: ++this.#seq, entry });
+		this.#held.set(entry.principal, (this.#held.get(entry.principal) ?? 0) + 1);
+		if ((this.#held.get(entry.principal) ?? 0) > this.#share) this.#evict(entry.principal);
+		while (this.#memory.length > this.#maxRows) {
+			const [most] = [...this.#held].sort((a, b) => b[1] - a[1])[0] ?? [];
+			if (most === undefined) break;
+			this.#evict(most);
+		}
 	}
 
 	/** Newest first (by when they were answered); `before` is the `nextCursor` of an earlier page. */
@@ -95,14 +109,23 @@ export class AuditLog {
 			return { entries: records, nextCursor };
 		}
 		const all = this.#memory
-			.map((entry, i) => ({ rowid: i + 1, entry }))
-			.filter(({ entry, rowid }) => matches(entry, query) && (query.before === undefined || rowid < query.before))
+			.filter(({ entry, seq }) => matches(entry, query) && (query.before === undefined || seq < query.before))
 			.reverse();
 		const page = all.slice(0, query.limit);
 		return {
 			entries: page.map((r) => r.entry),
-			nextCursor: all.length > query.limit ? String(page.at(-1)?.rowid) : null,
+			nextCursor: all.length > query.limit ? String(page.at(-1)?.seq) : null,
 		};
+	}
+
+	/** The principal's oldest entry goes (a scan of the list: memory is the store of an app in a test). */
+	#evict(principal: string): void {
+		const index = this.#memory.findIndex((r) => r.entry.principal === principal);
+		if (index < 0) return;
+		this.#memory.splice(index, 1);
+		const left = (this.#held.get(principal) ?? 1) - 1;
+		if (left > 0) this.#held.set(principal, left);
+		else this.#held.delete(principal);
 	}
 }
 

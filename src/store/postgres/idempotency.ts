@@ -1,6 +1,8 @@
 import type pg from "pg";
 import type { Logger } from "pino";
+import { shareOf } from "../../config.ts";
 import type { IdempotencyKeys, KeyRecord, ScopedKey, StoredAnswer } from "../../http/idempotency/key-store.ts";
+import { type SharedTable, trimShares } from "./fair-share.ts";
 import { needDatabase } from "./schema.ts";
 
 /** How often old keys are pruned and failed writes tried again. */
@@ -8,6 +10,13 @@ const tickMs = 10_000;
 
 /** SQL: the node that claimed row `k` still holds its lease (else its request died with it). */
 const claimerAlive = "EXISTS (SELECT 1 FROM nodes n WHERE n.id = k.node AND n.lease_until > now())";
+
+/** The table's fair shares (fair-share.ts): only a finished key is evicted, the oldest of its principal first. */
+const keysTable: SharedTable = {
+	store: "idempotency",
+	evict: `DELETE FROM idempotency_keys WHERE (principal, key) IN (
+		SELECT principal, key FROM idempotency_keys WHERE principal = $1 AND state = 'done' ORDER BY created_at LIMIT $2)`,
+};
 
 /** A JSON pair, not a joined string: no principal/key split can collide with another. */
 const unwrittenId = (principal: string, key: string) => JSON.stringify([principal, key]);
@@ -18,30 +27,34 @@ const unwrittenId = (principal: string, key: string) => JSON.stringify([principa
  * first claim wins (one INSERT … ON CONFLICT), with the same semantics as IdempotencyStore. A key
  * left `running` by a node whose lease ran out belonged to a request that died with that node (and
  * its pi): it counts as absent, so a retry runs. Times are the database's, the same for every node.
+ * Fair shares as in SQLite: a principal's claim past its `share` evicts its own oldest finished
+ * key, and past `maxKeys` the principal that holds the most gives up its oldest.
  */
 export class PostgresIdempotencyStore implements IdempotencyKeys {
 	readonly #pool: pg.Pool;
 	readonly #node: string;
 	readonly #ttlSeconds: number;
 	readonly #maxKeys: number;
+	readonly #share: number;
 	readonly #logger: Logger;
 	/** Writes after the handler ran, kept by principal and key when the database did not take them, and tried again. */
 	readonly #unwritten = new Map<string, () => Promise<unknown>>();
 	readonly #timer: NodeJS.Timeout;
 
-	private constructor(pool: pg.Pool, node: string, ttlMs: number, maxKeys: number, logger: Logger) {
+	private constructor(pool: pg.Pool, node: string, ttlMs: number, maxKeys: number, logger: Logger, share: number) {
 		this.#pool = pool;
 		this.#node = node;
 		this.#ttlSeconds = ttlMs / 1000;
 		this.#maxKeys = maxKeys;
+		this.#share = share;
 		this.#logger = logger;
 		this.#timer = setInterval(() => void this.#tick(), tickMs).unref();
 	}
 
 	/** Forgets what this node (by its name) claimed in an earlier life: those requests died with it. */
-	static async open(pool: pg.Pool, node: string, ttlMs: number, maxKeys: number, logger: Logger) {
+	static async open(pool: pg.Pool, node: string, ttlMs: number, maxKeys: number, logger: Logger, share?: number) {
 		await pool.query("DELETE FROM idempotency_keys WHERE node = $1 AND state = 'running'", [node]);
-		const store = new PostgresIdempotencyStore(pool, node, ttlMs, maxKeys, logger);
+		const store = new PostgresIdempotencyStore(pool, node, ttlMs, maxKeys, logger, share ?? shareOf(maxKeys));
 		await store.#prune();
 		return store;
 	}
@@ -78,7 +91,12 @@ export class PostgresIdempotencyStore implements IdempotencyKeys {
 				[key, fingerprint, this.#node, this.#ttlSeconds, principal],
 			),
 		);
-		return rowCount === 1;
+		if (rowCount !== 1) return false;
+		// The key is taken: a trim the database does not answer now is done by a later claim.
+		await trimShares(this.#pool, keysTable, principal, this.#share, this.#maxKeys).catch((error) =>
+			this.#logger.warn({ err: error }, "idempotency: keys not trimmed; a later claim will"),
+		);
+		return true;
 	}
 
 	/** Never throws: the work is done by now; a lost write is tried again (a retry meanwhile gets 409). */
@@ -124,15 +142,10 @@ export class PostgresIdempotencyStore implements IdempotencyKeys {
 		await this.#prune().catch(() => {});
 	}
 
-	/** Keys past the window go, and past maxKeys the oldest finished ones (as in SQLite). */
+	/** Keys past the window go (the caps are kept at each claim). */
 	async #prune(): Promise<void> {
 		await this.#pool.query("DELETE FROM idempotency_keys WHERE created_at <= now() - make_interval(secs => $1)", [
 			this.#ttlSeconds,
 		]);
-		await this.#pool.query(
-			`DELETE FROM idempotency_keys WHERE state = 'done' AND (principal, key) IN (
-				SELECT principal, key FROM idempotency_keys WHERE state = 'done' ORDER BY created_at DESC OFFSET $1)`,
-			[this.#maxKeys],
-		);
 	}
 }

@@ -138,6 +138,41 @@ CREATE TABLE folder_entries (session_id text NOT NULL REFERENCES folder_state (s
 CREATE TABLE folder_refs (session_id text NOT NULL REFERENCES folder_state (session_id) ON DELETE CASCADE, hash bytea NOT NULL REFERENCES folder_blobs (hash), PRIMARY KEY (session_id, hash));
 CREATE INDEX folder_refs_hash ON folder_refs (hash);`,
 	},
+	{
+		version: 12,
+		// src/store/postgres/fair-share.ts. Rows already there stay and are counted (the tables locked
+		// meanwhile, so a node of the older version writing at once is counted too). Triggers keep the
+		// counts, the total first: every writer takes the total's row before a principal's, so two never
+		// wait for each other. The outbox's principal rides with an adopted message (webhook-outbox.ts).
+		name: "fair shares: idempotency keys, audit entries and outbox messages counted per principal",
+		sql: `
+LOCK TABLE idempotency_keys, audit_log IN SHARE ROW EXCLUSIVE MODE;
+CREATE TABLE fair_counts (store text NOT NULL, principal text NOT NULL, n bigint NOT NULL, PRIMARY KEY (store, principal));
+CREATE INDEX fair_counts_most ON fair_counts (store, n DESC, principal DESC);
+CREATE TABLE fair_totals (store text PRIMARY KEY, n bigint NOT NULL);
+CREATE FUNCTION pi_gateway_fair_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_OP = 'INSERT' THEN
+		INSERT INTO fair_totals AS t (store, n) VALUES (TG_ARGV[0], 1) ON CONFLICT (store) DO UPDATE SET n = t.n + 1;
+		INSERT INTO fair_counts AS c (store, principal, n) VALUES (TG_ARGV[0], NEW.principal, 1)
+			ON CONFLICT (store, principal) DO UPDATE SET n = c.n + 1;
+	ELSE
+		UPDATE fair_totals SET n = n - 1 WHERE store = TG_ARGV[0];
+		DELETE FROM fair_counts WHERE store = TG_ARGV[0] AND principal = OLD.principal AND n <= 1;
+		UPDATE fair_counts SET n = n - 1 WHERE store = TG_ARGV[0] AND principal = OLD.principal;
+	END IF;
+	RETURN NULL;
+END $$;
+CREATE TRIGGER idempotency_keys_fair AFTER INSERT OR DELETE ON idempotency_keys FOR EACH ROW EXECUTE FUNCTION pi_gateway_fair_count('idempotency');
+CREATE TRIGGER audit_log_fair AFTER INSERT OR DELETE ON audit_log FOR EACH ROW EXECUTE FUNCTION pi_gateway_fair_count('audit');
+INSERT INTO fair_counts SELECT 'idempotency', principal, count(*) FROM idempotency_keys GROUP BY principal;
+INSERT INTO fair_counts SELECT 'audit', principal, count(*) FROM audit_log GROUP BY principal;
+INSERT INTO fair_totals SELECT 'idempotency', count(*) FROM idempotency_keys;
+INSERT INTO fair_totals SELECT 'audit', count(*) FROM audit_log;
+CREATE INDEX idempotency_keys_principal_age ON idempotency_keys (principal, created_at);
+CREATE INDEX audit_log_principal ON audit_log (principal, seq);
+ALTER TABLE webhook_outbox ADD COLUMN principal text;`,
+	},
 ];
 
 /** An arbitrary constant: the advisory lock every node takes while it migrates. */

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import type { AuditEntry, AuditQuery, AuditStore } from "../../http/observability/audit.ts";
 import type { ApprovalHistoryQuery, ApprovalHistoryStore } from "../../sessions/approval-history.ts";
 import type { Approval } from "../../sessions/approvals.ts";
+import { type SharedTable, trimShares } from "./fair-share.ts";
 import { needDatabase } from "./schema.ts";
 
 /** Prune every this many writes (a DELETE per write would be wasted work). */
@@ -15,25 +16,35 @@ const tables = {
 } as const;
 type Table = keyof typeof tables;
 
+/** The audit log's fair shares (fair-share.ts): a principal's oldest entries go first, by the (principal, seq) index. */
+const auditShares: SharedTable = {
+	store: "audit",
+	evict: "DELETE FROM audit_log WHERE seq IN (SELECT seq FROM audit_log WHERE principal = $1 ORDER BY seq LIMIT $2)",
+};
+
 /**
  * Cluster mode: a bounded, append-mostly table of JSON records in PostgreSQL that every node
  * writes and reads, for what a client expects to read whole through any node (approval history,
  * the audit log). The same shape as ../sqlite/record-page.ts over SQLite: newest first by a sequence, the
  * `nextCursor` is that sequence. Writes go behind in order and fail soft (a lost history row never
- * costs an answer or a request; the log line has it).
+ * costs an answer or a request; the log line has it). The audit log is bounded with fair shares
+ * (`share` entries per principal, then the one that holds the most gives up its oldest), trimmed
+ * after each write; approval history by age and count.
  */
 export class SharedRecords {
 	readonly #pool: pg.Pool;
 	readonly #table: Table;
 	readonly #maxRows: number;
+	readonly #share: number;
 	readonly #logger: Logger;
 	#queue: Promise<void> = Promise.resolve();
 	#writes = 0;
 
-	constructor(pool: pg.Pool, table: Table, maxRows: number, logger: Logger) {
+	constructor(pool: pg.Pool, table: Table, maxRows: number, logger: Logger, share = maxRows) {
 		this.#pool = pool;
 		this.#table = table;
 		this.#maxRows = maxRows;
+		this.#share = share;
 		this.#logger = logger;
 	}
 
@@ -45,10 +56,13 @@ export class SharedRecords {
 		const update = key ? `ON CONFLICT ${key} DO UPDATE SET record = EXCLUDED.record, status = EXCLUDED.status` : "";
 		const sql = `INSERT INTO ${this.#table} (${names.join(", ")}, record) VALUES (${placeholders}, $${names.length + 1}) ${update}`;
 		const prune = ++this.#writes % pruneEvery === 0;
+		const principal = columns.principal;
 		this.#queue = this.#queue.then(async () => {
 			try {
 				await this.#pool.query(sql, [...values, JSON.stringify(record)]);
-				if (prune) await this.prune();
+				if (this.#table === "audit_log" && typeof principal === "string")
+					await trimShares(this.#pool, auditShares, principal, this.#share, this.#maxRows);
+				else if (prune) await this.prune();
 			} catch (error) {
 				this.#logger.warn({ err: error, table: this.#table }, "cluster: a record was not written");
 			}

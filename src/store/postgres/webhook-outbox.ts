@@ -11,6 +11,13 @@ interface Row {
 	next_at: string | null;
 	created_at: string;
 	log: string;
+	principal: string | null;
+}
+
+/** The session a message is about (every message's data names it). */
+function sessionOf(delivery: Delivery): string | null {
+	const data = delivery.payload.data as { sessionId?: unknown } | undefined;
+	return typeof data?.sessionId === "string" ? data.sessionId : null;
 }
 
 /** How long a settled row is kept: a node back from a long pause must still learn that its copy went elsewhere. */
@@ -21,6 +28,11 @@ const keepSettled = "1 day";
  * the node that holds it. A node writes only rows it holds; a row whose node has no live lease is
  * adopted by a live node (the row lock makes one of them win). Settled rows stay a day as
  * tombstones, so a node that was paused past its lease finds that its copy was sent by another.
+ *
+ * Fair shares: a row names the principal that owns the message's session (migration 12; read from
+ * the cluster's session_access as the message is first held), and an adopted message brings it along,
+ * so the adopting node counts it in that principal's share of its outbox (../sqlite/webhooks.ts), not
+ * in whatever its own copy of the owners says (it may never have run the session).
  */
 export class PostgresOutbox implements SharedOutbox {
 	readonly #pool: pg.Pool;
@@ -35,8 +47,8 @@ export class PostgresOutbox implements SharedOutbox {
 	async hold(deliveries: Delivery[]): Promise<void> {
 		for (const d of deliveries) {
 			await this.#pool.query(
-				`INSERT INTO webhook_outbox (webhook_id, id, node, state, type, payload, attempts, next_at, created_at, log)
-				 VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9)
+				`INSERT INTO webhook_outbox (webhook_id, id, node, state, type, payload, attempts, next_at, created_at, log, principal)
+				 VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9, (SELECT owner FROM session_access WHERE session_id = $10))
 				 ON CONFLICT (webhook_id, id) DO UPDATE SET state = 'pending', attempts = EXCLUDED.attempts,
 				   next_at = EXCLUDED.next_at, payload = EXCLUDED.payload, log = EXCLUDED.log, settled_at = NULL
 				 WHERE webhook_outbox.node = $3`,
@@ -50,6 +62,7 @@ export class PostgresOutbox implements SharedOutbox {
 					d.nextAttemptAt === null ? null : Date.parse(d.nextAttemptAt),
 					d.createdAt,
 					JSON.stringify(d.log),
+					sessionOf(d),
 				],
 			);
 		}
@@ -75,7 +88,8 @@ export class PostgresOutbox implements SharedOutbox {
 		return row.node === this.#node ? "mine" : "elsewhere";
 	}
 
-	async adoptOrphans(webhookIds: string[]): Promise<Delivery[]> {
+	/** Each with `principal` beside the Delivery's fields when the record names one (see above). */
+	async adoptOrphans(webhookIds: string[]): Promise<(Delivery & { principal?: string })[]> {
 		if (webhookIds.length === 0) return [];
 		// Tombstones older than a day go, once an hour per node rather than at every look.
 		if (Date.now() - this.#swept > 3600_000) {
@@ -90,7 +104,7 @@ export class PostgresOutbox implements SharedOutbox {
 			 WHERE o.state = 'pending' AND o.node <> $1 AND o.webhook_id = ANY($2)
 			   AND EXISTS (SELECT 1 FROM nodes me WHERE me.id = $1 AND me.lease_until > now())
 			   AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = o.node AND n.lease_until > now())
-			 RETURNING o.webhook_id, o.id, o.type, o.payload, o.attempts, o.next_at, o.created_at, o.log`,
+			 RETURNING o.webhook_id, o.id, o.type, o.payload, o.attempts, o.next_at, o.created_at, o.log, o.principal`,
 			[this.#node, webhookIds],
 		);
 		return rows.map((r) => ({
@@ -103,6 +117,7 @@ export class PostgresOutbox implements SharedOutbox {
 			createdAt: r.created_at,
 			payload: JSON.parse(r.payload) as Record<string, unknown>,
 			log: JSON.parse(r.log) as DeliveryAttempt[],
+			...(r.principal !== null && { principal: r.principal }),
 		}));
 	}
 

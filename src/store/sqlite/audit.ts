@@ -1,21 +1,28 @@
 import type { DatabaseSync } from "node:sqlite";
+import { shareOf } from "../../config.ts";
 import type { AuditEntry, AuditQuery, AuditStore } from "../../http/observability/audit.ts";
+import { FairShare } from "./fair-share.ts";
 import { recordPage } from "./record-page.ts";
 import { auditTable } from "./schema.ts";
 
-/** Prune every this many writes (a DELETE per write would be wasted work). */
-const pruneEvery = 100;
-
-/** The audit log (src/http/observability/audit.ts) in gateway.db, bounded to the newest `maxRows`. */
+/**
+ * The audit log (src/http/observability/audit.ts) in gateway.db, bounded with fair shares: each
+ * principal keeps its newest `share` entries; past `maxRows` the principal that holds the most gives
+ * up its oldest. So however many requests one principal sends, the admin still reads every other
+ * principal's entries.
+ */
 export class SqliteAuditLog implements AuditStore {
 	readonly #db: DatabaseSync;
 	readonly #maxRows: number;
-	#writes = 0;
+	readonly #share: number;
+	readonly #counts: FairShare;
 
-	constructor(db: DatabaseSync, maxRows: number) {
+	constructor(db: DatabaseSync, maxRows: number, share = shareOf(maxRows)) {
 		this.#db = db;
 		this.#maxRows = maxRows;
+		this.#share = share;
 		db.exec(auditTable);
+		this.#counts = new FairShare(db, { store: "audit", table: "audit_log", scope: () => "''", counted: () => "1" });
 	}
 
 	add(entry: AuditEntry): void {
@@ -24,18 +31,19 @@ export class SqliteAuditLog implements AuditStore {
 			this.#db
 				.prepare("INSERT INTO audit_log (principal, session_id, record) VALUES (?, ?, ?)")
 				.run(entry.principal, entry.sessionId, JSON.stringify(entry));
-			if (++this.#writes % pruneEvery === 0) this.prune();
+			const evict = this.#db.prepare(
+				"DELETE FROM audit_log WHERE rowid IN (SELECT rowid FROM audit_log WHERE principal = ? ORDER BY rowid LIMIT ?)",
+			);
+			this.#counts.trim(
+				"",
+				this.#share,
+				this.#maxRows,
+				(principal, n) => Number(evict.run(principal, n).changes),
+				entry.principal,
+			);
 		} catch {
 			// A full disk loses audit rows (the log line still has it), never the request itself.
 		}
-	}
-
-	prune(): void {
-		this.#db
-			.prepare(
-				"DELETE FROM audit_log WHERE rowid IN (SELECT rowid FROM audit_log ORDER BY rowid DESC LIMIT -1 OFFSET ?)",
-			)
-			.run(this.#maxRows);
 	}
 
 	async page(query: AuditQuery, limit: number, before?: number) {

@@ -1,6 +1,8 @@
 import type { DatabaseSync } from "node:sqlite";
+import { shareOf } from "../../config.ts";
 import type { IdempotencyKeys, KeyRecord, ScopedKey, StoredAnswer } from "../../http/idempotency/key-store.ts";
 import { storedOr507 } from "../storage-full.ts";
+import { FairShare } from "./fair-share.ts";
 import { idempotencyTable } from "./schema.ts";
 
 /**
@@ -21,6 +23,10 @@ const isSqliteError = (error: unknown) => (error as { code?: unknown }).code ===
  * Idempotency keys in gateway.db (own table). A key left `running` by a previous process belonged
  * to a request that died with it (and with its pi): it is forgotten at start, so a retry runs.
  *
+ * Fair shares: each principal keeps up to `share` keys, past which its own oldest finished key goes;
+ * past `maxKeys` the oldest finished key of the principal that holds the most goes. So no principal's
+ * flood of keys evicts another's (whose retry would then run twice). A running key is never evicted.
+ *
  * A full disk: a claim that cannot be written is 507 and the request does not run. Once the request
  * ran, its answer is the client's whatever the disk says: a finish or forget that fails is kept
  * here (and read back from here) and written before the next claim, which is refused while it fails.
@@ -29,15 +35,24 @@ export class IdempotencyStore implements IdempotencyKeys {
 	readonly #db: DatabaseSync;
 	readonly #ttlMs: number;
 	readonly #maxKeys: number;
+	readonly #share: number;
+	readonly #counts: FairShare;
 	/** Writes the disk did not take, by key, with the record they leave (undefined: forgotten). */
 	readonly #unwritten = new Map<string, { record: KeyRecord | undefined; write: () => void }>();
 
-	constructor(db: DatabaseSync, ttlMs: number, maxKeys: number) {
+	constructor(db: DatabaseSync, ttlMs: number, maxKeys: number, share = shareOf(maxKeys)) {
 		this.#db = db;
 		this.#ttlMs = ttlMs;
 		this.#maxKeys = maxKeys;
+		this.#share = share;
 		dropUnscopedTable(db);
 		db.exec(idempotencyTable);
+		this.#counts = new FairShare(db, {
+			store: "idempotency",
+			table: "idempotency_keys",
+			scope: () => "''",
+			counted: () => "1",
+		});
 		db.prepare("DELETE FROM idempotency_keys WHERE state = 'running'").run();
 		this.prune();
 	}
@@ -81,7 +96,9 @@ export class IdempotencyStore implements IdempotencyKeys {
 					"INSERT OR IGNORE INTO idempotency_keys (principal, key, fingerprint, state, answer, created_at) VALUES (?, ?, ?, 'running', NULL, ?)",
 				)
 				.run(key.principal, key.key, fingerprint, Date.now());
-			return result.changes === 1;
+			if (result.changes !== 1) return false;
+			this.#trim(key.principal);
+			return true;
 		});
 	}
 
@@ -118,14 +135,21 @@ export class IdempotencyStore implements IdempotencyKeys {
 		}
 	}
 
-	/** Keys past the window go, and past maxKeys the oldest finished ones. */
+	/** Keys past the window go (by the age index: only what goes is read). */
 	prune(): void {
 		this.#db.prepare("DELETE FROM idempotency_keys WHERE created_at < ?").run(Date.now() - this.#ttlMs);
-		this.#db
-			.prepare(
-				`DELETE FROM idempotency_keys WHERE state = 'done' AND rowid IN (
-					SELECT rowid FROM idempotency_keys WHERE state = 'done' ORDER BY created_at DESC LIMIT -1 OFFSET ?)`,
-			)
-			.run(this.#maxKeys);
+	}
+
+	/** After `principal` took a key: its share, then the cap (fair-share.ts). A trim the disk refuses waits for the next claim. */
+	#trim(principal: string): void {
+		const evict = this.#db.prepare(
+			`DELETE FROM idempotency_keys WHERE rowid IN (
+				SELECT rowid FROM idempotency_keys WHERE principal = ? AND state = 'done' ORDER BY created_at, rowid LIMIT ?)`,
+		);
+		try {
+			this.#counts.trim("", this.#share, this.#maxKeys, (holder, n) => Number(evict.run(holder, n).changes), principal);
+		} catch (error) {
+			if (!isSqliteError(error)) throw error;
+		}
 	}
 }

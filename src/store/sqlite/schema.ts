@@ -3,7 +3,9 @@
  * migrations: each owner creates its tables (CREATE … IF NOT EXISTS) when it opens the shared
  * handle, so a data directory from an older gateway gains the tables it lacks. The one change to
  * an existing table, Idempotency-Key answers scoped to their principal, drops the old unscoped
- * table before this one is created (dropUnscopedTable in idempotency.ts).
+ * table before this one is created (dropUnscopedTable in idempotency.ts); the outbox's principal
+ * column is added in place to an older table and filled from session_access (webhooks.ts), and the
+ * fair-share counts are made from the rows already there when their triggers are new (fair-share.ts).
  * PostgreSQL's tables (cluster mode) are the numbered list in ../postgres/schema.ts.
  */
 
@@ -47,7 +49,10 @@ CREATE TABLE IF NOT EXISTS approval_history (
 );
 CREATE INDEX IF NOT EXISTS approval_history_resolved ON approval_history (resolved_at);`;
 
-/** Webhooks and their outbox (WebhookStore, webhooks.ts). */
+/**
+ * Webhooks and their outbox (WebhookStore, webhooks.ts). `principal` is the owner of the session a
+ * message is about, whose share of the webhook's outbox it counts in.
+ */
 export const webhookTables = `
 CREATE TABLE IF NOT EXISTS webhooks (
 	id TEXT PRIMARY KEY,
@@ -64,9 +69,15 @@ CREATE TABLE IF NOT EXISTS webhook_outbox (
 	next_at INTEGER,
 	created_at TEXT NOT NULL,
 	log TEXT NOT NULL,
+	principal TEXT NOT NULL DEFAULT 'admin',
 	PRIMARY KEY (webhook_id, id)
-);
-CREATE INDEX IF NOT EXISTS webhook_outbox_due ON webhook_outbox (state, next_at);`;
+);`;
+
+/** The outbox's indexes, made once an older table has its principal column: due times, and each principal's oldest per webhook and due. */
+export const webhookIndexes = `
+CREATE INDEX IF NOT EXISTS webhook_outbox_due ON webhook_outbox (state, next_at);
+CREATE INDEX IF NOT EXISTS webhook_outbox_principal ON webhook_outbox (webhook_id, principal, state, created_at);
+CREATE INDEX IF NOT EXISTS webhook_outbox_principal_due ON webhook_outbox (state, principal, next_at);`;
 
 /** Idempotency-Key answers, per principal (IdempotencyStore, idempotency.ts). */
 export const idempotencyTable = `
@@ -79,12 +90,83 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
 	created_at INTEGER NOT NULL,
 	PRIMARY KEY (principal, key)
 );
-CREATE INDEX IF NOT EXISTS idempotency_keys_age ON idempotency_keys (created_at);`;
+CREATE INDEX IF NOT EXISTS idempotency_keys_age ON idempotency_keys (created_at);
+CREATE INDEX IF NOT EXISTS idempotency_keys_principal_age ON idempotency_keys (principal, created_at);`;
 
-/** The audit log (AuditLog, src/http/observability/audit.ts). */
+/** The audit log (AuditLog, src/http/observability/audit.ts); an index holds the rowid, so its index is (principal, age). */
 export const auditTable = `
 CREATE TABLE IF NOT EXISTS audit_log (
 	principal TEXT NOT NULL,
 	session_id TEXT,
 	record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_log_principal ON audit_log (principal);`;
+
+/**
+ * Fair shares (DESIGN, "Fair shares"; FairShare in fair-share.ts): how many rows each principal
+ * holds in a capped table, per `scope` ('' where the cap is the table's, the webhook's id in the
+ * outbox), and the scope's total. Triggers keep them, so a cap is checked with two lookups.
+ */
+export const fairShareTables = `
+CREATE TABLE IF NOT EXISTS fair_counts (
+	store TEXT NOT NULL,
+	scope TEXT NOT NULL,
+	principal TEXT NOT NULL,
+	n INTEGER NOT NULL,
+	PRIMARY KEY (store, scope, principal)
+);
+CREATE INDEX IF NOT EXISTS fair_counts_most ON fair_counts (store, scope, n, principal);
+CREATE TABLE IF NOT EXISTS fair_totals (
+	store TEXT NOT NULL,
+	scope TEXT NOT NULL,
+	n INTEGER NOT NULL,
+	PRIMARY KEY (store, scope)
 );`;
+
+/**
+ * The rows of `table` a store counts: `counted` and `scope` are SQL over a row, written with the
+ * name the row goes by (NEW, OLD, or the table itself when the counts are made from scratch).
+ * `state` says the condition reads the state column, which UPDATEs change.
+ */
+export interface CountedRows {
+	store: string;
+	table: string;
+	scope: (row: string) => string;
+	counted: (row: string) => string;
+	state?: boolean;
+}
+
+/** The triggers that keep `rows`' counts (named with a version, so a changed rule makes new ones). */
+export function fairShareTriggers(rows: CountedRows): string {
+	const { store, table, scope, counted } = rows;
+	const add = (row: string) => `
+		INSERT INTO fair_counts (store, scope, principal, n) VALUES ('${store}', ${scope(row)}, ${row}.principal, 1)
+			ON CONFLICT (store, scope, principal) DO UPDATE SET n = n + 1;
+		INSERT INTO fair_totals (store, scope, n) VALUES ('${store}', ${scope(row)}, 1)
+			ON CONFLICT (store, scope) DO UPDATE SET n = n + 1;`;
+	const remove = (row: string) => `
+		UPDATE fair_counts SET n = n - 1 WHERE store = '${store}' AND scope = ${scope(row)} AND principal = ${row}.principal;
+		DELETE FROM fair_counts WHERE store = '${store}' AND scope = ${scope(row)} AND principal = ${row}.principal AND n <= 0;
+		UPDATE fair_totals SET n = n - 1 WHERE store = '${store}' AND scope = ${scope(row)};
+		DELETE FROM fair_totals WHERE store = '${store}' AND scope = ${scope(row)} AND n <= 0;`;
+	const name = `fair1_${store}`;
+	const moves = rows.state
+		? `
+CREATE TRIGGER ${name}_enter AFTER UPDATE OF state ON ${table} WHEN ${counted("NEW")} AND NOT ${counted("OLD")} BEGIN ${add("NEW")} END;
+CREATE TRIGGER ${name}_leave AFTER UPDATE OF state ON ${table} WHEN ${counted("OLD")} AND NOT ${counted("NEW")} BEGIN ${remove("OLD")} END;`
+		: "";
+	return `
+CREATE TRIGGER ${name}_insert AFTER INSERT ON ${table} WHEN ${counted("NEW")} BEGIN ${add("NEW")} END;
+CREATE TRIGGER ${name}_delete AFTER DELETE ON ${table} WHEN ${counted("OLD")} BEGIN ${remove("OLD")} END;${moves}`;
+}
+
+/** Counts `rows` from scratch (their triggers are new: an older gateway.db, or a table made again). */
+export function fairShareRecount({ store, table, scope, counted }: CountedRows): string {
+	return `
+DELETE FROM fair_counts WHERE store = '${store}';
+DELETE FROM fair_totals WHERE store = '${store}';
+INSERT INTO fair_counts (store, scope, principal, n)
+	SELECT '${store}', ${scope(table)}, principal, count(*) FROM ${table} WHERE ${counted(table)} GROUP BY 2, 3;
+INSERT INTO fair_totals (store, scope, n)
+	SELECT '${store}', ${scope(table)}, count(*) FROM ${table} WHERE ${counted(table)} GROUP BY 2;`;
+}

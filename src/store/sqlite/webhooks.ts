@@ -1,12 +1,15 @@
 import type { DatabaseSync } from "node:sqlite";
+import { shareOf } from "../../config.ts";
 import type { Delivery, DeliveryAttempt, Webhook, WebhookEventType } from "../../webhooks/schemas.ts";
 import type { StoredWebhook, WebhookStore } from "../../webhooks/store.ts";
-import { webhookTables } from "./schema.ts";
+import { FairShare } from "./fair-share.ts";
+import { accessTable, type CountedRows, webhookIndexes, webhookTables } from "./schema.ts";
 
 /** Webhooks and their outbox live in gateway.db next to the session registry, in tables of their own. */
 
 interface OutboxRow {
 	id: string;
+	principal: string;
 	webhook_id: string;
 	type: string;
 	payload: string;
@@ -20,13 +23,70 @@ interface OutboxRow {
 /** Attempts kept per delivery in its log. */
 const keepAttempts = 20;
 
-/** Plain SQL over the open gateway.db handle; every call is synchronous and small. */
+/** Waiting messages and the delivery log, each counted per webhook and principal (fair-share.ts). */
+const pendingRows: CountedRows = {
+	store: "outbox_pending",
+	table: "webhook_outbox",
+	scope: (row) => `${row}.webhook_id`,
+	counted: (row) => `${row}.state = 'pending'`,
+	state: true,
+};
+const settledRows: CountedRows = {
+	...pendingRows,
+	store: "outbox_settled",
+	counted: (row) => `${row}.state != 'pending'`,
+};
+
+/**
+ * Whose share a message counts in: the owner of the session it is about (session_access, in the same
+ * gateway.db: the node that runs a session holds its record), else the admin's, as SessionAccess
+ * says of a session without a record. Cluster mode: an adopted message brings its principal along.
+ */
+const ownerOf = "COALESCE(?, (SELECT owner FROM session_access WHERE session_id = ?), 'admin')";
+
+/** The session a message is about (every message's data names it); null for one that does not parse. */
+function sessionOf(payload: unknown): string | null {
+	try {
+		const data = (typeof payload === "string" ? JSON.parse(payload) : payload)?.data;
+		return typeof data?.sessionId === "string" ? data.sessionId : null;
+	} catch {
+		return null;
+	}
+}
+
+/** Fills the principal column of an outbox from before it (added in place: rows and their ids stay). */
+function addPrincipal(db: DatabaseSync): void {
+	const columns = db.prepare("SELECT name FROM pragma_table_info('webhook_outbox')").all() as { name: string }[];
+	if (columns.some((c) => c.name === "principal")) return;
+	db.exec("ALTER TABLE webhook_outbox ADD COLUMN principal TEXT NOT NULL DEFAULT 'admin'");
+	db.exec(`UPDATE webhook_outbox SET principal = COALESCE((SELECT owner FROM session_access WHERE session_id =
+		CASE WHEN json_valid(webhook_outbox.payload) THEN json_extract(webhook_outbox.payload, '$.data.sessionId') END), 'admin')`);
+}
+
+/**
+ * Plain SQL over the open gateway.db handle; every call is synchronous and small. The outbox is
+ * shared by the principals whose sessions' events a webhook receives, so it keeps fair shares per
+ * webhook: a principal's waiting messages up to `pendingShare`, then its own oldest are dropped;
+ * past the webhook's cap the principal with the most waiting loses its oldest; due messages are
+ * taken a principal at a time, so one principal's backlog never holds another's back. The delivery
+ * log is bounded the same way (a tenth of what a webhook keeps per principal).
+ */
 export class SqliteWebhookStore implements WebhookStore {
 	readonly #db: DatabaseSync;
+	/** Undelivered messages per principal per webhook; by default a tenth of the cap given to enqueue. */
+	readonly #pendingShare: number | undefined;
+	readonly #pending: FairShare;
+	readonly #settled: FairShare;
 
-	constructor(db: DatabaseSync) {
+	constructor(db: DatabaseSync, pendingShare?: number) {
 		this.#db = db;
-		this.#db.exec(webhookTables);
+		this.#pendingShare = pendingShare;
+		db.exec(accessTable);
+		db.exec(webhookTables);
+		addPrincipal(db);
+		db.exec(webhookIndexes);
+		this.#pending = new FairShare(db, pendingRows);
+		this.#settled = new FairShare(db, settledRows);
 	}
 
 	get open(): boolean {
@@ -53,46 +113,75 @@ export class SqliteWebhookStore implements WebhookStore {
 	}
 
 	/**
-	 * Queues one message for one webhook. Past `maxPending` waiting messages the oldest are dropped
-	 * (kept in the log as `dropped`), so a dead endpoint holds a bounded number of rows. Returns the
-	 * ids of the messages dropped.
+	 * Queues one message for one webhook. Past its principal's share, or past `maxPending` waiting
+	 * messages of the webhook, the oldest of that principal, or of the one with the most waiting, are
+	 * dropped (kept in the log as `dropped`), so a dead endpoint holds a bounded number of rows and
+	 * one principal's sessions never push another's messages out. Returns the ids of those dropped.
 	 */
 	enqueue(
 		webhookId: string,
 		message: { id: string; type: WebhookEventType; payload: string; createdAt: string },
 		maxPending: number,
 	): string[] {
-		this.#db
+		const [queued] = this.#db
 			.prepare(
-				"INSERT INTO webhook_outbox (id, webhook_id, type, payload, state, attempts, next_at, created_at, log) VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, '[]')",
+				`INSERT INTO webhook_outbox (id, webhook_id, type, payload, state, attempts, next_at, created_at, log, principal)
+				VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, '[]', ${ownerOf}) RETURNING principal`,
 			)
-			.run(message.id, webhookId, message.type, message.payload, Date.now(), message.createdAt);
-		const dropped = this.#db
-			.prepare(
-				`UPDATE webhook_outbox SET state = 'dropped', next_at = NULL WHERE webhook_id = ? AND state = 'pending' AND rowid IN (
-					SELECT rowid FROM webhook_outbox WHERE webhook_id = ? AND state = 'pending' ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?)
-				RETURNING id`,
-			)
-			.all(webhookId, webhookId, maxPending) as { id: string }[];
-		return dropped.map((r) => r.id);
+			.all(
+				message.id,
+				webhookId,
+				message.type,
+				message.payload,
+				Date.now(),
+				message.createdAt,
+				null,
+				sessionOf(message.payload),
+			) as { principal: string }[];
+		const drop = this.#db.prepare(
+			`UPDATE webhook_outbox SET state = 'dropped', next_at = NULL WHERE rowid IN (
+				SELECT rowid FROM webhook_outbox WHERE webhook_id = ? AND principal = ? AND state = 'pending' ORDER BY created_at, rowid LIMIT ?)
+			RETURNING id`,
+		);
+		const dropped: string[] = [];
+		const evict = (principal: string, n: number) => {
+			const rows = drop.all(webhookId, principal, n) as { id: string }[];
+			dropped.push(...rows.map((r) => r.id));
+			return rows.length;
+		};
+		const share = this.#pendingShare ?? shareOf(maxPending);
+		this.#pending.trim(webhookId, share, maxPending, evict, queued?.principal);
+		return dropped;
 	}
 
-	/** A pending message another node held (cluster mode), queued here as it was: attempts, log and next attempt kept. */
-	adopt(delivery: Delivery): void {
+	/**
+	 * A pending message another node held (cluster mode), queued here as it was: attempts, log and
+	 * next attempt kept, and its principal when the cluster's record names it (a field beside the
+	 * Delivery's, src/store/postgres/webhook-outbox.ts). Not trimmed here: what it drops would stay
+	 * this node's in the cluster's record; the next enqueue trims.
+	 */
+	adopt(delivery: Delivery & { principal?: string }): void {
 		const nextAt = delivery.nextAttemptAt === null ? Date.now() : Date.parse(delivery.nextAttemptAt);
+		const payload = JSON.stringify(delivery.payload);
+		// An upsert, not a REPLACE: the counts' triggers see a row changed, not one deleted unseen.
 		this.#db
 			.prepare(
-				"INSERT OR REPLACE INTO webhook_outbox (id, webhook_id, type, payload, state, attempts, next_at, created_at, log) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+				`INSERT INTO webhook_outbox (id, webhook_id, type, payload, state, attempts, next_at, created_at, log, principal)
+				VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ${ownerOf})
+				ON CONFLICT (webhook_id, id) DO UPDATE SET type = excluded.type, payload = excluded.payload, state = 'pending',
+					attempts = excluded.attempts, next_at = excluded.next_at, created_at = excluded.created_at, log = excluded.log`,
 			)
 			.run(
 				delivery.id,
 				delivery.webhookId,
 				delivery.type,
-				JSON.stringify(delivery.payload),
+				payload,
 				delivery.attempts,
 				nextAt,
 				delivery.createdAt,
 				JSON.stringify(delivery.log),
+				delivery.principal ?? null,
+				sessionOf(delivery.payload),
 			);
 	}
 
@@ -101,22 +190,45 @@ export class SqliteWebhookStore implements WebhookStore {
 		this.#db.prepare("DELETE FROM webhook_outbox WHERE webhook_id = ? AND id = ?").run(webhookId, id);
 	}
 
-	/** Settled rows beyond `keep` per webhook are forgotten, oldest first. */
+	/**
+	 * Settled rows beyond `keep` per webhook are forgotten with fair shares: each principal's beyond a
+	 * tenth of `keep`, then the oldest of the principal holding the most.
+	 */
 	prune(webhookId: string, keep: number): void {
-		this.#db
-			.prepare(
-				`DELETE FROM webhook_outbox WHERE webhook_id = ? AND state != 'pending' AND rowid IN (
-					SELECT rowid FROM webhook_outbox WHERE webhook_id = ? AND state != 'pending' ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET ?)`,
-			)
-			.run(webhookId, webhookId, keep);
+		const forget = this.#db.prepare(
+			`DELETE FROM webhook_outbox WHERE rowid IN (
+				SELECT rowid FROM webhook_outbox WHERE webhook_id = ? AND principal = ? AND state != 'pending' ORDER BY created_at, rowid LIMIT ?)`,
+		);
+		this.#settled.trim(webhookId, shareOf(keep), keep, (principal, n) =>
+			Number(forget.run(webhookId, principal, n).changes),
+		);
 	}
 
-	/** Pending messages whose time has come, oldest first. */
+	/**
+	 * Pending messages whose time has come, a principal at a time: each principal's oldest due, then
+	 * each one's second, and so on (those in flight are still pending, so they hold their places), so
+	 * one principal's backlog never keeps another's messages waiting. One index walk per principal
+	 * with messages waiting, `limit` rows each at most.
+	 */
 	due(now: number, limit: number): Delivery[] {
-		const rows = this.#db
-			.prepare("SELECT * FROM webhook_outbox WHERE state = 'pending' AND next_at <= ? ORDER BY next_at, rowid LIMIT ?")
-			.all(now, limit) as unknown as OutboxRow[];
-		return rows.map(toDelivery);
+		const principals = this.#db
+			.prepare(
+				`WITH RECURSIVE p(principal) AS (
+					SELECT MIN(principal) FROM webhook_outbox WHERE state = 'pending'
+					UNION ALL
+					SELECT (SELECT MIN(principal) FROM webhook_outbox WHERE state = 'pending' AND principal > p.principal)
+					FROM p WHERE p.principal IS NOT NULL)
+				SELECT principal FROM p WHERE principal IS NOT NULL`,
+			)
+			.all() as { principal: string }[];
+		const of = this.#db.prepare(
+			"SELECT * FROM webhook_outbox WHERE state = 'pending' AND principal = ? AND next_at <= ? ORDER BY next_at, rowid LIMIT ?",
+		);
+		const ranked = principals.flatMap(({ principal }) =>
+			(of.all(principal, now, limit) as unknown as OutboxRow[]).map((row, rank) => ({ row, rank })),
+		);
+		ranked.sort((a, b) => a.rank - b.rank || (a.row.next_at ?? 0) - (b.row.next_at ?? 0));
+		return ranked.slice(0, limit).map(({ row }) => toDelivery(row));
 	}
 
 	/** Every pending message (cluster mode records them for the cluster when the node starts). */
