@@ -14,7 +14,7 @@ import { bearerAuth } from "./http/auth/bearer.ts";
 import { JwtVerifier } from "./http/auth/jwt.ts";
 import type { KeyStore } from "./http/auth/keys.ts";
 import { sessionOwnership } from "./http/auth/ownership.ts";
-import { declareScopes, requireScope, ScopedRoutes } from "./http/auth/principals.ts";
+import { adminPrincipal, declareScopes, requireScope, ScopedRoutes } from "./http/auth/principals.ts";
 import { declareRateLimits, requestLimit, sessionLimits } from "./http/auth/rate-limits.ts";
 import { StreamTickets } from "./http/auth/tickets.ts";
 import {
@@ -63,6 +63,7 @@ import { ApiError, type Problem, toProblem } from "./http/transport/problem.ts";
 import { singleQueryParameters } from "./http/transport/query-params.ts";
 import { SessionAccess } from "./sessions/access.ts";
 import type { ApprovalHistory } from "./sessions/approval-history.ts";
+import { liveShare } from "./sessions/live-cap.ts";
 import type { PolicyEngine } from "./sessions/policy-engine.ts";
 import type { SessionRegistry } from "./sessions/registry.ts";
 import type { WebhookService } from "./webhooks/service.ts";
@@ -190,8 +191,13 @@ export function createApp(
 	app.use(sessionOwnership(deps.access, scopedRoutes));
 	// Every stream knows who opened it: a share taken back or a key revoked ends it at once.
 	app.use(revokingStreams(deps.access, extras.keys));
-	const perPrincipal = { live: config.maxLiveSessionsPerPrincipal, stored: config.maxSessionsPerPrincipal };
-	app.use(sessionLimits(perPrincipal, registry, deps.access));
+	// Each principal's share of the live slots; an admin's sessions are held to none.
+	const admins = new Set([adminPrincipal.name]);
+	registry.setLiveShares((id) => {
+		const owner = deps.access.get(id).owner;
+		return liveShare(config, owner, admins.has(owner));
+	});
+	app.use(sessionLimits(config.maxSessionsPerPrincipal, registry, deps.access, admins));
 	const limitBody = bodyLimit({
 		maxSize: config.maxBodyBytes,
 		onError: () => {

@@ -226,13 +226,15 @@ export const ConfigSchema = z.object({
 		.describe("Requests per principal per --rate-limit-window-ms at most, then 429 with Retry-After (0: no limit)"),
 	rateLimitWindowMs: int(1000).default(60_000).describe("The window of --rate-limit-requests"),
 	maxSessionsPerPrincipal: int(0)
-		.default(100)
+		.optional()
 		.describe(
-			"Sessions one principal (not an admin) may have, stopped and crashed ones included; creating more is a 429 (0: no limit)",
+			"Sessions one principal (not an admin) may have, stopped and crashed ones included; creating more is a 429 (0: no limit). Default: a quarter of --max-sessions, at most 100, so no principal fills the gateway alone",
 		),
 	maxLiveSessionsPerPrincipal: int(0)
-		.default(0)
-		.describe("Sessions with a live pi process one principal may own; creating more is a 429 (0: no limit)"),
+		.optional()
+		.describe(
+			"Sessions with a live pi process one principal (not an admin) may have; past it a create or wake-up hibernates that principal's own least recently used idle session, else is a 429 (0: no limit). Default: a quarter of --max-live-sessions, so no principal takes every live slot",
+		),
 	maxAuditEntries: int(1)
 		.default(100_000)
 		.describe(
@@ -335,13 +337,18 @@ export const ConfigSchema = z.object({
 });
 
 /** The settings as parseConfig leaves them: the workspace root and the default cwd always decided. */
-export type Config = Omit<z.infer<typeof ConfigSchema>, "workspaceRoot" | "defaultCwd" | "demo" | "warmPool"> & {
+export type Config = Omit<
+	z.infer<typeof ConfigSchema>,
+	"workspaceRoot" | "defaultCwd" | "demo" | "warmPool" | "maxSessionsPerPrincipal" | "maxLiveSessionsPerPrincipal"
+> & {
 	workspaceRoot: string;
 	defaultCwd: "own" | "root";
 	demo: boolean;
 	warmPool: number;
 	/** How far the operator's pool may grow under a burst of creates (warm-pool.ts): --warm-pool when given. */
 	warmPoolMax: number;
+	maxSessionsPerPrincipal: number;
+	maxLiveSessionsPerPrincipal: number;
 };
 export type ConfigInput = z.input<typeof ConfigSchema>;
 
@@ -399,6 +406,11 @@ export function parseConfig(input: ConfigInput): Config {
 		demo: parsed.demo ?? (!parsed.provider && !parsed.model),
 		warmPool: parsed.warmPool ?? autoWarmPool(parsed.maxLiveSessions, parsed.piCommand !== undefined, freemem()),
 		warmPoolMax: parsed.warmPool ?? autoWarmPoolMax(parsed.maxLiveSessions, parsed.piCommand !== undefined, freemem()),
+		// A share of the gateway's own caps (DESIGN, "Fair shares"): four principals fill them, not one.
+		maxSessionsPerPrincipal:
+			parsed.maxSessionsPerPrincipal ?? Math.min(100, Math.max(1, Math.floor(parsed.maxSessions / 4))),
+		maxLiveSessionsPerPrincipal:
+			parsed.maxLiveSessionsPerPrincipal ?? Math.max(1, Math.floor(parsed.maxLiveSessions / 4)),
 	};
 	refuseOverlap(config.dataDir, config.workspaceRoot, parsed.workspaceRoot !== undefined);
 	if (config.tokenFile) config.tokenFile = resolve(config.tokenFile);

@@ -14,13 +14,13 @@ import { pickLimits, sessionLimitKeys } from "../limits.ts";
 import { type Dialect, dialectOf, type PiPackage, piPackageOf } from "../pi/dialect.ts";
 import type { UiRequest } from "../pi/protocol.ts";
 import type { Approval } from "./approvals.ts";
-import { areaOf } from "./areas.ts";
+import { type Area, areaOf } from "./areas.ts";
 import { assertContinuable, resumeFileFor } from "./continuable.ts";
 import type { LoggedEvent } from "./event-log.ts";
 import { reapIdle } from "./idle-reaper.ts";
 import { Journal, type StoreHealth, unsafeSeqMargin } from "./journal.ts";
 import { journalOnEvents } from "./journal-events.ts";
-import { LiveCap } from "./live-cap.ts";
+import { LiveCap, type LiveShare } from "./live-cap.ts";
 import type { Caller } from "./resume-lookup.ts";
 import { FolderRetention, ownFolderOf } from "./retention.ts";
 import type { Session, SessionInit, SessionLimits, SpawnCommand } from "./session.ts";
@@ -74,6 +74,7 @@ export class SessionRegistry {
 	readonly #journal: Journal;
 	#timers: NodeJS.Timeout[] = [];
 	readonly #live: LiveCap;
+	#liveShares: ((sessionId: string) => LiveShare | undefined) | undefined;
 	/** What each session asks of the registry (session-factory.ts). */
 	readonly #sessionHost: SessionHost;
 	#closing = false;
@@ -106,6 +107,7 @@ export class SessionRegistry {
 			sessions: () => this.#sessions.values(),
 			pool: () => this.pool,
 			stopping: () => (this.#closing ? shuttingDown() : undefined),
+			shareOf: (session) => this.#liveShares?.(session.id),
 		});
 		mkdirSync(piSessionDir(config), { recursive: true });
 		// Sessions without cwd get folders of their own in it (the default root lives in the data dir),
@@ -192,6 +194,11 @@ export class SessionRegistry {
 		this.#quietDialogs = handler;
 	}
 
+	/** Whose share of the live slots a session counts in (its owner's), for a wake-up: live-cap.ts. */
+	setLiveShares(shareOf: (sessionId: string) => LiveShare | undefined): void {
+		this.#liveShares = shareOf;
+	}
+
 	/** Cluster mode: the registry asks before starting pi and reports every process (src/cluster/). */
 	setCluster(hooks: ClusterHooks): void {
 		this.#cluster = hooks;
@@ -214,6 +221,19 @@ export class SessionRegistry {
 		this.#assertStorable();
 		// A warm child was started in one area's folder, as a cold one of that area: only for its callers.
 		const area = caller.area ?? areaOf(this.#config, "admin", true);
+		// Within the creator's share of the live slots, pooled or not (live-cap.ts).
+		const release = await this.#live.admit(caller.share);
+		let session: Session;
+		try {
+			session = await this.#start(body, caller, area, resume);
+		} finally {
+			release();
+		}
+		this.#live.assign(session, caller.share);
+		return session;
+	}
+
+	async #start(body: CreateSessionBody, caller: Caller, area: Area, resume: string | undefined): Promise<Session> {
 		const plain = isDefaultRequest(body) && resume === undefined;
 		const warm = plain ? await this.pool?.take(area) : undefined;
 		if (warm) return this.#adoptPooled(warm, body);
@@ -288,7 +308,7 @@ export class SessionRegistry {
 
 	/** Starts a child within the live-process cap (live-cap.ts). */
 	async #launch(session: Session, plan: SpawnCommand): Promise<void> {
-		await this.#live.within(() => session.start(plan));
+		await this.#live.within(() => session.start(plan), session);
 		this.#cluster?.started(session);
 	}
 

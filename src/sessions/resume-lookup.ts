@@ -1,6 +1,7 @@
 import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import type { Area } from "./areas.ts";
+import type { LiveShare } from "./live-cap.ts";
 import type { Session } from "./session.ts";
 import { findSessionFiles, ownFolder } from "./session-files.ts";
 
@@ -11,6 +12,8 @@ export interface Caller {
 	sees(sessionId: string): boolean;
 	/** Where the new session's folder is and its cwd must lie (areas.ts); absent: the whole root. */
 	area?: Area;
+	/** The creator's share of the live slots (live-cap.ts); absent: not held to one. */
+	share?: LiveShare;
 }
 
 /** A registered session, and the pi id it was created to resume, if any. */

@@ -42,7 +42,7 @@ describe.runIf(hasCommand("bwrap") && hasCommand("chromium"))("the console and t
 		const page = await bannerOf([]);
 		const alert = page.getByRole("alert").filter({ hasText: "No session can start" });
 		await alert.waitFor();
-		expect(await alert.innerText()).toMatch(
+		expect(await alert.textContent()).toMatch(
 			/No session can start: the sandbox is unavailable \(bwrap is not installed: not found on PATH\)\. The operator must install bubblewrap .* or start it with --sandbox off/,
 		);
 		await page.close();
@@ -52,7 +52,7 @@ describe.runIf(hasCommand("bwrap") && hasCommand("chromium"))("the console and t
 		const page = await bannerOf(["--sandbox=off"]);
 		const status = page.getByRole("status").filter({ hasText: "Sandbox off" });
 		await status.waitFor();
-		expect(await status.innerText()).toMatch(/agents' tools run unconfined as the gateway's user/);
+		expect(await status.textContent()).toMatch(/agents' tools run unconfined as the gateway's user/);
 		expect(await page.getByRole("alert").filter({ hasText: "No session can start" }).count()).toBe(0);
 		await page.close();
 	});

@@ -29,32 +29,29 @@ export function requestLimit(limit: number, windowMs: number): MiddlewareHandler
 }
 
 /**
- * Per-principal session caps, checked on create: `live` sessions with a pi process (0: none), and
- * `stored` sessions of any status, stopped and crashed ones included: without that one key could
- * fill --max-sessions (crashed sessions stay until deleted) so that nobody else could create one.
- * Admins, the operator, are held only to --max-sessions.
+ * The per-principal cap on stored sessions, checked on create: sessions of any status, stopped and
+ * crashed ones included: without it one key could fill --max-sessions (crashed sessions stay until
+ * deleted) so that nobody else could create one. Admins, the operator, are held only to
+ * --max-sessions. (The live share, --max-live-sessions-per-principal, is the registry's: a create
+ * and a wake-up alike, live-cap.ts.) It also notes which principals are admins, whose sessions
+ * are held to no share when they wake.
  */
 export function sessionLimits(
-	max: { live: number; stored: number },
+	maxStored: number,
 	registry: SessionRegistry,
 	access: SessionAccess,
+	admins: Set<string>,
 ): MiddlewareHandler<AppEnv> {
 	return async function sessionLimitsMiddleware(c, next) {
 		const principal = c.get("principal");
+		if (principal && hasScope(principal, "admin")) admins.add(principal.name);
 		if (principal && !hasScope(principal, "admin") && c.req.method === "POST" && c.req.path === "/v1/sessions") {
 			const owned = registry.list().filter((s) => access.get(s.id).owner === principal.name);
-			const live = owned.filter((s) => s.hasProcess).length;
-			if (max.live > 0 && live >= max.live)
-				throw new ApiError(
-					429,
-					"too_many_live_sessions",
-					`${principal.name} already has ${live} sessions with a live pi process (at most ${max.live}); delete or let one go idle`,
-				);
-			if (max.stored > 0 && owned.length >= max.stored)
+			if (maxStored > 0 && owned.length >= maxStored)
 				throw new ApiError(
 					429,
 					"too_many_sessions",
-					`${principal.name} already has ${owned.length} sessions, stopped and crashed ones included (at most ${max.stored}, --max-sessions-per-principal); delete some`,
+					`${principal.name} already has ${owned.length} sessions, stopped and crashed ones included (at most ${maxStored}, --max-sessions-per-principal); delete some`,
 				);
 		}
 		return next();

@@ -1,4 +1,5 @@
 import { areaOf } from "../../../sessions/areas.ts";
+import { liveShare } from "../../../sessions/live-cap.ts";
 import { CreateSessionBody } from "../../../sessions/spawn.ts";
 import { mayAccess } from "../../auth/ownership.ts";
 import { assertMayApproveByPolicy } from "../../auth/policy-scope.ts";
@@ -28,6 +29,7 @@ export function sessionsRouter({ registry, tickets, access, cluster, config }: D
 				admin,
 				sees: (id) => mayAccess(access, principal, id, "sessions:read"),
 				area: areaOf(config, principal.name, admin),
+				share: liveShare(config, principal.name, admin),
 			});
 			// A model pi cannot run fails the create now, not the first prompt: its pi stops.
 			const unusable = await unavailableModel(session, body);
