@@ -258,7 +258,7 @@ export const ConfigSchema = z.object({
 		.array(z.string())
 		.default([])
 		.describe(
-			"Webhook destinations allowed (CIDRs, addresses, host names, *.suffix, or `loopback`); when set, only these. Link-local, metadata and loopback addresses are refused unless listed",
+			"Webhook destinations allowed (CIDRs, addresses, host names, *.suffix, or `loopback`); when set, only these. Loopback, private (RFC 1918, 100.64.0.0/10), link-local and metadata, unique-local (fc00::/7), multicast, reserved and unspecified addresses and this host's own are refused unless listed, each entry lifting the refusal for exactly what it names (docs/webhooks.md)",
 		),
 	webhooksFile: z
 		.string()

@@ -1,27 +1,36 @@
-import { lookup } from "node:dns/promises";
+import { lookup as dnsLookup } from "node:dns/promises";
 import { BlockList, isIP } from "node:net";
+import { networkInterfaces } from "node:os";
 import { embeddedIPv4 } from "./embedded-ipv4.ts";
+import { refusedRange } from "./ranges.ts";
 
 export { embeddedIPv4 };
 
 /**
- * Where webhooks may go. Refused unless allowed explicitly: link-local (cloud metadata lives
- * there: 169.254.169.254, fd00:ec2::254, Alibaba's 100.100.100.200), loopback, and the
- * unspecified/"this network" ranges. With --webhook-allow, only the listed CIDRs/addresses/host
- * names are reachable at all, and a listed CIDR also lifts the default refusal for its range.
+ * Where webhooks may go. Refused unless --webhook-allow lists them: the ranges of ranges.ts
+ * (loopback, private, carrier-grade NAT, link-local and metadata, unique-local, multicast,
+ * reserved, unspecified) and this host's own addresses, read from its interfaces at each check.
  * An IPv6 address that embeds an IPv4 (mapped, compatible, NAT64, 6to4, Teredo: embedded-ipv4.ts)
  * must pass the IPv4's rules too, since a translator or tunnel delivers it there.
+ *
+ * With --webhook-allow, only what it lists is reachable at all, and what it lists is reachable
+ * even where refused by default: a CIDR or address for the addresses inside it (`loopback` is
+ * 127.0.0.0/8 and ::1), a host name (`*.suffix` too) for whatever that name resolves to.
+ *
+ * A URL is checked when a webhook is registered and again before every delivery, on the answer
+ * the name has then; the delivery connects to the address checked (sender.ts), never to a second
+ * answer.
  */
-const refusedByDefault: [string, number, "ipv4" | "ipv6"][] = [
-	["169.254.0.0", 16, "ipv4"],
-	["100.100.100.200", 32, "ipv4"],
-	["127.0.0.0", 8, "ipv4"],
-	["0.0.0.0", 8, "ipv4"],
-	["fe80::", 10, "ipv6"],
-	["fd00:ec2::254", 128, "ipv6"],
-	["::1", 128, "ipv6"],
-	["::", 128, "ipv6"],
-];
+
+/** A name's addresses, as dns.lookup(host, { all: true }) gives them. Tests pass their own resolver. */
+export type Lookup = (host: string) => Promise<{ address: string; family: number }[]>;
+/** This host's interfaces, as os.networkInterfaces() gives them. */
+export type Interfaces = () => ReturnType<typeof networkInterfaces>;
+
+export interface DestinationOptions {
+	lookup?: Lookup;
+	interfaces?: Interfaces;
+}
 
 export interface Destination {
 	/** The checked address to connect to (pinned, so a second DNS answer cannot move the request). */
@@ -31,15 +40,21 @@ export interface Destination {
 
 export class DestinationError extends Error {}
 
+const systemLookup: Lookup = (host) => dnsLookup(host, { all: true, verbatim: true });
+const setting = "--webhook-allow (config webhookAllow)";
+const typeOf = (address: string) => (isIP(address) === 6 ? "ipv6" : "ipv4");
+
 export class Destinations {
-	readonly #refused = new BlockList();
 	readonly #cidrs = new BlockList();
 	readonly #hosts: string[] = [];
 	readonly #restricted: boolean;
+	readonly #lookup: Lookup;
+	readonly #interfaces: Interfaces;
 
 	/** `allow`: CIDRs (`10.0.0.0/8`), addresses, host names (`hooks.example.com`, `*.example.com`), or `loopback`. */
-	constructor(allow: string[]) {
-		for (const [net, prefix, type] of refusedByDefault) this.#refused.addSubnet(net, prefix, type);
+	constructor(allow: string[], options: DestinationOptions = {}) {
+		this.#lookup = options.lookup ?? systemLookup;
+		this.#interfaces = options.interfaces ?? networkInterfaces;
 		for (const raw of allow) {
 			const entry = raw.trim().toLowerCase();
 			if (!entry) continue;
@@ -50,7 +65,7 @@ export class Destinations {
 			}
 			const [net, prefix] = entry.split("/");
 			if (net && isIP(net)) {
-				const type = isIP(net) === 6 ? "ipv6" : "ipv4";
+				const type = typeOf(net);
 				const bits = prefix === undefined ? (type === "ipv6" ? 128 : 32) : Number(prefix);
 				if (!Number.isInteger(bits) || bits < 0 || bits > (type === "ipv6" ? 128 : 32))
 					throw new Error(`--webhook-allow: ${raw} is not a CIDR`);
@@ -61,31 +76,78 @@ export class Destinations {
 		this.#restricted = allow.some((a) => a.trim() !== "");
 	}
 
+	/** Resolves the URL's host and checks every address it has; throws DestinationError when refused. */
+	async resolve(url: URL): Promise<Destination> {
+		const host = url.hostname.replace(/^\[|\]$/g, "").toLowerCase();
+		const addresses = isIP(host) ? [{ address: host }] : await this.#lookup(host);
+		if (addresses.length === 0) throw new Error(`${host} does not resolve`);
+		for (const a of addresses) this.#check(host, a.address);
+		const address = (addresses[0] as { address: string }).address;
+		return { address, family: isIP(address.replace(/%.*$/, "")) === 6 ? 6 : 4 };
+	}
+
 	#hostListed(host: string): boolean {
 		return this.#hosts.some((h) => (h.startsWith("*.") ? host.endsWith(h.slice(1)) : host === h));
 	}
 
-	#check(host: string, raw: string): void {
-		const bare = raw.replace(/%.*$/, ""); // a link-local answer may carry a zone (fe80::1%eth0)
-		const own = { address: bare, type: isIP(bare) === 6 ? "ipv6" : "ipv4" } as const;
-		const all = [own, ...embeddedIPv4(raw).map((address) => ({ address, type: "ipv4" as const }))];
-		const listed = (a: { address: string; type: "ipv4" | "ipv6" }) => this.#cidrs.check(a.address, a.type);
-		// Listing the IPv6 form itself (a NAT64 prefix, say) lifts the refusal for what it embeds.
-		const refused = !listed(own) && all.some((a) => this.#refused.check(a.address, a.type) && !listed(a));
-		if (refused) throw new DestinationError(`${host} resolves to ${raw}, a link-local, metadata or loopback address`);
-		if (this.#restricted && !all.some(listed) && !this.#hostListed(host))
-			throw new DestinationError(`${host} (${raw}) is not in --webhook-allow`);
+	#listed(address: string): boolean {
+		return this.#cidrs.check(address, typeOf(address));
 	}
 
-	/** Resolves the URL's host and checks every address it has; throws DestinationError when refused. */
-	async resolve(url: URL): Promise<Destination> {
-		const host = url.hostname.replace(/^\[|\]$/g, "").toLowerCase();
-		const literal = isIP(host);
-		const addresses = literal
-			? [{ address: host, family: literal as 4 | 6 }]
-			: ((await lookup(host, { all: true, verbatim: true })) as Destination[]);
-		if (addresses.length === 0) throw new DestinationError(`${host} does not resolve`);
-		for (const a of addresses) this.#check(host, a.address);
-		return addresses[0] as Destination;
+	#check(host: string, raw: string): void {
+		const address = raw.replace(/%.*$/, ""); // a link-local answer may carry a zone (fe80::1%eth0)
+		const all = [address, ...embeddedIPv4(address)];
+		const name = isIP(host) ? undefined : host;
+		const named = name !== undefined && this.#hostListed(name);
+		const what = name ? `${name} resolves to ${address}` : address;
+		// Listing the IPv6 form itself (a NAT64 prefix, say) lifts the refusal for what it embeds.
+		if (!named && !this.#listed(address))
+			for (const inner of all.filter((a) => !this.#listed(a))) {
+				const why = this.#refusal(inner);
+				if (!why) continue;
+				const embeds = inner === address ? "" : `${name ? ", which" : ""} embeds ${inner}`;
+				throw new DestinationError(
+					`Refused by default: ${what}${embeds}${name || embeds ? ", which" : ""} is ${why.text}. ` +
+						`To allow it, add ${either([inner, ...wider(inner, why.cidr), name])} to ${setting}`,
+				);
+			}
+		if (this.#restricted && !named && !all.some((a) => this.#listed(a)))
+			throw new DestinationError(
+				`Not in ${setting}, which lists the only destinations allowed: ${what}. ` +
+					`To allow it, add ${either([address, name])} there`,
+			);
 	}
+
+	/** Why `address` is refused by default: a range of ranges.ts or this host's own address; undefined if it is not. */
+	#refusal(address: string): { text: string; cidr?: string } | undefined {
+		const range = refusedRange(address);
+		if (range) return { text: `in ${range.cidr}, ${range.what}`, cidr: range.cidr };
+		let interfaces: ReturnType<Interfaces>;
+		try {
+			interfaces = this.#interfaces();
+		} catch (error) {
+			// Fail closed: an address that may be this host's is not sent to.
+			return { text: `perhaps this host's own (its addresses could not be read: ${(error as Error).message})` };
+		}
+		// Same family only, as in refusedRange: the IPv4 a mapped address embeds is judged on its own.
+		const type = typeOf(address);
+		const own = new BlockList();
+		for (const info of Object.values(interfaces).flat())
+			if (info && isIP(info.address) && typeOf(info.address) === type) own.addAddress(info.address, type);
+		if (own.check(address, type)) return { text: "one of this host's own addresses" };
+		return undefined;
+	}
+}
+
+/** What else lifts a refusal by `cidr`: the range itself (unless it is the one address), and `loopback` for loopback. */
+function wider(address: string, cidr: string | undefined): string[] {
+	if (!cidr) return [];
+	const loopback = cidr === "127.0.0.0/8" || cidr === "::1/128" ? ["loopback"] : [];
+	return cidr === `${address}/${isIP(address) === 6 ? 128 : 32}` ? loopback : [cidr, ...loopback];
+}
+
+/** `a`, `a or b`, `a, b or c`; undefined entries left out. */
+function either(items: (string | undefined)[]): string {
+	const present = items.filter((i): i is string => Boolean(i));
+	return present.length < 2 ? (present[0] ?? "") : `${present.slice(0, -1).join(", ")} or ${present.at(-1)}`;
 }

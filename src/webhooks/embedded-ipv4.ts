@@ -9,6 +9,8 @@ const forms: { prefix: number[]; octets: number[][]; invert?: true }[] = [
 	// ::/96 IPv4-compatible (RFC 4291, deprecated) and ::ffff:0:0/96 IPv4-mapped.
 	{ prefix: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], octets: [[12, 13, 14, 15]] },
 	{ prefix: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff], octets: [[12, 13, 14, 15]] },
+	// ::ffff:0:0:0/96 IPv4-translated (RFC 2765, SIIT).
+	{ prefix: [0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0], octets: [[12, 13, 14, 15]] },
 	// NAT64 well-known prefix 64:ff9b::/96 (RFC 6052).
 	{ prefix: [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0], octets: [[12, 13, 14, 15]] },
 	// NAT64 local-use 64:ff9b:1::/48 (RFC 8215): operators pick the prefix length inside it, so every

@@ -8,7 +8,7 @@ import { Webhook as Signer } from "standardwebhooks";
 import { GatewayError } from "../errors.ts";
 import type { LoggedEvent } from "../sessions/event-log.ts";
 import { fieldsOf, WebhookDefinitions } from "./definitions.ts";
-import { DestinationError, Destinations } from "./destinations.ts";
+import { DestinationError, type DestinationOptions, Destinations } from "./destinations.ts";
 import { Handover } from "./handover.ts";
 import { WebhookMessages } from "./messages.ts";
 import type { CreateWebhookBody, Delivery, Webhook, WebhookEventType } from "./schemas.ts";
@@ -27,6 +27,8 @@ export interface WebhookSettings {
 	webhookMaxPending: number;
 	/** Workspace change tracking is on: run.settled waits for the run's run_changes (messages.ts). */
 	workspaceChanges?: boolean;
+	/** The resolver and interface list destinations are checked with (tests pass their own). */
+	destinations?: DestinationOptions;
 }
 
 /** What the service needs of the session registry: its event hub and a session's current run. */
@@ -70,7 +72,7 @@ export class WebhookService {
 		this.#source = source;
 		this.#messages = new WebhookMessages((sessionId) => source.currentRunId(sessionId), settings.workspaceChanges);
 		this.#logger = logger;
-		this.#destinations = new Destinations(settings.webhookAllow);
+		this.#destinations = new Destinations(settings.webhookAllow, settings.destinations);
 		this.#definitions = new WebhookDefinitions(store, logger, settings.webhooksFile);
 	}
 
