@@ -25,7 +25,10 @@ export interface ScopedKey {
  * What the middleware needs of a key store, declared beside it so the middleware depends on no
  * database: SQLite's (one node, src/store/sqlite/idempotency.ts) answers at once, PostgreSQL's
  * (cluster mode, src/store/postgres/idempotency.ts) later; server.ts picks one. `claim` must be
- * atomic: of two requests with one key, on any nodes, exactly one gets true.
+ * atomic: of two requests with one key, on any nodes, exactly one gets true. Both keep fair shares
+ * (DESIGN, "Fair shares"): a principal's claims past its share evict its own oldest finished keys,
+ * and past the cap the principal that holds the most loses its oldest, so no principal's keys can
+ * push out another's (whose retry would then run twice).
  */
 export interface IdempotencyKeys {
 	readonly open: boolean;
