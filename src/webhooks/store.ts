@@ -18,8 +18,9 @@ export interface WebhookStore {
 	/** The webhook and its outbox. */
 	remove(id: string): void;
 	/**
-	 * Queues one message for one webhook; past `maxPending` waiting messages the oldest are dropped
-	 * (kept in the log as `dropped`). Returns the ids of the messages dropped.
+	 * Queues one message for one webhook, in fair shares by the principal that owns its session: past
+	 * that principal's share its own oldest waiting messages are dropped, past `maxPending` those of
+	 * the principal with the most waiting (kept in the log as `dropped`). Returns the ids dropped.
 	 */
 	enqueue(
 		webhookId: string,
@@ -30,9 +31,9 @@ export interface WebhookStore {
 	adopt(delivery: Delivery): void;
 	/** Forgets a message here (another node adopted it and answers for it now). */
 	discard(webhookId: string, id: string): void;
-	/** Settled messages beyond `keep` per webhook are forgotten, oldest first. */
+	/** Settled messages beyond `keep` per webhook are forgotten, oldest first, in fair shares as enqueue's. */
 	prune(webhookId: string, keep: number): void;
-	/** Pending messages whose time has come, oldest first. */
+	/** Pending messages whose time has come, a principal at a time (each one's oldest first). */
 	due(now: number, limit: number): Delivery[];
 	/** Every pending message. */
 	pending(): Delivery[];
