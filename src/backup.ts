@@ -11,7 +11,18 @@
  * registry in PostgreSQL: back that up with pg_dump (docs/deployment.md).
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+	closeSync,
+	existsSync,
+	fchmodSync,
+	mkdirSync,
+	mkdtempSync,
+	openSync,
+	readdirSync,
+	readFileSync,
+	rmSync,
+	writeFileSync,
+} from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -125,7 +136,21 @@ export function backupCommand(argv: string[]): void {
 		// Node's compile cache for sandboxed pi (areas.ts) is rebuilt by the next pi start: not kept.
 		tar(["-czf", join(staging, "data.tar.gz"), "--exclude=./compile-cache", "-C", dataDir, "."]);
 		if (outside) tar(["-czf", join(staging, "workspace.tar.gz"), "-C", outside, "."]);
-		tar(["-cf", file, "-C", staging, manifestName, "data.tar.gz", ...(outside ? ["workspace.tar.gz"] : [])]);
+		// Only its owner may read it (it holds the token, keys.json and gateway.db): written through a
+		// descriptor made 0600 before any byte, whatever the file was before.
+		const out = openSync(file, "w", 0o600);
+		try {
+			fchmodSync(out, 0o600);
+			execFileSync(
+				"tar",
+				["-cf", "-", "-C", staging, manifestName, "data.tar.gz", ...(outside ? ["workspace.tar.gz"] : [])],
+				{
+					stdio: ["ignore", out, "pipe"],
+				},
+			);
+		} finally {
+			closeSync(out);
+		}
 	} finally {
 		rmSync(staging, { recursive: true, force: true });
 	}

@@ -349,6 +349,8 @@ export type Config = Omit<
 	warmPoolMax: number;
 	maxSessionsPerPrincipal: number;
 	maxLiveSessionsPerPrincipal: number;
+	/** The config file the CLI read (--config, PI_GATEWAY_CONFIG or the default place): it may hold `token:`. */
+	configFile?: string;
 };
 export type ConfigInput = z.input<typeof ConfigSchema>;
 

@@ -70,6 +70,7 @@ async function main(): Promise<void> {
 		gateway = await server.startGateway(settings.input, undefined, {
 			tokenFrom: settings.tokenOnArgv ? "argv" : "env",
 			databasePasswordOnArgv: urlOnArgv,
+			configFile: settings.file.read ? settings.file.path : undefined,
 		});
 	} catch (error) {
 		const message =

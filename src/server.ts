@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Server as HttpServer, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
+import { resolve } from "node:path";
 import { serve } from "@hono/node-server";
 import pino, { type Logger } from "pino";
 import pinoPretty from "pino-pretty";
@@ -65,6 +66,8 @@ export interface StartOptions {
 	tokenFrom?: "env" | "argv";
 	/** --database-url on argv named a password (readable in /proc too): logged as loudly. */
 	databasePasswordOnArgv?: boolean;
+	/** The config file the CLI read: covered in every sandbox like the token file (it may hold `token:`). */
+	configFile?: string;
 }
 
 /** JSON lines on stdout (for `| jq` and log shippers), or pino-pretty's lines for a person at a terminal. */
@@ -83,6 +86,7 @@ export interface LoadedFiles {
 
 export async function startGateway(input: ConfigInput, logger?: Logger, options: StartOptions = {}): Promise<Gateway> {
 	const config = parseConfig(input);
+	if (options.configFile) config.configFile = resolve(options.configFile);
 	if (!loopback.test(config.host) && !config.auth) {
 		throw new Error(`Refusing to listen on ${config.host} with --no-auth: a token is required beyond loopback`);
 	}

@@ -154,6 +154,24 @@ export interface SandboxPaths {
 	env: Record<string, string>;
 }
 
+/**
+ * The files the gateway reads a secret from, those that exist: the token file, the keys file (only
+ * hashes, but who holds which scopes is not the agent's business), the database URL's (its
+ * password), the cluster secret's, the webhooks' (their signing secrets) and the config file (it
+ * may hold any of them, `token:` included). pi's sandbox and the workspace's tools cover each.
+ */
+export function secretFiles(
+	config: Pick<
+		Config,
+		"tokenFile" | "keysFile" | "databaseUrlFile" | "clusterSecretFile" | "webhooksFile" | "configFile"
+	>,
+): string[] {
+	const { tokenFile, keysFile, databaseUrlFile, clusterSecretFile, webhooksFile, configFile } = config;
+	return [tokenFile, keysFile, databaseUrlFile, clusterSecretFile, webhooksFile, configFile].filter(
+		(file): file is string => file !== undefined && existsSync(file),
+	);
+}
+
 /** A hide over the data dir or the workspace root holds only the folders bwrap makes for what it puts back. */
 const hideBytes = 1024 * 1024;
 
@@ -205,12 +223,9 @@ export function sandboxArgs(config: Config, paths: SandboxPaths): string[] {
 		if (!existsSync(path) || writable.some((w) => isInside(w, path))) continue;
 		if (hidden.some((h) => isInside(h, path))) mounts.push({ path, kind: "ro" });
 	}
-	// The token file is covered by an empty one wherever it lies (a writable folder above it included).
-	// The keys file too (only hashes, but who holds which scopes is not the agent's business), and
-	// the files of the database URL (its password), the cluster secret and the webhooks' signing secrets.
-	const { tokenFile, keysFile, databaseUrlFile, clusterSecretFile, webhooksFile } = config;
-	for (const file of [tokenFile, keysFile, databaseUrlFile, clusterSecretFile, webhooksFile])
-		if (file && existsSync(file)) mounts.push({ path: realpathSync(file), kind: "null" });
+	// Every file the gateway reads a secret from is covered by an empty one wherever it lies (a
+	// writable folder above it included): secretFiles.
+	for (const file of secretFiles(config)) mounts.push({ path: realpathSync(file), kind: "null" });
 	const order = { hide: 0, cwd: 1, rw: 1, ro: 1, null: 2 };
 	mounts.sort((a, b) => depth(a.path) - depth(b.path) || order[a.kind] - order[b.kind]);
 	const args = [...baseArgs];

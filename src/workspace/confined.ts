@@ -4,7 +4,7 @@ import { delimiter, join, sep } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import type { Config } from "../config.ts";
 import { openCheckedFolder } from "../sessions/areas.ts";
-import { confinedByConfig, holdingArgs, systemArgs } from "../sessions/sandbox.ts";
+import { confinedByConfig, holdingArgs, secretFiles, systemArgs } from "../sessions/sandbox.ts";
 
 /**
  * The gateway's own tools (git for changes, ripgrep for search) on the agent's bytes, inside
@@ -80,7 +80,18 @@ const baseArgs = [
  * start) by the same probe pi's children get.
  */
 export function confinementOf(
-	config: Pick<Config, "sandbox" | "dataDir" | "workspaceRoot" | "tokenFile" | "keysFile">,
+	config: Pick<
+		Config,
+		| "sandbox"
+		| "dataDir"
+		| "workspaceRoot"
+		| "tokenFile"
+		| "keysFile"
+		| "databaseUrlFile"
+		| "clusterSecretFile"
+		| "webhooksFile"
+		| "configFile"
+	>,
 ): Confinement {
 	let sandbox = false;
 	let unavailable: Error | undefined;
@@ -93,7 +104,7 @@ export function confinementOf(
 		sandbox,
 		unavailable,
 		hide: ["/tmp", config.workspaceRoot, config.dataDir],
-		cover: [config.tokenFile, config.keysFile].filter((f): f is string => typeof f === "string"),
+		cover: secretFiles(config),
 	};
 }
 

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
@@ -60,7 +60,12 @@ describe.each([
 		expect(existsSync(archive)).toBe(false);
 
 		await first.close();
+		// An existing file of that name (made readable by all) is replaced by one only its owner reads:
+		// the archive holds the token, keys.json and gateway.db.
+		writeFileSync(archive, "old");
+		chmodSync(archive, 0o644);
 		await cli("backup", archive, ...where);
+		expect(statSync(archive).mode & 0o777).toBe(0o600);
 		rmSync(dataDir, { recursive: true, force: true });
 		if (outside) rmSync(root, { recursive: true, force: true });
 		expect(existsSync(join(folder, "notes.txt"))).toBe(false);

@@ -17,10 +17,9 @@ let carol: string;
 beforeAll(() => {
 	dir = mkdtempSync(join(tmpdir(), "pi-gateway-fair-live-"));
 	keysFile = join(dir, "keys.json");
-	const scopes = ["sessions:read", "sessions:write"];
-	alice = createKey(keysFile, "alice", scopes).secret;
-	bob = createKey(keysFile, "bob", scopes).secret;
-	carol = createKey(keysFile, "carol", scopes).secret;
+	alice = createKey(keysFile, "alice", ["sessions:read", "sessions:write"]).secret;
+	bob = createKey(keysFile, "bob", ["sessions:read", "sessions:write"]).secret;
+	carol = createKey(keysFile, "carol", ["sessions:read", "sessions:write"]).secret;
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -26,6 +26,8 @@ export interface GatewayProcessOptions {
 	port: number;
 	/** PI_GATEWAY_TOKEN; without it the gateway makes its own token file, read once it listens. */
 	token?: string;
+	/** The token the gateway has from elsewhere (a config file's `token:`), for this side's requests. */
+	clientToken?: string;
 	extra?: string[];
 	/**
 	 * README's `npm start`: no data-dir, workspace or agent-dir flags, HOME = `root` (so the data dir
@@ -80,7 +82,7 @@ export async function launchGateway(options: GatewayProcessOptions): Promise<Gat
 		void exited.then(({ code, signal }) => fail(new Error(`gateway exited (${code ?? signal}): ${stderr}`)));
 	});
 	const listening = logs.find((entry) => entry.msg === "pi-gateway listening");
-	const token = options.token ?? readFileSync(listening?.tokenFile as string, "utf8").trim();
+	const token = options.token ?? options.clientToken ?? readFileSync(listening?.tokenFile as string, "utf8").trim();
 	const headers = (init?: RequestInit["headers"]) => {
 		const h = new Headers(init);
 		if (!h.has("authorization")) h.set("authorization", `Bearer ${token}`);
