@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { type CostLimits, SchemaRefusal, schemaCost } from "./schema-cost.ts";
 
 /**
  * Client tools: tools a session declares at create and the calling program runs. The gateway's
@@ -71,6 +72,34 @@ function schemaProblem(schema: unknown, at: string, depth: number): string | und
 	return undefined;
 }
 
+/**
+ * The bounds outputSchema has (run-output.ts), for the schema pi checks a tool's arguments with in the
+ * session's own pi: compiling it and checking one place in the arguments are bounded the same way.
+ * No `pattern` or `patternProperties`: pi runs them as JavaScript RegExps, whose backtracking takes
+ * exponential time on patterns as short as `(a+)+$`, and the model (so whatever injected it) writes
+ * the text they run on. A tool can say the format in its description, or check it when it answers.
+ */
+export const toolSchemaLimits: CostLimits = {
+	patterns: "refuse",
+	maxNesting: 64,
+	maxPatternProgram: 0,
+	maxPatternPrograms: 0,
+	maxCompileUnits: 1000,
+	maxLocationCost: 10_000,
+	maxDepth: 128,
+};
+
+/** Why the cost of checking arguments against `schema` is over a bound, or undefined. */
+function costProblem(schema: unknown): string | undefined {
+	try {
+		schemaCost(schema, toolSchemaLimits);
+		return undefined;
+	} catch (error) {
+		if (error instanceof SchemaRefusal) return `parameters: ${error.message}`;
+		throw error;
+	}
+}
+
 export const ClientTool = z
 	.strictObject({
 		name: z
@@ -91,7 +120,7 @@ export const ClientTool = z
 					ctx.addIssue({ code: "custom", message: 'a JSON Schema of an object: `"type": "object"`' });
 					return;
 				}
-				const problem = schemaProblem(schema, "parameters", 0);
+				const problem = schemaProblem(schema, "parameters", 0) ?? costProblem(schema);
 				if (problem) ctx.addIssue({ code: "custom", message: problem });
 			})
 			.openapi({

@@ -1,6 +1,7 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import { RE2JS } from "re2js";
 import { GatewayError } from "../errors.ts";
+import { answerCost, type CostLimits, type SchemaCost, SchemaRefusal, schemaCost } from "./schema-cost.ts";
 
 /**
  * Structured output (issue 31 item 2): a caller's JSON Schema, checked as a schema before anything
@@ -10,7 +11,10 @@ import { GatewayError } from "../errors.ts";
  *
  * The validator is ajv 8 (pinned): the JSON Schema validator most of npm uses, maintained, with the
  * 2020-12 dialect OpenAPI 3.1 speaks. Its `pattern` keyword runs on re2js (linear time), so a
- * caller's pattern cannot stall the gateway on a long answer.
+ * caller's pattern cannot stall the gateway on a long answer. Compiling and checking run on the
+ * event loop, so both are bounded before they start (schema-cost.ts): a schema whose compile or
+ * whose check of one place in a value would cost too much is refused, and so is an answer whose
+ * check would (issue 41: 21 `$defs` of `anyOf`s of two `$ref`s held every tenant 30 s).
  */
 
 /** Repair turns after the first answer: a run with `outputSchema` makes at most 1 + this many answers. */
@@ -19,62 +23,107 @@ export const maxRepairTurns = 2;
 export const maxSchemaChars = 64 * 1024;
 /** Where the gateway's instruction begins in a user message (the demo model drops it from its echo). */
 export const instructionMarker = "[pi-gateway structured output]";
+/** How deep an answer may nest before it is refused unchecked (ajv's checks recurse on the stack). */
+export const maxAnswerDepth = 128;
 
-/** re2js in the shape ajv's `code.regExp` option wants: a constructor-like function with `test`. */
-const re2 = Object.assign(
-	(pattern: string, _flags: string) => {
-		const compiled = RE2JS.compile(pattern);
-		// ajv keys its compiled patterns by toString(): an object's default would make them all one.
-		return { test: (text: string) => compiled.matcher(text).find(), toString: () => `re2:${pattern}` };
-	},
-	{ code: "re2js" },
-);
+/**
+ * The bounds on a schema and on checking an answer against it (schema-cost.ts says what a step is).
+ * They keep both on the event loop for a few milliseconds at most: ajv compiles about 30 keywords
+ * a millisecond, and checks a few hundred thousand steps in ten.
+ */
+export const outputSchemaLimits: CostLimits = {
+	patterns: "re2",
+	maxNesting: 64,
+	maxPatternProgram: 1000,
+	maxPatternPrograms: 4000,
+	maxCompileUnits: 1000,
+	maxLocationCost: 10_000,
+	maxDepth: maxAnswerDepth,
+};
+/** Steps one answer's check may take; a larger answer is a problem the repair turn names. */
+export const maxCheckSteps = 200_000;
+
+/** The dialect's own meta-schema, the only `$schema` a schema may name. */
+const metaSchemaId = "https://json-schema.org/draft/2020-12/schema";
+
+/**
+ * One instance only checks schemas against the meta-schema: it compiles the meta-schema once (about
+ * 50 ms, which each fresh instance used to pay per request) and keeps nothing of what it checks.
+ */
+const metaAjv = new Ajv2020({ strict: false, validateFormats: false, logger: false });
 
 /**
  * An instance per schema: one shared instance kept every schema it compiled (about 1 MB each, for
  * as long as the gateway ran, refused prompts' too) and its `$id`s were one namespace for every
- * tenant (one caller's `$id` made another's 400, or resolved another's `$ref` to it).
+ * tenant (one caller's `$id` made another's 400, or resolved another's `$ref` to it). Patterns are
+ * the RE2 programs the cost was computed with. `inlineRefs: false` compiles a $ref's target once,
+ * not into every place that refers to it; `unevaluated` is on only for a schema that uses it (ajv
+ * otherwise merges every target's evaluated names into every $ref, quadratic in compile time).
  */
-const newAjv = () =>
-	new Ajv2020({
-		allErrors: true,
+function newAjv(cost: SchemaCost): Ajv2020 {
+	const re2 = Object.assign(
+		(pattern: string, _flags: string) => {
+			const compiled = cost.graph.patterns.get(pattern) ?? RE2JS.compile(pattern);
+			// ajv keys its compiled patterns by toString(): an object's default would make them all one.
+			return { test: (text: string) => compiled.matcher(text).find(), toString: () => `re2:${pattern}` };
+		},
+		{ code: "re2js" },
+	);
+	const ajv = new Ajv2020({
+		// The first problem only: with every problem, a failing answer cost a made-up error per keyword.
+		allErrors: false,
 		strict: false,
 		validateFormats: false,
-		code: { regExp: re2 },
+		validateSchema: false,
+		meta: false,
+		inlineRefs: false,
+		logger: false,
+		code: { regExp: re2, optimize: false },
 		// No schema is ever fetched: a $ref that is not in the schema itself is an error.
 		loadSchema: undefined,
 	});
-
-/** How deep an answer may nest before it is refused unchecked (ajv's checks recurse on the stack). */
-export const maxAnswerDepth = 128;
+	(ajv.opts as { unevaluated: boolean }).unevaluated = cost.unevaluated;
+	return ajv;
+}
 
 export interface OutputSpec {
 	schema: Record<string, unknown> | boolean;
 	validate: ValidateFunction;
+	cost: SchemaCost;
 }
 
-/** The caller's schema, compiled; 400 `invalid_output_schema` (before pi) when it is not a usable JSON Schema. */
+/**
+ * The caller's schema, compiled; 400 `invalid_output_schema` (before pi) when it is not a usable
+ * JSON Schema or is over a bound. The bounds are checked before ajv compiles anything.
+ */
 export function compileOutputSchema(schema: unknown): OutputSpec {
 	const invalid = (why: string) => new GatewayError(400, "invalid_output_schema", `outputSchema: ${why}`);
 	if (typeof schema !== "boolean" && (typeof schema !== "object" || schema === null || Array.isArray(schema)))
 		throw invalid("a JSON Schema is an object (or true/false)");
 	if (JSON.stringify(schema).length > maxSchemaChars) throw invalid(`longer than ${maxSchemaChars} characters`);
+	if (typeof schema === "object") {
+		const named = (schema as Record<string, unknown>).$schema;
+		if (named !== undefined && named !== metaSchemaId && named !== `${metaSchemaId}#`)
+			throw invalid(`$schema: only ${metaSchemaId} (JSON Schema 2020-12)`);
+		if (!metaAjv.validateSchema(schema)) throw invalid(metaAjv.errorsText(metaAjv.errors, { dataVar: "schema" }));
+	}
 	// ajv compares every pair of items for it: a 300 KB answer held the event loop for 25 s.
 	if (hasTrue(schema, "uniqueItems"))
 		throw invalid("uniqueItems is not supported (checking it takes time quadratic in the array's length)");
+	let cost: SchemaCost;
+	try {
+		cost = schemaCost(schema, outputSchemaLimits);
+	} catch (error) {
+		if (error instanceof SchemaRefusal) throw invalid(error.message);
+		throw error;
+	}
 	let validate: ValidateFunction;
 	try {
-		validate = newAjv().compile(schema as Record<string, unknown>);
+		validate = newAjv(cost).compile(schema as Record<string, unknown>);
 	} catch (error) {
 		throw invalid((error as Error).message);
 	}
-	// A schema that refers to itself without end ({"$ref": "#"}) overflows the stack on any value.
-	try {
-		validate(null);
-	} catch {
-		throw invalid("it refers to itself without end (a $ref that never reaches a type)");
-	}
-	return { schema: schema as OutputSpec["schema"], validate };
+	return { schema: schema as OutputSpec["schema"], validate, cost };
 }
 
 /** What a user message carries after its text so that the model answers in the schema's shape. */
@@ -104,8 +153,14 @@ export function checkAnswer(spec: OutputSpec, text: string | null): Checked {
 		} catch {}
 	}
 	if (!parsed) return { ok: false, problem: "the answer held no JSON value" };
-	if (depthOf(parsed.value) > maxAnswerDepth)
-		return { ok: false, problem: `the JSON nests deeper than ${maxAnswerDepth} levels` };
+	// Known before the check runs: the answer's values times what the schema costs at their depth.
+	const cost = answerCost(spec.cost, parsed.value, maxCheckSteps);
+	if ("tooDeep" in cost) return { ok: false, problem: `the JSON nests deeper than ${maxAnswerDepth} levels` };
+	if ("over" in cost)
+		return {
+			ok: false,
+			problem: `the JSON is too large to check against this schema (more than ${maxCheckSteps} steps: fewer or shorter values)`,
+		};
 	try {
 		if (spec.validate(parsed.value)) return { ok: true, value: parsed.value };
 	} catch {
@@ -113,20 +168,6 @@ export function checkAnswer(spec: OutputSpec, text: string | null): Checked {
 		return { ok: false, problem: "the JSON could not be checked against the schema" };
 	}
 	return { ok: false, problem: `the JSON does not validate: ${describeErrors(spec.validate.errors ?? [])}` };
-}
-
-/** Nesting depth of a parsed JSON value, without recursion (the value may be deep). */
-function depthOf(value: unknown): number {
-	let deepest = 0;
-	const stack: [unknown, number][] = [[value, 1]];
-	while (stack.length > 0) {
-		const [node, depth] = stack.pop() as [unknown, number];
-		if (node === null || typeof node !== "object") continue;
-		deepest = Math.max(deepest, depth);
-		if (deepest > maxAnswerDepth) return deepest;
-		for (const child of Array.isArray(node) ? node : Object.values(node)) stack.push([child, depth + 1]);
-	}
-	return deepest;
 }
 
 /** Whether `key: true` appears anywhere in a JSON value (the schema: at most 64 KiB). */
