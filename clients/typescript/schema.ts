@@ -13779,7 +13779,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The destination is refused (link-local, metadata, loopback, or outside --webhook-allow) */
+            /** @description The destination is refused: it resolves to a loopback, private (RFC 1918, 100.64.0.0/10), link-local or metadata, unique-local, multicast, reserved or unspecified address or one of this host's own, or lies outside --webhook-allow (docs/webhooks.md); the detail names the address, its range and what to allow */
             422: {
                 headers: {
                     [name: string]: unknown;
