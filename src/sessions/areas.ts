@@ -1,4 +1,14 @@
-import { closeSync, constants, cpSync, existsSync, mkdirSync, openSync, readlinkSync, realpathSync } from "node:fs";
+import {
+	closeSync,
+	constants,
+	cpSync,
+	existsSync,
+	mkdirSync,
+	openSync,
+	readdirSync,
+	readlinkSync,
+	realpathSync,
+} from "node:fs";
 import { join, relative, resolve, sep } from "node:path";
 import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
@@ -118,6 +128,26 @@ export function areaCompileCache(config: Config, cwd: string): string {
 	return dir;
 }
 
+const real = (path: string) => {
+	try {
+		return realpathSync(path);
+	} catch {
+		return path;
+	}
+};
+
+/** Copies `from` to `to` but for `left` (and what they hold); a folder that holds one of them is walked. */
+function copyAgentDir(from: string, to: string, left: string[]): void {
+	const path = real(from);
+	if (left.some((l) => isInside(l, path))) return;
+	if (!left.some((l) => isInside(path, l))) {
+		cpSync(from, to, { recursive: true });
+		return;
+	}
+	mkdirSync(to, { recursive: true });
+	for (const name of readdirSync(from)) copyAgentDir(join(from, name), join(to, name), left);
+}
+
 /**
  * pi's agent folder (its settings, logins, and the extensions it loads at every start) for a
  * sandboxed session working in `cwd`: one per area, `<data-dir>/agents/@<name>` (an admin's
@@ -131,9 +161,10 @@ export function areaAgentDir(config: Config, cwd: string, base: string): string 
 	const dir = join(config.dataDir, "agents", areaOfFolder(config, cwd) ?? "admin");
 	if (!existsSync(dir)) {
 		mkdirSync(join(config.dataDir, "agents"), { recursive: true, mode: 0o700 });
-		// The operator's settings and logins; never its pi session files.
-		if (existsSync(base))
-			cpSync(base, dir, { recursive: true, filter: (src) => !src.startsWith(join(base, "sessions")) });
+		// The operator's settings and logins; never its pi session files, nor the gateway's data dir
+		// when an agent dir holds it (the copy went into itself: a 500 on every create, and the copy
+		// would have put the token and gateway.db in the agent's reach).
+		if (existsSync(base)) copyAgentDir(base, dir, [real(join(base, "sessions")), real(config.dataDir)]);
 		mkdirSync(dir, { recursive: true });
 	}
 	return dir;

@@ -48,3 +48,23 @@ describe("an admin's session and the operator's pi agent folder", () => {
 		expect(readFileSync(join(operatorDir, "settings.json"), "utf8")).toContain("operator-settings-41d7");
 	});
 });
+
+describe("an operator's agent dir that holds the data dir", () => {
+	it("starts sessions, and the agent's copy leaves the gateway's data dir out", async () => {
+		// Found by a review: the copy went into itself (500 on every create) and would have carried
+		// the token and gateway.db into the agent's copy.
+		const agent = mkdtempSync("/var/tmp/pi-gateway-agent-holds-data-");
+		writeFileSync(join(agent, "settings.json"), "{}");
+		const inner = await startTestGateway({ piAgentDir: agent, dataDir: join(agent, "gateway-data") });
+		try {
+			const created = await inner.api("/v1/sessions", { method: "POST", json: {} });
+			expect(created.status).toBe(201);
+			const copy = join(inner.config.dataDir, "agents", "admin");
+			expect(existsSync(join(copy, "settings.json"))).toBe(true);
+			expect(existsSync(join(copy, "gateway-data"))).toBe(false);
+		} finally {
+			await inner.stop();
+			rmSync(agent, { recursive: true, force: true });
+		}
+	});
+});
