@@ -65,7 +65,8 @@ type Usage = Record<string, unknown> | undefined;
  * own: its summary requests) and a usage entry's (pi's cache warming). What pi reports in no event
  * is not here (docs/limits.md).
  */
-function reportedUsage(event: LoggedEvent): Usage {
+/** The `usage` an event reports for model calls (undefined for one that reports none); throws on bad JSON. */
+export function reportedUsage(event: LoggedEvent): Usage {
 	if (event.type === "message_end") {
 		const { message } = eventJson<{ message?: { role?: string; usage?: Usage } }>(event);
 		return message?.role === "assistant" || message?.role === "toolResult" ? message.usage : undefined;

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,7 +16,10 @@ beforeAll(async () => {
 	dir = mkdtempSync(join(tmpdir(), "pi-gateway-usage-"));
 	const keysFile = join(dir, "keys.json");
 	aliceKey = createKey(keysFile, "alice", ["sessions:read", "sessions:write"]).secret;
-	gw = await startTestGateway({ keysFile });
+	// A tiny keep-recent budget lets pi compact these short conversations.
+	mkdirSync(join(dir, "agent"));
+	writeFileSync(join(dir, "agent", "settings.json"), JSON.stringify({ compaction: { keepRecentTokens: 5 } }));
+	gw = await startTestGateway({ keysFile, piAgentDir: join(dir, "agent") });
 	const res = await gw.api("/v1/sessions", {
 		method: "POST",
 		headers: { authorization: `Bearer ${aliceKey}` },
@@ -56,5 +59,29 @@ describe("usage in /metrics", () => {
 		expect(series(text, "pi_gateway_tokens_total", 'principal="admin",kind="input"')).toBeNaN();
 		expect(text).toMatch(/^# TYPE pi_gateway_tokens_total counter$/m);
 		expect(text).toMatch(/^# TYPE pi_gateway_cost_total counter$/m);
+	});
+
+	it("counts a compaction's model calls too, as the budget and …/stats do", async () => {
+		const again = await gw.api(`/v1/sessions/${session}/prompt?wait=true`, {
+			method: "POST",
+			headers: as("alice"),
+			json: { message: "echo: something to compact" },
+		});
+		expect(again.status).toBe(200);
+		const compacted = await gw.api(`/v1/sessions/${session}/compact`, {
+			method: "POST",
+			headers: as("alice"),
+			json: {},
+		});
+		expect(compacted.status).toBe(200);
+		const stats = (await gw.api(`/v1/sessions/${session}/stats`, { headers: as("alice") })).body;
+		const text = await (await gw.fetch("/metrics")).text();
+		const kinds = ["input", "output", "cacheRead", "cacheWrite"] as const;
+		const counted = kinds.reduce(
+			(sum, kind) => sum + series(text, "pi_gateway_tokens_total", `principal="alice",kind="${kind}"`),
+			0,
+		);
+		expect(counted).toBe(stats.tokens.total);
+		expect(series(text, "pi_gateway_cost_total", 'principal="alice"')).toBeCloseTo(stats.cost, 9);
 	});
 });

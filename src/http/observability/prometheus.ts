@@ -161,7 +161,7 @@ export class Metrics {
 		for (const kind of ["turns", "tokens", "cost", "duration"]) limitsReached.inc({ kind }, 0);
 		this.budgetRefusals = new Counter({
 			name: "pi_gateway_budget_refusals_total",
-			help: "Prompts, steers and follow-ups refused (409 budget_exhausted) because the session's budget is spent, by the limit reached: tokens or cost",
+			help: "Commands that call the model (prompts, steers, follow-ups, compactions) refused (409 budget_exhausted) because the session's budget is spent, by the limit reached: tokens or cost",
 			labelNames: ["kind"],
 			registers,
 		});
@@ -170,7 +170,8 @@ export class Metrics {
 		folderCounters(registers, () => this.#cluster()?.folders.counts);
 		sessions.subscribeAll((sessionId, event) => {
 			eventCounts.set(event.type, (eventCounts.get(event.type) ?? 0) + 1);
-			if (event.type === "message_end") usage(sessionId, event);
+			if (event.type === "message_end" || event.type === "compaction_end" || event.type === "entry_appended")
+				usage(sessionId, event);
 			else if (event.type === "approval_requested") requested.inc();
 			else if (event.type === "approval_resolved") {
 				resolved.inc({ status: field(event, "approval", "status") ?? "unknown" });

@@ -1,5 +1,6 @@
 import { Counter, type Registry } from "prom-client";
-import { eventJson, type LoggedEvent } from "../../sessions/event-log.ts";
+import type { LoggedEvent } from "../../sessions/event-log.ts";
+import { reportedUsage } from "../../sessions/run-limits.ts";
 
 /**
  * Most principals a `principal` label takes; the rest are counted as `_other`. Principals are
@@ -15,8 +16,9 @@ type Usage = Partial<Record<(typeof kinds)[number], unknown>> & { cost?: { total
 
 /**
  * `pi_gateway_tokens_total{principal,kind}` and `pi_gateway_cost_total{principal}`, from the
- * `usage` of each assistant `message_end` (what pi's own session stats sum). Returns the event
- * handler: called for every message_end, it parses only those.
+ * `usage` of every model call pi reports (run-limits.ts reportedUsage: assistant and tool-result
+ * messages, compactions, cache warming; what the budget counts). Returns the event handler: called
+ * for message_end, compaction_end and entry_appended, it parses only those.
  */
 export function usageCounters(registers: Registry[], ownerOf: (sessionId: string) => string) {
 	const tokens = new Counter({
@@ -41,8 +43,8 @@ export function usageCounters(registers: Registry[], ownerOf: (sessionId: string
 		return principal;
 	};
 	return (sessionId: string, event: LoggedEvent) => {
-		const usage = assistantUsage(event);
-		if (!usage) return;
+		const usage = usageReported(event);
+		if (!usage || typeof usage !== "object") return;
 		const principal = labelOf(ownerOf(sessionId));
 		for (const kind of kinds) {
 			const n = usage[kind];
@@ -53,11 +55,9 @@ export function usageCounters(registers: Registry[], ownerOf: (sessionId: string
 	};
 }
 
-function assistantUsage(event: LoggedEvent): Usage | undefined {
+function usageReported(event: LoggedEvent): Usage | undefined {
 	try {
-		const message = (eventJson(event) as { message?: { role?: unknown; usage?: unknown } }).message;
-		if (message?.role !== "assistant" || typeof message.usage !== "object" || message.usage === null) return undefined;
-		return message.usage as Usage;
+		return reportedUsage(event) as Usage | undefined;
 	} catch {
 		return undefined;
 	}
