@@ -84,8 +84,8 @@ export const toolSchemaLimits: CostLimits = {
 	maxNesting: 64,
 	maxPatternProgram: 0,
 	maxPatternPrograms: 0,
-	maxCompileUnits: 1000,
-	maxLocationCost: 10_000,
+	maxCompileUnits: 600,
+	maxLocationCost: 50_000,
 	maxDepth: 128,
 };
 
