@@ -102,7 +102,13 @@ export const sections: readonly { title: string; intro: string; keys: readonly K
 	{
 		title: "Approvals",
 		intro: "dialogs pi opens: timeouts, policies, history",
-		keys: ["approvalTimeoutMs", "approvalPoliciesFile", "approvalHistoryMs", "maxApprovalHistory"],
+		keys: [
+			"approvalTimeoutMs",
+			"approvalPoliciesFile",
+			"approvalHistoryMs",
+			"maxApprovalHistory",
+			"maxApprovalHistoryPerPrincipal",
+		],
 	},
 	{
 		title: "Sandbox",
@@ -177,6 +183,7 @@ const decidedDefaults: Partial<Record<Key, string>> = {
 	nodeName: "host name and a random suffix",
 	advertiseUrl: "http://<host>:<port>",
 	maxAuditEntriesPerPrincipal: "a tenth of --max-audit-entries",
+	maxApprovalHistoryPerPrincipal: "a tenth of --max-approval-history",
 	maxIdempotencyKeysPerPrincipal: "a tenth of --max-idempotency-keys",
 	webhookMaxPendingPerPrincipal: "a tenth of --webhook-max-pending",
 };

@@ -220,7 +220,16 @@ export const ConfigSchema = z.object({
 	approvalHistoryMs: int(1000)
 		.default(7 * 24 * 3600_000)
 		.describe("How long resolved approvals stay listable in GET /v1/approvals/history"),
-	maxApprovalHistory: int(1).default(100_000).describe("Resolved approvals kept at most in the history"),
+	maxApprovalHistory: int(1)
+		.default(100_000)
+		.describe(
+			"Resolved approvals kept at most in the history; past it the oldest of the principal that holds the most goes (an approval counts for the owner of its session), never another's",
+		),
+	maxApprovalHistoryPerPrincipal: int(1)
+		.optional()
+		.describe(
+			"Resolved approvals kept per principal (the owner of their session); past it that principal's own oldest go",
+		),
 	rateLimitRequests: int(0)
 		.default(0)
 		.describe("Requests per principal per --rate-limit-window-ms at most, then 429 with Retry-After (0: no limit)"),

@@ -58,12 +58,13 @@ export function recordStores(
 	audit: AuditStore;
 } {
 	const auditShare = shareOf(config.maxAuditEntries, config.maxAuditEntriesPerPrincipal);
+	const historyShare = shareOf(config.maxApprovalHistory, config.maxApprovalHistoryPerPrincipal);
 	const shared = (table: "approval_history" | "audit_log", max: number, share?: number) =>
 		postgres && new SharedRecords(postgres.pool, table, max, log, share);
 	// The node's own tables are made (and pruned) in cluster mode too, as a gateway.db always holds them.
-	const history = new SqliteApprovalHistory(db, config.approvalHistoryMs, config.maxApprovalHistory);
+	const history = new SqliteApprovalHistory(db, config.approvalHistoryMs, config.maxApprovalHistory, historyShare);
 	const audit = new SqliteAuditLog(db, config.maxAuditEntries, auditShare);
-	const sharedHistory = shared("approval_history", config.maxApprovalHistory);
+	const sharedHistory = shared("approval_history", config.maxApprovalHistory, historyShare);
 	const sharedAudit = shared("audit_log", config.maxAuditEntries, auditShare);
 	return {
 		webhooks: new SqliteWebhookStore(db, shareOf(config.webhookMaxPending, config.webhookMaxPendingPerPrincipal)),

@@ -5,12 +5,12 @@ import { transaction } from "./schema.ts";
 const maxRounds = 64;
 
 /**
- * A cluster-wide table shared by principals, counted per principal by triggers (migration 12):
+ * A cluster-wide table shared by principals, counted per principal by triggers (migrations 12, 13):
  * `store` names its counts, `evict` is SQL that removes up to $2 of principal $1's oldest evictable
  * rows (through an index on (principal, age)).
  */
 export interface SharedTable {
-	store: "idempotency" | "audit";
+	store: "idempotency" | "audit" | "approval_history";
 	evict: string;
 }
 

@@ -173,6 +173,21 @@ CREATE INDEX idempotency_keys_principal_age ON idempotency_keys (principal, crea
 CREATE INDEX audit_log_principal ON audit_log (principal, seq);
 ALTER TABLE webhook_outbox ADD COLUMN principal text;`,
 	},
+	{
+		version: 13,
+		// Approval history counted as migration 12 counts the others: each row in the share of the owner
+		// of its session (session_access; one without a record is the admin's, as on one node). Rows
+		// already there stay, are given their owner and are counted (the table locked meanwhile).
+		name: "fair shares: approval history counted per principal (the owner of the approval's session)",
+		sql: `
+LOCK TABLE approval_history IN SHARE ROW EXCLUSIVE MODE;
+ALTER TABLE approval_history ADD COLUMN principal text NOT NULL DEFAULT 'admin';
+UPDATE approval_history h SET principal = a.owner FROM session_access a WHERE a.session_id = h.session_id;
+CREATE TRIGGER approval_history_fair AFTER INSERT OR DELETE ON approval_history FOR EACH ROW EXECUTE FUNCTION pi_gateway_fair_count('approval_history');
+INSERT INTO fair_counts SELECT 'approval_history', principal, count(*) FROM approval_history GROUP BY principal;
+INSERT INTO fair_totals SELECT 'approval_history', count(*) FROM approval_history;
+CREATE INDEX approval_history_principal ON approval_history (principal, seq);`,
+	},
 ];
 
 /** An arbitrary constant: the advisory lock every node takes while it migrates. */

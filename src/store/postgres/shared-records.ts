@@ -6,30 +6,37 @@ import type { Approval } from "../../sessions/approvals.ts";
 import { type SharedTable, trimShares } from "./fair-share.ts";
 import { needDatabase } from "./schema.ts";
 
-/** Prune every this many writes (a DELETE per write would be wasted work). */
+/** Prune approval history by age every this many writes (a DELETE per write would be wasted work). */
 const pruneEvery = 100;
 
-/** The tables kept this way, and the columns a page may filter on (from code, never from a request). */
+/** A table's fair shares (fair-share.ts): a principal's oldest rows go first, by its (principal, seq) index. */
+const sharesOf = (store: SharedTable["store"], table: string): SharedTable => ({
+	store,
+	evict: `DELETE FROM ${table} WHERE seq IN (SELECT seq FROM ${table} WHERE principal = $1 ORDER BY seq LIMIT $2)`,
+});
+
+/**
+ * The tables kept this way: the columns written, which a page may filter on (from code, never from a
+ * request), and their fair shares, counted by the `principal` column.
+ */
 const tables = {
-	approval_history: { columns: ["session_id", "id", "status", "resolved_at"], key: "(session_id, id)" },
-	audit_log: { columns: ["principal", "session_id"], key: undefined },
+	approval_history: {
+		columns: ["session_id", "id", "status", "resolved_at", "principal"],
+		key: "(session_id, id)",
+		shares: sharesOf("approval_history", "approval_history"),
+	},
+	audit_log: { columns: ["principal", "session_id"], key: undefined, shares: sharesOf("audit", "audit_log") },
 } as const;
 type Table = keyof typeof tables;
-
-/** The audit log's fair shares (fair-share.ts): a principal's oldest entries go first, by the (principal, seq) index. */
-const auditShares: SharedTable = {
-	store: "audit",
-	evict: "DELETE FROM audit_log WHERE seq IN (SELECT seq FROM audit_log WHERE principal = $1 ORDER BY seq LIMIT $2)",
-};
 
 /**
  * Cluster mode: a bounded, append-mostly table of JSON records in PostgreSQL that every node
  * writes and reads, for what a client expects to read whole through any node (approval history,
  * the audit log). The same shape as ../sqlite/record-page.ts over SQLite: newest first by a sequence, the
  * `nextCursor` is that sequence. Writes go behind in order and fail soft (a lost history row never
- * costs an answer or a request; the log line has it). The audit log is bounded with fair shares
- * (`share` entries per principal, then the one that holds the most gives up its oldest), trimmed
- * after each write; approval history by age and count.
+ * costs an answer or a request; the log line has it). Both are bounded with fair shares (`share`
+ * rows per principal, then the one that holds the most gives up its oldest), trimmed after each
+ * write; approval history by age too.
  */
 export class SharedRecords {
 	readonly #pool: pg.Pool;
@@ -38,7 +45,6 @@ export class SharedRecords {
 	readonly #share: number;
 	readonly #logger: Logger;
 	#queue: Promise<void> = Promise.resolve();
-	#writes = 0;
 
 	constructor(pool: pg.Pool, table: Table, maxRows: number, logger: Logger, share = maxRows) {
 		this.#pool = pool;
@@ -50,33 +56,26 @@ export class SharedRecords {
 
 	/** Adds (or, for a table with a key, replaces) a record; `columns` are the filterable ones. */
 	append(columns: Record<string, string | null>, record: unknown): void {
-		const { columns: names, key } = tables[this.#table];
+		const { columns: names, key, shares } = tables[this.#table];
 		const values = names.map((n) => columns[n] ?? null);
 		const placeholders = names.map((_, i) => `$${i + 1}`).join(", ");
 		const update = key ? `ON CONFLICT ${key} DO UPDATE SET record = EXCLUDED.record, status = EXCLUDED.status` : "";
 		const sql = `INSERT INTO ${this.#table} (${names.join(", ")}, record) VALUES (${placeholders}, $${names.length + 1}) ${update}`;
-		const prune = ++this.#writes % pruneEvery === 0;
 		const principal = columns.principal;
 		this.#queue = this.#queue.then(async () => {
 			try {
 				await this.#pool.query(sql, [...values, JSON.stringify(record)]);
-				if (this.#table === "audit_log" && typeof principal === "string")
-					await trimShares(this.#pool, auditShares, principal, this.#share, this.#maxRows);
-				else if (prune) await this.prune();
+				if (typeof principal === "string") await trimShares(this.#pool, shares, principal, this.#share, this.#maxRows);
 			} catch (error) {
 				this.#logger.warn({ err: error, table: this.#table }, "cluster: a record was not written");
 			}
 		});
 	}
 
-	/** Deletes all but the newest `maxRows`, and (approval history) those resolved before `olderThan`. */
-	async prune(olderThan?: Date): Promise<void> {
-		if (olderThan && this.#table === "approval_history")
+	/** Approval history resolved before `olderThan` goes (the count is kept by the fair shares, at each write). */
+	async prune(olderThan: Date): Promise<void> {
+		if (this.#table === "approval_history")
 			await this.#pool.query("DELETE FROM approval_history WHERE resolved_at < $1", [olderThan]);
-		await this.#pool.query(
-			`DELETE FROM ${this.#table} WHERE seq IN (SELECT seq FROM ${this.#table} ORDER BY seq DESC OFFSET $1)`,
-			[this.#maxRows],
-		);
 	}
 
 	/** One page, newest first; an undefined filter matches anything; `before` is an earlier `nextCursor`. */
@@ -116,15 +115,21 @@ export class SharedRecords {
 
 /**
  * The cluster's approval history. `local` is the node's own history in gateway.db: while it is
- * open the node records what resolves (its shutdown ends that, as on one node).
+ * open the node records what resolves (its shutdown ends that, as on one node), and it names the
+ * owner of the approval's session (the node that runs a session holds its record), whose share the
+ * row counts in.
  */
 export class SharedApprovalHistory implements ApprovalHistoryStore {
 	readonly #records: SharedRecords;
 	readonly #keepMs: number;
-	readonly #local: { readonly open: boolean };
+	readonly #local: { readonly open: boolean; ownerOf(sessionId: string): string };
 	#writes = 0;
 
-	constructor(records: SharedRecords, keepMs: number, local: { readonly open: boolean }) {
+	constructor(
+		records: SharedRecords,
+		keepMs: number,
+		local: { readonly open: boolean; ownerOf(sessionId: string): string },
+	) {
 		this.#records = records;
 		this.#keepMs = keepMs;
 		this.#local = local;
@@ -140,6 +145,7 @@ export class SharedApprovalHistory implements ApprovalHistoryStore {
 			id: approval.id,
 			status: approval.status,
 			resolved_at: resolvedAt,
+			principal: this.#local.ownerOf(approval.sessionId),
 		};
 		this.#records.append(columns, approval);
 		if (++this.#writes % pruneEvery === 0) void this.#records.prune(new Date(Date.now() - this.#keepMs));

@@ -4,8 +4,9 @@
  * handle, so a data directory from an older gateway gains the tables it lacks. The one change to
  * an existing table, Idempotency-Key answers scoped to their principal, drops the old unscoped
  * table before this one is created (dropUnscopedTable in idempotency.ts); the outbox's principal
- * column is added in place to an older table and filled from session_access (webhooks.ts), and the
- * fair-share counts are made from the rows already there when their triggers are new (fair-share.ts).
+ * column is added in place to an older table and filled from session_access (webhooks.ts), as is
+ * approval history's (approval-history.ts), and the fair-share counts are made from the rows
+ * already there when their triggers are new (fair-share.ts).
  * PostgreSQL's tables (cluster mode) are the numbered list in ../postgres/schema.ts.
  */
 
@@ -37,7 +38,10 @@ CREATE TABLE IF NOT EXISTS session_access (
 export const sessionRulesTable =
 	"CREATE TABLE IF NOT EXISTS approval_session_rules (session_id TEXT PRIMARY KEY, rules TEXT NOT NULL)";
 
-/** Resolved approvals (ApprovalHistory, src/sessions/approval-history.ts). */
+/**
+ * Resolved approvals (ApprovalHistory, src/sessions/approval-history.ts). `principal` is the owner
+ * of the approval's session, whose share of the history it counts in.
+ */
 export const approvalHistoryTable = `
 CREATE TABLE IF NOT EXISTS approval_history (
 	session_id TEXT NOT NULL,
@@ -45,9 +49,14 @@ CREATE TABLE IF NOT EXISTS approval_history (
 	status TEXT NOT NULL,
 	resolved_at TEXT NOT NULL,
 	record TEXT NOT NULL,
+	principal TEXT NOT NULL DEFAULT 'admin',
 	PRIMARY KEY (session_id, id)
 );
 CREATE INDEX IF NOT EXISTS approval_history_resolved ON approval_history (resolved_at);`;
+
+/** Made once an older table has its principal column: each principal's oldest first (an index holds the rowid). */
+export const approvalHistoryIndexes =
+	"CREATE INDEX IF NOT EXISTS approval_history_principal ON approval_history (principal)";
 
 /**
  * Webhooks and their outbox (WebhookStore, webhooks.ts). `principal` is the owner of the session a
