@@ -35,11 +35,15 @@ export function send(
 			method: "POST",
 			headers: { ...headers, "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) },
 			agent: false,
-			lookup: (_host, options, callback) => {
-				const all = (options as { all?: boolean }).all;
-				if (all) (callback as (e: null, a: Destination[]) => void)(null, [destination]);
-				else callback(null, destination.address, destination.family);
-			},
+			// Answered on a later turn, as a real lookup is: answered at once, a connect that fails at
+			// once (ENETUNREACH: no route to the address) was emitted before the request had its error
+			// listener, and the unhandled error killed the gateway, again at each restart (an attacker's review).
+			lookup: (_host, options, callback) =>
+				setImmediate(() => {
+					const all = (options as { all?: boolean }).all;
+					if (all) (callback as (e: null, a: Destination[]) => void)(null, [destination]);
+					else callback(null, destination.address, destination.family);
+				}),
 		});
 		const timer = setTimeout(() => done({ status: null, error: `no answer within ${timeoutMs} ms` }), timeoutMs);
 		req.on("error", (error) => done({ status: null, error: error.message }));
