@@ -144,6 +144,45 @@ describe("item 12: deep JSON is refused at the edge", () => {
 	});
 });
 
+describe("wide JSON is refused at the edge (an attacker's review)", () => {
+	it("500,000 members below the size limit is 400 json_too_large on every JSON route, before any parse", async () => {
+		const wide = `{${Array.from({ length: 500_000 }, (_, i) => `"k${i}":0`).join(",")}}`;
+		for (const [method, path, body] of [
+			["POST", `/v1/sessions/${id}/prompt`, `{"message":"echo: hi","outputSchema":${wide}}`],
+			["POST", `/v1/sessions/${id}/prompt`, `{"message":"echo: hi","junk":${wide}}`],
+			["POST", "/v1/sessions", wide],
+			["PUT", `/v1/sessions/${id}/name`, wide],
+			["POST", `/v1/sessions/${id}/rpc`, `[${wide.slice(1, -1).replace(/"k\d+":/g, "")}]`],
+		]) {
+			const res = await fetch(gw.url + path, {
+				method,
+				headers: { ...auth(), "content-type": "application/json" },
+				body,
+			});
+			expect(res.status, path).toBe(400);
+			expect(((await res.json()) as { code: string }).code).toBe("json_too_large");
+		}
+		// Commas in strings are text: a long prompt is one value.
+		const long = await gw.api(`/v1/sessions/${id}/bash`, {
+			method: "POST",
+			json: { command: `echo ${",".repeat(30_000).length}` },
+		});
+		expect(long.status).toBe(200);
+		expect(long.body.output).toBe("30000\n");
+	});
+
+	it("a workspace upload sent with a JSON content type is stored as bytes, not read as JSON (was a 500)", async () => {
+		const res = await fetch(`${gw.url}/v1/sessions/${id}/files/content?path=uploaded.json`, {
+			method: "PUT",
+			headers: { ...auth(), "content-type": "application/json" },
+			body: '{"content":"x"}',
+		});
+		expect(res.status).toBeLessThan(300);
+		const back = await fetch(`${gw.url}/v1/sessions/${id}/files/content?path=uploaded.json`, { headers: auth() });
+		expect(await back.text()).toBe('{"content":"x"}');
+	});
+});
+
 describe("item 7: export_html never writes through a symlink", () => {
 	it("an outputPath naming a symlink to a file outside the root is 403 and nothing is written there", async () => {
 		await gw.api(`/v1/sessions/${id}/prompt?wait=true`, {

@@ -5,6 +5,13 @@ import { routePattern } from "./route-pattern.ts";
 
 /** Deeper than any command pi knows (images are 3 levels); 10,000 levels made JSON.stringify throw. */
 export const maxJsonDepth = 64;
+/**
+ * Values (object members, array items) in one body at most: far more than any operation takes (a
+ * prompt's text and images are single strings; an outputSchema is at most 64 KiB), and what JSON.parse,
+ * zod and JSON.stringify get through in milliseconds. 500,000 members below the size limit held the
+ * event loop for everyone 2–9 s before any check saw them (an attacker's review).
+ */
+export const maxJsonValues = 20_000;
 
 const jsonType = /^application\/([\w.-]+\+)?json\s*(;|$)/i;
 const bodyMethods = new Set(["POST", "PUT", "PATCH"]);
@@ -12,15 +19,21 @@ const bodyMethods = new Set(["POST", "PUT", "PATCH"]);
 /** The operations that declare a JSON request body, read from the OpenAPI document once routes exist. */
 export class BodyRoutes {
 	#routes: { method: string; path: RegExp; required: boolean }[] = [];
+	#raw: { method: string; path: RegExp }[] = [];
 
 	load(document: { paths?: Record<string, Record<string, unknown>> }): void {
 		this.#routes = [];
+		this.#raw = [];
 		for (const [template, operations] of Object.entries(document.paths ?? {})) {
 			const pattern = routePattern(template);
 			for (const [method, operation] of Object.entries(operations)) {
 				const body = (operation as { requestBody?: { required?: boolean; content?: object } }).requestBody;
+				if (body === undefined) continue;
 				// Raw bodies (a workspace upload) take any content type.
-				if (body === undefined || !(body.content && "application/json" in body.content)) continue;
+				if (!(body.content && "application/json" in body.content)) {
+					this.#raw.push({ method: method.toUpperCase(), path: pattern });
+					continue;
+				}
 				this.#routes.push({
 					method: method.toUpperCase(),
 					path: pattern,
@@ -30,16 +43,25 @@ export class BodyRoutes {
 		}
 	}
 
+	/** The operation reads its body raw (an upload), whatever its content type says. */
+	takesRaw(method: string, path: string): boolean {
+		return this.#raw.some((r) => r.method === method && r.path.test(path));
+	}
+
 	/** `undefined`: the operation takes no body; otherwise whether its body is required. */
 	find(method: string, path: string): { required: boolean } | undefined {
 		return this.#routes.find((r) => r.method === method && r.path.test(path));
 	}
 }
 
-/** Nesting depth of JSON text, brackets inside strings not counted; stops counting past `limit`. */
-export function jsonDepth(text: string, limit: number): number {
+/**
+ * Nesting depth of JSON text and how many values it holds past the first of each object or array
+ * (its commas), brackets and commas inside strings not counted; stops counting past either limit.
+ */
+export function jsonShape(text: string, limits: { depth: number; values: number }): { depth: number; values: number } {
 	let depth = 0;
 	let deepest = 0;
+	let values = 0;
 	let inString = false;
 	for (let i = 0; i < text.length; i++) {
 		const ch = text.charCodeAt(i);
@@ -48,12 +70,15 @@ export function jsonDepth(text: string, limit: number): number {
 				i++; // backslash: skip the escaped character
 			else if (ch === 34) inString = false;
 		} else if (ch === 34) inString = true;
-		else if (ch === 91 || ch === 123) {
+		else if (ch === 44) {
+			if (++values > limits.values) break;
+		} else if (ch === 91 || ch === 123) {
+			values++;
 			if (++depth > deepest) deepest = depth;
-			if (deepest > limit) return deepest;
+			if (deepest > limits.depth || values > limits.values) break;
 		} else if (ch === 93 || ch === 125) depth--;
 	}
-	return deepest;
+	return { depth: deepest, values };
 }
 
 /**
@@ -67,7 +92,10 @@ export function jsonDepth(text: string, limit: number): number {
  *   A gateway without a token (`--no-auth`) has no such header to lean on and stays strict;
  * - an empty JSON body is `{}` (an optional body may be left out);
  * - nesting deeper than `maxJsonDepth` is refused (400) before JSON.parse, so nothing recursive
- *   downstream (zod, JSON.stringify to pi) can blow the stack.
+ *   downstream (zod, JSON.stringify to pi) can blow the stack, and so is a body of more than
+ *   `maxJsonValues` values, so no body holds the event loop for everyone while it is parsed;
+ * - a JSON content type on an operation that takes a raw body (a workspace upload) is left for
+ *   the operation to read (it streams the body).
  */
 export function bodyGuard(routes: BodyRoutes, options: { tokenRequired: boolean }): MiddlewareHandler<AppEnv> {
 	return async function bodyGuardMiddleware(c, next) {
@@ -91,13 +119,22 @@ export function bodyGuard(routes: BodyRoutes, options: { tokenRequired: boolean 
 			}
 			return next();
 		}
+		if (routes.takesRaw(c.req.method, c.req.path)) return next();
 		const text = await c.req.text();
 		if (text.trim() === "") {
 			// Hono's validators read the body through this cache: an empty body parses as `{}`.
 			(c.req as unknown as { bodyCache: { text?: Promise<string> } }).bodyCache.text = Promise.resolve("{}");
-		} else if (jsonDepth(text, maxJsonDepth) > maxJsonDepth) {
-			throw new ApiError(400, "json_too_deep", `JSON bodies may nest at most ${maxJsonDepth} levels`);
+			return next();
 		}
+		const shape = jsonShape(text, { depth: maxJsonDepth, values: maxJsonValues });
+		if (shape.depth > maxJsonDepth)
+			throw new ApiError(400, "json_too_deep", `JSON bodies may nest at most ${maxJsonDepth} levels`);
+		if (shape.values > maxJsonValues)
+			throw new ApiError(
+				400,
+				"json_too_large",
+				`JSON bodies may hold at most ${maxJsonValues} values (object members and array items)`,
+			);
 		return next();
 	};
 }
