@@ -104,6 +104,7 @@ export const sections: readonly { title: string; intro: string; keys: readonly K
 		intro: "dialogs pi opens: timeouts, policies, history",
 		keys: [
 			"approvalTimeoutMs",
+			"maxPendingDialogs",
 			"approvalPoliciesFile",
 			"approvalHistoryMs",
 			"maxApprovalHistory",

@@ -211,6 +211,11 @@ export const ConfigSchema = z.object({
 		.describe("Longest line accepted from pi's stdout"),
 	stderrTailBytes: int(256).default(8192).describe("Bytes of pi's stderr kept per session"),
 	approvalTimeoutMs: int(0).default(0).describe("Cancel unanswered dialogs after this long (0: never)"),
+	maxPendingDialogs: int(1)
+		.default(64)
+		.describe(
+			"Dialogs, and client tool calls, one session may have pending at once (each); past it an extension's new one is refused as it opens (cancelled, resolvedBy gateway-limit), so no agent grows the gateway's memory or the inbox for everyone",
+		),
 	maxNotifications: int(1).default(50).describe("Notifications kept per session in its UI state"),
 	waitTimeoutMs: int(1).default(300_000).describe("Longest wait mode (Prefer: wait) before 202"),
 	approvalPoliciesFile: z

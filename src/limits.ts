@@ -18,6 +18,7 @@ export const sessionLimitKeys = [
 	"maxLineChars",
 	"stderrTailBytes",
 	"approvalTimeoutMs",
+	"maxPendingDialogs",
 	"maxNotifications",
 ] as const satisfies readonly NumericSetting[];
 

@@ -2156,9 +2156,9 @@ export interface components {
              * @description When it was answered, expired or cancelled; null while pending
              */
             resolvedAt: string | null;
-            /** @description Who settled it: the answer's `by` (default `api`), or when nobody answered: `pi-timeout`, `gateway-policy` (approvalTimeoutMs), `gateway-abort` (the run was aborted) or `pi-exit` (pi exited) */
+            /** @description Who settled it: the answer's `by` (default `api`), or when nobody answered: `pi-timeout`, `gateway-policy` (approvalTimeoutMs), `gateway-abort` (the run was aborted), `pi-exit` (pi exited) or `gateway-limit` (refused as it opened: the session had --max-pending-dialogs pending already; `note` says so) */
             resolvedBy: string | null;
-            /** @description The answer's free-text `by`, when the answerer was an authenticated principal */
+            /** @description The answer's free-text `by`, when the answerer was an authenticated principal; for `gateway-limit`, why the gateway refused the dialog */
             note?: string;
         };
         /**
@@ -2242,13 +2242,13 @@ export interface components {
             answeredAt: string | null;
             result: components["schemas"]["ToolCallResult"];
             /**
-             * @description Who settled it: the authenticated principal that answered, or when nobody did: `gateway-policy` (--approval-timeout-ms ran out), `gateway-abort` (the run was aborted), `pi-exit` (pi exited) or `pi` (pi finished the tool without the program's answer); null while pending
+             * @description Who settled it: the authenticated principal that answered, or when nobody did: `gateway-policy` (--approval-timeout-ms ran out), `gateway-abort` (the run was aborted), `pi-exit` (pi exited), `pi` (pi finished the tool without the program's answer) or `gateway-limit` (refused as it came: the session had --max-pending-dialogs calls pending already); null while pending
              * @example admin
              */
             resolvedBy: string | null;
         };
         /**
-         * @description `pending`: the model waits for the program's answer; `answered`: the program answered; `cancelled`: nobody answered (the run was aborted, pi exited, the gateway's timeout ran out, or pi went on without the answer) and the model got an error result saying so
+         * @description `pending`: the model waits for the program's answer; `answered`: the program answered; `cancelled`: nobody answered (the run was aborted, pi exited, the gateway's timeout ran out, pi went on without the answer, or the session had too many calls pending) and the model got an error result saying so
          * @example pending
          * @enum {string}
          */

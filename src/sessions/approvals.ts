@@ -45,6 +45,7 @@ export const resolvers = {
 	policy: "gateway-policy",
 	abort: "gateway-abort",
 	exit: "pi-exit",
+	limit: "gateway-limit",
 } as const;
 
 /** A pending approval, for the spec's examples. */
@@ -95,12 +96,12 @@ export const Approval = z
 			.string()
 			.nullable()
 			.openapi({
-				description: `Who settled it: the answer's \`by\` (default \`api\`), or when nobody answered: \`${resolvers.piTimeout}\`, \`${resolvers.policy}\` (approvalTimeoutMs), \`${resolvers.abort}\` (the run was aborted) or \`${resolvers.exit}\` (pi exited)`,
+				description: `Who settled it: the answer's \`by\` (default \`api\`), or when nobody answered: \`${resolvers.piTimeout}\`, \`${resolvers.policy}\` (approvalTimeoutMs), \`${resolvers.abort}\` (the run was aborted), \`${resolvers.exit}\` (pi exited) or \`${resolvers.limit}\` (refused as it opened: the session had --max-pending-dialogs pending already; \`note\` says so)`,
 			}),
-		note: z
-			.string()
-			.optional()
-			.openapi({ description: "The answer's free-text `by`, when the answerer was an authenticated principal" }),
+		note: z.string().optional().openapi({
+			description:
+				"The answer's free-text `by`, when the answerer was an authenticated principal; for `gateway-limit`, why the gateway refused the dialog",
+		}),
 	})
 	.openapi("Approval", {
 		description: "An extension's dialog (select, confirm, input, editor) as a resource a client answers",
@@ -135,12 +136,15 @@ export class Approvals {
 	readonly #timers = new Map<string, NodeJS.Timeout>();
 	/** Dialogs a dead node's pi opened (cluster mode): nobody can answer them any more. */
 	readonly #lost = new Set<string>();
+	/** Dialogs pending at once at most (--max-pending-dialogs): past it a new one is refused as it opens. */
+	readonly #maxPending: number;
 	#pending = 0;
 
-	constructor(sessionId: string, events: ApprovalEvents, policyTimeoutMs = 0) {
+	constructor(sessionId: string, events: ApprovalEvents, policyTimeoutMs = 0, maxPending = Number.POSITIVE_INFINITY) {
 		this.#sessionId = sessionId;
 		this.#events = events;
 		this.#policyTimeoutMs = policyTimeoutMs;
+		this.#maxPending = maxPending;
 	}
 
 	get pendingCount(): number {
@@ -175,6 +179,14 @@ export class Approvals {
 		seqs.set(approval, ++lastSeq);
 		this.#items.set(approval.id, approval);
 		this.#pending++;
+		this.#prune();
+		// One session's agent must not grow the gateway's memory (and everyone's inbox) without bound: past
+		// the bound the dialog is cancelled at once (the extension gets its default; the gate's blocks).
+		if (this.#pending > this.#maxPending) {
+			approval.expiresAt = null;
+			approval.note = `Refused: this session already has ${this.#maxPending} dialogs pending (--max-pending-dialogs)`;
+			return this.#settle(approval, "cancelled", null, resolvers.limit);
+		}
 		if (afterMs !== undefined) {
 			const timer = setTimeout(() => {
 				if (piFirst) this.#settle(approval, "expired", null, resolvers.piTimeout);
@@ -184,7 +196,6 @@ export class Approvals {
 			this.#timers.set(approval.id, timer);
 		}
 		this.#events.requested(approval);
-		this.#prune();
 		return approval;
 	}
 

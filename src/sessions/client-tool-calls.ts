@@ -1,10 +1,13 @@
+// Over 300 lines on purpose: the tool call resource and its one-winner answer rules (409/410, the
+// timeout, cancel on abort and exit, the session's bound) belong together, as in approvals.ts; the
+// schema is the shape those rules return.
 import { z } from "@hono/zod-openapi";
 import { GatewayError } from "../errors.ts";
 import type { ClientToolRequest } from "./client-tools.ts";
 
 export const ToolCallStatus = z.enum(["pending", "answered", "cancelled"]).openapi("ToolCallStatus", {
 	description:
-		"`pending`: the model waits for the program's answer; `answered`: the program answered; `cancelled`: nobody answered (the run was aborted, pi exited, the gateway's timeout ran out, or pi went on without the answer) and the model got an error result saying so",
+		"`pending`: the model waits for the program's answer; `answered`: the program answered; `cancelled`: nobody answered (the run was aborted, pi exited, the gateway's timeout ran out, pi went on without the answer, or the session had too many calls pending) and the model got an error result saying so",
 	example: "pending",
 });
 
@@ -67,6 +70,7 @@ export const toolCallResolvers = {
 	abort: "gateway-abort",
 	exit: "pi-exit",
 	pi: "pi",
+	limit: "gateway-limit",
 } as const;
 
 export const ToolCall = z
@@ -95,7 +99,7 @@ export const ToolCall = z
 			.string()
 			.nullable()
 			.openapi({
-				description: `Who settled it: the authenticated principal that answered, or when nobody did: \`${toolCallResolvers.policy}\` (--approval-timeout-ms ran out), \`${toolCallResolvers.abort}\` (the run was aborted), \`${toolCallResolvers.exit}\` (pi exited) or \`${toolCallResolvers.pi}\` (pi finished the tool without the program's answer); null while pending`,
+				description: `Who settled it: the authenticated principal that answered, or when nobody did: \`${toolCallResolvers.policy}\` (--approval-timeout-ms ran out), \`${toolCallResolvers.abort}\` (the run was aborted), \`${toolCallResolvers.exit}\` (pi exited), \`${toolCallResolvers.pi}\` (pi finished the tool without the program's answer) or \`${toolCallResolvers.limit}\` (refused as it came: the session had --max-pending-dialogs calls pending already); null while pending`,
 				example: "admin",
 			}),
 	})
@@ -128,12 +132,15 @@ export class ToolCalls {
 	readonly #timers = new Map<string, NodeJS.Timeout>();
 	/** Calls a dead node's pi made (cluster mode): nobody can answer them any more. */
 	readonly #lost = new Set<string>();
+	/** Calls pending at once at most (--max-pending-dialogs): past it a new one is refused as it comes. */
+	readonly #maxPending: number;
 	#pending = 0;
 
-	constructor(sessionId: string, events: ToolCallEvents, timeoutMs = 0) {
+	constructor(sessionId: string, events: ToolCallEvents, timeoutMs = 0, maxPending = Number.POSITIVE_INFINITY) {
 		this.#sessionId = sessionId;
 		this.#events = events;
 		this.#timeoutMs = timeoutMs;
+		this.#maxPending = maxPending;
 	}
 
 	get pendingCount(): number {
@@ -163,6 +170,12 @@ export class ToolCalls {
 		this.#items.set(call.id, call);
 		this.#dialogs.set(call.id, dialogId);
 		this.#pending++;
+		this.#prune();
+		// Past the session's bound, refused at once: the model gets an error result that says why.
+		if (this.#pending > this.#maxPending) {
+			const why = `Refused: this session already has ${this.#maxPending} client tool calls pending (--max-pending-dialogs)`;
+			return this.#settle(call, "cancelled", failure(why), toolCallResolvers.limit);
+		}
 		if (this.#timeoutMs > 0) {
 			const timer = setTimeout(
 				() =>
@@ -178,7 +191,6 @@ export class ToolCalls {
 			this.#timers.set(call.id, timer);
 		}
 		this.#events.requested(call);
-		this.#prune();
 		return call;
 	}
 

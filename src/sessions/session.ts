@@ -126,6 +126,7 @@ export class Session {
 				},
 			},
 			init.limits.approvalTimeoutMs,
+			init.limits.maxPendingDialogs,
 		);
 		this.#clientTools = new Set(init.clientTools ?? []);
 		this.toolCalls = new ToolCalls(
@@ -145,6 +146,7 @@ export class Session {
 				},
 			},
 			init.limits.approvalTimeoutMs,
+			init.limits.maxPendingDialogs,
 		);
 		const restored = init.restored;
 		this.createdAt = restored?.createdAt ?? new Date();

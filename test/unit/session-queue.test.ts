@@ -14,6 +14,7 @@ const limits: SessionLimits = {
 	maxLineChars: 1 << 20,
 	stderrTailBytes: 1024,
 	approvalTimeoutMs: 0,
+	maxPendingDialogs: 64,
 	maxNotifications: 10,
 };
 

@@ -608,7 +608,7 @@ class Approval(_ApprovalRequired, total=False):
     placeholder: str
     # editor only
     prefill: str
-    # The answer's free-text `by`, when the answerer was an authenticated principal
+    # The answer's free-text `by`, when the answerer was an authenticated principal; for `gateway-limit`, why the gateway refused the dialog
     note: str
 
 
