@@ -1,10 +1,12 @@
 import { mayAccess } from "../../auth/ownership.ts";
+import { hasScope, type Principal } from "../../auth/principals.ts";
 import { allEventsScope } from "../../auth/tickets.ts";
 import { followPeers } from "../../streams/cluster-hub.ts";
 import { followAll, followSession, typeFilter } from "../../streams/follow.ts";
 import { sseOptions } from "../../streams/options.ts";
 import { Outbox, sseStream } from "../../streams/sse.ts";
 import { gatewayFrame } from "../../streams/sse-frames.ts";
+import { StreamShares } from "../../streams/stream-shares.ts";
 import { createRouter } from "../../transport/openapi.ts";
 import { ApiError } from "../../transport/problem.ts";
 import type { Deps } from "../deps.ts";
@@ -12,8 +14,12 @@ import { allEvents, createAllEventsTicket, sessionEvents } from "./events.routes
 
 export function eventsRouter({ registry, config, tickets, access, cluster }: Deps) {
 	const sse = sseOptions(config);
-	// Each all-sessions stream sees every event of every session: bounded like a session's subscribers.
+	// Each all-sessions stream sees every event of every session: bounded like a session's subscribers,
+	// and each principal but an admin to its share of either cap (stream-shares.ts).
 	let hubStreams = 0;
+	const hubShares = new StreamShares();
+	const sessionShares = new StreamShares();
+	const limited = (principal: Principal | undefined) => principal !== undefined && !hasScope(principal, "admin");
 	return createRouter()
 		.openapi(sessionEvents, (c) => {
 			const session = registry.get(c.req.valid("param").id);
@@ -26,6 +32,17 @@ export function eventsRouter({ registry, config, tickets, access, cluster }: Dep
 					`Session ${session.id} already has ${session.sseSubscribers} subscribers`,
 				);
 			}
+			// A principal the session is shared with holds a share of its subscribers, never all of them.
+			const principal = c.get("principal");
+			const guest = limited(principal) && access.get(session.id).owner !== principal?.name;
+			const key = `${session.id}\n${principal?.name}`;
+			const share = StreamShares.shareOf(config.maxSubscribers);
+			if (guest && sessionShares.held(key) >= share)
+				throw new ApiError(
+					429,
+					"too_many_subscribers",
+					`${principal?.name} already has ${share} streams of session ${session.id}, a share of its --max-subscribers`,
+				);
 			const last = session.events.lastSeq;
 			const after = header !== undefined ? Number(header) : (afterQuery ?? last);
 			if (after > last) {
@@ -45,7 +62,12 @@ export function eventsRouter({ registry, config, tickets, access, cluster }: Dep
 			};
 			// No `id:`: the resume point is an event's id, and an id names exactly one event (README: Events).
 			out.push(gatewayFrame("stream_open", open));
-			return sseStream(c, sse, out, followSession(session, out, { after, accept: typeFilter(types) }));
+			const unfollow = followSession(session, out, { after, accept: typeFilter(types) });
+			const release = guest ? sessionShares.take(key) : () => {};
+			return sseStream(c, sse, out, () => {
+				release();
+				unfollow();
+			});
 		})
 		.openapi(allEvents, async (c) => {
 			if (hubStreams >= config.maxEventStreams) {
@@ -55,8 +77,15 @@ export function eventsRouter({ registry, config, tickets, access, cluster }: Dep
 					`The all-sessions stream already has ${hubStreams} subscribers (--max-event-streams)`,
 				);
 			}
-			const out = new Outbox(sse.maxBufferedBytes);
 			const principal = c.get("principal");
+			const share = StreamShares.shareOf(config.maxEventStreams);
+			if (limited(principal) && hubShares.held(principal?.name as string) >= share)
+				throw new ApiError(
+					429,
+					"too_many_subscribers",
+					`${principal?.name} already has ${share} all-sessions streams, a share of --max-event-streams`,
+				);
+			const out = new Outbox(sse.maxBufferedBytes);
 			// Cluster mode: the other nodes' sessions too, unless another node asks for this one's own.
 			const node = cluster?.();
 			const peers = node && !node.isForwarded(c.req.raw.headers) ? await followPeers(node, c.req.raw, out) : undefined;
@@ -71,9 +100,11 @@ export function eventsRouter({ registry, config, tickets, access, cluster }: Dep
 			const unsubscribe = followAll(registry, out, typeFilter(c.req.valid("query").types), visible);
 			peers?.start();
 			hubStreams++;
+			const release = limited(principal) ? hubShares.take(principal?.name as string) : () => {};
 			// sseStream calls this once, whichever way the stream ends.
 			const detach = () => {
 				hubStreams--;
+				release();
 				unsubscribe();
 				peers?.stop();
 			};
