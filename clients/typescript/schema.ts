@@ -5289,7 +5289,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. Kept in fair shares: each principal keeps up to its share (--max-idempotency-keys-per-principal, by default a tenth of --max-idempotency-keys), past which its own oldest finished keys go first; past the cap the principal that holds the most gives up its oldest, so another principal's flood of keys never evicts yours. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -6162,7 +6162,7 @@ export interface operations {
                 "Last-Event-ID"?: string;
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
                 Prefer?: string;
-                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. Kept in fair shares: each principal keeps up to its share (--max-idempotency-keys-per-principal, by default a tenth of --max-idempotency-keys), past which its own oldest finished keys go first; past the cap the principal that holds the most gives up its oldest, so another principal's flood of keys never evicts yours. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6346,7 +6346,7 @@ export interface operations {
                 "Last-Event-ID"?: string;
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
                 Prefer?: string;
-                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. Kept in fair shares: each principal keeps up to its share (--max-idempotency-keys-per-principal, by default a tenth of --max-idempotency-keys), past which its own oldest finished keys go first; past the cap the principal that holds the most gives up its oldest, so another principal's flood of keys never evicts yours. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6530,7 +6530,7 @@ export interface operations {
                 "Last-Event-ID"?: string;
                 /** @description RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles */
                 Prefer?: string;
-                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. Kept in fair shares: each principal keeps up to its share (--max-idempotency-keys-per-principal, by default a tenth of --max-idempotency-keys), past which its own oldest finished keys go first; past the cap the principal that holds the most gives up its oldest, so another principal's flood of keys never evicts yours. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -9231,7 +9231,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. Kept in fair shares: each principal keeps up to its share (--max-idempotency-keys-per-principal, by default a tenth of --max-idempotency-keys), past which its own oldest finished keys go first; past the cap the principal that holds the most gives up its oldest, so another principal's flood of keys never evicts yours. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -9809,7 +9809,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. Kept in fair shares: each principal keeps up to its share (--max-idempotency-keys-per-principal, by default a tenth of --max-idempotency-keys), past which its own oldest finished keys go first; past the cap the principal that holds the most gives up its oldest, so another principal's flood of keys never evicts yours. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -10682,7 +10682,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. Kept in fair shares: each principal keeps up to its share (--max-idempotency-keys-per-principal, by default a tenth of --max-idempotency-keys), past which its own oldest finished keys go first; past the cap the principal that holds the most gives up its oldest, so another principal's flood of keys never evicts yours. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -12198,7 +12198,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID. */
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. Kept in fair shares: each principal keeps up to its share (--max-idempotency-keys-per-principal, by default a tenth of --max-idempotency-keys), past which its own oldest finished keys go first; past the cap the principal that holds the most gives up its oldest, so another principal's flood of keys never evicts yours. 1-255 visible ASCII characters, e.g. a UUID. */
                 "Idempotency-Key"?: string;
             };
             path: {

@@ -48,7 +48,7 @@ export function declareIdempotency(document: Document): void {
 		name: "Idempotency-Key",
 		in: "header",
 		required: false,
-		description: `Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with \`${replayedHeader}: true\`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. 1-255 visible ASCII characters, e.g. a UUID.`,
+		description: `Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with \`${replayedHeader}: true\`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. Kept in fair shares: each principal keeps up to its share (--max-idempotency-keys-per-principal, by default a tenth of --max-idempotency-keys), past which its own oldest finished keys go first; past the cap the principal that holds the most gives up its oldest, so another principal's flood of keys never evicts yours. 1-255 visible ASCII characters, e.g. a UUID.`,
 		schema: { type: "string", minLength: 1, maxLength: 255 },
 	};
 	for (const operations of Object.values(document.paths ?? {}))
