@@ -33,6 +33,9 @@ beforeAll(async () => {
 		workspaceRoot: join(root, "workspace"),
 		dataDir: join(root, "data"),
 		piCommand: [process.execPath, join(fixtures, "stub-pi.mjs"), "ok", `record=${record}`],
+		// The stub records what reaches it in a file under /tmp, which a sandbox would hide: this test
+		// is about the guard in front of pi, not the sandbox around it.
+		sandbox: "off",
 		maxSessions: 3,
 		maxBodyBytes: 16 * 1024,
 		maxImageBytes: 64,
