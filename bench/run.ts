@@ -14,6 +14,7 @@ import { fullPeerOptions, peers, smokePeerOptions } from "./peers.ts";
 import { optionSets, piMemory } from "./pi-memory.ts";
 import { promptLife, promptLifeTables } from "./prompt-life.ts";
 import { fullRun, scale, sessionStart } from "./real-pi.ts";
+import { schemaStall } from "./schema-stall.ts";
 import { sessionList } from "./session-list.ts";
 import { snapshotCost } from "./workspace.ts";
 
@@ -167,6 +168,14 @@ if (want("list")) {
 	const count = smoke ? 300 : 10_000;
 	const rows = await sessionList(count, smoke ? 3 : 20);
 	console.log(table(`10. GET /v1/sessions on one gateway (SQLite) holding ${count} stopped sessions`, rows));
+}
+
+if (want("schema-stall")) {
+	// Smoke: 2 s, one loop of each kind; the figures need 20 s and four of each.
+	const rows = await schemaStall(smoke ? 2 : 20, smoke ? 1 : 4, smoke ? 1 : 4);
+	console.log(
+		table("14. One principal's worst schemas against another's GET /v1/sessions (real pi, demo model)", rows),
+	);
 }
 
 if (want("peers")) {

@@ -1,0 +1,209 @@
+/**
+ * Issue 41 item 3, "No request holds the event loop": one principal (bob) sends the worst output
+ * schemas and tool parameters found (test/helpers/hostile-schemas.ts) in loops, and runs whose
+ * schema is at the compile bound and whose answers are at the check bound (each answer fails at its
+ * last value, so every run checks three times), while another principal (alice) lists her sessions.
+ * Figures: alice's GET /v1/sessions latency before and during, bob's requests, and the gateway's
+ * RSS. Goals: p99 < 50 ms during, growth < 100 MB. Real pi, demo model. A control phase sends as
+ * many requests refused at once, so what the schemas themselves cost shows beside what bob's
+ * request rate costs.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { createKey } from "../src/http/auth/keys.ts";
+import { compileOutputSchema, maxCheckSteps } from "../src/sessions/run-output.ts";
+import { hostileOutputSchemas, hostileToolParameters } from "../test/helpers/hostile-schemas.ts";
+import { percentile, procStats, settledMemory, startGatewayProcess } from "./lib.ts";
+
+type Answer = { status: number; body: any; ms: number };
+
+function caller(url: string, secret: string) {
+	return async (path: string, method = "GET", body?: unknown): Promise<Answer> => {
+		const t0 = performance.now();
+		const res = await fetch(url + path, {
+			method,
+			headers: {
+				authorization: `Bearer ${secret}`,
+				...(body === undefined ? {} : { "content-type": "application/json" }),
+			},
+			body: body === undefined ? undefined : JSON.stringify(body),
+		});
+		const text = await res.text();
+		return { status: res.status, body: text ? JSON.parse(text) : undefined, ms: performance.now() - t0 };
+	};
+}
+
+/** The largest schema of `shape(k)` under the compile bound: what compiles longest and is still accepted. */
+function atCompileBound(shape: (k: number) => unknown): unknown {
+	let k = 8;
+	for (;;) {
+		try {
+			compileOutputSchema(shape(k * 2));
+		} catch {
+			break;
+		}
+		k *= 2;
+	}
+	for (let step = k / 2; step >= 1; step /= 2) {
+		try {
+			compileOutputSchema(shape(k + step));
+			k += step;
+		} catch {}
+	}
+	return shape(k);
+}
+
+/** Items that make a failing branch (an error object) per `{type: "null"}` before the last one passes. */
+const errorHeavy = (k: number) => ({
+	type: "array",
+	items: { anyOf: [...Array.from({ length: k }, () => ({ type: "null" })), { type: "integer" }] },
+});
+const manyProperties = (k: number) => ({
+	type: "object",
+	properties: Object.fromEntries(Array.from({ length: k }, (_, i) => [`p${i}`, { type: "integer", minimum: 0 }])),
+});
+
+/** An answer just under the check bound for `schema`, failing at its last value (so every run repairs twice). */
+function answerAtCheckBound(schema: unknown): string {
+	const spec = compileOutputSchema(schema);
+	const perItem = (spec.cost.atDepth[1] as number) + (spec.cost.perChar[1] as number);
+	const n = Math.floor((maxCheckSteps - (spec.cost.atDepth[0] as number)) / perItem) - 1;
+	return JSON.stringify([...Array.from({ length: n - 1 }, () => 0), "x"]);
+}
+
+const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
+
+export async function schemaStall(
+	seconds: number,
+	loops: number,
+	runLoops: number,
+): Promise<Record<string, string | number>[]> {
+	const dir = mkdtempSync(join(tmpdir(), "pi-bench-schema-stall-"));
+	const keysFile = join(dir, "keys.json");
+	const aliceKey = createKey(keysFile, "alice", ["sessions:read", "sessions:write"]).secret;
+	const bobKey = createKey(keysFile, "bob", ["sessions:read", "sessions:write"]).secret;
+	const gateway = await startGatewayProcess(["--keys-file", keysFile, "--data-dir", join(dir, "data")]);
+	const alice = caller(gateway.url, aliceKey);
+	const bob = caller(gateway.url, bobKey);
+	try {
+		for (let i = 0; i < 3; i++) await alice("/v1/sessions", "POST", { name: `alice ${i}` });
+		const bobSession = (await bob("/v1/sessions", "POST", { name: "bob" })).body.id as string;
+		const runSessions: string[] = [];
+		for (let i = 0; i < runLoops; i++)
+			runSessions.push((await bob("/v1/sessions", "POST", { name: `bob runs ${i}` })).body.id as string);
+		const heavy = atCompileBound(errorHeavy);
+		const wide = atCompileBound(manyProperties);
+		const runs: { schema: unknown; message: string }[] = [
+			{ schema: heavy, message: `echo: ${answerAtCheckBound(heavy)}` },
+			{ schema: wide, message: "echo: {}" },
+		];
+
+		// alice lists her sessions every 10 ms for `seconds`, while `during` runs.
+		const listFor = async (during: () => Promise<unknown>) => {
+			const latencies: number[] = [];
+			let peak = procStats(gateway.pid).rssBytes;
+			let stop = false;
+			const lister = (async () => {
+				while (!stop) {
+					const { status, body, ms } = await alice("/v1/sessions");
+					if (status !== 200 || body.sessions.length !== 3) throw new Error(`alice's list: ${status}`);
+					latencies.push(ms);
+					peak = Math.max(peak, procStats(gateway.pid).rssBytes);
+					await new Promise((r) => setTimeout(r, 10));
+				}
+			})();
+			const load = during();
+			await new Promise((r) => setTimeout(r, seconds * 1000));
+			stop = true;
+			await Promise.all([lister, load]);
+			latencies.sort((a, b) => a - b);
+			return { latencies, peak };
+		};
+
+		const hostile = [
+			...hostileOutputSchemas.map(
+				([, outputSchema]) =>
+					() =>
+						bob(`/v1/sessions/${bobSession}/prompt`, "POST", { message: "echo: []", outputSchema }),
+			),
+			...hostileToolParameters.map(
+				([, parameters]) =>
+					() =>
+						bob("/v1/sessions", "POST", { clientTools: [{ name: "lookup", description: "d", parameters }] }),
+			),
+		];
+		// The control: as many requests, refused at once (an unknown type: ajv's meta-schema check).
+		const cheap = [
+			() => bob(`/v1/sessions/${bobSession}/prompt`, "POST", { message: "echo: []", outputSchema: { type: "strin" } }),
+		];
+		/** bob's loops for `seconds`: `loops` sending `requests` in turn, and `withRuns` run loops at the bounds. */
+		const attack = async (requests: (() => Promise<Answer>)[], withRuns: number) => {
+			const counts = { refused: 0, other: 0, runs: 0, checks: 0 };
+			let attacking = true;
+			const refusing = async (offset: number) => {
+				for (let i = offset; attacking; i++) {
+					const { status } = await (requests[i % requests.length] as () => Promise<Answer>)();
+					if (status === 400) counts.refused++;
+					else counts.other++;
+				}
+			};
+			const running = async (session: string, offset: number) => {
+				for (let i = offset; attacking; i++) {
+					const { schema, message } = runs[i % runs.length] as (typeof runs)[number];
+					const { status, body } = await bob(`/v1/sessions/${session}/prompt?wait=60`, "POST", {
+						message,
+						outputSchema: schema,
+					});
+					if (status !== 200) throw new Error(`bob's run: ${status} ${JSON.stringify(body)}`);
+					counts.runs++;
+					counts.checks += body.outputError?.attempts ?? 1;
+				}
+			};
+			const listed = await listFor(async () => {
+				const all = [
+					...Array.from({ length: loops }, (_, i) => refusing(i)),
+					...runSessions.slice(0, withRuns).map((s, i) => running(s, i)),
+				];
+				await new Promise((r) => setTimeout(r, seconds * 1000));
+				attacking = false;
+				await Promise.all(all);
+			});
+			const what = `${counts.refused} × 400, ${counts.other} other${withRuns ? `; ${counts.runs} runs, ${counts.checks} checks` : ""}`;
+			return { listed, what };
+		};
+		const load = () =>
+			loadavg()
+				.map((l) => l.toFixed(2))
+				.join(" ");
+		const before = await settledMemory(gateway);
+		const row = (phase: string, { latencies, peak }: { latencies: number[]; peak: number }, bobs: string) => ({
+			phase,
+			"alice's GETs": latencies.length,
+			"p50 ms": percentile(latencies, 50),
+			"p99 ms": percentile(latencies, 99),
+			"max ms": latencies.at(-1) ?? Number.NaN,
+			"bob's requests": bobs,
+			"RSS peak − before MB": mb(peak - before.rssBytes),
+			"load average after": load(),
+		});
+		// Once each first: the figures are of a gateway whose code has run (V8 compiles it on first use).
+		for (const request of [...cheap, ...hostile]) await request();
+		for (const { schema, message } of runs)
+			await bob(`/v1/sessions/${runSessions[0]}/prompt?wait=60`, "POST", { message, outputSchema: schema });
+		const rows = [row("idle", await listFor(async () => {}), "none")];
+		const control = await attack(cheap, 0);
+		rows.push(row(`bob: ${loops} loops of a schema refused at once (control)`, control.listed, control.what));
+		const refused = await attack(hostile, 0);
+		rows.push(row(`bob: ${loops} loops of the worst schemas (all refused)`, refused.listed, refused.what));
+		const bounded = await attack(hostile, runLoops);
+		rows.push(
+			row(`bob: the same + ${runLoops} loops of runs at the compile and check bounds`, bounded.listed, bounded.what),
+		);
+		const after = await settledMemory(gateway);
+		return [...rows, { phase: "after (full GC)", "RSS peak − before MB": mb(after.rssBytes - before.rssBytes) }];
+	} finally {
+		await gateway.stop();
+		rmSync(dir, { recursive: true, force: true });
+	}
+}
