@@ -377,6 +377,15 @@ export function shareOf(cap: number, perPrincipal?: number): number {
 	return perPrincipal ?? Math.max(1, Math.floor(cap / 10));
 }
 
+/**
+ * `principal`'s share of a cap of `max`: `share`, but the whole cap for the operator (the gateway's
+ * own token, principal `admin`), so a gateway its operator alone uses keeps what it kept before
+ * shares; tenants hold a share each, and past the cap the one that holds the most gives up first.
+ */
+export function shareFor(principal: string, share: number, max: number): number {
+	return principal === "admin" ? Math.max(share, max) : share;
+}
+
 /** What one idle pi holds (measured ~85 MB PSS, ~97 MiB RSS: BENCHMARKS.md, "Cost of a session"), rounded up. */
 export const idlePiBytes = 100 * 2 ** 20;
 

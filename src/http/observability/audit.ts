@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
-import { shareOf } from "../../config.ts";
+import { shareFor, shareOf } from "../../config.ts";
 import type { ScopedRoutes } from "../auth/principals.ts";
 import type { AppEnv } from "../transport/openapi.ts";
 import { decodedSegment } from "../transport/params.ts";
@@ -90,7 +90,8 @@ export class AuditLog {
 		}
 		this.#memory.push({ seq: ++this.#seq, entry });
 		this.#held.set(entry.principal, (this.#held.get(entry.principal) ?? 0) + 1);
-		if ((this.#held.get(entry.principal) ?? 0) > this.#share) this.#evict(entry.principal);
+		if ((this.#held.get(entry.principal) ?? 0) > shareFor(entry.principal, this.#share, this.#maxRows))
+			this.#evict(entry.principal);
 		while (this.#memory.length > this.#maxRows) {
 			const [most] = [...this.#held].sort((a, b) => b[1] - a[1])[0] ?? [];
 			if (most === undefined) break;

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { shareFor } from "../../config.ts";
 import { transaction } from "./schema.ts";
 
 /** Rounds of eviction one trim does at most; each removes at least one row. */
@@ -33,7 +34,8 @@ export async function trimShares(
 		[table.store, principal],
 	);
 	const mine = Number(rows[0]?.mine ?? 0);
-	if (mine > share) await pool.query(table.evict, [principal, mine - share]);
+	const own = shareFor(principal, share, max);
+	if (mine > own) await pool.query(table.evict, [principal, mine - own]);
 	if (Number(rows[0]?.total ?? 0) <= max) return;
 	await transaction(pool, async (client) => {
 		for (let round = 0; round < maxRounds; round++) {

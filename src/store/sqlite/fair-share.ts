@@ -1,4 +1,5 @@
 import type { DatabaseSync } from "node:sqlite";
+import { shareFor } from "../../config.ts";
 import { type CountedRows, fairShareRecount, fairShareTables, fairShareTriggers } from "./schema.ts";
 
 /** Rounds of eviction one trim does at most; each removes at least one row, so a trim after one insert needs one or two. */
@@ -57,7 +58,7 @@ export class FairShare {
 	 */
 	trim(scope: string, share: number, max: number, evict: (principal: string, n: number) => number, principal?: string) {
 		if (principal !== undefined) {
-			const over = this.holds(scope, principal) - share;
+			const over = this.holds(scope, principal) - shareFor(principal, share, max);
 			if (over > 0) evict(principal, over);
 		}
 		for (let round = 0; round < maxRounds; round++) {
@@ -67,7 +68,7 @@ export class FairShare {
 				)
 				.all(this.#store, scope) as { principal: string; n: number }[];
 			if (!top) return;
-			const overShare = top.n - share;
+			const overShare = top.n - shareFor(top.principal, share, max);
 			const overMax = this.total(scope) - max;
 			if (overShare <= 0 && overMax <= 0) return;
 			// Past the cap, the top holder goes down to the next one's count at most: then that one holds the most.
