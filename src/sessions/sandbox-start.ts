@@ -11,7 +11,7 @@ import { prepareSealedNode, sealedNodeDir } from "./sealed-node.ts";
  * What it is is said once, by the caller, in the listening line and the start-up notices.
  */
 export function startSandbox(config: Config, log: Logger): SandboxStatus {
-	const sandbox = resolveSandbox(config);
+	const sandbox = resolveSandbox(config, true);
 	if (sandbox.state !== "unavailable") config.sandbox = sandbox.enabled ? "on" : "off";
 	else config.warmPool = 0;
 	const unsealed = sandbox.enabled ? prepareSealedNode() : undefined;

@@ -110,20 +110,20 @@ export function probeSandbox(): SandboxStatus {
 	return { enabled: true, state: "sandboxed" };
 }
 
-/** The probe's answer for this process (the machine does not change under a running gateway). */
+/** The last start's probe (the machine does not change under a running gateway). */
 let probed: SandboxStatus | undefined;
-const probeOnce = () => {
-	probed ??= probeSandbox();
-	return probed;
-};
 
 /**
- * Decides at start: `off` is the operator's choice; `on` without a sandbox that holds refuses to
- * start; `auto` without one starts but runs no agent (state `unavailable`, fail closed).
+ * Decides: `off` is the operator's choice; `on` without a sandbox that holds refuses to start;
+ * `auto` without one starts but runs no agent (state `unavailable`, fail closed). `fresh` (a start)
+ * probes again; otherwise the last start's answer is used (a gateway made without a start probes once).
  */
-export function resolveSandbox(config: Pick<Config, "sandbox">): SandboxStatus {
+export function resolveSandbox(config: Pick<Config, "sandbox">, fresh = false): SandboxStatus {
 	if (config.sandbox === "off") return { enabled: false, state: "unconfined", reason: "--sandbox off" };
-	const status = probeOnce();
+	// "on" after a start is what that start's probe found (another start's probe is not this gateway's).
+	if (config.sandbox === "on" && !fresh) return { enabled: true, state: "sandboxed" };
+	if (fresh || !probed) probed = probeSandbox();
+	const status = probed;
 	if (!status.enabled && config.sandbox === "on") throw new Error(`--sandbox on, but ${status.reason}; ${sandboxFix}`);
 	return status;
 }

@@ -114,7 +114,9 @@ describe.runIf(hasCommand("bwrap"))("a machine without bubblewrap fails closed",
 		await stop(gw);
 	});
 
-	it("a session made sandboxed is kept but not run unconfined after bubblewrap went away", async () => {
+	it("a session made sandboxed is kept but not run unconfined after bubblewrap went away", {
+		timeout: 120_000,
+	}, async () => {
 		let gw = await start("kept");
 		expect((await gw.api("/v1/info")).body.sandbox).toEqual({ state: "sandboxed" });
 		const created = await gw.api("/v1/sessions", { method: "POST", json: { name: "kept" } });

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // Limits per principal: requests per window (hono-rate-limiter) and sessions with a live pi.
 let dir: string;
@@ -44,6 +44,16 @@ describe("rate limits per principal", () => {
 		open.push(gw);
 		const first = await gw.api("/v1/sessions", { method: "POST", headers: as("alice"), json: {} });
 		expect(first.status).toBe(201);
+		// Her live session busy: a second create cannot hibernate it for the new one.
+		const busy = await gw.api(`/v1/sessions/${first.body.id}/prompt`, {
+			method: "POST",
+			headers: as("alice"),
+			json: { message: "bash: sleep 300" },
+		});
+		expect(busy.status).toBe(202);
+		await until(
+			async () => (await gw.api(`/v1/sessions/${first.body.id}`, { headers: as("alice") })).body.status === "running",
+		);
 		const second = await gw.api("/v1/sessions", { method: "POST", headers: as("alice"), json: {} });
 		expect(second.status).toBe(429);
 		expect(second.body.code).toBe("too_many_live_sessions");

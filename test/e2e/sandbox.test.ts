@@ -68,7 +68,7 @@ describe("a sandboxed session", () => {
 		try {
 			await expect(
 				startGateway({ port: 0, sandbox: "on", dataDir: join(gw.root, "no-bwrap"), logLevel: "silent" }),
-			).rejects.toThrow(/--sandbox on, but bwrap not found/);
+			).rejects.toThrow(/--sandbox on, but bwrap is not installed: not found on PATH; install bubblewrap/);
 		} finally {
 			process.env.PATH = path;
 		}
