@@ -57,6 +57,7 @@ const pathKeys = new Set<Key>([
 	"approvalPoliciesFile",
 	"webhooksFile",
 	"sandboxWritable",
+	"sandboxReadable",
 	"extensions",
 ]);
 

@@ -114,7 +114,7 @@ export const sections: readonly { title: string; intro: string; keys: readonly K
 	{
 		title: "Sandbox",
 		intro: "bubblewrap around each pi (README: what holds with and without it)",
-		keys: ["sandbox", "sandboxTmpBytes", "sandboxWritable"],
+		keys: ["sandbox", "sandboxTmpBytes", "sandboxWritable", "sandboxReadable"],
 	},
 	{
 		title: "Workspace",
@@ -249,7 +249,7 @@ export function help(): string {
 		entry("-h, --help", "This text"),
 		entry("-V, --version", "The version of pi-gateway"),
 		"",
-		"Lists (allowed hosts, CORS origins, extensions, pass-env, sandbox-writable, webhook-allow) are comma-separated",
+		"Lists (allowed hosts, CORS origins, extensions, pass-env, sandbox-writable, sandbox-readable, webhook-allow) are comma-separated",
 		"on the command line and in env vars, YAML lists in the config file; --pi-command splits on spaces.",
 		"Relative paths are taken from the current directory on the command line and in env vars, from the",
 		"config file's own folder in the file.",

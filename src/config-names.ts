@@ -21,6 +21,7 @@ export const lists = new Set<Key>([
 	"corsOrigins",
 	"piCommand",
 	"sandboxWritable",
+	"sandboxReadable",
 	"passEnv",
 	"webhookAllow",
 ]);

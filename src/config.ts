@@ -67,6 +67,12 @@ export const ConfigSchema = z.object({
 		.array(z.string())
 		.default([])
 		.describe("Extra paths a sandboxed pi may write (e.g. ~/.npm); its cwd, pi's agent dir and a private /tmp always"),
+	sandboxReadable: z
+		.array(z.string())
+		.default([])
+		.describe(
+			"Extra paths a sandboxed pi and its tools may read (e.g. /srv/datasets, ~/.gitconfig) beside the system's allowlist (docs/security.md); refused at start when one is, holds or lies in the data dir, holds a secret file or the workspace root, or lies in the workspace root",
+		),
 	passEnv: z
 		.array(z.string())
 		.default([])
@@ -449,6 +455,7 @@ export function parseConfig(input: ConfigInput): Config {
 			"--jwt-jwks-url needs --jwt-issuer and --jwt-audience (a token for another service must not work here)",
 		);
 	config.sandboxWritable = config.sandboxWritable.map((path) => resolve(path));
+	config.sandboxReadable = config.sandboxReadable.map((path) => resolve(path));
 	for (const name of config.passEnv) {
 		const problem = checkPassEnvName(name);
 		if (problem) throw new Error(`--pass-env: ${problem}`);

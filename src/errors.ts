@@ -37,6 +37,7 @@ export type GatewayErrorCode =
 	| "too_many_images"
 	| "insufficient_storage"
 	| "not_resumable"
+	| "path_not_allowed"
 	| "path_not_found"
 	| "path_outside_root"
 	| "pi_answer_too_large"

@@ -40,3 +40,51 @@ export function refuseOverlap(dataDir: string, workspaceRoot: string, explicit: 
 			`--workspace-root ${root} lies inside the data dir ${data}, among the gateway's own files. Use a folder outside the data dir, or leave --workspace-root out (sessions then work in ${join(data, "workspaces")})`,
 		);
 }
+
+/** Who may be shown a path read-only in the sandbox, and what it must keep out of sight. */
+export interface ReadableGuard {
+	dataDir: string;
+	workspaceRoot: string;
+	/** The files the gateway reads a secret from (token, keys, config, …). */
+	secrets: string[];
+	/** A session's path: the area of the principal it belongs to. Absent: the operator's --sandbox-readable. */
+	area?: { path: string; admin: boolean };
+}
+
+/**
+ * Why `path` may not be shown read-only in a sandbox beside its allowlist, or undefined when it may.
+ * It must be absolute and exist; its real path must not be, hold or lie in the data dir, be or hold
+ * a file the gateway reads a secret from, or hold the workspace root (every principal's area). In
+ * the workspace root: never for the operator's setting (a session gets its folder as its cwd); for
+ * a session, only inside its own area, and an admin's never in another principal's `@name` area.
+ * A principal other than an admin names nothing outside its own area: the host is not its to read.
+ */
+export function readableProblem(path: string, guard: ReadableGuard): { detail: string; missing?: boolean } | undefined {
+	const inside = (outer: string, inner: string) => {
+		const rel = relative(outer, inner);
+		return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
+	};
+	const name = JSON.stringify(path);
+	if (!isAbsolute(path)) return { detail: `${name} is not an absolute path` };
+	let real: string;
+	try {
+		real = realpathSync(path);
+	} catch {
+		return { detail: `${name} does not exist`, missing: true };
+	}
+	const data = realOrResolved(guard.dataDir);
+	const root = realOrResolved(guard.workspaceRoot);
+	if (inside(data, real) || inside(real, data))
+		return { detail: `${name} is, holds or lies in the gateway's data dir (its database, token and conversations)` };
+	const secret = guard.secrets.map(realOrResolved).find((file) => inside(real, file));
+	if (secret) return { detail: `${name} is or holds ${secret}, a file the gateway reads a secret from` };
+	if (inside(real, root)) return { detail: `${name} holds the workspace root ${root}, every principal's folders` };
+	const area = guard.area;
+	if (!area && inside(root, real))
+		return { detail: `${name} lies in the workspace root: a session is given its folder as its cwd` };
+	if (area && !area.admin && !inside(area.path, real))
+		return { detail: `${name} lies outside ${area.path}: a principal's session may add only folders of its own area` };
+	if (area?.admin && inside(root, real) && relative(root, real).startsWith("@"))
+		return { detail: `${name} lies in another principal's area of the workspace root` };
+	return undefined;
+}

@@ -114,6 +114,17 @@ function areaOfFolder(config: Config, cwd: string): string | undefined {
 }
 
 /**
+ * The area a session's folder lies in, read from the folder (a restart knows no caller): `@name`'s
+ * for a folder there, else the operator's (the whole root). A session's own read-only extras are
+ * checked against it (sandbox-view.ts sessionReadable).
+ */
+export function areaOfCwd(config: Config, cwd: string): { path: string; admin: boolean } {
+	const name = areaOfFolder(config, cwd);
+	const root = realpathSync(config.workspaceRoot);
+	return name ? { path: join(root, name), admin: false } : { path: root, admin: true };
+}
+
+/**
  * Where a sandboxed pi keeps Node's compile cache (the bytecode of pi's bundle and of the chunks
  * it loads on its first prompt): `<data-dir>/compile-cache/<area>`, one per area like the agent
  * folder. pi turns the cache on itself, in /tmp by default, and the sandbox's /tmp is empty at each

@@ -1,6 +1,8 @@
 import type { Logger } from "pino";
 import type { Config } from "../config.ts";
+import { readableProblem } from "../layout-check.ts";
 import { resolveSandbox, type SandboxStatus, sandboxFix } from "./sandbox.ts";
+import { readableGuard } from "./sandbox-view.ts";
 import { prepareSealedNode, sealedNodeDir } from "./sealed-node.ts";
 
 /**
@@ -11,6 +13,12 @@ import { prepareSealedNode, sealedNodeDir } from "./sealed-node.ts";
  * What it is is said once, by the caller, in the listening line and the start-up notices.
  */
 export function startSandbox(config: Config, log: Logger): SandboxStatus {
+	// The operator's read-only extras: one that would show the data dir, a secret or the workspace
+	// root refuses the start, naming it (layout-check.ts readableProblem).
+	for (const path of config.sandboxReadable) {
+		const problem = readableProblem(path, readableGuard(config));
+		if (problem) throw new Error(`--sandbox-readable: ${problem.detail}`);
+	}
 	const sandbox = resolveSandbox(config, true);
 	if (sandbox.state !== "unavailable") config.sandbox = sandbox.enabled ? "on" : "off";
 	else config.warmPool = 0;

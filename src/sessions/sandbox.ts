@@ -5,13 +5,18 @@ import { join, sep } from "node:path";
 import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import { piStderrFd, piStdinFd, piStdoutFd } from "../pi/child.ts";
+import { gatewayNode, sandboxHome, secretFiles, shownBySystem, systemView, viewEnd } from "./sandbox-view.ts";
+
+export { secretFiles };
+
 import { isInside } from "./spawn.ts";
 
 /**
  * bubblewrap around each pi child: its own PID namespace (the gateway's /proc entries are out of
- * sight, and every tool process dies with the namespace), the system read-only, the gateway's data
- * directory, token file and workspace root hidden under empty tmpfs, and only what this session
- * needs put back: its cwd, pi's session folder and agent dir (writable), the files it runs (read-only).
+ * sight, and every tool process dies with the namespace), only the system's allowlist shown
+ * (sandbox-view.ts), the gateway's data directory, token file and workspace root hidden under empty
+ * tmpfs, and only what this session needs put back: its cwd, pi's session folder and agent dir
+ * (writable), the files it runs and the operator's extras (read-only), an empty HOME and /tmp.
  * The network is shared: pi must reach its model provider. Nothing inside holds a capability
  * (see baseArgs), as root either.
  */
@@ -73,9 +78,8 @@ export const holdingArgs = [
 	"ALL",
 	"--new-session",
 ];
-/** The system read-only, fresh /dev and /proc. */
-export const systemArgs = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
-const baseArgs = [...holdingArgs, ...systemArgs];
+/** The system's allowlist read-only, fresh /dev and /proc (sandbox-view.ts), read from the host at each start. */
+const baseArgs = () => [...holdingArgs, ...systemView()];
 
 /**
  * Inside a probe sandbox, what a tool would try first: its capabilities, then lifting the hide
@@ -94,7 +98,7 @@ exit 0`;
 export function probeSandbox(): SandboxStatus {
 	const off = (reason: string): SandboxStatus => ({ enabled: false, state: "unavailable", reason });
 	if (process.platform !== "linux") return off(`bubblewrap needs Linux (this is ${process.platform})`);
-	const args = [...baseArgs, "--tmpfs", "/tmp", "--", "sh", "-c", probeScript];
+	const args = [...baseArgs(), "--tmpfs", "/tmp", ...viewEnd, "--", "sh", "-c", probeScript];
 	const probe = spawnSync(bwrap, args, { encoding: "utf8", timeout: 10_000 });
 	if (probe.error) {
 		const code = (probe.error as NodeJS.ErrnoException).code;
@@ -151,31 +155,15 @@ export interface SandboxPaths {
 	compileCache?: string;
 	/** Files and folders the child runs or loads (pi itself, extensions), shown read-only. */
 	readable: string[];
+	/** The session's own read-only extras (its create body's sandboxReadable), checked already. */
+	extraReadable?: string[];
 	env: Record<string, string>;
-}
-
-/**
- * The files the gateway reads a secret from, those that exist: the token file, the keys file (only
- * hashes, but who holds which scopes is not the agent's business), the database URL's (its
- * password), the cluster secret's, the webhooks' (their signing secrets) and the config file (it
- * may hold any of them, `token:` included). pi's sandbox and the workspace's tools cover each.
- */
-export function secretFiles(
-	config: Pick<
-		Config,
-		"tokenFile" | "keysFile" | "databaseUrlFile" | "clusterSecretFile" | "webhooksFile" | "configFile"
-	>,
-): string[] {
-	const { tokenFile, keysFile, databaseUrlFile, clusterSecretFile, webhooksFile, configFile } = config;
-	return [tokenFile, keysFile, databaseUrlFile, clusterSecretFile, webhooksFile, configFile].filter(
-		(file): file is string => file !== undefined && existsSync(file),
-	);
 }
 
 /** A hide over the data dir or the workspace root holds only the folders bwrap makes for what it puts back. */
 const hideBytes = 1024 * 1024;
 
-type Mount = { path: string; kind: "hide" | "rw" | "ro" | "null" | "cwd" };
+type Mount = { path: string; kind: "hide" | "home" | "rw" | "ro" | "null" | "cwd" };
 
 /**
  * The descriptor the child is given its folder on (stdio slot 3): bwrap binds the folder the
@@ -218,27 +206,48 @@ export function sandboxArgs(config: Config, paths: SandboxPaths): string[] {
 	];
 	mounts.push({ path: paths.cwd, kind: "cwd" });
 	for (const path of writable.slice(1)) if (existsSync(path)) mounts.push({ path, kind: "rw" });
-	for (const path of paths.readable) {
-		// Only what a hide would take away, and never over something already writable.
-		if (!existsSync(path) || writable.some((w) => isInside(w, path))) continue;
-		if (hidden.some((h) => isInside(h, path))) mounts.push({ path, kind: "ro" });
+	// An empty, writable HOME where the gateway's was: tools keep their dotfiles there, for this run.
+	const home = sandboxHome(paths.env.HOME);
+	if (home !== "/tmp" && !writable.some((w) => isInside(w, home))) mounts.push({ path: home, kind: "home" });
+	// Read-only: what pi runs and loads, the gateway's node for the tools, the operator's extras
+	// (--sandbox-readable, checked at start) and the session's (checked at each start).
+	const node = gatewayNode();
+	const readable = [
+		...paths.readable,
+		...(node ? [node.show] : []),
+		...config.sandboxReadable,
+		...(paths.extraReadable ?? []),
+	];
+	for (const path of readable) {
+		if (!existsSync(path)) continue;
+		const real = realpathSync(path);
+		if (shownBySystem(real) || writable.some((w) => isInside(w, real))) continue;
+		mounts.push({ path, kind: "ro" });
 	}
-	// Every file the gateway reads a secret from is covered by an empty one wherever it lies (a
-	// writable folder above it included): secretFiles.
-	for (const file of secretFiles(config)) mounts.push({ path: realpathSync(file), kind: "null" });
-	const order = { hide: 0, cwd: 1, rw: 1, ro: 1, null: 2 };
+	// Every file the gateway reads a secret from is covered by an empty one wherever the view shows
+	// it (a writable folder above it included): secretFiles.
+	const shown = (real: string) =>
+		shownBySystem(real) || mounts.some((m) => m.kind !== "hide" && m.kind !== "home" && isInside(m.path, real));
+	for (const file of secretFiles(config))
+		if (shown(realpathSync(file))) mounts.push({ path: realpathSync(file), kind: "null" });
+	const order = { hide: 0, home: 0, cwd: 1, rw: 1, ro: 1, null: 2 };
 	mounts.sort((a, b) => depth(a.path) - depth(b.path) || order[a.kind] - order[b.kind]);
-	const args = [...baseArgs];
+	const args = baseArgs();
 	for (const { path, kind } of mounts) {
 		// Every tmpfs is memory: sized, or an agent writing into one fills the host's RAM.
-		if (kind === "hide")
-			args.push("--size", String(path === "/tmp" ? config.sandboxTmpBytes : hideBytes), "--tmpfs", path);
+		if (kind === "hide" || kind === "home")
+			args.push(
+				"--size",
+				String(path === "/tmp" || kind === "home" ? config.sandboxTmpBytes : hideBytes),
+				"--tmpfs",
+				path,
+			);
 		else if (kind === "cwd") args.push("--bind-fd", String(cwdFd), path);
 		else if (kind === "rw") args.push("--bind", path, path);
 		else if (kind === "ro") args.push("--ro-bind", path, path);
 		else args.push("--ro-bind", "/dev/null", path);
 	}
-	args.push("--chdir", paths.cwd, "--");
+	args.push(...viewEnd, "--chdir", paths.cwd, "--");
 	return args;
 }
 

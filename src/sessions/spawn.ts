@@ -7,11 +7,12 @@ import type { Config } from "../config.ts";
 import { GatewayError } from "../errors.ts";
 import { dialectOf, hasNameFlag, piPackageOf } from "../pi/dialect.ts";
 import { SessionName, ThinkingLevel } from "../pi/protocol.ts";
-import { type Area, areaAgentDir, areaCompileCache, areaOf, confineToArea, ensureArea } from "./areas.ts";
+import { type Area, areaAgentDir, areaCompileCache, areaOf, areaOfCwd, confineToArea, ensureArea } from "./areas.ts";
 import { SessionBudget } from "./budget.ts";
 import { ClientTools, clientToolsEnv } from "./client-tools.ts";
 import { PolicySet } from "./policies.ts";
 import { agentDir, confinedByConfig, wrapCommand } from "./sandbox.ts";
+import { SandboxReadable, sandboxEnv, sessionReadable } from "./sandbox-view.ts";
 import { sealedRunner } from "./sealed-node.ts";
 import { folderFor, newSessionFolder } from "./session-files.ts";
 
@@ -71,6 +72,7 @@ export const CreateSessionBody = z
 			}),
 		clientTools: ClientTools.optional(),
 		budget: SessionBudget.optional(),
+		sandboxReadable: SandboxReadable.optional(),
 		policies: PolicySet.optional().openapi({
 			description:
 				"Approval policies of this session, tried after the gateway's (--approval-policies-file) and the session's remembered answers. Rules that approve (`allow`, `{value}`) need the scope approvals:answer (403 otherwise)",
@@ -210,6 +212,9 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 	const restoring = at.restore !== undefined && existsSync(at.restore);
 	if (restoring) body = { ...body, provider: undefined, model: undefined, thinkingLevel: undefined, name: undefined };
 	const cwd = workingFolder(config, body, at);
+	// The session's read-only extras, checked for whose session it is at every start (a path swapped
+	// for a link since is checked as what it is now).
+	const extraReadable = sessionReadable(config, body.sandboxReadable, at.area ?? areaOfCwd(config, cwd));
 	const [command, ...prefix] = config.piCommand ?? [process.execPath, bundledPiCli()];
 	// Node's flags go before pi's script, on argv: only the operator's config names them (never a
 	// request), and they reach pi alone, not the node processes its tools start.
@@ -274,8 +279,8 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 		},
 	});
 	if (!confined) return { command: command as string, args, env, cwd };
-	// The sandbox has a private /tmp: a TMPDIR elsewhere would be read-only or hidden.
-	env.TMPDIR = "/tmp";
+	// A private /tmp as TMPDIR, an empty HOME, the gateway's node on PATH (sandbox-view.ts).
+	sandboxEnv(env);
 	env.PI_CODING_AGENT_DIR = areaAgentDir(config, cwd, agentDir(env));
 	const compileCache = areaCompileCache(config, cwd);
 	env.NODE_COMPILE_CACHE = compileCache;
@@ -285,7 +290,7 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 	// pi out of its tools' reach (sealed-node.ts): the gateway's node, run from a copy it cannot read.
 	const runner = command === process.execPath ? sealedRunner() : (command as string);
 	const readable = [runner, ...prefix, ...extensionPaths, installedModules()].filter((p) => isAbsolute(p));
-	const wrapped = wrapCommand(config, { cwd, sessionDir, compileCache, readable, env }, runner, args);
+	const wrapped = wrapCommand(config, { cwd, sessionDir, compileCache, readable, extraReadable, env }, runner, args);
 	const bindFolder = { path: cwd, root: realpathSync(config.workspaceRoot) };
 	return { ...wrapped, env, cwd, sandboxed: { command: runner }, bindFolder };
 }

@@ -4,14 +4,16 @@ import { delimiter, join, sep } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import type { Config } from "../config.ts";
 import { openCheckedFolder } from "../sessions/areas.ts";
-import { confinedByConfig, holdingArgs, secretFiles, systemArgs } from "../sessions/sandbox.ts";
+import { confinedByConfig, holdingArgs, secretFiles } from "../sessions/sandbox.ts";
+import { shownBySystem, systemView, viewEnd } from "../sessions/sandbox-view.ts";
 
 /**
  * The gateway's own tools (git for changes, ripgrep for search) on the agent's bytes, inside
  * bubblewrap like pi: the session's folder read-only, bound from a descriptor checked to be the
  * folder (no gap between the check and the mount), only what the tool writes (the shadow git dir)
- * writable, the rest of the host read-only with the gateway's data dir, the workspace root and
- * /tmp hidden under empty tmpfs, no network, no environment but the tool's own, and a bound on
+ * writable, the system's allowlist read-only as pi sees it (sandbox-view.ts: not the operator's
+ * home, /root, /var or /etc's secrets) with the gateway's data dir, the workspace root and /tmp
+ * hidden under empty tmpfs, no network, no environment but the tool's own, and a bound on
  * memory. Time and output stay bounded by the caller, as before. With --sandbox off the tool runs
  * directly: what it is told (git's flags, rg's arguments) is then the only layer. Where bubblewrap
  * is missing or does not hold and the operator did not say off, no tool runs (503 sandbox_unavailable).
@@ -71,7 +73,6 @@ const baseArgs = [
 	"--unshare-net",
 	"--unshare-ipc",
 	"--unshare-uts",
-	...systemArgs,
 ];
 
 /**
@@ -136,25 +137,29 @@ const inside = (root: string, path: string) => path === root || path.startsWith(
 
 /** bwrap's argv for one tool whose folder is open as descriptor `folderFd`. */
 export function confinedArgs(confinement: Confinement, tool: Tool): string[] {
-	type Mount = { path: string; kind: "hide" | "folder" | "rw" | "null" };
+	type Mount = { path: string; kind: "hide" | "folder" | "rw" | "ro" | "null" };
 	const mounts: Mount[] = [];
 	for (const path of confinement.hide) if (existsSync(path)) mounts.push({ path: realpathSync(path), kind: "hide" });
 	mounts.push({ path: tool.folder, kind: "folder" });
 	for (const path of tool.writable ?? []) mounts.push({ path: realpathSync(path), kind: "rw" });
+	// The tool itself where the system's view does not show it (an rg in ~/.cargo/bin, say).
+	if (tool.command.startsWith(sep) && existsSync(tool.command) && !shownBySystem(realpathSync(tool.command)))
+		mounts.push({ path: tool.command, kind: "ro" });
 	for (const file of confinement.cover) if (existsSync(file)) mounts.push({ path: realpathSync(file), kind: "null" });
 	for (const rel of tool.covered ?? []) mounts.push({ path: `${tool.folder}/${rel}`, kind: "null" });
 	// Mounts apply in order: a hide first, then what is put back below it (as sandbox.ts).
-	const order = { hide: 0, folder: 1, rw: 1, null: 2 };
+	const order = { hide: 0, folder: 1, rw: 1, ro: 1, null: 2 };
 	mounts.sort((a, b) => depth(a.path) - depth(b.path) || order[a.kind] - order[b.kind]);
-	const args = [...baseArgs];
+	const args = [...baseArgs, ...systemView()];
 	for (const { path, kind } of mounts) {
 		if (kind === "hide") args.push("--tmpfs", path);
 		else if (kind === "folder") args.push("--ro-bind-fd", String(folderFd), path);
 		else if (kind === "rw") args.push("--bind", path, path);
+		else if (kind === "ro") args.push("--ro-bind", path, path);
 		// A covered file under a hide (and not under what is put back) is gone already.
 		else if (!hiddenAlready(mounts, path)) args.push("--ro-bind", "/dev/null", path);
 	}
-	args.push("--chdir", tool.folder, "--", ...bounded(tool));
+	args.push(...viewEnd, "--chdir", tool.folder, "--", ...bounded(tool));
 	return args;
 }
 

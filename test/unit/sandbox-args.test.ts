@@ -1,8 +1,19 @@
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import {
+	existsSync,
+	lstatSync,
+	mkdirSync,
+	mkdtempSync,
+	readlinkSync,
+	realpathSync,
+	rmSync,
+	symlinkSync,
+	writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config.ts";
+import { readableProblem } from "../../src/layout-check.ts";
 import { sandboxArgs } from "../../src/sessions/sandbox.ts";
 
 // bwrap applies mounts in order, each from the host's tree: hides must come before what is put
@@ -10,12 +21,19 @@ import { sandboxArgs } from "../../src/sessions/sandbox.ts";
 const root = realpathSync(mkdtempSync(join(tmpdir(), "pi-gateway-bwrap-args-")));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-/** The mount operations as [flag, path] pairs, in order. */
+/** The system's part of the view (sandbox-view.ts), and the gateway's node shown for the tools. */
+const system = (dest: string) =>
+	/^\/(usr|etc|bin|sbin|lib\w*)(\/|$)/.test(dest) || dest === realpathSync(process.execPath);
+
+/** The session's mount operations as [flag, path] pairs, in order (the system's part left out). */
 function mounts(args: string[]): string[][] {
 	const out: string[][] = [];
 	for (let i = 0; i < args.length; i++) {
 		const flag = args[i] as string;
-		if (flag === "--tmpfs") out.push([flag, args[++i] as string]);
+		if (flag === "--symlink") i += 2;
+		else if (flag === "--dir") i += 1;
+		else if ((flag === "--ro-bind" || flag === "--bind") && system(args[i + 2] as string)) i += 2;
+		else if (flag === "--tmpfs") out.push([flag, args[++i] as string]);
 		// The session's folder comes by descriptor (3), never by a path bwrap would resolve again.
 		else if (flag === "--bind-fd") out.push([`${flag} ${args[++i]}`, args[++i] as string]);
 		else if (flag === "--bind" || flag === "--ro-bind") {
@@ -52,15 +70,14 @@ describe("sandboxArgs", () => {
 			"--new-session",
 		]);
 		expect(mounts(args)).toEqual([
-			["--ro-bind", "/"],
 			["--tmpfs", "/tmp"],
 			["--tmpfs", data],
 			["--bind-fd 3", ws],
 			["--bind", join(root, "agent")],
 			["--bind", join(data, "pi-sessions")],
-			["null", join(data, "token")],
 		]);
-		expect(args.slice(-3)).toEqual(["--chdir", ws, "--"]);
+		// The token lies in the hidden data dir: nothing to cover where nothing shows it.
+		expect(args.slice(-5)).toEqual(["--remount-ro", "/", "--chdir", ws, "--"]);
 	});
 
 	it("a session in a sub-folder: the root is hidden, the sub-folder and the files pi runs put back", () => {
@@ -75,12 +92,77 @@ describe("sandboxArgs", () => {
 			env: { PI_CODING_AGENT_DIR: join(root, "agent") },
 		});
 		expect(mounts(args)).toEqual([
-			["--ro-bind", "/"],
 			["--tmpfs", "/tmp"],
 			["--tmpfs", ws],
 			["--bind", join(root, "agent")],
 			["--bind-fd 3", join(ws, "a")],
 			["--ro-bind", join(ws, "ext", "gate.ts")],
 		]);
+	});
+
+	it("shows an allowlist, not the host: the system's folders and /etc's harmless files, never its secrets", () => {
+		const ws = join(root, "ws3");
+		mkdirSync(ws, { recursive: true });
+		const config = parseConfig({ workspaceRoot: ws, dataDir: join(root, "data3") });
+		const args = sandboxArgs(config, { cwd: ws, readable: [], env: { HOME: "/root" } });
+		const binds = args.flatMap((a, i) => (a === "--ro-bind" || a === "--bind" ? [args[i + 2] as string] : []));
+		expect(binds).not.toContain("/");
+		expect(binds).toContain("/usr");
+		if (existsSync("/etc/passwd")) expect(binds).toContain("/etc/passwd");
+		for (const secret of [
+			"/etc/shadow",
+			"/etc/gshadow",
+			"/etc/ssh",
+			"/etc/sudoers",
+			"/etc/ssl/private",
+			"/var",
+			"/home",
+			"/srv",
+			"/opt",
+		])
+			expect(binds.filter((b) => b === secret || b.startsWith(`${secret}/`))).toEqual([]);
+		// A link stays a link (merged /usr: /bin -> usr/bin).
+		if (lstatSync("/bin").isSymbolicLink()) expect(args.join(" ")).toContain(`--symlink ${readlinkSync("/bin")} /bin`);
+		// HOME: an empty tmpfs where the gateway's was, sized like /tmp.
+		expect(args.join(" ")).toContain(`--size ${config.sandboxTmpBytes} --tmpfs /root`);
+	});
+});
+
+describe("readableProblem: what an operator or a session may add read-only", () => {
+	const ws = join(root, "rp-ws");
+	const data = join(root, "rp-data");
+	const secret = join(root, "rp-secrets", "token");
+	const guard = () => ({ dataDir: data, workspaceRoot: ws, secrets: [secret] });
+	const alice = () => ({ path: join(ws, "@alice"), admin: false });
+	const admin = () => ({ path: ws, admin: true });
+	it("refuses the data dir, a secret, the root and another principal's area; allows the rest by whose it is", () => {
+		for (const dir of [join(ws, "@alice", "refs"), join(ws, "@bob"), join(data, "x"), join(root, "shared")])
+			mkdirSync(dir, { recursive: true });
+		mkdirSync(join(root, "rp-secrets"), { recursive: true });
+		writeFileSync(secret, "t");
+		const problem = (path: string, area?: { path: string; admin: boolean }) =>
+			readableProblem(path, { ...guard(), area })?.detail;
+		expect(problem("relative/path")).toMatch(/not an absolute path/);
+		expect(readableProblem(join(root, "missing"), guard())?.missing).toBe(true);
+		expect(problem("/")).toMatch(/data dir/);
+		expect(problem(data)).toMatch(/data dir/);
+		expect(problem(join(data, "x"))).toMatch(/data dir/);
+		expect(problem(join(root, "rp-secrets"))).toMatch(/reads a secret/);
+		expect(problem(secret)).toMatch(/reads a secret/);
+		expect(problem(ws)).toMatch(/workspace root/);
+		// The operator's setting: a host folder, never one in the workspace root.
+		expect(problem(join(root, "shared"))).toBeUndefined();
+		expect(problem(join(ws, "@alice", "refs"))).toMatch(/lies in the workspace root/);
+		// A principal: its own area only; an admin: anywhere but another principal's area.
+		expect(problem(join(ws, "@alice", "refs"), alice())).toBeUndefined();
+		expect(problem(join(ws, "@bob"), alice())).toMatch(/outside/);
+		expect(problem(join(root, "shared"), alice())).toMatch(/outside/);
+		expect(problem("/usr", alice())).toMatch(/outside/);
+		expect(problem(join(root, "shared"), admin())).toBeUndefined();
+		expect(problem(join(ws, "@bob"), admin())).toMatch(/another principal's area/);
+		expect(problem(ws, admin())).toMatch(/workspace root/);
+		// A link is judged by what it leads to.
+		symlinkSync(data, join(root, "shared", "link"));
+		expect(problem(join(root, "shared", "link"), admin())).toMatch(/data dir/);
 	});
 });

@@ -1016,6 +1016,8 @@ class CreateSession(TypedDict, total=False):
     # Tools the calling program runs (at most 64): the model may call them, each call becomes a tool call resource (GET …/tool-calls) and a `tool_call_re...
     clientTools: List["ClientTool"]
     budget: "SessionBudget"
+    # Host paths this session's sandbox shows read-only beside the system's allowlist (docs/security.md), checked at each start: absolute and existing (4...
+    sandboxReadable: List[str]
     policies: "ApprovalPolicies"
 
 
