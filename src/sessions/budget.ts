@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { GatewayError } from "../errors.ts";
-import type { EventLog } from "./event-log.ts";
+import { type EventLog, eventJson, type LoggedEvent } from "./event-log.ts";
 import { usageOf } from "./run-limits.ts";
 
 /**
@@ -71,17 +71,46 @@ export const StoredBudget = z.object({
  */
 export const modelCommands: ReadonlySet<string> = new Set(["prompt", "steer", "follow_up", "compact"]);
 
+/**
+ * One source per call, never two: a call that went through the relay (a sandboxed pi's, to a
+ * provider the relay serves) is counted there, from the provider's own answer, whoever made it (pi,
+ * a compaction, an extension, a retry); pi's report of it is then left out. pi's reports count for
+ * the calls no relay sees: an in-process provider (the demo model) and an unsandboxed pi
+ * (docs/limits.md).
+ */
 export class Budget {
 	limits: SessionBudget = {};
 	usedTokens = 0;
 	usedCostUsd = 0;
+	/** Providers the current pi's relay serves: pi's reports of their calls are not counted again. */
+	relayed: ReadonlySet<string> = new Set();
+	/** The provider of pi's last answer: a compaction's or cache warming's report names none. */
+	#provider: string | undefined;
 
 	constructor(events: EventLog) {
 		events.subscribe((event) => {
+			const provider = providerOf(event);
+			if (provider) this.#provider = provider;
+			if (this.relayed.has(provider ?? this.#provider ?? "")) return;
 			const { tokens, costUsd } = usageOf(event);
 			this.usedTokens += tokens;
 			this.usedCostUsd += costUsd;
 		});
+	}
+
+	/** A call the relay passed, as the provider reported it. */
+	countRelayed(tokens: number, costUsd: number): void {
+		this.usedTokens += tokens;
+		this.usedCostUsd += costUsd;
+	}
+
+	/** Why the relay refuses a call now, or undefined (the same limits as assertAvailable). */
+	refusal(sessionId: string): string | undefined {
+		const kind = this.exhausted();
+		if (!kind) return undefined;
+		const view = this.view();
+		const [used, allowed] = kind === "tokens" ? [view.usedTokens, view.maxTokens] : [view.usedCostUsd, view.maxCostUsd];
+		return `Session ${sessionId} has used its ${kind} budget (${used} of ${allowed}): the gateway refused this model call; raise the budget with PUT /v1/sessions/${sessionId}/budget`;
 	}
 
 	/** A record read back: its limits (set after create, they win over the create body's) and usage. */
@@ -127,5 +156,16 @@ export class Budget {
 			`Session ${sessionId} has used its ${kind} budget (${used} of ${allowed}); raise it with PUT /v1/sessions/${sessionId}/budget`,
 			{ budget: view },
 		);
+	}
+}
+
+/** The provider an assistant message names (pi's message_end), else undefined. */
+function providerOf(event: LoggedEvent): string | undefined {
+	if (event.type !== "message_end") return undefined;
+	try {
+		const { message } = eventJson<{ message?: { role?: string; provider?: unknown } }>(event);
+		return message?.role === "assistant" && typeof message.provider === "string" ? message.provider : undefined;
+	} catch {
+		return undefined;
 	}
 }

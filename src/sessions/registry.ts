@@ -21,13 +21,14 @@ import { reapIdle } from "./idle-reaper.ts";
 import { Journal, type StoreHealth, unsafeSeqMargin } from "./journal.ts";
 import { journalOnEvents } from "./journal-events.ts";
 import { LiveCap, type LiveShare } from "./live-cap.ts";
+import { attachRelay } from "./relay/index.ts";
 import type { Caller } from "./resume-lookup.ts";
 import { FolderRetention, ownFolderOf } from "./retention.ts";
 import type { Session, SessionInit, SessionLimits, SpawnCommand } from "./session.ts";
 import { buildSession, newSessionId, type SessionHost, shuttingDown } from "./session-factory.ts";
 import { piSessionDir } from "./session-files.ts";
 import type { OpenStore, SessionStore, StoredSession } from "./session-store.ts";
-import { type CreateSessionBody, planSpawn } from "./spawn.ts";
+import { type CreateSessionBody, planSpawn, type SpawnPlan } from "./spawn.ts";
 import { restoredAtStart, restoredByTakeover, restoreKept, type Takeover } from "./stored-restore.ts";
 import { WarmPools } from "./warm-pool.ts";
 import { isDefaultRequest, startPooled } from "./warm-start.ts";
@@ -307,7 +308,8 @@ export class SessionRegistry {
 	}
 
 	/** Starts a child within the live-process cap (live-cap.ts). */
-	async #launch(session: Session, plan: SpawnCommand): Promise<void> {
+	async #launch(session: Session, plan: SpawnCommand & Pick<SpawnPlan, "sandboxed">): Promise<void> {
+		attachRelay(session, plan.sandboxed?.relay);
 		await this.#live.within(() => session.start(plan), session);
 		this.#cluster?.started(session);
 	}

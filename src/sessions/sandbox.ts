@@ -158,6 +158,8 @@ export interface SandboxPaths {
 	/** The session's own read-only extras (its create body's sandboxReadable), checked already. */
 	extraReadable?: string[];
 	env: Record<string, string>;
+	/** Unix sockets shown at their own path (the relay's, relay/). */
+	sockets?: string[];
 }
 
 /** A hide over the data dir or the workspace root holds only the folders bwrap makes for what it puts back. */
@@ -247,6 +249,7 @@ export function sandboxArgs(config: Config, paths: SandboxPaths): string[] {
 		else if (kind === "ro") args.push("--ro-bind", path, path);
 		else args.push("--ro-bind", "/dev/null", path);
 	}
+	for (const socket of paths.sockets ?? []) args.push("--ro-bind", socket, socket);
 	args.push(...viewEnd, "--chdir", paths.cwd, "--");
 	return args;
 }
@@ -257,5 +260,7 @@ export function wrapCommand(
 	command: string,
 	args: string[],
 ): { command: string; args: string[] } {
-	return { command: bwrap, args: [...sandboxArgs(config, paths), "/bin/sh", "-c", movePipes, command, ...args] };
+	// No network but a loopback of its own: model calls go through the relay's socket (relay/).
+	const sandbox = ["--unshare-net", ...sandboxArgs(config, paths)];
+	return { command: bwrap, args: [...sandbox, "/bin/sh", "-c", movePipes, command, ...args] };
 }

@@ -11,6 +11,7 @@ import { type Area, areaAgentDir, areaCompileCache, areaOf, areaOfCwd, confineTo
 import { SessionBudget } from "./budget.ts";
 import { ClientTools, clientToolsEnv } from "./client-tools.ts";
 import { PolicySet } from "./policies.ts";
+import { type SandboxRelay, sandboxRelay } from "./relay/index.ts";
 import { agentDir, confinedByConfig, wrapCommand } from "./sandbox.ts";
 import { SandboxReadable, sandboxEnv, sessionReadable } from "./sandbox-view.ts";
 import { sealedRunner } from "./sealed-node.ts";
@@ -89,8 +90,8 @@ export interface SpawnPlan {
 	args: string[];
 	env: Record<string, string>;
 	cwd: string;
-	/** The command bwrap runs, when `command` is bwrap. */
-	sandboxed?: { command: string };
+	/** The command bwrap runs, when `command` is bwrap, and the relay its model calls go through (relay/). */
+	sandboxed?: { command: string; relay?: SandboxRelay };
 	/**
 	 * Sandboxed: the folder to open and hand to bwrap as descriptor 3 (`--bind-fd`), and the root it
 	 * must lie in. The spawn opens it and checks the kernel's name for it (areas.ts).
@@ -284,13 +285,16 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 	env.PI_CODING_AGENT_DIR = areaAgentDir(config, cwd, agentDir(env));
 	const compileCache = areaCompileCache(config, cwd);
 	env.NODE_COMPILE_CACHE = compileCache;
+	// No key and no network of its own: its model calls go through the gateway's relay (relay/).
+	const relay = sandboxRelay(config, at.id, env, isNode(command as string) ? args : [], nodeOptions.length);
 	// What pi runs and loads, shown read-only where a hide would take it away (a workspace root that
 	// holds the gateway's own install, say): the files named, and the node_modules pi's bundle and
 	// the extensions import from.
 	// pi out of its tools' reach (sealed-node.ts): the gateway's node, run from a copy it cannot read.
 	const runner = command === process.execPath ? sealedRunner() : (command as string);
-	const readable = [runner, ...prefix, ...extensionPaths, installedModules()].filter((p) => isAbsolute(p));
-	const wrapped = wrapCommand(config, { cwd, sessionDir, compileCache, readable, extraReadable, env }, runner, args);
+	const readable = [runner, ...prefix, ...extensionPaths, installedModules(), relay.forwarder];
+	const paths = { cwd, sessionDir, compileCache, extraReadable, env, sockets: [relay.socket] };
+	const wrapped = wrapCommand(config, { ...paths, readable: readable.filter((p) => isAbsolute(p)) }, runner, args);
 	const bindFolder = { path: cwd, root: realpathSync(config.workspaceRoot) };
-	return { ...wrapped, env, cwd, sandboxed: { command: runner }, bindFolder };
+	return { ...wrapped, env, cwd, sandboxed: { command: runner, relay }, bindFolder };
 }

@@ -1,5 +1,6 @@
 import type { Config } from "../config.ts";
 import type { Area } from "./areas.ts";
+import { attachRelay } from "./relay/index.ts";
 import { agentDir } from "./sandbox.ts";
 import type { Session } from "./session.ts";
 import { newSessionId } from "./session-factory.ts";
@@ -45,6 +46,7 @@ export async function startPooled(
 	const session = build(id, defaultBody, plan.cwd);
 	spawned(session);
 	try {
+		attachRelay(session, plan.sandboxed?.relay);
 		await session.start(plan);
 	} catch (error) {
 		removeEmpty(own);

@@ -129,12 +129,13 @@ describe.each(batteryLayouts)("the self-approval attack (%s layout)", (layout) =
 				expect(JSON.stringify(report)).not.toContain(secret);
 			const statuses = Object.keys(report.requests);
 			expect(statuses.length).toBeGreaterThan(0);
-			// Refused (401), or (on a loaded machine) timed out: never answered.
+			// The gateway's port is out of its reach (issue 42): the sandbox has a loopback of its own,
+			// with nothing on that port, so every request is refused at connect, never answered.
 			expect(
-				statuses.filter((key) => !/ (401|error)$/.test(key)),
+				statuses.filter((key) => !/ ECONNREFUSED$/.test(key)),
 				JSON.stringify(report.requests),
 			).toEqual([]);
-			expect(report.requests["without-token 401"]).toBeGreaterThanOrEqual(report.rounds.length);
+			expect(report.requests["without-token ECONNREFUSED"]).toBeGreaterThanOrEqual(report.rounds.length);
 			// The data directory, the token file and the gateway's /proc entries were out of its sight.
 			expect(report.errors.some((e) => e.startsWith("token-file") && /ENOENT|EACCES/.test(e))).toBe(true);
 			expect(report.sources.pidsSeen).toBeLessThan(20);

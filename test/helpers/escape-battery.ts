@@ -128,9 +128,11 @@ export async function runEscapeBattery(t: Target, decoyPid: number): Promise<Esc
 		// A tool missing from the host (unshare, nsenter, mount) would make its attack pass for nothing.
 		expect(report.attacks.filter((a) => /not found/.test(a.output)).map((a) => a.name)).toEqual([]);
 		expect(report.answered).toEqual([]);
-		expect(Object.keys(report.requests).filter((k) => !/ (401|error)$/.test(k))).toEqual([]);
-		expect(report.requests["without-token 401"]).toBe(1);
-		expect(report.requests["with-candidate 401"]).toBeGreaterThan(0);
+		// The gateway's port is out of reach (issue 42): the sandbox's loopback is its own, nothing
+		// listens there, so every call is refused at connect, with a candidate or without.
+		expect(Object.keys(report.requests).filter((k) => !/ ECONNREFUSED$/.test(k))).toEqual([]);
+		expect(report.requests["without-token ECONNREFUSED"]).toBe(1);
+		expect(report.requests["with-candidate ECONNREFUSED"]).toBeGreaterThan(0);
 		// pi is out of its tools' reach (sealed-node.ts): refused by permission, where the same call
 		// on a process of the tool's own works.
 		const output = (name: string) => report.attacks.find((a) => a.name === name)?.output ?? "";

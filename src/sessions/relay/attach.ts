@@ -1,0 +1,25 @@
+import type { Session } from "../session.ts";
+import type { SandboxRelay } from "./sandbox-relay.ts";
+import { closeRelay, openRelay } from "./server.ts";
+
+const watched = new WeakSet<Session>();
+
+/**
+ * Opens the relay of a pi about to start for `session` (its calls count against the session's
+ * budget, and are refused once it is spent) and closes it when that pi exits. An unsandboxed pi
+ * has none: its own reports are what the budget counts.
+ */
+export function attachRelay(session: Session, relay: SandboxRelay | undefined): void {
+	const { budget } = session;
+	budget.relayed = new Set(relay ? [...relay.plan.routes.values()].map((r) => r.provider) : []);
+	if (!relay) return;
+	openRelay(relay.socket, relay.plan, {
+		refusal: () => budget.refusal(session.id),
+		counted: (tokens, costUsd) => budget.countRelayed(tokens, costUsd),
+	});
+	if (watched.has(session)) return;
+	watched.add(session);
+	session.events.subscribe((event) => {
+		if (event.type === "session_exit") closeRelay(relay.socket);
+	});
+}

@@ -1,0 +1,6 @@
+/** The relay for a sandboxed pi's model calls (keys outside the sandbox, usage counted): its one door. */
+
+export { attachRelay } from "./attach.ts";
+export { placeholderPrefix, type RelayPlan, relayPlan } from "./credentials.ts";
+export { relayPort, relaySocket, type SandboxRelay, sandboxRelay } from "./sandbox-relay.ts";
+export { closeRelay, openRelay, type RelaySink } from "./server.ts";

@@ -1,0 +1,84 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import type { Config } from "../../config.ts";
+import { type RelayPlan, relayPlan } from "./credentials.ts";
+
+/**
+ * What a sandboxed pi needs to call its model through the relay: the socket bound into the sandbox
+ * (`<data-dir>/relay/<session id>.sock`, at the same path inside), the forwarder pi's node loads,
+ * and pi's agent folder and environment with placeholders where keys were.
+ */
+export interface SandboxRelay {
+	socket: string;
+	plan: RelayPlan;
+	/** `--import=<forwarder>`: for a pi run by node. */
+	nodeFlag: string;
+	/** The forwarder's file, shown read-only in the sandbox. */
+	forwarder: string;
+}
+
+/** The port the forwarder listens on inside the sandbox's own network (nothing else is there). */
+export const relayPort = 4317;
+export const forwarderPath = resolve(
+	dirname(fileURLToPath(import.meta.url)),
+	"../../../extensions/relay-forwarder.mjs",
+);
+
+/** The longest path a unix socket takes (108 bytes with its NUL on Linux). */
+const maxSocketPath = 107;
+
+export function relaySocket(dataDir: string, sessionId: string): string {
+	const path = join(dataDir, "relay", `${sessionId}.sock`);
+	if (Buffer.byteLength(path) > maxSocketPath)
+		throw new Error(`The relay's socket ${path} is longer than a unix socket allows: use a shorter --data-dir`);
+	return path;
+}
+
+/** Writes `value` as JSON unless the file already holds exactly that (a pooled pi's folder stamp stays). */
+function writeIfChanged(path: string, value: unknown): void {
+	const text = `${JSON.stringify(value, null, "\t")}\n`;
+	if (existsSync(path) && readFileSync(path, "utf8") === text) return;
+	writeFileSync(path, text, { mode: 0o600 });
+}
+
+/** The operator's own pi folder, where the real models.json and auth.json are (never shown to pi). */
+export function operatorAgentDir(config: Pick<Config, "piAgentDir">): string {
+	return config.piAgentDir ?? process.env.PI_CODING_AGENT_DIR ?? join(process.env.HOME ?? homedir(), ".pi", "agent");
+}
+
+/**
+ * Sets up a sandboxed pi's relay: `env` (pi's environment, changed in place) gets placeholders for
+ * keys and loses the other credentials; its agent folder (PI_CODING_AGENT_DIR, the area's copy)
+ * gets models.json and auth.json made from the operator's with placeholders and relay base URLs,
+ * over whatever the copy held; `nodeArgs` (pi node's argv, or [] for another pi command) gets the
+ * forwarder at `at`.
+ */
+export function sandboxRelay(
+	config: Pick<Config, "dataDir" | "piAgentDir" | "passEnv">,
+	sessionId: string,
+	env: Record<string, string>,
+	nodeArgs: string[] = [],
+	at = 0,
+): SandboxRelay {
+	const socket = relaySocket(config.dataDir, sessionId);
+	const base = `http://127.0.0.1:${relayPort}`;
+	const plan = relayPlan(process.env, env, operatorAgentDir(config), base, config.passEnv);
+	for (const [name, value] of Object.entries(plan.env)) {
+		if (value === undefined) delete env[name];
+		else env[name] = value;
+	}
+	const areaDir = env.PI_CODING_AGENT_DIR;
+	if (areaDir) {
+		writeIfChanged(join(areaDir, "models.json"), plan.modelsJson);
+		writeIfChanged(join(areaDir, "auth.json"), plan.authJson);
+	}
+	const url = pathToFileURL(forwarderPath);
+	url.searchParams.set("socket", socket);
+	url.searchParams.set("port", String(relayPort));
+	const nodeFlag = `--import=${url.href}`;
+	// pi's node loads the forwarder first (a pi run by node; `nodeArgs` is empty otherwise).
+	if (nodeArgs.length > 0) nodeArgs.splice(at, 0, nodeFlag);
+	return { socket, plan, nodeFlag, forwarder: forwarderPath };
+}

@@ -1,0 +1,120 @@
+/**
+ * The usage of one model call, read from the provider's answer as it passes through the relay
+ * (never buffered on the way: the tap sees a copy of each chunk). OpenAI chat completions and
+ * responses, Anthropic messages, and the APIs shaped like them, streamed (SSE) or not (JSON):
+ * wherever an answer or an event carries `usage` (or `response.usage`, `message.usage`), the
+ * largest figure of each field seen wins, which reads Anthropic's running `message_delta` counts
+ * and OpenAI's final chunk alike.
+ */
+export interface CallUsage {
+	input: number;
+	output: number;
+	cacheRead: number;
+	cacheWrite: number;
+	/** The model the provider says answered, when it says. */
+	model?: string;
+}
+
+/** A JSON answer larger than this is passed on but not read (a usage figure lies in the first MiBs). */
+const maxJsonBytes = 8 * 1024 * 1024;
+/** An SSE line longer than this is skipped (its chunk is still passed on whole). */
+const maxLineBytes = 1024 * 1024;
+
+const n = (value: unknown) => (typeof value === "number" && Number.isFinite(value) && value > 0 ? value : 0);
+
+/** The usage fields of one provider object, normalised: input without the cached part, as pi counts. */
+export function normaliseUsage(usage: Record<string, unknown>): Omit<CallUsage, "model"> {
+	const details = (usage.prompt_tokens_details ?? usage.input_tokens_details) as Record<string, unknown> | undefined;
+	const cached = n(details?.cached_tokens);
+	if ("prompt_tokens" in usage || "completion_tokens" in usage)
+		return {
+			input: Math.max(0, n(usage.prompt_tokens) - cached),
+			output: n(usage.completion_tokens),
+			cacheRead: cached,
+			cacheWrite: 0,
+		};
+	const anthropic = "cache_read_input_tokens" in usage || "cache_creation_input_tokens" in usage;
+	return {
+		// OpenAI's responses count the cached part inside input_tokens; Anthropic's apart.
+		input: anthropic ? n(usage.input_tokens) : Math.max(0, n(usage.input_tokens) - cached),
+		output: n(usage.output_tokens),
+		cacheRead: anthropic ? n(usage.cache_read_input_tokens) : cached,
+		cacheWrite: n(usage.cache_creation_input_tokens),
+	};
+}
+
+export class UsageTap {
+	readonly usage: CallUsage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+	#sse: boolean;
+	#line = "";
+	#skipping = false;
+	#json: Buffer[] = [];
+	#jsonBytes = 0;
+	#decoder = new TextDecoder();
+
+	constructor(contentType: string | undefined) {
+		this.#sse = /text\/event-stream/i.test(contentType ?? "");
+	}
+
+	push(chunk: Buffer): void {
+		if (!this.#sse) {
+			if (this.#jsonBytes + chunk.length <= maxJsonBytes) this.#json.push(chunk);
+			this.#jsonBytes += chunk.length;
+			return;
+		}
+		const text = this.#decoder.decode(chunk, { stream: true });
+		let start = 0;
+		for (let at = text.indexOf("\n"); at !== -1; at = text.indexOf("\n", start)) {
+			if (!this.#skipping) this.#take(this.#line + text.slice(start, at));
+			this.#line = "";
+			this.#skipping = false;
+			start = at + 1;
+		}
+		if (this.#skipping) return;
+		this.#line += text.slice(start);
+		if (this.#line.length > maxLineBytes) {
+			this.#line = "";
+			this.#skipping = true;
+		}
+	}
+
+	/** The usage once the answer ended. */
+	end(): CallUsage {
+		if (this.#sse) {
+			if (!this.#skipping) this.#take(this.#line);
+		} else if (this.#jsonBytes <= maxJsonBytes) {
+			try {
+				this.#read(JSON.parse(Buffer.concat(this.#json).toString("utf8")));
+			} catch {}
+		}
+		return this.usage;
+	}
+
+	#take(line: string): void {
+		const text = line.endsWith("\r") ? line.slice(0, -1) : line;
+		if (!text.startsWith("data:")) return;
+		const data = text.slice(5).trim();
+		if (!data.startsWith("{")) return;
+		try {
+			this.#read(JSON.parse(data));
+		} catch {}
+	}
+
+	#read(value: unknown): void {
+		if (!value || typeof value !== "object") return;
+		const object = value as Record<string, unknown>;
+		const nested = [object, object.response, object.message].filter(
+			(o): o is Record<string, unknown> => !!o && typeof o === "object",
+		);
+		for (const holder of nested) {
+			if (typeof holder.model === "string" && !this.usage.model) this.usage.model = holder.model;
+			const usage = holder.usage;
+			if (!usage || typeof usage !== "object") continue;
+			const figures = normaliseUsage(usage as Record<string, unknown>);
+			for (const key of ["input", "output", "cacheRead", "cacheWrite"] as const)
+				this.usage[key] = Math.max(this.usage[key], figures[key]);
+		}
+	}
+}
+
+export const totalTokens = (u: CallUsage) => u.input + u.output + u.cacheRead + u.cacheWrite;
