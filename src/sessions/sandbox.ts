@@ -17,8 +17,8 @@ import { isInside } from "./spawn.ts";
  * (sandbox-view.ts), the gateway's data directory, token file and workspace root hidden under empty
  * tmpfs, and only what this session needs put back: its cwd, pi's session folder and agent dir
  * (writable), the files it runs and the operator's extras (read-only), an empty HOME and /tmp.
- * The network is shared: pi must reach its model provider. Nothing inside holds a capability
- * (see baseArgs), as root either.
+ * No network but a loopback of its own: model calls go through the gateway's relay (relay/).
+ * Nothing inside holds a capability (see baseArgs), as root either.
  */
 
 /**
