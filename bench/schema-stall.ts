@@ -94,13 +94,15 @@ export async function schemaStall(
 			runSessions.push((await bob("/v1/sessions", "POST", { name: `bob runs ${i}` })).body.id as string);
 		const heavy = atCompileBound(errorHeavy);
 		const wide = atCompileBound(manyProperties);
-		const runs: { schema: unknown; message: string }[] = [
-			{ schema: heavy, message: `echo: ${answerAtCheckBound(heavy)}` },
-			{ schema: wide, message: "echo: {}" },
+		const runs: { schema: unknown; message: string; turns: number }[] = [
+			{ schema: heavy, message: `echo: ${answerAtCheckBound(heavy)}`, turns: 3 },
+			{ schema: wide, message: "echo: {}", turns: 1 },
 		];
 
 		// alice lists her sessions every 10 ms for `seconds`, while `during` runs.
 		const listFor = async (during: () => Promise<unknown>) => {
+			const cpu0 = procStats(gateway.pid).cpuSeconds;
+			const t0 = performance.now();
 			const latencies: number[] = [];
 			let peak = procStats(gateway.pid).rssBytes;
 			let stop = false;
@@ -118,7 +120,8 @@ export async function schemaStall(
 			stop = true;
 			await Promise.all([lister, load]);
 			latencies.sort((a, b) => a - b);
-			return { latencies, peak };
+			const cpu = (100 * (procStats(gateway.pid).cpuSeconds - cpu0)) / ((performance.now() - t0) / 1000);
+			return { latencies, peak, cpu };
 		};
 
 		const hostile = [
@@ -138,7 +141,7 @@ export async function schemaStall(
 			() => bob(`/v1/sessions/${bobSession}/prompt`, "POST", { message: "echo: []", outputSchema: { type: "strin" } }),
 		];
 		/** bob's loops for `seconds`: `loops` sending `requests` in turn, and `withRuns` run loops at the bounds. */
-		const attack = async (requests: (() => Promise<Answer>)[], withRuns: number) => {
+		const attack = async (requests: (() => Promise<Answer>)[], withRuns: number, schemas = true) => {
 			const counts = { refused: 0, other: 0, runs: 0, checks: 0 };
 			let attacking = true;
 			const refusing = async (offset: number) => {
@@ -150,14 +153,17 @@ export async function schemaStall(
 			};
 			const running = async (session: string, offset: number) => {
 				for (let i = offset; attacking; i++) {
-					const { schema, message } = runs[i % runs.length] as (typeof runs)[number];
-					const { status, body } = await bob(`/v1/sessions/${session}/prompt?wait=60`, "POST", {
-						message,
-						outputSchema: schema,
-					});
-					if (status !== 200) throw new Error(`bob's run: ${status} ${JSON.stringify(body)}`);
-					counts.runs++;
-					counts.checks += body.outputError?.attempts ?? 1;
+					const { schema, message, turns } = runs[i % runs.length] as (typeof runs)[number];
+					// The control: as many model turns (a run with repairs is three), no schema.
+					for (let turn = 0; turn < (schemas ? 1 : turns); turn++) {
+						const { status, body } = await bob(`/v1/sessions/${session}/prompt?wait=60`, "POST", {
+							message,
+							...(schemas ? { outputSchema: schema } : {}),
+						});
+						if (status !== 200) throw new Error(`bob's run: ${status} ${JSON.stringify(body)}`);
+						counts.runs++;
+						counts.checks += schemas ? (body.outputError?.attempts ?? 1) : 0;
+					}
 				}
 			};
 			const listed = await listFor(async () => {
@@ -177,13 +183,15 @@ export async function schemaStall(
 				.map((l) => l.toFixed(2))
 				.join(" ");
 		const before = await settledMemory(gateway);
-		const row = (phase: string, { latencies, peak }: { latencies: number[]; peak: number }, bobs: string) => ({
+		type Listed = { latencies: number[]; peak: number; cpu: number };
+		const row = (phase: string, { latencies, peak, cpu }: Listed, bobs: string) => ({
 			phase,
 			"alice's GETs": latencies.length,
 			"p50 ms": percentile(latencies, 50),
 			"p99 ms": percentile(latencies, 99),
 			"max ms": latencies.at(-1) ?? Number.NaN,
 			"bob's requests": bobs,
+			"gateway CPU %": Math.round(cpu),
 			"RSS peak − before MB": mb(peak - before.rssBytes),
 			"load average after": load(),
 		});
@@ -196,12 +204,24 @@ export async function schemaStall(
 		rows.push(row(`bob: ${loops} loops of a schema refused at once (control)`, control.listed, control.what));
 		const refused = await attack(hostile, 0);
 		rows.push(row(`bob: ${loops} loops of the worst schemas (all refused)`, refused.listed, refused.what));
+		const plain = await attack(hostile, runLoops, false);
+		rows.push(row(`bob: the same + ${runLoops} loops of as many runs, no schema (control)`, plain.listed, plain.what));
 		const bounded = await attack(hostile, runLoops);
 		rows.push(
 			row(`bob: the same + ${runLoops} loops of runs at the compile and check bounds`, bounded.listed, bounded.what),
 		);
+		// What stays once bob's sessions are gone: their event logs (16 MiB each at most, the schema in
+		// every instruction) are the sessions', not the schemas'.
+		for (const id of [bobSession, ...runSessions]) await bob(`/v1/sessions/${id}?purge=true`, "DELETE");
 		const after = await settledMemory(gateway);
-		return [...rows, { phase: "after (full GC)", "RSS peak − before MB": mb(after.rssBytes - before.rssBytes) }];
+		return [
+			...rows,
+			{
+				phase: "after, bob's sessions deleted (full GC)",
+				"RSS peak − before MB": mb(after.rssBytes - before.rssBytes),
+				"bob's requests": `heap used ${mb(before.heapBytes)} → ${mb(after.heapBytes)} MB`,
+			},
+		];
 	} finally {
 		await gateway.stop();
 		rmSync(dir, { recursive: true, force: true });

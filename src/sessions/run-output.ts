@@ -28,7 +28,7 @@ export const maxAnswerDepth = 128;
 
 /**
  * The bounds on a schema and on checking an answer against it (schema-cost.ts says what a step is:
- * about 10 ns). They keep both on the event loop for about 10 ms at most on a quiet machine (ajv
+ * about 10 ns). They keep each on the event loop for about 5–10 ms at most on a quiet machine (ajv
  * compiles 50–100 keywords a millisecond; a check of the worst kind, failing anyOf branches whose
  * errors are thrown away, runs about 100,000 steps a millisecond).
  */
@@ -42,7 +42,7 @@ export const outputSchemaLimits: CostLimits = {
 	maxDepth: maxAnswerDepth,
 };
 /** Steps one answer's check may take; a larger answer is a problem the repair turn names. */
-export const maxCheckSteps = 1_000_000;
+export const maxCheckSteps = 500_000;
 
 /** The dialect's own meta-schema, the only `$schema` a schema may name. */
 const metaSchemaId = "https://json-schema.org/draft/2020-12/schema";

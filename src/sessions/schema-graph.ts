@@ -69,6 +69,21 @@ export interface SchemaGraph {
  */
 export const evaluationSteps = 20;
 
+const annotations = new Set([
+	"title",
+	"description",
+	"$comment",
+	"examples",
+	"default",
+	"deprecated",
+	"readOnly",
+	"writeOnly",
+	"format",
+	"contentMediaType",
+	"contentEncoding",
+	"contentSchema",
+]);
+
 /** A node with no subschema: one check. */
 const leaf = (): SchemaNode => ({
 	...{ same: [], memberSlots: [], memberAlways: [], names: -1, itemSlots: [], itemAlways: [] },
@@ -141,6 +156,8 @@ export function schemaGraph(root: unknown, options: GraphOptions): SchemaGraph {
 		};
 		const properties = isObject(s.properties) ? Object.keys(s.properties).length : 0;
 		for (const [k, v] of Object.entries(s)) {
+			// Annotations are neither compiled into code nor checked (nor is `format`: formats are not checked).
+			if (annotations.has(k)) continue;
 			node.keywords++;
 			node.weight++;
 			switch (k) {

@@ -90,6 +90,19 @@ describe("outputSchema: the bound, known before ajv runs", () => {
 		expect(checkAnswer(closed, '{"a": "x", "b": 1}')).toMatchObject({ ok: false });
 	});
 
+	it("annotations cost nothing: ajv compiles no code for description, title, examples or format", () => {
+		const props = (extra: object) =>
+			Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p${i}`, { type: "string", ...extra }]));
+		const plain = compileOutputSchema({ type: "object", properties: props({}) }).cost;
+		const annotated = compileOutputSchema({
+			type: "object",
+			description: "An order",
+			properties: props({ description: "x".repeat(200), title: "T", examples: ["a"], format: "email" }),
+		}).cost;
+		expect(annotated.compileUnits).toBe(plain.compileUnits);
+		expect(annotated.locationCost).toBe(plain.locationCost);
+	});
+
 	it("bounds the answer too: a long array of costly items is the run's problem, not a stall", () => {
 		const { $defs } = anyOfChain(9, { type: "integer" });
 		const spec = compileOutputSchema({ type: "array", items: { $ref: "#/$defs/d0" }, $defs });
