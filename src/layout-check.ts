@@ -47,6 +47,8 @@ export interface ReadableGuard {
 	workspaceRoot: string;
 	/** The files the gateway reads a secret from (token, keys, config, …). */
 	secrets: string[];
+	/** Folders agents write besides the workspace root (--sandbox-writable). */
+	writable: string[];
 	/** A session's path: the area of the principal it belongs to. Absent: the operator's --sandbox-readable. */
 	area?: { path: string; admin: boolean };
 }
@@ -54,10 +56,12 @@ export interface ReadableGuard {
 /**
  * Why `path` may not be shown read-only in a sandbox beside its allowlist, or undefined when it may.
  * It must be absolute and exist; its real path must not be, hold or lie in the data dir, be or hold
- * a file the gateway reads a secret from, or hold the workspace root (every principal's area). In
- * the workspace root: never for the operator's setting (a session gets its folder as its cwd); for
- * a session, only inside its own area, and an admin's never in another principal's `@name` area.
- * A principal other than an admin names nothing outside its own area: the host is not its to read.
+ * a file the gateway reads a secret from, or hold the workspace root (every principal's area), and
+ * it must not lie in a folder an agent writes (the workspace root, a --sandbox-writable path): bwrap
+ * binds it by its path, so an agent's process swapping a folder on it for a relative link to `/`
+ * between this check and the mount showed the host's /tmp and the data dir in its place (an
+ * attacker's review read the gateway's token so). Only an admin adds paths to a session: a
+ * principal's own folders are all its agent's to change, and the host is not its to read.
  */
 export function readableProblem(path: string, guard: ReadableGuard): { detail: string; missing?: boolean } | undefined {
 	const inside = (outer: string, inner: string) => {
@@ -79,12 +83,15 @@ export function readableProblem(path: string, guard: ReadableGuard): { detail: s
 	const secret = guard.secrets.map(realOrResolved).find((file) => inside(real, file));
 	if (secret) return { detail: `${name} is or holds ${secret}, a file the gateway reads a secret from` };
 	if (inside(real, root)) return { detail: `${name} holds the workspace root ${root}, every principal's folders` };
-	const area = guard.area;
-	if (!area && inside(root, real))
-		return { detail: `${name} lies in the workspace root: a session is given its folder as its cwd` };
-	if (area && !area.admin && !inside(area.path, real))
-		return { detail: `${name} lies outside ${area.path}: a principal's session may add only folders of its own area` };
-	if (area?.admin && inside(root, real) && relative(root, real).startsWith("@"))
-		return { detail: `${name} lies in another principal's area of the workspace root` };
+	if (inside(root, real))
+		return {
+			detail: `${name} lies in the workspace root, where agents write: a link swapped in on its path between this check and the mount could show any folder`,
+		};
+	const writable = guard.writable.map(realOrResolved).find((w) => inside(w, real) || inside(real, w));
+	if (writable) return { detail: `${name} is, holds or lies in ${writable} (--sandbox-writable), where agents write` };
+	if (guard.area && !guard.area.admin)
+		return {
+			detail: `${name}: only an admin adds host paths to a session; the operator shows paths to every session with --sandbox-readable`,
+		};
 	return undefined;
 }

@@ -172,7 +172,12 @@ export function sandboxEnv(env: Record<string, string>): void {
 
 /** The guard for paths shown read-only beside the allowlist (layout-check.ts readableProblem). */
 export function readableGuard(config: Config): ReadableGuard {
-	return { dataDir: config.dataDir, workspaceRoot: config.workspaceRoot, secrets: secretFiles(config) };
+	return {
+		dataDir: config.dataDir,
+		workspaceRoot: config.workspaceRoot,
+		secrets: secretFiles(config),
+		writable: config.sandboxWritable,
+	};
 }
 
 /** The create body's `sandboxReadable`. */
@@ -187,7 +192,7 @@ export const SandboxReadable = z
 	.max(20)
 	.openapi({
 		description:
-			"Host paths this session's sandbox shows read-only beside the system's allowlist (docs/security.md), checked at each start: absolute and existing (400 path_not_found), never the data dir, a file the gateway reads a secret from or the workspace root, nor a folder holding one (403 path_not_allowed). A principal other than an admin may name only folders of its own area; an admin any host path but another principal's area",
+			"Host paths this session's sandbox shows read-only beside the system's allowlist (docs/security.md), checked at each start: absolute and existing (400 path_not_found), never the data dir, a file the gateway reads a secret from or the workspace root, nor a folder holding one, nor a folder agents write (the workspace root, --sandbox-writable) (403 path_not_allowed). Only an admin may name paths (403 for other principals; the operator shows paths to every session with --sandbox-readable)",
 		example: ["/srv/datasets"],
 	});
 

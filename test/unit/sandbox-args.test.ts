@@ -132,11 +132,12 @@ describe("readableProblem: what an operator or a session may add read-only", () 
 	const ws = join(root, "rp-ws");
 	const data = join(root, "rp-data");
 	const secret = join(root, "rp-secrets", "token");
-	const guard = () => ({ dataDir: data, workspaceRoot: ws, secrets: [secret] });
+	const writable = join(root, "rp-writable");
+	const guard = () => ({ dataDir: data, workspaceRoot: ws, secrets: [secret], writable: [writable] });
 	const alice = () => ({ path: join(ws, "@alice"), admin: false });
 	const admin = () => ({ path: ws, admin: true });
-	it("refuses the data dir, a secret, the root and another principal's area; allows the rest by whose it is", () => {
-		for (const dir of [join(ws, "@alice", "refs"), join(ws, "@bob"), join(data, "x"), join(root, "shared")])
+	it("refuses the data dir, a secret, the root, what agents write and a principal's paths; allows an admin's host folders", () => {
+		for (const dir of [join(ws, "@alice", "refs"), join(ws, "@bob"), join(data, "x"), join(root, "shared"), writable])
 			mkdirSync(dir, { recursive: true });
 		mkdirSync(join(root, "rp-secrets"), { recursive: true });
 		writeFileSync(secret, "t");
@@ -153,13 +154,16 @@ describe("readableProblem: what an operator or a session may add read-only", () 
 		// The operator's setting: a host folder, never one in the workspace root.
 		expect(problem(join(root, "shared"))).toBeUndefined();
 		expect(problem(join(ws, "@alice", "refs"))).toMatch(/lies in the workspace root/);
-		// A principal: its own area only; an admin: anywhere but another principal's area.
-		expect(problem(join(ws, "@alice", "refs"), alice())).toBeUndefined();
-		expect(problem(join(ws, "@bob"), alice())).toMatch(/outside/);
-		expect(problem(join(root, "shared"), alice())).toMatch(/outside/);
-		expect(problem("/usr", alice())).toMatch(/outside/);
+		// Nothing an agent writes, whoever asks: a folder swapped for a relative link to / between the
+		// check and bwrap's mount showed the host's /tmp and the data dir (an attacker's review).
+		expect(problem(join(ws, "@alice", "refs"), alice())).toMatch(/where agents write/);
+		expect(problem(join(ws, "@bob"), admin())).toMatch(/where agents write/);
+		expect(problem(writable, admin())).toMatch(/--sandbox-writable/);
+		expect(problem(writable)).toMatch(/--sandbox-writable/);
+		// A principal other than an admin adds nothing; an admin any other host folder.
+		expect(problem(join(root, "shared"), alice())).toMatch(/only an admin/);
+		expect(problem("/usr", alice())).toMatch(/only an admin/);
 		expect(problem(join(root, "shared"), admin())).toBeUndefined();
-		expect(problem(join(ws, "@bob"), admin())).toMatch(/another principal's area/);
 		expect(problem(ws, admin())).toMatch(/workspace root/);
 		// A link is judged by what it leads to.
 		symlinkSync(data, join(root, "shared", "link"));
