@@ -13,6 +13,7 @@
 import { execFileSync } from "node:child_process";
 import {
 	closeSync,
+	constants,
 	existsSync,
 	fchmodSync,
 	mkdirSync,
@@ -138,7 +139,9 @@ export function backupCommand(argv: string[]): void {
 		if (outside) tar(["-czf", join(staging, "workspace.tar.gz"), "-C", outside, "."]);
 		// Only its owner may read it (it holds the token, keys.json and gateway.db): written through a
 		// descriptor made 0600 before any byte, whatever the file was before.
-		const out = openSync(file, "w", 0o600);
+		// Never through a link at FILE (it would land where the link points, perhaps a folder others read).
+		const { O_WRONLY, O_CREAT, O_TRUNC, O_NOFOLLOW } = constants;
+		const out = openSync(file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0o600);
 		try {
 			fchmodSync(out, 0o600);
 			execFileSync(

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
@@ -66,6 +66,11 @@ describe.each([
 		chmodSync(archive, 0o644);
 		await cli("backup", archive, ...where);
 		expect(statSync(archive).mode & 0o777).toBe(0o600);
+		// Never through a link at FILE: the archive would land where it points.
+		const target = join(first.root, "elsewhere.tar");
+		symlinkSync(target, join(first.root, "link.tar"));
+		expect((await refused("backup", join(first.root, "link.tar"), ...where)).code).toBe(2);
+		expect(existsSync(target)).toBe(false);
 		rmSync(dataDir, { recursive: true, force: true });
 		if (outside) rmSync(root, { recursive: true, force: true });
 		expect(existsSync(join(folder, "notes.txt"))).toBe(false);
