@@ -171,8 +171,8 @@ if (want("list")) {
 }
 
 if (want("schema-stall")) {
-	// Smoke: 2 s, one loop of each kind; the figures need 20 s and four of each.
-	const rows = await schemaStall(smoke ? 2 : 20, smoke ? 1 : 4, smoke ? 1 : 4);
+	// Smoke: 2 s a phase, one loop of each kind; the figures need 20 s a phase in 5 turns, four of each.
+	const rows = await schemaStall(smoke ? 2 : 20, smoke ? 1 : 4, smoke ? 1 : 4, smoke ? 1 : 5);
 	console.log(
 		table("14. One principal's worst schemas against another's GET /v1/sessions (real pi, demo model)", rows),
 	);

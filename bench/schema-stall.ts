@@ -3,7 +3,7 @@
  * schemas and tool parameters found (test/helpers/hostile-schemas.ts) in loops, and runs whose
  * schema is at the compile bound and whose answers are at the check bound (each answer fails at its
  * last value, so every run checks three times), while another principal (alice) lists her sessions.
- * Figures: alice's GET /v1/sessions latency before and during, bob's requests, and the gateway's
+ * Figures: alice's GET /v1/sessions latency in each phase, bob's requests, and the gateway's
  * RSS. Goals: p99 < 50 ms during, growth < 100 MB. Real pi, demo model. A control phase sends as
  * many requests refused at once, so what the schemas themselves cost shows beside what bob's
  * request rate costs.
@@ -74,10 +74,15 @@ function answerAtCheckBound(schema: unknown): string {
 
 const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
 
+type Phase = { name: string; requests: (() => Promise<Answer>)[]; runLoops: number; schemas: boolean };
+const emptyTally = () => ({ refused: 0, other: 0, runs: 0, checks: 0, cpuSeconds: 0, wallSeconds: 0 });
+
+/** `seconds` per phase in `rounds` slices; `loops` of refused schemas, `runLoops` of runs. */
 export async function schemaStall(
 	seconds: number,
 	loops: number,
 	runLoops: number,
+	rounds: number,
 ): Promise<Record<string, string | number>[]> {
 	const dir = mkdtempSync(join(tmpdir(), "pi-bench-schema-stall-"));
 	const keysFile = join(dir, "keys.json");
@@ -99,31 +104,6 @@ export async function schemaStall(
 			{ schema: wide, message: "echo: {}", turns: 1 },
 		];
 
-		// alice lists her sessions every 10 ms for `seconds`, while `during` runs.
-		const listFor = async (during: () => Promise<unknown>) => {
-			const cpu0 = procStats(gateway.pid).cpuSeconds;
-			const t0 = performance.now();
-			const latencies: number[] = [];
-			let peak = procStats(gateway.pid).rssBytes;
-			let stop = false;
-			const lister = (async () => {
-				while (!stop) {
-					const { status, body, ms } = await alice("/v1/sessions");
-					if (status !== 200 || body.sessions.length !== 3) throw new Error(`alice's list: ${status}`);
-					latencies.push(ms);
-					peak = Math.max(peak, procStats(gateway.pid).rssBytes);
-					await new Promise((r) => setTimeout(r, 10));
-				}
-			})();
-			const load = during();
-			await new Promise((r) => setTimeout(r, seconds * 1000));
-			stop = true;
-			await Promise.all([lister, load]);
-			latencies.sort((a, b) => a - b);
-			const cpu = (100 * (procStats(gateway.pid).cpuSeconds - cpu0)) / ((performance.now() - t0) / 1000);
-			return { latencies, peak, cpu };
-		};
-
 		const hostile = [
 			...hostileOutputSchemas.map(
 				([, outputSchema]) =>
@@ -140,88 +120,124 @@ export async function schemaStall(
 		const cheap = [
 			() => bob(`/v1/sessions/${bobSession}/prompt`, "POST", { message: "echo: []", outputSchema: { type: "strin" } }),
 		];
-		/** bob's loops for `seconds`: `loops` sending `requests` in turn, and `withRuns` run loops at the bounds. */
-		const attack = async (requests: (() => Promise<Answer>)[], withRuns: number, schemas = true) => {
-			const counts = { refused: 0, other: 0, runs: 0, checks: 0 };
-			let attacking = true;
+		const phases: Phase[] = [
+			{ name: "idle", requests: [], runLoops: 0, schemas: false },
+			{
+				name: `bob: ${loops} loops of a schema refused at once (control)`,
+				requests: cheap,
+				runLoops: 0,
+				schemas: false,
+			},
+			{
+				name: `bob: ${loops} loops of the worst schemas (all refused)`,
+				requests: hostile,
+				runLoops: 0,
+				schemas: false,
+			},
+			{
+				name: `bob: the same + ${runLoops} loops of as many runs, no schema (control)`,
+				requests: hostile,
+				runLoops,
+				schemas: false,
+			},
+			{
+				name: `bob: the same + ${runLoops} loops of runs at the compile and check bounds`,
+				requests: hostile,
+				runLoops,
+				schemas: true,
+			},
+		];
+		const tallies = phases.map(() => ({ ...emptyTally(), latencies: [] as number[], load: "" }));
+		let peak = 0;
+
+		/** alice lists her sessions every 10 ms for `ms` while bob does what `phase` says. */
+		const slice = async (phase: Phase, tally: (typeof tallies)[number], ms: number) => {
+			const cpu0 = procStats(gateway.pid).cpuSeconds;
+			const t0 = performance.now();
+			let going = true;
+			const lister = async () => {
+				while (going) {
+					const { status, body, ms } = await alice("/v1/sessions");
+					if (status !== 200 || body.sessions.length !== 3) throw new Error(`alice's list: ${status}`);
+					tally.latencies.push(ms);
+					peak = Math.max(peak, procStats(gateway.pid).rssBytes);
+					await new Promise((r) => setTimeout(r, 10));
+				}
+			};
 			const refusing = async (offset: number) => {
-				for (let i = offset; attacking; i++) {
-					const { status } = await (requests[i % requests.length] as () => Promise<Answer>)();
-					if (status === 400) counts.refused++;
-					else counts.other++;
+				for (let i = offset; going; i++) {
+					const { status } = await (phase.requests[i % phase.requests.length] as () => Promise<Answer>)();
+					if (status === 400) tally.refused++;
+					else tally.other++;
 				}
 			};
 			const running = async (session: string, offset: number) => {
-				for (let i = offset; attacking; i++) {
+				for (let i = offset; going; i++) {
 					const { schema, message, turns } = runs[i % runs.length] as (typeof runs)[number];
 					// The control: as many model turns (a run with repairs is three), no schema.
-					for (let turn = 0; turn < (schemas ? 1 : turns); turn++) {
+					for (let turn = 0; turn < (phase.schemas ? 1 : turns); turn++) {
 						const { status, body } = await bob(`/v1/sessions/${session}/prompt?wait=60`, "POST", {
 							message,
-							...(schemas ? { outputSchema: schema } : {}),
+							...(phase.schemas ? { outputSchema: schema } : {}),
 						});
 						if (status !== 200) throw new Error(`bob's run: ${status} ${JSON.stringify(body)}`);
-						counts.runs++;
-						counts.checks += schemas ? (body.outputError?.attempts ?? 1) : 0;
+						tally.runs++;
+						tally.checks += phase.schemas ? (body.outputError?.attempts ?? 1) : 0;
 					}
 				}
 			};
-			const listed = await listFor(async () => {
-				const all = [
-					...Array.from({ length: loops }, (_, i) => refusing(i)),
-					...runSessions.slice(0, withRuns).map((s, i) => running(s, i)),
-				];
-				await new Promise((r) => setTimeout(r, seconds * 1000));
-				attacking = false;
-				await Promise.all(all);
-			});
-			const what = `${counts.refused} × 400, ${counts.other} other${withRuns ? `; ${counts.runs} runs, ${counts.checks} checks` : ""}`;
-			return { listed, what };
-		};
-		const load = () =>
-			loadavg()
+			const all = [
+				lister(),
+				...(phase.requests.length > 0 ? Array.from({ length: loops }, (_, i) => refusing(i)) : []),
+				...runSessions.slice(0, phase.runLoops).map((s, i) => running(s, i)),
+			];
+			await new Promise((r) => setTimeout(r, ms));
+			going = false;
+			await Promise.all(all);
+			tally.cpuSeconds += procStats(gateway.pid).cpuSeconds - cpu0;
+			tally.wallSeconds += (performance.now() - t0) / 1000;
+			tally.load = loadavg()
 				.map((l) => l.toFixed(2))
 				.join(" ");
+		};
+
 		const before = await settledMemory(gateway);
-		type Listed = { latencies: number[]; peak: number; cpu: number };
-		const row = (phase: string, { latencies, peak, cpu }: Listed, bobs: string) => ({
-			phase,
-			"alice's GETs": latencies.length,
-			"p50 ms": percentile(latencies, 50),
-			"p99 ms": percentile(latencies, 99),
-			"max ms": latencies.at(-1) ?? Number.NaN,
-			"bob's requests": bobs,
-			"gateway CPU %": Math.round(cpu),
-			"RSS peak − before MB": mb(peak - before.rssBytes),
-			"load average after": load(),
-		});
+		peak = before.rssBytes;
 		// Once each first: the figures are of a gateway whose code has run (V8 compiles it on first use).
 		for (const request of [...cheap, ...hostile]) await request();
 		for (const { schema, message } of runs)
 			await bob(`/v1/sessions/${runSessions[0]}/prompt?wait=60`, "POST", { message, outputSchema: schema });
-		const rows = [row("idle", await listFor(async () => {}), "none")];
-		const control = await attack(cheap, 0);
-		rows.push(row(`bob: ${loops} loops of a schema refused at once (control)`, control.listed, control.what));
-		const refused = await attack(hostile, 0);
-		rows.push(row(`bob: ${loops} loops of the worst schemas (all refused)`, refused.listed, refused.what));
-		const plain = await attack(hostile, runLoops, false);
-		rows.push(row(`bob: the same + ${runLoops} loops of as many runs, no schema (control)`, plain.listed, plain.what));
-		const bounded = await attack(hostile, runLoops);
-		rows.push(
-			row(`bob: the same + ${runLoops} loops of runs at the compile and check bounds`, bounded.listed, bounded.what),
-		);
+		// The phases take turns, so the machine's other load falls on all of them alike.
+		for (let round = 0; round < rounds; round++)
+			for (const [i, phase] of phases.entries())
+				await slice(phase, tallies[i] as (typeof tallies)[number], (seconds * 1000) / rounds);
 		// What stays once bob's sessions are gone: their event logs (16 MiB each at most, the schema in
 		// every instruction) are the sessions', not the schemas'.
 		for (const id of [bobSession, ...runSessions]) await bob(`/v1/sessions/${id}?purge=true`, "DELETE");
 		const after = await settledMemory(gateway);
-		return [
-			...rows,
-			{
-				phase: "after, bob's sessions deleted (full GC)",
-				"RSS peak − before MB": mb(after.rssBytes - before.rssBytes),
-				"bob's requests": `heap used ${mb(before.heapBytes)} → ${mb(after.heapBytes)} MB`,
-			},
-		];
+		const rows: Record<string, string | number>[] = phases.map((phase, i) => {
+			const t = tallies[i] as (typeof tallies)[number];
+			t.latencies.sort((x, y) => x - y);
+			const bobs =
+				phase.requests.length === 0
+					? "none"
+					: `${t.refused} × 400, ${t.other} other${phase.runLoops ? `; ${t.runs} runs, ${t.checks} checks` : ""}`;
+			return {
+				phase: phase.name,
+				"alice's GETs": t.latencies.length,
+				"p50 ms": percentile(t.latencies, 50),
+				"p99 ms": percentile(t.latencies, 99),
+				"max ms": t.latencies.at(-1) ?? Number.NaN,
+				"bob's requests": bobs,
+				"gateway CPU %": Math.round((100 * t.cpuSeconds) / t.wallSeconds),
+				"load average (last slice)": t.load,
+			};
+		});
+		rows.push({
+			phase: "gateway memory",
+			"bob's requests": `RSS peak +${mb(peak - before.rssBytes)} MB; after bob's sessions are deleted and a full GC +${mb(after.rssBytes - before.rssBytes)} MB; heap used ${mb(before.heapBytes)} → ${mb(after.heapBytes)} MB`,
+		});
+		return rows;
 	} finally {
 		await gateway.stop();
 		rmSync(dir, { recursive: true, force: true });
