@@ -1,9 +1,11 @@
 import { BlockList, isIP } from "node:net";
+import type { networkInterfaces } from "node:os";
 
 /**
- * Where a webhook never goes unless --webhook-allow lists it: every range the IANA special-purpose
- * registries mark as not globally reachable (a receiver there is on the gateway's own network,
- * which is what a webhook must not be a way into), plus multicast and the reserved 240/4. What
+ * Where the gateway never connects for someone else (a webhook, a sandboxed tool's egress proxy)
+ * unless the operator's setting names it: every range the IANA special-purpose registries mark as
+ * not globally reachable (what is there is on the gateway's own network, which neither must be a
+ * way into), plus multicast and the reserved 240/4. What
  * embeds an IPv4 (mapped, NAT64, 6to4, Teredo: embedded-ipv4.ts) is judged by that IPv4, so those
  * prefixes are not listed here. Narrower entries come first: the first match names the refusal.
  */
@@ -64,3 +66,30 @@ export function refusedRange(address: string): Range | undefined {
 
 /** Every refused range, for the docs and the tests. */
 export const refusedRanges: readonly Range[] = ranges.map(({ cidr, what }) => ({ cidr, what }));
+
+/** This host's interfaces, as os.networkInterfaces() gives them. */
+export type Interfaces = () => ReturnType<typeof networkInterfaces>;
+
+/**
+ * Why `address` (a bare IPv4 or IPv6) is refused by default: a range of the table or one of this
+ * host's own addresses (read from `interfaces` now, so an address taken on later counts); undefined
+ * if it is not. `cidr` names the range, when it is one. Interfaces that cannot be read fail closed.
+ */
+export function defaultRefusal(address: string, interfaces: Interfaces): { text: string; cidr?: string } | undefined {
+	const range = refusedRange(address);
+	if (range) return { text: `in ${range.cidr}, ${range.what}`, cidr: range.cidr };
+	let found: ReturnType<Interfaces>;
+	try {
+		found = interfaces();
+	} catch (error) {
+		return { text: `perhaps this host's own (its addresses could not be read: ${(error as Error).message})` };
+	}
+	// Same family only, as in refusedRange: the IPv4 a mapped address embeds is judged on its own.
+	const type = isIP(address) === 6 ? "ipv6" : "ipv4";
+	const own = new BlockList();
+	for (const info of Object.values(found).flat())
+		if (info && isIP(info.address) && (isIP(info.address) === 6 ? "ipv6" : "ipv4") === type)
+			own.addAddress(info.address, type);
+	if (own.check(address, type)) return { text: "one of this host's own addresses" };
+	return undefined;
+}

@@ -1,13 +1,13 @@
 import { lookup as dnsLookup } from "node:dns/promises";
 import { BlockList, isIP } from "node:net";
 import { networkInterfaces } from "node:os";
-import { embeddedIPv4 } from "./embedded-ipv4.ts";
-import { refusedRange } from "./ranges.ts";
+import { defaultRefusal, type Interfaces } from "../address-ranges.ts";
+import { embeddedIPv4 } from "../embedded-ipv4.ts";
 
 export { embeddedIPv4 };
 
 /**
- * Where webhooks may go. Refused unless --webhook-allow lists them: the ranges of ranges.ts
+ * Where webhooks may go. Refused unless --webhook-allow lists them: the ranges of address-ranges.ts
  * (loopback, private, carrier-grade NAT, link-local and metadata, unique-local, multicast,
  * reserved, unspecified) and this host's own addresses, read from its interfaces at each check.
  * An IPv6 address that embeds an IPv4 (mapped, compatible, NAT64, 6to4, Teredo: embedded-ipv4.ts)
@@ -24,8 +24,7 @@ export { embeddedIPv4 };
 
 /** A name's addresses, as dns.lookup(host, { all: true }) gives them. Tests pass their own resolver. */
 export type Lookup = (host: string) => Promise<{ address: string; family: number }[]>;
-/** This host's interfaces, as os.networkInterfaces() gives them. */
-export type Interfaces = () => ReturnType<typeof networkInterfaces>;
+export type { Interfaces };
 
 export interface DestinationOptions {
 	lookup?: Lookup;
@@ -118,24 +117,9 @@ export class Destinations {
 			);
 	}
 
-	/** Why `address` is refused by default: a range of ranges.ts or this host's own address; undefined if it is not. */
+	/** Why `address` is refused by default: a range of address-ranges.ts or this host's own address. */
 	#refusal(address: string): { text: string; cidr?: string } | undefined {
-		const range = refusedRange(address);
-		if (range) return { text: `in ${range.cidr}, ${range.what}`, cidr: range.cidr };
-		let interfaces: ReturnType<Interfaces>;
-		try {
-			interfaces = this.#interfaces();
-		} catch (error) {
-			// Fail closed: an address that may be this host's is not sent to.
-			return { text: `perhaps this host's own (its addresses could not be read: ${(error as Error).message})` };
-		}
-		// Same family only, as in refusedRange: the IPv4 a mapped address embeds is judged on its own.
-		const type = typeOf(address);
-		const own = new BlockList();
-		for (const info of Object.values(interfaces).flat())
-			if (info && isIP(info.address) && typeOf(info.address) === type) own.addAddress(info.address, type);
-		if (own.check(address, type)) return { text: "one of this host's own addresses" };
-		return undefined;
+		return defaultRefusal(address, this.#interfaces);
 	}
 }
 

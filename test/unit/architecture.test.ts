@@ -20,7 +20,8 @@ import { describe, expect, it } from "vitest";
  * (server.ts, stores.ts) names the concrete classes and passes them in. So store sits above the
  * areas whose interfaces it implements, and no area imports it.
  *
- *   base      src/config.ts, src/config-*.ts, src/errors.ts, src/patterns.ts, src/child-env.ts, src/limits.ts, src/layout-check.ts
+ *   base      src/config.ts, src/config-*.ts, src/errors.ts, src/patterns.ts, src/child-env.ts, src/limits.ts, src/layout-check.ts,
+ *             src/address-ranges.ts, src/embedded-ipv4.ts, src/egress-allow.ts
  *   pi        src/pi/**            (the child process and its JSONL protocol)
  *   sessions  src/sessions/**      (sessions, approvals, the registry, and the interfaces of their stores)
  *   workspace src/workspace/**     (a session's folder: paths, files, search, archive, snapshots and changes)
@@ -46,6 +47,9 @@ const topLevel: Record<string, Layer> = {
 	"child-env.ts": "base",
 	"slabs.ts": "base",
 	"layout-check.ts": "base",
+	"address-ranges.ts": "base",
+	"embedded-ipv4.ts": "base",
+	"egress-allow.ts": "base",
 	"config-names.ts": "base",
 	"config-file.ts": "base",
 	"config-help.ts": "base",
