@@ -3,7 +3,7 @@
  * tiny, so CI proves they still work without spending minutes. Figures, not pass/fail.
  */
 import { mkdtempSync } from "node:fs";
-import { cpus, tmpdir, totalmem } from "node:os";
+import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { runClusterBenchmarks } from "./cluster-suite.ts";
 import { consoleFirstLoad } from "./console.ts";
@@ -14,6 +14,8 @@ import { fullPeerOptions, peers, smokePeerOptions } from "./peers.ts";
 import { optionSets, piMemory } from "./pi-memory.ts";
 import { promptLife, promptLifeTables } from "./prompt-life.ts";
 import { fullRun, scale, sessionStart } from "./real-pi.ts";
+import { relayBench } from "./relay.ts";
+import { relayHop } from "./relay-hop.ts";
 import { schemaStall } from "./schema-stall.ts";
 import { sessionList } from "./session-list.ts";
 import { snapshotCost } from "./workspace.ts";
@@ -176,6 +178,16 @@ if (want("schema-stall")) {
 	console.log(
 		table("14. One principal's worst schemas against another's GET /v1/sessions (real pi, demo model)", rows),
 	);
+}
+
+if (want("relay")) {
+	// Smoke: 2 rounds of 200 tokens; the figures need 15 rounds of 5,000.
+	const { rows, note } = await relayBench(smoke ? 2 : 15, smoke ? 200 : 5000);
+	console.log(table("15. The model relay (sandboxed pi) against a direct call (--sandbox off), scripted model", rows));
+	console.log(`\n${note}`);
+	const hop = await relayHop(smoke ? 2 : 30, smoke ? 200 : 5000);
+	console.log(table("15b. The relay's hop alone (a plain client, no pi, no sandbox), scripted model", hop));
+	console.log(`\nload average ${loadavg()[0]?.toFixed(1)} after`);
 }
 
 if (want("peers")) {

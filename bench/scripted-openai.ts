@@ -19,8 +19,8 @@ export const scriptedModelId = "scripted";
 export interface ScriptedModel {
 	/** Base URL with the /v1 suffix, as OpenAI-compatible clients take it. */
 	baseUrl: string;
-	/** Chat completion requests served so far, by how many tokens they were answered with. */
-	requests: { tokens: number; stream: boolean }[];
+	/** Chat completion requests served so far, by how many tokens they were answered with (`at`: hrtime they came). */
+	requests: { tokens: number; stream: boolean; at: bigint }[];
 	close(): Promise<void>;
 }
 
@@ -93,6 +93,7 @@ export async function startScriptedModel(defaultTokens = 8): Promise<ScriptedMod
 	const requests: ScriptedModel["requests"] = [];
 	let next = 0;
 	const server = createServer(async (req, res) => {
+		const arrived = process.hrtime.bigint();
 		const path = (req.url ?? "").split("?")[0];
 		if (req.method === "GET" && path === "/v1/models") {
 			res.writeHead(200, { "content-type": "application/json" });
@@ -112,7 +113,7 @@ export async function startScriptedModel(defaultTokens = 8): Promise<ScriptedMod
 		}
 		const tokens = tokensFor(body, defaultTokens);
 		const streaming = body.stream === true;
-		requests.push({ tokens, stream: streaming });
+		requests.push({ tokens, stream: streaming, at: arrived });
 		const id = `chatcmpl-${++next}`;
 		if (streaming) return stream(res, tokens, id);
 		res.writeHead(200, { "content-type": "application/json" });

@@ -147,6 +147,13 @@ describe("UsageTap", () => {
 		expect(totalTokens(read("text/event-stream", text))).toBe(5);
 	});
 
+	it("drops a line longer than 1 MiB, and still reads the usage after it", () => {
+		const long = `data: {"choices":[{"delta":{"content":"${"x".repeat(1_500_000)}"}}]}\n\n`;
+		const text = long + openaiChatStream;
+		const cuts = [10, 600_000, 1_200_000, Buffer.byteLength(long) - 5, Buffer.byteLength(long) + 3];
+		expect(read("text/event-stream", text, cuts)).toEqual(read("text/event-stream", openaiChatStream));
+	});
+
 	it("counts nothing, and does not throw, for a body that is not JSON or holds no usage", () => {
 		const zero = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
 		expect(read("application/json", "<html>502 Bad Gateway</html>")).toEqual(zero);

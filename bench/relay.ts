@@ -1,0 +1,166 @@
+/**
+ * The relay's cost (issue 42 item 1: "first delta within 5 ms, tokens/s the same within 5 %"): one
+ * scripted OpenAI-compatible server on 127.0.0.1 streams the same long answer to two gateways with
+ * the same models.json, one sandboxed (pi's calls go forwarder → unix socket → relay → provider)
+ * and one with --sandbox off (pi calls the provider itself). Rounds alternate which side goes first;
+ * each side keeps one warmed session. A client of each gateway times the answer's text deltas
+ * (prompt sent → first delta; tokens/s from first to last delta). Medians, and relay/direct as a
+ * ratio and a difference, with the load average, since a busy 2-core machine moves both.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { api, openSse, procStats, readSse, startGatewayProcess } from "./lib.ts";
+import { treeCpuSeconds } from "./peers-proc.ts";
+import { deltaClock, type PromptTiming, piAgentDir } from "./peers-servers.ts";
+import { answerText, scriptedModelId, startScriptedModel } from "./scripted-openai.ts";
+
+interface Side {
+	name: string;
+	/** The gateway's CPU seconds so far (the relay's work is there, beside the SSE to the client). */
+	cpu(): number;
+	/** The CPU seconds of pi and the rest of the gateway's process tree (bwrap, the forwarder in pi). */
+	piCpu(): number;
+	/** Times one answer; `sentAt` is the hrtime the prompt left the client. */
+	prompt(tokens: number): Promise<PromptTiming & { sentAt: bigint }>;
+	stop(): Promise<void>;
+}
+
+async function startSide(name: string, baseUrl: string, extra: string[]): Promise<Side> {
+	const dataDir = mkdtempSync(join(tmpdir(), "pi-bench-relay-gw-"));
+	const agentDir = piAgentDir(baseUrl);
+	const gateway = await startGatewayProcess(
+		[
+			"--data-dir",
+			dataDir,
+			"--pi-agent-dir",
+			agentDir,
+			"--provider",
+			"bench",
+			"--model",
+			scriptedModelId,
+			"--warm-pool",
+			"0",
+			...extra,
+		],
+		{ env: { PI_OFFLINE: "1" } },
+	);
+	const id: string = (await api(`${gateway.url}/v1/sessions`, "POST", {})).id;
+	const prompt = async (tokens: number) => {
+		const sentAt = process.hrtime.bigint();
+		const clock = deltaClock();
+		const res = await openSse(`${gateway.url}/v1/sessions/${id}/prompt`, {
+			method: "POST",
+			body: { message: `tokens: ${tokens}` },
+		});
+		await readSse(res, (event, data) => {
+			if (event === "message_update" && data.includes('"text_delta"')) {
+				const update = JSON.parse(data).assistantMessageEvent;
+				if (update?.type === "text_delta") clock.delta(update.delta);
+			}
+			return event === "agent_settled";
+		});
+		return { ...clock.done(), sentAt };
+	};
+	return {
+		name,
+		cpu: () => procStats(gateway.pid).cpuSeconds,
+		piCpu: () => treeCpuSeconds(gateway.pid) - procStats(gateway.pid).cpuSeconds,
+		prompt,
+		async stop() {
+			await gateway.stop();
+			rmSync(dataDir, { recursive: true, force: true });
+			rmSync(agentDir, { recursive: true, force: true });
+		},
+	};
+}
+
+interface Sample {
+	first: number[];
+	/** Prompt sent → the call reaches the provider (pi, the forwarder and the relay on the way). */
+	toProvider: number[];
+	rate: number[];
+	cpu: number[];
+	piCpu: number[];
+}
+
+const median = (values: number[]) => {
+	const sorted = [...values].sort((a, b) => a - b);
+	const mid = sorted.length >> 1;
+	return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+
+export interface RelayBench {
+	rows: Record<string, string | number>[];
+	note: string;
+}
+
+/** `rounds` interleaved rounds of one `tokens`-token streamed answer on each side (plus one warm-up each). */
+export async function relayBench(rounds: number, tokens: number): Promise<RelayBench> {
+	const model = await startScriptedModel();
+	const sides: Side[] = [];
+	const loadBefore = loadavg()[0] ?? 0;
+	try {
+		sides.push(await startSide("relay (sandboxed)", model.baseUrl, []));
+		sides.push(await startSide("direct (--sandbox off)", model.baseUrl, ["--sandbox", "off"]));
+		const expected = answerText(tokens).trim();
+		const samples = new Map<string, Sample>(
+			sides.map((s) => [s.name, { first: [], toProvider: [], rate: [], cpu: [], piCpu: [] }]),
+		);
+		for (let round = -1; round < rounds; round++) {
+			// Round -1 warms each side's pi (its first call, the relay's first connection); not counted.
+			const order = round % 2 === 0 ? sides : [...sides].reverse();
+			for (const side of order) {
+				const cpuBefore = side.cpu();
+				const piBefore = side.piCpu();
+				const calls = model.requests.length;
+				const timing = await side.prompt(tokens);
+				const call = model.requests[calls];
+				const cpu = side.cpu() - cpuBefore;
+				const piCpu = side.piCpu() - piBefore;
+				if (timing.text.trim() !== expected)
+					throw new Error(`${side.name}: the answer arrived incomplete (${timing.text.length} characters)`);
+				if (round < 0) continue;
+				const sample = samples.get(side.name) as Sample;
+				sample.cpu.push(cpu * 1000);
+				sample.piCpu.push(piCpu * 1000);
+				sample.first.push(timing.firstMs);
+				if (call) sample.toProvider.push(Number(call.at - timing.sentAt) / 1e6);
+				sample.rate.push((tokens - 1) / ((timing.lastMs - timing.firstMs) / 1000));
+			}
+		}
+		const [relay, direct] = sides.map((s) => samples.get(s.name) as Sample) as [Sample, Sample];
+		const rows: Record<string, string | number>[] = sides.map((side) => {
+			const s = samples.get(side.name) as Sample;
+			return {
+				side: side.name,
+				rounds: s.first.length,
+				"first delta p50 (ms)": median(s.first),
+				"first delta min (ms)": Math.min(...s.first),
+				"of it to the provider p50 (ms)": median(s.toProvider),
+				"tokens/s p50": Math.round(median(s.rate)),
+				"gateway CPU / answer p50 (ms)": median(s.cpu),
+				"pi CPU / answer p50 (ms)": median(s.piCpu),
+			};
+		});
+		const firstDiff = median(relay.first) - median(direct.first);
+		// Paired per round: each relay round against the direct round beside it.
+		const pairedFirst = median(relay.first.map((v, i) => v - (direct.first[i] as number)));
+		const pairedRate = median(relay.rate.map((v, i) => v / (direct.rate[i] as number)));
+		rows.push({
+			side: "relay − direct / relay ÷ direct",
+			rounds,
+			"first delta p50 (ms)": `${firstDiff >= 0 ? "+" : ""}${firstDiff.toFixed(2)} (paired ${pairedFirst >= 0 ? "+" : ""}${pairedFirst.toFixed(2)})`,
+			"first delta min (ms)": `${(Math.min(...relay.first) - Math.min(...direct.first)).toFixed(2)}`,
+			"of it to the provider p50 (ms)": `${(median(relay.toProvider) - median(direct.toProvider)).toFixed(2)}`,
+			"tokens/s p50": `${(median(relay.rate) / median(direct.rate)).toFixed(3)} (paired ${pairedRate.toFixed(3)})`,
+			"gateway CPU / answer p50 (ms)": `+${(median(relay.cpu) - median(direct.cpu)).toFixed(0)}`,
+			"pi CPU / answer p50 (ms)": `+${(median(relay.piCpu) - median(direct.piCpu)).toFixed(0)}`,
+		});
+		const note = `${tokens}-token streamed answer (one SSE chunk a token), ${rounds} interleaved rounds · load average ${loadBefore.toFixed(1)} before, ${(loadavg()[0] ?? 0).toFixed(1)} after`;
+		return { rows, note };
+	} finally {
+		for (const side of sides) await side.stop();
+		await model.close();
+	}
+}
