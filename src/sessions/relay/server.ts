@@ -111,6 +111,8 @@ async function forward(req: IncomingMessage, res: ServerResponse, plan: RelayPla
 		headers,
 		agent: secure ? agents.https : agents.http,
 	});
+	// Nagle off: a request's last small write (a chunked body's end) is not held for the previous one's ACK.
+	upstream.setNoDelay(true);
 	// The model asked for (the answer's own name may carry a date the price list lacks).
 	let head = "";
 	req.on("data", (chunk: Buffer) => {
