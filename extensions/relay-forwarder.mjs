@@ -2,7 +2,8 @@
  * Loaded into a sandboxed pi with `node --import` (spawn.ts): inside the sandbox's own network,
  * which has only a loopback of its own, it listens on 127.0.0.1:<port> and joins each connection
  * to the gateway's relay, a unix socket bound into the sandbox (relay/server.ts). pi's provider
- * base URLs point here (the area's models.json). It holds no secret; it runs in pi's process, so
+ * base URLs point here (the area's models.json). With `proxySocket` and `proxyPort` it does the same
+ * for the tools' egress proxy (relay/egress-proxy.ts), which HTTP_PROXY names. It holds no secret; it runs in pi's process, so
  * it starts before pi's first call and goes with it. Worker threads and forks that load it again
  * find the port taken and do nothing.
  */
@@ -13,10 +14,11 @@ const params = new URL(import.meta.url).searchParams;
 const socket = params.get("socket");
 const port = Number(params.get("port"));
 
-if (isMainThread && socket && port > 0) {
+/** Joins each connection on the sandbox's 127.0.0.1:`at` to the gateway's unix socket `to`. */
+function forward(to, at) {
 	const server = createServer((client) => {
 		client.setNoDelay(true);
-		const relay = connect(socket);
+		const relay = connect(to);
 		client.pipe(relay).pipe(client);
 		client.on("error", () => relay.destroy());
 		relay.on("error", () => client.destroy());
@@ -24,6 +26,11 @@ if (isMainThread && socket && port > 0) {
 		relay.on("close", () => client.destroy());
 	});
 	server.on("error", () => {});
-	server.listen(port, "127.0.0.1");
+	server.listen(at, "127.0.0.1");
 	server.unref();
 }
+
+const proxySocket = params.get("proxySocket");
+const proxyPort = Number(params.get("proxyPort"));
+if (isMainThread && socket && port > 0) forward(socket, port);
+if (isMainThread && proxySocket && proxyPort > 0) forward(proxySocket, proxyPort);

@@ -114,7 +114,7 @@ export const sections: readonly { title: string; intro: string; keys: readonly K
 	{
 		title: "Sandbox",
 		intro: "bubblewrap around each pi (README: what holds with and without it)",
-		keys: ["sandbox", "sandboxTmpBytes", "sandboxWritable", "sandboxReadable"],
+		keys: ["sandbox", "sandboxTmpBytes", "sandboxWritable", "sandboxReadable", "sandboxAllowHosts"],
 	},
 	{
 		title: "Workspace",

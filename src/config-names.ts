@@ -22,6 +22,7 @@ export const lists = new Set<Key>([
 	"piCommand",
 	"sandboxWritable",
 	"sandboxReadable",
+	"sandboxAllowHosts",
 	"passEnv",
 	"webhookAllow",
 ]);

@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { checkPassEnvName, defaultPiNodeOptions, nodeFlagsProblem } from "./child-env.ts";
+import { parseAllowHosts } from "./egress-allow.ts";
 import { refuseOverlap } from "./layout-check.ts";
 
 const int = (min: number) => z.coerce.number().int().min(min);
@@ -72,6 +73,12 @@ export const ConfigSchema = z.object({
 		.default([])
 		.describe(
 			"Extra paths a sandboxed pi and its tools may read (e.g. /srv/datasets, ~/.gitconfig) beside the system's allowlist (docs/security.md); refused at start when one is, holds or lies in the data dir, holds a secret file or the workspace root, or lies in the workspace root",
+		),
+	sandboxAllowHosts: z
+		.array(z.string())
+		.default([])
+		.describe(
+			"Hosts a sandboxed pi's tools may reach through the gateway's egress proxy (HTTP_PROXY): host names, *.suffix, addresses, each with an optional :port, or `registries` (npm, PyPI, Debian and Ubuntu mirrors). None by default: no network. A loopback, private, link-local or metadata address is reached only where an entry names that address (docs/security.md)",
 		),
 	passEnv: z
 		.array(z.string())
@@ -456,6 +463,7 @@ export function parseConfig(input: ConfigInput): Config {
 		);
 	config.sandboxWritable = config.sandboxWritable.map((path) => resolve(path));
 	config.sandboxReadable = config.sandboxReadable.map((path) => resolve(path));
+	parseAllowHosts(config.sandboxAllowHosts);
 	for (const name of config.passEnv) {
 		const problem = checkPassEnvName(name);
 		if (problem) throw new Error(`--pass-env: ${problem}`);

@@ -1567,7 +1567,7 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /** @description The JSON of one SSE frame's `data:`: a pi event or a gateway event, told apart by `type` */
-        StreamEvent: components["schemas"]["Event_response"] | components["schemas"]["Event_agent_start"] | components["schemas"]["Event_agent_end"] | components["schemas"]["Event_agent_settled"] | components["schemas"]["Event_turn_start"] | components["schemas"]["Event_turn_end"] | components["schemas"]["Event_message_start"] | components["schemas"]["Event_message_update"] | components["schemas"]["Event_message_end"] | components["schemas"]["Event_tool_execution_start"] | components["schemas"]["Event_tool_execution_update"] | components["schemas"]["Event_tool_execution_end"] | components["schemas"]["Event_queue_update"] | components["schemas"]["Event_compaction_start"] | components["schemas"]["Event_compaction_end"] | components["schemas"]["Event_auto_retry_start"] | components["schemas"]["Event_auto_retry_end"] | components["schemas"]["Event_summarization_retry_scheduled"] | components["schemas"]["Event_summarization_retry_attempt_start"] | components["schemas"]["Event_summarization_retry_finished"] | components["schemas"]["Event_bash_execution_update"] | components["schemas"]["Event_extension_ui_request"] | components["schemas"]["Event_extension_error"] | components["schemas"]["Event_session_info_changed"] | components["schemas"]["Event_thinking_level_changed"] | components["schemas"]["Event_entry_appended"] | components["schemas"]["Event_stream_open"] | components["schemas"]["Event_session_status"] | components["schemas"]["Event_session_exit"] | components["schemas"]["Event_run_lost"] | components["schemas"]["Event_approval_requested"] | components["schemas"]["Event_approval_resolved"] | components["schemas"]["Event_tool_call_requested"] | components["schemas"]["Event_tool_call_resolved"] | components["schemas"]["Event_run_output"] | components["schemas"]["Event_run_limit_reached"] | components["schemas"]["Event_run_changes"] | components["schemas"]["Event_folder_sync"] | components["schemas"]["Event_folder_restore"] | components["schemas"]["Event_gap"] | components["schemas"]["Event_dropped"] | components["schemas"]["Event_line_dropped"] | components["schemas"]["Event_shutdown"] | components["schemas"]["Event_revoked"] | components["schemas"]["Event_error"];
+        StreamEvent: components["schemas"]["Event_response"] | components["schemas"]["Event_agent_start"] | components["schemas"]["Event_agent_end"] | components["schemas"]["Event_agent_settled"] | components["schemas"]["Event_turn_start"] | components["schemas"]["Event_turn_end"] | components["schemas"]["Event_message_start"] | components["schemas"]["Event_message_update"] | components["schemas"]["Event_message_end"] | components["schemas"]["Event_tool_execution_start"] | components["schemas"]["Event_tool_execution_update"] | components["schemas"]["Event_tool_execution_end"] | components["schemas"]["Event_queue_update"] | components["schemas"]["Event_compaction_start"] | components["schemas"]["Event_compaction_end"] | components["schemas"]["Event_auto_retry_start"] | components["schemas"]["Event_auto_retry_end"] | components["schemas"]["Event_summarization_retry_scheduled"] | components["schemas"]["Event_summarization_retry_attempt_start"] | components["schemas"]["Event_summarization_retry_finished"] | components["schemas"]["Event_bash_execution_update"] | components["schemas"]["Event_extension_ui_request"] | components["schemas"]["Event_extension_error"] | components["schemas"]["Event_session_info_changed"] | components["schemas"]["Event_thinking_level_changed"] | components["schemas"]["Event_entry_appended"] | components["schemas"]["Event_stream_open"] | components["schemas"]["Event_session_status"] | components["schemas"]["Event_session_exit"] | components["schemas"]["Event_run_lost"] | components["schemas"]["Event_approval_requested"] | components["schemas"]["Event_approval_resolved"] | components["schemas"]["Event_tool_call_requested"] | components["schemas"]["Event_tool_call_resolved"] | components["schemas"]["Event_run_output"] | components["schemas"]["Event_egress_denied"] | components["schemas"]["Event_run_limit_reached"] | components["schemas"]["Event_run_changes"] | components["schemas"]["Event_folder_sync"] | components["schemas"]["Event_folder_restore"] | components["schemas"]["Event_gap"] | components["schemas"]["Event_dropped"] | components["schemas"]["Event_line_dropped"] | components["schemas"]["Event_shutdown"] | components["schemas"]["Event_revoked"] | components["schemas"]["Event_error"];
         /** @description pi's answer to a command that changes the session (answers to reads are not logged) */
         Event_response: {
             /**
@@ -2341,6 +2341,29 @@ export interface components {
                 /** @description Answers read: the first and each repair turn's */
                 attempts: number;
             };
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description Gateway: the sandbox's egress proxy refused a tool's request (403, or 400 for `bad_request`); counted in pi_gateway_egress_denied_total */
+        Event_egress_denied: {
+            /**
+             * @description Always `egress_denied`; the frame's `event:` (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            type: "egress_denied";
+            /** @description The gateway session the event belongs to */
+            sessionId: string;
+            /** @description The host the tool asked for (empty when the request named none) */
+            host: string;
+            /** @description The port it asked for (0 when the request named none) */
+            port: number;
+            /**
+             * @description `not_allowed`: host:port is not in --sandbox-allow-hosts; `private_address`: the host resolves to a loopback, private, link-local or metadata address, or the gateway's own, that no entry names; `bad_request`: not a proxy request the proxy reads (an http:// URL in absolute form, or CONNECT host:port)
+             * @enum {string}
+             */
+            reason: "not_allowed" | "private_address" | "bad_request";
+            /** @description What happened, in words */
+            detail: string;
         } & {
             [key: string]: unknown;
         };

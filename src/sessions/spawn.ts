@@ -293,7 +293,7 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 	// pi out of its tools' reach (sealed-node.ts): the gateway's node, run from a copy it cannot read.
 	const runner = command === process.execPath ? sealedRunner() : (command as string);
 	const readable = [runner, ...prefix, ...extensionPaths, installedModules(), relay.forwarder];
-	const paths = { cwd, sessionDir, compileCache, extraReadable, env, sockets: [relay.socket] };
+	const paths = { cwd, sessionDir, compileCache, extraReadable, env, sockets: relay.sockets };
 	const wrapped = wrapCommand(config, { ...paths, readable: readable.filter((p) => isAbsolute(p)) }, runner, args);
 	const bindFolder = { path: cwd, root: realpathSync(config.workspaceRoot) };
 	return { ...wrapped, env, cwd, sandboxed: { command: runner, relay }, bindFolder };

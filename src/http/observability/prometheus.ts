@@ -2,6 +2,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 import type { Cluster } from "../../cluster/cluster.ts";
 import { eventJson, type LoggedEvent } from "../../sessions/event-log.ts";
 import type { SessionRegistry } from "../../sessions/registry.ts";
+import { egressDenialReasons } from "../../sessions/relay/index.ts";
 import { SessionStatus } from "../../sessions/session.ts";
 import { folderCounters } from "./folder-metrics.ts";
 import { usageCounters } from "./usage-metrics.ts";
@@ -166,6 +167,13 @@ export class Metrics {
 			registers,
 		});
 		for (const kind of ["tokens", "cost"]) this.budgetRefusals.inc({ kind }, 0);
+		const egressDenied = new Counter({
+			name: "pi_gateway_egress_denied_total",
+			help: "Requests of sandboxed tools the egress proxy refused (egress_denied), by reason: not_allowed, private_address or bad_request",
+			labelNames: ["reason"],
+			registers,
+		});
+		for (const reason of egressDenialReasons) egressDenied.inc({ reason }, 0);
 		const usage = usageCounters(registers, (sessionId) => this.#ownerOf(sessionId));
 		folderCounters(registers, () => this.#cluster()?.folders.counts);
 		sessions.subscribeAll((sessionId, event) => {
@@ -177,6 +185,8 @@ export class Metrics {
 				resolved.inc({ status: field(event, "approval", "status") ?? "unknown" });
 			} else if (event.type === "run_limit_reached") {
 				limitsReached.inc({ kind: field(event, "limit", "kind") ?? "unknown" });
+			} else if (event.type === "egress_denied") {
+				egressDenied.inc({ reason: field(event, "reason") ?? "unknown" });
 			} else if (event.type === "session_exit") {
 				const reason = field(event, "reason") ?? "unknown";
 				exits.inc({ reason });

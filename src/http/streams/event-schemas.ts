@@ -3,6 +3,7 @@
 import { z } from "@hono/zod-openapi";
 import { Approval } from "../../sessions/approvals.ts";
 import { ToolCall, ToolCallStatus } from "../../sessions/client-tool-calls.ts";
+import { egressDenialReasons } from "../../sessions/relay/index.ts";
 import { LimitHit } from "../../sessions/run-limits.ts";
 import { SessionStatus } from "../../sessions/session.ts";
 import { AgentMessage, Usage } from "../transport/schemas.ts";
@@ -295,6 +296,20 @@ const gatewayEvents = [
 				.describe("Set instead of `output` when no answer validated after the repair turns"),
 		},
 		"Gateway: a run with `outputSchema` has its structured answer (`output`) or gave up (`error`); right before the run's `agent_settled`",
+	),
+	ev(
+		"egress_denied",
+		{
+			sessionId,
+			host: z.string().describe("The host the tool asked for (empty when the request named none)"),
+			port: z.number().int().describe("The port it asked for (0 when the request named none)"),
+			reason: z.enum(egressDenialReasons).openapi({
+				description:
+					"`not_allowed`: host:port is not in --sandbox-allow-hosts; `private_address`: the host resolves to a loopback, private, link-local or metadata address, or the gateway's own, that no entry names; `bad_request`: not a proxy request the proxy reads (an http:// URL in absolute form, or CONNECT host:port)",
+			}),
+			detail,
+		},
+		"Gateway: the sandbox's egress proxy refused a tool's request (403, or 400 for `bad_request`); counted in pi_gateway_egress_denied_total",
 	),
 	ev(
 		"run_limit_reached",

@@ -2,5 +2,6 @@
 
 export { attachRelay } from "./attach.ts";
 export { placeholderPrefix, type RelayPlan, relayPlan } from "./credentials.ts";
-export { relayPort, relaySocket, type SandboxRelay, sandboxRelay } from "./sandbox-relay.ts";
+export { closeEgressProxy, type EgressDenial, egressDenialReasons, openEgressProxy } from "./egress-proxy.ts";
+export { proxyPort, relayPort, relaySocket, type SandboxRelay, sandboxRelay } from "./sandbox-relay.ts";
 export { closeRelay, openRelay, type RelaySink } from "./server.ts";

@@ -3,6 +3,7 @@ import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Config } from "../../config.ts";
+import { type AllowEntry, parseAllowHosts } from "../../egress-allow.ts";
 import { type RelayPlan, relayPlan } from "./credentials.ts";
 
 /**
@@ -17,10 +18,18 @@ export interface SandboxRelay {
 	nodeFlag: string;
 	/** The forwarder's file, shown read-only in the sandbox. */
 	forwarder: string;
+	/** Every socket to bind into the sandbox: the relay's, and the proxy's when there is one. */
+	sockets: string[];
+	/** The tools' egress proxy (egress-proxy.ts), when the operator allows hosts: its socket and the list. */
+	proxy?: { socket: string; allow: AllowEntry[] };
 }
 
 /** The port the forwarder listens on inside the sandbox's own network (nothing else is there). */
 export const relayPort = 4317;
+/** The port the forwarder gives the tools' egress proxy (HTTP_PROXY), beside the relay's. */
+export const proxyPort = 4318;
+const proxyNames = ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"];
+const otherProxyNames = ["ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"];
 export const forwarderPath = resolve(
 	dirname(fileURLToPath(import.meta.url)),
 	"../../../extensions/relay-forwarder.mjs",
@@ -29,8 +38,8 @@ export const forwarderPath = resolve(
 /** The longest path a unix socket takes (108 bytes with its NUL on Linux). */
 const maxSocketPath = 107;
 
-export function relaySocket(dataDir: string, sessionId: string): string {
-	const path = join(dataDir, "relay", `${sessionId}.sock`);
+export function relaySocket(dataDir: string, sessionId: string, kind: "relay" | "proxy" = "relay"): string {
+	const path = join(dataDir, "relay", kind === "relay" ? `${sessionId}.sock` : `${sessionId}.proxy.sock`);
 	if (Buffer.byteLength(path) > maxSocketPath)
 		throw new Error(`The relay's socket ${path} is longer than a unix socket allows: use a shorter --data-dir`);
 	return path;
@@ -53,10 +62,12 @@ export function operatorAgentDir(config: Pick<Config, "piAgentDir">): string {
  * keys and loses the other credentials; its agent folder (PI_CODING_AGENT_DIR, the area's copy)
  * gets models.json and auth.json made from the operator's with placeholders and relay base URLs,
  * over whatever the copy held; `nodeArgs` (pi node's argv, or [] for another pi command) gets the
- * forwarder at `at`.
+ * forwarder at `at`. With --sandbox-allow-hosts, the forwarder gives the egress proxy a second port
+ * and `env` names it in HTTP(S)_PROXY (the relay's own address left out in NO_PROXY); without, no
+ * proxy variable of the gateway's own environment is left (nothing it names is reachable).
  */
 export function sandboxRelay(
-	config: Pick<Config, "dataDir" | "piAgentDir" | "passEnv">,
+	config: Pick<Config, "dataDir" | "piAgentDir" | "passEnv" | "sandboxAllowHosts">,
 	sessionId: string,
 	env: Record<string, string>,
 	nodeArgs: string[] = [],
@@ -74,11 +85,23 @@ export function sandboxRelay(
 		writeIfChanged(join(areaDir, "models.json"), plan.modelsJson);
 		writeIfChanged(join(areaDir, "auth.json"), plan.authJson);
 	}
+	const allow = parseAllowHosts(config.sandboxAllowHosts);
+	const proxy = allow.length > 0 ? { socket: relaySocket(config.dataDir, sessionId, "proxy"), allow } : undefined;
+	for (const name of [...proxyNames, ...otherProxyNames]) delete env[name];
+	if (proxy) {
+		for (const name of proxyNames) env[name] = `http://127.0.0.1:${proxyPort}`;
+		env.NO_PROXY = env.no_proxy = "127.0.0.1,localhost";
+	}
 	const url = pathToFileURL(forwarderPath);
 	url.searchParams.set("socket", socket);
 	url.searchParams.set("port", String(relayPort));
+	if (proxy) {
+		url.searchParams.set("proxySocket", proxy.socket);
+		url.searchParams.set("proxyPort", String(proxyPort));
+	}
 	const nodeFlag = `--import=${url.href}`;
 	// pi's node loads the forwarder first (a pi run by node; `nodeArgs` is empty otherwise).
 	if (nodeArgs.length > 0) nodeArgs.splice(at, 0, nodeFlag);
-	return { socket, plan, nodeFlag, forwarder: forwarderPath };
+	const sockets = proxy ? [socket, proxy.socket] : [socket];
+	return { socket, sockets, plan, nodeFlag, forwarder: forwarderPath, proxy };
 }

@@ -49,6 +49,7 @@ __all__ = [
     "ToolCallResult",
     "Event_tool_call_resolved",
     "Event_run_output",
+    "Event_egress_denied",
     "Event_run_limit_reached",
     "LimitHit",
     "LimitKind",
@@ -700,6 +701,22 @@ class Event_run_output(_Event_run_outputRequired, total=False):
     output: Any
     # Set instead of `output` when no answer validated after the repair turns
     error: Dict[str, Any]
+
+
+class Event_egress_denied(TypedDict):
+    """Gateway: the sandbox's egress proxy refused a tool's request (403, or 400 for `bad_request`); counted in pi_gateway_egress_denied_total"""
+    # Always `egress_denied`; the frame's `event:`
+    type: Literal["egress_denied"]
+    # The gateway session the event belongs to
+    sessionId: str
+    # The host the tool asked for (empty when the request named none)
+    host: str
+    # The port it asked for (0 when the request named none)
+    port: int
+    # `not_allowed`: host:port is not in --sandbox-allow-hosts; `private_address`: the host resolves to a loopback, private, link-local or metadata addre...
+    reason: Literal["not_allowed", "private_address", "bad_request"]
+    # What happened, in words
+    detail: str
 
 
 class Event_run_limit_reached(TypedDict):
@@ -1831,7 +1848,7 @@ class BashBody2(_BashBody2Required, total=False):
     excludeFromContext: bool
 
 
-StreamEvent = Union["Event_response", "Event_agent_start", "Event_agent_end", "Event_agent_settled", "Event_turn_start", "Event_turn_end", "Event_message_start", "Event_message_update", "Event_message_end", "Event_tool_execution_start", "Event_tool_execution_update", "Event_tool_execution_end", "Event_queue_update", "Event_compaction_start", "Event_compaction_end", "Event_auto_retry_start", "Event_auto_retry_end", "Event_summarization_retry_scheduled", "Event_summarization_retry_attempt_start", "Event_summarization_retry_finished", "Event_bash_execution_update", "Event_extension_ui_request", "Event_extension_error", "Event_session_info_changed", "Event_thinking_level_changed", "Event_entry_appended", "Event_stream_open", "Event_session_status", "Event_session_exit", "Event_run_lost", "Event_approval_requested", "Event_approval_resolved", "Event_tool_call_requested", "Event_tool_call_resolved", "Event_run_output", "Event_run_limit_reached", "Event_run_changes", "Event_folder_sync", "Event_folder_restore", "Event_gap", "Event_dropped", "Event_line_dropped", "Event_shutdown", "Event_revoked", "Event_error"]
+StreamEvent = Union["Event_response", "Event_agent_start", "Event_agent_end", "Event_agent_settled", "Event_turn_start", "Event_turn_end", "Event_message_start", "Event_message_update", "Event_message_end", "Event_tool_execution_start", "Event_tool_execution_update", "Event_tool_execution_end", "Event_queue_update", "Event_compaction_start", "Event_compaction_end", "Event_auto_retry_start", "Event_auto_retry_end", "Event_summarization_retry_scheduled", "Event_summarization_retry_attempt_start", "Event_summarization_retry_finished", "Event_bash_execution_update", "Event_extension_ui_request", "Event_extension_error", "Event_session_info_changed", "Event_thinking_level_changed", "Event_entry_appended", "Event_stream_open", "Event_session_status", "Event_session_exit", "Event_run_lost", "Event_approval_requested", "Event_approval_resolved", "Event_tool_call_requested", "Event_tool_call_resolved", "Event_run_output", "Event_egress_denied", "Event_run_limit_reached", "Event_run_changes", "Event_folder_sync", "Event_folder_restore", "Event_gap", "Event_dropped", "Event_line_dropped", "Event_shutdown", "Event_revoked", "Event_error"]
 
 
 SessionStatus = Literal["starting", "idle", "running", "waiting", "stopped", "exited", "crashed"]
