@@ -105,17 +105,17 @@ describe("relayPlan", () => {
 });
 
 describe("the relay's swap", () => {
-	it("puts a provider's keys back in its headers and query, on its own route", async () => {
+	it("puts a provider's keys back in its credential headers, on its own route", async () => {
 		const a = placeholderOf("a", keyA);
 		const h = placeholderOf("a", headerA);
-		const answer = await call(`/a/chat/completions?key=${a}&other=1`, {
+		const answer = await call(`/a/chat/completions?other=1`, {
 			authorization: `Bearer ${a}`,
 			"x-team": h,
 			"content-type": "application/json",
 		});
 		expect(answer.status).toBe(200);
 		const got = seen.at(-1);
-		expect(got?.url).toBe(`/a/v1/chat/completions?key=${keyA}&other=1`);
+		expect(got?.url).toBe(`/a/v1/chat/completions?other=1`);
 		expect(got?.headers.authorization).toBe(`Bearer ${keyA}`);
 		expect(got?.headers["x-team"]).toBe(headerA);
 
@@ -123,16 +123,42 @@ describe("the relay's swap", () => {
 		expect(seen.at(-1)?.headers.authorization).toBe(`Bearer ${envKey}`);
 	});
 
-	it("never swaps another provider's placeholder: b's key sent on a's route stays a placeholder", async () => {
+	it("never swaps another provider's placeholder: b's key on a's route is refused, nothing sent", async () => {
+		const before = seen.length;
 		const b = placeholderOf("b", keyB);
-		await call(`/a/chat/completions?key=${b}`, { authorization: `Bearer ${b}`, "x-other": b });
-		const got = seen.at(-1);
-		expect(JSON.stringify(got)).not.toContain(keyB);
-		expect(got?.headers.authorization).toBe(`Bearer ${b}`);
-		expect(got?.url).toBe(`/a/v1/chat/completions?key=${b}`);
+		expect((await call("/a/chat/completions", { authorization: `Bearer ${b}` })).status).toBe(400);
 		// And the env key (openai's) on b's route.
-		await call("/b/chat/completions", { authorization: `Bearer ${plan.env.OPENAI_API_KEY}` });
-		expect(JSON.stringify(seen.at(-1))).not.toContain(envKey);
+		const answer = await call("/b/chat/completions", { authorization: `Bearer ${plan.env.OPENAI_API_KEY}` });
+		expect(answer.status).toBe(400);
+		expect(answer.text).not.toContain(envKey);
+		expect(seen.length).toBe(before);
+	});
+
+	it("swaps a placeholder only where the credential goes: elsewhere the call is refused (400), nothing sent", async () => {
+		const a = placeholderOf("a", keyA);
+		const auth = { authorization: `Bearer ${a}` };
+		const before = seen.length;
+		const refused = [
+			// An upstream that echoes a query value (a 422) or a header (x-request-id) would hand the key back.
+			await call(`/a/chat/completions?limit=${a}`, auth),
+			await call(`/a/chat/completions?key=${a}`, auth),
+			await call(`/a/chat/completions?x=${encodeURIComponent(a).replace(/-/g, "%2D")}`, auth),
+			await call("/a/chat/completions", { ...auth, "x-request-id": a }),
+			await call("/a/chat/completions", { ...auth, cookie: `s=${a}` }),
+			await call("/a/chat/completions", { authorization: `Bearer ${a} ${a}` }),
+			await call("/a/chat/completions", { authorization: `Basic ${a}` }),
+			await call("/a/chat/completions", { "x-team": `x${a}` }),
+			await call(`/a/${a}/chat/completions`, auth),
+		];
+		for (const answer of refused) {
+			expect(answer.status).toBe(400);
+			expect(answer.text).not.toContain(keyA);
+		}
+		expect(seen.length).toBe(before);
+		// The whole value of a key header is swapped (x-api-key here), and a cookie never leaves.
+		await call("/a/chat/completions", { "x-api-key": a, cookie: "s=1" });
+		expect(seen.at(-1)?.headers["x-api-key"]).toBe(keyA);
+		expect(seen.at(-1)?.headers.cookie).toBeUndefined();
 	});
 
 	it("leaves the body alone: a placeholder in the prompt reaches the provider as written", async () => {

@@ -34,7 +34,16 @@ export interface RelayRoute {
 	secrets: Map<string, Secret>;
 	/** Prices per million tokens by model id, for the cost the relay counts. */
 	costs: Map<string, ModelCost>;
+	/** The headers (lower case) a placeholder is swapped in: keyHeaders and the operator's `headers`. */
+	keyHeaders: Set<string>;
+	/** pi-ai's API kinds of the route's models (what calls gate.ts lets through); empty: unknown. */
+	apis: Set<string>;
+	/** The key may go in the query's `key=` (Gemini's API). */
+	queryKey: boolean;
 }
+
+/** The headers a provider's key is sent in by pi-ai's SDKs, besides the operator's models.json `headers`. */
+export const keyHeaders = ["authorization", "x-api-key", "api-key", "x-goog-api-key"];
 
 export interface RelayPlan {
 	routes: Map<string, RelayRoute>;
@@ -83,6 +92,14 @@ function builtinBase(provider: string, env: NodeJS.ProcessEnv): string | undefin
 	return url.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (whole, name) => env[name] ?? whole);
 }
 
+function apisOf(provider: string, conf: Record<string, unknown> | undefined, models: unknown): Set<string> {
+	const apis = new Set<string>();
+	for (const m of builtin.get(provider) ?? []) if (typeof m.api === "string") apis.add(m.api);
+	if (typeof conf?.api === "string") apis.add(conf.api);
+	if (Array.isArray(models)) for (const m of models) if (isObject(m) && typeof m.api === "string") apis.add(m.api);
+	return apis;
+}
+
 function costsOf(provider: string, models: unknown): Map<string, ModelCost> {
 	const costs = new Map<string, ModelCost>();
 	for (const m of builtin.get(provider) ?? []) if (m.cost) costs.set(m.id, m.cost);
@@ -112,14 +129,27 @@ export function relayPlan(
 	const route = (id: string, provider: string, upstream: string, modelList?: unknown) => {
 		let r = routes.get(id);
 		if (!r) {
-			r = { provider, upstream, secrets: new Map(), costs: costsOf(provider, modelList) };
+			const conf = isObject(providersIn[provider]) ? providersIn[provider] : undefined;
+			const apis = apisOf(provider, conf, modelList);
+			const queryKey = apis.has("google-generative-ai");
+			r = {
+				provider,
+				upstream,
+				secrets: new Map(),
+				costs: costsOf(provider, modelList),
+				keyHeaders: new Set(keyHeaders),
+				apis,
+				queryKey,
+			};
 			routes.set(id, r);
 		}
 		return r;
 	};
-	const hide = (r: RelayRoute | undefined, label: string, secret: Secret) => {
+	const hide = (r: RelayRoute | undefined, label: string, secret: Secret, header?: string) => {
 		const placeholder = `${placeholderPrefix}${++count}-${label.replace(/[^A-Za-z0-9_.-]/g, "_")}`;
 		r?.secrets.set(placeholder, secret);
+		// The operator's own header carries its value: the relay swaps it there.
+		if (header) r?.keyHeaders.add(header.toLowerCase());
 		return placeholder;
 	};
 	const outProviders: Record<string, unknown> = {};
@@ -137,7 +167,7 @@ export function relayPlan(
 			out.headers = Object.fromEntries(
 				Object.entries(conf.headers).map(([k, v]) => [
 					k,
-					typeof v === "string" ? hide(r, `${provider}-${k}`, { value: v }) : v,
+					typeof v === "string" ? hide(r, `${provider}-${k}`, { value: v }, k) : v,
 				]),
 			);
 		if (Array.isArray(conf.models))
@@ -149,12 +179,13 @@ export function relayPlan(
 					model.baseUrl = relayUrl(`${provider}~${i}`);
 					// The provider's key and headers are sent to this model's URL too.
 					if (r) for (const [k, v] of r.secrets) own?.secrets.set(k, v);
+					if (r) for (const h of r.keyHeaders) own?.keyHeaders.add(h);
 				}
 				if (isObject(m.headers))
 					model.headers = Object.fromEntries(
 						Object.entries(m.headers).map(([k, v]) => [
 							k,
-							typeof v === "string" ? hide(own, `${provider}-${k}`, { value: v }) : v,
+							typeof v === "string" ? hide(own, `${provider}-${k}`, { value: v }, k) : v,
 						]),
 					);
 				return model;

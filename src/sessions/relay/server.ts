@@ -11,7 +11,7 @@ import {
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { dirname } from "node:path";
 import type { RelayPlan, RelayRoute } from "./credentials.ts";
-import { resolveSecret } from "./resolve.ts";
+import { dropped, outgoing, Refused } from "./gate.ts";
 import { type CallUsage, totalTokens, UsageTap } from "./usage.ts";
 
 /**
@@ -31,18 +31,6 @@ export interface RelaySink {
 }
 
 const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
-const hopByHop = new Set([
-	"connection",
-	"keep-alive",
-	"proxy-connection",
-	"proxy-authorization",
-	"te",
-	"trailer",
-	"transfer-encoding",
-	"upgrade",
-	"host",
-	"accept-encoding",
-]);
 
 function problem(res: ServerResponse, status: number, code: string, message: string): void {
 	if (res.headersSent) {
@@ -53,18 +41,6 @@ function problem(res: ServerResponse, status: number, code: string, message: str
 	const body = JSON.stringify({ type: "error", error: { type: code, code, message } });
 	res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
 	res.end(body);
-}
-
-async function swap(text: string, route: RelayRoute): Promise<string> {
-	if (!text.includes("pi-gateway-placeholder-")) return text;
-	let out = text;
-	for (const [placeholder, secret] of route.secrets) {
-		if (!out.includes(placeholder)) continue;
-		const value = await resolveSecret(secret);
-		if (value === undefined) throw new Error(`the key for ${route.provider} did not resolve`);
-		out = out.split(placeholder).join(value);
-	}
-	return out;
 }
 
 function costOf(route: RelayRoute, usage: CallUsage, requested: string | undefined): number {
@@ -89,19 +65,18 @@ async function forward(req: IncomingMessage, res: ServerResponse, plan: RelayPla
 		req.resume();
 		return problem(res, 403, "budget_exhausted", refusal);
 	}
+	const path = match[2] ?? "";
 	let target: URL;
-	const headers: OutgoingHttpHeaders = {};
+	let headers: OutgoingHttpHeaders;
 	try {
-		target = new URL(route.upstream.replace(/\/+$/, "") + (match[2] ?? "") + (await swap(match[3] ?? "", route)));
-		for (const [name, value] of Object.entries(req.headers)) {
-			if (value === undefined || hopByHop.has(name)) continue;
-			headers[name] = Array.isArray(value)
-				? await Promise.all(value.map((v) => swap(v, route)))
-				: await swap(value, route);
-		}
+		const out = await outgoing(route, path, match[3] ?? "", req.headers);
+		target = new URL(route.upstream.replace(/\/+$/, "") + path + out.query);
+		headers = out.headers;
 	} catch (error) {
 		req.resume();
-		return problem(res, 502, "relay_key_unavailable", (error as Error).message);
+		const refused =
+			error instanceof Refused ? error : new Refused(502, "relay_key_unavailable", (error as Error).message);
+		return problem(res, refused.status, refused.code, refused.message);
 	}
 	// Plain bytes back, so the tap reads the usage (the hop to pi is local: nothing to save).
 	headers["accept-encoding"] = "identity";
@@ -122,7 +97,7 @@ async function forward(req: IncomingMessage, res: ServerResponse, plan: RelayPla
 	upstream.on("response", (answer) => {
 		const out: OutgoingHttpHeaders = {};
 		for (const [name, value] of Object.entries(answer.headers))
-			if (!hopByHop.has(name) && value !== undefined) out[name] = value;
+			if (!dropped.has(name) && value !== undefined) out[name] = value;
 		res.writeHead(answer.statusCode ?? 502, out);
 		res.flushHeaders();
 		const tap = new UsageTap(answer.headers["content-type"]);

@@ -1,0 +1,120 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
+import { placeholderPrefix, type RelayRoute } from "./credentials.ts";
+import { resolveSecret } from "./resolve.ts";
+
+/**
+ * What the relay lets through to a provider with the operator's key (an attacker's review: it
+ * swapped a placeholder wherever it stood, so an upstream that echoes a
+ * header or a query value handed the real key back). A placeholder stands only where the credential
+ * goes (`credentialValue`): anywhere else the call is refused before a byte leaves.
+ */
+
+/** Whether `text` holds something that looks like a placeholder, in any case or percent-encoding. */
+export function holdsPlaceholder(text: string): boolean {
+	const lower = text.toLowerCase();
+	if (lower.includes(placeholderPrefix)) return true;
+	try {
+		return decodeURIComponent(lower.replace(/\+/g, " ")).includes(placeholderPrefix);
+	} catch {
+		return lower.includes("placeholder");
+	}
+}
+
+/**
+ * The placeholder a credential value stands for on this route, when the whole value is one of its
+ * placeholders (or `Bearer ` + one in Authorization), as `{ placeholder, bearer }`.
+ */
+export function credentialValue(
+	route: RelayRoute,
+	name: string,
+	value: string,
+): { placeholder: string; bearer: boolean } | undefined {
+	if (!route.keyHeaders.has(name)) return undefined;
+	if (route.secrets.has(value)) return { placeholder: value, bearer: false };
+	const bearer = /^Bearer (.+)$/i.exec(value)?.[1];
+	if (bearer !== undefined && route.secrets.has(bearer)) return { placeholder: bearer, bearer: true };
+	return undefined;
+}
+
+/** A call the relay refuses before anything is sent: its status, code and message. */
+export class Refused extends Error {
+	readonly status: number;
+	readonly code: string;
+	constructor(status: number, code: string, message: string) {
+		super(message);
+		this.status = status;
+		this.code = code;
+	}
+}
+
+/** Hop-by-hop headers, and those that say who is calling from where (nothing of the sandbox leaves). */
+export const dropped = new Set([
+	"connection",
+	"keep-alive",
+	"proxy-connection",
+	"proxy-authorization",
+	"te",
+	"trailer",
+	"transfer-encoding",
+	"upgrade",
+	"host",
+	"accept-encoding",
+	"cookie",
+	"forwarded",
+	"via",
+	"x-forwarded-for",
+	"x-forwarded-host",
+	"x-forwarded-proto",
+	"x-real-ip",
+]);
+
+async function real(route: RelayRoute, placeholder: string): Promise<string> {
+	const secret = route.secrets.get(placeholder);
+	const value = secret ? await resolveSecret(secret) : undefined;
+	if (value === undefined)
+		throw new Refused(502, "relay_key_unavailable", `the key for ${route.provider} did not resolve`);
+	return value;
+}
+
+const misplaced = (where: string) =>
+	new Refused(
+		400,
+		"relay_placeholder_misplaced",
+		`A key's placeholder in ${where}: the relay puts keys only where the provider reads them`,
+	);
+
+/**
+ * The query and headers sent upstream: a placeholder becomes the real key only as the whole value of
+ * a credential header (or `Bearer ` + it), or of `key=` for a provider keyed in the query. Anywhere
+ * else (another header, another parameter, the path, a cookie) the call is refused.
+ */
+export async function outgoing(
+	route: RelayRoute,
+	path: string,
+	query: string,
+	incoming: IncomingHttpHeaders,
+): Promise<{ query: string; headers: OutgoingHttpHeaders }> {
+	if (holdsPlaceholder(path)) throw misplaced("the path");
+	const params = new URLSearchParams(query.replace(/^\?/, ""));
+	let swapped = false;
+	for (const [name, value] of params) {
+		if (!holdsPlaceholder(name) && !holdsPlaceholder(value)) continue;
+		if (!route.queryKey || name !== "key" || !route.secrets.has(value)) throw misplaced(`the query (${name})`);
+		params.set(name, await real(route, value));
+		swapped = true;
+	}
+	const headers: OutgoingHttpHeaders = {};
+	for (const [name, value] of Object.entries(incoming)) {
+		if (value === undefined) continue;
+		const values = Array.isArray(value) ? value : [value];
+		if (!values.some(holdsPlaceholder)) {
+			if (!dropped.has(name)) headers[name] = value;
+			continue;
+		}
+		const found = values.length === 1 ? credentialValue(route, name, values[0] as string) : undefined;
+		if (!found || dropped.has(name)) throw misplaced(`the ${name} header`);
+		const key = await real(route, found.placeholder);
+		headers[name] = found.bearer ? `Bearer ${key}` : key;
+	}
+	return { query: swapped ? `?${params}` : query, headers };
+}
