@@ -1,6 +1,7 @@
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { closeSync, constants, fstatSync, openSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Config } from "../../config.ts";
 import { type AllowEntry, parseAllowHosts } from "../../egress-allow.ts";
@@ -45,11 +46,41 @@ export function relaySocket(dataDir: string, sessionId: string, kind: "relay" | 
 	return path;
 }
 
-/** Writes `value` as JSON unless the file already holds exactly that (a pooled pi's folder stamp stays). */
+/**
+ * Writes `value` as JSON unless the file already holds exactly that (a pooled pi's folder stamp
+ * stays). The folder is the agent's to write: what is at `path` may be a link it planted (to the
+ * operator's models.json, /etc/passwd, the token) or a FIFO. So the old text is read only from a
+ * regular file, without following a link or blocking, and the new one goes to a file made anew
+ * beside it (O_EXCL, never through a link) that is renamed over `path`, which replaces a link
+ * itself rather than writing where it points (an attacker's review overwrote files as root so).
+ */
 function writeIfChanged(path: string, value: unknown): void {
 	const text = `${JSON.stringify(value, null, "\t")}\n`;
-	if (existsSync(path) && readFileSync(path, "utf8") === text) return;
-	writeFileSync(path, text, { mode: 0o600 });
+	if (sameText(path, text)) return;
+	const staged = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}`);
+	const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = constants;
+	const fd = openSync(staged, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600);
+	try {
+		writeFileSync(fd, text);
+	} finally {
+		closeSync(fd);
+	}
+	renameSync(staged, path);
+}
+
+/** Whether `path` is a regular file holding exactly `text` (a link, a FIFO or anything else: no). */
+function sameText(path: string, text: string): boolean {
+	let fd: number;
+	try {
+		fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+	} catch {
+		return false;
+	}
+	try {
+		return fstatSync(fd).isFile() && readFileSync(fd, "utf8") === text;
+	} finally {
+		closeSync(fd);
+	}
 }
 
 /** The operator's own pi folder, where the real models.json and auth.json are (never shown to pi). */
