@@ -170,6 +170,31 @@ describe("the relay's swap", () => {
 		expect(got?.body).not.toContain(keyA);
 	});
 
+	it("carries the model API's calls only, under the base URL's path: 403 for the rest, 400 for dot tricks", async () => {
+		const a = placeholderOf("a", keyA);
+		const before = seen.length;
+		const send = (method: string, path: string) =>
+			new Promise<number>((resolve, reject) => {
+				const req = request({ socketPath: socket, path, method, headers: { authorization: `Bearer ${a}` } }, (res) => {
+					res.resume();
+					resolve(res.statusCode ?? 0);
+				});
+				req.on("error", reject);
+				req.end();
+			});
+		expect(await send("DELETE", "/a/files/file-abc")).toBe(403);
+		expect(await send("POST", "/a/batches")).toBe(403);
+		expect(await send("GET", "/a/chat/completions")).toBe(403);
+		expect(await send("POST", "/a/responses")).toBe(403); // a's models speak openai-completions
+		expect(await send("GET", "/a/%2e%2e/%2e%2e/admin/anything")).toBe(400);
+		expect(await send("GET", "/a/models/..%2F..%2Fadmin")).toBe(400);
+		expect(await send("POST", "/a/x/../chat/completions")).toBe(400);
+		expect(await send("POST", "/a//chat/completions")).toBe(400);
+		expect(seen.length).toBe(before);
+		expect(await send("GET", "/a/models")).toBe(200);
+		expect(seen.at(-1)?.url).toBe("/a/v1/models");
+	});
+
 	it("answers 404 for a route it does not know, and sends nothing on", async () => {
 		const before = seen.length;
 		const answer = await call("/nope/chat/completions", { authorization: `Bearer ${placeholderOf("a", keyA)}` });

@@ -3,11 +3,54 @@ import { placeholderPrefix, type RelayRoute } from "./credentials.ts";
 import { resolveSecret } from "./resolve.ts";
 
 /**
- * What the relay lets through to a provider with the operator's key (an attacker's review: it
- * swapped a placeholder wherever it stood, so an upstream that echoes a
- * header or a query value handed the real key back). A placeholder stands only where the credential
- * goes (`credentialValue`): anywhere else the call is refused before a byte leaves.
+ * What the relay lets through to a provider with the operator's key (an attacker's review: it was a
+ * full-account proxy, and it swapped a placeholder wherever it stood, so an upstream that echoes a
+ * header or a query value handed the real key back). A call is a model call of the route's API kind
+ * (`allowed`) on a plain path (`plainPath`), and a placeholder stands only where the credential goes
+ * (`credentialValue`): anything else is refused before a byte leaves.
  */
+
+/** An optional version segment before a model API's path (`/v1`, `/v1beta`, `/openai/v1`). */
+const version = "(?:/openai)?(?:/v\\d+(?:alpha|beta)?\\d*)?";
+const post = (path: string) => ({ method: "POST", path: new RegExp(`^${version}${path}$`) });
+const listModels = { method: "GET", path: new RegExp(`^${version}/models(?:/[^/]+)?$`) };
+
+/** The (method, path under the base URL) each API kind of pi-ai calls, and the model list. */
+const byApi: Record<string, { method: string; path: RegExp }[]> = {
+	"openai-completions": [post("/chat/completions"), post("/completions"), post("/embeddings")],
+	"mistral-conversations": [post("/chat/completions")],
+	"openai-responses": [post("/responses")],
+	"azure-openai-responses": [post("/responses")],
+	"openai-codex-responses": [post("(?:/codex)?/responses")],
+	"anthropic-messages": [post("/messages"), post("/messages/count_tokens")],
+	"google-generative-ai": [post("/models/[^/:]+:(?:streamGenerateContent|generateContent|countTokens)")],
+};
+const everyApi = Object.values(byApi).flat();
+
+/**
+ * Why `path` (the raw path under the route, no query) is refused, or undefined: a percent-encoded
+ * dot, slash or backslash, a backslash, an empty, `.` or `..` segment would let the upstream (or the
+ * URL parser) read a path outside the base URL's prefix.
+ */
+export function plainPath(path: string): string | undefined {
+	if (holdsPlaceholder(path)) return "a key's placeholder";
+	if (/%(2e|2f|5c)|\\/i.test(path)) return "an encoded dot, slash or backslash";
+	const segments = path.split("/").slice(1);
+	if (path !== "" && segments.some((s) => s === "" || s === "." || s === "..")) return "an empty, `.` or `..` segment";
+	return undefined;
+}
+
+/** Whether `method` on `path` (plain, under the base URL) is a call the route's model API makes. */
+export function allowed(route: RelayRoute, method: string, path: string): boolean {
+	let decoded: string;
+	try {
+		decoded = decodeURIComponent(path);
+	} catch {
+		return false;
+	}
+	const rules = route.apis.size === 0 ? everyApi : [...route.apis].flatMap((api) => byApi[api] ?? everyApi);
+	return [listModels, ...rules].some((rule) => rule.method === method && rule.path.test(decoded));
+}
 
 /** Whether `text` holds something that looks like a placeholder, in any case or percent-encoding. */
 export function holdsPlaceholder(text: string): boolean {

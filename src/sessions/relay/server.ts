@@ -11,7 +11,7 @@ import {
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { dirname } from "node:path";
 import type { RelayPlan, RelayRoute } from "./credentials.ts";
-import { dropped, outgoing, Refused } from "./gate.ts";
+import { allowed, dropped, outgoing, plainPath, Refused } from "./gate.ts";
 import { type CallUsage, totalTokens, UsageTap } from "./usage.ts";
 
 /**
@@ -69,6 +69,10 @@ async function forward(req: IncomingMessage, res: ServerResponse, plan: RelayPla
 	let target: URL;
 	let headers: OutgoingHttpHeaders;
 	try {
+		const bad = plainPath(path);
+		if (bad) throw new Refused(400, "relay_path_refused", `The relay refuses a path with ${bad}`);
+		if (!allowed(route, req.method ?? "", path))
+			throw new Refused(403, "relay_call_refused", `The relay carries model calls only, not ${req.method} ${path}`);
 		const out = await outgoing(route, path, match[3] ?? "", req.headers);
 		target = new URL(route.upstream.replace(/\/+$/, "") + path + out.query);
 		headers = out.headers;
