@@ -98,7 +98,9 @@ describe("the gateway process", () => {
 		expect(gw.stderr()).toContain("pi-gateway: SIGTERM, stopping every session");
 	});
 
-	it("SIGKILL: the children exit by themselves (stdin EOF); a new gateway resumes from the data dir", async () => {
+	it("SIGKILL: the children exit by themselves (stdin EOF); a new gateway resumes from the data dir", {
+		timeout: 90_000,
+	}, async () => {
 		const gw = await launch("kill");
 		const keep = (await gw.api("/v1/sessions", { method: "POST", json: { name: "keep" } })).body.id;
 		await gw.api("/v1/sessions", { method: "POST", json: { persist: false } });
