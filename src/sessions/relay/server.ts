@@ -125,15 +125,26 @@ async function forward(req: IncomingMessage, res: ServerResponse, plan: RelayPla
 
 const servers = new Map<string, Server>();
 
+/**
+ * One session's relay holds at most `connections` open (past them a connection is closed at once),
+ * and a request's headers come within `headersMs`: an agent that held ~22,000 half-sent requests
+ * open ran the gateway out of file descriptors, and other principals' creates failed (EMFILE).
+ */
+export const relayLimits = { connections: 16, headersMs: 10_000 };
+
 /** Listens on `socket` for one pi (a server already there is replaced): the plan's routes, the sink's budget. */
 export function openRelay(socket: string, plan: RelayPlan, sink: RelaySink): void {
 	closeRelay(socket);
 	mkdirSync(dirname(socket), { recursive: true, mode: 0o700 });
 	rmSync(socket, { force: true });
-	const server = createServer((req, res) => {
-		req.socket.setNoDelay(true);
-		forward(req, res, plan, sink).catch((error) => problem(res, 502, "relay_failed", (error as Error).message));
-	});
+	const server = createServer(
+		{ headersTimeout: relayLimits.headersMs, connectionsCheckingInterval: 1_000 },
+		(req, res) => {
+			req.socket.setNoDelay(true);
+			forward(req, res, plan, sink).catch((error) => problem(res, 502, "relay_failed", (error as Error).message));
+		},
+	);
+	server.maxConnections = relayLimits.connections;
 	server.keepAliveTimeout = 60_000;
 	server.on("error", () => {});
 	server.listen(socket);
