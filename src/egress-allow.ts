@@ -118,3 +118,24 @@ export function allowedBy(entries: readonly AllowEntry[], host: string, port: nu
 export function addressListed(entries: readonly AllowEntry[], address: string, port: number): boolean {
 	return entries.some((e) => (e.port === undefined || e.port === port) && addressMatches(e, address));
 }
+
+/** Whether `outer` lets through everything `inner` does (a session's entry within the operator's). */
+function covers(outer: AllowEntry, inner: AllowEntry): boolean {
+	if (outer.port !== undefined && outer.port !== inner.port) return false;
+	if (outer.address) return inner.address !== undefined && addressMatches(outer, inner.host);
+	if (inner.address) return false;
+	if (outer.wildcard) return inner.host.endsWith(`.${outer.host}`);
+	return !inner.wildcard && inner.host === outer.host;
+}
+
+/**
+ * A session's own list (its create body's `sandboxAllowHosts`), which may only narrow the
+ * operator's: the entries of `session` none of the operator's covers, as written (empty when all
+ * are). Throws on an entry that is none of the forms.
+ */
+export function beyondOperator(operator: readonly string[], session: readonly string[]): string[] {
+	const outer = parseAllowHosts(operator);
+	return parseAllowHosts(session)
+		.filter((entry) => !outer.some((o) => covers(o, entry)))
+		.map((entry) => entry.raw);
+}

@@ -38,6 +38,8 @@ export type GatewayErrorCode =
 	| "insufficient_storage"
 	| "not_resumable"
 	| "path_not_allowed"
+	| "egress_not_allowed"
+	| "egress_entry_invalid"
 	| "path_not_found"
 	| "path_outside_root"
 	| "pi_answer_too_large"

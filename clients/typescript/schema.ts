@@ -3047,6 +3047,14 @@ export interface components {
              *     ]
              */
             sandboxReadable?: string[];
+            /**
+             * @description The hosts this session's tools may reach through the egress proxy, within the operator's --sandbox-allow-hosts (same forms: host, *.suffix, address, each with an optional :port, or `registries`); each entry must lie within one of the operator's (403 egress_not_allowed), a malformed one is 400 egress_entry_invalid. `[]`: no network at all. Left out: the operator's list. Sandboxed sessions only
+             * @example [
+             *       "pypi.org:443",
+             *       "files.pythonhosted.org:443"
+             *     ]
+             */
+            sandboxAllowHosts?: string[];
             policies?: components["schemas"]["ApprovalPolicies"];
         };
         /**

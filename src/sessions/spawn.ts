@@ -11,7 +11,7 @@ import { type Area, areaAgentDir, areaCompileCache, areaOf, areaOfCwd, confineTo
 import { SessionBudget } from "./budget.ts";
 import { ClientTools, clientToolsEnv } from "./client-tools.ts";
 import { PolicySet } from "./policies.ts";
-import { type SandboxRelay, sandboxRelay } from "./relay/index.ts";
+import { type SandboxRelay, SessionAllowHosts, sandboxRelay, sessionAllowHosts } from "./relay/index.ts";
 import { agentDir, confinedByConfig, wrapCommand } from "./sandbox.ts";
 import { SandboxReadable, sandboxEnv, sessionReadable } from "./sandbox-view.ts";
 import { sealedRunner } from "./sealed-node.ts";
@@ -74,6 +74,7 @@ export const CreateSessionBody = z
 		clientTools: ClientTools.optional(),
 		budget: SessionBudget.optional(),
 		sandboxReadable: SandboxReadable.optional(),
+		sandboxAllowHosts: SessionAllowHosts.optional(),
 		policies: PolicySet.optional().openapi({
 			description:
 				"Approval policies of this session, tried after the gateway's (--approval-policies-file) and the session's remembered answers. Rules that approve (`allow`, `{value}`) need the scope approvals:answer (403 otherwise)",
@@ -285,12 +286,11 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 	env.PI_CODING_AGENT_DIR = areaAgentDir(config, cwd, agentDir(env));
 	const compileCache = areaCompileCache(config, cwd);
 	env.NODE_COMPILE_CACHE = compileCache;
-	// No key and no network of its own: its model calls go through the gateway's relay (relay/).
-	const relay = sandboxRelay(config, at.id, env, isNode(command as string) ? args : [], nodeOptions.length);
-	// What pi runs and loads, shown read-only where a hide would take it away (a workspace root that
-	// holds the gateway's own install, say): the files named, and the node_modules pi's bundle and
-	// the extensions import from.
-	// pi out of its tools' reach (sealed-node.ts): the gateway's node, run from a copy it cannot read.
+	// No key, no network: model calls go through the relay, tools' requests the egress proxy (relay/).
+	const egress = { ...config, sandboxAllowHosts: sessionAllowHosts(config, body.sandboxAllowHosts) };
+	const relay = sandboxRelay(egress, at.id, env, isNode(command as string) ? args : [], nodeOptions.length);
+	// Shown read-only where a hide would take it away: what pi runs and loads (its files, the
+	// node_modules its bundle and the extensions import from), pi's node (sealed-node.ts: a copy).
 	const runner = command === process.execPath ? sealedRunner() : (command as string);
 	const readable = [runner, ...prefix, ...extensionPaths, installedModules(), relay.forwarder];
 	const paths = { cwd, sessionDir, compileCache, extraReadable, env, sockets: relay.sockets };

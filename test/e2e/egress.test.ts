@@ -155,4 +155,25 @@ describe("tool egress", () => {
 		expect(metrics).toMatch(/pi_gateway_egress_denied_total\{reason="not_allowed"\} 3\b/);
 		expect(metrics).toMatch(/pi_gateway_egress_denied_total\{reason="private_address"\} 1\b/);
 	});
+
+	it("a session narrows the operator's list, and cannot widen it", async () => {
+		const wider = await open.api("/v1/sessions", {
+			method: "POST",
+			json: { sandboxAllowHosts: [`127.0.0.1:${port(other)}`] },
+		});
+		expect(wider.status).toBe(403);
+		expect(wider.body.code).toBe("egress_not_allowed");
+		const garbled = await open.api("/v1/sessions", { method: "POST", json: { sandboxAllowHosts: ["a b"] } });
+		expect(garbled.status).toBe(400);
+		expect(garbled.body.code).toBe("egress_entry_invalid");
+
+		const id = await open.session({ sandboxAllowHosts: [`127.0.0.1:${port(echo)}`] });
+		const out = await tool(
+			open,
+			id,
+			`${curl} -o /dev/null -w 'web=%{http_code}\n' http://127.0.0.1:${port(web)}/narrowed`,
+		);
+		expect(out).toContain("web=403");
+		expect(seen).not.toContain("/narrowed");
+	});
 });

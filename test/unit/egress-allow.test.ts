@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { addressListed, allowedBy, parseAllowHosts, registryHosts } from "../../src/egress-allow.ts";
+import { addressListed, allowedBy, beyondOperator, parseAllowHosts, registryHosts } from "../../src/egress-allow.ts";
 
 // --sandbox-allow-hosts: the forms an entry takes, the preset, and what each lets through.
 describe("the egress allow list", () => {
@@ -57,5 +57,15 @@ describe("the egress allow list", () => {
 		expect(addressListed(entries, "127.0.0.1", 8080)).toBe(true);
 		expect(addressListed(entries, "127.0.0.1", 443)).toBe(false);
 		expect(addressListed(entries, "127.0.0.2", 8080)).toBe(false);
+	});
+
+	it("lets a session's list only narrow the operator's", () => {
+		const operator = ["pypi.org", "*.example.com:443", "127.0.0.1:8080", "registries"];
+		const within = ["pypi.org:443", "a.example.com:443", "*.b.example.com:443", "127.0.0.1:8080", "deb.debian.org:80"];
+		expect(beyondOperator(operator, within)).toEqual([]);
+		expect(beyondOperator(operator, [])).toEqual([]);
+		const beyond = ["*.pypi.org", "example.com:443", "a.example.com", "127.0.0.1", "localhost:8080", "npmjs.org"];
+		expect(beyondOperator(operator, beyond)).toEqual(beyond);
+		expect(() => beyondOperator(operator, ["a b"])).toThrow(/--sandbox-allow-hosts/);
 	});
 });

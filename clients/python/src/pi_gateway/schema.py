@@ -1035,6 +1035,8 @@ class CreateSession(TypedDict, total=False):
     budget: "SessionBudget"
     # Host paths this session's sandbox shows read-only beside the system's allowlist (docs/security.md), checked at each start: absolute and existing (4...
     sandboxReadable: List[str]
+    # The hosts this session's tools may reach through the egress proxy, within the operator's --sandbox-allow-hosts (same forms: host, *.suffix, address...
+    sandboxAllowHosts: List[str]
     policies: "ApprovalPolicies"
 
 
