@@ -116,6 +116,28 @@ describe("model calls through the relay", () => {
 		expect(provider.requests.at(-1)?.body?.messages?.at(-1)?.role).toBe("tool");
 	});
 
+	// An attacker's review: a tool's curl to the relay got the real key back in an upstream's echo of
+	// a query value or a header, and reached any method and path of the account.
+	it("give a tool's curl no key back and no call but the model API's", async () => {
+		const id = await gw.session({ provider: "openai", model: "scripted" });
+		const relay = "http://127.0.0.1:4317/openai";
+		const code = (args: string) => `curl -s -o /dev/null --path-as-is -w '%{http_code}\\n' ${args}`;
+		const auth = `-H "Authorization: Bearer $OPENAI_API_KEY"`;
+		const out = await toolOutput(
+			id,
+			[
+				code(`${auth} "${relay}/models?limit=$OPENAI_API_KEY"`),
+				code(`${auth} -H "x-request-id: $OPENAI_API_KEY" ${relay}/models`),
+				code(`${auth} -X DELETE ${relay}/files/file-abc`),
+				code(`${auth} -X POST ${relay}/batches`),
+				code(`${auth} ${relay}/%2e%2e/%2e%2e/admin/anything`),
+			].join("; "),
+		);
+		expect(out.trim().split("\n")).toEqual(["400", "400", "403", "403", "400"]);
+		const sent = JSON.stringify(provider.requests.map((r) => [r.path, r.headers]));
+		for (const word of ["limit=", "x-request-id", "files", "batches", "admin"]) expect(sent).not.toContain(word);
+	});
+
 	it("count usage at the relay once, and refuse a call made once the budget is spent", async () => {
 		const id = await gw.session({ provider: "p", model: "m", budget: { maxTokens: 1 } });
 		const before = provider.requests.length;
