@@ -5,10 +5,10 @@ import type { Session } from "./session.ts";
 
 /**
  * Per-run limits (issue 31 item 3): turns, tokens, cost and time a run command may spend. Past one
- * the gateway logs `run_limit_reached` and aborts the run, so its result carries `limit`. Counted
- * from the gateway's side of pi's events, which is all it can see: tokens and cost as each model
- * call's usage is reported (an assistant message as it ends, a compaction pi runs in the run as it
- * ends: usageOf), a turn as it starts, time from pi's answer to the command.
+ * the gateway logs `run_limit_reached` and aborts the run, so its result carries `limit`. Tokens
+ * and cost are the session budget's (budget.ts: the relay's figures for a relayed call, pi's report
+ * of the rest, usageOf), taken while the run lasts and checked at each of pi's events; a turn counts
+ * as it starts, time from pi's answer to the command.
  */
 export const RunLimits = z
 	.strictObject({
@@ -112,6 +112,9 @@ export class LimitWatch {
 	#turns = 0;
 	#tokens = 0;
 	#costUsd = 0;
+	/** The session budget's figures when the run's usage was last taken from it. */
+	#budgetTokens = 0;
+	#budgetCostUsd = 0;
 	#hit = false;
 	#startedAt = 0;
 
@@ -140,9 +143,17 @@ export class LimitWatch {
 			this.#turns++;
 			if (maxTurns !== undefined && this.#turns > maxTurns) this.#stop("turns", maxTurns, this.#turns);
 		} else {
-			// Every model call the run makes: its turns, and a compaction pi runs inside it.
-			const { tokens, costUsd } = usageOf(event);
-			if (tokens === 0 && costUsd === 0) return;
+			// Every model call the run makes (its turns, a compaction pi runs inside it, a call a tool or
+			// an extension makes through the relay), as the session's budget counts it: one source per
+			// call (the relay's figures for a relayed call, pi's report for the rest). The budget heard
+			// this event first (it subscribed with the session); what the relay counted since the last
+			// event shows at this one.
+			const { budget } = this.#session;
+			const tokens = budget.usedTokens - this.#budgetTokens;
+			const costUsd = budget.usedCostUsd - this.#budgetCostUsd;
+			if (tokens <= 0 && costUsd <= 0) return;
+			this.#budgetTokens = budget.usedTokens;
+			this.#budgetCostUsd = budget.usedCostUsd;
 			this.#tokens += tokens;
 			this.#costUsd += costUsd;
 			if (maxTokens !== undefined && this.#tokens > maxTokens) this.#stop("tokens", maxTokens, this.#tokens);
@@ -151,8 +162,10 @@ export class LimitWatch {
 		}
 	}
 
-	/** pi took the command: the run's clock starts. */
+	/** pi took the command: the run's clock starts, and its usage counts from the budget's figures now. */
 	#accepted(): void {
+		this.#budgetTokens = this.#session.budget.usedTokens;
+		this.#budgetCostUsd = this.#session.budget.usedCostUsd;
 		const ms = this.#limits.maxDurationMs;
 		this.#startedAt = Date.now();
 		if (ms === undefined) return;
