@@ -31,8 +31,13 @@ export interface EgressSink {
 	denied(denial: EgressDenial): void;
 }
 
-/** Connections one sandbox holds open through its proxy at most (each a socket in the gateway). */
-export const maxEgressConnections = 256;
+/**
+ * One sandbox's proxy holds at most `connections` open, tunnels included (past them a connection is
+ * closed at once; each open tunnel is two descriptors of the gateway's), and a request's headers
+ * come within `headersMs`, as the relay's (an agent's half-sent requests ran the gateway out of file
+ * descriptors there). Package managers open 10 to 50 at once.
+ */
+export const egressLimits = { connections: 64, headersMs: 10_000 };
 const connectTimeoutMs = 30_000;
 
 class Denied extends Error {
@@ -161,7 +166,8 @@ export function openEgressProxy(socket: string, entries: readonly AllowEntry[], 
 	closeEgressProxy(socket);
 	mkdirSync(dirname(socket), { recursive: true, mode: 0o700 });
 	rmSync(socket, { force: true });
-	const server = createServer((req, res) => {
+	const options = { headersTimeout: egressLimits.headersMs, connectionsCheckingInterval: 1_000 };
+	const server = createServer(options, (req, res) => {
 		plain(req, res, entries).catch((error) => {
 			req.resume();
 			const { status, text } = failure(error, sink);
@@ -179,7 +185,7 @@ export function openEgressProxy(socket: string, entries: readonly AllowEntry[], 
 			client.end(statusLine(status, text));
 		});
 	});
-	server.maxConnections = maxEgressConnections;
+	server.maxConnections = egressLimits.connections;
 	server.on("error", () => {});
 	server.listen(socket);
 	servers.set(socket, { server, tunnels });
