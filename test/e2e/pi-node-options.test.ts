@@ -38,7 +38,15 @@ async function nodeFlagsOf(gw: TestGateway, id: string): Promise<{ execArgv: str
 			| string
 			| undefined;
 	}, 10_000);
-	return JSON.parse(line.slice("exec-argv ".length));
+	return operatorFlags(line);
+}
+
+/** pi's report, less the gateway's own flag for a sandboxed pi (the relay's forwarder, loaded first). */
+function operatorFlags(line: string): { execArgv: string[]; nodeOptions: string | null } {
+	const flags = JSON.parse(line.slice("exec-argv ".length)) as { execArgv: string[]; nodeOptions: string | null };
+	const forwarder = flags.execArgv.filter((flag) => /^--import=file:.*relay-forwarder\.mjs/.test(flag));
+	expect(forwarder.length).toBeLessThanOrEqual(1);
+	return { ...flags, execArgv: flags.execArgv.filter((flag) => !forwarder.includes(flag)) };
 }
 
 /** Starts the CLI (`node src/main.ts`) and asks one of its pi children for its flags. */
@@ -81,7 +89,7 @@ async function cli(args: string[], env: NodeJS.ProcessEnv) {
 				| string
 				| undefined;
 		}, 10_000);
-		return JSON.parse(line.slice("exec-argv ".length));
+		return operatorFlags(line);
 	} finally {
 		child.kill("SIGTERM");
 		if (child.exitCode === null) await once(child, "exit");
