@@ -98,7 +98,8 @@ exit 0`;
 export function probeSandbox(): SandboxStatus {
 	const off = (reason: string): SandboxStatus => ({ enabled: false, state: "unavailable", reason });
 	if (process.platform !== "linux") return off(`bubblewrap needs Linux (this is ${process.platform})`);
-	const args = [...baseArgs(), "--tmpfs", "/tmp", ...viewEnd, "--", "sh", "-c", probeScript];
+	// /bin/sh by its path: the sandbox shows the system's folders, not every folder on the caller's PATH.
+	const args = [...baseArgs(), "--tmpfs", "/tmp", ...viewEnd, "--", "/bin/sh", "-c", probeScript];
 	const probe = spawnSync(bwrap, args, { encoding: "utf8", timeout: 10_000 });
 	if (probe.error) {
 		const code = (probe.error as NodeJS.ErrnoException).code;

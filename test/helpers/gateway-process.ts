@@ -82,7 +82,14 @@ export async function launchGateway(options: GatewayProcessOptions): Promise<Gat
 		void exited.then(({ code, signal }) => fail(new Error(`gateway exited (${code ?? signal}): ${stderr}`)));
 	});
 	const listening = logs.find((entry) => entry.msg === "pi-gateway listening");
-	const token = options.token ?? options.clientToken ?? readFileSync(listening?.tokenFile as string, "utf8").trim();
+	let token: string;
+	try {
+		token = options.token ?? options.clientToken ?? readFileSync(listening?.tokenFile as string, "utf8").trim();
+	} catch (error) {
+		// A test that cannot talk to it must not leave it (and its pi children) running.
+		child.kill("SIGKILL");
+		throw error;
+	}
 	const headers = (init?: RequestInit["headers"]) => {
 		const h = new Headers(init);
 		if (!h.has("authorization")) h.set("authorization", `Bearer ${token}`);

@@ -10,20 +10,20 @@ import { resolveSecret } from "./resolve.ts";
  * (`credentialValue`): anything else is refused before a byte leaves.
  */
 
-/** An optional version segment before a model API's path (`/v1`, `/v1beta`, `/openai/v1`). */
-const version = "(?:/openai)?(?:/v\\d+(?:alpha|beta)?\\d*)?";
-const post = (path: string) => ({ method: "POST", path: new RegExp(`^${version}${path}$`) });
-const listModels = { method: "GET", path: new RegExp(`^${version}/models(?:/[^/]+)?$`) };
+/** An optional version segment before a model API's path (`/v1`, `/v1beta`, `/openai/v1`), taken off first. */
+const version = /^(?:\/openai)?(?:\/v\d+(?:alpha|beta)?\d*)?/;
+const post = (path: RegExp) => ({ method: "POST", path });
+const listModels = { method: "GET", path: /^\/models(?:\/[^/]+)?$/ };
 
 /** The (method, path under the base URL) each API kind of pi-ai calls, and the model list. */
 const byApi: Record<string, { method: string; path: RegExp }[]> = {
-	"openai-completions": [post("/chat/completions"), post("/completions"), post("/embeddings")],
-	"mistral-conversations": [post("/chat/completions")],
-	"openai-responses": [post("/responses")],
-	"azure-openai-responses": [post("/responses")],
-	"openai-codex-responses": [post("(?:/codex)?/responses")],
-	"anthropic-messages": [post("/messages"), post("/messages/count_tokens")],
-	"google-generative-ai": [post("/models/[^/:]+:(?:streamGenerateContent|generateContent|countTokens)")],
+	"openai-completions": [post(/^\/chat\/completions$/), post(/^\/completions$/), post(/^\/embeddings$/)],
+	"mistral-conversations": [post(/^\/chat\/completions$/)],
+	"openai-responses": [post(/^\/responses$/)],
+	"azure-openai-responses": [post(/^\/responses$/)],
+	"openai-codex-responses": [post(/^(?:\/codex)?\/responses$/)],
+	"anthropic-messages": [post(/^\/messages$/), post(/^\/messages\/count_tokens$/)],
+	"google-generative-ai": [post(/^\/models\/[^/:]+:(?:streamGenerateContent|generateContent|countTokens)$/)],
 };
 const everyApi = Object.values(byApi).flat();
 
@@ -49,7 +49,8 @@ export function allowed(route: RelayRoute, method: string, path: string): boolea
 		return false;
 	}
 	const rules = route.apis.size === 0 ? everyApi : [...route.apis].flatMap((api) => byApi[api] ?? everyApi);
-	return [listModels, ...rules].some((rule) => rule.method === method && rule.path.test(decoded));
+	const tail = decoded.replace(version, "");
+	return [listModels, ...rules].some((rule) => rule.method === method && rule.path.test(tail));
 }
 
 /** Whether `text` holds something that looks like a placeholder, in any case or percent-encoding. */
