@@ -19,9 +19,12 @@ beforeAll(async () => {
 }, 90_000);
 afterAll(async () => {
 	await chrome?.close();
+	// SIGTERM: each gateway stops its pi children before it exits (a SIGKILL left them writing in
+	// the folder being removed); what is still running after that is killed.
+	for (const gw of started) gw.child.kill("SIGTERM");
+	await Promise.race([Promise.all(started.map((gw) => gw.exited)), new Promise((r) => setTimeout(r, 20_000))]);
 	killAll(started);
-	await Promise.all(started.map((gw) => gw.exited));
-	rmSync(dir, { recursive: true, force: true });
+	rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
 });
 
 async function bannerOf(extra: string[]) {
