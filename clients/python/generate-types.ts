@@ -4,13 +4,16 @@
  * answers are typed from the same spec as the TypeScript one. `npm run spec` runs it (through
  * `npm run clients:types`); test/e2e/client-python.test.ts fails when the checked-in file differs.
  *
- *   node clients/python/generate-types.ts [openapi.yaml] [out.py]
+ * It writes event_types.py beside it too (generate-events.ts: a dataclass per event type).
+ *
+ *   node clients/python/generate-types.ts [openapi.yaml] [schema.py] [event_types.py]
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parse } from "yaml";
+import { generateEvents } from "./generate-events.ts";
 
-type Schema = {
+export type Schema = {
 	$ref?: string;
 	type?: string | string[];
 	enum?: unknown[];
@@ -36,22 +39,26 @@ const identifier = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const literal = (v: unknown) =>
 	typeof v === "string" ? JSON.stringify(v) : v === null ? "None" : v ? "True" : "False";
 
+/** How a `$ref` to a component is written: quoted (a forward reference in schema.py), or `s.Name` elsewhere. */
+type Ref = (name: string) => string;
+const quoted: Ref = (name) => JSON.stringify(name);
+
 /** The Python type of a schema, written inside a string annotation-free context (forward refs quoted). */
-export function pyType(s: Schema | undefined): string {
+export function pyType(s: Schema | undefined, ref: Ref = quoted): string {
 	if (!s || Object.keys(s).length === 0) return "Any";
-	if (s.$ref) return JSON.stringify(s.$ref.split("/").pop());
+	if (s.$ref) return ref(s.$ref.split("/").pop() as string);
 	if (s.const !== undefined) return `Literal[${literal(s.const)}]`;
 	if (s.enum) return `Literal[${s.enum.map(literal).join(", ")}]`;
 	const union = s.oneOf ?? s.anyOf;
-	if (union) return unionOf(union.map(pyType));
-	if (s.allOf?.length === 1) return pyType(s.allOf[0]);
+	if (union) return unionOf(union.map((member) => pyType(member, ref)));
+	if (s.allOf?.length === 1) return pyType(s.allOf[0], ref);
 	if (s.allOf) return "Dict[str, Any]";
-	if (Array.isArray(s.type)) return unionOf(s.type.map((t) => pyType({ ...s, type: t })));
-	const base = scalar(s);
+	if (Array.isArray(s.type)) return unionOf(s.type.map((t) => pyType({ ...s, type: t }, ref)));
+	const base = scalar(s, ref);
 	return s.nullable ? unionOf([base, "None"]) : base;
 }
 
-function scalar(s: Schema): string {
+function scalar(s: Schema, ref: Ref): string {
 	switch (s.type) {
 		case "string":
 			return "str";
@@ -64,10 +71,10 @@ function scalar(s: Schema): string {
 		case "null":
 			return "None";
 		case "array":
-			return `List[${pyType(s.items)}]`;
+			return `List[${pyType(s.items, ref)}]`;
 		case "object":
 			return typeof s.additionalProperties === "object" && !s.properties
-				? `Dict[str, ${pyType(s.additionalProperties)}]`
+				? `Dict[str, ${pyType(s.additionalProperties, ref)}]`
 				: "Dict[str, Any]";
 		default:
 			return "Any";
@@ -157,5 +164,8 @@ if (import.meta.main) {
 	const repo = resolve(import.meta.dirname, "../..");
 	const input = process.argv[2] ?? resolve(repo, "openapi.yaml");
 	const output = process.argv[3] ?? resolve(repo, "clients/python/src/pi_gateway/schema.py");
-	writeFileSync(output, generate(parse(readFileSync(input, "utf8"))));
+	const events = process.argv[4] ?? resolve(repo, "clients/python/src/pi_gateway/event_types.py");
+	const spec = parse(readFileSync(input, "utf8"));
+	writeFileSync(output, generate(spec));
+	writeFileSync(events, generateEvents(spec));
 }

@@ -5,24 +5,26 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { className, eventTypes, generateEvents } from "../../clients/python/generate-events.ts";
 import { generate } from "../../clients/python/generate-types.ts";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
-// The first-party Python client (clients/python, standard library only): its typed schema is
-// what the generator makes of openapi.yaml, pip installs it without the network, and its own
-// unittest program (clients/python/tests) passes against a live gateway with real pi.
+// The first-party Python client (clients/python, standard library only): its typed schema and event
+// classes are what the generator makes of openapi.yaml, every event type has its class, pip installs
+// it without the network, and its own unittest program (clients/python/tests) passes against a live
+// gateway with real pi. Debian's python3 where there is one (the system's, no PyPI), else PATH's.
 const run = promisify(execFile);
 const repo = resolve(import.meta.dirname, "../..");
 const pkg = join(repo, "clients/python");
 const token = "client-py-test-token-0123456789";
-const python = (() => {
+const python = ["/usr/bin/python3", "python3"].find((candidate) => {
 	try {
-		execFileSync("python3", ["-c", "import sys; assert sys.version_info >= (3, 9)"], { stdio: "ignore" });
-		return "python3";
+		execFileSync(candidate, ["-c", "import sys; assert sys.version_info >= (3, 9)"], { stdio: "ignore" });
+		return true;
 	} catch {
-		return undefined;
+		return false;
 	}
-})();
+});
 /**
  * How pip can build the package with no network: from a folder holding a setuptools wheel (build
  * isolation, no index), or with the system's own setuptools and wheel (Debian's python3-setuptools
@@ -33,7 +35,7 @@ const wheels = [process.env.PI_GATEWAY_WHEELS, "/opt/pypi/files"].find(
 );
 const systemBuild = (() => {
 	try {
-		execFileSync("python3", ["-c", "import pip, setuptools, wheel"], { stdio: "ignore" });
+		execFileSync(python ?? "python3", ["-c", "import pip, setuptools, wheel"], { stdio: "ignore" });
 		return true;
 	} catch {
 		return false;
@@ -41,11 +43,46 @@ const systemBuild = (() => {
 })();
 const installMode = wheels ? "wheels" : systemBuild ? "system" : undefined;
 
-it("schema.py is what `npm run clients:types` makes of openapi.yaml", () => {
-	const fresh = generate(parse(readFileSync(join(repo, "openapi.yaml"), "utf8")));
-	expect(fresh === readFileSync(join(pkg, "src/pi_gateway/schema.py"), "utf8"), "run `npm run clients:types`").toBe(
-		true,
-	);
+const spec = parse(readFileSync(join(repo, "openapi.yaml"), "utf8"));
+
+it("schema.py and event_types.py are what `npm run clients:types` makes of openapi.yaml", () => {
+	const schema = readFileSync(join(pkg, "src/pi_gateway/schema.py"), "utf8");
+	expect(generate(spec) === schema, "run `npm run clients:types`").toBe(true);
+	const events = readFileSync(join(pkg, "src/pi_gateway/event_types.py"), "utf8");
+	expect(generateEvents(spec) === events, "run `npm run clients:types`").toBe(true);
+});
+
+it.skipIf(!python)("every event type of openapi.yaml has a class of its own in the Python client", () => {
+	// Read from the spec apart from the generator: StreamEvent's discriminator and each oneOf member's `type`.
+	const schemas = spec.components.schemas;
+	const union = schemas.StreamEvent;
+	const types = new Set<string>(Object.keys(union.discriminator.mapping));
+	for (const member of union.oneOf)
+		for (const t of schemas[member.$ref.split("/").pop()].properties.type.enum) types.add(t);
+	expect(types.size).toBeGreaterThan(40);
+	expect(
+		eventTypes(spec)
+			.map((e) => e.type)
+			.sort(),
+	).toEqual([...types].sort());
+	const script = [
+		"import json, sys",
+		"from pi_gateway.events import EVENT_CLASSES, Event, parse_event",
+		"out = {}",
+		"for t in json.load(sys.stdin):",
+		"    e = parse_event({'type': t}, 1)",
+		"    c = EVENT_CLASSES.get(t, Event)",
+		"    out[t] = [type(e).__name__, c is not Event and type(e) is c, c.TYPE == t]",
+		"print(json.dumps(out))",
+	].join("\n");
+	const stdout = execFileSync(python as string, ["-c", script], {
+		input: JSON.stringify([...types]),
+		env: { ...process.env, PYTHONPATH: join(pkg, "src"), PYTHONDONTWRITEBYTECODE: "1" },
+	});
+	const classes = JSON.parse(stdout.toString()) as Record<string, [string, boolean, boolean]>;
+	for (const type of types) {
+		expect(classes[type], type).toEqual([className(type), true, true]);
+	}
 });
 
 describe.skipIf(!python)("the Python client against a live gateway", () => {
@@ -55,7 +92,7 @@ describe.skipIf(!python)("the Python client against a live gateway", () => {
 	});
 	afterAll(() => gw?.stop());
 
-	it("its unittest programs pass, sync and asyncio (resume rules and early ends on scripted servers; live: gate, streamed prompt, typed events and helpers, cut and resume by POST with one prompt, wait mode, request params, paged list, errors, abort, delete)", async () => {
+	it("its unittest programs pass, sync and asyncio (resume rules and early ends on scripted servers; live: gate, streamed prompt, typed events and helpers, every event type of the served spec typed, cut and resume by POST with one prompt, wait mode, request params, paged list, errors, abort, delete)", async () => {
 		const result = await run(python as string, ["-m", "unittest", "discover", "-v", "-s", join(pkg, "tests")], {
 			cwd: repo,
 			env: {
@@ -66,11 +103,11 @@ describe.skipIf(!python)("the Python client against a live gateway", () => {
 				PI_GATEWAY_TOKEN: token,
 				PI_GATEWAY_WORKSPACE: gw.workspace,
 			},
-			// 21 tests, sync and asyncio, each against real pi: about a minute alone, more on a busy machine.
+			// 22 tests, sync and asyncio, each against real pi: about a minute alone, more on a busy machine.
 			timeout: 270_000,
 		}).catch((error) => error);
 		expect(result.stderr, result.stdout).toMatch(/\nOK\n$/);
-		expect(result.stderr).toMatch(/^Ran 21 tests/m);
+		expect(result.stderr).toMatch(/^Ran 22 tests/m);
 	}, 300_000);
 
 	it.skipIf(!installMode)(

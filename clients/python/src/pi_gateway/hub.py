@@ -4,7 +4,8 @@ That stream is live only, so a reconnect alone would lose what happened meanwhil
 id is ``<sessionId>:<seq>`` and the new connection's ``stream_open`` lists every session's last
 sequence number. For each session that moved on, the missing events are read from the session's
 own stream (``?after=`` the last one yielded, up to the listed number), then the live stream goes
-on, dropping what was already yielded. A session deleted during the cut is lost.
+on, dropping what was already yielded. A session deleted during the cut is lost. Events are typed
+(``events.parse_event``), dicts as well.
 """
 
 import http.client
@@ -14,6 +15,7 @@ import time
 from typing import Any, Dict, Iterator, Optional, Set, Tuple
 
 from .errors import Aborted, GatewayError, StreamInterrupted
+from .events import parse_event
 from .sse import parse_chunks
 from .transport import AbortSignal, Transport
 
@@ -45,7 +47,7 @@ def all_events(transport: Transport, types: Optional[str] = None, signal: Option
                     else:
                         for s in event.get("sessions") or []:
                             positions[s["id"]] = s["lastEventId"]
-                        yield None, None, event
+                        yield None, None, parse_event(event)
                     opened = True
                     continue
                 if kind == "dropped":
@@ -58,9 +60,9 @@ def all_events(transport: Transport, types: Optional[str] = None, signal: Option
                     if seq <= positions.get(sid, -1):
                         continue
                     positions[sid] = seq
-                    yield sid, seq, event
+                    yield sid, seq, parse_event(event, seq)
                 else:
-                    yield None, None, event
+                    yield None, None, parse_event(event)
             if closing:
                 return
         except GatewayError as error:
@@ -103,7 +105,7 @@ def _backfill(transport: Transport, open_event: Dict[str, Any], positions: Dict[
                 if positions.get(sid, -1) < seq <= last:
                     positions[sid] = seq
                     if wanted is None or event.get("type") in wanted or event.get("type") in _ALWAYS:
-                        yield sid, seq, event
+                        yield sid, seq, parse_event(event, seq)
                 if seq >= last:
                     break
         finally:
