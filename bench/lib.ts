@@ -5,7 +5,7 @@ import { type IncomingMessage, request } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { bundledPiCli, demoExtensionPath } from "../src/sessions/spawn.ts";
+import { bundledPiCli, demoExtensionPath } from "../src/sessions/process/spawn.ts";
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const stubPi = join(root, "bench", "stub-pi.mjs");

@@ -7,7 +7,7 @@
 import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
 import { createInterface } from "node:readline";
-import { bundledPiCli } from "../src/sessions/spawn.ts";
+import { bundledPiCli } from "../src/sessions/process/spawn.ts";
 import { treeCpuSeconds } from "./peers-proc.ts";
 import { deltaClock, type PromptTiming, piAgentDir } from "./peers-servers.ts";
 

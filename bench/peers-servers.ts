@@ -23,7 +23,7 @@ import { request } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { bundledPiCli } from "../src/sessions/spawn.ts";
+import { bundledPiCli } from "../src/sessions/process/spawn.ts";
 import { api, now, openSse, readSse, startGatewayProcess } from "./lib.ts";
 import { childrenOf, processTree } from "./peers-proc.ts";
 import { scriptedModelId, tokenText } from "./scripted-openai.ts";

@@ -31,8 +31,8 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { defaultPiNodeOptions } from "../src/child-env.ts";
-import { bundledPiCli, demoExtensionPath } from "../src/sessions/spawn.ts";
+import { defaultPiNodeOptions } from "../src/config/child-env.ts";
+import { bundledPiCli, demoExtensionPath } from "../src/sessions/process/spawn.ts";
 import { api, now, openSse, percentile, procStats, readPipe, readSse, startGatewayProcess } from "./lib.ts";
 
 /** CPU seconds of a process itself and of its reaped children (clock ticks of 10 ms). */

@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createKey } from "../src/http/auth/keys.ts";
-import { compileOutputSchema, maxCheckSteps } from "../src/sessions/run-output.ts";
+import { compileOutputSchema, maxCheckSteps } from "../src/sessions/runs/run-output.ts";
 import { hostileOutputSchemas, hostileToolParameters } from "../test/helpers/hostile-schemas.ts";
 import { percentile, procStats, settledMemory, startGatewayProcess } from "./lib.ts";
 

@@ -10,7 +10,7 @@
  */
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
 
-/** Kept in step with src/sessions/client-tools.ts (an extension imports nothing of the gateway's). */
+/** Kept in step with src/sessions/dialogs/client-tools.ts (an extension imports nothing of the gateway's). */
 const dialogTitle = "pi-gateway client tool";
 const envName = "PI_CLIENT_TOOLS";
 

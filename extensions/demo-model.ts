@@ -188,7 +188,7 @@ function streamDemo(model: Model<string>, context: { messages: unknown[] }, opti
 	return stream;
 }
 
-/** Where pi-gateway's structured-output text begins (src/sessions/run-output.ts, instructionMarker). */
+/** Where pi-gateway's structured-output text begins (src/sessions/runs/run-output.ts, instructionMarker). */
 const outputMarker = "[pi-gateway structured output]";
 
 /**

@@ -9,9 +9,9 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pino from "pino";
 import { stringify } from "yaml";
-import { createApp } from "../src/app.ts";
-import { parseConfig } from "../src/config.ts";
-import { SessionRegistry } from "../src/sessions/registry.ts";
+import { createApp } from "../src/app/app.ts";
+import { parseConfig } from "../src/config/config.ts";
+import { SessionRegistry } from "../src/sessions/registry/registry.ts";
 import { sqliteSessions } from "../src/store/sqlite/sessions.ts";
 
 /** The document the app serves at /openapi.json (or /openapi-3.0.json), as YAML: what is checked in is what is served. */

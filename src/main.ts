@@ -1,13 +1,13 @@
 import { createRequire } from "node:module";
 import { setFlagsFromString } from "node:v8";
 import { ZodError } from "zod";
+import type { startGateway } from "./app/server.ts";
+import { startupNotices } from "./app/startup-notices.ts";
+import { keysCommand } from "./cli/keys.ts";
 import { databaseUrlOnArgv, hasPassword } from "./cluster/credentials.ts";
-import { parseConfig } from "./config.ts";
-import { help } from "./config-help.ts";
-import { explainConfigError, printConfig, readSettings, type Settings, settingsReport } from "./config-sources.ts";
-import { keysCommand } from "./keys-command.ts";
-import type { startGateway } from "./server.ts";
-import { startupNotices } from "./startup-notices.ts";
+import { parseConfig } from "./config/config.ts";
+import { help } from "./config/help.ts";
+import { explainConfigError, printConfig, readSettings, type Settings, settingsReport } from "./config/sources.ts";
 
 /** package.json sits one folder up from both src/main.ts (npm start) and dist/main.js (the bin). */
 const version: string = createRequire(import.meta.url)("../package.json").version;
@@ -28,7 +28,7 @@ async function main(): Promise<void> {
 		process.exit(0);
 	}
 	if (process.argv[2] === "backup" || process.argv[2] === "restore") {
-		(await import("./backup.ts")).backupCli(process.argv[2], process.argv.slice(3));
+		(await import("./cli/backup.ts")).backupCli(process.argv[2], process.argv.slice(3));
 		return;
 	}
 	if (process.argv[2] === "keys") {
@@ -66,7 +66,7 @@ async function main(): Promise<void> {
 		const urlOnArgv = url?.from === "flag" && typeof url.raw === "string" && hasPassword(url.raw);
 		if (urlOnArgv) console.error(`pi-gateway: WARNING: ${databaseUrlOnArgv}`);
 		// Loaded only to start: --help, --print-config, keys and a bad flag answer without the server's code.
-		const server = await import("./server.ts");
+		const server = await import("./app/server.ts");
 		gateway = await server.startGateway(settings.input, undefined, {
 			tokenFrom: settings.tokenOnArgv ? "argv" : "env",
 			databasePasswordOnArgv: urlOnArgv,

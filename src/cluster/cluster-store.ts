@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { StoredSession, Tombstone } from "../sessions/session-store.ts";
+import type { StoredSession, Tombstone } from "../sessions/registry/index.ts";
 import type { FolderStore } from "./folder-store.ts";
 import type { MembershipStore } from "./membership.ts";
 

@@ -3,12 +3,16 @@
 // forwarding, peers and notifications are beside it in this folder.
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { Logger } from "pino";
-import type { Config } from "../config.ts";
-import { GatewayError } from "../errors.ts";
-import { type SessionAccess, type SessionAccessRecord, SessionGrant } from "../sessions/access.ts";
-import type { PolicyEngine } from "../sessions/policy-engine.ts";
-import { parseStoredRecord } from "../sessions/records.ts";
-import type { SessionRegistry } from "../sessions/registry.ts";
+import type { Config } from "../config/config.ts";
+import type { PolicyEngine } from "../sessions/dialogs/index.ts";
+import type { SessionRegistry } from "../sessions/registry/index.ts";
+import {
+	parseStoredRecord,
+	type SessionAccess,
+	type SessionAccessRecord,
+	SessionGrant,
+} from "../sessions/registry/index.ts";
+import { GatewayError } from "../shared/errors.ts";
 import type { Claim, ClusterStore, PagedRow, RowQuery } from "./cluster-store.ts";
 import { Fence } from "./fence.ts";
 import { reportFolder } from "./folder-adoption.ts";

@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { Config } from "../config.ts";
+import type { Config } from "../config/config.ts";
 
 /**
  * Where a cluster node's two secrets come from, and what they are never allowed to be: on a

@@ -1,8 +1,7 @@
 import type { Logger } from "pino";
-import type { Config } from "../config.ts";
-import type { FolderRestoreReport } from "../sessions/folder-report.ts";
-import type { Session } from "../sessions/session.ts";
-import type { StoredSession } from "../sessions/session-store.ts";
+import type { Config } from "../config/config.ts";
+import type { StoredSession } from "../sessions/registry/index.ts";
+import type { FolderRestoreReport, Session } from "../sessions/session/index.ts";
 import { restoreFolder } from "../workspace/folder-restore.ts";
 import { displayPath } from "../workspace/folder-scan.ts";
 import { placeFolder, realRoot } from "./folder-home.ts";

@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import { lstatSync, mkdirSync, realpathSync } from "node:fs";
 import { readFile, rename, unlink, writeFile } from "node:fs/promises";
 import { basename, dirname, join, posix, resolve } from "node:path";
-import type { Config } from "../config.ts";
-import { isInside } from "../sessions/spawn.ts";
+import type { Config } from "../config/config.ts";
+import { isInside } from "../sessions/process/index.ts";
 
 /**
  * Where a session taken over from another node works on this one. The stored cwd names the old

@@ -1,4 +1,4 @@
-import type { Session } from "../sessions/session.ts";
+import type { Session } from "../sessions/session/index.ts";
 import {
 	chunkHashes,
 	displayPath,

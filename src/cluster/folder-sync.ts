@@ -1,16 +1,14 @@
 import type { Logger } from "pino";
-import type { Config } from "../config.ts";
-import type { FolderRestoreReport } from "../sessions/folder-report.ts";
-import type { SessionRegistry } from "../sessions/registry.ts";
-import type { Session } from "../sessions/session.ts";
-import type { StoredSession } from "../sessions/session-store.ts";
+import type { Config } from "../config/config.ts";
+import type { SessionRegistry, StoredSession } from "../sessions/registry/index.ts";
+import type { FolderRestoreReport, Session } from "../sessions/session/index.ts";
 import { type ScanResult, scanFolder } from "../workspace/folder-scan.ts";
 import { adoptFolder } from "./folder-adoption.ts";
 import { realRoot } from "./folder-home.ts";
 import { emit, emptyHeld, failedEvent, type Held, heldOf, overCapEvent, plan } from "./folder-manifest.ts";
 import type { FolderStore } from "./folder-store.ts";
 
-export type { FolderRestoreReport } from "../sessions/folder-report.ts";
+export type { FolderRestoreReport } from "../sessions/session/index.ts";
 
 /**
  * Cluster mode: a session's folder follows the session to another node, through PostgreSQL (the

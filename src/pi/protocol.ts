@@ -1,6 +1,6 @@
 import type { RpcExtensionUIRequest } from "@earendil-works/pi-coding-agent";
 import { z } from "@hono/zod-openapi";
-import { matching } from "../patterns.ts";
+import { matching } from "./patterns.ts";
 
 /**
  * pi's RPC commands (docs/rpc-commands.md of pi 1.6), as zod schemas of their fields without

@@ -1,4 +1,4 @@
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../shared/errors.ts";
 
 /**
  * A write to gateway.db that the answer depends on (an Idempotency-Key claimed, a grant stored):

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../shared/errors.ts";
 import { type CreateWebhookBody, StaticWebhook } from "./schemas.ts";
 import type { SharedWebhooks } from "./shared.ts";
 import type { StoredWebhook, WebhookStore } from "./store.ts";

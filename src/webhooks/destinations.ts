@@ -1,8 +1,8 @@
 import { lookup as dnsLookup } from "node:dns/promises";
 import { BlockList, isIP } from "node:net";
 import { networkInterfaces } from "node:os";
-import { defaultRefusal, type Interfaces } from "../address-ranges.ts";
-import { embeddedIPv4 } from "../embedded-ipv4.ts";
+import { defaultRefusal, type Interfaces } from "../net/address-ranges.ts";
+import { embeddedIPv4 } from "../net/embedded-ipv4.ts";
 
 export { embeddedIPv4 };
 

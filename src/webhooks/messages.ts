@@ -1,4 +1,4 @@
-import { eventJson, type LoggedEvent } from "../sessions/event-log.ts";
+import { eventJson, type LoggedEvent } from "../sessions/events/index.ts";
 import type { WebhookEventType } from "./schemas.ts";
 
 const sessionLinks = (sessionId: string) => ({ session: `/v1/sessions/${sessionId}` });

@@ -5,8 +5,8 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { Webhook as Signer } from "standardwebhooks";
-import { GatewayError } from "../errors.ts";
-import type { LoggedEvent } from "../sessions/event-log.ts";
+import type { LoggedEvent } from "../sessions/events/index.ts";
+import { GatewayError } from "../shared/errors.ts";
 import { fieldsOf, WebhookDefinitions } from "./definitions.ts";
 import { DestinationError, type DestinationOptions, Destinations } from "./destinations.ts";
 import { Handover } from "./handover.ts";

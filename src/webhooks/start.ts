@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
-import type { Config } from "../config.ts";
-import type { SessionRegistry } from "../sessions/registry.ts";
+import type { Config } from "../config/config.ts";
+import type { SessionRegistry } from "../sessions/registry/index.ts";
 import { hasGit } from "../workspace/git.ts";
 import { DestinationError, Destinations } from "./destinations.ts";
 import { WebhookService } from "./service.ts";

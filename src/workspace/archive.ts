@@ -2,7 +2,7 @@ import { constants } from "node:fs";
 import { lstat, open, readlink } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { createGzip } from "node:zlib";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../shared/errors.ts";
 import { fdPath, folderOf, isInside, openFolderInside } from "./paths.ts";
 import { headerOf, padding, type TarEntry, trailer } from "./tar.ts";
 

@@ -2,10 +2,16 @@ import { type ChildProcessByStdio, spawn } from "node:child_process";
 import { accessSync, closeSync, constants, existsSync, realpathSync } from "node:fs";
 import { delimiter, join, sep } from "node:path";
 import type { Readable, Writable } from "node:stream";
-import type { Config } from "../config.ts";
-import { openCheckedFolder } from "../sessions/areas.ts";
-import { confinedByConfig, holdingArgs, secretFiles } from "../sessions/sandbox.ts";
-import { shownBySystem, systemView, viewEnd } from "../sessions/sandbox-view.ts";
+import type { Config } from "../config/config.ts";
+import {
+	confinedByConfig,
+	holdingArgs,
+	openCheckedFolder,
+	secretFiles,
+	shownBySystem,
+	systemView,
+	viewEnd,
+} from "../sessions/process/index.ts";
 
 /**
  * The gateway's own tools (git for changes, ripgrep for search) on the agent's bytes, inside

@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../shared/errors.ts";
 import type { Confinement } from "./confined.ts";
 import { runToolOffLoop } from "./tool-spawner.ts";
 

@@ -1,5 +1,5 @@
 import { lstat, opendir } from "node:fs/promises";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../shared/errors.ts";
 import { openInside, resolveWorkspacePath, viaFd } from "./paths.ts";
 
 export type EntryType = "file" | "dir" | "symlink" | "other";

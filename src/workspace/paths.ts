@@ -2,7 +2,7 @@ import type { Dir } from "node:fs";
 import { constants } from "node:fs";
 import { type FileHandle, lstat, open, opendir, readlink, realpath } from "node:fs/promises";
 import { isAbsolute, posix, sep } from "node:path";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../shared/errors.ts";
 
 /**
  * The one way a user string becomes a file of a session's folder. Every workspace route goes

@@ -1,7 +1,7 @@
 import type { Stats } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { extname } from "node:path";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../shared/errors.ts";
 import { openInside, resolveWorkspacePath } from "./paths.ts";
 
 /** A strong validator from what changes when a file is rewritten (inode, size, modification time in ns). */

@@ -1,7 +1,7 @@
 import { accessSync, constants } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { delimiter, join } from "node:path";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../shared/errors.ts";
 import type { Confinement } from "./confined.ts";
 import { globMatcher } from "./glob.ts";
 import { fdPath, folderOf, isInside, openFolderInside } from "./paths.ts";

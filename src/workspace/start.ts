@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
-import type { Config } from "../config.ts";
-import type { SessionRegistry } from "../sessions/registry.ts";
-import { gatesSnapshots } from "../sessions/spawn.ts";
+import type { Config } from "../config/config.ts";
+import { gatesSnapshots } from "../sessions/process/index.ts";
+import type { SessionRegistry } from "../sessions/registry/index.ts";
 import { confinementOf } from "./confined.ts";
 import type { RunArchive } from "./run-archive.ts";
 import { isSnapshotGate } from "./snapshot-gate.ts";

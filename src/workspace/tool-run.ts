@@ -1,5 +1,5 @@
 import { threadId } from "node:worker_threads";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../shared/errors.ts";
 import { type Confinement, spawnConfined, type Tool, type ToolProcess } from "./confined.ts";
 
 /** One run of a confined tool to its end: what git.ts asks, here or in the spawner thread. */

@@ -2,8 +2,8 @@
 // one, the pre-run one — awaited, or held against pi's first tool call by the snapshot gate — the
 // settle, and reads), all over the same few maps; git's work is snapshots.ts, diffs are changes.ts.
 import type { Logger } from "pino";
-import { GatewayError } from "../errors.ts";
-import { eventJson, type LoggedEvent } from "../sessions/event-log.ts";
+import { eventJson, type LoggedEvent } from "../sessions/events/index.ts";
+import { GatewayError } from "../shared/errors.ts";
 import { type ChangeLimits, type ChangeStatus, changedPaths, changesBetween } from "./changes.ts";
 import type { Confinement } from "./confined.ts";
 import { hasGit } from "./git.ts";

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { constants } from "node:fs";
 import { type FileHandle, lstat, mkdir, open, realpath, rename, unlink } from "node:fs/promises";
 import type { Readable } from "node:stream";
-import { GatewayError } from "../errors.ts";
+import { GatewayError } from "../shared/errors.ts";
 import { assertOpenedInside, folderOf, isInside, normalizeWorkspacePath, notFound, outside, viaFd } from "./paths.ts";
 import { etagOf } from "./reading.ts";
 

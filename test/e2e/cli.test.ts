@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConfigSchema } from "../../src/config.ts";
+import { ConfigSchema } from "../../src/config/config.ts";
 import { createKey } from "../../src/http/auth/keys.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { type GatewayProcess, killAll, launchGateway } from "../helpers/gateway-process.ts";

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bundledPiCli } from "../../src/sessions/spawn.ts";
+import { bundledPiCli } from "../../src/sessions/process/spawn.ts";
 import { fixtures, startTestGateway, stdinRecord, type TestGateway, until } from "../helpers/gateway.ts";
 
 // Real pi (behind a stdin recorder) with the offline demo model, over real HTTP.

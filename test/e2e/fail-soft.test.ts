@@ -3,8 +3,8 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { startGateway } from "../../src/server.ts";
-import type { SessionRegistry } from "../../src/sessions/registry.ts";
+import { startGateway } from "../../src/app/server.ts";
+import type { SessionRegistry } from "../../src/sessions/registry/registry.ts";
 import type { SqliteStore } from "../../src/store/sqlite/sessions.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 

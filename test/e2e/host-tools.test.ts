@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { probeSandbox } from "../../src/sessions/sandbox.ts";
+import { probeSandbox } from "../../src/sessions/process/sandbox.ts";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // The gateway's own tools (git for changes, ripgrep for search) on what the agent wrote, in the

@@ -17,7 +17,7 @@ import { Readable } from "node:stream";
 import { promisify } from "node:util";
 import { createGunzip } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Gateway, startGateway } from "../../src/server.ts";
+import { type Gateway, startGateway } from "../../src/app/server.ts";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // Issue 29, item 6: the hostile-agent battery. A gateway started as README starts it (no

@@ -2,8 +2,8 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ConfigInput } from "../../src/config.ts";
-import { bundledPiCli } from "../../src/sessions/spawn.ts";
+import type { ConfigInput } from "../../src/config/config.ts";
+import { bundledPiCli } from "../../src/sessions/process/spawn.ts";
 import { fixtures, startTestGateway, stdinRecord, type TestGateway, until } from "../helpers/gateway.ts";
 
 // Real pi behind a stdin recorder: a replayed answer must not send anything to pi again.

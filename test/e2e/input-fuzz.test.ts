@@ -4,11 +4,11 @@ import { isAbsolute, join } from "node:path";
 import fc from "fast-check";
 import pino from "pino";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type App, createApp } from "../../src/app.ts";
-import { parseConfig } from "../../src/config.ts";
+import { type App, createApp } from "../../src/app/app.ts";
+import { parseConfig } from "../../src/config/config.ts";
 import { type CommandType, commandFields } from "../../src/pi/protocol.ts";
-import { SessionRegistry } from "../../src/sessions/registry.ts";
-import { isInside } from "../../src/sessions/spawn.ts";
+import { isInside } from "../../src/sessions/process/paths.ts";
+import { SessionRegistry } from "../../src/sessions/registry/registry.ts";
 import { sqliteSessions } from "../../src/store/sqlite/sessions.ts";
 import { fixtures } from "../helpers/gateway.ts";
 

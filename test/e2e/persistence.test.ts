@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ConfigInput } from "../../src/config.ts";
+import type { ConfigInput } from "../../src/config/config.ts";
 import { alive, runEnded, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { collect } from "../helpers/sse.ts";
 

@@ -4,8 +4,8 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { defaultPiNodeOptions } from "../../src/child-env.ts";
-import { type ConfigInput, parseConfig } from "../../src/config.ts";
+import { defaultPiNodeOptions } from "../../src/config/child-env.ts";
+import { type ConfigInput, parseConfig } from "../../src/config/config.ts";
 import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // Node's flags for pi children (--pi-node-options), read from inside pi: an extension in pi's agent

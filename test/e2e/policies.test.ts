@@ -2,8 +2,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startGateway } from "../../src/app/server.ts";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { startGateway } from "../../src/server.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // Real pi with the shipped permission gate: rules answer dialogs with nobody watching.

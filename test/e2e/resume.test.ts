@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { fetchEventSource } from "@microsoft/fetch-event-source";
 import { createEventSource } from "eventsource-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bundledPiCli } from "../../src/sessions/spawn.ts";
+import { bundledPiCli } from "../../src/sessions/process/spawn.ts";
 import { fixtures, startTestGateway, stdinRecord, type TestGateway, until } from "../helpers/gateway.ts";
 import { collect as readSse } from "../helpers/sse.ts";
 import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.ts";

@@ -3,7 +3,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { startGateway } from "../../src/server.ts";
+import { startGateway } from "../../src/app/server.ts";
 
 // The start-up probe asks whether the sandbox HOLDS, not whether bwrap runs: a bwrap that runs
 // but leaves the tools their capabilities (as bwrap did for root before issue 20) is "unavailable",

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync
 import { dirname, join, relative, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { etcShown } from "../../src/sessions/sandbox-view.ts";
+import { etcShown } from "../../src/sessions/process/sandbox-view.ts";
 import { cannotRunAsNobody, type GatewayAsNobody, startGatewayAsNobody } from "../helpers/gateway-as-user.ts";
 import { type GatewayProcess, killAll, launchGateway } from "../helpers/gateway-process.ts";
 import { hasCommand } from "../helpers/host.ts";

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGateway } from "../../src/server.ts";
+import { startGateway } from "../../src/app/server.ts";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // What a sandboxed pi (and every tool it runs) can and cannot touch, seen from its own bash tool.

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { compileOutputSchema, maxCheckSteps } from "../../src/sessions/run-output.ts";
+import { compileOutputSchema, maxCheckSteps } from "../../src/sessions/runs/run-output.ts";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { anyOfChain, hostileOutputSchemas, hostileToolParameters } from "../helpers/hostile-schemas.ts";
 

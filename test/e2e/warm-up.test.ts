@@ -6,8 +6,8 @@ import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ScriptedModel, startScriptedModel } from "../../bench/scripted-openai.ts";
 import { apiChunk, chunksDir, warmedApis } from "../../extensions/warm-up.ts";
-import { parseConfig } from "../../src/config.ts";
-import { bundledPiCli, planSpawn, warmUpPath } from "../../src/sessions/spawn.ts";
+import { parseConfig } from "../../src/config/config.ts";
+import { bundledPiCli, planSpawn, warmUpPath } from "../../src/sessions/process/spawn.ts";
 import { fixtures, until } from "../helpers/gateway.ts";
 
 // pi imports the code for a model's API at the first prompt that needs it; extensions/warm-up.ts,

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Webhook } from "standardwebhooks";
 import { afterAll, describe, expect, it } from "vitest";
-import type { ConfigInput } from "../../src/config.ts";
+import type { ConfigInput } from "../../src/config/config.ts";
 import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { type Received, startReceiver } from "../helpers/receiver.ts";
 

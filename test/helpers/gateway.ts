@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import pino from "pino";
 import { expect } from "vitest";
-import type { ConfigInput } from "../../src/config.ts";
-import { type Gateway, startGateway } from "../../src/server.ts";
+import { type Gateway, startGateway } from "../../src/app/server.ts";
+import type { ConfigInput } from "../../src/config/config.ts";
 import { assertConforms } from "./openapi-validate.ts";
 
 export const fixtures = resolve(import.meta.dirname, "../fixtures");

@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process";
  * beside the tests (a developer's, another CI job's) does not fail it.
  *
  * "Own" is told by ancestry, since nothing else marks them: pi's environment is an allow-list
- * (src/child-env.ts, PI_GATEWAY_* never reaches it) and each pi leads its own process group. A pi
+ * (src/config/child-env.ts, PI_GATEWAY_* never reaches it) and each pi leads its own process group. A pi
  * process (anything with `--mode rpc` in its argv: pi, a stub, bwrap or a recorder in front of
  * one) is the suite's when the suite's main process is among its ancestors, or when it is an
  * orphan: its chain of pi processes hangs off pid 1 (or nothing), which is where a leaked child

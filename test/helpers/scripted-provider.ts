@@ -5,7 +5,7 @@
  * after the tool's result it answers `done: <result>`), anything else with `echo: <text>`. Streamed
  * (SSE with a final usage chunk) or not, as asked; usage is 10 prompt tokens + 5 completion tokens.
  */
-import { createServer, type IncomingHttpHeaders } from "node:http";
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
 export interface ScriptedProvider {
@@ -34,7 +34,10 @@ function answerFor(body: any): { text?: string; bash?: string } {
 	return { text: `echo: ${text}` };
 }
 
-export async function startScriptedProvider(): Promise<ScriptedProvider> {
+/** A test's own answer to a request (its parsed body given), before the script's: true when it answered. */
+export type ScriptedOverride = (body: any, req: IncomingMessage, res: ServerResponse) => boolean;
+
+export async function startScriptedProvider(override?: ScriptedOverride): Promise<ScriptedProvider> {
 	const requests: ScriptedProvider["requests"] = [];
 	let next = 0;
 	const server = createServer(async (req, res) => {
@@ -45,6 +48,7 @@ export async function startScriptedProvider(): Promise<ScriptedProvider> {
 			body = JSON.parse(Buffer.concat(parts).toString("utf8"));
 		} catch {}
 		requests.push({ path: req.url ?? "", headers: req.headers, body });
+		if (override?.(body, req, res)) return;
 		if (req.method !== "POST" || !(req.url ?? "").startsWith("/v1/chat/completions")) {
 			res.writeHead(404, { "content-type": "application/json" });
 			res.end(JSON.stringify({ error: { message: "not found" } }));

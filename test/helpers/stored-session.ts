@@ -1,4 +1,4 @@
-import type { StoredSession } from "../../src/sessions/session-store.ts";
+import type { StoredSession } from "../../src/sessions/registry/session-store.ts";
 
 /** A session record as a store keeps it (the store tests of SQLite and PostgreSQL write and read these). */
 export const storedSession = (id: string, persist: boolean, createdAt: string): StoredSession => ({

@@ -1,7 +1,7 @@
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
-import { ConfigSchema, shareOf } from "../../src/config.ts";
-import type { Approval } from "../../src/sessions/approvals.ts";
+import { ConfigSchema, shareOf } from "../../src/config/config.ts";
+import type { Approval } from "../../src/sessions/dialogs/approvals.ts";
 import { SqliteAccessStore } from "../../src/store/sqlite/access.ts";
 import { SqliteApprovalHistory } from "../../src/store/sqlite/approval-history.ts";
 

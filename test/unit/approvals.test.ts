@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { GatewayError } from "../../src/errors.ts";
 import type { DialogRequest, UiRequest } from "../../src/pi/protocol.ts";
-import { type Approval, ApprovalAnswer, Approvals, pageOf } from "../../src/sessions/approvals.ts";
-import { applyUiRequest, emptyUiState } from "../../src/sessions/ui-state.ts";
+import { type Approval, ApprovalAnswer, Approvals, pageOf } from "../../src/sessions/dialogs/approvals.ts";
+import { applyUiRequest, emptyUiState } from "../../src/sessions/session/ui-state.ts";
+import { GatewayError } from "../../src/shared/errors.ts";
 
 type Told = { event: "requested" | "resolved"; id: string; status: string; response?: Record<string, unknown> };
 

@@ -17,13 +17,14 @@ import { describe, expect, it } from "vitest";
  * among themselves. Persistence follows it: an area (sessions, workspace, webhooks, cluster,
  * http/idempotency, http/observability) declares the store it needs as an interface in its own
  * folder, src/store/ implements it with the area's types, and only the composition root
- * (server.ts, stores.ts) names the concrete classes and passes them in. So store sits above the
+ * (app/server.ts, app/stores.ts) names the concrete classes and passes them in. So store sits above the
  * areas whose interfaces it implements, and no area imports it.
  *
- *   base      src/config.ts, src/config-*.ts, src/errors.ts, src/patterns.ts, src/child-env.ts, src/limits.ts, src/layout-check.ts,
- *             src/address-ranges.ts, src/embedded-ipv4.ts, src/egress-allow.ts
+ *   base      src/config/**        (settings and their sources, limits, pi's environment, the layout check),
+ *             src/shared/**        (errors, slabs), src/net/** (address ranges, egress allowlists)
  *   pi        src/pi/**            (the child process and its JSONL protocol)
- *   sessions  src/sessions/**      (sessions, approvals, the registry, and the interfaces of their stores)
+ *   sessions  src/sessions/**      (rooms: session, process, runs, dialogs, events, registry, relay, schemas;
+ *                                  each with one door, index.ts, the only file the rest of src imports)
  *   workspace src/workspace/**     (a session's folder: paths, files, search, archive, snapshots and changes)
  *   webhooks  src/webhooks/**      (deliveries: they follow sessions' events, HTTP routes manage them)
  *   cluster   src/cluster/**       (membership, fence, forwarding: where a session lives among nodes)
@@ -33,35 +34,28 @@ import { describe, expect, it } from "vitest";
  *                                  gateway.db, postgres/ is cluster mode; each side's schema.ts lists every table)
  *   acp       src/acp/**           (the ACP bridge: an HTTP client of the gateway, so it imports nothing
  *                                  of the server; only src/acp/ itself)
- *   app       src/app.ts, src/server.ts, src/stores.ts, src/main.ts, src/token.ts, src/keys-command.ts (wiring and startup)
+ *   app       src/app/**           (the composition root: app, server, stores, token, start-up notices),
+ *             src/cli/**           (`keys`, `backup`), src/main.ts (the only file at the root: the entry)
  */
 const layers = ["base", "pi", "sessions", "workspace", "webhooks", "cluster", "http", "store", "acp", "app"] as const;
 type Layer = (typeof layers)[number];
 
 const src = resolve(import.meta.dirname, "../../src");
-const topLevel: Record<string, Layer> = {
-	"config.ts": "base",
-	"errors.ts": "base",
-	"patterns.ts": "base",
-	"limits.ts": "base",
-	"child-env.ts": "base",
-	"slabs.ts": "base",
-	"layout-check.ts": "base",
-	"address-ranges.ts": "base",
-	"embedded-ipv4.ts": "base",
-	"egress-allow.ts": "base",
-	"config-names.ts": "base",
-	"config-file.ts": "base",
-	"config-help.ts": "base",
-	"config-sources.ts": "base",
-	"app.ts": "app",
-	"server.ts": "app",
-	"main.ts": "app",
-	"token.ts": "app",
-	"startup-notices.ts": "app",
-	"backup.ts": "app",
-	"stores.ts": "app",
-	"keys-command.ts": "app",
+const topLevel: Record<string, Layer> = { "main.ts": "app" };
+const folderLayer: Record<string, Layer> = {
+	config: "base",
+	shared: "base",
+	net: "base",
+	pi: "pi",
+	sessions: "sessions",
+	workspace: "workspace",
+	webhooks: "webhooks",
+	cluster: "cluster",
+	http: "http",
+	store: "store",
+	acp: "acp",
+	app: "app",
+	cli: "app",
 };
 
 function layerOf(file: string): Layer {
@@ -72,17 +66,8 @@ function layerOf(file: string): Layer {
 		if (!layer) throw new Error(`src/${path} has no layer: add it to the table in architecture.test.ts and README`);
 		return layer;
 	}
-	if (
-		first === "store" ||
-		first === "pi" ||
-		first === "sessions" ||
-		first === "workspace" ||
-		first === "webhooks" ||
-		first === "cluster" ||
-		first === "http" ||
-		first === "acp"
-	)
-		return first;
+	const layer = folderLayer[first as string];
+	if (layer) return layer;
 	throw new Error(`src/${path}: no layer for the folder ${first}/`);
 }
 
@@ -144,6 +129,61 @@ function importsOf(file: string): string[] {
 		.map((name) => resolve(dirname(file), name));
 }
 
+/** Every circle of files under `root` (an import of any kind, type-only too), each as its files in order. */
+function fileCircles(root: string): string[] {
+	const graph = new Map(
+		sourceFiles(root).map((file) => [file, importsOf(file).filter((to) => to.startsWith(`${root}/`))]),
+	);
+	const index = new Map<string, number>();
+	const low = new Map<string, number>();
+	const stack: string[] = [];
+	const found: string[] = [];
+	let next = 0;
+	// Tarjan's strongly connected components: each one of more than one file is a circle.
+	const visit = (file: string): void => {
+		index.set(file, next);
+		low.set(file, next++);
+		stack.push(file);
+		for (const to of graph.get(file) ?? []) {
+			if (!graph.has(to)) continue;
+			if (!index.has(to)) {
+				visit(to);
+				low.set(file, Math.min(low.get(file) as number, low.get(to) as number));
+			} else if (stack.includes(to)) low.set(file, Math.min(low.get(file) as number, index.get(to) as number));
+		}
+		if (low.get(file) !== index.get(file)) return;
+		const part: string[] = [];
+		let top: string | undefined;
+		do {
+			top = stack.pop() as string;
+			part.push(relative(root, top));
+		} while (top !== file);
+		if (part.length > 1) found.push(part.sort().join(" ↔ "));
+	};
+	for (const file of graph.keys()) if (!index.has(file)) visit(file);
+	return found.sort();
+}
+
+/**
+ * Imports from outside `root`/sessions/ that pass a room's door: a file of src reaches a room of
+ * sessions/ (process, runs, dialogs, …) only through its index.ts, and sessions/ itself holds rooms, no loose file.
+ */
+function bypassedDoors(root: string): string[] {
+	const sessions = join(root, "sessions");
+	const found: string[] = [];
+	for (const file of sourceFiles(root)) {
+		if (dirname(file) === sessions) found.push(`${relative(root, file)} sits loose in sessions/: put it in a room`);
+		if (file.startsWith(`${sessions}/`)) continue;
+		for (const target of importsOf(file)) {
+			if (!target.startsWith(`${sessions}/`)) continue;
+			const inRoom = relative(sessions, target).split("/");
+			if (inRoom.length === 2 && inRoom[1] === "index.ts") continue;
+			found.push(`${relative(root, file)} → ${relative(root, target)}: import the room's index.ts`);
+		}
+	}
+	return found.sort();
+}
+
 function violations(files = sourceFiles(src)): string[] {
 	const found: string[] = [];
 	for (const file of files) {
@@ -203,6 +243,49 @@ describe("architecture", () => {
 			expect(twoWayFolders(root)).toEqual([
 				"area and store import each other (area/service.ts → store/sql.ts; store/sql.ts → area/service.ts)",
 				"http/routes and http/transport import each other (http/routes/a.ts → http/transport/b.ts; http/transport/b.ts → http/routes/a.ts)",
+			]);
+		} finally {
+			rmSync(root, { recursive: true, force: true });
+		}
+	});
+
+	it("no circle of files in src, type-only imports included", () => {
+		expect(fileCircles(src)).toEqual([]);
+	});
+
+	it("the rest of src enters a room of sessions/ only by its door (index.ts)", () => {
+		expect(bypassedDoors(src)).toEqual([]);
+	});
+
+	it("src's root holds only the entry file; everything else sits in a folder named for its job", () => {
+		const loose = readdirSync(src, { withFileTypes: true })
+			.filter((entry) => entry.isFile())
+			.map((entry) => entry.name);
+		expect(loose).toEqual(["main.ts"]);
+	});
+
+	it("the circle and door rules report a planted circle and a planted bypass", () => {
+		const root = mkdtempSync(join(tmpdir(), "pi-gateway-arch-"));
+		try {
+			const plant = (path: string, text: string) => {
+				mkdirSync(dirname(join(root, path)), { recursive: true });
+				writeFileSync(join(root, path), text);
+			};
+			plant("sessions/runs/index.ts", 'export { Budget } from "./budget.ts";\n');
+			plant(
+				"sessions/runs/budget.ts",
+				'import type { Session } from "../session/session.ts";\nexport class Budget {}\n',
+			);
+			plant("sessions/session/session.ts", 'import { Budget } from "../runs/budget.ts";\nexport class Session {}\n');
+			plant("sessions/loose.ts", "export const loose = 1;\n");
+			plant(
+				"http/route.ts",
+				'import { Budget } from "../sessions/runs/budget.ts";\nimport "../sessions/runs/index.ts";\n',
+			);
+			expect(fileCircles(root)).toEqual(["sessions/runs/budget.ts ↔ sessions/session/session.ts"]);
+			expect(bypassedDoors(root)).toEqual([
+				"http/route.ts → sessions/runs/budget.ts: import the room's index.ts",
+				"sessions/loose.ts sits loose in sessions/: put it in a room",
 			]);
 		} finally {
 			rmSync(root, { recursive: true, force: true });

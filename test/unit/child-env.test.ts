@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { checkPassEnvName, childEnv, isAllowedByDefault } from "../../src/child-env.ts";
-import { parseConfig } from "../../src/config.ts";
+import { checkPassEnvName, childEnv, isAllowedByDefault } from "../../src/config/child-env.ts";
+import { parseConfig } from "../../src/config/config.ts";
 
 const gatewayEnv = {
 	PATH: "/usr/bin",

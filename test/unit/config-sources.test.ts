@@ -2,10 +2,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ConfigSchema, parseConfig } from "../../src/config.ts";
-import { sections } from "../../src/config-help.ts";
-import { closest, kebab } from "../../src/config-names.ts";
-import { explainConfigError, readSettings, type Settings } from "../../src/config-sources.ts";
+import { ConfigSchema, parseConfig } from "../../src/config/config.ts";
+import { sections } from "../../src/config/help.ts";
+import { closest, kebab } from "../../src/config/names.ts";
+import { explainConfigError, readSettings, type Settings } from "../../src/config/sources.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "pi-gateway-config-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -11,7 +11,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { probeSandbox } from "../../src/sessions/sandbox.ts";
+import { probeSandbox } from "../../src/sessions/process/sandbox.ts";
 import { type Confinement, spawnConfined } from "../../src/workspace/confined.ts";
 import { git } from "../../src/workspace/git.ts";
 import { searchWorkspace } from "../../src/workspace/search.ts";

@@ -8,7 +8,7 @@ import {
 	piPackageOf,
 	synthesisedSettled,
 } from "../../src/pi/dialect.ts";
-import { bundledPiCli } from "../../src/sessions/spawn.ts";
+import { bundledPiCli } from "../../src/sessions/process/spawn.ts";
 
 const legacyCli = resolve(import.meta.dirname, "../../node_modules/pi-legacy/dist/cli.js");
 

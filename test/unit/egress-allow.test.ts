@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { addressListed, allowedBy, beyondOperator, parseAllowHosts, registryHosts } from "../../src/egress-allow.ts";
+import {
+	addressListed,
+	allowedBy,
+	beyondOperator,
+	parseAllowHosts,
+	registryHosts,
+} from "../../src/net/egress-allow.ts";
 
 // --sandbox-allow-hosts: the forms an entry takes, the preset, and what each lets through.
 describe("the egress allow list", () => {

@@ -3,7 +3,7 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { parseAllowHosts } from "../../src/egress-allow.ts";
+import { parseAllowHosts } from "../../src/net/egress-allow.ts";
 import { closeEgressProxy, egressLimits, openEgressProxy } from "../../src/sessions/relay/egress-proxy.ts";
 
 // The relay's lesson (~22,000 half-sent requests ran the gateway out of file descriptors) holds for

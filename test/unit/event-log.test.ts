@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { EventLog, eventJson, eventText, type LoggedEvent } from "../../src/sessions/event-log.ts";
+import { EventLog, eventJson, eventText, type LoggedEvent } from "../../src/sessions/events/event-log.ts";
 
 const fill = (log: EventLog, n: number, data = (i: number) => `{"i":${i}}`) => {
 	for (let i = 1; i <= n; i++) log.append("e", data(i));

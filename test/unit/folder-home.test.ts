@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { placeFolder, rehomeSessionFile } from "../../src/cluster/folder-home.ts";
-import { parseConfig } from "../../src/config.ts";
+import { parseConfig } from "../../src/config/config.ts";
 
 /** Where a session taken over from another node works here (src/cluster/folder-home.ts). */
 let dir: string;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { followSession } from "../../src/http/streams/follow.ts";
 import { Outbox, type Sink } from "../../src/http/streams/sse.ts";
-import { EventLog } from "../../src/sessions/event-log.ts";
-import type { Session } from "../../src/sessions/session.ts";
+import { EventLog } from "../../src/sessions/events/event-log.ts";
+import type { Session } from "../../src/sessions/session/session.ts";
 
 /** The part of a Session that followSession reads. */
 function fakeSession(maxEvents = 10_000) {

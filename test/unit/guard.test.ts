@@ -2,9 +2,9 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.ts";
-import type { GatewayError } from "../../src/errors.ts";
-import { base64Bytes, guardCommand } from "../../src/sessions/guard.ts";
+import { parseConfig } from "../../src/config/config.ts";
+import { base64Bytes, guardCommand } from "../../src/sessions/registry/guard.ts";
+import type { GatewayError } from "../../src/shared/errors.ts";
 
 let root: string;
 let config: ReturnType<typeof parseConfig>;

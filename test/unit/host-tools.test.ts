@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { GatewayError } from "../../src/errors.ts";
+import { GatewayError } from "../../src/shared/errors.ts";
 import { changedPaths, changesBetween } from "../../src/workspace/changes.ts";
 import { searchWorkspace } from "../../src/workspace/search.ts";
 import { Snapshots } from "../../src/workspace/snapshots.ts";

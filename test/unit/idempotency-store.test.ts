@@ -1,6 +1,6 @@
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
-import { ConfigSchema, shareOf } from "../../src/config.ts";
+import { ConfigSchema, shareOf } from "../../src/config/config.ts";
 import { IdempotencyStore } from "../../src/store/sqlite/idempotency.ts";
 
 const answer = { status: 201, headers: {}, body: "{}" };

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { InFlight } from "../../src/sessions/in-flight.ts";
+import { InFlight } from "../../src/sessions/session/in-flight.ts";
 
 const response = (id: string) => ({ type: "response" as const, id, command: "x", success: true });
 

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.ts";
+import { parseConfig } from "../../src/config/config.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "pi-gateway-layout-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

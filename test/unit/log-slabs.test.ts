@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { Outbox, type Sink } from "../../src/http/streams/sse.ts";
 import { frameBytes } from "../../src/http/streams/sse-frames.ts";
-import { EventLog, type LoggedEvent } from "../../src/sessions/event-log.ts";
-import { maxSlabbedBytes } from "../../src/sessions/log-slabs.ts";
+import { EventLog, type LoggedEvent } from "../../src/sessions/events/event-log.ts";
+import { maxSlabbedBytes } from "../../src/sessions/events/log-slabs.ts";
 
 /** A pi line of `size` bytes whose content names its number, so a reused slab shows as a wrong line. */
 const line = (n: number, size = 1000) => {

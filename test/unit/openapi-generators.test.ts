@@ -6,10 +6,10 @@ import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { generateSpec, specFiles } from "../../scripts/openapi.ts";
-import { createApp } from "../../src/app.ts";
-import { parseConfig } from "../../src/config.ts";
+import { createApp } from "../../src/app/app.ts";
+import { parseConfig } from "../../src/config/config.ts";
 import { operationsOf, walk } from "../../src/http/transport/openapi-generators.ts";
-import { SessionRegistry } from "../../src/sessions/registry.ts";
+import { SessionRegistry } from "../../src/sessions/registry/registry.ts";
 import { sqliteSessions } from "../../src/store/sqlite/sessions.ts";
 
 // Both published documents are written for SDK generators (issue 21): what each rule below

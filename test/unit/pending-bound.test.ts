@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { ConfigSchema } from "../../src/config.ts";
+import { ConfigSchema } from "../../src/config/config.ts";
 import type { DialogRequest } from "../../src/pi/protocol.ts";
-import { Approvals } from "../../src/sessions/approvals.ts";
-import { ToolCalls } from "../../src/sessions/client-tool-calls.ts";
+import { Approvals } from "../../src/sessions/dialogs/approvals.ts";
+import { ToolCalls } from "../../src/sessions/dialogs/client-tool-calls.ts";
 
 // Issue 41 item 2: nothing bounded how many dialogs or client tool calls one session's agent (an
 // extension) could hold pending, each kept in the gateway's memory and listed in everyone's inbox

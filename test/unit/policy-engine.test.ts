@@ -1,8 +1,8 @@
 import { DatabaseSync } from "node:sqlite";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { type PolicyRule, PolicySet } from "../../src/sessions/policies.ts";
-import { PolicyEngine } from "../../src/sessions/policy-engine.ts";
+import { type PolicyRule, PolicySet } from "../../src/sessions/dialogs/policies.ts";
+import { PolicyEngine } from "../../src/sessions/dialogs/policy-engine.ts";
 import { SqliteRulesStore } from "../../src/store/sqlite/session-rules.ts";
 
 // Issue 20, governance: the operator's rules come before anything a session brings, so an

@@ -2,8 +2,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { RE2JS } from "re2js";
 import { describe, expect, it } from "vitest";
-import type { Approval } from "../../src/sessions/approvals.ts";
-import { decide, PolicySet } from "../../src/sessions/policies.ts";
+import type { Approval } from "../../src/sessions/dialogs/approvals.ts";
+import { decide, PolicySet } from "../../src/sessions/dialogs/policies.ts";
 import {
 	compilePattern,
 	fullMatch,
@@ -11,7 +11,7 @@ import {
 	maxPatternChars,
 	maxProgramSize,
 	patternProblem,
-} from "../../src/sessions/policy-pattern.ts";
+} from "../../src/sessions/dialogs/policy-pattern.ts";
 
 // Issue 20, deliverable 3: the worst regular expressions the pattern rules let through, against
 // 4,096-character texts. That they are harmless is shown by the engine, not by a stopwatch: each

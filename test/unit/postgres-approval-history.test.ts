@@ -1,7 +1,7 @@
 import pg from "pg";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Approval } from "../../src/sessions/approvals.ts";
+import type { Approval } from "../../src/sessions/dialogs/approvals.ts";
 import { migrate, migrations } from "../../src/store/postgres/sessions.ts";
 import { SharedApprovalHistory, SharedRecords } from "../../src/store/postgres/shared-records.ts";
 import { query, startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";

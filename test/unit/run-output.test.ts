@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { checkAnswer, compileOutputSchema, instruction, repairPrompt } from "../../src/sessions/run-output.ts";
+import { checkAnswer, compileOutputSchema, instruction, repairPrompt } from "../../src/sessions/runs/run-output.ts";
 
-// Structured output's pure half (src/sessions/run-output.ts): the caller's schema checked and
+// Structured output's pure half (src/sessions/runs/run-output.ts): the caller's schema checked and
 // compiled, the model's text read as JSON. The e2e half is test/e2e/structured-output.test.ts.
 const spec = compileOutputSchema({
 	type: "object",

@@ -12,9 +12,9 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.ts";
-import { readableProblem } from "../../src/layout-check.ts";
-import { sandboxArgs } from "../../src/sessions/sandbox.ts";
+import { parseConfig } from "../../src/config/config.ts";
+import { readableProblem } from "../../src/config/layout-check.ts";
+import { sandboxArgs } from "../../src/sessions/process/sandbox.ts";
 
 // bwrap applies mounts in order, each from the host's tree: hides must come before what is put
 // back below them, however the folders nest.

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { ClientTool } from "../../src/sessions/client-tools.ts";
-import { checkAnswer, compileOutputSchema, maxCheckSteps } from "../../src/sessions/run-output.ts";
+import { ClientTool } from "../../src/sessions/dialogs/client-tools.ts";
+import { checkAnswer, compileOutputSchema, maxCheckSteps } from "../../src/sessions/runs/run-output.ts";
 import { anyOfChain, hostileOutputSchemas, hostileToolParameters } from "../helpers/hostile-schemas.ts";
 
 // Issue 41 item 3: what compiling a caller's schema and checking an answer against it can cost is
-// known before either runs (src/sessions/schema-cost.ts), and a schema or answer over the bound is
+// known before either runs (src/sessions/schemas/schema-cost.ts), and a schema or answer over the bound is
 // refused with the bound and the figure. The e2e half is test/e2e/schema-stall.test.ts.
 const refusal = (schema: unknown): string => {
 	try {

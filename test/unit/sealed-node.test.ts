@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { prepareSealedNode, sealedNodeDir, sealedRunner } from "../../src/sessions/sealed-node.ts";
+import { prepareSealedNode, sealedNodeDir, sealedRunner } from "../../src/sessions/process/sealed-node.ts";
 
 const cache = mkdtempSync(join(tmpdir(), "pi-gateway-sealed-"));
 process.env.XDG_CACHE_HOME = cache;

@@ -1,6 +1,6 @@
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
-import { SessionAccess } from "../../src/sessions/access.ts";
+import { SessionAccess } from "../../src/sessions/registry/access.ts";
 import { SqliteAccessStore } from "../../src/store/sqlite/access.ts";
 
 describe("SessionAccess", () => {

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { Session, type SessionLimits } from "../../src/sessions/session.ts";
+import { Session, type SessionLimits } from "../../src/sessions/session/session.ts";
 import { fixtures, sleep, until } from "../helpers/gateway.ts";
 
 const limits: SessionLimits = {

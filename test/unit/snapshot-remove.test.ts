@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { afterAll, expect, it } from "vitest";
-import { GatewayError } from "../../src/errors.ts";
+import { GatewayError } from "../../src/shared/errors.ts";
 import { emptyTree } from "../../src/workspace/git.ts";
 import { Snapshots } from "../../src/workspace/snapshots.ts";
 import { ChangeTracker } from "../../src/workspace/tracker.ts";

@@ -6,11 +6,11 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { createApp } from "../../src/app.ts";
-import { parseConfig } from "../../src/config.ts";
+import { createApp } from "../../src/app/app.ts";
+import { parseConfig } from "../../src/config/config.ts";
 import { createKey, KeyStore } from "../../src/http/auth/keys.ts";
-import { portablePattern } from "../../src/patterns.ts";
-import { SessionRegistry } from "../../src/sessions/registry.ts";
+import { portablePattern } from "../../src/pi/patterns.ts";
+import { SessionRegistry } from "../../src/sessions/registry/registry.ts";
 import { sqliteSessions } from "../../src/store/sqlite/sessions.ts";
 import { OpenApiValidator } from "../helpers/openapi-validate.ts";
 

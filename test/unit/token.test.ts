@@ -2,8 +2,8 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.ts";
-import { keepToken, resolveToken, tokenNotice } from "../../src/token.ts";
+import { keepToken, resolveToken, tokenNotice } from "../../src/app/token.ts";
+import { parseConfig } from "../../src/config/config.ts";
 
 const dirs: string[] = [];
 const fresh = () => {

@@ -5,7 +5,7 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { threadId } from "node:worker_threads";
 import { afterAll, describe, expect, it } from "vitest";
-import { GatewayError } from "../../src/errors.ts";
+import { GatewayError } from "../../src/shared/errors.ts";
 import { runToolOffLoop } from "../../src/workspace/tool-spawner.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "pi-gateway-spawner-"));

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, unlinkSync, utim
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { agentDirStamp } from "../../src/sessions/warm-pool.ts";
+import { agentDirStamp } from "../../src/sessions/registry/warm-pool.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "pi-gateway-stamp-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

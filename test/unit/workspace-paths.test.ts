@@ -3,7 +3,7 @@ import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { GatewayError } from "../../src/errors.ts";
+import { GatewayError } from "../../src/shared/errors.ts";
 import { assertOpenedInside, openInside, resolveWorkspacePath } from "../../src/workspace/paths.ts";
 import { deleteFile, writeFile } from "../../src/workspace/writing.ts";
 import { attackFolder, attacks } from "../helpers/workspace-attacks.ts";

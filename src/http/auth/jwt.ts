@@ -1,5 +1,5 @@
 import { createRemoteJWKSet, errors, type JWTPayload, jwtVerify } from "jose";
-import type { Config } from "../../config.ts";
+import type { Config } from "../../config/config.ts";
 import { jwtPrincipalName } from "./jwt-names.ts";
 import { type Principal, Scope } from "./principals.ts";
 

@@ -12,7 +12,7 @@ import {
 import { dirname } from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { PrincipalName } from "../../sessions/access.ts";
+import { PrincipalName } from "../../sessions/registry/index.ts";
 import { jwtPrefix } from "./jwt-names.ts";
 import { type Principal, Scope } from "./principals.ts";
 

@@ -1,6 +1,11 @@
 import type { MiddlewareHandler } from "hono";
-import { GatewayError } from "../../errors.ts";
-import { rightsIn, type SessionAccess, type SessionAccessRecord, type SessionRight } from "../../sessions/access.ts";
+import {
+	rightsIn,
+	type SessionAccess,
+	type SessionAccessRecord,
+	type SessionRight,
+} from "../../sessions/registry/index.ts";
+import { GatewayError } from "../../shared/errors.ts";
 import type { AppEnv } from "../transport/openapi.ts";
 import { decodedSegment } from "../transport/params.ts";
 import { hasScope, type Principal, type Scope, type ScopedRoutes } from "./principals.ts";

@@ -1,4 +1,4 @@
-import { approvingRules, type PolicySet } from "../../sessions/policies.ts";
+import { approvingRules, type PolicySet } from "../../sessions/dialogs/index.ts";
 import { ApiError } from "../transport/problem.ts";
 import { hasScope, type Principal } from "./principals.ts";
 

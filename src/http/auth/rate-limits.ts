@@ -1,7 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { rateLimiter } from "hono-rate-limiter";
-import type { SessionAccess } from "../../sessions/access.ts";
-import type { SessionRegistry } from "../../sessions/registry.ts";
+import type { SessionAccess, SessionRegistry } from "../../sessions/registry/index.ts";
 import type { AppEnv } from "../transport/openapi.ts";
 import { ApiError } from "../transport/problem.ts";
 import { hasScope } from "./principals.ts";

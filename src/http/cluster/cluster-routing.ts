@@ -1,8 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { Cluster } from "../../cluster/cluster.ts";
 import { forward } from "../../cluster/forward.ts";
-import type { SessionAccessRecord } from "../../sessions/access.ts";
-import type { SessionRegistry } from "../../sessions/registry.ts";
+import type { SessionAccessRecord, SessionRegistry } from "../../sessions/registry/index.ts";
 import { mayAccessRecord, notFound, sessionPath } from "../auth/ownership.ts";
 import { hasScope, type Scope } from "../auth/principals.ts";
 import type { StreamTickets } from "../auth/tickets.ts";

@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import type { Cluster } from "../../cluster/cluster.ts";
-import type { SessionRegistry } from "../../sessions/registry.ts";
+import type { SessionRegistry } from "../../sessions/registry/index.ts";
 import { sessionPath } from "../auth/ownership.ts";
 import type { AppEnv } from "../transport/openapi.ts";
 

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "pino";
-import { shareFor, shareOf } from "../../config.ts";
+import { shareFor, shareOf } from "../../config/config.ts";
 import type { ScopedRoutes } from "../auth/principals.ts";
 import type { AppEnv } from "../transport/openapi.ts";
 import { decodedSegment } from "../transport/params.ts";

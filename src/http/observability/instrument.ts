@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { routePath } from "hono/route";
-import { GatewayError } from "../../errors.ts";
 import { commandFields } from "../../pi/protocol.ts";
+import { GatewayError } from "../../shared/errors.ts";
 import type { AppEnv } from "../transport/openapi.ts";
 import { requestedWait } from "../transport/wait.ts";
 import type { Metrics } from "./prometheus.ts";

@@ -1,9 +1,9 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { Cluster } from "../../cluster/cluster.ts";
-import { eventJson, type LoggedEvent } from "../../sessions/event-log.ts";
-import type { SessionRegistry } from "../../sessions/registry.ts";
+import { eventJson, type LoggedEvent } from "../../sessions/events/index.ts";
+import type { SessionRegistry } from "../../sessions/registry/index.ts";
 import { egressDenialReasons } from "../../sessions/relay/index.ts";
-import { SessionStatus } from "../../sessions/session.ts";
+import { SessionStatus } from "../../sessions/session/index.ts";
 import { folderCounters } from "./folder-metrics.ts";
 import { usageCounters } from "./usage-metrics.ts";
 

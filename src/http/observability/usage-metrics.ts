@@ -1,6 +1,6 @@
 import { Counter, type Registry } from "prom-client";
-import type { LoggedEvent } from "../../sessions/event-log.ts";
-import { reportedUsage } from "../../sessions/run-limits.ts";
+import type { LoggedEvent } from "../../sessions/events/index.ts";
+import { reportedUsage } from "../../sessions/runs/index.ts";
 
 /**
  * Most principals a `principal` label takes; the rest are counted as `_other`. Principals are

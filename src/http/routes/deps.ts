@@ -1,9 +1,8 @@
 import type { Logger } from "pino";
 import type { Cluster } from "../../cluster/cluster.ts";
-import type { Config } from "../../config.ts";
-import type { SessionAccess } from "../../sessions/access.ts";
-import type { PolicyEngine } from "../../sessions/policy-engine.ts";
-import type { SessionRegistry } from "../../sessions/registry.ts";
+import type { Config } from "../../config/config.ts";
+import type { PolicyEngine } from "../../sessions/dialogs/index.ts";
+import type { SessionAccess, SessionRegistry } from "../../sessions/registry/index.ts";
 import type { StreamTickets } from "../auth/tickets.ts";
 
 /** What every route factory gets: built once in createApp, no globals. */

@@ -1,5 +1,5 @@
 import type { Cluster } from "../../cluster/cluster.ts";
-import type { SessionStatus } from "../../sessions/session.ts";
+import type { SessionStatus } from "../../sessions/session/index.ts";
 import type { Outbox } from "./sse.ts";
 
 /** A session as `stream_open` of GET /v1/events lists it. */

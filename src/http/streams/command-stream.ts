@@ -1,9 +1,9 @@
 import type { Context } from "hono";
-import { GatewayError } from "../../errors.ts";
 import type { PiCommand } from "../../pi/protocol.ts";
-import type { LoggedEvent } from "../../sessions/event-log.ts";
-import { responseId } from "../../sessions/run-result.ts";
-import type { Session } from "../../sessions/session.ts";
+import type { LoggedEvent } from "../../sessions/events/index.ts";
+import { responseId } from "../../sessions/runs/index.ts";
+import type { Session } from "../../sessions/session/index.ts";
+import { GatewayError } from "../../shared/errors.ts";
 import { unwrap } from "../transport/pi-result.ts";
 import { ApiError } from "../transport/problem.ts";
 import { followSession } from "./follow.ts";

@@ -1,11 +1,10 @@
 // Over 300 lines on purpose: every SSE event the spec declares, in one union a generated client
 // types from; split by topic, a new event type could be added to a file and missed by the union.
 import { z } from "@hono/zod-openapi";
-import { Approval } from "../../sessions/approvals.ts";
-import { ToolCall, ToolCallStatus } from "../../sessions/client-tool-calls.ts";
+import { Approval, ToolCall, ToolCallStatus } from "../../sessions/dialogs/index.ts";
 import { egressDenialReasons } from "../../sessions/relay/index.ts";
-import { LimitHit } from "../../sessions/run-limits.ts";
-import { SessionStatus } from "../../sessions/session.ts";
+import { LimitHit } from "../../sessions/runs/index.ts";
+import { SessionStatus } from "../../sessions/session/index.ts";
 import { AgentMessage, Usage } from "../transport/schemas.ts";
 
 /**

@@ -1,6 +1,6 @@
-import type { LoggedEvent } from "../../sessions/event-log.ts";
-import type { SessionRegistry } from "../../sessions/registry.ts";
-import type { Session } from "../../sessions/session.ts";
+import type { LoggedEvent } from "../../sessions/events/index.ts";
+import type { SessionRegistry } from "../../sessions/registry/index.ts";
+import type { Session } from "../../sessions/session/index.ts";
 import type { Outbox } from "./sse.ts";
 import { frame, frameBytes, gatewayFrame } from "./sse-frames.ts";
 

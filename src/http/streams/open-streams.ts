@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import type { SessionAccess } from "../../sessions/access.ts";
+import type { SessionAccess } from "../../sessions/registry/index.ts";
 import type { KeyStore } from "../auth/keys.ts";
 import { mayAccess, sessionPath } from "../auth/ownership.ts";
 import { hasScope, type Principal } from "../auth/principals.ts";

@@ -1,4 +1,4 @@
-import type { Config } from "../../config.ts";
+import type { Config } from "../../config/config.ts";
 import type { SseOptions } from "./sse.ts";
 
 /** One heartbeat interval is also how long a dropped reader's socket gets to take its last frame. */

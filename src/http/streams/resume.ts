@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { LoggedEvent } from "../../sessions/event-log.ts";
-import type { Session } from "../../sessions/session.ts";
+import type { LoggedEvent } from "../../sessions/events/index.ts";
+import type { Session } from "../../sessions/session/index.ts";
 import { ApiError } from "../transport/problem.ts";
 import { followSession } from "./follow.ts";
 import { Outbox, type SseOptions, sseStream } from "./sse.ts";

@@ -1,6 +1,13 @@
 import type { ServerResponse } from "node:http";
-import type { Sink } from "./sse.ts";
 import { releaseBatch } from "./sse-frames.ts";
+
+/** What the pump writes to: Node's response or the web body (sse-channels.ts), a fake in unit tests. */
+export interface Sink {
+	readonly aborted: boolean;
+	/** Gives each written batch back to the pool once sent (releaseBatch): the pump may take pooled ones. */
+	readonly recycles?: boolean;
+	write(chunk: string | Uint8Array): Promise<unknown>;
+}
 
 /**
  * Where a stream's batches go once its headers are out. Node's response when the server takes

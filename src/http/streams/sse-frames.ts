@@ -1,6 +1,6 @@
 import { isEventType } from "../../pi/event-type.ts";
-import type { LoggedEvent } from "../../sessions/event-log.ts";
-import { giveSlab, slabBytes, takeSlab } from "../../slabs.ts";
+import type { LoggedEvent } from "../../sessions/events/index.ts";
+import { giveSlab, slabBytes, takeSlab } from "../../shared/slabs.ts";
 
 // SSE frames as wire bytes, and the batches an outbox sends: everything here is built so that no
 // field can hold CR or LF (the SSE line breaks), and pi's bytes are copied once, into the batch.

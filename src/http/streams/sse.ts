@@ -1,9 +1,9 @@
 import type { ServerResponse } from "node:http";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Context } from "hono";
-import { pinEvent, unpinEvent } from "../../sessions/log-slabs.ts";
+import { pinEvent, unpinEvent } from "../../sessions/events/index.ts";
 import type { AppEnv } from "../transport/openapi.ts";
-import { type Channel, NodeChannel, WebChannel } from "./sse-channels.ts";
+import { type Channel, NodeChannel, type Sink, WebChannel } from "./sse-channels.ts";
 import { type Chunk, chunkBytes, gatewayFrame, joinChunks, singleFrame } from "./sse-frames.ts";
 
 export interface SseOptions {
@@ -14,13 +14,7 @@ export interface SseOptions {
 	dropGraceMs: number;
 }
 
-/** What the pump writes to: Node's response or the web body (below), a fake in unit tests. */
-export interface Sink {
-	readonly aborted: boolean;
-	/** Gives each written batch back to the pool once sent (releaseBatch): the pump may take pooled ones. */
-	readonly recycles?: boolean;
-	write(chunk: string | Uint8Array): Promise<unknown>;
-}
+export type { Sink };
 
 /** Text pulled at the socket's pace (a replay from the log); undefined once there is no more. */
 export type Source = () => { text: string | Uint8Array; lastId?: string | number } | undefined;

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from "node:http";
 import { z } from "@hono/zod-openapi";
-import { GatewayError } from "../../errors.ts";
+import { GatewayError } from "../../shared/errors.ts";
 
 /** RFC 9457 problem details; `code` is a stable machine-readable name, `type` its URI form. */
 export const Problem = z

@@ -1,4 +1,4 @@
-import type { Session } from "../session.ts";
+import type { Session } from "../session/session.ts";
 import { closeEgressProxy, openEgressProxy } from "./egress-proxy.ts";
 import type { SandboxRelay } from "./sandbox-relay.ts";
 import { closeRelay, openRelay } from "./server.ts";

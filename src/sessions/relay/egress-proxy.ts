@@ -4,9 +4,9 @@ import { createServer, type IncomingMessage, request, type Server, type ServerRe
 import { connect, isIP, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import { dirname } from "node:path";
-import { defaultRefusal } from "../../address-ranges.ts";
-import { type AllowEntry, addressListed, allowedBy, normalHost } from "../../egress-allow.ts";
-import { embeddedIPv4 } from "../../embedded-ipv4.ts";
+import { defaultRefusal } from "../../net/address-ranges.ts";
+import { type AllowEntry, addressListed, allowedBy, normalHost } from "../../net/egress-allow.ts";
+import { embeddedIPv4 } from "../../net/embedded-ipv4.ts";
 
 /**
  * The egress proxy of one sandboxed pi's tools (docs/security.md): an HTTP proxy on a unix socket

@@ -3,8 +3,8 @@ import { closeSync, constants, fstatSync, openSync, readFileSync, renameSync, wr
 import { homedir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import type { Config } from "../../config.ts";
-import { type AllowEntry, parseAllowHosts } from "../../egress-allow.ts";
+import type { Config } from "../../config/config.ts";
+import { type AllowEntry, parseAllowHosts } from "../../net/egress-allow.ts";
 import { type RelayPlan, relayPlan } from "./credentials.ts";
 
 /**

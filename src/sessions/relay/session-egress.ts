@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
-import type { Config } from "../../config.ts";
-import { beyondOperator } from "../../egress-allow.ts";
-import { GatewayError } from "../../errors.ts";
+import type { Config } from "../../config/config.ts";
+import { beyondOperator } from "../../net/egress-allow.ts";
+import { GatewayError } from "../../shared/errors.ts";
 
 /** The create body's `sandboxAllowHosts`: a session's narrower egress list (docs/security.md). */
 export const SessionAllowHosts = z

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Claim } from "../../cluster/cluster-store.ts";
-import type { Tombstone } from "../../sessions/session-store.ts";
+import type { Tombstone } from "../../sessions/registry/index.ts";
 import { transaction } from "./schema.ts";
 
 /**

@@ -1,5 +1,5 @@
 import type { ClusterStore, RowQuery } from "../../cluster/cluster-store.ts";
-import type { StoredSession, Tombstone } from "../../sessions/session-store.ts";
+import type { StoredSession, Tombstone } from "../../sessions/registry/index.ts";
 import { claimView } from "./claims.ts";
 import { PostgresFolderStore } from "./folder-store.ts";
 import { PostgresMembership } from "./membership.ts";

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { shareFor } from "../../config.ts";
+import { shareFor } from "../../config/config.ts";
 import { transaction } from "./schema.ts";
 
 /** Rounds of eviction one trim does at most; each removes at least one row. */

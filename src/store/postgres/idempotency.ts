@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { Logger } from "pino";
-import { shareOf } from "../../config.ts";
+import { shareOf } from "../../config/config.ts";
 import type { IdempotencyKeys, KeyRecord, ScopedKey, StoredAnswer } from "../../http/idempotency/key-store.ts";
 import { type SharedTable, trimShares } from "./fair-share.ts";
 import { needDatabase } from "./schema.ts";

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { GatewayError } from "../../errors.ts";
+import { GatewayError } from "../../shared/errors.ts";
 
 /** What a client is told when a request needs the database and cannot have it: retry, on any node. */
 export function databaseUnavailable(what: string, cause?: unknown): GatewayError {

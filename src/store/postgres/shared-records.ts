@@ -1,8 +1,7 @@
 import type pg from "pg";
 import type { Logger } from "pino";
 import type { AuditEntry, AuditQuery, AuditStore } from "../../http/observability/audit.ts";
-import type { ApprovalHistoryQuery, ApprovalHistoryStore } from "../../sessions/approval-history.ts";
-import type { Approval } from "../../sessions/approvals.ts";
+import type { Approval, ApprovalHistoryQuery, ApprovalHistoryStore } from "../../sessions/dialogs/index.ts";
 import { type SharedTable, trimShares } from "./fair-share.ts";
 import { needDatabase } from "./schema.ts";
 

@@ -1,9 +1,9 @@
 import type { DatabaseSync } from "node:sqlite";
-import type { AccessStore, SessionAccessRecord } from "../../sessions/access.ts";
+import type { AccessStore, SessionAccessRecord } from "../../sessions/registry/index.ts";
 import { storedOr507 } from "../storage-full.ts";
 import { accessTable } from "./schema.ts";
 
-/** Owners and shares (src/sessions/access.ts) in gateway.db's session_access, next to the registry, not inside it. */
+/** Owners and shares (src/sessions/registry/access.ts) in gateway.db's session_access, next to the registry, not inside it. */
 export class SqliteAccessStore implements AccessStore {
 	readonly #db: DatabaseSync;
 

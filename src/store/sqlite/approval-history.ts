@@ -1,7 +1,6 @@
 import type { DatabaseSync } from "node:sqlite";
-import { shareOf } from "../../config.ts";
-import type { ApprovalHistoryQuery, ApprovalHistoryStore } from "../../sessions/approval-history.ts";
-import type { Approval } from "../../sessions/approvals.ts";
+import { shareOf } from "../../config/config.ts";
+import type { Approval, ApprovalHistoryQuery, ApprovalHistoryStore } from "../../sessions/dialogs/index.ts";
 import { FairShare } from "./fair-share.ts";
 import { recordPage } from "./record-page.ts";
 import { accessTable, approvalHistoryIndexes, approvalHistoryTable, type CountedRows } from "./schema.ts";
@@ -33,7 +32,7 @@ function addPrincipal(db: DatabaseSync): void {
 }
 
 /**
- * Resolved approvals (src/sessions/approval-history.ts) in gateway.db, bounded by age and with fair
+ * Resolved approvals (src/sessions/dialogs/approval-history.ts) in gateway.db, bounded by age and with fair
  * shares: each principal (the owner of the approval's session) keeps its newest `share`, past which
  * its own oldest go; past `maxRows` the principal that holds the most gives up its oldest. So however
  * many dialogs one principal's sessions resolve, another's history stays.

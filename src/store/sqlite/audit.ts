@@ -1,5 +1,5 @@
 import type { DatabaseSync } from "node:sqlite";
-import { shareOf } from "../../config.ts";
+import { shareOf } from "../../config/config.ts";
 import type { AuditEntry, AuditQuery, AuditStore } from "../../http/observability/audit.ts";
 import { FairShare } from "./fair-share.ts";
 import { recordPage } from "./record-page.ts";

@@ -1,5 +1,5 @@
 import type { DatabaseSync } from "node:sqlite";
-import { shareFor } from "../../config.ts";
+import { shareFor } from "../../config/config.ts";
 import { type CountedRows, fairShareRecount, fairShareTables, fairShareTriggers } from "./schema.ts";
 
 /** Rounds of eviction one trim does at most; each removes at least one row, so a trim after one insert needs one or two. */

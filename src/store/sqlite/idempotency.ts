@@ -1,5 +1,5 @@
 import type { DatabaseSync } from "node:sqlite";
-import { shareOf } from "../../config.ts";
+import { shareOf } from "../../config/config.ts";
 import type { IdempotencyKeys, KeyRecord, ScopedKey, StoredAnswer } from "../../http/idempotency/key-store.ts";
 import { storedOr507 } from "../storage-full.ts";
 import { FairShare } from "./fair-share.ts";

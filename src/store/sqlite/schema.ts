@@ -26,7 +26,7 @@ CREATE TABLE IF NOT EXISTS meta (
 	value TEXT NOT NULL
 );`;
 
-/** Who owns each session and whom it is shared with (SessionAccess, src/sessions/access.ts). */
+/** Who owns each session and whom it is shared with (SessionAccess, src/sessions/registry/access.ts). */
 export const accessTable = `
 CREATE TABLE IF NOT EXISTS session_access (
 	session_id TEXT PRIMARY KEY,
@@ -34,12 +34,12 @@ CREATE TABLE IF NOT EXISTS session_access (
 	grants TEXT NOT NULL
 );`;
 
-/** Approval rules remembered per session (PolicyEngine, src/sessions/policy-engine.ts). */
+/** Approval rules remembered per session (PolicyEngine, src/sessions/dialogs/policy-engine.ts). */
 export const sessionRulesTable =
 	"CREATE TABLE IF NOT EXISTS approval_session_rules (session_id TEXT PRIMARY KEY, rules TEXT NOT NULL)";
 
 /**
- * Resolved approvals (ApprovalHistory, src/sessions/approval-history.ts). `principal` is the owner
+ * Resolved approvals (ApprovalHistory, src/sessions/dialogs/approval-history.ts). `principal` is the owner
  * of the approval's session, whose share of the history it counts in.
  */
 export const approvalHistoryTable = `

@@ -1,9 +1,8 @@
 import type { DatabaseSync } from "node:sqlite";
-import type { PolicyRule } from "../../sessions/policies.ts";
-import type { RulesStore } from "../../sessions/policy-engine.ts";
+import type { PolicyRule, RulesStore } from "../../sessions/dialogs/index.ts";
 import { sessionRulesTable } from "./schema.ts";
 
-/** Remembered approval rules (src/sessions/policy-engine.ts) in gateway.db's approval_session_rules. */
+/** Remembered approval rules (src/sessions/dialogs/policy-engine.ts) in gateway.db's approval_session_rules. */
 export class SqliteRulesStore implements RulesStore {
 	readonly #db: DatabaseSync;
 

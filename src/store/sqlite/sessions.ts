@@ -2,8 +2,8 @@ import { mkdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
-import { parseStoredRecord, tombstoneMs } from "../../sessions/records.ts";
-import type { OpenStore, SessionStore, StoredSession, StoreEvents, Tombstone } from "../../sessions/session-store.ts";
+import type { OpenStore, SessionStore, StoredSession, StoreEvents, Tombstone } from "../../sessions/registry/index.ts";
+import { parseStoredRecord, tombstoneMs } from "../../sessions/registry/index.ts";
 import { registryTables } from "./schema.ts";
 
 /** node:sqlite still prints an ExperimentalWarning on load; this is the one warning hidden. */

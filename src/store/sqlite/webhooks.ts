@@ -1,5 +1,5 @@
 import type { DatabaseSync } from "node:sqlite";
-import { shareOf } from "../../config.ts";
+import { shareOf } from "../../config/config.ts";
 import type { Delivery, DeliveryAttempt, Webhook, WebhookEventType } from "../../webhooks/schemas.ts";
 import type { StoredWebhook, WebhookStore } from "../../webhooks/store.ts";
 import { FairShare } from "./fair-share.ts";

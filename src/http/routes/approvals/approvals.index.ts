@@ -1,4 +1,4 @@
-import { pageOf } from "../../../sessions/approvals.ts";
+import { pageOf } from "../../../sessions/dialogs/index.ts";
 import { mayAccess } from "../../auth/ownership.ts";
 import { createRouter } from "../../transport/openapi.ts";
 import type { Deps } from "../deps.ts";

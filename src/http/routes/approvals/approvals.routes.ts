@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { Approval, ApprovalAnswer, ApprovalStatus, approvalExample } from "../../../sessions/approvals.ts";
+import { Approval, ApprovalAnswer, ApprovalStatus, approvalExample } from "../../../sessions/dialogs/index.ts";
 import { json, jsonBody, problem, problems } from "../../transport/openapi.ts";
 import { longPollWait, pageQuery, SessionParams } from "../../transport/params.ts";
 

@@ -1,5 +1,5 @@
-import type { SessionAccess } from "../../../sessions/access.ts";
-import type { ApprovalHistory } from "../../../sessions/approval-history.ts";
+import type { ApprovalHistory } from "../../../sessions/dialogs/index.ts";
+import type { SessionAccess } from "../../../sessions/registry/index.ts";
 import { mayAccess } from "../../auth/ownership.ts";
 import { createRouter } from "../../transport/openapi.ts";
 import { ApiError } from "../../transport/problem.ts";

@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { Approval, approvalExample } from "../../../sessions/approvals.ts";
+import { Approval, approvalExample } from "../../../sessions/dialogs/index.ts";
 import { json, problems } from "../../transport/openapi.ts";
 import { pageQuery } from "../../transport/params.ts";
 

@@ -1,6 +1,6 @@
 import type { Cluster } from "../../../cluster/cluster.ts";
-import type { Approval } from "../../../sessions/approvals.ts";
-import type { SessionRegistry } from "../../../sessions/registry.ts";
+import type { Approval } from "../../../sessions/dialogs/index.ts";
+import type { SessionRegistry } from "../../../sessions/registry/index.ts";
 
 /** This node's approvals (filtered already) and every other live node's, asked with the caller's credentials. */
 export async function clusterApprovals(

@@ -1,8 +1,8 @@
 import type { PiCommand } from "../../../pi/protocol.ts";
-import type { Approval } from "../../../sessions/approvals.ts";
-import { eventJson } from "../../../sessions/event-log.ts";
-import { responseId } from "../../../sessions/run-result.ts";
-import type { Session } from "../../../sessions/session.ts";
+import type { Approval } from "../../../sessions/dialogs/index.ts";
+import { eventJson } from "../../../sessions/events/index.ts";
+import { responseId } from "../../../sessions/runs/index.ts";
+import type { Session } from "../../../sessions/session/index.ts";
 import { unwrap } from "../../transport/pi-result.ts";
 
 /** An approval that holds pi's answer, with where to answer it. */

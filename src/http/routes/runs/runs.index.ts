@@ -1,9 +1,8 @@
 import type { Context } from "hono";
 import type { PiCommand } from "../../../pi/protocol.ts";
-import type { LoggedEvent } from "../../../sessions/event-log.ts";
-import { RunCollector, RunWatch } from "../../../sessions/run-result.ts";
-import { type RunControls, superviseRun } from "../../../sessions/run-supervisor.ts";
-import type { Session } from "../../../sessions/session.ts";
+import type { LoggedEvent } from "../../../sessions/events/index.ts";
+import { RunCollector, type RunControls, RunWatch, superviseRun } from "../../../sessions/runs/index.ts";
+import type { Session } from "../../../sessions/session/index.ts";
 import { streamCommand, wantsStream } from "../../streams/command-stream.ts";
 import { sseOptions } from "../../streams/options.ts";
 import { resumePosition, resumeStream } from "../../streams/resume.ts";

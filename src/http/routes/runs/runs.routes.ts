@@ -1,8 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { commandFields } from "../../../pi/protocol.ts";
-import { Approval } from "../../../sessions/approvals.ts";
-import { LimitHit } from "../../../sessions/run-limits.ts";
-import { runControlFields } from "../../../sessions/run-supervisor.ts";
+import { Approval } from "../../../sessions/dialogs/index.ts";
+import { LimitHit, runControlFields } from "../../../sessions/runs/index.ts";
 import { ResumeHeader, resumeAfter } from "../../streams/resume.ts";
 import { commandErrors, json, jsonBody } from "../../transport/openapi.ts";
 import { SessionParams } from "../../transport/params.ts";

@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { SessionAccessRecord, SessionGrant } from "../../../sessions/access.ts";
+import { SessionAccessRecord, SessionGrant } from "../../../sessions/registry/index.ts";
 import { json, jsonBody, problems } from "../../transport/openapi.ts";
 import { SessionParams } from "../../transport/params.ts";
 

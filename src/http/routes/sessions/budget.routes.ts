@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { BudgetView, SessionBudget } from "../../../sessions/budget.ts";
+import { BudgetView, SessionBudget } from "../../../sessions/runs/index.ts";
 import { json, jsonBody, problems } from "../../transport/openapi.ts";
 import { SessionParams } from "../../transport/params.ts";
 

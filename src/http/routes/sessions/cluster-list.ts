@@ -1,6 +1,6 @@
 import type { Cluster } from "../../../cluster/cluster.ts";
 import type { RowQuery } from "../../../cluster/cluster-store.ts";
-import { parseStoredRecord } from "../../../sessions/records.ts";
+import { parseStoredRecord } from "../../../sessions/registry/index.ts";
 import { mayAccessRecord } from "../../auth/ownership.ts";
 import { hasScope, type Principal } from "../../auth/principals.ts";
 import { decodeCursor, pageOfViews, type SessionList, type SessionListQuery } from "./session-page.ts";

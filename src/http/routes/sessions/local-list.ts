@@ -1,6 +1,5 @@
-import type { SessionAccess } from "../../../sessions/access.ts";
-import type { SessionRegistry } from "../../../sessions/registry.ts";
-import type { Session } from "../../../sessions/session.ts";
+import type { SessionAccess, SessionRegistry } from "../../../sessions/registry/index.ts";
+import type { Session } from "../../../sessions/session/index.ts";
 import { mayAccess } from "../../auth/ownership.ts";
 import type { Principal } from "../../auth/principals.ts";
 import { comparePositions, decodeCursor, type Position, type SessionListQuery } from "./session-page.ts";

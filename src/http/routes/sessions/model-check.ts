@@ -1,5 +1,5 @@
-import type { Session } from "../../../sessions/session.ts";
-import type { CreateSessionBody } from "../../../sessions/spawn.ts";
+import type { CreateSessionBody } from "../../../sessions/process/index.ts";
+import type { Session } from "../../../sessions/session/index.ts";
 import { unwrap } from "../../transport/pi-result.ts";
 import { ApiError } from "../../transport/problem.ts";
 

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { SessionStatus } from "../../../sessions/session.ts";
+import { SessionStatus } from "../../../sessions/session/index.ts";
 import { hasScope, type Principal } from "../../auth/principals.ts";
 import { ApiError } from "../../transport/problem.ts";
 import { SessionView, sessionExample } from "./session-view.ts";

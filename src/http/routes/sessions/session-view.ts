@@ -1,8 +1,8 @@
 import { z } from "@hono/zod-openapi";
-import { BudgetView } from "../../../sessions/budget.ts";
-import type { Session } from "../../../sessions/session.ts";
-import { SessionStatus } from "../../../sessions/session.ts";
-import type { StoredSession } from "../../../sessions/session-store.ts";
+import type { StoredSession } from "../../../sessions/registry/index.ts";
+import { BudgetView } from "../../../sessions/runs/index.ts";
+import type { Session } from "../../../sessions/session/index.ts";
+import { SessionStatus } from "../../../sessions/session/index.ts";
 
 /** A session as the gateway answers it, for the spec's examples. */
 export const sessionExample = {

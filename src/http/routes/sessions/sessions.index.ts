@@ -1,6 +1,5 @@
-import { areaOf } from "../../../sessions/areas.ts";
-import { liveShare } from "../../../sessions/live-cap.ts";
-import { CreateSessionBody } from "../../../sessions/spawn.ts";
+import { areaOf, CreateSessionBody } from "../../../sessions/process/index.ts";
+import { liveShare } from "../../../sessions/registry/index.ts";
 import { mayAccess } from "../../auth/ownership.ts";
 import { assertMayApproveByPolicy } from "../../auth/policy-scope.ts";
 import { adminPrincipal, hasScope } from "../../auth/principals.ts";

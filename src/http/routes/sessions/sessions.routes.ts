@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { CreateSessionBody } from "../../../sessions/spawn.ts";
+import { CreateSessionBody } from "../../../sessions/process/index.ts";
 import { json, jsonBody, problem, problems } from "../../transport/openapi.ts";
 import { SessionParams } from "../../transport/params.ts";
 import { SessionList, SessionListQuery } from "./session-page.ts";

@@ -1,5 +1,5 @@
 import { createRoute } from "@hono/zod-openapi";
-import { UiState } from "../../../sessions/ui-state.ts";
+import { UiState } from "../../../sessions/session/index.ts";
 import { json, problems } from "../../transport/openapi.ts";
 import { SessionParams } from "../../transport/params.ts";
 

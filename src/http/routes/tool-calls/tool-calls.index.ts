@@ -1,6 +1,6 @@
 import type { Cluster } from "../../../cluster/cluster.ts";
-import type { ToolCall } from "../../../sessions/client-tool-calls.ts";
-import type { SessionRegistry } from "../../../sessions/registry.ts";
+import type { ToolCall } from "../../../sessions/dialogs/index.ts";
+import type { SessionRegistry } from "../../../sessions/registry/index.ts";
 import { mayAccess } from "../../auth/ownership.ts";
 import { createRouter, invalid } from "../../transport/openapi.ts";
 import { ApiError } from "../../transport/problem.ts";

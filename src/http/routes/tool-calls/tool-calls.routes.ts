@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { ToolCall, ToolCallAnswer, ToolCallStatus } from "../../../sessions/client-tool-calls.ts";
+import { ToolCall, ToolCallAnswer, ToolCallStatus } from "../../../sessions/dialogs/index.ts";
 import { json, jsonBody, problem, problems } from "../../transport/openapi.ts";
 import { longPollWait, SessionParams } from "../../transport/params.ts";
 

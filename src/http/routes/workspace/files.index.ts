@@ -1,6 +1,6 @@
 import { Readable } from "node:stream";
 import type { Context, MiddlewareHandler } from "hono";
-import { GatewayError } from "../../../errors.ts";
+import { GatewayError } from "../../../shared/errors.ts";
 import { confinementOf } from "../../../workspace/confined.ts";
 import { listFolder } from "../../../workspace/listing.ts";
 import { contentTypeOf, etagOf, openFile, parseRange } from "../../../workspace/reading.ts";

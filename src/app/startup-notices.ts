@@ -1,0 +1,47 @@
+import { existsSync } from "node:fs";
+import { sandboxFix } from "../sessions/process/index.ts";
+import type { Gateway } from "./server.ts";
+import { tokenNotice } from "./token.ts";
+
+/**
+ * What start-up says on stderr to the person at the terminal (stdout carries the JSON log): where
+ * the token is and what is unsafe, where sessions work, what files were read, where to look.
+ */
+export function startupNotices(gateway: Gateway): string[] {
+	const lines: string[] = [];
+	const notice = tokenNotice(gateway.tokenSource);
+	if (notice) lines.push(notice);
+	// Where an agent works unless told otherwise: never this process's own directory by accident.
+	const { workspaceRoot, defaultCwd } = gateway.config;
+	lines.push(
+		defaultCwd === "own"
+			? `pi-gateway: sessions without cwd work in a folder of their own, ${workspaceRoot}/@<principal>/<session id> (an admin's: ${workspaceRoot}/<session id>)`
+			: `pi-gateway: sessions without cwd work in their principal's folder ${workspaceRoot}/@<principal> (an admin's: the root ${workspaceRoot}), all of one principal in the same folder`,
+	);
+	const { state, reason } = gateway.sandbox;
+	if (state === "unconfined")
+		lines.push(`pi-gateway: sandbox off (${reason}): pi and its tools run unconfined as this user`);
+	if (state === "unavailable")
+		lines.push(
+			`pi-gateway: NO SESSION CAN START: the sandbox is unavailable (${reason}); creates answer 503 sandbox_unavailable until you ${sandboxFix}`,
+		);
+	const { keysFile, approvalPoliciesFile, webhooksFile } = gateway.loaded;
+	const count = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`;
+	// Said even with no key yet: `pi-gateway keys create` writes there, and the gateway takes it without a restart.
+	if (keysFile)
+		lines.push(
+			keysFile.keys > 0 || existsSync(keysFile.path)
+				? `pi-gateway: API keys from ${keysFile.path} (${count(keysFile.keys, "key")})`
+				: `pi-gateway: API keys: none yet; \`pi-gateway keys create\` writes them to ${keysFile.path}, taken without a restart`,
+		);
+	if (approvalPoliciesFile)
+		lines.push(
+			`pi-gateway: approval policies from ${approvalPoliciesFile.path} (${count(approvalPoliciesFile.rules, "rule")})`,
+		);
+	if (webhooksFile)
+		lines.push(`pi-gateway: webhooks from ${webhooksFile.path} (${count(webhooksFile.webhooks, "webhook")})`);
+	lines.push(
+		`pi-gateway: listening on ${gateway.url}; API reference ${gateway.url}/docs, console ${gateway.url}/console`,
+	);
+	return lines;
+}

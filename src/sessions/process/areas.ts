@@ -1,0 +1,182 @@
+import {
+	closeSync,
+	constants,
+	cpSync,
+	existsSync,
+	mkdirSync,
+	openSync,
+	readdirSync,
+	readlinkSync,
+	realpathSync,
+} from "node:fs";
+import { join, relative, resolve, sep } from "node:path";
+import type { Config } from "../../config/config.ts";
+import { GatewayError } from "../../shared/errors.ts";
+import { confine, isInside } from "./paths.ts";
+
+/**
+ * Each principal's own part of the workspace root: its sessions work there, and a `cwd` it names
+ * must resolve there. Without it one tenant's `{"cwd":"."}`, or the id or path of another's folder,
+ * was that folder, read and written by the tenant's files API and agent.
+ *
+ * An admin (the token, or a key with the admin scope) is the operator: its area is the whole root,
+ * where its sessions keep the folders they had before areas existed (`<root>/<session id>`).
+ * Everyone else has `<root>/@<name>`: the `@` keeps areas apart from those session folders
+ * (ids start `ses_`), and the name is escaped so that no principal's area is `.`, `..` or hidden.
+ */
+export interface Area {
+	/** The area's path (real once it exists: the root is resolved when the gateway starts). */
+	path: string;
+	/** Whose it is, for messages. */
+	principal: string;
+	admin: boolean;
+}
+
+/** A principal's name as one path component: `[A-Za-z0-9_@.-]` kept (no leading dot), the rest %XX. */
+export function areaName(principal: string): string {
+	const escaped = principal.replace(
+		/[^\w@.-]/g,
+		(c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")}`,
+	);
+	return `@${escaped.replace(/^\./, "%2E")}`;
+}
+
+export function areaOf(config: Config, principal: string, admin: boolean): Area {
+	const root = realpathSync(config.workspaceRoot);
+	return { path: admin ? root : join(root, areaName(principal)), principal, admin };
+}
+
+/** The area, made if missing (its parent, the root, exists: the registry made it at start). */
+export function ensureArea(area: Area): string {
+	mkdirSync(area.path, { recursive: true, mode: 0o700 });
+	return area.path;
+}
+
+/**
+ * A user's `cwd`, relative to the caller's area (absolute paths allowed), symlinks resolved, held
+ * inside that area: 400 when it does not exist, 403 when it leads out (the root itself and other
+ * principals' areas included, by whatever path or symlink).
+ */
+export function confineToArea(area: Area, cwd: string): string {
+	const base = ensureArea(area);
+	try {
+		return confine(base, resolve(base, cwd), "cwd");
+	} catch (error) {
+		if (error instanceof GatewayError && error.status === 403)
+			throw new GatewayError(
+				403,
+				"path_outside_root",
+				area.admin
+					? `cwd must lie inside the workspace root ${base}`
+					: `cwd must lie inside ${base}, the folder of ${area.principal}'s sessions (relative paths start there)`,
+			);
+		throw error;
+	}
+}
+
+/**
+ * Opens the folder a session works in for a bind by descriptor (`bwrap --bind-fd`): what pi gets
+ * is the folder that was checked, not whatever the path names when bwrap gets to it. The kernel's
+ * name for the open descriptor must be the checked real path: a component swapped for a symlink
+ * between the check and here (an agent can flip names in a folder it writes) is refused.
+ */
+export function openCheckedFolder(path: string, root: string): number {
+	let fd: number;
+	try {
+		fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+	} catch (error) {
+		throw new GatewayError(
+			409,
+			"folder_replaced",
+			`The session's folder ${JSON.stringify(path)} cannot be opened as a folder (${(error as NodeJS.ErrnoException).code}): was it removed or replaced by a link?`,
+		);
+	}
+	let real: string | undefined;
+	try {
+		real = readlinkSync(`/proc/self/fd/${fd}`);
+	} catch {}
+	if (real !== path || !isInside(root, real)) {
+		closeSync(fd);
+		throw new GatewayError(
+			409,
+			"folder_replaced",
+			`The session's folder ${JSON.stringify(path)} was replaced by a link while it was opened`,
+		);
+	}
+	return fd;
+}
+
+/** The principal's area a sandboxed session's `cwd` lies in (`@<name>`), or undefined for the operator's. */
+function areaOfFolder(config: Config, cwd: string): string | undefined {
+	const rel = relative(realpathSync(config.workspaceRoot), cwd);
+	const first = rel.split(sep)[0] ?? "";
+	return first.startsWith("@") && !rel.startsWith("..") ? first : undefined;
+}
+
+/**
+ * The area a session's folder lies in, read from the folder (a restart knows no caller): `@name`'s
+ * for a folder there, else the operator's (the whole root). A session's own read-only extras are
+ * checked against it (sandbox-view.ts sessionReadable).
+ */
+export function areaOfCwd(config: Config, cwd: string): { path: string; admin: boolean } {
+	const name = areaOfFolder(config, cwd);
+	const root = realpathSync(config.workspaceRoot);
+	return name ? { path: join(root, name), admin: false } : { path: root, admin: true };
+}
+
+/**
+ * Where a sandboxed pi keeps Node's compile cache (the bytecode of pi's bundle and of the chunks
+ * it loads on its first prompt): `<data-dir>/compile-cache/<area>`, one per area like the agent
+ * folder. pi turns the cache on itself, in /tmp by default, and the sandbox's /tmp is empty at each
+ * start, so every sandboxed pi compiled pi from scratch (a start took ≈ 1.6× as long as with the
+ * cache). pi writes it, so it is never shared between areas: one tenant's agent could otherwise
+ * plant bytecode that ran in another tenant's next pi. Within an area it is as trusted as the
+ * agent folder that area's agents can already write.
+ */
+export function areaCompileCache(config: Config, cwd: string): string {
+	const dir = join(config.dataDir, "compile-cache", areaOfFolder(config, cwd) ?? "admin");
+	mkdirSync(dir, { recursive: true, mode: 0o700 });
+	return dir;
+}
+
+const real = (path: string) => {
+	try {
+		return realpathSync(path);
+	} catch {
+		return path;
+	}
+};
+
+/** Copies `from` to `to` but for `left` (and what they hold); a folder that holds one of them is walked. */
+function copyAgentDir(from: string, to: string, left: string[]): void {
+	const path = real(from);
+	if (left.some((l) => isInside(l, path))) return;
+	if (!left.some((l) => isInside(path, l))) {
+		cpSync(from, to, { recursive: true });
+		return;
+	}
+	mkdirSync(to, { recursive: true });
+	for (const name of readdirSync(from)) copyAgentDir(join(from, name), join(to, name), left);
+}
+
+/**
+ * pi's agent folder (its settings, logins, and the extensions it loads at every start) for a
+ * sandboxed session working in `cwd`: one per area, `<data-dir>/agents/@<name>` (an admin's
+ * sessions: `<data-dir>/agents/admin`), made as a copy of the operator's (`base`) the first time.
+ * pi must be able to write it, so a folder shared by every session let one tenant's agent drop an
+ * extension there that then ran in every other tenant's sessions, reading their folders; and the
+ * operator's own, given to an admin's sessions, let an agent plant one that ran unsandboxed the
+ * next time the operator ran pi on the host (an attacker's review).
+ */
+export function areaAgentDir(config: Config, cwd: string, base: string): string {
+	const dir = join(config.dataDir, "agents", areaOfFolder(config, cwd) ?? "admin");
+	if (!existsSync(dir)) {
+		mkdirSync(join(config.dataDir, "agents"), { recursive: true, mode: 0o700 });
+		// The operator's settings and logins; never its pi session files, nor the gateway's data dir
+		// when an agent dir holds it (the copy went into itself: a 500 on every create, and the copy
+		// would have put the token and gateway.db in the agent's reach).
+		if (existsSync(base)) copyAgentDir(base, dir, [real(join(base, "sessions")), real(config.dataDir)]);
+		mkdirSync(dir, { recursive: true });
+	}
+	return dir;
+}
