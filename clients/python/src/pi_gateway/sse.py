@@ -5,11 +5,19 @@ a leading BOM is dropped, ``:`` lines are comments, ``data:`` lines join with LF
 digits only, an ``id:`` holding NUL is ignored, and a block without data dispatches nothing.
 Each frame says whether it carried its own ``id:`` line: the gateway leaves ids off frames that
 are not events of the log (``stream_open``, ``dropped``, ``error``).
+
+``SseDecoder`` takes bytes as they arrive, split anywhere (inside a line, a multi-byte character or
+the BOM): a frame is dispatched only once its blank line has arrived, so a stream cut at any byte
+yields every whole frame before the cut and nothing of the one it cut through.
 """
 
 import codecs
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, List, Optional
+
+
+_LINE_END = re.compile(r"\r\n?|\n")
 
 
 @dataclass
@@ -36,32 +44,22 @@ class LineParser:
 
     def feed(self, text: str) -> List[Frame]:
         frames: List[Frame] = []
-        text = self._buffer + text
-        self._buffer = ""
-        start = 0
-        i = 0
-        n = len(text)
-        while i < n:
-            ch = text[i]
-            if ch == "\n" and self._skip_lf and i == start:
-                self._skip_lf = False
-                start = i + 1
-                i += 1
-                continue
+        if not text:
+            return frames
+        if self._skip_lf:
+            # The last text ended in CR: an LF starting this one is the rest of that line end.
             self._skip_lf = False
-            if ch not in "\r\n":
-                i += 1
-                continue
-            frame = self._line(text[start:i])
+            if text.startswith("\n"):
+                text = text[1:]
+        text = self._buffer + text
+        start = 0
+        for end in _LINE_END.finditer(text):
+            frame = self._line(text[start:end.start()])
             if frame is not None:
                 frames.append(frame)
-            if ch == "\r":
-                if i + 1 < n and text[i + 1] == "\n":
-                    i += 1
-                elif i + 1 == n:
-                    self._skip_lf = True
-            i += 1
-            start = i
+            start = end.end()
+            if end.group() == "\r" and start == len(text):
+                self._skip_lf = True
         self._buffer = text[start:]
         return frames
 
@@ -94,10 +92,25 @@ class LineParser:
         return Frame(frame_id, self._last_event_id, event, "\n".join(data))
 
 
+class SseDecoder:
+    """Bytes in (any split), frames out: UTF-8 decoded incrementally, a BOM at the start dropped."""
+
+    def __init__(self, on_retry: Optional[Callable[[int], None]] = None, last_event_id: str = ""):
+        self._decoder = codecs.getincrementaldecoder("utf-8-sig")("replace")
+        self._lines = LineParser(on_retry, last_event_id)
+
+    def feed(self, data: bytes) -> List[Frame]:
+        """The frames ``data`` completed (often none: a frame waits for its blank line)."""
+        return self._lines.feed(self._decoder.decode(data))
+
+    def end(self) -> List[Frame]:
+        """At the stream's end: what the last bytes complete (a frame without its blank line never is)."""
+        return self._lines.feed(self._decoder.decode(b"", final=True))
+
+
 def parse_chunks(chunks: Iterable[bytes], on_retry: Optional[Callable[[int], None]] = None) -> Iterator[Frame]:
-    """Frames of a byte stream, decoded as UTF-8 across chunk boundaries (a BOM at the start dropped)."""
-    decoder = codecs.getincrementaldecoder("utf-8-sig")("replace")
-    parser = LineParser(on_retry)
+    """Frames of a byte stream, as each one completes."""
+    decoder = SseDecoder(on_retry)
     for chunk in chunks:
-        yield from parser.feed(decoder.decode(chunk))
-    yield from parser.feed(decoder.decode(b"", final=True))
+        yield from decoder.feed(chunk)
+    yield from decoder.end()

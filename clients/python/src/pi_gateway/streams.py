@@ -13,16 +13,22 @@ ending where the command's would have). A run that died with its gateway (an unc
 end there: its resumed stream gets a ``gap``, then ``run_lost``, and the iteration raises
 ``RunLost``. A run stream that ends before its run did raises ``StreamInterrupted``: never a
 silent end. Events are typed (``events.py``) and still read like the dicts they came from.
+
+Frames are parsed as bytes arrive (``sse.SseDecoder``), so a cut at any byte loses only the frame it
+went through, which the resume sends again. Before the first position (a cut inside the first
+frame), ``events()`` opens again as it first did: from the ``after`` it was asked for, or live. A
+command's stream (a POST) cannot: only its ``stream_open`` says where the command's events are, and
+sending it again would run it twice, so that cut raises ``StreamInterrupted``.
 """
 
 import http.client
-import json
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from .errors import Aborted, GatewayError, RunLost, StreamInterrupted
 from .events import Event as TypedEvent
 from .events import RunHelpers, parse_event, text_deltas
+from .position import Position
 from .sse import parse_chunks
 from .transport import AbortSignal, Response, Transport
 
@@ -45,6 +51,7 @@ class StreamPlan:
         # An event that ends the iteration with an error instead of being yielded (a run's run_lost).
         self.fails = fails
         # How a cut is resumed when not by GET …/events: the same POST with Last-Event-ID (a 204: nothing left).
+        # Such a stream (a POST) is never opened twice: without a position it cannot be resumed.
         self.resume = resume
 
 
@@ -53,15 +60,20 @@ class EventStream:
 
     def __init__(self, transport: Transport, plan: StreamPlan, signal: Optional[AbortSignal] = None,
                  retry_delay: float = 0.5, max_attempts: int = 10):
-        self.last_event_id: Optional[int] = None
         self.reconnects = 0
         self._transport = transport
         self._plan = plan
         self._signal = signal
         self._retry = retry_delay
         self._max_attempts = max_attempts
+        self._position = Position(plan.accept)
         self._res: Optional[Response] = None
         self._iter: Optional[Iterator[Event]] = None
+
+    @property
+    def last_event_id(self) -> Optional[int]:
+        """The sequence number of the last event yielded (or where the stream joined); None before."""
+        return self._position.last_event_id
 
     def __iter__(self) -> Iterator[TypedEvent]:
         if self._iter is None:
@@ -88,39 +100,19 @@ class EventStream:
 
     def _run(self) -> Iterator[TypedEvent]:
         plan = self._plan
-        self._res = plan.open()
-        opened = False
+        position = self._position
         try:
+            self._res = self._first()
             while True:
                 clean_end = False
-                resume_from: Optional[int] = None
                 try:
                     for frame in parse_chunks(self._res.chunks(), self._set_retry):
-                        try:
-                            event = json.loads(frame.data)
-                        except ValueError:
-                            continue
-                        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-                            continue
-                        seq: Optional[int] = None
-                        if frame.id is not None and frame.id.isdigit():
-                            seq = int(frame.id)
-                            if self.last_event_id is not None and seq <= self.last_event_id:
-                                continue
-                            self.last_event_id = seq
-                        kind = event["type"]
-                        if kind == "stream_open":
-                            if self.last_event_id is None and isinstance(event.get("after"), int):
-                                self.last_event_id = event["after"]
-                            if opened:
-                                continue
-                            opened = True
-                        elif kind == "dropped":
-                            at = event.get("resumeFrom")
-                            resume_from = int(at) if isinstance(at, (int, float)) or (isinstance(at, str) and at.isdigit()) else self.last_event_id
+                        taken = position.take(frame)
+                        if position.resume_from is not None:
                             break
-                        if plan.accept and kind not in ("stream_open", "gap") and not plan.accept(event):
+                        if taken is None:
                             continue
+                        event, seq = taken
                         failure = plan.fails(event) if plan.fails else None
                         if failure is not None:
                             raise failure
@@ -129,7 +121,7 @@ class EventStream:
                         yield typed
                         if plan.ends(event):
                             return
-                    clean_end = resume_from is None
+                    clean_end = position.resume_from is None
                 except (OSError, http.client.HTTPException, ValueError):
                     if self._signal and self._signal.aborted:
                         raise Aborted("aborted") from None
@@ -140,8 +132,7 @@ class EventStream:
                     # The server closed the stream before the event that ends it (a revoked share, a
                     # gateway going down): the caller must not mistake that for the end of the run.
                     raise StreamInterrupted("The stream ended before the run did", self._last())
-                if resume_from is not None:
-                    self.last_event_id = resume_from
+                position.resumed()
                 res = self._reconnect()
                 if res is None:
                     return
@@ -153,11 +144,30 @@ class EventStream:
     def _last(self) -> Optional[str]:
         return None if self.last_event_id is None else str(self.last_event_id)
 
+    def _first(self) -> Response:
+        """The first connection. A GET whose answer broke before its head was whole is opened again
+        (nothing was read from it); a POST is sent once, whatever happens."""
+        try:
+            return self._plan.open()
+        except (http.client.HTTPException, ConnectionResetError):
+            if self._plan.resume is not None or (self._signal and self._signal.aborted):
+                raise
+        res = self._reconnect()
+        if res is None:
+            raise StreamInterrupted("The gateway had nothing to stream")
+        return res
+
     def _reconnect(self) -> Optional[Response]:
-        """The stream again after the last event seen; None when the gateway says nothing is left (204)."""
+        """The stream again after the last event seen; None when the gateway says nothing is left (204).
+        Before any position (the cut came inside the first frame), a GET stream opens as it first did
+        (from the ``after`` asked for, or live); a POST stream cannot: sending it again would run the
+        command twice, and nothing yet says where its events are in the log."""
         after = self.last_event_id
-        if after is None:
-            raise StreamInterrupted("The stream broke before it said where it joined; cannot resume")
+        if after is None and self._plan.resume is not None:
+            raise StreamInterrupted(
+                "The stream broke before its stream_open frame said where the command's events are in the "
+                "session's log, so it cannot be resumed without sending the command again (pi may be running "
+                "it: follow the session's events())")
         last_error: Optional[BaseException] = None
         delay = self._retry
         for _ in range(self._max_attempts):
@@ -165,7 +175,9 @@ class EventStream:
                 self._signal.check()
             time.sleep(delay)
             try:
-                if self._plan.resume is not None:
+                if after is None:
+                    res = self._plan.open()
+                elif self._plan.resume is not None:
                     res = self._plan.resume(after)
                 else:
                     res = self._transport.send(
@@ -189,7 +201,8 @@ class EventStream:
                 if self._signal and self._signal.aborted:
                     raise Aborted("aborted") from None
                 last_error = error
-        raise StreamInterrupted(f"Could not reconnect after event {after}: {last_error}", str(after))
+        where = "the start" if after is None else f"event {after}"
+        raise StreamInterrupted(f"Could not reconnect after {where}: {last_error}", self._last())
 
 
 def run_end() -> Callable[[Event], bool]:
