@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import LongestFirst from "./test/helpers/sequencer.ts";
 
 export default defineConfig({
 	test: {
@@ -6,8 +7,13 @@ export default defineConfig({
 		testTimeout: 30_000,
 		hookTimeout: 30_000,
 		pool: "forks",
-		// Two cores: two files at a time keeps real pi children from starving each other.
-		maxWorkers: 2,
+		// Three files at a time on two cores: a clean-clone run used under half the CPU with two
+		// (its files mostly wait on pi, sockets and child processes), and every test polls for a
+		// state rather than timing it. PI_GATEWAY_TEST_WORKERS overrides it.
+		maxWorkers: Number(process.env.PI_GATEWAY_TEST_WORKERS) || 3,
+		sequence: { sequencer: LongestFirst },
+		// The per-file times scripts/test-timings.ts turns into test/timings.json.
+		reporters: ["default", ["json", { outputFile: ".vitest-report.json" }]],
 		globalSetup: ["test/helpers/no-leaks.ts"],
 	},
 });
