@@ -2019,6 +2019,8 @@ export interface components {
             runId?: string;
             /** @description Streamed bash: the command's id */
             commandId?: string;
+            /** @description A retried POST with Last-Event-ID: this stream continues that command's run (nothing reached pi again) */
+            resumed?: boolean;
             /** @description GET /v1/events: every session and its position on joining */
             sessions?: {
                 /** @description The session's id */
@@ -2067,6 +2069,8 @@ export interface components {
             reason: string;
             /** @description The last lines pi wrote to stderr */
             stderrTail: string;
+            /** @description Whether a command can start pi again on the session's conversation (it was persisted) */
+            resumable?: boolean;
         } & {
             [key: string]: unknown;
         };

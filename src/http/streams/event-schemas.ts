@@ -216,6 +216,10 @@ const gatewayEvents = [
 			status: SessionStatus.optional(),
 			runId: z.string().optional().openapi({ description: "Streamed prompt/steer/follow-up: the command's id" }),
 			commandId: z.string().optional().openapi({ description: "Streamed bash: the command's id" }),
+			resumed: z.boolean().optional().openapi({
+				description:
+					"A retried POST with Last-Event-ID: this stream continues that command's run (nothing reached pi again)",
+			}),
 			sessions: z
 				.array(
 					z.object({
@@ -242,6 +246,10 @@ const gatewayEvents = [
 					"`shutdown`, `idle`, `lru` (the gateway stopped pi; `resumable` says whether it can start again), `stopped` (DELETE), `exited`, `crashed`, or `lost`: pi died with its gateway or node (an unclean stop; this frame was written when the session was restored)",
 			}),
 			stderrTail: z.string().describe("The last lines pi wrote to stderr"),
+			resumable: z
+				.boolean()
+				.optional()
+				.describe("Whether a command can start pi again on the session's conversation (it was persisted)"),
 		},
 		"Gateway: pi exited; the stream ends after this frame",
 	),

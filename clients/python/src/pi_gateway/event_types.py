@@ -553,6 +553,9 @@ class StreamOpen(Event):
     run_id: Optional[str] = None
     #: Streamed bash: the command's id (JSON ``commandId``)
     command_id: Optional[str] = None
+    #: A retried POST with Last-Event-ID: this stream continues that command's run (nothing reached
+    #: pi again)
+    resumed: Optional[bool] = None
     #: GET /v1/events: every session and its position on joining
     sessions: Optional[List[Dict[str, Any]]] = None
 
@@ -566,6 +569,7 @@ class StreamOpen(Event):
             "status": raw.get("status"),
             "run_id": raw.get("runId"),
             "command_id": raw.get("commandId"),
+            "resumed": raw.get("resumed"),
             "sessions": raw.get("sessions"),
         }
 
@@ -601,6 +605,8 @@ class SessionExit(Event):
     reason: Optional[str] = None
     #: The last lines pi wrote to stderr (JSON ``stderrTail``)
     stderr_tail: Optional[str] = None
+    #: Whether a command can start pi again on the session's conversation (it was persisted)
+    resumable: Optional[bool] = None
 
     @classmethod
     def _fields(cls, raw: Raw) -> Dict[str, Any]:
@@ -610,6 +616,7 @@ class SessionExit(Event):
             "signal": raw.get("signal"),
             "reason": raw.get("reason"),
             "stderr_tail": raw.get("stderrTail"),
+            "resumable": raw.get("resumable"),
         }
 
 

@@ -527,6 +527,8 @@ class Event_stream_open(_Event_stream_openRequired, total=False):
     runId: str
     # Streamed bash: the command's id
     commandId: str
+    # A retried POST with Last-Event-ID: this stream continues that command's run (nothing reached pi again)
+    resumed: bool
     # GET /v1/events: every session and its position on joining
     sessions: List[Dict[str, Any]]
 
@@ -540,8 +542,7 @@ class Event_session_status(TypedDict):
     status: "SessionStatus"
 
 
-class Event_session_exit(TypedDict):
-    """Gateway: pi exited; the stream ends after this frame"""
+class _Event_session_exitRequired(TypedDict):
     # Always `session_exit`; the frame's `event:`
     type: Literal["session_exit"]
     # The gateway session the event belongs to
@@ -554,6 +555,12 @@ class Event_session_exit(TypedDict):
     reason: str
     # The last lines pi wrote to stderr
     stderrTail: str
+
+
+class Event_session_exit(_Event_session_exitRequired, total=False):
+    """Gateway: pi exited; the stream ends after this frame"""
+    # Whether a command can start pi again on the session's conversation (it was persisted)
+    resumable: bool
 
 
 class Event_run_lost(TypedDict):
