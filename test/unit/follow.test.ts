@@ -6,7 +6,7 @@ import type { Session } from "../../src/sessions/session/session.ts";
 
 /** The part of a Session that followSession reads. */
 function fakeSession(maxEvents = 10_000) {
-	return { id: "ses_t", events: new EventLog(maxEvents, 1 << 30), isAlive: true, sseSubscribers: 0 };
+	return { id: "ses_t", events: new EventLog(maxEvents, 1 << 30), isAlive: true };
 }
 const asSession = (s: ReturnType<typeof fakeSession>) => s as unknown as Session;
 
@@ -37,7 +37,7 @@ describe("followSession", () => {
 		const out = new Outbox(1 << 20);
 		const sink = new HeldSink();
 		const detach = followSession(asSession(session), out, { after: 10 });
-		expect(session.sseSubscribers).toBe(1);
+		expect(session.events.followers).toBe(1);
 		const done = out.pump(sink);
 		await tick(); // the first replay batch is on the (held) socket
 		for (let i = 0; i < 10; i++) session.events.append("e", "{}");
@@ -47,7 +47,8 @@ describe("followSession", () => {
 		await tick();
 		expect(ids(sink.text)).toEqual(range(11, 1015));
 		detach();
-		expect(session.sseSubscribers).toBe(0);
+		detach(); // released once: the count never goes below what is open
+		expect(session.events.followers).toBe(0);
 		expect(session.events.listenerCount).toBe(0);
 		out.end();
 		await done;
@@ -87,7 +88,7 @@ describe("followSession", () => {
 		await done;
 		expect(ids(sink.text)).toEqual([1, 3, 4]);
 		expect(sink.text).toContain("event: session_exit");
-		expect(session.sseSubscribers).toBe(0);
+		expect(session.events.followers).toBe(0);
 	});
 
 	it("ends after `until`, whether the event comes from the replay or live", async () => {
@@ -116,6 +117,6 @@ describe("followSession", () => {
 		followSession(asSession(session), out, { after: 1 });
 		await out.pump(sink);
 		expect(sink.text).toBe("");
-		expect(session.sseSubscribers).toBe(0);
+		expect(session.events.followers).toBe(0);
 	});
 });

@@ -46,6 +46,8 @@ export class EventLog {
 	#bytes = 0;
 	#lastSeq = 0;
 	readonly #listeners = new Set<Listener>();
+	/** Listeners that are a client's stream (follow): what a session's subscriber cap counts. */
+	#followers = 0;
 	/** Where the next events' bytes go. */
 	#slab: Slab | undefined;
 	/** A gap from a position before this one cannot be counted (0: every gap can). */
@@ -82,6 +84,11 @@ export class EventLog {
 
 	get listenerCount(): number {
 		return this.#listeners.size;
+	}
+
+	/** Open streams on this log (follow): the session's SSE subscribers. */
+	get followers(): number {
+		return this.#followers;
 	}
 
 	/** `data`: pi's line as read (copied into the log's slab), or text (a gateway event's JSON), stored as UTF-8. */
@@ -131,6 +138,22 @@ export class EventLog {
 	subscribe(listener: Listener): () => void {
 		this.#listeners.add(listener);
 		return () => this.#listeners.delete(listener);
+	}
+
+	/**
+	 * A client's stream subscribes: it counts among the followers until released. The release is
+	 * idempotent, so the count never goes below what is open.
+	 */
+	follow(listener: Listener): () => void {
+		const unsubscribe = this.subscribe(listener);
+		this.#followers++;
+		let held = true;
+		return () => {
+			if (!held) return;
+			held = false;
+			unsubscribe();
+			this.#followers--;
+		};
 	}
 
 	#evict(): void {

@@ -1,4 +1,5 @@
-/** A session's event log (replay, gaps, slabs): what streams, webhooks and metrics read. The room's one door. */
+/** A session's event log (replay, gaps, slabs, followers): what streams, webhooks and metrics read. The room's one door. */
 
 export { eventJson, type LoggedEvent } from "./event-log.ts";
+export { type Followed, type Following, type FollowOptions, type FollowSink, follow } from "./follower.ts";
 export { pinEvent, unpinEvent } from "./log-slabs.ts";

@@ -58,8 +58,10 @@ export class Session {
 	lastActivityAt = Date.now();
 	piState: PiState = {};
 	currentRunId: string | undefined;
-	/** Open SSE streams on this session (the limit is the gateway's). */
-	sseSubscribers = 0;
+	/** Open SSE streams on this session (the limit is the gateway's): the followers of its log. */
+	get sseSubscribers(): number {
+		return this.events.followers;
+	}
 	exit: (ExitInfo & { at: string; stderrTail: string }) | undefined;
 	/** Cluster mode: what this node restored of the session's folder when it took the session over (src/cluster/folder-sync.ts). */
 	folderRestore: FolderRestoreReport | undefined;
