@@ -19,6 +19,7 @@ import type { SandboxStatus } from "../sessions/process/index.ts";
 import { sandboxLogFields, startSandbox } from "../sessions/process/index.ts";
 import { SessionAccess, SessionRegistry } from "../sessions/registry/index.ts";
 import { PostgresClusterStore } from "../store/postgres/cluster.ts";
+import { PostgresNotices } from "../store/postgres/notifications.ts";
 import { PostgresRunArchive } from "../store/postgres/run-archive.ts";
 import { PostgresStore, redact } from "../store/postgres/sessions.ts";
 import { PostgresOutbox } from "../store/postgres/webhook-outbox.ts";
@@ -213,6 +214,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			cluster = await Cluster.start({
 				config,
 				store: new PostgresClusterStore(postgres),
+				notices: new PostgresNotices(config.databaseUrl as string, postgres.pool, log.child({ node: nodeId })),
 				forwardKey: (keysOfCluster as { forward: Buffer }).forward,
 				registry,
 				access,

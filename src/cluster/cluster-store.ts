@@ -1,4 +1,3 @@
-import type pg from "pg";
 import type { StoredSession, Tombstone } from "../sessions/registry/index.ts";
 import type { FolderStore } from "./folder-store.ts";
 import type { MembershipStore } from "./membership.ts";
@@ -46,8 +45,6 @@ export interface RowQuery {
 export interface ClusterStore {
 	/** This node's id. */
 	readonly node: string;
-	/** LISTEN/NOTIFY between the nodes (notifications.ts) runs on the database's own pool. */
-	readonly pool: pg.Pool;
 	readonly membership: MembershipStore;
 	readonly folders: FolderStore;
 	/** The live node that runs session `id`, read without a lock. */

@@ -2,6 +2,7 @@
 // protocol over the same holds and the same store, and read best together; membership, the fence,
 // forwarding, peers and notifications are beside it in this folder.
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { EventEmitter } from "node:events";
 import type { Logger } from "pino";
 import type { Config } from "../config/config.ts";
 import type { PolicyEngine } from "../sessions/dialogs/index.ts";
@@ -19,7 +20,7 @@ import { reportFolder } from "./folder-adoption.ts";
 import { rehomeSessionFile } from "./folder-home.ts";
 import { FolderSync } from "./folder-sync.ts";
 import { Membership, type NodeRow } from "./membership.ts";
-import { type ClusterNotice, Notifications } from "./notifications.ts";
+import type { ClusterNotice, NoticeChannel } from "./notifications.ts";
 import { fanOut, waitForMove } from "./peers.ts";
 
 /**
@@ -59,7 +60,8 @@ export class Cluster {
 	readonly #logger: Logger;
 	readonly #membership: Membership;
 	readonly #fence: Fence;
-	readonly #notices: Notifications;
+	readonly #notices: NoticeChannel;
+	readonly #noticed = new EventEmitter<{ notice: [ClusterNotice] }>();
 	readonly #claims = new Map<string, Promise<Route>>();
 	/** Sessions a request is on its way to (located, not yet answered): never given back meanwhile. */
 	readonly #holds = new Map<string, number>();
@@ -69,7 +71,7 @@ export class Cluster {
 	#unsubscribe: (() => void) | undefined;
 
 	private constructor(options: ClusterOptions) {
-		const { config, store, registry, access, policies, logger, url, forwardKey } = options;
+		const { config, store, notices, registry, access, policies, logger, url, forwardKey } = options;
 		this.#policies = policies;
 		this.node = store.node;
 		this.url = url;
@@ -90,7 +92,7 @@ export class Cluster {
 				lost: () => this.#dropAll(),
 			},
 		);
-		this.#notices = new Notifications(config.databaseUrl as string, store.pool, this.#logger);
+		this.#notices = notices;
 		this.folders = new FolderSync(config, store.folders, registry, this.#logger);
 	}
 
@@ -99,7 +101,7 @@ export class Cluster {
 		const cluster = new Cluster(options);
 		try {
 			await cluster.#membership.join();
-			await cluster.#notices.start();
+			await cluster.#notices.listen((notice) => cluster.#noticed.emit("notice", notice));
 		} catch (error) {
 			cluster.#fence.close();
 			await cluster.#notices.close();
@@ -311,8 +313,8 @@ export class Cluster {
 
 	/** Notices from every node (approvals changed somewhere), for long-polls. */
 	onNotice(listener: (notice: ClusterNotice) => void): () => void {
-		this.#notices.on("notice", listener);
-		return () => this.#notices.off("notice", listener);
+		this.#noticed.on("notice", listener);
+		return () => this.#noticed.off("notice", listener);
 	}
 
 	#assertDatabase(): void {
@@ -361,6 +363,8 @@ export class Cluster {
 export interface ClusterOptions {
 	config: Config;
 	store: ClusterStore;
+	/** What wakes other nodes' waiters (LISTEN/NOTIFY in the database). */
+	notices: NoticeChannel;
 	registry: SessionRegistry;
 	access: SessionAccess;
 	/** Remembered approval rules move with their session. */

@@ -26,10 +26,6 @@ export class PostgresClusterStore implements ClusterStore {
 		return this.#store.node;
 	}
 
-	get pool() {
-		return this.#store.pool;
-	}
-
 	ownerOf(id: string) {
 		return needDatabase(`Session ${id} cannot be looked up`, () => this.#store.ownerOf(id));
 	}

@@ -96,7 +96,7 @@ export class PostgresStore implements SessionStore {
 		this.#beforeClose.push(last);
 	}
 
-	/** For the cluster's own queries (membership, lookups, notifications). */
+	/** For the other PostgreSQL stores, which the composition root opens over this pool (cluster.ts, webhooks.ts, …). */
 	get pool(): pg.Pool {
 		return this.#pool;
 	}

@@ -1,8 +1,8 @@
 import type pg from "pg";
-import { notify } from "../../cluster/notifications.ts";
 import type { Webhook } from "../../webhooks/schemas.ts";
 import type { SharedWebhooks } from "../../webhooks/shared.ts";
 import type { StoredWebhook } from "../../webhooks/store.ts";
+import { sendNotice } from "./notifications.ts";
 
 /** The cluster's webhook definitions: the `webhooks` table (migration 4); a change sends a `webhooks` notice. */
 export class PostgresWebhooks implements SharedWebhooks {
@@ -28,13 +28,13 @@ export class PostgresWebhooks implements SharedWebhooks {
 			 ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record, secret = EXCLUDED.secret, updated_at = now()`,
 			[hook.id, JSON.stringify(record), secret],
 		);
-		notify(this.#pool, { type: "webhooks", node: this.#node });
+		sendNotice(this.#pool, { type: "webhooks", node: this.#node });
 	}
 
 	async remove(id: string): Promise<void> {
 		await this.#pool.query("DELETE FROM webhooks WHERE id = $1", [id]);
 		// Its undelivered messages go with it, wherever they were held.
 		await this.#pool.query("DELETE FROM webhook_outbox WHERE webhook_id = $1", [id]);
-		notify(this.#pool, { type: "webhooks", node: this.#node });
+		sendNotice(this.#pool, { type: "webhooks", node: this.#node });
 	}
 }
