@@ -1,21 +1,10 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
+import { hopByHopHeaders } from "../net/hop-headers.ts";
 
-/** Headers that belong to one connection, not to the request or answer (RFC 9110 §7.6.1). */
-const hopByHop = new Set([
-	"connection",
-	"keep-alive",
-	"proxy-connection",
-	"proxy-authenticate",
-	"proxy-authorization",
-	"te",
-	"trailer",
-	"transfer-encoding",
-	"upgrade",
-	"host",
-	"content-length",
-]);
+/** Hop-by-hop headers, and the two this side writes anew (the node's host, the body's length). */
+const hopByHop = new Set([...hopByHopHeaders, "host", "content-length"]);
 
 // Kept-alive connections between nodes; no timeouts of their own: SSE and wait-mode answers are long.
 const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
+import { hopByHopHeaders } from "../../net/hop-headers.ts";
 import { placeholderPrefix, type RelayRoute } from "./credentials.ts";
 import { resolveSecret } from "./resolve.ts";
 
@@ -93,14 +94,7 @@ export class Refused extends Error {
 
 /** Hop-by-hop headers, and those that say who is calling from where (nothing of the sandbox leaves). */
 export const dropped = new Set([
-	"connection",
-	"keep-alive",
-	"proxy-connection",
-	"proxy-authorization",
-	"te",
-	"trailer",
-	"transfer-encoding",
-	"upgrade",
+	...hopByHopHeaders,
 	"host",
 	"accept-encoding",
 	"cookie",
