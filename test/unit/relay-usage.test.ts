@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { normaliseUsage, totalTokens, UsageTap } from "../../src/sessions/relay/usage.ts";
+import { meteredUsage, normaliseUsage, totalTokens, UsageTap } from "../../src/sessions/relay/usage.ts";
 
 // The relay counts each call's usage from the provider's own answer (issue 42 item 2), reading a
 // copy of each chunk as it passes: every API shape pi speaks, streamed or not, however the bytes
@@ -172,5 +172,57 @@ describe("UsageTap", () => {
 			cacheWrite: 0,
 		});
 		expect(normaliseUsage({ input_tokens: Number.POSITIVE_INFINITY, output_tokens: 3 }).output).toBe(3);
+	});
+});
+
+/** Feeds `text` to a tap and returns its figures, whether it read any, and what the relay counts for the call. */
+function metered(contentType: string, text: string, request: number, ended = true) {
+	const tap = new UsageTap(contentType);
+	tap.push(Buffer.from(text, "utf8"));
+	const figures = tap.end();
+	const counted = meteredUsage({ ...figures }, tap.figured, { request, answer: Buffer.byteLength(text), ended });
+	return { figures, figured: tap.figured, counted };
+}
+
+// An answer without a usage figure counted 0 (issue 42, an attacker's review): a stream without
+// `stream_options.include_usage`, a stream cut before its figure, a JSON answer past the tap's cap.
+describe("the usage counted for a call", () => {
+	it("is the provider's figures when the answer came whole with them, a figure of 0 output included", () => {
+		const whole = metered("text/event-stream", openaiChatStream, 4000);
+		expect(whole.counted).toEqual(whole.figures);
+		const embeddings = JSON.stringify({
+			object: "list",
+			data: [{ embedding: [0.1, 0.2] }],
+			usage: { prompt_tokens: 8, total_tokens: 8 },
+		});
+		expect(metered("application/json", embeddings, 400).counted).toMatchObject({ input: 8, output: 0 });
+	});
+
+	it("is an estimate, never 0, for a stream without a figure: request and answer bytes / 4", () => {
+		const text = sse([{ model: "gpt-x", choices: [{ index: 0, delta: { content: "hello" } }] }]);
+		const { figured, counted } = metered("text/event-stream", text, 1001);
+		expect(figured).toBe(false);
+		expect(counted).toMatchObject({ input: 251, output: Math.ceil(Buffer.byteLength(text) / 4), cacheRead: 0 });
+	});
+
+	it("keeps the input read before a cut (Anthropic's message_start) and estimates the output", () => {
+		const cut = anthropicStream.slice(0, anthropicStream.indexOf("event: message_delta"));
+		const { figured, counted } = metered("text/event-stream", cut, 99_999, false);
+		expect(figured).toBe(true);
+		expect(counted).toMatchObject({ input: 40, cacheRead: 300, cacheWrite: 20 });
+		expect(counted.output).toBe(Math.ceil(Buffer.byteLength(cut) / 4));
+	});
+
+	it("estimates a JSON answer past the tap's 8 MiB cap, and one with an error body but a 2xx status", () => {
+		const big = JSON.stringify({
+			model: "m",
+			choices: [{ message: { content: "x".repeat(9 * 1024 * 1024) } }],
+			usage: { prompt_tokens: 5, completion_tokens: 5 },
+		});
+		const { figured, counted } = metered("application/json", big, 40);
+		expect(figured).toBe(false);
+		expect(counted.input).toBe(10);
+		expect(counted.output).toBe(Math.ceil(Buffer.byteLength(big) / 4));
+		expect(totalTokens(metered("application/json", "<html>oops</html>", 8).counted)).toBe(2 + 5);
 	});
 });

@@ -16,7 +16,7 @@ export function attachRelay(session: Session, relay: SandboxRelay | undefined): 
 	budget.relayed = new Set(relay ? [...relay.plan.routes.values()].map((r) => r.provider) : []);
 	if (!relay) return;
 	openRelay(relay.socket, relay.plan, {
-		refusal: () => budget.refusal(session.id),
+		refusal: (call) => budget.refusal(session.id, call),
 		counted: (tokens, costUsd) => budget.countRelayed(tokens, costUsd),
 	});
 	const { proxy } = relay;

@@ -10,60 +10,56 @@ import {
 } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { dirname } from "node:path";
-import type { RelayPlan, RelayRoute } from "./credentials.ts";
+import type { RelayPlan } from "./credentials.ts";
 import { allowed, dropped, outgoing, plainPath, Refused } from "./gate.ts";
-import { type CallUsage, totalTokens, UsageTap } from "./usage.ts";
+import { CallMeter, type RelaySink } from "./metering.ts";
 
 /**
  * The relay: one HTTP server per sandboxed pi, on a unix socket only that sandbox is given. A call
  * to `/<route>/<path>` goes to the route's real base URL + `<path>`, with each placeholder of that
  * route (in a header or the query) swapped for the key it stands for. The answer is piped back as
- * it comes (a stream is never held), and a copy of each chunk feeds the usage tap: the session's
- * budget counts every call from the provider's own figures, and a call made once it is spent is
- * refused here (403, in the error shapes OpenAI's and Anthropic's SDKs read), which pi shows as a
- * failed turn.
+ * it comes (a stream is never held), and a copy of each chunk feeds the call's meter: the session's
+ * budget counts every call once, from the provider's own figures (else an estimate), and a call
+ * made once it is spent is refused here (403, in the error shapes OpenAI's and Anthropic's SDKs
+ * read), which pi shows as a failed turn. At most `relayLimits.calls` are in flight at once.
  */
-export interface RelaySink {
-	/** Why a call is refused now (the budget is spent), or undefined. */
-	refusal(): string | undefined;
-	/** One call's usage, as the provider reported it, and its cost at the model's prices. */
-	counted(tokens: number, costUsd: number): void;
-}
 
 const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
 
-function problem(res: ServerResponse, status: number, code: string, message: string): void {
+function problem(
+	res: ServerResponse,
+	status: number,
+	code: string,
+	message: string,
+	headers: OutgoingHttpHeaders = {},
+): void {
 	if (res.headersSent) {
 		res.destroy();
 		return;
 	}
 	// Both SDKs' shapes at once: OpenAI reads error.message, Anthropic type:"error" and error.message.
 	const body = JSON.stringify({ type: "error", error: { type: code, code, message } });
-	res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+	res.writeHead(status, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(body) });
 	res.end(body);
 }
 
-function costOf(route: RelayRoute, usage: CallUsage, requested: string | undefined): number {
-	const cost = route.costs.get(usage.model ?? "") ?? route.costs.get(requested ?? "");
-	if (!cost) return 0;
-	return (
-		(usage.input * cost.input +
-			usage.output * cost.output +
-			usage.cacheRead * cost.cacheRead +
-			usage.cacheWrite * cost.cacheWrite) /
-		1_000_000
-	);
+/** One session's relay: its routes, its budget, the calls it has in flight. */
+interface Relay {
+	plan: RelayPlan;
+	sink: RelaySink;
+	inFlight: number;
 }
 
-async function forward(req: IncomingMessage, res: ServerResponse, plan: RelayPlan, sink: RelaySink): Promise<void> {
+async function forward(req: IncomingMessage, res: ServerResponse, relay: Relay): Promise<void> {
+	const { plan, sink } = relay;
 	const match = /^\/([^/?]+)([^?]*)(\?.*)?$/.exec(req.url ?? "");
 	const route = match ? plan.routes.get(decodeURIComponent(match[1] as string)) : undefined;
 	if (!match || !route)
 		return problem(res, 404, "relay_route_unknown", "No provider of the gateway's relay at this path");
-	const refusal = sink.refusal();
+	const refusal = sink.refusal({ priced: route.costs.size > 0 });
 	if (refusal) {
 		req.resume();
-		return problem(res, 403, "budget_exhausted", refusal);
+		return problem(res, 403, refusal.code, refusal.message);
 	}
 	const path = match[2] ?? "";
 	let target: URL;
@@ -82,6 +78,19 @@ async function forward(req: IncomingMessage, res: ServerResponse, plan: RelayPla
 			error instanceof Refused ? error : new Refused(502, "relay_key_unavailable", (error as Error).message);
 		return problem(res, refused.status, refused.code, refused.message);
 	}
+	// A slot for the call, taken with no wait between the check and the count: parallel calls are
+	// checked against the budget only as each starts, so the slots bound how far past it they go.
+	if (relay.inFlight >= relayLimits.calls) {
+		req.resume();
+		const message = `A session's relay carries at most ${relayLimits.calls} model calls at once; retry once one has ended`;
+		return problem(res, 429, "relay_calls_limit", message, { "retry-after": "1" });
+	}
+	relay.inFlight++;
+	let drain: NodeJS.Timeout | undefined;
+	const meter = new CallMeter(route, sink, () => {
+		relay.inFlight--;
+		clearTimeout(drain);
+	});
 	// Plain bytes back, so the tap reads the usage (the hop to pi is local: nothing to save).
 	headers["accept-encoding"] = "identity";
 	const secure = target.protocol === "https:";
@@ -92,33 +101,54 @@ async function forward(req: IncomingMessage, res: ServerResponse, plan: RelayPla
 	});
 	// Nagle off: a request's last small write (a chunked body's end) is not held for the previous one's ACK.
 	upstream.setNoDelay(true);
-	// The model asked for (the answer's own name may carry a date the price list lacks).
-	let head = "";
-	req.on("data", (chunk: Buffer) => {
-		if (head.length < 64 * 1024) head += chunk.toString("utf8", 0, Math.min(chunk.length, 64 * 1024));
-	});
-	const requestedModel = () => /"model"\s*:\s*"([^"]{1,200})"/.exec(head)?.[1];
-	upstream.on("response", (answer) => {
+	req.on("data", (chunk: Buffer) => meter.request(chunk));
+	upstream.on("finish", () => meter.sent());
+	let answer: IncomingMessage | undefined;
+	let left = false;
+	const streamed = () => /text\/event-stream/i.test(answer?.headers["content-type"] ?? "");
+	const stop = () => {
+		upstream.destroy();
+		meter.settle(false);
+	};
+	/**
+	 * The caller hung up before the answer ended. A stream is cut (the provider stops generating) and
+	 * counted as far as it came. A whole request with no answer yet or a plain JSON one is read on to
+	 * its end (a provider finishes, and bills, such an answer whoever waits for it), its slot held,
+	 * for at most drainMs.
+	 */
+	const abandon = () => {
+		if (meter.settled) return;
+		if (!meter.wholeRequest || (answer && streamed())) return stop();
+		answer?.unpipe(res);
+		answer?.resume();
+		drain ??= setTimeout(stop, relayLimits.drainMs).unref();
+	};
+	upstream.on("response", (incoming) => {
+		answer = incoming;
+		meter.answer(incoming.statusCode ?? 502, incoming.headers["content-type"]);
+		incoming.on("data", (chunk: Buffer) => meter.data(chunk));
+		incoming.on("end", () => meter.settle(true));
+		incoming.on("close", () => meter.settle(false));
+		if (left) return abandon();
 		const out: OutgoingHttpHeaders = {};
-		for (const [name, value] of Object.entries(answer.headers))
+		for (const [name, value] of Object.entries(incoming.headers))
 			if (!dropped.has(name) && value !== undefined) out[name] = value;
-		res.writeHead(answer.statusCode ?? 502, out);
+		res.writeHead(incoming.statusCode ?? 502, out);
 		res.flushHeaders();
-		const tap = new UsageTap(answer.headers["content-type"]);
-		answer.on("data", (chunk: Buffer) => tap.push(chunk));
-		answer.on("end", () => {
-			const usage = tap.end();
-			const tokens = totalTokens(usage);
-			if (tokens > 0) sink.counted(tokens, costOf(route, usage, requestedModel()));
-		});
-		answer.on("error", () => res.destroy());
-		answer.pipe(res);
+		incoming.on("error", () => res.destroy());
+		incoming.pipe(res);
 	});
-	upstream.on("error", (error) =>
-		problem(res, 502, "relay_upstream_failed", `The provider could not be reached: ${error.message}`),
-	);
+	upstream.on("error", (error) => {
+		meter.settle(false);
+		problem(res, 502, "relay_upstream_failed", `The provider could not be reached: ${error.message}`);
+	});
+	upstream.on("close", () => {
+		if (!answer) meter.settle(false);
+	});
 	res.on("close", () => {
-		if (!res.writableFinished) upstream.destroy();
+		if (res.writableFinished) return;
+		left = true;
+		abandon();
 	});
 	req.pipe(upstream);
 }
@@ -128,20 +158,30 @@ const servers = new Map<string, Server>();
 /**
  * One session's relay holds at most `connections` open (past them a connection is closed at once),
  * and a request's headers come within `headersMs`: an agent that held ~22,000 half-sent requests
- * open ran the gateway out of file descriptors, and other principals' creates failed (EMFILE).
+ * open ran the gateway out of file descriptors, and other principals' creates failed (EMFILE). At
+ * most `calls` model calls are in flight: each is checked against the budget as it starts and
+ * counted as it ends, so N at once would take a session N calls past its budget (docs/limits.md).
  */
-export const relayLimits = { connections: 16, headersMs: 10_000 };
+export const relayLimits = {
+	connections: 16,
+	headersMs: 10_000,
+	/** Model calls in flight at once (a call past them is 429 `relay_calls_limit`). */
+	calls: 4,
+	/** How long a call whose caller hung up is read on for its usage. */
+	drainMs: 600_000,
+};
 
 /** Listens on `socket` for one pi (a server already there is replaced): the plan's routes, the sink's budget. */
 export function openRelay(socket: string, plan: RelayPlan, sink: RelaySink): void {
 	closeRelay(socket);
 	mkdirSync(dirname(socket), { recursive: true, mode: 0o700 });
 	rmSync(socket, { force: true });
+	const relay: Relay = { plan, sink, inFlight: 0 };
 	const server = createServer(
 		{ headersTimeout: relayLimits.headersMs, connectionsCheckingInterval: 1_000 },
 		(req, res) => {
 			req.socket.setNoDelay(true);
-			forward(req, res, plan, sink).catch((error) => problem(res, 502, "relay_failed", (error as Error).message));
+			forward(req, res, relay).catch((error) => problem(res, 502, "relay_failed", (error as Error).message));
 		},
 	);
 	server.maxConnections = relayLimits.connections;

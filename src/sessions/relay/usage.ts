@@ -48,6 +48,8 @@ export function normaliseUsage(usage: Record<string, unknown>): Omit<CallUsage, 
 
 export class UsageTap {
 	readonly usage: CallUsage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+	/** Whether the answer carried a usage figure at all (a figure of 0 included). */
+	figured = false;
 	#sse: boolean;
 	/** The start of a line not ended yet. */
 	#carry = empty;
@@ -128,6 +130,7 @@ export class UsageTap {
 			if (typeof holder.model === "string" && !this.usage.model) this.usage.model = holder.model;
 			const usage = holder.usage;
 			if (!usage || typeof usage !== "object") continue;
+			this.figured = true;
 			const figures = normaliseUsage(usage as Record<string, unknown>);
 			for (const key of ["input", "output", "cacheRead", "cacheWrite"] as const)
 				this.usage[key] = Math.max(this.usage[key], figures[key]);
@@ -136,3 +139,29 @@ export class UsageTap {
 }
 
 export const totalTokens = (u: CallUsage) => u.input + u.output + u.cacheRead + u.cacheWrite;
+
+/** What one call did, besides its answer's figures: the bytes each way, and whether the answer came whole. */
+export interface CallBytes {
+	request: number;
+	answer: number;
+	/** The answer ended as the provider meant (not cut by either side). */
+	ended: boolean;
+}
+
+/**
+ * The usage to count for a call that got an answer (2xx): the provider's figures when the answer came
+ * whole with them, else an estimate, never 0 (issue 42; docs/limits.md "How the relay counts a call"). A stream
+ * without a figure (OpenAI chat completions without `stream_options.include_usage`), an answer cut
+ * before its figure, or a JSON answer past the tap's cap would otherwise count nothing. The estimate
+ * is about 4 bytes a token: the input side is the figure read (Anthropic's message_start gives it
+ * before the text) or the request's bytes / 4; the output is the larger of the figure and the
+ * answer's bytes / 4. Bytes overcount (JSON escapes, a stream's framing): a budget errs towards
+ * refusing, not towards letting a call pass uncounted.
+ */
+export function meteredUsage(figures: CallUsage, figured: boolean, bytes: CallBytes): CallUsage {
+	if (figured && bytes.ended) return figures;
+	const usage = { ...figures };
+	if (usage.input + usage.cacheRead + usage.cacheWrite === 0) usage.input = Math.ceil(bytes.request / 4);
+	usage.output = Math.max(usage.output, Math.ceil(bytes.answer / 4));
+	return usage;
+}

@@ -104,13 +104,24 @@ export class Budget {
 		this.usedCostUsd += costUsd;
 	}
 
-	/** Why the relay refuses a call now, or undefined (the same limits as assertAvailable). */
-	refusal(sessionId: string): string | undefined {
+	/**
+	 * Why the relay refuses a call now, or undefined: a limit reached (the same limits as
+	 * assertAvailable), or a call on a route without any price (`priced` false) while the budget is a
+	 * cost alone: every such call would cost $0 against it, so it could not hold (docs/limits.md).
+	 */
+	refusal(sessionId: string, { priced }: { priced: boolean }): { code: string; message: string } | undefined {
 		const kind = this.exhausted();
-		if (!kind) return undefined;
-		const view = this.view();
-		const [used, allowed] = kind === "tokens" ? [view.usedTokens, view.maxTokens] : [view.usedCostUsd, view.maxCostUsd];
-		return `Session ${sessionId} has used its ${kind} budget (${used} of ${allowed}): the gateway refused this model call; raise the budget with PUT /v1/sessions/${sessionId}/budget`;
+		if (kind) {
+			const view = this.view();
+			const [used, allowed] =
+				kind === "tokens" ? [view.usedTokens, view.maxTokens] : [view.usedCostUsd, view.maxCostUsd];
+			const message = `Session ${sessionId} has used its ${kind} budget (${used} of ${allowed}): the gateway refused this model call; raise the budget with PUT /v1/sessions/${sessionId}/budget`;
+			return { code: "budget_exhausted", message };
+		}
+		const { maxTokens, maxCostUsd } = this.limits;
+		if (priced || maxCostUsd === undefined || maxTokens !== undefined) return undefined;
+		const message = `Session ${sessionId} has a cost budget only, and this provider has no prices (no model of it has a \`cost\` in models.json), so its calls would cost nothing against it: the gateway refused this model call; give the provider's models a cost, or the session a maxTokens budget (PUT /v1/sessions/${sessionId}/budget)`;
+		return { code: "budget_unpriced", message };
 	}
 
 	/** A record read back: its limits (set after create, they win over the create body's) and usage. */
