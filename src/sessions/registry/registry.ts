@@ -100,7 +100,6 @@ export class SessionRegistry {
 			dialect: this.dialect,
 			limits: () => this.limits(),
 			closing: () => this.#closing,
-			registered: (id) => this.#sessions.get(id),
 			resume: (id) => this.resume(id),
 			quietDialog: (id, request) => this.#quietDialogs?.(id, request),
 		};

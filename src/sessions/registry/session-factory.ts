@@ -20,15 +20,13 @@ export const shuttingDown = () =>
 
 export const newSessionId = () => `ses_${randomBytes(9).toString("base64url")}`;
 
-/** What a session asks of the registry while it runs: whether the gateway drains, itself as registered, a wake-up. */
+/** What a session asks of the registry while it runs: whether the gateway drains, a wake-up. */
 export interface SessionHost {
 	readonly config: Config;
 	readonly logger: Logger;
 	readonly dialect: Dialect;
 	limits(): SessionLimits;
 	closing(): boolean;
-	/** The session registered under `id`, if it is. */
-	registered(id: string): Session | undefined;
 	resume(id: string): Promise<unknown>;
 	/** Dialogs the gateway answers itself (Session.quietDialog). */
 	quietDialog(id: string, request: UiRequest): Promise<unknown> | undefined;
@@ -54,17 +52,13 @@ export function buildSession(
 		logger: host.logger,
 		restored: extra.restored,
 		// Its own folder is the one its file lies in: switch, fork and clone keep to it. Draining, runs
-		// in progress settle and no new one starts.
-		guard: (command) => {
+		// in progress settle and no new one starts. The guard is handed the session it guards: no
+		// command asks the registry for it again.
+		guard: (command, session) => {
 			if (host.closing() && runCommands.has(command.type)) throw shuttingDown();
 			// A session past its budget calls the model no more (budget.ts: runs, compact): 409 before pi.
-			host.registered(id)?.budget.assertAvailable(id, command.type);
-			return guardCommand(
-				config,
-				command,
-				ownFolder(config, host.registered(id)?.piState.sessionFile),
-				host.registered(id)?.cwd,
-			);
+			session.budget.assertAvailable(id, command.type);
+			return guardCommand(config, command, ownFolder(config, session.piState.sessionFile), session.cwd);
 		},
 		wake: async (s) => {
 			// Without auto-resume the command meets 409 session_stopped.

@@ -52,8 +52,8 @@ export interface SessionInit<Self = unknown> {
 	};
 	/** The names of the session's client tools (client-tools.ts): their calls become tool calls. */
 	clientTools?: readonly string[];
-	/** Checks (and rewrites) every command before anything else happens to it: limits, paths. */
-	guard?(command: PiCommand): PiCommand;
+	/** Checks (and rewrites) every command before anything else happens to it: limits, paths; handed the session itself. */
+	guard?(command: PiCommand, session: Self): PiCommand;
 	/** Starts pi again for a `stopped` session before a command (the registry minds the process cap). */
 	wake?(session: Self): Promise<void>;
 }

@@ -320,7 +320,7 @@ export class Session {
 	 */
 	async request(command: PiCommand): Promise<PiResponse> {
 		this.#legacy.assertSupported(command.type);
-		const checked = this.#init.guard ? this.#init.guard(command) : command;
+		const checked = this.#init.guard ? this.#init.guard(command, this) : command;
 		this.lastActivityAt = Date.now();
 		this.#openRequests++;
 		try {
