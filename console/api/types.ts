@@ -1,6 +1,6 @@
-import type { components } from "../../clients/typescript/schema.ts";
+import type { components } from "../../src/client/schema.ts";
 
-/** The public API's shapes, from openapi.yaml (`npm run spec` regenerates clients/typescript/schema.ts, the one generated copy). */
+/** The public API's shapes, from openapi.yaml (`npm run spec` regenerates src/client/schema.ts, the one generated copy). */
 type S = components["schemas"];
 export type Session = S["Session"];
 export type SessionStatus = S["SessionStatus"];

@@ -1,6 +1,6 @@
 /**
  * pi-gateway from TypeScript, through the package's own client (`pi-gateway/client`; in this
- * repository its source, clients/typescript). It creates a session, streams a prompt whose bash
+ * repository its source, src/client). It creates a session, streams a prompt whose bash
  * command a gate extension must approve, approves it when the dialog shows up in the stream,
  * prints the reply as it streams, and deletes the session. The stream resumes by itself with
  * Last-Event-ID if the connection breaks.
@@ -14,7 +14,7 @@
  */
 // Outside this repository: import { … } from "pi-gateway/client";
 
-import { type Approval, type ApprovalAnswer, GatewayError, PiGateway } from "../../clients/typescript/index.ts";
+import { type Approval, type ApprovalAnswer, GatewayError, PiGateway } from "../../src/client/index.ts";
 import { baseUrl, token } from "./connection.ts";
 
 const gate = process.env.PI_GATEWAY_GATE ?? "permission-gate";

@@ -8,7 +8,7 @@
  * PI_GATEWAY_URL and PI_GATEWAY_TOKEN (or the token file) as for every example: connection.ts.
  */
 import createClient from "openapi-fetch";
-import type { components, paths } from "../../clients/typescript/schema.ts";
+import type { components, paths } from "../../src/client/schema.ts";
 import { baseUrl, token } from "./connection.ts";
 
 type RunResult = components["schemas"]["RunResult"];

@@ -7,7 +7,7 @@
  * PI_GATEWAY_URL and PI_GATEWAY_TOKEN (or the token file) as for every example: connection.ts.
  */
 import createClient from "openapi-fetch";
-import type { paths } from "../../clients/typescript/schema.ts";
+import type { paths } from "../../src/client/schema.ts";
 import { baseUrl, token } from "./connection.ts";
 
 const client = createClient<paths>({ baseUrl, headers: token ? { Authorization: `Bearer ${token}` } : {} });

@@ -1,4 +1,4 @@
-// GENERATED from clients/typescript/sse.ts by scripts/sse-parser-copy.ts: edit that file, not this one.
+// GENERATED from src/client/sse.ts by scripts/sse-parser-copy.ts: edit that file, not this one.
 /**
  * A Server-Sent Events parser that follows the HTML spec's event-stream rules: lines end in LF,
  * CR or CRLF (a CR at the end of one chunk and an LF at the start of the next are one line end),

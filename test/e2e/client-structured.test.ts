@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { GatewayError, PiGateway } from "../../clients/typescript/index.ts";
+import { GatewayError, PiGateway } from "../../src/client/index.ts";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // Issue 31 items 2 and 3 from both first-party clients: outputSchema and limits go in, output,

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PiGateway, type ToolCall } from "../../clients/typescript/index.ts";
+import { PiGateway, type ToolCall } from "../../src/client/index.ts";
 import { createKey } from "../../src/http/auth/keys.ts";
 import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { startReceiver } from "../helpers/receiver.ts";

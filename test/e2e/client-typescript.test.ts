@@ -14,16 +14,16 @@ import {
 	PiGateway,
 	type StreamEvent,
 	StreamInterruptedError,
-} from "../../clients/typescript/index.ts";
+} from "../../src/client/index.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { readFrames } from "../helpers/sse.ts";
 import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.ts";
 
-// The first-party TypeScript client (clients/typescript, shipped as `pi-gateway/client`) against a
-// live gateway with real pi, the demo model and the shipped permission gate.
+// The first-party TypeScript client (src/client, shipped as `pi-gateway/client` and packed from
+// clients/typescript) against a live gateway with real pi, the demo model and the shipped permission gate.
 const run = promisify(execFile);
 const repo = resolve(import.meta.dirname, "../..");
-const clientDir = join(repo, "clients/typescript");
+const clientDir = join(repo, "src/client");
 const token = "client-ts-test-token-0123456789";
 
 let gw: TestGateway;
@@ -71,7 +71,7 @@ describe("the package", () => {
 
 	it("compiles under its own tsconfig, and imports nothing outside its folder (no server code)", async () => {
 		const tsc = join(repo, "node_modules/.bin/tsc");
-		const result = await run(tsc, ["--noEmit", "-p", join(clientDir, "tsconfig.json")]).catch((e) => e);
+		const result = await run(tsc, ["--noEmit", "-p", join(repo, "clients/typescript/tsconfig.json")]).catch((e) => e);
 		expect(`${result.stdout}${result.stderr ?? ""}`).toBe("");
 		for (const file of readdirSync(clientDir).filter((f) => f.endsWith(".ts"))) {
 			const { importedFiles } = ts.preProcessFile(readFileSync(join(clientDir, file), "utf8"), true, true);
@@ -79,10 +79,14 @@ describe("the package", () => {
 		}
 	});
 
-	it("package.json exports pi-gateway/client as built JS with its types", () => {
+	it("package.json exports pi-gateway/client as built JS with its types, which the server's build writes", () => {
 		const pkg = JSON.parse(readFileSync(join(repo, "package.json"), "utf8"));
 		expect(pkg.exports["./client"]).toEqual({ types: "./dist/client/index.d.ts", default: "./dist/client/index.js" });
-		expect(pkg.scripts.build).toContain("tsc -p clients/typescript/tsconfig.json");
+		// src/client/ compiles with the server (rootDir src, outDir dist): dist/client/ is the bridge's and the export's.
+		const build = ts.readConfigFile(join(repo, "tsconfig.build.json"), ts.sys.readFile).config;
+		expect(pkg.scripts.build).toContain("tsc -p tsconfig.build.json");
+		expect(build.compilerOptions).toMatchObject({ rootDir: "src", outDir: "dist", declaration: true });
+		expect(build.include).toEqual(["src"]);
 	});
 });
 

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PiGateway } from "../../clients/typescript/index.ts";
+import { PiGateway } from "../../src/client/index.ts";
 import { until } from "../helpers/gateway.ts";
 import { type GatewayProcess, killAll, launchGateway } from "../helpers/gateway-process.ts";
 import { freePort, hasCommand } from "../helpers/host.ts";

@@ -1,4 +1,4 @@
-import { LineParser, parseSse, type SseFrame } from "../../clients/typescript/sse.ts";
+import { LineParser, parseSse, type SseFrame } from "../../src/client/sse.ts";
 
 export interface Frame {
 	id?: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FrameTooLarge, LineParser } from "../../clients/typescript/sse.ts";
+import { FrameTooLarge, LineParser } from "../../src/client/sse.ts";
 
 // The one SSE parser (client, ACP bridge, tests): its frame cap counts the whole unfinished frame —
 // its data lines so far and the line still open — and only that frame.
