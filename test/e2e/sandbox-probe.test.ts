@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/app/server.ts";
+import { weakBwrapScript } from "../helpers/host.ts";
 
 // The start-up probe asks whether the sandbox HOLDS, not whether bwrap runs: a bwrap that runs
 // but leaves the tools their capabilities (as bwrap did for root before issue 20) is "unavailable",
@@ -13,19 +14,7 @@ const realBwrap = spawnSync("sh", ["-c", "command -v bwrap"], { encoding: "utf8"
 const dir = mkdtempSync(join(tmpdir(), "pi-gateway-probe-test-"));
 const shimDir = join(dir, "bin");
 spawnSync("mkdir", [shimDir]);
-writeFileSync(
-	join(shimDir, "bwrap"),
-	`#!/bin/sh
-skip=0
-for a do
-	shift
-	if [ $skip = 1 ]; then skip=0; continue; fi
-	case "$a" in --cap-drop) skip=1; continue;; --unshare-user|--disable-userns) continue;; esac
-	set -- "$@" "$a"
-done
-exec ${realBwrap} "$@"
-`,
-);
+writeFileSync(join(shimDir, "bwrap"), `#!/bin/sh\n${weakBwrapScript(realBwrap)}\n`);
 chmodSync(join(shimDir, "bwrap"), 0o755);
 const shimPath = `${shimDir}:${process.env.PATH}`;
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { bareMachinePath, hasCommand } from "../helpers/host.ts";
+import { bareMachinePath, hasCommand, weakBwrapScript } from "../helpers/host.ts";
 
 // README's first command (scripts/setup.sh) ends in one of two ways on a fresh machine: a sandbox
 // that holds, or a stop that names the one command to run. Its sandbox step (scripts/ensure-sandbox.sh)
@@ -56,16 +56,9 @@ describe.runIf(realBwrap && hasCommand("apt-get"))("README's set-up on a machine
 	});
 
 	it("a bwrap that runs but does not hold: stops and says why", () => {
-		// The real bwrap minus the flags that take privilege away (as test/e2e/sandbox-probe.test.ts).
+		// The real bwrap minus the flags that take privilege away.
 		const bin = machine("weak", ["bwrap"], {
-			bwrap: `skip=0
-for a do
-	shift
-	if [ $skip = 1 ]; then skip=0; continue; fi
-	case "$a" in --cap-drop) skip=1; continue;; --unshare-user|--disable-userns) continue;; esac
-	set -- "$@" "$a"
-done
-exec ${realBwrap} "$@"`,
+			bwrap: weakBwrapScript(realBwrap),
 		});
 		const result = run(bin);
 		expect(result.status).toBe(1);

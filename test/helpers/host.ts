@@ -43,3 +43,19 @@ export function bareMachinePath(folder: string, missing: string[]): string {
 	}
 	return folder;
 }
+
+/**
+ * A bwrap that runs but does not hold: the real one (`realBwrap`), minus the flags that take
+ * privilege away (--cap-drop, --unshare-user, --disable-userns), as a shell script's body. What
+ * bwrap was for root before issue 20; the start-up probe and set-up must call it unavailable.
+ */
+export function weakBwrapScript(realBwrap: string): string {
+	return `skip=0
+for a do
+	shift
+	if [ $skip = 1 ]; then skip=0; continue; fi
+	case "$a" in --cap-drop) skip=1; continue;; --unshare-user|--disable-userns) continue;; esac
+	set -- "$@" "$a"
+done
+exec ${realBwrap} "$@"`;
+}
