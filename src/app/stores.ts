@@ -1,4 +1,3 @@
-import type { DatabaseSync } from "node:sqlite";
 import type { Logger } from "pino";
 import { type Config, shareOf } from "../config/config.ts";
 import type { IdempotencyKeys } from "../http/idempotency/key-store.ts";
@@ -11,6 +10,7 @@ import { SharedApprovalHistory, SharedAuditLog, SharedRecords } from "../store/p
 import { SqliteAccessStore } from "../store/sqlite/access.ts";
 import { SqliteApprovalHistory } from "../store/sqlite/approval-history.ts";
 import { SqliteAuditLog } from "../store/sqlite/audit.ts";
+import type { DatabaseSync } from "../store/sqlite/driver.ts";
 import { IdempotencyStore } from "../store/sqlite/idempotency.ts";
 import { SqliteRulesStore } from "../store/sqlite/session-rules.ts";
 import { SqliteStore } from "../store/sqlite/sessions.ts";

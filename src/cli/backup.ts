@@ -7,8 +7,9 @@
  *
  * The gateway must be stopped: gateway.db is held with an exclusive lock while it runs, and a copy
  * of files being written would not be one moment's state. The check is that lock itself (a running
- * gateway on the data dir makes this refuse, whatever its pid or host). Cluster mode keeps its
- * registry in PostgreSQL: back that up with pg_dump (docs/deployment.md).
+ * gateway on the data dir makes this refuse, whatever its pid or host), taken by the backup and held
+ * while it copies (src/store/sqlite/backup.ts), so no gateway starts on the folder meanwhile. Cluster
+ * mode keeps its registry in PostgreSQL: back that up with pg_dump (docs/deployment.md).
  */
 import { execFileSync } from "node:child_process";
 import {
@@ -26,9 +27,9 @@ import {
 } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
-import { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
 import { readSettings } from "../config/sources.ts";
+import { copyWhileHeld } from "../store/sqlite/backup.ts";
 
 const manifestName = "pi-gateway-backup.json";
 
@@ -93,25 +94,6 @@ function places(argv: string[]): { file: string } & Places {
 	};
 }
 
-/** Throws when a gateway holds the data dir (its gateway.db lock), naming what to do. */
-function refuseWhileRunning(dataDir: string): void {
-	const path = join(dataDir, "gateway.db");
-	if (!existsSync(path)) return;
-	let db: DatabaseSync | undefined;
-	try {
-		db = new DatabaseSync(path);
-		db.exec("BEGIN IMMEDIATE; ROLLBACK;");
-	} catch (error) {
-		if (/locked|busy/i.test((error as Error).message))
-			throw new Error(
-				`a gateway is running on ${dataDir} (${path} is locked); stop it first (e.g. systemctl stop pi-gateway), then back up`,
-			);
-		throw error;
-	} finally {
-		db?.close();
-	}
-}
-
 function tar(args: string[]): void {
 	execFileSync("tar", args, { stdio: ["ignore", "ignore", "pipe"] });
 }
@@ -120,7 +102,6 @@ export function backupCommand(argv: string[]): void {
 	const { file, dataDir, workspaceRoot } = places(argv);
 	if (!existsSync(join(dataDir, "gateway.db")))
 		throw new Error(`${dataDir} holds no gateway.db: not a pi-gateway data dir (--data-dir DIR names it)`);
-	refuseWhileRunning(dataDir);
 	const inside = workspaceRoot === undefined ? undefined : relative(dataDir, workspaceRoot);
 	const outside =
 		workspaceRoot !== undefined && (inside === undefined || inside.startsWith("..")) ? workspaceRoot : undefined;
@@ -129,6 +110,17 @@ export function backupCommand(argv: string[]): void {
 		createdAt: new Date().toISOString(),
 		workspaceRoot: outside ? { outside } : inside !== undefined ? { inDataDir: inside } : null,
 	};
+	if (copyWhileHeld(dataDir, () => writeArchive(file, dataDir, outside, manifest)) === "in use")
+		throw new Error(
+			`a gateway is running on ${dataDir} (${join(dataDir, "gateway.db")} is locked); stop it first (e.g. systemctl stop pi-gateway), then back up`,
+		);
+	console.error(
+		`pi-gateway: backed up ${dataDir}${outside ? ` and ${outside}` : ""} to ${file}; restore with: pi-gateway restore ${file}`,
+	);
+}
+
+/** The archive: the manifest, the data dir and (when it lies elsewhere) the workspace root, each a gzipped tar. */
+function writeArchive(file: string, dataDir: string, outside: string | undefined, manifest: Manifest): void {
 	const staging = mkdtempSync(join(tmpdir(), "pi-gateway-backup-"));
 	try {
 		writeFileSync(join(staging, manifestName), `${JSON.stringify(manifest, null, 2)}\n`);
@@ -157,9 +149,6 @@ export function backupCommand(argv: string[]): void {
 	} finally {
 		rmSync(staging, { recursive: true, force: true });
 	}
-	console.error(
-		`pi-gateway: backed up ${dataDir}${outside ? ` and ${outside}` : ""} to ${file}; restore with: pi-gateway restore ${file}`,
-	);
 }
 
 function emptyOrMissing(dir: string): boolean {

@@ -1,25 +1,10 @@
 import { mkdirSync, statSync } from "node:fs";
-import { createRequire } from "node:module";
 import { join } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
 import type { OpenStore, SessionStore, StoredSession, StoreEvents, Tombstone } from "../../sessions/registry/index.ts";
 import { parseStoredRecord, tombstoneMs } from "../../sessions/registry/index.ts";
+import { loadSqlite } from "./driver.ts";
 import { registryTables } from "./schema.ts";
-
-/** node:sqlite still prints an ExperimentalWarning on load; this is the one warning hidden. */
-function loadSqlite(): typeof import("node:sqlite") {
-	const emit = process.emitWarning;
-	process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
-		const text = typeof warning === "string" ? warning : warning.message;
-		if (/SQLite/.test(text)) return;
-		(emit as (...args: unknown[]) => void).call(process, warning, ...rest);
-	}) as typeof process.emitWarning;
-	try {
-		return createRequire(import.meta.url)("node:sqlite");
-	} finally {
-		process.emitWarning = emit;
-	}
-}
 
 /**
  * The session registry on disk: one SQLite file (Node's built-in driver, no native addon) in the
