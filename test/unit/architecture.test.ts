@@ -18,7 +18,9 @@ import { describe, expect, it } from "vitest";
  * http/idempotency, http/observability) declares the store it needs as an interface in its own
  * folder, src/store/ implements it with the area's types, and only the composition root
  * (app/server.ts, app/stores.ts) names the concrete classes and passes them in. So store sits above the
- * areas whose interfaces it implements, and no area imports it.
+ * areas whose interfaces it implements, and no area imports it. Nor does any file outside src/store/
+ * load a database driver (pg, node:sqlite), however it loads it: the composition root included, which
+ * hands the stores to each other and never a driver's object of its own making.
  *
  *   client    src/client/**        (the gateway's HTTP client: pi-gateway/client, the pi-gateway-client package,
  *                                  and what the ACP bridge and the cluster hub read the gateway with; it imports
@@ -203,6 +205,47 @@ function bypassedDoors(root: string): string[] {
 	return found.sort();
 }
 
+/** The database drivers: pg (and its family: pg-pool, pg-cursor, …) and Node's SQLite. */
+const drivers = /^(pg(-[a-z]+)*|node:sqlite)(\/.*)?$/;
+
+/**
+ * Every module a file names: its imports of any kind (static, type-only, re-export, dynamic,
+ * `typeof import(…)`, `import x = require(…)`) and every string any call is given first, which is how
+ * `require(…)`, `createRequire(…)(…)` or a loader of one's own would load one.
+ */
+function modulesNamed(file: string): string[] {
+	const names: string[] = [];
+	const visit = (node: ts.Node): void => {
+		if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier)
+			names.push((node.moduleSpecifier as ts.StringLiteral).text);
+		else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument))
+			names.push((node.argument.literal as ts.StringLiteral).text);
+		else if (ts.isExternalModuleReference(node)) names.push((node.expression as ts.StringLiteral).text);
+		else if (ts.isCallExpression(node) && node.arguments[0] && ts.isStringLiteralLike(node.arguments[0]))
+			names.push(node.arguments[0].text);
+		ts.forEachChild(node, visit);
+	};
+	visit(ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true));
+	return names;
+}
+
+/** Every file under `root` outside store/ that loads a database driver, with the driver. */
+function driversOutsideStore(root: string): string[] {
+	const store = join(root, "store");
+	return (
+		sourceFiles(root)
+			.filter((file) => !file.startsWith(`${store}/`))
+			// Parsed only where a driver's name is quoted: parsing all of src takes seconds.
+			.filter((file) => /["'`](pg|node:sqlite)\b/.test(readFileSync(file, "utf8")))
+			.flatMap((file) =>
+				modulesNamed(file)
+					.filter((name) => drivers.test(name))
+					.map((name) => `${relative(root, file)} loads ${name}: only src/store/ talks to a database`),
+			)
+			.sort()
+	);
+}
+
 function violations(files = sourceFiles(src)): string[] {
 	const found: string[] = [];
 	for (const file of files) {
@@ -306,6 +349,48 @@ describe("architecture", () => {
 			expect(bypassedDoors(root)).toEqual([
 				"http/route.ts → sessions/runs/budget.ts: import the room's index.ts",
 				"sessions/loose.ts sits loose in sessions/: put it in a room",
+			]);
+		} finally {
+			rmSync(root, { recursive: true, force: true });
+		}
+	});
+
+	it("only src/store/ loads a database driver (pg, node:sqlite)", () => {
+		expect(driversOutsideStore(src)).toEqual([]);
+	});
+
+	it("the driver rule reports a driver loaded outside store/, whichever way it is loaded", () => {
+		const root = mkdtempSync(join(tmpdir(), "pi-gateway-arch-"));
+		try {
+			const plant = (path: string, text: string) => {
+				mkdirSync(dirname(join(root, path)), { recursive: true });
+				writeFileSync(join(root, path), text);
+			};
+			plant("cluster/notices.ts", 'import pg from "pg";\nexport const listener = new pg.Client();\n');
+			plant("cluster/store.ts", 'import type { Pool } from "pg";\nexport interface S {\n\tpool: Pool;\n}\n');
+			plant("app/stores.ts", 'export type { DatabaseSync } from "node:sqlite";\n');
+			plant(
+				"cli/backup.ts",
+				'import { createRequire } from "node:module";\nexport const { DatabaseSync } = createRequire(import.meta.url)("node:sqlite");\n',
+			);
+			plant(
+				"app/lazy.ts",
+				'export const pool = () => import("pg-pool");\nexport type Sqlite = typeof import("node:sqlite");\n',
+			);
+			plant("app/quiet.ts", 'console.log("driver:", "node:sqlite");\nexport const name = "pg";\n');
+			plant("store/postgres/pool.ts", 'import pg from "pg";\nexport const pool = new pg.Pool();\n');
+			plant(
+				"store/sqlite/driver.ts",
+				'import { createRequire } from "node:module";\nexport const load = () => createRequire(import.meta.url)("node:sqlite");\n',
+			);
+			const rule = ": only src/store/ talks to a database";
+			expect(driversOutsideStore(root)).toEqual([
+				`app/lazy.ts loads node:sqlite${rule}`,
+				`app/lazy.ts loads pg-pool${rule}`,
+				`app/stores.ts loads node:sqlite${rule}`,
+				`cli/backup.ts loads node:sqlite${rule}`,
+				`cluster/notices.ts loads pg${rule}`,
+				`cluster/store.ts loads pg${rule}`,
 			]);
 		} finally {
 			rmSync(root, { recursive: true, force: true });
