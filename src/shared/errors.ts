@@ -23,8 +23,9 @@ export class GatewayError extends Error {
 	}
 }
 
-/** The codes the domain raises today (HTTP adds its own: invalid_input, unauthorized, agent_busy, pi_refused…). */
+/** The codes the domain raises today (HTTP adds its own: invalid_input, unauthorized…). */
 export type GatewayErrorCode =
+	| "agent_busy"
 	| "approval_already_answered"
 	| "approval_answer_mismatch"
 	| "approval_gone"
@@ -45,6 +46,7 @@ export type GatewayErrorCode =
 	| "pi_answer_too_large"
 	| "pi_crashed"
 	| "pi_exited"
+	| "pi_refused"
 	| "pi_spawn_failed"
 	| "pi_start_failed"
 	| "pi_timeout"

@@ -1,7 +1,13 @@
-/** Runs: the budget, limits, structured output, results and the supervisor that ties them to a command. The room's one door. */
+/**
+ * Runs: the budget, limits, structured output, results, the supervisor that ties them to a command,
+ * and the run service (accept, wait, stream, held by a dialog; spans a resumed stream replays). The room's one door.
+ */
 
 export { BudgetView, SessionBudget } from "./budget.ts";
+export type { RunCommand } from "./run-accept.ts";
 export { LimitHit } from "./run-limits.ts";
-export { RunCollector, RunWatch, responseId } from "./run-result.ts";
-export { type RunControls, runControlFields, superviseRun } from "./run-supervisor.ts";
+export { type PreparedRun, prepareRun, type RunAnswer } from "./run-service.ts";
+export { type RunSpan, spanAt } from "./run-spans.ts";
+export { type CommandStreamSink, streamCommandEvents } from "./run-stream.ts";
+export { runControlFields } from "./run-supervisor.ts";
 export { reportedUsage } from "./usage.ts";

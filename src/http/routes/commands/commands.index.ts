@@ -1,12 +1,12 @@
 import { createRoute, type RouteConfig } from "@hono/zod-openapi";
 import { lacksCommand } from "../../../pi/dialect.ts";
+import { unwrap } from "../../../sessions/session/index.ts";
 import { streamOwnEvents, wantsStream } from "../../streams/command-stream.ts";
 import { sseOptions } from "../../streams/options.ts";
 import { resumePosition, resumeStream } from "../../streams/resume.ts";
 import { streamedCommandDescription, streamRoute } from "../../streams/stream-routes.ts";
 import { commandErrors, createRouter, json, jsonBody } from "../../transport/openapi.ts";
 import { SessionParams } from "../../transport/params.ts";
-import { unwrap } from "../../transport/pi-result.ts";
 import type { Deps } from "../deps.ts";
 import { type CommandSpec, commandSpecs, fieldsSchema } from "./commands.table.ts";
 

@@ -1,8 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { RawCommand } from "../../../pi/protocol.ts";
+import { unwrap } from "../../../sessions/session/index.ts";
 import { commandErrors, createRouter, json, jsonBody } from "../../transport/openapi.ts";
 import { SessionParams } from "../../transport/params.ts";
-import { unwrap } from "../../transport/pi-result.ts";
 import type { Deps } from "../deps.ts";
 
 export const rawCommand = createRoute({

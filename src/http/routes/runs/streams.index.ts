@@ -1,9 +1,10 @@
 import type { Context } from "hono";
+import { prepareRun } from "../../../sessions/runs/index.ts";
 import { sseOptions } from "../../streams/options.ts";
 import { resumePosition, resumeStream } from "../../streams/resume.ts";
 import { createRouter } from "../../transport/openapi.ts";
 import type { Deps } from "../deps.ts";
-import { disposing, streamRun, supervise } from "./runs.index.ts";
+import { streamRun } from "./runs.index.ts";
 import { followUpStream, promptStream, steerStream } from "./streams.routes.ts";
 
 /** `POST …/prompt/stream` and friends: the same stream as the plain path with Accept: text/event-stream. */
@@ -13,8 +14,7 @@ export function runStreamsRouter({ registry, config }: Deps) {
 		const session = registry.get(c.req.param("id") as string);
 		const resumeAt = resumePosition(c);
 		if (resumeAt !== undefined) return Promise.resolve(resumeStream(c, sse, session, resumeAt));
-		const { command, dispose } = supervise(session, type, body);
-		return streamRun(c, sse, session, command).catch(disposing(dispose));
+		return streamRun(c, sse, session, prepareRun(session, type, body));
 	};
 	return createRouter()
 		.openapi(promptStream, (c) => run(c, "prompt", c.req.valid("json") as Record<string, unknown>))

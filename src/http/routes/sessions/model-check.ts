@@ -1,6 +1,5 @@
 import type { CreateSessionBody } from "../../../sessions/process/index.ts";
-import type { Session } from "../../../sessions/session/index.ts";
-import { unwrap } from "../../transport/pi-result.ts";
+import { type Session, unwrap } from "../../../sessions/session/index.ts";
 import { ApiError } from "../../transport/problem.ts";
 
 type ModelRef = { provider: string; id: string };
