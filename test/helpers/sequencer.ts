@@ -12,7 +12,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 const unknown = 20;
 
 export default class LongestFirst extends BaseSequencer {
-	async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+	override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
 		let timings: Record<string, number> = {};
 		try {
 			timings = JSON.parse(readFileSync(new URL("../timings.json", import.meta.url), "utf8"));
