@@ -7,15 +7,15 @@ import {
 	type InitializeResponse,
 	PROTOCOL_VERSION,
 	RequestError,
-	type SessionConfigOption,
 	type SessionUpdate,
 } from "@agentclientprotocol/sdk";
 import { z } from "zod";
+import { GatewayError, type PiGateway, type Schemas, type StreamEvent } from "../client/index.ts";
 import { ask } from "./ask.ts";
-import { type GatewayClient, GatewayProblem, type Model, type StreamedEvent } from "./gateway-client.ts";
+import { configOptions } from "./config-options.ts";
+import { problemText, run } from "./gateway.ts";
 import { history } from "./history.ts";
 import { closeOpenTools, emptyTurn, mapEvent, stopReason, type TurnState } from "./mapping.ts";
-import type { Approval } from "./permissions.ts";
 import { availableCommands, promptBody } from "./prompt.ts";
 
 /**
@@ -25,7 +25,7 @@ import { availableCommands, promptBody } from "./prompt.ts";
  */
 
 export interface BridgeOptions {
-	gateway: GatewayClient;
+	gateway: PiGateway;
 	version: string;
 	/** Extensions every new session loads (names from the gateway's allow-list). */
 	extensions?: string[];
@@ -100,38 +100,9 @@ export function createBridge(options: BridgeOptions): AgentApp {
 		return session;
 	};
 
-	const configOptions = async (id: string): Promise<SessionConfigOption[]> => {
-		const [session, models, levels] = await Promise.all([
-			gateway.getSession(id),
-			gateway.models(id).catch(() => [] as Model[]),
-			gateway.thinkingLevels(id).catch(() => [] as string[]),
-		]);
-		const current = session.model ? `${session.model.provider}/${session.model.id}` : undefined;
-		const result: SessionConfigOption[] = [];
-		if (models.length && current)
-			result.push({
-				id: "model",
-				name: "Model",
-				category: "model",
-				type: "select",
-				currentValue: current,
-				options: models.map((m) => ({ value: `${m.provider}/${m.id}`, name: m.name ?? m.id })),
-			});
-		if (levels.length > 1 && session.thinkingLevel)
-			result.push({
-				id: "thinking_level",
-				name: "Thinking",
-				category: "thought_level",
-				type: "select",
-				currentValue: session.thinkingLevel,
-				options: levels.map((level) => ({ value: level, name: level })),
-			});
-		return result;
-	};
-
 	const announceCommands = async (client: AgentContext, id: string) => {
 		try {
-			const commands = await gateway.slashCommands(id);
+			const { commands } = await gateway.request("GET", "/v1/sessions/{id}/slash-commands", { path: { id } });
 			await send(client, id, [
 				{ sessionUpdate: "available_commands_update", availableCommands: availableCommands(commands) },
 			]);
@@ -143,7 +114,10 @@ export function createBridge(options: BridgeOptions): AgentApp {
 	const setModel = async (id: string, value: string) => {
 		const slash = value.indexOf("/");
 		if (slash < 1) throw RequestError.invalidParams({ value }, "a model is provider/id");
-		await gateway.setModel(id, value.slice(0, slash), value.slice(slash + 1));
+		await gateway.request("PUT", "/v1/sessions/{id}/model", {
+			path: { id },
+			body: { provider: value.slice(0, slash), modelId: value.slice(slash + 1) },
+		});
 	};
 
 	const abortRun = (id: string) =>
@@ -166,30 +140,35 @@ export function createBridge(options: BridgeOptions): AgentApp {
 				sessions.set(session.id, { id: session.id });
 				log(`pi-gateway acp: session ${session.id} in ${session.cwd} (editor folder ${params.cwd})`);
 				void announceCommands(client, session.id);
-				return { sessionId: session.id, configOptions: await configOptions(session.id) };
+				return { sessionId: session.id, configOptions: await configOptions(gateway, session.id) };
 			})
 			.onRequest("session/load", async ({ params, client }) => {
 				const id = params.sessionId;
 				try {
-					await gateway.resume(id);
+					await gateway.request("POST", "/v1/sessions/{id}/resume", { path: { id } });
 				} catch (error) {
-					if (error instanceof GatewayProblem && (error.status === 404 || error.status === 410))
+					if (error instanceof GatewayError && (error.status === 404 || error.status === 410))
 						throw RequestError.resourceNotFound(id);
 					throw error;
 				}
 				sessions.set(id, sessions.get(id) ?? { id });
 				// The conversation again, before the answer (ACP: loadSession replays history first).
-				await send(client, id, history(await gateway.messages(id)));
+				const { messages } = await gateway.request("GET", "/v1/sessions/{id}/messages", { path: { id } });
+				await send(client, id, history(messages));
 				await announceCommands(client, id);
-				return { configOptions: await configOptions(id) };
+				return { configOptions: await configOptions(gateway, id) };
 			})
 			.onRequest("session/set_config_option", async ({ params }) => {
 				live(params.sessionId);
 				const value = String(params.value);
 				if (params.configId === "model") await setModel(params.sessionId, value);
-				else if (params.configId === "thinking_level") await gateway.setThinkingLevel(params.sessionId, value);
+				else if (params.configId === "thinking_level")
+					await gateway.request("PUT", "/v1/sessions/{id}/thinking-level", {
+						path: { id: params.sessionId },
+						body: { level: value as Schemas["ThinkingLevel"] },
+					});
 				else throw RequestError.invalidParams({ configId: params.configId }, "unknown config option");
-				return { configOptions: await configOptions(params.sessionId) };
+				return { configOptions: await configOptions(gateway, params.sessionId) };
 			})
 			// Older editors (Zed's unstable model picker) still send session/set_model.
 			.onRequest("session/set_model", SetModelParams, async ({ params }) => {
@@ -213,7 +192,7 @@ export function createBridge(options: BridgeOptions): AgentApp {
 				let piStop: string | undefined;
 				let exited: string | undefined;
 				let grace: NodeJS.Timeout | undefined;
-				const onEvent = async (event: StreamedEvent): Promise<boolean> => {
+				const onEvent = async (event: StreamEvent): Promise<boolean> => {
 					if (event.type === "response" && event.command === "prompt") {
 						turn.started = true;
 						// A cancel that came before the run existed stops it now.
@@ -223,14 +202,13 @@ export function createBridge(options: BridgeOptions): AgentApp {
 						return false;
 					}
 					if (event.type === "approval_requested") {
-						const approval = (event as unknown as { approval: Approval }).approval;
+						const { approval } = event;
 						if (approval.status === "pending")
 							void ask({ gateway, client, sessionId: id, turn, approval, capabilities, send, log });
 						return false;
 					}
 					if (event.type === "approval_resolved") {
-						const approval = (event as unknown as { approval: Approval }).approval;
-						turn.asking.get(approval.id)?.abort();
+						turn.asking.get(event.approval.id)?.abort();
 						return false;
 					}
 					const [next, updates] = mapEvent(turn.state, event);
@@ -254,11 +232,13 @@ export function createBridge(options: BridgeOptions): AgentApp {
 					grace = setTimeout(() => turn.controller.abort(), options.cancelGraceMs ?? 10_000);
 				};
 				try {
-					await gateway.run(id, promptBody(params.prompt as ContentBlock[]), onEvent, turn.controller.signal);
+					await run(gateway, id, promptBody(params.prompt as ContentBlock[]), onEvent, turn.controller.signal);
 				} catch (error) {
 					if (!turn.controller.signal.aborted) {
-						if (error instanceof GatewayProblem)
-							throw new RequestError(-32603, `The gateway refused the prompt: ${error.message}`, { code: error.code });
+						if (error instanceof GatewayError)
+							throw new RequestError(-32603, `The gateway refused the prompt: ${problemText(error)}`, {
+								code: error.code,
+							});
 						throw error;
 					}
 				} finally {

@@ -1,5 +1,5 @@
 import type { AgentContext, ClientCapabilities, SessionUpdate } from "@agentclientprotocol/sdk";
-import { type GatewayClient, GatewayProblem } from "./gateway-client.ts";
+import { GatewayError, type PiGateway } from "../client/index.ts";
 import { announce, mapEvent, type TurnState } from "./mapping.ts";
 import {
 	type Answer,
@@ -20,7 +20,7 @@ export interface AskingTurn {
 }
 
 export interface Ask {
-	gateway: GatewayClient;
+	gateway: PiGateway;
 	client: AgentContext;
 	sessionId: string;
 	turn: AskingTurn;
@@ -58,7 +58,10 @@ export async function ask({ gateway, client, sessionId, turn, approval, capabili
 		}
 		await send(client, sessionId, []); // everything before, the tool_call included, is out first
 		// A policy (a remembered "always", the operator's rules) may have answered it already: then nobody is asked.
-		if (asking.signal.aborted || (await gateway.approval(sessionId, approval.id)).status !== "pending") return;
+		const path = { id: sessionId, approvalId: approval.id };
+		if (asking.signal.aborted) return;
+		if ((await gateway.request("GET", "/v1/sessions/{id}/approvals/{approvalId}", { path })).status !== "pending")
+			return;
 		const tool = turn.state.get(toolCallId);
 		let answer: Answer;
 		if (approval.method === "confirm" || approval.method === "select") {
@@ -107,15 +110,15 @@ export async function ask({ gateway, client, sessionId, turn, approval, capabili
 			]);
 		}
 		summary = describe(answer);
-		await gateway.answer(sessionId, approval.id, answer).catch((error) => {
+		await gateway.approvals.answer({ id: approval.id, sessionId }, answer).catch((error) => {
 			// 409: someone answered first (inbox, console, another editor); 410: it is gone. Their outcome stands.
-			if (error instanceof GatewayProblem && (error.status === 409 || error.status === 410))
+			if (error instanceof GatewayError && (error.status === 409 || error.status === 410))
 				log(`pi-gateway acp: approval ${approval.id} was settled elsewhere (${error.code})`);
 			else log(`pi-gateway acp: answering approval ${approval.id}: ${(error as Error).message}`);
 		});
 	} catch (error) {
 		log(`pi-gateway acp: approval ${approval.id}: ${(error as Error).message}`);
-		await gateway.answer(sessionId, approval.id, denial(approval)).catch(() => {});
+		await gateway.approvals.answer({ id: approval.id, sessionId }, denial(approval)).catch(() => {});
 	} finally {
 		turn.asking.delete(approval.id);
 		if (standalone && toolCallId) {

@@ -3,7 +3,7 @@ import { Readable, Writable } from "node:stream";
 import { ndJsonStream } from "@agentclientprotocol/sdk";
 import { createBridge } from "./agent.ts";
 import { acpUsage, parseAcpArgs } from "./args.ts";
-import { GatewayClient } from "./gateway-client.ts";
+import { connectGateway } from "./gateway.ts";
 
 /**
  * `pi-gateway acp`: the ACP agent on stdio (JSON-RPC lines, as editors launch agents), every
@@ -18,7 +18,7 @@ export async function acpCommand(argv: string[]): Promise<void> {
 	}
 	const args = withHelp(() => parseAcpArgs(argv));
 	const log = (line: string) => process.stderr.write(`${line}\n`);
-	const gateway = new GatewayClient({ url: args.url, token: args.token, log });
+	const gateway = connectGateway({ url: args.url, token: args.token, log });
 	const bridge = createBridge({
 		gateway,
 		version,

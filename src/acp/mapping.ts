@@ -20,7 +20,7 @@ export const methodTable = {
 		"sessionsCreate (POST /v1/sessions) + sessionsGetSlashCommands, sessionsGetModels, sessionsGetThinkingLevels",
 	"session/load": "sessionsResume (POST /v1/sessions/{id}/resume) + sessionsGetMessages replayed as updates",
 	"session/prompt":
-		"sessionsPrompt (POST …/prompt, Accept: text/event-stream), then sessionsEvents (GET …/events, Last-Event-ID) after a cut",
+		"sessionsPromptStream (POST …/prompt/stream), after a cut the same POST with Last-Event-ID (the rest of the run; pi sees the prompt once)",
 	"session/cancel": "sessionsAbort (POST …/abort)",
 	"session/set_config_option": "sessionsSetModel (PUT …/model) or sessionsSetThinkingLevel (PUT …/thinking-level)",
 	"session/set_model": "sessionsSetModel (PUT …/model)",

@@ -4,6 +4,7 @@ import type {
 	PermissionOptionKind,
 	RequestPermissionOutcome,
 } from "@agentclientprotocol/sdk";
+import type { Schemas } from "../client/index.ts";
 
 /**
  * A gateway approval (an extension's dialog) as an ACP permission request, and the editor's
@@ -12,24 +13,13 @@ import type {
  */
 
 /** The part of the gateway's Approval this needs (openapi.yaml `Approval`). */
-export interface Approval {
-	id: string;
-	method: "select" | "confirm" | "input" | "editor";
-	title: string;
-	message?: string;
-	options?: string[];
-	placeholder?: string;
-	prefill?: string;
-	status: string;
-	answer?: { confirmed?: boolean; value?: string; cancelled?: boolean } | null;
-	resolvedBy?: string | null;
-}
+export type Approval = Pick<
+	Schemas["Approval"],
+	"id" | "method" | "title" | "message" | "options" | "placeholder" | "prefill" | "status"
+>;
 
-/** The body of POST …/approvals/{id}. */
-export type Answer =
-	| { confirmed: boolean; remember?: "session" }
-	| { value: string; remember?: "session" }
-	| { cancelled: true };
+/** The body of POST …/approvals/{id} (openapi.yaml `ApprovalAnswer`). */
+export type Answer = Schemas["ApprovalAnswer"];
 
 export interface PermissionChoice {
 	option: PermissionOption;

@@ -9,7 +9,7 @@
  */
 import { GatewayError, StreamInterruptedError } from "./errors.ts";
 import type { Transport } from "./http.ts";
-import { parseSse } from "./sse.ts";
+import { FrameTooLarge, parseSse } from "./sse.ts";
 import { sleep } from "./streams.ts";
 import type { StreamEvent } from "./types.ts";
 
@@ -45,9 +45,14 @@ export class AllEventsStream implements AsyncIterable<HubEvent> {
 		let failures = 0;
 		let retryMs = this.#transport.reconnect.delayMs;
 		for (;;) {
+			let reason = "the stream ended";
 			try {
 				const res = await this.#open();
-				for await (const frame of parseSse(res.body ?? new ReadableStream(), { onRetry: (ms) => (retryMs = ms) })) {
+				const maxFrameChars = this.#transport.maxFrameChars;
+				for await (const frame of parseSse(res.body ?? new ReadableStream(), {
+					onRetry: (ms) => (retryMs = ms),
+					maxFrameChars,
+				})) {
 					failures = 0;
 					const event = JSON.parse(frame.data) as StreamEvent;
 					if (event.type === "stream_open") {
@@ -57,7 +62,10 @@ export class AllEventsStream implements AsyncIterable<HubEvent> {
 						opened = true;
 						continue;
 					}
-					if (event.type === "dropped") break;
+					if (event.type === "dropped") {
+						reason = `dropped: ${event.reason}`;
+						break;
+					}
 					if (event.type === "shutdown") closing = true;
 					const at = frame.id ? /^(.*):(\d+)$/.exec(frame.id) : null;
 					if (at?.[1] !== undefined) {
@@ -71,12 +79,15 @@ export class AllEventsStream implements AsyncIterable<HubEvent> {
 			} catch (error) {
 				if (this.#signal?.aborted) throw this.#signal.reason;
 				if (error instanceof GatewayError && error.status < 500 && error.status !== 429) throw error;
+				if (error instanceof FrameTooLarge) throw error;
+				reason = error instanceof Error ? error.message : String(error);
 				if (closing || ++failures > this.#transport.reconnect.maxAttempts) {
 					throw new StreamInterruptedError("The all-sessions stream broke and could not be reopened", undefined, {
 						cause: error,
 					});
 				}
 			}
+			this.#transport.reconnect.onCut?.({ after: undefined, reason });
 			await sleep(retryMs, this.#signal);
 			this.reconnects++;
 		}

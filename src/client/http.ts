@@ -11,6 +11,11 @@ export interface ClientOptions {
 	fetch?: typeof fetch;
 	/** Reconnection of broken streams. */
 	reconnect?: ReconnectOptions;
+	/**
+	 * The most characters one event stream frame may hold (about its bytes); past it the stream
+	 * fails with FrameTooLarge and is not resumed (the frame would come again). Default: no bound.
+	 */
+	maxFrameChars?: number;
 }
 
 export interface ReconnectOptions {
@@ -18,6 +23,8 @@ export interface ReconnectOptions {
 	delayMs?: number;
 	/** Failed reconnects in a row before the stream gives up (default 10; a frame received resets the count). */
 	maxAttempts?: number;
+	/** Told of each cut before the stream reconnects: where it resumes (the last event id) and why it broke. */
+	onCut?: (cut: { after: number | undefined; reason: string }) => void;
 }
 
 export interface SendOptions {
@@ -32,7 +39,8 @@ export interface SendOptions {
 /** The one place requests are made: URL, auth, JSON bodies, and problem+json on failure. */
 export class Transport {
 	readonly baseUrl: string;
-	readonly reconnect: Required<ReconnectOptions>;
+	readonly reconnect: Required<Omit<ReconnectOptions, "onCut">> & Pick<ReconnectOptions, "onCut">;
+	readonly maxFrameChars: number | undefined;
 	readonly #token: string | undefined;
 	readonly #headers: Record<string, string>;
 	readonly #fetch: typeof fetch;
@@ -43,6 +51,7 @@ export class Transport {
 		this.#headers = options.headers ?? {};
 		this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
 		this.reconnect = { delayMs: 500, maxAttempts: 10, ...options.reconnect };
+		this.maxFrameChars = options.maxFrameChars;
 	}
 
 	url(path: string, params?: SendOptions["path"], query?: SendOptions["query"]): string {

@@ -14,7 +14,7 @@
  */
 import { GatewayError, RunLostError, StreamInterruptedError } from "./errors.ts";
 import type { Transport } from "./http.ts";
-import { parseSse } from "./sse.ts";
+import { FrameTooLarge, parseSse } from "./sse.ts";
 import type { StreamEvent } from "./types.ts";
 
 export interface StreamPlan {
@@ -62,13 +62,15 @@ export class EventStream implements AsyncIterable<StreamEvent> {
 		const plan = this.#plan;
 		let res = await plan.open(this.#signal);
 		let retryMs = this.#transport.reconnect.delayMs;
+		const maxFrameChars = this.#transport.maxFrameChars;
 		let opened = false;
 		for (;;) {
 			let cleanEnd = false;
 			let resumeFrom: number | undefined;
 			let failure: Error | undefined;
+			let reason = "the stream ended";
 			try {
-				const frames = parseSse(res.body ?? new ReadableStream(), { onRetry: (ms) => (retryMs = ms) });
+				const frames = parseSse(res.body ?? new ReadableStream(), { onRetry: (ms) => (retryMs = ms), maxFrameChars });
 				for await (const frame of frames) {
 					const event = parse(frame.data);
 					if (!event) continue;
@@ -84,6 +86,7 @@ export class EventStream implements AsyncIterable<StreamEvent> {
 					} else if (event.type === "dropped") {
 						const from = Number(event.resumeFrom);
 						resumeFrom = Number.isFinite(from) && event.resumeFrom !== null ? from : this.lastEventId;
+						reason = `dropped: ${String(event.reason)}`;
 						break;
 					}
 					if (plan.accept && !plan.accept(event) && event.type !== "stream_open" && event.type !== "gap") continue;
@@ -95,7 +98,9 @@ export class EventStream implements AsyncIterable<StreamEvent> {
 				cleanEnd = resumeFrom === undefined;
 			} catch (error) {
 				if (this.#signal?.aborted) throw this.#signal.reason;
-				if (!(error instanceof Error)) throw error;
+				// A frame past the bound would come again on a reconnect: the stream fails with it.
+				if (!(error instanceof Error) || error instanceof FrameTooLarge) throw error;
+				reason = error.message;
 			}
 			if (failure) throw failure;
 			// The server closed the stream before the event that ends it (a revoked share, a gateway going
@@ -106,6 +111,7 @@ export class EventStream implements AsyncIterable<StreamEvent> {
 					this.lastEventId === undefined ? undefined : String(this.lastEventId),
 				);
 			if (resumeFrom !== undefined) this.lastEventId = resumeFrom;
+			this.#transport.reconnect.onCut?.({ after: this.lastEventId, reason });
 			const next = await this.#reconnect(retryMs);
 			if (next === undefined) return;
 			res = next;

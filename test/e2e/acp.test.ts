@@ -496,7 +496,14 @@ describe("pi-gateway acp", () => {
 			proxy.cut();
 			expect((await prompt).stopReason).toBe("end_turn");
 			expect(textOf(editor.updates)).toBe(Array.from({ length: 30 }, (_, i) => i + 1).join(" "));
-			expect(proxy.requests.some((r) => /last-event-id: \d+/i.test(r) && r.startsWith("GET "))).toBe(true);
+			// Resumed as the client resumes a run: the same POST with Last-Event-ID, and pi got the prompt once.
+			expect(
+				proxy.requests.some(
+					(r) => /last-event-id: \d+/i.test(r) && r.startsWith(`POST /v1/sessions/${sessionId}/prompt/stream`),
+				),
+			).toBe(true);
+			const messages = (await gw.api(`/v1/sessions/${sessionId}/messages`)).body.messages as { role: string }[];
+			expect(messages.filter((m) => m.role === "user")).toHaveLength(1);
 			expect(editor.stderr()).toContain("reconnecting");
 			await editor.stop();
 		} finally {

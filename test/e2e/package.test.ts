@@ -54,7 +54,10 @@ describe("the npm package", () => {
 		for (const file of [
 			"package/bin/pi-gateway.js",
 			"package/dist/main.js",
-			"package/dist/sessions/spawn.js",
+			"package/dist/sessions/process/spawn.js",
+			// The client the ACP bridge and the cluster hub read the gateway with, and pi-gateway/client.
+			"package/dist/client/index.js",
+			"package/dist/client/index.d.ts",
 			"package/extensions/demo-model.ts",
 			"package/extensions/permission-gate.ts",
 			"package/openapi.yaml",
@@ -134,6 +137,11 @@ describe("the npm package", () => {
 		expect(page.status).toBe(200);
 		expect(page.headers.get("content-security-policy")).toContain("default-src 'self'");
 		expect(await page.text()).toContain('src="./console.js"');
+		// The installed `pi-gateway acp` (its client in dist/client/) runs a prompt on this gateway.
+		expect(await bridgePrompt(String(url), token, "echo: from the packaged bridge")).toEqual({
+			stopReason: "end_turn",
+			text: "from the packaged bridge",
+		});
 
 		const exited = new Promise<number | null>((r) => gateway?.once("exit", (code) => r(code)));
 		gateway.kill("SIGTERM");
@@ -141,3 +149,44 @@ describe("the npm package", () => {
 		expect(alive(created.body.pid)).toBe(false);
 	}, 120_000);
 });
+
+/** `pi-gateway acp` from the installed package, as an editor speaks to it: initialize, session/new, one prompt. */
+async function bridgePrompt(url: string, token: string, message: string) {
+	const child = spawn(bin, ["acp", "--url", url], {
+		env: { ...env, PI_GATEWAY_TOKEN: token },
+		stdio: ["pipe", "pipe", "pipe"],
+	});
+	let out = "";
+	let err = "";
+	child.stdout.on("data", (chunk) => {
+		out += chunk;
+	});
+	child.stderr.on("data", (chunk) => {
+		err += chunk;
+	});
+	const lines = () =>
+		out
+			.split("\n")
+			.filter(Boolean)
+			.map((line) => JSON.parse(line));
+	const call = async (id: number, method: string, params: unknown) => {
+		child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`);
+		const answer = await until(() => lines().find((m) => m.id === id) ?? child.exitCode !== null, 60_000);
+		if (answer === true || answer.error) throw new Error(`${method}: ${JSON.stringify(answer)} ${err}`);
+		return answer.result;
+	};
+	try {
+		await call(1, "initialize", { protocolVersion: 1 });
+		const { sessionId } = await call(2, "session/new", { cwd: "/tmp", mcpServers: [] });
+		const { stopReason } = await call(3, "session/prompt", { sessionId, prompt: [{ type: "text", text: message }] });
+		const text = lines()
+			.filter((m) => m.method === "session/update" && m.params.update.sessionUpdate === "agent_message_chunk")
+			.map((m) => m.params.update.content.text)
+			.join("");
+		return { stopReason, text };
+	} finally {
+		const exited = new Promise((r) => child.once("exit", r));
+		child.stdin.end(); // an editor closing the pipe ends the bridge
+		await exited;
+	}
+}

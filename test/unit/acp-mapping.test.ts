@@ -22,7 +22,6 @@ import {
 	permissionChoices,
 } from "../../src/acp/permissions.ts";
 import { availableCommands, promptBody } from "../../src/acp/prompt.ts";
-import { parseBlock } from "../../src/acp/sse.ts";
 
 /**
  * The bridge's mapping, wire to wire: literal gateway events (recorded from real pi with the demo
@@ -241,14 +240,5 @@ describe("prompts, commands, cwd, arguments", () => {
 			cwdMap: [["/a", "/b"]],
 		});
 		expect(() => parseAcpArgs([], {})).toThrow(/--url/);
-	});
-
-	it("SSE blocks: id, event, data; comments are nothing", () => {
-		expect(parseBlock('id: 7\nevent: agent_settled\ndata: {"type":"agent_settled"}')).toEqual({
-			id: "7",
-			event: "agent_settled",
-			data: '{"type":"agent_settled"}',
-		});
-		expect(parseBlock(": heartbeat")).toBeUndefined();
 	});
 });
