@@ -8,7 +8,7 @@ import { createKey } from "../../src/http/auth/keys.ts";
 import { type ClusterNode, startNode } from "../helpers/cluster.ts";
 import { alive, until } from "../helpers/gateway.ts";
 import { query as rows, startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
-import { collect, readFrames } from "../helpers/sse.ts";
+import { collect, type Frame, readFrames } from "../helpers/sse.ts";
 import { startProxy } from "../helpers/tcp-proxy.ts";
 
 // Several gateway processes and real pi per test, and waits on leases: a busy machine needs room.
@@ -415,8 +415,10 @@ describe("cluster mode: the all-sessions stream", () => {
 		const reader = new AbortController();
 		const res = await (c as ClusterNode).fetch("/v1/events?types=agent_settled", { signal: reader.signal });
 		const seen: string[] = [];
+		const relayed: Frame[] = [];
 		const reading = (async () => {
 			for await (const frame of readFrames(res)) {
+				relayed.push(frame);
 				seen.push(
 					frame.event === "stream_open"
 						? `open:${frame.json.sessions
@@ -443,6 +445,13 @@ describe("cluster mode: the all-sessions stream", () => {
 		await until(() => seen.includes(`agent_settled:${onA}`) && seen.includes(`agent_settled:${onB}`));
 		reader.abort();
 		await reading;
+		// A frame another node relays is that node's own: the same id (named by its session) and data.
+		const own = await collect(
+			await (a as ClusterNode).fetch(`/v1/sessions/${onA}/events?after=0&types=agent_settled`),
+			(f) => f.event === "agent_settled",
+		);
+		const passed = relayed.find((f) => f.event === "agent_settled" && f.id?.startsWith(`${onA}:`));
+		expect([passed?.id, passed?.data]).toEqual([`${onA}:${own.at(-1)?.id}`, own.at(-1)?.data]);
 	});
 });
 

@@ -1,6 +1,8 @@
+import { parseSse, type SseFrame } from "../../client/index.ts";
 import type { Cluster } from "../../cluster/cluster.ts";
 import type { SessionStatus } from "../../sessions/session/index.ts";
 import type { Outbox } from "./sse.ts";
+import { relayedFrame } from "./sse-frames.ts";
 
 /** A session as `stream_open` of GET /v1/events lists it. */
 export interface HubSession {
@@ -49,12 +51,13 @@ export async function followPeers(
 				signal: abort.signal,
 			});
 			if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
-			const blocks = splitBlocks(res.body.getReader(), abort.signal);
-			const first = await blocks.next();
+			// Read with the gateway's own client's parser; heartbeats (comments) stay behind: this stream has its own.
+			const frames = parseSse(res.body);
+			const first = await frames.next();
 			clearTimeout(timer);
 			const sessions = ((first.done ? undefined : dataOf(first.value))?.sessions as HubSession[] | undefined) ?? [];
 			// When its stream ends (the node stopped), it may be followed again once it is back.
-			const relayed = () => relay(blocks, out).finally(() => followed.delete(peer.id));
+			const relayed = () => relay(frames, out).finally(() => followed.delete(peer.id));
 			return { sessions, relayed };
 		} catch {
 			clearTimeout(timer);
@@ -83,42 +86,18 @@ export async function followPeers(
 	};
 }
 
-async function relay(blocks: AsyncGenerator<string>, out: Outbox): Promise<void> {
+async function relay(frames: AsyncGenerator<SseFrame>, out: Outbox): Promise<void> {
 	try {
-		for await (const block of blocks) {
-			if (block.startsWith(":")) continue; // heartbeats: this stream has its own
-			const event = /^event: (.*)$/m.exec(block)?.[1];
-			if (event === "shutdown" || event === "stream_open") continue; // that node's, not this stream's
-			const id = /^id: (.*)$/m.exec(block)?.[1];
-			out.push(`${block}\n\n`, id);
+		for await (const frame of frames) {
+			if (frame.event === "shutdown" || frame.event === "stream_open") continue; // that node's, not this stream's
+			out.push(relayedFrame(frame), frame.id);
 		}
 	} catch {}
 }
 
-/** SSE blocks (the text between blank lines) of a byte stream. */
-async function* splitBlocks(reader: ReadableStreamDefaultReader<Uint8Array>, signal: AbortSignal) {
-	const decoder = new TextDecoder();
-	let buffer = "";
-	signal.addEventListener("abort", () => void reader.cancel().catch(() => {}), { once: true });
-	for (;;) {
-		const { done, value } = await reader.read();
-		if (done) return;
-		buffer += decoder.decode(value, { stream: true });
-		for (let end = buffer.indexOf("\n\n"); end !== -1; end = buffer.indexOf("\n\n")) {
-			yield buffer.slice(0, end);
-			buffer = buffer.slice(end + 2);
-		}
-	}
-}
-
-function dataOf(block: string): Record<string, unknown> | undefined {
-	const data = block
-		.split("\n")
-		.filter((line) => line.startsWith("data:"))
-		.map((line) => line.slice(5).replace(/^ /, ""))
-		.join("\n");
+function dataOf(frame: SseFrame): Record<string, unknown> | undefined {
 	try {
-		return JSON.parse(data) as Record<string, unknown>;
+		return JSON.parse(frame.data) as Record<string, unknown>;
 	} catch {
 		return undefined;
 	}

@@ -52,6 +52,14 @@ export function frameBytes(event: LoggedEvent): Chunk {
 	return lastFrame;
 }
 
+/**
+ * A frame another node sent, as its parsed fields (the cluster hub passes them on): the same
+ * `id:`, `event:` and `data:` (one line per line of data, as it was read), checked like our own.
+ */
+export function relayedFrame(frame: { id: string | undefined; event: string; data: string }): string {
+	return `${idLine(frame.id)}event: ${checkedType(frame.event)}\ndata: ${frame.data.split(lineBreak).join("\ndata: ")}\n\n`;
+}
+
 /** A gateway event's frame; without `id` it has no `id:` line (the client keeps its last id). */
 export function gatewayFrame(type: string, fields: Record<string, unknown>, id?: string | number): string {
 	return `${idLine(id)}event: ${checkedType(type)}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`;
