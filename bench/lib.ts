@@ -5,6 +5,7 @@ import { type IncomingMessage, request } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { LineParser } from "../src/client/sse.ts";
 import { bundledPiCli, demoExtensionPath } from "../src/sessions/process/spawn.ts";
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -104,7 +105,11 @@ export function openSse(url: string, init: { method?: string; body?: unknown } =
 	});
 }
 
-/** Reads an SSE response, calling `onData(event, data)` per frame, until it returns true. Resolves with the bytes read. */
+/**
+ * Reads an SSE response, calling `onData(event, data)` per frame, until it returns true. Resolves
+ * with the bytes read. The frames come from the client's parser (src/client/sse.ts), the one every
+ * reader of the gateway's streams uses.
+ */
 export function readSse(
 	res: IncomingMessage,
 	onData: (event: string, data: string) => boolean | undefined,
@@ -116,27 +121,18 @@ export function readSse(
 			return;
 		}
 		res.setEncoding("utf8");
-		let buffer = "";
+		const parser = new LineParser();
 		let bytes = 0;
 		const onChunk = (chunk: string) => {
 			bytes += Buffer.byteLength(chunk);
-			buffer += chunk;
-			let start = 0;
-			for (let end = buffer.indexOf("\n\n"); end !== -1; end = buffer.indexOf("\n\n", start)) {
-				const block = buffer.slice(start, end);
-				start = end + 2;
-				if (block.startsWith(":")) continue;
-				const ev = block.indexOf("event: ");
-				const da = block.indexOf("\ndata: ");
-				if (ev === -1 || da === -1) continue;
-				if (onData(block.slice(ev + 7, block.indexOf("\n", ev)), block.slice(da + 7))) {
+			for (const frame of parser.feed(chunk)) {
+				if (onData(frame.event, frame.data)) {
 					res.off("data", onChunk);
 					res.destroy();
 					resolve(bytes);
 					return;
 				}
 			}
-			buffer = buffer.slice(start);
 		};
 		res.on("data", onChunk);
 		res.once("end", () => resolve(bytes));

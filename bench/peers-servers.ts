@@ -23,6 +23,7 @@ import { request } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { LineParser } from "../src/client/sse.ts";
 import { bundledPiCli } from "../src/sessions/process/spawn.ts";
 import { api, now, openSse, readSse, startGatewayProcess } from "./lib.ts";
 import { childrenOf, processTree } from "./peers-proc.ts";
@@ -112,19 +113,12 @@ async function sse(url: string, onFrame: (event: string, data: string) => void):
 					return;
 				}
 				res.setEncoding("utf8");
-				let buffer = "";
+				// The client's parser (src/client/sse.ts), as for the gateway's own streams.
+				const parser = new LineParser(lastId === undefined ? {} : { lastEventId: lastId });
 				res.on("data", (chunk: string) => {
-					buffer += chunk.replaceAll("\r\n", "\n");
-					for (let end = buffer.indexOf("\n\n"); end !== -1; end = buffer.indexOf("\n\n")) {
-						let event = "message";
-						const data: string[] = [];
-						for (const line of buffer.slice(0, end).split("\n")) {
-							if (line.startsWith("data:")) data.push(line.slice(line[5] === " " ? 6 : 5));
-							else if (line.startsWith("event:")) event = line.slice(6).trim();
-							else if (line.startsWith("id:")) lastId = line.slice(3).trim();
-						}
-						buffer = buffer.slice(end + 2);
-						if (data.length > 0) onFrame(event, data.join("\n"));
+					for (const frame of parser.feed(chunk)) {
+						if (frame.lastEventId !== "") lastId = frame.lastEventId;
+						onFrame(frame.event, frame.data);
 					}
 				});
 				res.on("error", () => {});

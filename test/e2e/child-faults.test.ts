@@ -110,7 +110,8 @@ describe("a pi child that misbehaves affects only its own session", () => {
 		const res = await fetch(`${gw.url}/v1/sessions/${id}/events?after=0`, {
 			headers: { authorization: `Bearer ${gw.config.token}` },
 		});
-		const frames = await readSpecFrames(res, (f) => f.event === "agent_settled");
+		// The client's parser follows the SSE spec (CR, LF and CRLF all end a line), as a browser reads.
+		const frames = await collect(res, (f) => f.event === "agent_settled");
 		// The records with a line break in their type are skipped; the raw-CR line stays one turn_start frame.
 		expect(frames.map((f) => f.event)).toEqual([
 			"stream_open",
@@ -227,35 +228,3 @@ describe("a pi child that misbehaves affects only its own session", () => {
 		}
 	});
 });
-
-/**
- * Frames as the SSE spec (and so a browser) reads them: CR, LF and CRLF all end a line. The
- * test helper's reader splits on LF only, which would hide a frame forged with raw CRs.
- */
-async function readSpecFrames(res: Response, stop: (f: { id?: string; event?: string; data: string }) => boolean) {
-	const decoder = new TextDecoder();
-	let text = "";
-	for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-		text += decoder.decode(chunk, { stream: true });
-		const frames: { id?: string; event?: string; data: string }[] = [];
-		let current: { id?: string; event?: string; data: string[] } = { data: [] };
-		for (const line of text.split(/\r\n|\r|\n/)) {
-			if (line === "") {
-				if (current.data.length > 0)
-					frames.push({ id: current.id, event: current.event, data: current.data.join("\n") });
-				current = { data: [] };
-				continue;
-			}
-			const colon = line.indexOf(":");
-			if (colon === 0) continue;
-			const field = colon === -1 ? line : line.slice(0, colon);
-			const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "");
-			if (field === "id") current.id = value;
-			else if (field === "event") current.event = value;
-			else if (field === "data") current.data.push(value);
-		}
-		const end = frames.findIndex(stop);
-		if (end !== -1) return frames.slice(0, end + 1);
-	}
-	throw new Error("the stream ended first");
-}

