@@ -1,48 +1,7 @@
 import type { StreamEvent } from "../session/reducer.ts";
 import { apiRoot, get, post, seg } from "./client.ts";
+import { eventTypes } from "./event-types.ts";
 import type { Session, StreamTicket } from "./types.ts";
-
-/** EventSource has no catch-all for named events: every type the spec's StreamEvent lists. */
-export const eventTypes = [
-	"stream_open",
-	"response",
-	"agent_start",
-	"agent_end",
-	"agent_settled",
-	"turn_start",
-	"turn_end",
-	"message_start",
-	"message_update",
-	"message_end",
-	"tool_execution_start",
-	"tool_execution_update",
-	"tool_execution_end",
-	"queue_update",
-	"compaction_start",
-	"compaction_end",
-	"auto_retry_start",
-	"auto_retry_end",
-	"bash_execution_update",
-	"extension_ui_request",
-	"extension_error",
-	"session_info_changed",
-	"thinking_level_changed",
-	"entry_appended",
-	"session_status",
-	"session_exit",
-	"approval_requested",
-	"approval_resolved",
-	"run_changes",
-	"run_lost",
-	"run_output",
-	"run_limit_reached",
-	"tool_call_requested",
-	"tool_call_resolved",
-	"gap",
-	"dropped",
-	"shutdown",
-	"error",
-];
 
 /** How long a stream may be silent before the watchdog asks whether events were missed. */
 const quietMs = 20_000;
@@ -134,6 +93,8 @@ export function sessionStream(id: string, handlers: StreamHandlers, after = 0): 
 		url.searchParams.set("after", String(last));
 		const es = new EventSource(url);
 		source = es;
+		// EventSource has no catch-all for named events: one listener per type the spec's StreamEvent
+		// lists (event-types.ts, generated from openapi.yaml by `npm run spec`).
 		for (const type of eventTypes) es.addEventListener(type, onFrame(type) as EventListener);
 		es.onerror = () => {
 			if (es.readyState === EventSource.CLOSED) reopen();
