@@ -3,7 +3,7 @@ import { lstatSync, mkdirSync, realpathSync } from "node:fs";
 import { readFile, rename, unlink, writeFile } from "node:fs/promises";
 import { basename, dirname, join, posix, resolve } from "node:path";
 import type { Config } from "../config/config.ts";
-import { isInside } from "../sessions/process/index.ts";
+import { isInside } from "../shared/paths.ts";
 
 /**
  * Where a session taken over from another node works on this one. The stored cwd names the old

@@ -6,12 +6,12 @@ import type { Config } from "../config/config.ts";
 import {
 	confinedByConfig,
 	holdingArgs,
-	openCheckedFolder,
 	secretFiles,
 	shownBySystem,
 	systemView,
 	viewEnd,
 } from "../sessions/process/index.ts";
+import { openCheckedFolder } from "../shared/paths.ts";
 
 /**
  * The gateway's own tools (git for changes, ripgrep for search) on the agent's bytes, inside

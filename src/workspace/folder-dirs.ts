@@ -1,6 +1,6 @@
 import { closeSync, constants, fchmodSync, mkdirSync, opendirSync, openSync, readlinkSync } from "node:fs";
 import { isAbsolute, relative, sep } from "node:path";
-import { openCheckedFolder } from "../sessions/process/index.ts";
+import { openCheckedFolder } from "../shared/paths.ts";
 
 /**
  * Folders opened (and made, for a restore) by descriptor for folder-scan.ts and folder-restore.ts:

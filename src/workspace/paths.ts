@@ -1,8 +1,9 @@
 import type { Dir } from "node:fs";
 import { constants } from "node:fs";
 import { type FileHandle, lstat, open, opendir, readlink, realpath } from "node:fs/promises";
-import { isAbsolute, posix, sep } from "node:path";
+import { isAbsolute, posix } from "node:path";
 import { GatewayError } from "../shared/errors.ts";
+import { isInside } from "../shared/paths.ts";
 
 /**
  * The one way a user string becomes a file of a session's folder. Every workspace route goes
@@ -45,7 +46,7 @@ export function normalizeWorkspacePath(path: string): string {
 	return normal === "." ? "" : normal;
 }
 
-export const isInside = (root: string, real: string) => real === root || real.startsWith(root + sep);
+export { isInside };
 
 /** Where an open descriptor can be reached by path: the kernel's name for it, never re-resolved. */
 export const viaFd = (fd: number, name?: string) => `/proc/self/fd/${fd}${name === undefined ? "" : `/${name}`}`;

@@ -7,8 +7,8 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { type App, createApp } from "../../src/app/app.ts";
 import { parseConfig } from "../../src/config/config.ts";
 import { type CommandType, commandFields } from "../../src/pi/protocol.ts";
-import { isInside } from "../../src/sessions/process/paths.ts";
 import { SessionRegistry } from "../../src/sessions/registry/registry.ts";
+import { isInside } from "../../src/shared/paths.ts";
 import { sqliteSessions } from "../../src/store/sqlite/sessions.ts";
 import { fixtures } from "../helpers/gateway.ts";
 

@@ -13,8 +13,8 @@ import { describe, expect, it } from "vitest";
  *
  * The folder rule: no two folders import each other, whatever the direction of each file's
  * import (static, type-only, re-export or dynamic). A folder is a top-level folder of src/, and
- * for src/http/ each folder below it (auth, transport, routes, …), since http's parts are layered
- * among themselves. Persistence follows it: an area (sessions, workspace, webhooks, cluster,
+ * for src/http/ and src/sessions/ each folder below it (auth, transport, routes, …; session, process,
+ * runs, dialogs, …), since their parts are layered among themselves. Persistence follows it: an area (sessions, workspace, webhooks, cluster,
  * http/idempotency, http/observability) declares the store it needs as an interface in its own
  * folder, src/store/ implements it with the area's types, and only the composition root
  * (app/server.ts, app/stores.ts) names the concrete classes and passes them in. So store sits above the
@@ -108,12 +108,13 @@ function sourceFiles(dir: string): string[] {
 
 /**
  * The folder a file sits in for the folder rule, relative to `root`: the top-level folder, or
- * http/<part>; undefined for a file directly in `root` (wiring and base files, ruled by layers).
+ * http/<part> or sessions/<room>; undefined for a file directly in `root` (wiring and base files, ruled by layers).
  */
 function folderOf(root: string, file: string): string | undefined {
 	const parts = relative(root, file).split("\\").join("/").split("/");
 	if (parts.length < 2) return undefined;
-	return parts[0] === "http" && parts.length > 2 ? `http/${parts[1]}` : parts[0];
+	// http's parts and sessions' rooms are layered among themselves: each is a folder of its own.
+	return (parts[0] === "http" || parts[0] === "sessions") && parts.length > 2 ? `${parts[0]}/${parts[1]}` : parts[0];
 }
 
 /**
@@ -302,10 +303,13 @@ describe("architecture", () => {
 			plant("http/routes/a.ts", 'export * from "../transport/b.ts";\n');
 			plant("http/transport/b.ts", 'export const load = () => import("../routes/a.ts");\n');
 			plant("one-way/user.ts", 'import "../store/sql.ts";\n');
+			plant("sessions/runs/a.ts", 'import type { S } from "../session/s.ts";\nexport type A = 1;\n');
+			plant("sessions/session/s.ts", 'import type { A } from "../runs/a.ts";\nexport type S = A;\n');
 			plant("top.ts", 'import "./area/service.ts";\nimport "./store/sql.ts";\n');
 			expect(twoWayFolders(root)).toEqual([
 				"area and store import each other (area/service.ts → store/sql.ts; store/sql.ts → area/service.ts)",
 				"http/routes and http/transport import each other (http/routes/a.ts → http/transport/b.ts; http/transport/b.ts → http/routes/a.ts)",
+				"sessions/runs and sessions/session import each other (sessions/runs/a.ts → sessions/session/s.ts; sessions/session/s.ts → sessions/runs/a.ts)",
 			]);
 		} finally {
 			rmSync(root, { recursive: true, force: true });

@@ -8,7 +8,7 @@ import { EventLog } from "../../src/sessions/events/event-log.ts";
 import type { ModelCost, RelayPlan, RelayRoute } from "../../src/sessions/relay/credentials.ts";
 import type { RelaySink } from "../../src/sessions/relay/metering.ts";
 import { closeRelay, openRelay, relayLimits } from "../../src/sessions/relay/server.ts";
-import { Budget } from "../../src/sessions/runs/budget.ts";
+import { Budget } from "../../src/sessions/session/budget.ts";
 import { until } from "../helpers/gateway.ts";
 
 // Budget holes an attacker's review found in the relay (issue 42): a call whose caller hung up was

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { EventLog, type LoggedEvent } from "../../src/sessions/events/event-log.ts";
-import { Budget } from "../../src/sessions/runs/budget.ts";
-import { usageOf } from "../../src/sessions/runs/usage.ts";
+import { usageOf } from "../../src/sessions/events/usage.ts";
+import { Budget } from "../../src/sessions/session/budget.ts";
 
 // Issue 41 item 4: every event of pi 1.6 that reports a model call's usage, as pi prints it. The
 // demo model makes no cache-warming request and no tool of its own reports usage, so those two are

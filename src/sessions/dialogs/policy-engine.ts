@@ -2,14 +2,19 @@ import { readFileSync } from "node:fs";
 import type { Logger } from "pino";
 import { parse as parseYaml } from "yaml";
 import { eventJson, type LoggedEvent } from "../events/event-log.ts";
-import type { Session } from "../session/session.ts";
-import type { ApprovalAnswer } from "./approvals.ts";
+import type { ApprovalAnswer, Approvals } from "./approvals.ts";
 import { answerFor, decide, type PolicyRule, PolicySet } from "./policies.ts";
+
+/** What the engine needs of a session (a Session is one): its id and its approvals. */
+export interface PolicySession {
+	readonly id: string;
+	readonly approvals: Approvals;
+}
 
 /** What the engine needs of the registry: the event hub, a session, and the policies it was created with. */
 export interface PolicyHost {
 	subscribeAll(listener: (sessionId: string, event: LoggedEvent) => void): () => void;
-	list(): Session[];
+	list(): PolicySession[];
 	policiesOf(sessionId: string): PolicySet | undefined;
 }
 
@@ -95,7 +100,7 @@ export class PolicyEngine {
 	}
 
 	/** "Allow always for this session": the answer becomes a rule for dialogs with the same method and title. */
-	remember(session: Session, approvalId: string, answer: ApprovalAnswer): void {
+	remember(session: PolicySession, approvalId: string, answer: ApprovalAnswer): void {
 		const approval = session.approvals.get(approvalId);
 		const action: PolicyRule["action"] | undefined =
 			"confirmed" in answer

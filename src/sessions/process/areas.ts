@@ -1,18 +1,8 @@
-import {
-	closeSync,
-	constants,
-	cpSync,
-	existsSync,
-	mkdirSync,
-	openSync,
-	readdirSync,
-	readlinkSync,
-	realpathSync,
-} from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, realpathSync } from "node:fs";
 import { join, relative, resolve, sep } from "node:path";
 import type { Config } from "../../config/config.ts";
 import { GatewayError } from "../../shared/errors.ts";
-import { confine, isInside } from "./paths.ts";
+import { confine, isInside } from "../../shared/paths.ts";
 
 /**
  * Each principal's own part of the workspace root: its sessions work there, and a `cwd` it names
@@ -72,38 +62,6 @@ export function confineToArea(area: Area, cwd: string): string {
 			);
 		throw error;
 	}
-}
-
-/**
- * Opens the folder a session works in for a bind by descriptor (`bwrap --bind-fd`): what pi gets
- * is the folder that was checked, not whatever the path names when bwrap gets to it. The kernel's
- * name for the open descriptor must be the checked real path: a component swapped for a symlink
- * between the check and here (an agent can flip names in a folder it writes) is refused.
- */
-export function openCheckedFolder(path: string, root: string): number {
-	let fd: number;
-	try {
-		fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-	} catch (error) {
-		throw new GatewayError(
-			409,
-			"folder_replaced",
-			`The session's folder ${JSON.stringify(path)} cannot be opened as a folder (${(error as NodeJS.ErrnoException).code}): was it removed or replaced by a link?`,
-		);
-	}
-	let real: string | undefined;
-	try {
-		real = readlinkSync(`/proc/self/fd/${fd}`);
-	} catch {}
-	if (real !== path || !isInside(root, real)) {
-		closeSync(fd);
-		throw new GatewayError(
-			409,
-			"folder_replaced",
-			`The session's folder ${JSON.stringify(path)} was replaced by a link while it was opened`,
-		);
-	}
-	return fd;
 }
 
 /** The principal's area a sandboxed session's `cwd` lies in (`@<name>`), or undefined for the operator's. */

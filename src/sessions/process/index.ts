@@ -1,7 +1,6 @@
 /** A session's pi process: how it is spawned, its sandbox and view of the host, its area and folder. The room's one door. */
 
-export { areaOf, openCheckedFolder } from "./areas.ts";
-export { isInside } from "./paths.ts";
+export { areaOf } from "./areas.ts";
 export {
 	confinedByConfig,
 	holdingArgs,

@@ -9,7 +9,7 @@ import { gatewayNode, sandboxHome, secretFiles, shownBySystem, systemView, viewE
 
 export { secretFiles };
 
-import { isInside } from "./paths.ts";
+import { isInside } from "../../shared/paths.ts";
 
 /**
  * bubblewrap around each pi child: its own PID namespace (the gateway's /proc entries are out of

@@ -3,7 +3,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import type { Config } from "../../config/config.ts";
 import { maxImagesPerCommand, type PiCommand } from "../../pi/protocol.ts";
 import { GatewayError } from "../../shared/errors.ts";
-import { confine, isInside } from "../process/paths.ts";
+import { confine, isInside } from "../../shared/paths.ts";
 
 /** Decoded size of base64 text, without decoding it. */
 export function base64Bytes(data: string): number {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { CreateSessionBody } from "../process/spawn.ts";
-import { StoredBudget } from "../runs/budget.ts";
+import { StoredBudget } from "../session/budget.ts";
 import type { StoredSession } from "./session-store.ts";
 
 /** A row as it must look to come back; anything else is skipped, not fatal. */

@@ -5,7 +5,7 @@ import { basename, dirname, join } from "node:path";
 import { promisify } from "node:util";
 import type { Logger } from "pino";
 import type { Config } from "../../config/config.ts";
-import { isInside } from "../process/paths.ts";
+import { isInside } from "../../shared/paths.ts";
 
 const run = promisify(execFile);
 

@@ -1,5 +1,5 @@
 import type { CreateSessionBody } from "../process/spawn.ts";
-import type { StoredBudget } from "../runs/budget.ts";
+import type { StoredBudget } from "../session/budget.ts";
 import type { PiState } from "../session/session-types.ts";
 
 /** What survives a gateway restart: enough to list a session and start pi again on its file. */

@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import type { Config } from "../../config/config.ts";
-import { isInside } from "../process/paths.ts";
+import { isInside } from "../../shared/paths.ts";
 import { localSessionFile } from "../process/session-files.ts";
 import type { Session, SessionInit } from "../session/session.ts";
 import type { UncleanStop } from "../session/session-types.ts";

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { GatewayError } from "../../shared/errors.ts";
 import { type EventLog, eventJson, type LoggedEvent } from "../events/event-log.ts";
-import { usageOf } from "./usage.ts";
+import { usageOf } from "../events/usage.ts";
 
 /**
  * A session's budget (issue 31 item 3): tokens and cost its model calls may use in all, counted from
