@@ -37,6 +37,7 @@ import { rpcRouter } from "../http/routes/commands/rpc.index.ts";
 import { consolePaths, consoleRouter } from "../http/routes/console/console.index.ts";
 import type { Deps } from "../http/routes/deps.ts";
 import { eventsRouter } from "../http/routes/events/events.index.ts";
+import { mcpRouter } from "../http/routes/mcp/mcp.index.ts";
 import { runsRouter } from "../http/routes/runs/runs.index.ts";
 import { runStreamsRouter } from "../http/routes/runs/streams.index.ts";
 import { budgetRouter } from "../http/routes/sessions/budget.index.ts";
@@ -100,6 +101,7 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
 			{ name: "tool-calls", description: "Client tools: calls the model makes to tools the calling program runs" },
 			{ name: "webhooks", description: "Signed event deliveries (Standard Webhooks) with a durable outbox" },
 			{ name: "workspace", description: "A session's folder: files in and out, search, archive, what runs changed" },
+			{ name: "mcp", description: "The MCP server (Streamable HTTP) for MCP clients: docs/mcp.md" },
 			{ name: "system", description: "Health, info, metrics, docs" },
 		],
 	});
@@ -256,6 +258,8 @@ export function createApp(
 		"/",
 		webhooksRouter(() => extras.webhooks),
 	);
+	// Its tools call this app as the caller: the same checks, audit and limits as over the network.
+	app.route("/", mcpRouter(deps, { app: (request, env) => app.fetch(request, env as never), version: gatewayVersion }));
 
 	const document = openApiDocument(app);
 	bodyRoutes.load(document as never);

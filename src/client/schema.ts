@@ -1562,6 +1562,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The MCP server (Streamable HTTP): one JSON-RPC message per request
+         * @description The Model Context Protocol's Streamable HTTP transport (revision 2025-11-25), for MCP clients such as Claude Code, Codex and Cursor; docs/mcp.md says what its tools and resources do. Any credential may call it (`Authorization: Bearer`): every tool calls this API as the caller, so each needs the scopes of the operations it runs. The first request is `initialize` without `Mcp-Session-Id`; its answer carries the `Mcp-Session-Id` header, which every later request sends. Send `Accept: application/json, text/event-stream`. A request answers `text/event-stream` (progress notifications while a tool runs, then its result) or `application/json`; a notification or response answers 202. There is no standalone stream (GET answers 405). An MCP session belongs to the principal that opened it, is held in fair shares (--mcp-max-sessions, --mcp-max-sessions-per-principal) and ends after --mcp-idle-timeout-ms without a request.
+         */
+        post: operations["mcpMessage"];
+        /**
+         * End an MCP session
+         * @description Ends the MCP session named by `Mcp-Session-Id` (its requests still running are cancelled). The gateway sessions it started stay: end them with DELETE /v1/sessions/{id}.
+         */
+        delete: operations["mcpEndSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -4533,6 +4557,39 @@ export interface components {
          * @enum {string}
          */
         WebhookDeliveryState: "pending" | "delivered" | "failed" | "dropped";
+        /**
+         * @description A JSON-RPC 2.0 message of the Model Context Protocol (revision 2025-11-25): a request, a notification or a response
+         * @example {
+         *       "jsonrpc": "2.0",
+         *       "id": 1,
+         *       "method": "tools/list",
+         *       "params": {}
+         *     }
+         */
+        McpMessage: {
+            /**
+             * @description Always `2.0`
+             * @enum {string}
+             */
+            jsonrpc: "2.0";
+            /** @description A request's id; absent on a notification */
+            id?: string | number;
+            /**
+             * @description The request or notification
+             * @example tools/call
+             */
+            method?: string;
+            /** @description Its parameters */
+            params?: {
+                [key: string]: unknown;
+            };
+            /** @description A response's result (an answer to a request the server sent) */
+            result?: unknown;
+            /** @description A response's error */
+            error?: unknown;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description The answer a client posted; null while pending or when nobody answered */
         ApprovalAnswerObject: {
             /** @description A confirm dialog's answer: yes (`true`) or no (`false`) */
@@ -14119,6 +14176,171 @@ export interface operations {
             };
             /** @description The delivery is still pending */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    mcpMessage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The MCP session, from the `Mcp-Session-Id` header of the initialize answer; required on every request after it. Another principal's (or an ended or expired) session id answers 404 */
+                "Mcp-Session-ID"?: string;
+                /** @description The protocol revision the initialize answer agreed on; an unsupported one answers 400 */
+                "Mcp-Protocol-Version"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["McpMessage"];
+            };
+        };
+        responses: {
+            /** @description A request's answer: a stream of JSON-RPC messages (`event: message`), the last of which is the response, or that response as JSON */
+            200: {
+                headers: {
+                    /** @description The initialize answer's: the MCP session this client sends on every later request */
+                    "Mcp-Session-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                    "application/json": components["schemas"]["McpMessage"];
+                };
+            };
+            /** @description A notification or response, accepted (no body) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input: not a JSON-RPC message, no `Mcp-Session-Id` on a request other than `initialize` (`mcp_session_required`), an unsupported `MCP-Protocol-Version`, or a second `initialize` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `mcp_session_not_found`: no MCP session with this id for this principal (it ended, expired after --mcp-idle-timeout-ms, or another principal opened it); open another with `initialize` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `Accept` does not list both application/json and text/event-stream (`not_acceptable`) */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests (--rate-limit-requests), or the principal's MCP sessions are all answering requests at its share (`mcp_sessions_limit`) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    mcpEndSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The MCP session, from the `Mcp-Session-Id` header of the initialize answer; required on every request after it. Another principal's (or an ended or expired) session id answers 404 */
+                "Mcp-Session-ID"?: string;
+                /** @description The protocol revision the initialize answer agreed on; an unsupported one answers 400 */
+                "Mcp-Protocol-Version"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The MCP session ended (no body) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No `Mcp-Session-Id` (`mcp_session_required`), or an unsupported `MCP-Protocol-Version` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `mcp_session_not_found`: no MCP session with this id for this principal (it ended, expired after --mcp-idle-timeout-ms, or another principal opened it); open another with `initialize` */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -281,6 +281,19 @@ export const ConfigSchema = z.object({
 	maxIdempotencyKeysPerPrincipal: int(1)
 		.optional()
 		.describe("Idempotency keys kept per principal; past it that principal's own oldest finished key goes"),
+	mcpMaxSessions: int(1)
+		.default(1000)
+		.describe(
+			"MCP sessions (Mcp-Session-Id of /mcp) kept at most; past it the least recently used idle one of the principal that holds the most ends, never another's",
+		),
+	mcpMaxSessionsPerPrincipal: int(1)
+		.optional()
+		.describe(
+			"MCP sessions one principal may hold; past it that principal's own least recently used idle one ends (none idle: 429)",
+		),
+	mcpIdleTimeoutMs: int(1000)
+		.default(1_800_000)
+		.describe("End an MCP session after this long without a request (its pi sessions stay)"),
 	webhookAllow: z
 		.array(z.string())
 		.default([])

@@ -87,6 +87,11 @@ export const sections: readonly { title: string; intro: string; keys: readonly K
 		],
 	},
 	{
+		title: "MCP",
+		intro: "the MCP server at /mcp (docs/mcp.md)",
+		keys: ["mcpMaxSessions", "mcpMaxSessionsPerPrincipal", "mcpIdleTimeoutMs"],
+	},
+	{
 		title: "Events",
 		intro: "the event log kept for replay and the SSE streams",
 		keys: [
@@ -186,6 +191,7 @@ const decidedDefaults: Partial<Record<Key, string>> = {
 	maxAuditEntriesPerPrincipal: "a tenth of --max-audit-entries",
 	maxApprovalHistoryPerPrincipal: "a tenth of --max-approval-history",
 	maxIdempotencyKeysPerPrincipal: "a tenth of --max-idempotency-keys",
+	mcpMaxSessionsPerPrincipal: "a tenth of --mcp-max-sessions",
 	webhookMaxPendingPerPrincipal: "a tenth of --webhook-max-pending",
 };
 

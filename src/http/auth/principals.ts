@@ -53,21 +53,27 @@ export function declareScopes(document: Document): void {
 		}
 }
 
-/** The scope of each operation, read back from the document (what the spec says is what is enforced). */
+/**
+ * The scope of each operation, read back from the document (what the spec says is what is enforced).
+ * An operation any credential may call (`[{bearer: []}]`) is listed without a scope: it has an
+ * operation id for the audit log (POST /mcp changes things) and no scope to check.
+ */
 export class ScopedRoutes {
-	#routes: { method: string; path: RegExp; scope: Scope; operationId: string }[] = [];
+	#routes: { method: string; path: RegExp; scope: Scope | undefined; operationId: string }[] = [];
 
 	load(document: Document): void {
 		this.#routes = [];
 		for (const [template, item] of Object.entries(document.paths ?? {})) {
 			const pattern = routePattern(template);
 			for (const [method, operation] of Object.entries(item)) {
-				const scope = (operation as Operation).security?.[0]?.bearer?.[0];
-				if (!methods.has(method) || scope === undefined) continue;
+				const security = (operation as Operation).security;
+				// Public (`security: []`): nobody is authenticated, so nothing to check or audit.
+				if (!methods.has(method) || !security || security.length === 0) continue;
+				const scope = security[0]?.bearer?.[0];
 				this.#routes.push({
 					method: method.toUpperCase(),
 					path: pattern,
-					scope: Scope.parse(scope),
+					scope: scope === undefined ? undefined : Scope.parse(scope),
 					operationId: (operation as { operationId?: string }).operationId ?? `${method} ${template}`,
 				});
 			}

@@ -129,6 +129,7 @@ __all__ = [
     "WebhookDeliveryList",
     "WebhookDelivery",
     "WebhookDeliveryState",
+    "McpMessage",
     "ApprovalAnswerObject",
     "HealthResponse",
     "ReadyResponse",
@@ -1647,6 +1648,25 @@ class WebhookDelivery(TypedDict):
     payload: Dict[str, Any]
     # The latest attempts, oldest first
     log: List[Dict[str, Any]]
+
+
+class _McpMessageRequired(TypedDict):
+    # Always `2.0`
+    jsonrpc: Literal["2.0"]
+
+
+class McpMessage(_McpMessageRequired, total=False):
+    """A JSON-RPC 2.0 message of the Model Context Protocol (revision 2025-11-25): a request, a notification or a response"""
+    # A request's id; absent on a notification
+    id: Union[str, float]
+    # The request or notification
+    method: str
+    # Its parameters
+    params: Dict[str, Any]
+    # A response's result (an answer to a request the server sent)
+    result: Any
+    # A response's error
+    error: Any
 
 
 class ApprovalAnswerObject(TypedDict, total=False):
