@@ -11,6 +11,7 @@ import {
 	declares,
 	expected,
 	learnPublicPaths,
+	mcpScoped,
 	type Row,
 	rows,
 	sessionScoped,
@@ -77,15 +78,42 @@ async function aliceSession(): Promise<string> {
 	return alices;
 }
 
+let alicesMcp = "";
+/** Alice's MCP session (opened with initialize), opened again when an earlier row (DELETE) ended it. */
+async function aliceMcpSession(): Promise<string> {
+	if (alicesMcp) return alicesMcp;
+	const res = await fetch(`${gw.url}/mcp`, {
+		method: "POST",
+		headers: {
+			authorization: `Bearer ${keys.alice}`,
+			"content-type": "application/json",
+			accept: "application/json, text/event-stream",
+		},
+		body: JSON.stringify({
+			jsonrpc: "2.0",
+			id: 1,
+			method: "initialize",
+			params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "matrix", version: "1" } },
+		}),
+	});
+	await res.body?.cancel();
+	alicesMcp = res.headers.get("mcp-session-id") ?? "";
+	if (!alicesMcp) throw new Error(`initialize: ${res.status}`);
+	return alicesMcp;
+}
+
 async function send(row: Row, caller: Caller) {
 	const id = sessionScoped(row.template) ? await aliceSession() : "";
 	const path = row.template.replace("{id}", id).replace(/\{[^}]+\}/g, "nope");
 	const headers = new Headers();
 	const secret = credential(caller, row);
 	if (secret) headers.set("authorization", `Bearer ${secret}`);
+	// An operation of an MCP session runs in alice's: hers to use, another principal's 404.
+	if (mcpScoped(row.operation)) headers.set("mcp-session-id", await aliceMcpSession());
 	const withBody = ["POST", "PUT", "PATCH"].includes(row.method);
 	if (withBody) headers.set("content-type", "application/json");
 	const res = await fetch(gw.url + path, { method: row.method, headers, body: withBody ? "{}" : undefined });
+	if (mcpScoped(row.operation) && row.method === "DELETE" && res.ok) alicesMcp = "";
 	const type = res.headers.get("content-type") ?? "";
 	// A stream is left at its headers: the slot it took must come back when the client goes.
 	if (type.startsWith("text/event-stream")) {

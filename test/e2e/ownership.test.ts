@@ -79,6 +79,46 @@ describe("ownership", () => {
 		await forged.body?.cancel();
 	});
 
+	it("alice cannot use or end bob's MCP session (Mcp-Session-Id): 404, whatever she sends", async () => {
+		const mcp = (who: keyof typeof key, body?: unknown, session?: string) =>
+			gw.api("/mcp", {
+				method: body === undefined ? "DELETE" : "POST",
+				headers: {
+					...as(who),
+					accept: "application/json, text/event-stream",
+					...(session ? { "mcp-session-id": session } : {}),
+				},
+				...(body === undefined ? {} : { json: body }),
+			});
+		const clientInfo = { name: "ownership", version: "1" };
+		const init = await mcp("bob", {
+			jsonrpc: "2.0",
+			id: 1,
+			method: "initialize",
+			params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo },
+		});
+		expect(init.status).toBe(200);
+		const bobsMcp = init.res.headers.get("mcp-session-id") as string;
+		expect(bobsMcp).toMatch(/^mcp_/);
+		const prompt = { name: "prompt", arguments: { sessionId: bobs, message: "not yours" } };
+		for (const body of [
+			{ jsonrpc: "2.0", id: 2, method: "tools/list" },
+			{ jsonrpc: "2.0", id: 3, method: "tools/call", params: prompt },
+			{ jsonrpc: "2.0", id: 4, method: "resources/read", params: { uri: `pi-gateway://sessions/${bobs}` } },
+			{ not: "even JSON-RPC" },
+			undefined,
+		]) {
+			const res = await mcp("alice", body, bobsMcp);
+			expect(res.status, JSON.stringify(body)).toBe(404);
+			expect(res.body.code).toBe("mcp_session_not_found");
+			expect(res.body.detail).toBe(
+				`No MCP session ${bobsMcp}: it ended or expired (or was never opened with this credential); open another with initialize`,
+			);
+		}
+		// Bob's MCP session goes on.
+		expect((await mcp("bob", { jsonrpc: "2.0", id: 5, method: "tools/list" }, bobsMcp)).status).toBe(200);
+	});
+
 	it("an approver the session is shared with answers, but cannot prompt; resolvedBy is the principal", async () => {
 		// Before it is shared, carol's inbox is empty and the session is not there for her.
 		const folder = await gw.folder(bobs);

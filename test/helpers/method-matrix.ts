@@ -20,6 +20,7 @@ type Operation = {
 	operationId?: string;
 	"x-pi-command"?: string;
 	security?: { bearer?: string[] }[];
+	parameters?: { name: string; in: string }[];
 	responses?: Record<string, unknown>;
 };
 export type Document = { paths: Record<string, Record<string, Operation>> };
@@ -58,6 +59,13 @@ export function rows(document: Document): Row[] {
 /** Whether the path names a session: ownership applies (another principal's session is a 404). */
 export const sessionScoped = (template: string) => template.startsWith("/v1/sessions/{id}");
 
+/**
+ * Whether the operation runs in an MCP session (it takes `Mcp-Session-Id`): the matrix sends the
+ * owner's, and to anyone else it is not found, as a session of another principal is.
+ */
+export const mcpScoped = (operation: Operation | undefined) =>
+	!!operation?.parameters?.some((p) => p.in === "header" && p.name.toLowerCase() === "mcp-session-id");
+
 /** What the document says `caller` gets: an exact status, or "declared" (any status the operation declares). */
 export type Outcome =
 	| { status: number; code?: string; allow?: true }
@@ -71,8 +79,16 @@ export function expected(row: Row, caller: Caller): Outcome {
 	// No operation runs: OPTIONS says which methods the path has, any other method is refused.
 	if (!row.operation) return row.method === "OPTIONS" ? { status: 204, allow: true } : { status: 405, allow: true };
 	if (isPublic) return { declared: true, notStatus: [401, 403, 500] };
+	// An MCP session is its opener's: to another principal (the admin token too) it is not found.
+	if ((caller === "otherOwner" || caller === "admin") && mcpScoped(row.operation))
+		return { status: 404, code: "mcp_session_not_found" };
 	// Any credential will do: a key with some other scope gets what the owner gets.
-	if (row.scope === "any") return { declared: true, notStatus: [401, 403, 500] };
+	if (row.scope === "any")
+		return {
+			declared: true,
+			notStatus: [401, 403, 500],
+			...(mcpScoped(row.operation) && { notCode: "mcp_session_not_found" }),
+		};
 	if (caller === "wrongScope") return { status: 403, code: "insufficient_scope" };
 	if (row.scope === "admin" && caller !== "admin") return { status: 403, code: "insufficient_scope" };
 	if (caller === "otherOwner" && sessionScoped(row.template)) return { status: 404, code: "session_not_found" };
