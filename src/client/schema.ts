@@ -344,6 +344,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/runs/{runId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel one run: abort it if it is in progress, drop it if it still waits in the queue
+         * @description Cancels the run `runId` of this session and no other: when it is the run in progress, pi aborts it (pending dialogs and client tool calls of the run are cancelled, as `POST …/abort` does) and the answer comes once it has ended; when its command still waits in the session's queue (behind a command pi has not answered), it is taken out and never reaches pi. A run that already settled is 409 `run_not_active`. A steer or follow-up that pi queued into a run is part of that run: cancelling the run's id aborts the run.
+         *
+         *     Requires the `sessions:write` scope.
+         */
+        post: operations["sessionsCancelRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/prompt/stream": {
         parameters: {
             query?: never;
@@ -3509,6 +3531,25 @@ export interface components {
              * @example 300000
              */
             maxDurationMs?: number;
+        };
+        /**
+         * @description What became of the cancelled run
+         * @example {
+         *       "runId": "gw_1",
+         *       "state": "aborted"
+         *     }
+         */
+        RunCancelled: {
+            /**
+             * @description The run cancelled
+             * @example gw_1
+             */
+            runId: string;
+            /**
+             * @description `aborted`: the run was in progress (or its command was with pi, not answered yet); pi aborted it and it has ended (its `agent_settled` says `aborted: true`). `cancelled`: its command still waited in the session's queue behind another and was taken out before pi saw it (the command's own caller gets 409 `run_cancelled`)
+             * @enum {string}
+             */
+            state: "aborted" | "cancelled";
         };
         /**
          * @description The queued messages that were removed
@@ -6791,6 +6832,134 @@ export interface operations {
             };
             /** @description The gateway's data disk is full: the Idempotency-Key could not be stored, so the request did not run */
             507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    sessionsCancelRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
+                id: string;
+                /** @description The run's id, as the prompt, steer or follow-up answered it (`runId`) */
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run was aborted (it has ended) or taken out of the queue */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunCancelled"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session, or no run with this id in it (`run_not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `run_not_active`: the run already settled (or, a steer or follow-up sent with no run active, pi holds it in its own queue: `POST …/queue/clear`); or the session is stopped */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi refused the command (its message is in `detail`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi exited, crashed or could not start (the tail of its stderr is in `stderr`) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi did not answer in time */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -8,8 +8,14 @@ import { routePattern } from "./route-pattern.ts";
  * read theirs). An operation not named waits: a new route is on the safe side until it says otherwise.
  */
 
-/** Change no file of the folder: DELETE stops the snapshot in progress instead (tracker.forget); an abort must not wait behind git. */
-export const changeNoFile = new Set(["sessions.delete", "sessions.abort", "sessions.abortRetry", "sessions.abortBash"]);
+/** Change no file of the folder: DELETE stops the snapshot in progress instead (tracker.forget); an abort (or a run's cancel) must not wait behind git. */
+export const changeNoFile = new Set([
+	"sessions.delete",
+	"sessions.abort",
+	"sessions.abortRetry",
+	"sessions.abortBash",
+	"sessions.cancelRun",
+]);
 
 /**
  * Change files only through the run's tool calls, which pi's snapshot gate holds until the

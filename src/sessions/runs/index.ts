@@ -6,6 +6,7 @@
 export { reportedUsage } from "../events/usage.ts";
 export { BudgetView, SessionBudget } from "../session/budget.ts";
 export type { RunCommand } from "./run-accept.ts";
+export { type CancelAnswer, cancelRun } from "./run-cancel.ts";
 export { LimitHit } from "./run-limits.ts";
 export { type PreparedRun, prepareRun, type RunAnswer } from "./run-service.ts";
 export { type RunSpan, spanAt } from "./run-spans.ts";

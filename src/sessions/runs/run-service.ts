@@ -2,6 +2,7 @@ import { GatewayError } from "../../shared/errors.ts";
 import type { Approval } from "../dialogs/approvals.ts";
 import type { Session } from "../session/session.ts";
 import { type Acceptance, pendingApprovals, type RunCommand, runOf, sendUntilHeld } from "./run-accept.ts";
+import { recordRun } from "./run-cancel.ts";
 import { RunCollector, type RunResult, RunWatch } from "./run-result.ts";
 import { type CommandStreamSink, streamRun } from "./run-stream.ts";
 import { type RunControls, superviseRun } from "./run-supervisor.ts";
@@ -42,6 +43,7 @@ export function prepareRun(session: Session, type: string, body: unknown): Prepa
 	const { outputSchema, limits, ...fields } = body as Record<string, unknown> & RunControls;
 	const planned = { type, ...fields, id: session.nextCommandId() } as RunCommand;
 	const { command, dispose } = superviseRun(session, planned, { outputSchema, limits });
+	recordRun(session, command.id);
 	const disposing = <T>(answer: Promise<T>): Promise<T> =>
 		answer.catch((error: unknown) => {
 			dispose();

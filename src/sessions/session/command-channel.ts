@@ -41,6 +41,8 @@ export class CommandChannel {
 	readonly #inFlight = new InFlight();
 	#nextId = 0;
 	#piQueued = 0;
+	/** Queued commands not yet written to pi, by id: `drop` takes one out before it reaches pi. */
+	readonly #waiting = new Map<string, AbortController>();
 	/** How the last pi ended, for the commands that were queued for it. */
 	#exitError: GatewayError | undefined;
 
@@ -81,15 +83,39 @@ export class CommandChannel {
 		const queuesInPi = queuesMessage(command);
 		this.#assertRoom(queuesInPi);
 		const child = this.#host.process();
-		const response = (await this.#queue.add(() => {
-			// The pi this command was queued for is gone: it gets that pi's end, not the next pi.
-			if (this.#host.process() !== child) throw this.#exitError ?? new GatewayError(502, "pi_exited", "pi exited");
-			// pi's own queue may have grown while this waited its turn.
-			if (queuesInPi) this.#assertRoom(true, 1);
-			return this.dispatch(command, timeout);
-		})) as PiResponse;
+		const { id } = command;
+		const waiting = new AbortController();
+		if (id !== undefined) this.#waiting.set(id, waiting);
+		const forget = () => {
+			if (id !== undefined && this.#waiting.get(id) === waiting) this.#waiting.delete(id);
+		};
+		const response = (await this.#queue
+			.add(
+				() => {
+					forget();
+					// The pi this command was queued for is gone: it gets that pi's end, not the next pi.
+					if (this.#host.process() !== child) throw this.#exitError ?? new GatewayError(502, "pi_exited", "pi exited");
+					// pi's own queue may have grown while this waited its turn.
+					if (queuesInPi) this.#assertRoom(true, 1);
+					return this.dispatch(command, timeout);
+				},
+				{ signal: waiting.signal },
+			)
+			.finally(forget)) as PiResponse;
 		if (stateChangingCommands.has(command.type) && response.success) this.#refreshState();
 		return response;
+	}
+
+	/**
+	 * Takes the queued command `id` out of the queue before it is written to pi: its sender gets
+	 * `reason`. False when no such command waits (it reached pi already, or never was queued).
+	 */
+	drop(id: string, reason: GatewayError): boolean {
+		const waiting = this.#waiting.get(id);
+		if (!waiting) return false;
+		this.#waiting.delete(id);
+		waiting.abort(reason);
+		return true;
 	}
 
 	/**

@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import { type ExitInfo, PiProcess } from "../../pi/child.ts";
 import { readRecord, typeOf } from "../../pi/event-type.ts";
 import { commandKind, isDialogRequest, type PiCommand, type PiResponse, type UiRequest } from "../../pi/protocol.ts";
+import type { GatewayError } from "../../shared/errors.ts";
 import { openCheckedFolder } from "../../shared/paths.ts";
 import { Approvals, resolvers } from "../dialogs/approvals.ts";
 import { ToolCalls, toolCallResolvers } from "../dialogs/client-tool-calls.ts";
@@ -252,6 +253,16 @@ export class Session {
 
 	get queueDepth(): number {
 		return this.#channel.queueDepth;
+	}
+
+	/** A queued command taken out before it reaches pi (its sender gets `reason`); false when none waits under `id`. */
+	dropQueued(id: string, reason: GatewayError): boolean {
+		return this.#channel.drop(id, reason);
+	}
+
+	/** Written to pi and not answered yet (a prompt whose dialog holds pi's answer, say). */
+	isInFlight(id: string): boolean {
+		return this.#channel.commandOf(id) !== undefined;
 	}
 
 	onStatusChange(listener: (session: Session) => void): void {

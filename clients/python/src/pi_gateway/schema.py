@@ -85,6 +85,7 @@ __all__ = [
     "RunAccepted",
     "ImageContent",
     "RunLimits",
+    "RunCancelled",
     "ClearedQueue",
     "CancellableResult",
     "PiState",
@@ -1197,6 +1198,14 @@ class RunLimits(TypedDict, total=False):
     maxCostUsd: float
     # Milliseconds from pi's acceptance of the command to the run's end
     maxDurationMs: int
+
+
+class RunCancelled(TypedDict):
+    """What became of the cancelled run"""
+    # The run cancelled
+    runId: str
+    # `aborted`: the run was in progress (or its command was with pi, not answered yet); pi aborted it and it has ended (its `agent_settled` says `aborte...
+    state: Literal["aborted", "cancelled"]
 
 
 class ClearedQueue(TypedDict):

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { type PreparedRun, prepareRun, type RunCommand } from "../../../sessions/runs/index.ts";
+import { cancelRun, type PreparedRun, prepareRun, type RunCommand } from "../../../sessions/runs/index.ts";
 import type { Session } from "../../../sessions/session/index.ts";
 import { commandSse, wantsStream } from "../../streams/command-stream.ts";
 import { sseOptions } from "../../streams/options.ts";
@@ -8,6 +8,7 @@ import type { SseOptions } from "../../streams/sse.ts";
 import { createRouter } from "../../transport/openapi.ts";
 import { requestedWait } from "../../transport/wait.ts";
 import type { Deps } from "../deps.ts";
+import { cancelRunRoute } from "./cancel.routes.ts";
 import { runResponse } from "./run-answers.ts";
 import { followUp, prompt, steer } from "./runs.routes.ts";
 
@@ -38,5 +39,9 @@ export function runsRouter({ registry, config }: Deps) {
 	return createRouter()
 		.openapi(prompt, (c) => run(c, "prompt", c.req.valid("json")) as never)
 		.openapi(steer, (c) => run(c, "steer", c.req.valid("json")) as never)
-		.openapi(followUp, (c) => run(c, "follow_up", c.req.valid("json")) as never);
+		.openapi(followUp, (c) => run(c, "follow_up", c.req.valid("json")) as never)
+		.openapi(cancelRunRoute, async (c) => {
+			const { id, runId } = c.req.valid("param");
+			return c.json(await cancelRun(registry.get(id), runId), 200);
+		});
 }
