@@ -17,6 +17,14 @@ export interface Secret {
 	value: string;
 	/** auth.json's per-credential variables, looked up before the gateway's environment. */
 	env?: Record<string, string>;
+	/**
+	 * A header value's: the header (lower case) it was written for, the only one its placeholder is
+	 * swapped in. Absent: a provider key's, swapped in the route's keyHeaders (and `key=` where the
+	 * route takes one). An attacker's review: with every header the operator lists (OpenRouter's
+	 * X-Title, HTTP-Referer) a credential header of the whole route, a tool sent `X-Title: <the key's
+	 * placeholder>` and the upstream got the real key in a header it shows.
+	 */
+	headers?: Set<string>;
 }
 
 export interface ModelCost {
@@ -34,7 +42,7 @@ export interface RelayRoute {
 	secrets: Map<string, Secret>;
 	/** Prices per million tokens by model id, for the cost the relay counts. */
 	costs: Map<string, ModelCost>;
-	/** The headers (lower case) a placeholder is swapped in: keyHeaders and the operator's `headers`. */
+	/** The headers (lower case) a provider key's placeholder is swapped in (a header value's: Secret.headers). */
 	keyHeaders: Set<string>;
 	/** pi-ai's API kinds of the route's models (what calls gate.ts lets through); empty: unknown. */
 	apis: Set<string>;
@@ -42,7 +50,7 @@ export interface RelayRoute {
 	queryKey: boolean;
 }
 
-/** The headers a provider's key is sent in by pi-ai's SDKs, besides the operator's models.json `headers`. */
+/** The headers a provider's key is sent in by pi-ai's SDKs (a models.json header's value goes in its own). */
 export const keyHeaders = ["authorization", "x-api-key", "api-key", "x-goog-api-key"];
 
 export interface RelayPlan {
@@ -53,6 +61,17 @@ export interface RelayPlan {
 	modelsJson: Record<string, unknown>;
 	authJson: Record<string, unknown>;
 }
+
+/**
+ * A provider's fields in pi's models.json schema (schemas/models.schema.json): only these reach the
+ * sandbox. Of them pi resolves like a key `apiKey` and every value of `headers`, of `models[].headers`
+ * and of `modelOverrides.<id>.headers`; each becomes a placeholder (test/unit/relay-credentials.test.ts
+ * reads the schema for every field it says resolves so).
+ */
+export const providerFields = [
+	...["name", "baseUrl", "apiKey", "api", "oauth", "headers"],
+	...["compat", "authHeader", "models", "modelOverrides"],
+];
 
 /** The prefix every placeholder starts with: nothing the agent can read holds a real key. */
 export const placeholderPrefix = "pi-gateway-placeholder-";
@@ -145,29 +164,41 @@ export function relayPlan(
 		}
 		return r;
 	};
-	const hide = (r: RelayRoute | undefined, label: string, secret: Secret, header?: string) => {
+	const hide = (r: RelayRoute | undefined, label: string, secret: Secret) => {
 		const placeholder = `${placeholderPrefix}${++count}-${label.replace(/[^A-Za-z0-9_.-]/g, "_")}`;
 		r?.secrets.set(placeholder, secret);
-		// The operator's own header carries its value: the relay swaps it there.
-		if (header) r?.keyHeaders.add(header.toLowerCase());
 		return placeholder;
 	};
+	// A `headers` object (a provider's, a model's, a model override's): each value resolves like a
+	// key (pi's schema), so each is a placeholder the relay swaps in that header only.
+	const hideHeaders = (r: RelayRoute | undefined, provider: string, headers: Record<string, unknown>) =>
+		Object.fromEntries(
+			Object.entries(headers).map(([k, v]) => [
+				k,
+				typeof v === "string" ? hide(r, `${provider}-${k}`, { value: v, headers: new Set([k.toLowerCase()]) }) : v,
+			]),
+		);
 	const outProviders: Record<string, unknown> = {};
 	const relayUrl = (id: string) => `${relayBase}/${encodeURIComponent(id)}`;
 
 	// The operator's models.json: every provider, its keys and headers, its models' own base URLs.
 	for (const [provider, conf] of Object.entries(providersIn)) {
 		if (!isObject(conf)) continue;
-		const out: Record<string, any> = { ...conf };
+		// Only what pi's schema knows: a secret kept under another name is not the agent's to read.
+		const out: Record<string, any> = Object.fromEntries(
+			Object.entries(conf).filter(([k]) => providerFields.includes(k)),
+		);
 		const upstream = typeof conf.baseUrl === "string" ? conf.baseUrl : builtinBase(provider, source);
 		const r = upstream ? route(provider, provider, upstream, conf.models) : undefined;
 		if (r) out.baseUrl = relayUrl(provider);
 		if (typeof conf.apiKey === "string") out.apiKey = hide(r, `${provider}-key`, { value: conf.apiKey });
-		if (isObject(conf.headers))
-			out.headers = Object.fromEntries(
-				Object.entries(conf.headers).map(([k, v]) => [
-					k,
-					typeof v === "string" ? hide(r, `${provider}-${k}`, { value: v }, k) : v,
+		if (isObject(conf.headers)) out.headers = hideHeaders(r, provider, conf.headers);
+		// Before the models: a model with its own base URL gets the provider's placeholders, these too.
+		if (isObject(conf.modelOverrides))
+			out.modelOverrides = Object.fromEntries(
+				Object.entries(conf.modelOverrides).map(([id, o]) => [
+					id,
+					isObject(o) && isObject(o.headers) ? { ...o, headers: hideHeaders(r, provider, o.headers) } : o,
 				]),
 			);
 		if (Array.isArray(conf.models))
@@ -177,17 +208,10 @@ export function relayPlan(
 				const own = typeof m.baseUrl === "string" ? route(`${provider}~${i}`, provider, m.baseUrl, conf.models) : r;
 				if (own !== r) {
 					model.baseUrl = relayUrl(`${provider}~${i}`);
-					// The provider's key and headers are sent to this model's URL too.
+					// The provider's key and headers (its overrides' too) are sent to this model's URL.
 					if (r) for (const [k, v] of r.secrets) own?.secrets.set(k, v);
-					if (r) for (const h of r.keyHeaders) own?.keyHeaders.add(h);
 				}
-				if (isObject(m.headers))
-					model.headers = Object.fromEntries(
-						Object.entries(m.headers).map(([k, v]) => [
-							k,
-							typeof v === "string" ? hide(own, `${provider}-${k}`, { value: v }, k) : v,
-						]),
-					);
+				if (isObject(m.headers)) model.headers = hideHeaders(own, provider, m.headers);
 				return model;
 			});
 		outProviders[provider] = out;
@@ -228,6 +252,9 @@ export function relayPlan(
 	// A built-in provider keyed by the environment or auth.json: its base URL on the relay.
 	for (const id of routes.keys())
 		if (!id.includes("~") && !outProviders[id]) outProviders[id] = { baseUrl: relayUrl(id) };
-	const modelsJson = { ...models, providers: outProviders };
+	const modelsJson = {
+		...(typeof models.$schema === "string" ? { $schema: models.$schema } : {}),
+		providers: outProviders,
+	};
 	return { routes, env, modelsJson, authJson: outAuth };
 }

@@ -67,18 +67,19 @@ export function holdsPlaceholder(text: string): boolean {
 
 /**
  * The placeholder a credential value stands for on this route, when the whole value is one of its
- * placeholders (or `Bearer ` + one in Authorization), as `{ placeholder, bearer }`.
+ * placeholders (or `Bearer ` + one) and `name` is a header it stands in: a provider key's in the
+ * route's keyHeaders, a header value's in its own header only (credentials.ts Secret.headers).
  */
 export function credentialValue(
 	route: RelayRoute,
 	name: string,
 	value: string,
 ): { placeholder: string; bearer: boolean } | undefined {
-	if (!route.keyHeaders.has(name)) return undefined;
-	if (route.secrets.has(value)) return { placeholder: value, bearer: false };
 	const bearer = /^Bearer (.+)$/i.exec(value)?.[1];
-	if (bearer !== undefined && route.secrets.has(bearer)) return { placeholder: bearer, bearer: true };
-	return undefined;
+	const placeholder = route.secrets.has(value) ? value : bearer;
+	const secret = placeholder === undefined ? undefined : route.secrets.get(placeholder);
+	if (placeholder === undefined || !secret || !(secret.headers ?? route.keyHeaders).has(name)) return undefined;
+	return { placeholder, bearer: placeholder !== value };
 }
 
 /** A call the relay refuses before anything is sent: its status, code and message. */
@@ -137,7 +138,9 @@ export async function outgoing(
 	let swapped = false;
 	for (const [name, value] of params) {
 		if (!holdsPlaceholder(name) && !holdsPlaceholder(value)) continue;
-		if (!route.queryKey || name !== "key" || !route.secrets.has(value)) throw misplaced(`the query (${name})`);
+		// A provider key's placeholder only (a header value's goes in its header alone).
+		const key = route.queryKey && name === "key" ? route.secrets.get(value) : undefined;
+		if (!key || key.headers) throw misplaced(`the query (${name})`);
 		params.set(name, await real(route, value));
 		swapped = true;
 	}

@@ -9,6 +9,13 @@ import type { Secret } from "./credentials.ts";
  */
 const commands = new Map<string, Promise<string | undefined>>();
 
+/**
+ * How long a failed command's failure stands before the command runs again. Tried again at once, an
+ * agent's calls with the key's placeholder made the gateway run the operator's command as often as
+ * it liked (an attacker's review); a key that came up since is found on the first call after.
+ */
+export const commandRetryMs = 10_000;
+
 function runCommand(command: string): Promise<string | undefined> {
 	let result = commands.get(command);
 	if (!result) {
@@ -18,8 +25,12 @@ function runCommand(command: string): Promise<string | undefined> {
 			),
 		);
 		commands.set(command, result);
-		// A failure is tried again next time.
-		void result.then((value) => value === undefined && commands.delete(command));
+		// A failure is tried again once commandRetryMs has passed (a call before then fails as it did).
+		void result.then((value) => {
+			if (value !== undefined) return;
+			const failed = result;
+			setTimeout(() => commands.get(command) === failed && commands.delete(command), commandRetryMs).unref();
+		});
 	}
 	return result;
 }
