@@ -47,6 +47,8 @@ export interface ReadableGuard {
 	workspaceRoot: string;
 	/** The files the gateway reads a secret from (token, keys, config, …). */
 	secrets: string[];
+	/** The operator's pi agent dir (--pi-agent-dir, PI_CODING_AGENT_DIR, ~/.pi/agent): the real models.json and auth.json. */
+	agentDir: string;
 	/** Folders agents write besides the workspace root (--sandbox-writable). */
 	writable: string[];
 	/** A session's path: the area of the principal it belongs to. Absent: the operator's --sandbox-readable. */
@@ -55,8 +57,10 @@ export interface ReadableGuard {
 
 /**
  * Why `path` may not be shown read-only in a sandbox beside its allowlist, or undefined when it may.
- * It must be absolute and exist; its real path must not be, hold or lie in the data dir, be or hold
- * a file the gateway reads a secret from, or hold the workspace root (every principal's area), and
+ * It must be absolute and exist; its real path must not be, hold or lie in the data dir or the
+ * operator's pi agent dir (the provider keys the relay adds: an admin's `sandboxReadable: ["$HOME/.pi"]`
+ * showed them to the agent), be or hold a file the gateway reads a secret from, or hold the
+ * workspace root (every principal's area), and
  * it must not lie in a folder an agent writes (the workspace root, a --sandbox-writable path): bwrap
  * binds it by its path, so an agent's process swapping a folder on it for a relative link to `/`
  * between this check and the mount showed the host's /tmp and the data dir in its place (an
@@ -80,6 +84,11 @@ export function readableProblem(path: string, guard: ReadableGuard): { detail: s
 	const root = realOrResolved(guard.workspaceRoot);
 	if (inside(data, real) || inside(real, data))
 		return { detail: `${name} is, holds or lies in the gateway's data dir (its database, token and conversations)` };
+	const agent = realOrResolved(guard.agentDir);
+	if (inside(agent, real) || inside(real, agent))
+		return {
+			detail: `${name} is, holds or lies in the operator's pi agent dir ${agent} (its models.json and auth.json hold the provider keys)`,
+		};
 	const secret = guard.secrets.map(realOrResolved).find((file) => inside(real, file));
 	if (secret) return { detail: `${name} is or holds ${secret}, a file the gateway reads a secret from` };
 	if (inside(real, root)) return { detail: `${name} holds the workspace root ${root}, every principal's folders` };

@@ -11,6 +11,7 @@ import {
 	systemView,
 	viewEnd,
 } from "../sessions/process/index.ts";
+import { operatorAgentDir } from "../sessions/relay/index.ts";
 import { openCheckedFolder } from "../shared/paths.ts";
 
 /**
@@ -18,8 +19,8 @@ import { openCheckedFolder } from "../shared/paths.ts";
  * bubblewrap like pi: the session's folder read-only, bound from a descriptor checked to be the
  * folder (no gap between the check and the mount), only what the tool writes (the shadow git dir)
  * writable, the system's allowlist read-only as pi sees it (sandbox-view.ts: not the operator's
- * home, /root, /var or /etc's secrets) with the gateway's data dir, the workspace root and /tmp
- * hidden under empty tmpfs, no network, no environment but the tool's own, and a bound on
+ * home, /root, /var or /etc's secrets) with the gateway's data dir, the workspace root, the
+ * operator's pi agent dir and /tmp hidden under empty tmpfs, no network, no environment but the tool's own, and a bound on
  * memory. Time and output stay bounded by the caller, as before. With --sandbox off the tool runs
  * directly: what it is told (git's flags, rg's arguments) is then the only layer. Where bubblewrap
  * is missing or does not hold and the operator did not say off, no tool runs (503 sandbox_unavailable).
@@ -98,6 +99,7 @@ export function confinementOf(
 		| "clusterSecretFile"
 		| "webhooksFile"
 		| "configFile"
+		| "piAgentDir"
 	>,
 ): Confinement {
 	let sandbox = false;
@@ -110,7 +112,8 @@ export function confinementOf(
 	return {
 		sandbox,
 		unavailable,
-		hide: ["/tmp", config.workspaceRoot, config.dataDir],
+		// The operator's pi agent dir too (its models.json and auth.json), where a folder holds it.
+		hide: ["/tmp", config.workspaceRoot, config.dataDir, operatorAgentDir(config)],
 		cover: secretFiles(config),
 	};
 }

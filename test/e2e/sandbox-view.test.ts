@@ -21,6 +21,7 @@ const secrets = {
 	rootHome: "planted-root-home-secret-7d21f0",
 	home: "planted-gateway-home-ssh-key-e4c8aa",
 	token: "config-file-token-view-0123456789abcdef",
+	operatorKey: "sk-operator-models-json-view-9c1d",
 };
 const srvDir = join("/srv", tag);
 const rootFile = join("/root", `${tag}.txt`);
@@ -101,6 +102,11 @@ describe.runIf(hasCommand("bwrap"))("what a sandboxed agent can read (gateway ru
 	beforeAll(async () => {
 		mkdirSync(join(home, ".ssh"), { recursive: true });
 		writeFileSync(join(home, ".ssh", "id_ed25519"), secrets.home);
+		// The operator's own pi (README's layout: ~/.pi/agent), its models.json holding a key.
+		mkdirSync(join(home, ".pi", "agent"), { recursive: true });
+		const m = { id: "m", name: "m", api: "openai-completions", contextWindow: 128_000, maxTokens: 1024 };
+		const providers = { p: { baseUrl: "http://127.0.0.1:9/v1", apiKey: secrets.operatorKey, models: [m] } };
+		writeFileSync(join(home, ".pi", "agent", "models.json"), JSON.stringify({ providers }));
 		writeFileSync(config, `token: ${secrets.token}\n`, { mode: 0o600 });
 		// README's npm start (HOME = `home`, the data dir in it) plus an operator's --config.
 		gw = await launchGateway({
@@ -176,6 +182,13 @@ describe.runIf(hasCommand("bwrap"))("what a sandboxed agent can read (gateway ru
 		expect(read.body.output).toContain("read-only");
 		const refused = await gw.api("/v1/sessions", { method: "POST", json: { sandboxReadable: [data] } });
 		expect([refused.status, refused.body.code]).toEqual([403, "path_not_allowed"]);
+		// The operator's pi agent dir, by a folder that holds it or a file in it (an attacker's review:
+		// an admin's `["$HOME/.pi"]` was 201, and the agent read the real models.json and auth.json).
+		for (const path of [join(home, ".pi"), join(home, ".pi", "agent", "models.json")]) {
+			const agentDir = await gw.api("/v1/sessions", { method: "POST", json: { sandboxReadable: [path] } });
+			expect([agentDir.status, agentDir.body.code]).toEqual([403, "path_not_allowed"]);
+			expect(agentDir.body.detail).toContain("pi agent dir");
+		}
 		const missing = await gw.api("/v1/sessions", {
 			method: "POST",
 			json: { sandboxReadable: [join(planted, "none")] },

@@ -100,6 +100,45 @@ describe("sandboxArgs", () => {
 		]);
 	});
 
+	// An attacker's review: the operator's pi agent dir (the real models.json and auth.json) was no
+	// protected path; where a folder the view shows holds it, it is covered like a secret file.
+	it("covers the operator's pi agent dir with an empty tmpfs where a shown folder holds it", () => {
+		const ws = join(root, "ws-op");
+		const opHome = join(root, "op-home");
+		const opAgent = join(opHome, ".pi", "agent");
+		const inRoot = join(ws, ".pi", "agent");
+		for (const dir of [ws, opAgent, inRoot]) mkdirSync(dir, { recursive: true });
+		const env = { PI_CODING_AGENT_DIR: join(root, "agent") };
+		// Under a --sandbox-writable folder: the cover comes after the bind that shows it.
+		const writable = parseConfig({
+			workspaceRoot: ws,
+			dataDir: join(root, "data-op"),
+			piAgentDir: opAgent,
+			sandboxWritable: [opHome],
+		});
+		expect(mounts(sandboxArgs(writable, { cwd: ws, readable: [], env })).slice(-2)).toEqual([
+			["--bind", opHome],
+			["--tmpfs", opAgent],
+		]);
+		// The folder itself writable (same depth): still covered, after.
+		const same = parseConfig({
+			workspaceRoot: ws,
+			dataDir: join(root, "data-op"),
+			piAgentDir: opAgent,
+			sandboxWritable: [opAgent],
+		});
+		expect(mounts(sandboxArgs(same, { cwd: ws, readable: [], env })).slice(-2)).toEqual([
+			["--bind", opAgent],
+			["--tmpfs", opAgent],
+		]);
+		// In the session's own folder (an operator's agent dir inside the workspace root).
+		const inCwd = parseConfig({ workspaceRoot: ws, dataDir: join(root, "data-op"), piAgentDir: inRoot });
+		expect(mounts(sandboxArgs(inCwd, { cwd: ws, readable: [], env })).at(-1)).toEqual(["--tmpfs", inRoot]);
+		// Where nothing shows it, nothing is mounted for it.
+		const apart = parseConfig({ workspaceRoot: ws, dataDir: join(root, "data-op"), piAgentDir: opAgent });
+		expect(mounts(sandboxArgs(apart, { cwd: ws, readable: [], env })).flat()).not.toContain(opAgent);
+	});
+
 	it("shows an allowlist, not the host: the system's folders and /etc's harmless files, never its secrets", () => {
 		const ws = join(root, "ws3");
 		mkdirSync(ws, { recursive: true });
@@ -133,7 +172,8 @@ describe("readableProblem: what an operator or a session may add read-only", () 
 	const data = join(root, "rp-data");
 	const secret = join(root, "rp-secrets", "token");
 	const writable = join(root, "rp-writable");
-	const guard = () => ({ dataDir: data, workspaceRoot: ws, secrets: [secret], writable: [writable] });
+	const agentDir = join(root, "rp-home", ".pi", "agent");
+	const guard = () => ({ dataDir: data, workspaceRoot: ws, secrets: [secret], agentDir, writable: [writable] });
 	const alice = () => ({ path: join(ws, "@alice"), admin: false });
 	const admin = () => ({ path: ws, admin: true });
 	it("refuses the data dir, a secret, the root, what agents write and a principal's paths; allows an admin's host folders", () => {
@@ -165,6 +205,13 @@ describe("readableProblem: what an operator or a session may add read-only", () 
 		expect(problem("/usr", alice())).toMatch(/only an admin/);
 		expect(problem(join(root, "shared"), admin())).toBeUndefined();
 		expect(problem(ws, admin())).toMatch(/workspace root/);
+		// The operator's pi agent dir (its models.json and auth.json), what holds it and what lies in it:
+		// an admin's `sandboxReadable: ["$HOME/.pi"]` read them (an attacker's review).
+		mkdirSync(agentDir, { recursive: true });
+		writeFileSync(join(agentDir, "models.json"), "{}");
+		for (const path of [join(root, "rp-home"), join(root, "rp-home", ".pi"), agentDir, join(agentDir, "models.json")])
+			expect(problem(path, admin())).toMatch(/operator's pi agent dir/);
+		expect(problem(join(root, "rp-home", ".pi"))).toMatch(/operator's pi agent dir/);
 		// A link is judged by what it leads to.
 		symlinkSync(data, join(root, "shared", "link"));
 		expect(problem(join(root, "shared", "link"), admin())).toMatch(/data dir/);

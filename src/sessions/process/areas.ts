@@ -1,4 +1,14 @@
-import { cpSync, existsSync, mkdirSync, readdirSync, realpathSync } from "node:fs";
+import {
+	cpSync,
+	existsSync,
+	lstatSync,
+	mkdirSync,
+	readdirSync,
+	readFileSync,
+	realpathSync,
+	unlinkSync,
+	writeFileSync,
+} from "node:fs";
 import { join, relative, resolve, sep } from "node:path";
 import type { Config } from "../../config/config.ts";
 import { GatewayError } from "../../shared/errors.ts";
@@ -118,9 +128,75 @@ function copyAgentDir(from: string, to: string, left: string[]): void {
 }
 
 /**
- * pi's agent folder (its settings, logins, and the extensions it loads at every start) for a
- * sandboxed session working in `cwd`: one per area, `<data-dir>/agents/@<name>` (an admin's
- * sessions: `<data-dir>/agents/admin`), made as a copy of the operator's (`base`) the first time.
+ * What an area's agent folder gets of the operator's (pi's docs/configuration.md says what one
+ * holds): settings and key bindings, the instructions (AGENTS.md and its kin, SYSTEM.md,
+ * APPEND_SYSTEM.md), extensions, skills, prompt templates and themes, the pi packages settings.json
+ * installs (npm/, git/), the fd and rg pi fetched (bin/) and its cache of providers' model lists.
+ * Nothing else: the whole folder was copied, so mcp.json (MCP servers' bearer headers, a GITHUB_TOKEN
+ * in their env), mcp-auth.json and the old oauth.json reached every principal's agent (an attacker's
+ * review). models.json and auth.json are the relay's to write, with placeholders (relay/).
+ */
+export const agentDirShown = [
+	...["settings.json", "keybindings.json", "models-store.json"],
+	...["AGENTS.override.md", "AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD", "SYSTEM.md", "APPEND_SYSTEM.md"],
+	...["extensions", "skills", "prompts", "themes", "npm", "git", "bin"],
+];
+
+/** Written in an area's agent folder once it holds only agentDirShown of the operator's. */
+const allowlisted = ".pi-gateway-allowlist";
+
+/**
+ * settings.json without `httpProxy`: a proxy's URL may carry its password, and pi would send its
+ * model calls there instead of to the relay (the sandbox reaches no proxy). One pi cannot parse
+ * stays out (pi would not read it either).
+ */
+function copySettings(from: string, to: string): void {
+	let settings: unknown;
+	try {
+		settings = JSON.parse(readFileSync(from, "utf8").replace(/^\uFEFF/, ""));
+	} catch {
+		return;
+	}
+	if (!settings || typeof settings !== "object" || Array.isArray(settings)) return;
+	const { httpProxy: _, ...kept } = settings as Record<string, unknown>;
+	writeFileSync(to, `${JSON.stringify(kept, null, "\t")}\n`, { mode: 0o600 });
+}
+
+/**
+ * A folder made before agentDirShown held the operator's whole one: its files (mcp.json, …) off the
+ * list go, once. unlink only (never a walk: the folder is the agent's, and a link it swapped in
+ * mid-walk would lead the gateway's deletes out of it); a folder off the list stays.
+ */
+function pruneOldCopy(dir: string): void {
+	for (const name of readdirSync(dir)) {
+		if (agentDirShown.includes(name) || ["models.json", "auth.json"].includes(name)) continue;
+		try {
+			if (!lstatSync(join(dir, name)).isDirectory()) unlinkSync(join(dir, name));
+		} catch {}
+	}
+	markAllowlisted(dir);
+}
+
+/** The mark, made anew (`wx`: never through a link the agent planted under its name). */
+function markAllowlisted(dir: string): void {
+	try {
+		writeFileSync(join(dir, allowlisted), "", { flag: "wx" });
+	} catch {}
+}
+
+function isMarked(dir: string): boolean {
+	try {
+		lstatSync(join(dir, allowlisted));
+		return true;
+	} catch {
+		return false;
+	}
+}
+
+/**
+ * pi's agent folder (its settings and the extensions it loads at every start) for a sandboxed
+ * session working in `cwd`: one per area, `<data-dir>/agents/@<name>` (an admin's sessions:
+ * `<data-dir>/agents/admin`), made from the operator's (`base`, agentDirShown of it) the first time.
  * pi must be able to write it, so a folder shared by every session let one tenant's agent drop an
  * extension there that then ran in every other tenant's sessions, reading their folders; and the
  * operator's own, given to an admin's sessions, let an agent plant one that ran unsandboxed the
@@ -130,11 +206,14 @@ export function areaAgentDir(config: Config, cwd: string, base: string): string 
 	const dir = join(config.dataDir, "agents", areaOfFolder(config, cwd) ?? "admin");
 	if (!existsSync(dir)) {
 		mkdirSync(join(config.dataDir, "agents"), { recursive: true, mode: 0o700 });
-		// The operator's settings and logins; never its pi session files, nor the gateway's data dir
-		// when an agent dir holds it (the copy went into itself: a 500 on every create, and the copy
-		// would have put the token and gateway.db in the agent's reach).
-		if (existsSync(base)) copyAgentDir(base, dir, [real(join(base, "sessions")), real(config.dataDir)]);
 		mkdirSync(dir, { recursive: true });
-	}
+		// Never the gateway's data dir when an agent dir holds it (the copy went into itself: a 500 on
+		// every create, and the copy would have put the token and gateway.db in the agent's reach).
+		const left = [real(config.dataDir)];
+		for (const name of existsSync(base) ? readdirSync(base) : [])
+			if (name === "settings.json") copySettings(join(base, name), join(dir, name));
+			else if (agentDirShown.includes(name)) copyAgentDir(join(base, name), join(dir, name), left);
+		markAllowlisted(dir);
+	} else if (!isMarked(dir)) pruneOldCopy(dir);
 	return dir;
 }

@@ -4,6 +4,7 @@ import { z } from "@hono/zod-openapi";
 import type { Config } from "../../config/config.ts";
 import { type ReadableGuard, readableProblem } from "../../config/layout-check.ts";
 import { GatewayError } from "../../shared/errors.ts";
+import { operatorAgentDir } from "../relay/index.ts";
 
 /**
  * What a sandbox shows of the host (pi's and the workspace's confined tools alike): an allowlist,
@@ -176,6 +177,7 @@ export function readableGuard(config: Config): ReadableGuard {
 		dataDir: config.dataDir,
 		workspaceRoot: config.workspaceRoot,
 		secrets: secretFiles(config),
+		agentDir: operatorAgentDir(config),
 		writable: config.sandboxWritable,
 	};
 }

@@ -5,6 +5,7 @@ import { join, sep } from "node:path";
 import type { Config } from "../../config/config.ts";
 import { piStderrFd, piStdinFd, piStdoutFd } from "../../pi/child.ts";
 import { GatewayError } from "../../shared/errors.ts";
+import { operatorAgentDir } from "../relay/index.ts";
 import { gatewayNode, sandboxHome, secretFiles, shownBySystem, systemView, viewEnd } from "./sandbox-view.ts";
 
 export { secretFiles };
@@ -166,7 +167,7 @@ export interface SandboxPaths {
 /** A hide over the data dir or the workspace root holds only the folders bwrap makes for what it puts back. */
 const hideBytes = 1024 * 1024;
 
-type Mount = { path: string; kind: "hide" | "home" | "rw" | "ro" | "null" | "cwd" };
+type Mount = { path: string; kind: "hide" | "home" | "rw" | "ro" | "null" | "cwd" | "cover" };
 
 /**
  * The descriptor the child is given its folder on (stdio slot 3): bwrap binds the folder the
@@ -233,12 +234,17 @@ export function sandboxArgs(config: Config, paths: SandboxPaths): string[] {
 		shownBySystem(real) || mounts.some((m) => m.kind !== "hide" && m.kind !== "home" && isInside(m.path, real));
 	for (const file of secretFiles(config))
 		if (shown(realpathSync(file))) mounts.push({ path: realpathSync(file), kind: "null" });
-	const order = { hide: 0, home: 0, cwd: 1, rw: 1, ro: 1, null: 2 };
+	// So is the operator's pi agent dir (its models.json and auth.json hold the keys the relay adds):
+	// an empty tmpfs over it, after whatever shows it (a --sandbox-writable folder, the workspace
+	// root, the system's part), before what is put back below it (a data dir it holds).
+	const operatorAgent = existsSync(operatorAgentDir(config)) ? realpathSync(operatorAgentDir(config)) : undefined;
+	if (operatorAgent && shown(operatorAgent)) mounts.push({ path: operatorAgent, kind: "cover" });
+	const order = { hide: 0, home: 0, cwd: 1, rw: 1, ro: 1, null: 2, cover: 2 };
 	mounts.sort((a, b) => depth(a.path) - depth(b.path) || order[a.kind] - order[b.kind]);
 	const args = baseArgs();
 	for (const { path, kind } of mounts) {
 		// Every tmpfs is memory: sized, or an agent writing into one fills the host's RAM.
-		if (kind === "hide" || kind === "home")
+		if (kind === "hide" || kind === "home" || kind === "cover")
 			args.push(
 				"--size",
 				String(path === "/tmp" || kind === "home" ? config.sandboxTmpBytes : hideBytes),
