@@ -13,6 +13,12 @@ export interface Pooled {
 	folders: string[];
 	/** pi's agent folder (settings, models, the extensions it loads at start) and its stamp once pi was up (undefined: too big to stamp, never handed out). */
 	agentDir?: { path: string; stamp: string | undefined };
+	/**
+	 * Reads the operator's models.json and auth.json again before the pi is handed out (relay/
+	 * sandbox-relay.ts SandboxRelay.refresh): its relay gets the keys as they are now, and where what
+	 * pi read of them changed, its folder's stamp does too and it is not handed out.
+	 */
+	refresh?: () => void;
 }
 
 /** Entries a stamp reads at most (the folder's own included); past it the folder has no stamp. */
@@ -228,6 +234,7 @@ class AreaPool {
 	/** Alive, and its agent folder as pi read it; one whose folder changed is stopped. */
 	#usable(pooled: Pooled): boolean {
 		if (!(pooled.session.isAlive && pooled.session.hasProcess)) return false;
+		pooled.refresh?.();
 		const stamp = pooled.agentDir ? agentDirStamp(pooled.agentDir.path) : undefined;
 		if (!pooled.agentDir || (stamp !== undefined && stamp === pooled.agentDir.stamp)) return true;
 		pooled.session.onStatusChange(() => {});

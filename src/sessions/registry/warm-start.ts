@@ -59,5 +59,5 @@ export async function startPooled(
 		if (again) return startPooled(config, area, build, spawned, false);
 		throw new Error(`pi's agent folder ${dir} changed while a pooled pi started`);
 	}
-	return { session, folders: own, agentDir: { path: dir, stamp } };
+	return { session, folders: own, agentDir: { path: dir, stamp }, refresh: plan.sandboxed?.relay?.refresh };
 }

@@ -23,6 +23,13 @@ export interface SandboxRelay {
 	sockets: string[];
 	/** The tools' egress proxy (egress-proxy.ts), when the operator allows hosts: its socket and the list. */
 	proxy?: { socket: string; allow: AllowEntry[] };
+	/**
+	 * Reads the operator's files again, for a pooled pi handed to a session: the area's models.json
+	 * and auth.json are written anew where they differ (the pool's stamp then hands that pi out no
+	 * more), and the plan's routes are replaced in place (the open relay reads them at each call).
+	 * A pool filled before a key was rotated or removed from models.json let its pis use it on.
+	 */
+	refresh: () => void;
 }
 
 /** The port the forwarder listens on inside the sandbox's own network (nothing else is there). */
@@ -106,16 +113,28 @@ export function sandboxRelay(
 ): SandboxRelay {
 	const socket = relaySocket(config.dataDir, sessionId);
 	const base = `http://127.0.0.1:${relayPort}`;
-	const plan = relayPlan(process.env, env, operatorAgentDir(config), base, config.passEnv);
+	// `env` as pi got it (placeholders for the keys it reads) serves a later read as well.
+	const read = () => relayPlan(process.env, env, operatorAgentDir(config), base, config.passEnv);
+	const areaDir = env.PI_CODING_AGENT_DIR;
+	const write = (plan: RelayPlan) => {
+		if (!areaDir) return;
+		writeIfChanged(join(areaDir, "models.json"), plan.modelsJson);
+		writeIfChanged(join(areaDir, "auth.json"), plan.authJson);
+	};
+	const plan = read();
 	for (const [name, value] of Object.entries(plan.env)) {
 		if (value === undefined) delete env[name];
 		else env[name] = value;
 	}
-	const areaDir = env.PI_CODING_AGENT_DIR;
-	if (areaDir) {
-		writeIfChanged(join(areaDir, "models.json"), plan.modelsJson);
-		writeIfChanged(join(areaDir, "auth.json"), plan.authJson);
-	}
+	write(plan);
+	const refresh = () => {
+		const fresh = read();
+		write(fresh);
+		plan.routes.clear();
+		for (const [id, route] of fresh.routes) plan.routes.set(id, route);
+		plan.modelsJson = fresh.modelsJson;
+		plan.authJson = fresh.authJson;
+	};
 	const allow = parseAllowHosts(config.sandboxAllowHosts);
 	const proxy = allow.length > 0 ? { socket: relaySocket(config.dataDir, sessionId, "proxy"), allow } : undefined;
 	for (const name of [...proxyNames, ...otherProxyNames]) delete env[name];
@@ -134,5 +153,5 @@ export function sandboxRelay(
 	// pi's node loads the forwarder first (a pi run by node; `nodeArgs` is empty otherwise).
 	if (nodeArgs.length > 0) nodeArgs.splice(at, 0, nodeFlag);
 	const sockets = proxy ? [socket, proxy.socket] : [socket];
-	return { socket, sockets, plan, nodeFlag, forwarder: forwarderPath, proxy };
+	return { socket, sockets, plan, nodeFlag, forwarder: forwarderPath, proxy, refresh };
 }
