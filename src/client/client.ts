@@ -112,14 +112,17 @@ export class PiGateway {
 	/**
 	 * Wait mode: answers once the run settled (RunResult: its messages, last text, stop reason),
 	 * or RunAccepted when `seconds` (default: the gateway's limit) ran out first or a dialog holds
-	 * pi's answer (`disposition: awaiting_approval`).
+	 * pi's answer (`disposition: awaiting_approval`). When `signal` aborts, the run is cancelled too
+	 * (`Prefer: cancel-on-disconnect`: the gateway cancels it as soon as this call goes away);
+	 * `cancelOnAbort: false` leaves it going.
 	 */
 	promptAndWait(
 		id: string,
 		body: Schemas["PromptBody"],
-		options: Signal & { seconds?: number } = {},
+		options: Signal & { seconds?: number; cancelOnAbort?: boolean } = {},
 	): Promise<Schemas["RunResult"] | Schemas["RunAccepted"]> {
-		const prefer = options.seconds === undefined ? "wait" : `wait=${options.seconds}`;
+		const wait = options.seconds === undefined ? "wait" : `wait=${options.seconds}`;
+		const prefer = options.cancelOnAbort === false ? wait : `${wait}, cancel-on-disconnect`;
 		return this.#http.json("POST", "/v1/sessions/{id}/prompt", {
 			path: { id },
 			body,
@@ -146,6 +149,11 @@ export class PiGateway {
 
 	abort(id: string, options: Signal = {}): Promise<void> {
 		return this.#http.json("POST", "/v1/sessions/{id}/abort", { path: { id }, ...options });
+	}
+
+	/** Cancels one run: aborted if it is in progress, taken out of the queue if it has not reached pi. */
+	cancelRun(id: string, runId: string, options: Signal = {}): Promise<Schemas["RunCancelled"]> {
+		return this.#http.json("POST", "/v1/sessions/{id}/runs/{runId}/cancel", { path: { id, runId }, ...options });
 	}
 
 	/** Runs a shell command in pi (its output joins the next prompt's context). */

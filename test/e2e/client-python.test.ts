@@ -92,7 +92,7 @@ describe.skipIf(!python)("the Python client against a live gateway", () => {
 	});
 	afterAll(() => gw?.stop());
 
-	it("its unittest programs pass, sync and asyncio (resume rules, early ends, the SSE parser split at every byte, and streams cut at every byte of a recorded stream on scripted servers; live: gate, streamed prompt, typed events and helpers, every event type of the served spec typed, cuts at chosen bytes and resume by POST with one prompt, wait mode, request params, paged list, errors, abort, delete)", async () => {
+	it("its unittest programs pass, sync and asyncio (resume rules, early ends, the SSE parser split at every byte, and streams cut at every byte of a recorded stream on scripted servers; live: gate, streamed prompt, typed events and helpers, every event type of the served spec typed, cuts at chosen bytes and resume by POST with one prompt, wait mode, a cancelled wait or KeyboardInterrupt cancelling the run, request params, paged list, errors, abort, delete)", async () => {
 		const result = await run(python as string, ["-m", "unittest", "discover", "-v", "-s", join(pkg, "tests")], {
 			cwd: repo,
 			env: {
@@ -103,12 +103,12 @@ describe.skipIf(!python)("the Python client against a live gateway", () => {
 				PI_GATEWAY_TOKEN: token,
 				PI_GATEWAY_WORKSPACE: gw.workspace,
 			},
-			// 33 tests, sync and asyncio: the live ones against real pi take about a minute alone, the
+			// 35 tests, sync and asyncio: the live ones against real pi take about a minute alone, the
 			// every-byte cuts (some 17 000 short connections on loopback) half a minute; more on a busy machine.
 			timeout: 420_000,
 		}).catch((error) => error);
 		expect(result.stderr, result.stdout).toMatch(/\nOK\n$/);
-		expect(result.stderr).toMatch(/^Ran 33 tests/m);
+		expect(result.stderr).toMatch(/^Ran 35 tests/m);
 	}, 450_000);
 
 	it.skipIf(!installMode)(

@@ -324,6 +324,42 @@ describe("PiGateway against a live gateway", () => {
 		await client.deleteSession(id);
 	});
 
+	it("a wait-mode prompt whose caller aborts cancels its run, unless cancelOnAbort is false", async () => {
+		const id = await gw.session();
+		const runningRun = () => until(async () => (await client.getSession(id)).currentRunId) as Promise<string>;
+		const idle = () => until(async () => (await client.getSession(id)).currentRunId === null);
+
+		const settlesSince = (after: number) =>
+			gw.registry
+				.get(id)
+				.events.since(after)
+				.events.filter((e) => e.type === "agent_settled")
+				.map((e) => JSON.parse(e.data.toString()) as { aborted: boolean });
+
+		// Left going: the run ends on its own, not aborted.
+		const keep = new AbortController();
+		const kept = client.promptAndWait(id, { message: "slow: 30" }, { signal: keep.signal, cancelOnAbort: false });
+		const keptRun = await runningRun();
+		let before = gw.registry.get(id).events.lastSeq;
+		keep.abort();
+		await expect(kept).rejects.toThrow();
+		await idle();
+		expect(settlesSince(before)).toEqual([{ type: "agent_settled", aborted: false }]);
+		expect(await client.cancelRun(id, keptRun).catch((e: { status: number }) => e.status)).toBe(409);
+
+		// By default the caller's abort cancels the run.
+		const controller = new AbortController();
+		const waited = client.promptAndWait(id, { message: "slow: 600" }, { signal: controller.signal });
+		const runId = await runningRun();
+		before = gw.registry.get(id).events.lastSeq;
+		controller.abort();
+		await expect(waited).rejects.toThrow();
+		await idle();
+		expect(settlesSince(before)).toEqual([{ type: "agent_settled", aborted: true }]);
+		expect(await client.cancelRun(id, runId).catch((e: { status: number }) => e.status)).toBe(409);
+		await client.deleteSession(id);
+	});
+
 	it("lists sessions a page at a time, and allSessions() walks every page", async () => {
 		const mine = [await gw.session(), await gw.session(), await gw.session()];
 		const page = await client.listSessions({ limit: 1 });

@@ -50,6 +50,23 @@ class AsyncLive(unittest.IsolatedAsyncioTestCase):
             await self.gw.get_session("ses_doesnotexist00")
         self.assertEqual((missing.exception.status, missing.exception.code), (404, "session_not_found"))
 
+    async def test_a_cancelled_wait_cancels_the_run(self) -> None:
+        sid = await self.session()
+        waiting = asyncio.ensure_future(self.gw.prompt_and_wait(sid, "slow: 600", timeout=120))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 15
+        while (await self.gw.get_session(sid))["currentRunId"] is None:
+            self.assertLess(loop.time(), deadline)
+            await asyncio.sleep(0.05)
+        waiting.cancel()
+        with self.assertRaises(asyncio.CancelledError):
+            await waiting
+        while (await self.gw.get_session(sid))["currentRunId"] is not None:
+            self.assertLess(loop.time(), deadline + 15, "the run did not end")
+            await asyncio.sleep(0.05)
+        messages = (await self.gw.request("GET", "/v1/sessions/{id}/messages", path_params={"id": sid}))["messages"]
+        self.assertEqual([m for m in messages if m["role"] == "assistant"][-1].get("stopReason"), "aborted")
+
     async def test_snake_case_fields_and_structured_output(self) -> None:
         sid = await self.session()
         schema = {"type": "object", "properties": {"answer": {"type": "number"}}, "required": ["answer"]}

@@ -7,6 +7,7 @@ PI_GATEWAY_TOKEN set:  python3 -m unittest discover -s clients/python/tests
 import http.server
 import json
 import os
+import signal
 import socket
 import threading
 import time
@@ -217,6 +218,35 @@ class LiveGateway(unittest.TestCase):
             self.assertEqual([m["role"] for m in messages if m["role"] != "system"], ["user", "assistant"])
         finally:
             proxy.close()
+
+    def wait_idle(self, sid: str) -> None:
+        deadline = time.monotonic() + 15
+        while self.gw.get_session(sid)["currentRunId"] is not None:
+            self.assertLess(time.monotonic(), deadline, "the run did not end")
+            time.sleep(0.05)
+
+    def last_stop_reason(self, sid: str) -> Any:
+        messages = self.gw.request("GET", "/v1/sessions/{id}/messages", path_params={"id": sid})["messages"]
+        return [m for m in messages if m["role"] == "assistant"][-1].get("stopReason")
+
+    def test_a_keyboard_interrupt_in_a_wait_cancels_the_run(self) -> None:
+        sid = self.session()
+        main = threading.main_thread().ident
+        assert main is not None and threading.current_thread().ident == main
+
+        def interrupt() -> None:
+            deadline = time.monotonic() + 15
+            while self.gw.get_session(sid)["currentRunId"] is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            signal.pthread_kill(main, signal.SIGINT)
+
+        helper = threading.Thread(target=interrupt)
+        helper.start()
+        with self.assertRaises(KeyboardInterrupt):
+            self.gw.prompt_and_wait(sid, "slow: 600", timeout=120)
+        helper.join()
+        self.wait_idle(sid)
+        self.assertEqual(self.last_stop_reason(sid), "aborted")
 
     def test_wait_mode_and_request(self) -> None:
         sid = self.session()

@@ -141,10 +141,14 @@ class AsyncPiGateway:
             "POST", "/v1/sessions/{id}/prompt", params={"id": session_id}, body=run_body(message, fields)))
 
     async def prompt_and_wait(self, session_id: str, message: str, timeout: Optional[float] = None,
+                              *, cancel_on_abort: bool = True,
                               **fields: Any) -> Union[s.RunResult, s.RunAccepted]:
         """Wait mode: the RunResult once the run settled, or RunAccepted when ``timeout`` seconds (the
-        gateway's limit when None) ran out first or a dialog holds pi's answer."""
+        gateway's limit when None) ran out first or a dialog holds pi's answer. A cancelled task
+        cancels the run too (``Prefer: cancel-on-disconnect``), unless ``cancel_on_abort=False``."""
         prefer = "wait" if timeout is None else f"wait={max(1, math.ceil(timeout))}"
+        if cancel_on_abort:
+            prefer += ", cancel-on-disconnect"
         return cast(Union[s.RunResult, s.RunAccepted], await self._http.json(
             "POST", "/v1/sessions/{id}/prompt", params={"id": session_id}, body=run_body(message, fields),
             headers={"Prefer": prefer}, timeout=None if timeout is None else timeout + 30))

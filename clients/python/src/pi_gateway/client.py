@@ -112,12 +112,16 @@ class PiGateway:
 
     def prompt_and_wait(self, session_id: str, message: str, seconds: Optional[float] = None,
                         signal: Optional[AbortSignal] = None, *, timeout: Optional[float] = None,
+                        cancel_on_abort: bool = True,
                         **fields: Any) -> Union[s.RunResult, s.RunAccepted]:
         """Wait mode: the RunResult once the run settled, or RunAccepted when ``timeout`` seconds (the
         gateway's limit when None; ``seconds`` is its older name) ran out first or a dialog holds pi's
-        answer (``disposition: awaiting_approval``)."""
+        answer (``disposition: awaiting_approval``). A wait that ``signal`` or a KeyboardInterrupt
+        ends cancels the run too (``Prefer: cancel-on-disconnect``), unless ``cancel_on_abort=False``."""
         limit = timeout if timeout is not None else seconds
         prefer = "wait" if limit is None else f"wait={max(1, math.ceil(limit))}"
+        if cancel_on_abort:
+            prefer += ", cancel-on-disconnect"
         return cast(Union[s.RunResult, s.RunAccepted], self._http.json(
             "POST", "/v1/sessions/{id}/prompt", params={"id": session_id}, body=run_body(message, fields),
             headers={"Prefer": prefer}, signal=signal, timeout=None if limit is None else limit + 30))

@@ -158,6 +158,12 @@ class Transport:
             if signal and signal.aborted:
                 raise Aborted("aborted") from None
             raise
+        except BaseException:
+            # KeyboardInterrupt: the connection closes now, so the gateway sees its caller go
+            # (a prompt_and_wait's run is cancelled then: Prefer cancel-on-disconnect).
+            release()
+            conn.close()
+            raise
         res = Response(conn, raw, release)
         if raw.status >= 400:
             error = GatewayError.from_body(raw.status, raw.reason, res.read(), raw.headers.get("Retry-After"))

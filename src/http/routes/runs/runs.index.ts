@@ -16,6 +16,25 @@ import { followUp, prompt, steer } from "./runs.routes.ts";
 export const streamRun = (c: Context, sse: SseOptions, session: Session, run: PreparedRun): Promise<Response> =>
 	commandSse(c, sse, session, "runId", (sink) => run.stream(sink));
 
+/** `Prefer: cancel-on-disconnect` beside `wait`: the caller that stops waiting wants the run stopped too. */
+const cancelsOnDisconnect = (c: Context): boolean =>
+	(c.req.header("prefer") ?? "")
+		.split(",")
+		.some((p) => p.split(";")[0]?.trim().toLowerCase() === "cancel-on-disconnect");
+
+/**
+ * Cancels the run (cancelRun: aborted, or taken out of the queue) when the waiting caller's
+ * connection closes before its answer was sent; returns what stops watching.
+ */
+function cancelOnDisconnect(c: Context, session: Session, runId: string): () => void {
+	const signal = c.req.raw.signal;
+	const cancel = () => {
+		cancelRun(session, runId).catch(() => {});
+	};
+	signal.addEventListener("abort", cancel, { once: true });
+	return () => signal.removeEventListener("abort", cancel);
+}
+
 export function runsRouter({ registry, config }: Deps) {
 	const sse = sseOptions(config);
 	/**
@@ -31,7 +50,13 @@ export function runsRouter({ registry, config }: Deps) {
 		const prepared = prepareRun(session, type, body);
 		if (wantsStream(c)) return streamRun(c, sse, session, prepared);
 		const wait = requestedWait(c.req.header("prefer"), c.req.query("wait"), config.waitTimeoutMs);
-		if (wait) return prepared.wait(wait.ms, c.req.raw.signal).then((answer) => runResponse(c, session, answer, wait));
+		if (wait) {
+			const release = cancelsOnDisconnect(c) ? cancelOnDisconnect(c, session, prepared.command.id) : () => {};
+			return prepared
+				.wait(wait.ms, c.req.raw.signal)
+				.then((answer) => runResponse(c, session, answer, wait))
+				.finally(release);
+		}
 		return prepared.accept().then((answer) => runResponse(c, session, answer));
 	};
 	// The input is typed by the route; the answer is one of three (SSE, 200 result, 202 accepted)

@@ -137,8 +137,9 @@ const WaitQuery = z.object({
 
 const PreferHeader = ResumeHeader.extend({
 	prefer: z.string().optional().openapi({
-		description: "RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles",
-		example: "wait=60",
+		description:
+			"RFC 7240 `wait` or `wait=N` (seconds): answer 200 once the run settles. With `cancel-on-disconnect` beside it (`wait=60, cancel-on-disconnect`), a caller whose connection closes before the answer cancels the run as `POST …/runs/{runId}/cancel` does (the TypeScript and Python clients' prompt-and-wait helpers send it unless told not to)",
+		example: "wait=60, cancel-on-disconnect",
 	}),
 });
 
