@@ -38,6 +38,7 @@ import { consolePaths, consoleRouter } from "../http/routes/console/console.inde
 import type { Deps } from "../http/routes/deps.ts";
 import { eventsRouter } from "../http/routes/events/events.index.ts";
 import { mcpRouter } from "../http/routes/mcp/mcp.index.ts";
+import { openaiErrorShape, openaiRouter } from "../http/routes/openai/openai.index.ts";
 import { runsRouter } from "../http/routes/runs/runs.index.ts";
 import { runStreamsRouter } from "../http/routes/runs/streams.index.ts";
 import { budgetRouter } from "../http/routes/sessions/budget.index.ts";
@@ -102,6 +103,7 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
 			{ name: "webhooks", description: "Signed event deliveries (Standard Webhooks) with a durable outbox" },
 			{ name: "workspace", description: "A session's folder: files in and out, search, archive, what runs changed" },
 			{ name: "mcp", description: "The MCP server (Streamable HTTP) for MCP clients: docs/mcp.md" },
+			{ name: "openai", description: "OpenAI-compatible Chat Completions and models (docs/openai.md)" },
 			{ name: "system", description: "Health, info, metrics, docs" },
 		],
 	});
@@ -148,6 +150,8 @@ export function createApp(
 	};
 	const app = createRouter();
 	app.use(requestId());
+	// First, so that every error on OpenAI's paths (auth and limits included) leaves in OpenAI's shape.
+	app.use(openaiErrorShape());
 	app.use(accessLog(logger));
 	app.use(closeAfterRefusedUpload());
 	app.use(instrument(metrics, commandSpecs));
@@ -260,6 +264,11 @@ export function createApp(
 	);
 	// Its tools call this app as the caller: the same checks, audit and limits as over the network.
 	app.route("/", mcpRouter(deps, { app: (request, env) => app.fetch(request, env as never), version: gatewayVersion }));
+	// OpenAI's protocol, translated to the routes above and run by this app in-process with the caller's key.
+	app.route(
+		"/",
+		openaiRouter(deps, (request, env) => app.fetch(request, env as never)),
+	);
 
 	const document = openApiDocument(app);
 	bodyRoutes.load(document as never);

@@ -1608,6 +1608,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The gateway's models, in OpenAI's shape
+         * @description What pi offers with the gateway's providers (the list `GET /v1/sessions/{id}/models` answers for a plain session), read once by starting a session with the caller's key and kept for 5 minutes. A key that may not start sessions, before the list was read, gets the gateway's default model only. docs/openai.md
+         *
+         *     Requires the `sessions:read` scope.
+         */
+        get: operations["openaiModelsList"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/models/{model}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One model, in OpenAI's shape
+         * @description Requires the `sessions:read` scope.
+         */
+        get: operations["openaiModelsGet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/chat/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OpenAI Chat Completions (a subset): one run of a session of its own
+         * @description Each call starts a session with the caller's key (`model` its model, system messages and the earlier turns appended to pi's system prompt, `tools` its client tools), sends the last user message as a prompt and answers with what the run said: JSON, or with `stream: true` OpenAI's chunks ending with `data: [DONE]`. The session is deleted once the answer is complete, unless `store: true`. A run that calls one of `tools` answers `finish_reason: tool_calls`; its session waits (10 minutes at most) for the next call, whose `tool` messages answer those calls, and the same run goes on. docs/openai.md says what maps to what and what is not supported.
+         *
+         *     Requires the `sessions:write` scope.
+         */
+        post: operations["openaiChatCompletionsCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -4630,6 +4694,545 @@ export interface components {
             error?: unknown;
         } & {
             [key: string]: unknown;
+        };
+        /**
+         * @description The gateway's models (OpenAI's `ListModelsResponse`)
+         * @example {
+         *       "object": "list",
+         *       "data": [
+         *         {
+         *           "id": "pi-gateway-demo/demo",
+         *           "object": "model",
+         *           "created": 1764583200,
+         *           "owned_by": "pi-gateway-demo"
+         *         }
+         *       ]
+         *     }
+         */
+        OpenAIModelList: {
+            /**
+             * @description Always `list`
+             * @enum {string}
+             */
+            object: "list";
+            /** @description Every model, as `GET /v1/models/{model}` answers it */
+            data: components["schemas"]["OpenAIModel"][];
+        };
+        /**
+         * @description A model pi offers with the gateway's configured providers (OpenAI's `Model`)
+         * @example {
+         *       "id": "pi-gateway-demo/demo",
+         *       "object": "model",
+         *       "created": 1764583200,
+         *       "owned_by": "pi-gateway-demo"
+         *     }
+         */
+        OpenAIModel: {
+            /**
+             * @description `provider/id`, as the gateway's sessions name a model (`model` of a request takes it)
+             * @example pi-gateway-demo/demo
+             */
+            id: string;
+            /**
+             * @description Always `model`
+             * @enum {string}
+             */
+            object: "model";
+            /** @description Unix seconds: when the gateway read pi's list */
+            created: number;
+            /**
+             * @description The model's provider
+             * @example pi-gateway-demo
+             */
+            owned_by: string;
+        };
+        /**
+         * @description An error in OpenAI's shape: what the OpenAI-compatible routes answer instead of problem+json
+         * @example {
+         *       "error": {
+         *         "message": "The model `gpt-4o` does not exist or you do not have access to it.",
+         *         "type": "invalid_request_error",
+         *         "param": "model",
+         *         "code": "model_not_found"
+         *       }
+         *     }
+         */
+        OpenAIErrorResponse: {
+            /** @description What went wrong */
+            error: {
+                /** @description What went wrong, in words (the gateway's `detail`) */
+                message: string;
+                /** @description `invalid_request_error` (400, 404, 405, 409, 410, 413, 415, 422), `authentication_error` (401), `permission_error` (403), `rate_limit_error` (429), `server_error` (5xx) */
+                type: string;
+                /** @description The request field at fault, when one is */
+                param: string | null;
+                /** @description The gateway's stable code (its problem+json `code`: `unauthorized`, `insufficient_scope`, `invalid_input`, …), or OpenAI's where one exists (`model_not_found`) */
+                code: string | null;
+            };
+        };
+        /**
+         * @description OpenAI's `CreateChatCompletionResponse`
+         * @example {
+         *       "id": "chatcmpl-ses_Qm9wYXJ0aWFs.gw_2",
+         *       "object": "chat.completion",
+         *       "created": 1764583200,
+         *       "model": "pi-gateway-demo/demo",
+         *       "choices": [
+         *         {
+         *           "index": 0,
+         *           "message": {
+         *             "role": "assistant",
+         *             "content": "hello",
+         *             "refusal": null
+         *           },
+         *           "logprobs": null,
+         *           "finish_reason": "stop"
+         *         }
+         *       ],
+         *       "usage": {
+         *         "prompt_tokens": 3,
+         *         "completion_tokens": 2,
+         *         "total_tokens": 5,
+         *         "prompt_tokens_details": {
+         *           "cached_tokens": 0
+         *         },
+         *         "completion_tokens_details": {
+         *           "reasoning_tokens": 0
+         *         }
+         *       }
+         *     }
+         */
+        OpenAIChatCompletion: {
+            /** @description `chatcmpl-` and the session's and run's ids */
+            id: string;
+            /**
+             * @description Always `chat.completion`
+             * @enum {string}
+             */
+            object: "chat.completion";
+            /** @description Unix seconds */
+            created: number;
+            /** @description The session's model, `provider/id` */
+            model: string;
+            /** @description One choice */
+            choices: {
+                /** @description Always 0 */
+                index: number;
+                /** @description The answer */
+                message: {
+                    /**
+                     * @description Always `assistant`
+                     * @enum {string}
+                     */
+                    role: "assistant";
+                    /** @description The run's text (its turns' texts, a blank line apart) */
+                    content: string | null;
+                    /** @description Always null */
+                    refusal: string | null;
+                    /** @description Calls to the request's `tools` */
+                    tool_calls?: components["schemas"]["OpenAIChatToolCall"][];
+                };
+                /** @description Always null */
+                logprobs: string | null;
+                /**
+                 * @description `stop`, `length` (max tokens, or the model's own limit) or `tool_calls`
+                 * @enum {string}
+                 */
+                finish_reason: "stop" | "length" | "tool_calls" | "content_filter";
+            }[];
+            usage: components["schemas"]["OpenAICompletionUsage"];
+        };
+        /**
+         * @description A call the model made to one of the request's `tools`
+         * @example {
+         *       "id": "call_ses_Qm9wYXJ0aWFs.demo_mxch",
+         *       "type": "function",
+         *       "function": {
+         *         "name": "lookup_price",
+         *         "arguments": "{\"sku\":\"A-1\"}"
+         *       }
+         *     }
+         */
+        OpenAIChatToolCall: {
+            /** @description The call's id: the session's id and pi's call id, so that the tool's answer finds the run that waits for it */
+            id: string;
+            /**
+             * @description Always `function`
+             * @enum {string}
+             */
+            type: "function";
+            /** @description The function called */
+            function: {
+                /** @description The tool's name */
+                name: string;
+                /** @description The arguments, as JSON text */
+                arguments: string;
+            };
+        };
+        /**
+         * @description Usage of the model calls this answer took (pi's `usage`, added up)
+         * @example {
+         *       "prompt_tokens": 3,
+         *       "completion_tokens": 2,
+         *       "total_tokens": 5,
+         *       "prompt_tokens_details": {
+         *         "cached_tokens": 0
+         *       },
+         *       "completion_tokens_details": {
+         *         "reasoning_tokens": 0
+         *       }
+         *     }
+         */
+        OpenAICompletionUsage: {
+            /** @description Input tokens of the run's model calls, cache included */
+            prompt_tokens: number;
+            /** @description Output tokens of the run's model calls */
+            completion_tokens: number;
+            /** @description The two added */
+            total_tokens: number;
+            /** @description Input tokens in detail */
+            prompt_tokens_details: {
+                /** @description Input tokens read from the provider's cache */
+                cached_tokens: number;
+            };
+            /** @description Output tokens in detail */
+            completion_tokens_details: {
+                /** @description Always 0: pi counts them as output */
+                reasoning_tokens: number;
+            };
+        };
+        /**
+         * @description OpenAI's `CreateChatCompletionStreamResponse`: each `data:` of the stream, which ends with `data: [DONE]`
+         * @example {
+         *       "id": "chatcmpl-ses_Qm9wYXJ0aWFs.gw_2",
+         *       "object": "chat.completion.chunk",
+         *       "created": 1764583200,
+         *       "model": "pi-gateway-demo/demo",
+         *       "choices": [
+         *         {
+         *           "index": 0,
+         *           "delta": {
+         *             "content": "hel"
+         *           },
+         *           "logprobs": null,
+         *           "finish_reason": null
+         *         }
+         *       ]
+         *     }
+         */
+        OpenAIChatCompletionChunk: {
+            /** @description `chatcmpl-` and the session's and run's ids */
+            id: string;
+            /**
+             * @description Always `chat.completion.chunk`
+             * @enum {string}
+             */
+            object: "chat.completion.chunk";
+            /** @description Unix seconds */
+            created: number;
+            /** @description The session's model, `provider/id` */
+            model: string;
+            /** @description One choice; none in the usage chunk */
+            choices: {
+                /** @description Always 0 */
+                index: number;
+                /** @description What this chunk adds */
+                delta: {
+                    /**
+                     * @description In the first chunk
+                     * @enum {string}
+                     */
+                    role?: "assistant";
+                    /** @description The next piece of text */
+                    content?: string | null;
+                    /** @description Calls to the request's `tools` */
+                    tool_calls?: {
+                        /** @description The call's place in the message */
+                        index: number;
+                        /** @description The call's id */
+                        id?: string;
+                        /**
+                         * @description Always `function`
+                         * @enum {string}
+                         */
+                        type?: "function";
+                        /** @description The function called */
+                        function?: {
+                            /** @description The tool's name */
+                            name?: string;
+                            /** @description The arguments, as JSON text (whole, in one chunk) */
+                            arguments?: string;
+                        };
+                    }[];
+                };
+                /** @description Always null */
+                logprobs: string | null;
+                /** @description `stop`, `length` (max tokens, or the model's own limit) or `tool_calls` */
+                finish_reason: ("stop" | "length" | "tool_calls" | "content_filter") | null;
+            }[];
+            /**
+             * @description With `stream_options.include_usage`: null, then set in the last chunk
+             * @example {
+             *       "prompt_tokens": 3,
+             *       "completion_tokens": 2,
+             *       "total_tokens": 5,
+             *       "prompt_tokens_details": {
+             *         "cached_tokens": 0
+             *       },
+             *       "completion_tokens_details": {
+             *         "reasoning_tokens": 0
+             *       }
+             *     }
+             */
+            usage?: {
+                /** @description Input tokens of the run's model calls, cache included */
+                prompt_tokens: number;
+                /** @description Output tokens of the run's model calls */
+                completion_tokens: number;
+                /** @description The two added */
+                total_tokens: number;
+                /** @description Input tokens in detail */
+                prompt_tokens_details: {
+                    /** @description Input tokens read from the provider's cache */
+                    cached_tokens: number;
+                };
+                /** @description Output tokens in detail */
+                completion_tokens_details: {
+                    /** @description Always 0: pi counts them as output */
+                    reasoning_tokens: number;
+                };
+            } | null;
+        };
+        /**
+         * @description OpenAI's `CreateChatCompletionRequest`, the subset docs/openai.md lists; other fields are ignored
+         * @example {
+         *       "model": "pi-gateway-demo/demo",
+         *       "messages": [
+         *         {
+         *           "role": "user",
+         *           "content": "echo: hello"
+         *         }
+         *       ]
+         *     }
+         */
+        OpenAIChatCompletionRequest: {
+            /** @description One of `GET /v1/models`: `provider/id`, or a model id pi knows */
+            model: string;
+            /** @description The conversation; the last user message is the prompt */
+            messages: components["schemas"]["OpenAIChatMessage"][];
+            /** @description `true`: OpenAI's chunks as Server-Sent Events */
+            stream?: boolean | null;
+            /** @description With `stream: true` */
+            stream_options?: {
+                /** @description A last chunk with `usage` and no choices */
+                include_usage?: boolean;
+            } | null;
+            /** @description Functions the model may call: the session's client tools */
+            tools?: components["schemas"]["OpenAIChatTool"][];
+            /** @description `auto` (the default) or `none`; the others are 400 */
+            tool_choice?: ("none" | "auto" | "required") | ({
+                /**
+                 * @description A function by name: refused
+                 * @enum {string}
+                 */
+                type: "function";
+            } & {
+                [key: string]: unknown;
+            });
+            /** @description Ignored */
+            parallel_tool_calls?: boolean;
+            /** @description As `max_completion_tokens` */
+            max_tokens?: number | null;
+            /** @description Output tokens the answer may take, as pi reports them while the model streams: reached, the run is aborted and `finish_reason` is `length` */
+            max_completion_tokens?: number | null;
+            /** @description `json_schema` and `json_object` run with the gateway's structured output (its `outputSchema`) */
+            response_format?: {
+                /**
+                 * @description Plain text (the default)
+                 * @enum {string}
+                 */
+                type: "text";
+            } | {
+                /**
+                 * @description Any JSON object (structured output with `type: object`)
+                 * @enum {string}
+                 */
+                type: "json_object";
+            } | {
+                /**
+                 * @description JSON valid against `json_schema.schema` (structured output)
+                 * @enum {string}
+                 */
+                type: "json_schema";
+                /** @description The schema */
+                json_schema: {
+                    /** @description The schema's name */
+                    name: string;
+                    /** @description Ignored */
+                    description?: string;
+                    /** @description The JSON Schema: the run's `outputSchema` */
+                    schema?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Ignored: the answer is always checked */
+                    strict?: boolean | null;
+                };
+            };
+            /** @description pi's thinking level (`none` is `off`) */
+            reasoning_effort?: ("none" | "minimal" | "low" | "medium" | "high" | "xhigh") | null;
+            /** @description `true`: keep the completion's session and pi's session file instead of deleting them */
+            store?: boolean | null;
+            /** @description The gateway's own: what the completion's session is started with (`extra_body` in OpenAI's SDKs) */
+            pi?: {
+                /** @description Extensions the session loads, from the gateway's allow-list (`permission-gate`, …) */
+                extensions?: string[];
+                /** @description The session's working folder, as `cwd` of POST /v1/sessions */
+                cwd?: string;
+            };
+            /** @description Only 1 */
+            n?: number | null;
+            /** @description Only `false` */
+            logprobs?: boolean | null;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description One message of the conversation */
+        OpenAIChatMessage: {
+            /**
+             * @description `system`
+             * @enum {string}
+             */
+            role: "system";
+            /** @description Added to pi's system prompt */
+            content: string | {
+                /**
+                 * @description Always `text`
+                 * @enum {string}
+                 */
+                type: "text";
+                /** @description The text */
+                text: string;
+            }[];
+            /** @description Ignored */
+            name?: string;
+        } | {
+            /**
+             * @description `developer`: as `system`
+             * @enum {string}
+             */
+            role: "developer";
+            /** @description Added to pi's system prompt */
+            content: string | {
+                /**
+                 * @description Always `text`
+                 * @enum {string}
+                 */
+                type: "text";
+                /** @description The text */
+                text: string;
+            }[];
+            /** @description Ignored */
+            name?: string;
+        } | {
+            /**
+             * @description `user`
+             * @enum {string}
+             */
+            role: "user";
+            /** @description The text, or parts: text and images */
+            content: string | ({
+                /**
+                 * @description Always `text`
+                 * @enum {string}
+                 */
+                type: "text";
+                /** @description The text */
+                text: string;
+            } | {
+                /**
+                 * @description Always `image_url`
+                 * @enum {string}
+                 */
+                type: "image_url";
+                /** @description The image */
+                image_url: {
+                    /** @description A `data:image/…;base64,…` URL (the gateway fetches nothing) */
+                    url: string;
+                    /** @description Ignored */
+                    detail?: string;
+                };
+            })[];
+            /** @description Ignored */
+            name?: string;
+        } | {
+            /**
+             * @description `assistant`: an earlier answer
+             * @enum {string}
+             */
+            role: "assistant";
+            /** @description What it said */
+            content?: string | ({
+                /**
+                 * @description Always `text`
+                 * @enum {string}
+                 */
+                type: "text";
+                /** @description The text */
+                text: string;
+            } | {
+                /**
+                 * @description Always `refusal`
+                 * @enum {string}
+                 */
+                type: "refusal";
+                /** @description The refusal */
+                refusal: string;
+            })[] | null;
+            /** @description A refusal, kept as text */
+            refusal?: string | null;
+            /** @description The calls it made */
+            tool_calls?: components["schemas"]["OpenAIChatToolCall"][];
+            /** @description Ignored */
+            name?: string;
+        } | {
+            /**
+             * @description `tool`: a call's result
+             * @enum {string}
+             */
+            role: "tool";
+            /** @description The tool's output */
+            content: string | {
+                /**
+                 * @description Always `text`
+                 * @enum {string}
+                 */
+                type: "text";
+                /** @description The text */
+                text: string;
+            }[];
+            /** @description The call it answers */
+            tool_call_id: string;
+        };
+        /** @description A function the calling program runs: a client tool of the run's session (docs/client-tools.md) */
+        OpenAIChatTool: {
+            /**
+             * @description Always `function`
+             * @enum {string}
+             */
+            type: "function";
+            /** @description The function */
+            function: {
+                /** @description The tool's name (pi's own tool names are refused) */
+                name: string;
+                /** @description What the tool does (default: its name) */
+                description?: string;
+                /** @description A JSON Schema of an object: the arguments (default: any object) */
+                parameters?: {
+                    [key: string]: unknown;
+                };
+                /** @description Ignored: pi checks the arguments against the schema */
+                strict?: boolean | null;
+            };
         };
         /** @description The answer a client posted; null while pending or when nobody answered */
         ApprovalAnswerObject: {
@@ -14525,6 +15128,302 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    openaiModelsList: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The models */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIModelList"];
+                };
+            };
+            /** @description Missing or wrong API key (the gateway's token or a key from --keys-file) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (requests, sessions, live pi processes); `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The model or pi failed during the run */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    openaiModelsGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A model's id, `provider/id` (its slash percent-encoded, as the OpenAI SDKs send it) */
+                model: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The model */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIModel"];
+                };
+            };
+            /** @description Missing or wrong API key (the gateway's token or a key from --keys-file) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such model, or no such response for this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (requests, sessions, live pi processes); `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The model or pi failed during the run */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    openaiChatCompletionsCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OpenAIChatCompletionRequest"];
+            };
+        };
+        responses: {
+            /** @description The completion (JSON), or with `stream: true` a stream of `data: <OpenAIChatCompletionChunk>` frames ending with `data: [DONE]` */
+            200: {
+                headers: {
+                    /** @description The session the completion ran in (GET /v1/sessions/{id}, the console) */
+                    "X-Pi-Gateway-Session"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIChatCompletion"];
+                    "text/event-stream": components["schemas"]["OpenAIChatCompletionChunk"];
+                };
+            };
+            /** @description The request is not one the gateway can run (`param` names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong API key (the gateway's token or a key from --keys-file) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such model, or no such response for this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (requests, sessions, live pi processes); `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway failed */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The model or pi failed during the run */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The run did not end within the gateway's wait limit (--wait-timeout-ms): it was aborted */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };

@@ -114,3 +114,22 @@ export function declares(operation: Operation, status: number): boolean {
 	const responses = operation.responses ?? {};
 	return [String(status), `${String(status)[0]}XX`, "default"].some((k) => k in responses);
 }
+
+/**
+ * The media type of a path's errors, as its operations declare them: problem+json, or plain JSON
+ * where the path speaks another protocol's error shape (OpenAI's `{error: {…}}`). Every method of
+ * the path answers its errors so (a 401 before any operation runs, a 405, an OPTIONS refused).
+ */
+export function errorMediaType(document: Document, template: string): string {
+	for (const operation of Object.values(document.paths[template] ?? {}))
+		for (const [status, response] of Object.entries(operation.responses ?? {}))
+			if (/^[45]/.test(status) && "application/json" in ((response as { content?: object }).content ?? {}))
+				return "application/json";
+	return "application/problem+json";
+}
+
+/** The stable code of an error body: problem+json's `code`, or OpenAI's `error.code`. */
+export function errorCode(body: unknown): string | undefined {
+	const value = body as { code?: string; error?: { code?: string } } | undefined;
+	return value?.code ?? value?.error?.code;
+}

@@ -131,6 +131,16 @@ __all__ = [
     "WebhookDelivery",
     "WebhookDeliveryState",
     "McpMessage",
+    "OpenAIModelList",
+    "OpenAIModel",
+    "OpenAIErrorResponse",
+    "OpenAIChatCompletion",
+    "OpenAIChatToolCall",
+    "OpenAICompletionUsage",
+    "OpenAIChatCompletionChunk",
+    "OpenAIChatCompletionRequest",
+    "OpenAIChatMessage",
+    "OpenAIChatTool",
     "ApprovalAnswerObject",
     "HealthResponse",
     "ReadyResponse",
@@ -1678,6 +1688,135 @@ class McpMessage(_McpMessageRequired, total=False):
     error: Any
 
 
+class OpenAIModelList(TypedDict):
+    """The gateway's models (OpenAI's `ListModelsResponse`)"""
+    # Always `list`
+    object: Literal["list"]
+    # Every model, as `GET /v1/models/{model}` answers it
+    data: List["OpenAIModel"]
+
+
+class OpenAIModel(TypedDict):
+    """A model pi offers with the gateway's configured providers (OpenAI's `Model`)"""
+    # `provider/id`, as the gateway's sessions name a model (`model` of a request takes it)
+    id: str
+    # Always `model`
+    object: Literal["model"]
+    # Unix seconds: when the gateway read pi's list
+    created: int
+    # The model's provider
+    owned_by: str
+
+
+class OpenAIErrorResponse(TypedDict):
+    """An error in OpenAI's shape: what the OpenAI-compatible routes answer instead of problem+json"""
+    # What went wrong
+    error: Dict[str, Any]
+
+
+class OpenAIChatCompletion(TypedDict):
+    """OpenAI's `CreateChatCompletionResponse`"""
+    # `chatcmpl-` and the session's and run's ids
+    id: str
+    # Always `chat.completion`
+    object: Literal["chat.completion"]
+    # Unix seconds
+    created: int
+    # The session's model, `provider/id`
+    model: str
+    # One choice
+    choices: List[Dict[str, Any]]
+    usage: "OpenAICompletionUsage"
+
+
+class OpenAIChatToolCall(TypedDict):
+    """A call the model made to one of the request's `tools`"""
+    # The call's id: the session's id and pi's call id, so that the tool's answer finds the run that waits for it
+    id: str
+    # Always `function`
+    type: Literal["function"]
+    # The function called
+    function: Dict[str, Any]
+
+
+class OpenAICompletionUsage(TypedDict):
+    """Usage of the model calls this answer took (pi's `usage`, added up)"""
+    # Input tokens of the run's model calls, cache included
+    prompt_tokens: int
+    # Output tokens of the run's model calls
+    completion_tokens: int
+    # The two added
+    total_tokens: int
+    # Input tokens in detail
+    prompt_tokens_details: Dict[str, Any]
+    # Output tokens in detail
+    completion_tokens_details: Dict[str, Any]
+
+
+class _OpenAIChatCompletionChunkRequired(TypedDict):
+    # `chatcmpl-` and the session's and run's ids
+    id: str
+    # Always `chat.completion.chunk`
+    object: Literal["chat.completion.chunk"]
+    # Unix seconds
+    created: int
+    # The session's model, `provider/id`
+    model: str
+    # One choice; none in the usage chunk
+    choices: List[Dict[str, Any]]
+
+
+class OpenAIChatCompletionChunk(_OpenAIChatCompletionChunkRequired, total=False):
+    """OpenAI's `CreateChatCompletionStreamResponse`: each `data:` of the stream, which ends with `data: [DONE]`"""
+    # With `stream_options.include_usage`: null, then set in the last chunk
+    usage: Union[Dict[str, Any], None]
+
+
+class _OpenAIChatCompletionRequestRequired(TypedDict):
+    # One of `GET /v1/models`: `provider/id`, or a model id pi knows
+    model: str
+    # The conversation; the last user message is the prompt
+    messages: List["OpenAIChatMessage"]
+
+
+class OpenAIChatCompletionRequest(_OpenAIChatCompletionRequestRequired, total=False):
+    """OpenAI's `CreateChatCompletionRequest`, the subset docs/openai.md lists; other fields are ignored"""
+    # `true`: OpenAI's chunks as Server-Sent Events
+    stream: Union[bool, None]
+    # With `stream: true`
+    stream_options: Union[Dict[str, Any], None]
+    # Functions the model may call: the session's client tools
+    tools: List["OpenAIChatTool"]
+    # `auto` (the default) or `none`; the others are 400
+    tool_choice: Union[Literal["none", "auto", "required"], Dict[str, Any]]
+    # Ignored
+    parallel_tool_calls: bool
+    # As `max_completion_tokens`
+    max_tokens: Union[int, None]
+    # Output tokens the answer may take, as pi reports them while the model streams: reached, the run is aborted and `finish_reason` is `length`
+    max_completion_tokens: Union[int, None]
+    # `json_schema` and `json_object` run with the gateway's structured output (its `outputSchema`)
+    response_format: Dict[str, Any]
+    # pi's thinking level (`none` is `off`)
+    reasoning_effort: Union[Literal["none", "minimal", "low", "medium", "high", "xhigh"], None]
+    # `true`: keep the completion's session and pi's session file instead of deleting them
+    store: Union[bool, None]
+    # The gateway's own: what the completion's session is started with (`extra_body` in OpenAI's SDKs)
+    pi: Dict[str, Any]
+    # Only 1
+    n: Union[int, None]
+    # Only `false`
+    logprobs: Union[bool, None]
+
+
+class OpenAIChatTool(TypedDict):
+    """A function the calling program runs: a client tool of the run's session (docs/client-tools.md)"""
+    # Always `function`
+    type: Literal["function"]
+    # The function
+    function: Dict[str, Any]
+
+
 class ApprovalAnswerObject(TypedDict, total=False):
     """The answer a client posted; null while pending or when nobody answered"""
     # A confirm dialog's answer: yes (`true`) or no (`false`)
@@ -1917,3 +2056,6 @@ WebhookEventType = Literal["approval.requested", "approval.resolved", "tool_call
 
 
 WebhookDeliveryState = Literal["pending", "delivered", "failed", "dropped"]
+
+
+OpenAIChatMessage = Dict[str, Any]

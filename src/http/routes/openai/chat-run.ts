@@ -1,0 +1,152 @@
+import { GatewayError as ClientError, type PiGateway, type StreamEvent } from "../../../client/index.ts";
+import { inner } from "./caller.ts";
+import type { ChatPlan } from "./chat-input.ts";
+import { follow, type Piece, RunTally } from "./run-follow.ts";
+
+/** How long a session whose run waits for the client's tool results is kept for the next request. */
+export const toolPauseMs = 10 * 60_000;
+
+/** One completion's run: its pieces as they come, and what to do with its session after. */
+export interface ChatRun {
+	sessionId: string;
+	runId: string;
+	/** The session's model, `provider/id`. */
+	model: string;
+	pieces: AsyncGenerator<Piece>;
+	tally: RunTally;
+	/** `done`: answered; `paused`: at tool calls; `abandoned`: the client left, the wait ran out, or it failed. */
+	settle(outcome: "done" | "paused" | "abandoned"): void;
+}
+
+// How the gateway's own fields are named in OpenAI's request, for an inner 400's `param`.
+const createFields = {
+	clientTools: "tools",
+	appendSystemPrompt: "messages",
+	provider: "model",
+	model: "model",
+	thinkingLevel: "reasoning_effort",
+	extensions: "pi.extensions",
+	cwd: "pi.cwd",
+};
+const promptFields = { message: "messages", images: "messages", outputSchema: "response_format" };
+
+/**
+ * Sessions of completions: each is deleted once its answer is complete (kept with `store: true`),
+ * aborted and deleted when the client leaves first, and kept `toolPauseMs` for the request that
+ * brings its tool results. One per router, so a pause's timer is cleared by the request that resumes it.
+ */
+export class ChatSessions {
+	readonly #paused = new Map<string, NodeJS.Timeout>();
+
+	async start(gw: PiGateway, plan: ChatPlan, signal: AbortSignal): Promise<ChatRun> {
+		if (plan.resume) {
+			const resumed = await this.#resume(gw, plan, signal);
+			if (resumed) return resumed;
+		}
+		const session = await inner(gw.createSession(plan.create), createFields);
+		const events = gw.promptStream(session.id, plan.prompt, { signal })[Symbol.asyncIterator]();
+		const opened = await inner(events.next(), promptFields).catch(async (error) => {
+			await this.#delete(gw, session.id);
+			throw error;
+		});
+		const runId = String((opened.value as { runId?: string } | undefined)?.runId ?? "");
+		const model = session.model ? `${session.model.provider}/${session.model.id}` : String(plan.create.model);
+		return this.#run(gw, plan, session.id, runId, model, events, new Map());
+	}
+
+	/** The run that waits for these tool results, or undefined when it no longer does (then a new session). */
+	async #resume(gw: PiGateway, plan: ChatPlan, signal: AbortSignal): Promise<ChatRun | undefined> {
+		const { sessionId, results } = plan.resume as NonNullable<ChatPlan["resume"]>;
+		let session: Awaited<ReturnType<PiGateway["getSession"]>>;
+		try {
+			session = await gw.getSession(sessionId, { signal });
+		} catch (error) {
+			// Not the caller's (404), or gone: the conversation goes on in a new session, as text.
+			if (error instanceof ClientError && (error.status === 404 || error.status === 410)) return undefined;
+			throw error;
+		}
+		// Subscribed first, so that no call requested while the waiting ones are answered is missed.
+		const events = gw.events(sessionId, { signal })[Symbol.asyncIterator]();
+		await inner(events.next());
+		const waiting = (await inner(gw.toolCalls.list(sessionId, { status: "pending", signal }))).filter((call) =>
+			results.has(call.id),
+		);
+		if (waiting.length === 0) {
+			await events.return?.(undefined);
+			return undefined;
+		}
+		this.#unpause(sessionId);
+		const left = new Map(results);
+		for (const call of waiting) {
+			left.delete(call.id);
+			await inner(gw.toolCalls.answer(call, { output: results.get(call.id) as string }, signal));
+		}
+		const model = session.model ? `${session.model.provider}/${session.model.id}` : String(plan.create.model);
+		return this.#run(gw, plan, sessionId, waiting[0]?.runId ?? "", model, events, left);
+	}
+
+	#run(
+		gw: PiGateway,
+		plan: ChatPlan,
+		sessionId: string,
+		runId: string,
+		model: string,
+		events: AsyncIterator<StreamEvent>,
+		results: Map<string, string>,
+	): ChatRun {
+		const tally = new RunTally();
+		const iterable = { [Symbol.asyncIterator]: () => events };
+		const pieces = follow(
+			iterable,
+			{
+				sessionId,
+				toolNames: plan.toolNames,
+				maxTokens: plan.maxTokens,
+				structured: plan.prompt.outputSchema !== undefined,
+				results,
+				answer: (callId, output) => inner(gw.toolCalls.answer({ id: callId, sessionId }, { output })).then(() => {}),
+				abort: () => gw.abort(sessionId).catch(() => {}),
+			},
+			tally,
+		);
+		let settled = false;
+		const settle = (outcome: "done" | "paused" | "abandoned") => {
+			if (settled) return;
+			settled = true;
+			void events.return?.(undefined);
+			if (outcome === "paused") this.#pause(gw, sessionId);
+			else if (outcome === "abandoned")
+				void gw
+					.abort(sessionId)
+					.catch(() => {})
+					.then(() => (plan.store ? undefined : this.#delete(gw, sessionId)));
+			else if (!plan.store) void this.#delete(gw, sessionId);
+		};
+		return { sessionId, runId, model, pieces, tally, settle };
+	}
+
+	#pause(gw: PiGateway, sessionId: string): void {
+		this.#unpause(sessionId);
+		const timer = setTimeout(() => {
+			this.#paused.delete(sessionId);
+			void gw
+				.abort(sessionId)
+				.catch(() => {})
+				.then(() => this.#delete(gw, sessionId));
+		}, toolPauseMs);
+		timer.unref();
+		this.#paused.set(sessionId, timer);
+	}
+
+	#unpause(sessionId: string): void {
+		clearTimeout(this.#paused.get(sessionId));
+		this.#paused.delete(sessionId);
+	}
+
+	#delete(gw: PiGateway, id: string): Promise<void> {
+		return gw
+			.request("DELETE", "/v1/sessions/{id}", { path: { id }, query: { purge: "true" } })
+			.then(() => {})
+			.catch(() => {});
+	}
+}

@@ -1,0 +1,62 @@
+import { createRoute } from "@hono/zod-openapi";
+import { json, jsonBody } from "../../transport/openapi.ts";
+import { ChatCompletionRequest } from "./chat.schemas.ts";
+import { ChatCompletion, ChatCompletionChunk } from "./chat-answer.schemas.ts";
+import { ModelParams, OpenAIModel, OpenAIModelList } from "./models.schemas.ts";
+import { openaiErrors } from "./openai.errors.ts";
+
+export const listModels = createRoute({
+	operationId: "openai.models.list",
+	method: "get",
+	path: "/v1/models",
+	tags: ["openai"],
+	summary: "The gateway's models, in OpenAI's shape",
+	description:
+		"What pi offers with the gateway's providers (the list `GET /v1/sessions/{id}/models` answers for a plain session), read once by starting a session with the caller's key and kept for 5 minutes. A key that may not start sessions, before the list was read, gets the gateway's default model only. docs/openai.md",
+	request: {},
+	responses: {
+		200: json(OpenAIModelList, "The models"),
+		...openaiErrors(401, 403, 429, 502, 503),
+	},
+});
+
+export const getModel = createRoute({
+	operationId: "openai.models.get",
+	method: "get",
+	path: "/v1/models/{model}",
+	tags: ["openai"],
+	summary: "One model, in OpenAI's shape",
+	request: { params: ModelParams },
+	responses: {
+		200: json(OpenAIModel, "The model"),
+		...openaiErrors(401, 403, 404, 429, 502, 503),
+	},
+});
+
+export const createChatCompletion = createRoute({
+	operationId: "openai.chat.completions.create",
+	method: "post",
+	path: "/v1/chat/completions",
+	tags: ["openai"],
+	summary: "OpenAI Chat Completions (a subset): one run of a session of its own",
+	description:
+		"Each call starts a session with the caller's key (`model` its model, system messages and the earlier turns appended to pi's system prompt, `tools` its client tools), sends the last user message as a prompt and answers with what the run said: JSON, or with `stream: true` OpenAI's chunks ending with `data: [DONE]`. The session is deleted once the answer is complete, unless `store: true`. A run that calls one of `tools` answers `finish_reason: tool_calls`; its session waits (10 minutes at most) for the next call, whose `tool` messages answer those calls, and the same run goes on. docs/openai.md says what maps to what and what is not supported.",
+	request: { body: jsonBody(ChatCompletionRequest) },
+	responses: {
+		200: {
+			description:
+				"The completion (JSON), or with `stream: true` a stream of `data: <OpenAIChatCompletionChunk>` frames ending with `data: [DONE]`",
+			headers: {
+				"X-Pi-Gateway-Session": {
+					description: "The session the completion ran in (GET /v1/sessions/{id}, the console)",
+					schema: { type: "string" as const },
+				},
+			},
+			content: {
+				"application/json": { schema: ChatCompletion },
+				"text/event-stream": { schema: ChatCompletionChunk },
+			},
+		},
+		...openaiErrors(400, 401, 403, 404, 413, 415, 429, 500, 502, 503, 504),
+	},
+});
