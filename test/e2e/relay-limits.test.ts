@@ -135,7 +135,12 @@ describe("the relay counts a tool's calls however they end", () => {
 			json: { message: `bash: ${call.command}; echo called` },
 		});
 		expect(run.status).toBe(200);
-		const estimate = Math.ceil(call.bytes / 4) + Math.ceil(Buffer.byteLength(noUsageStream) / 4);
+		// The request as the provider got it: the relay asked for the usage (which it did not send).
+		const sent = provider.requests.find((r) => r.body?.messages?.[0]?.content === "raw: no usage")?.body;
+		expect(sent.stream_options).toEqual({ include_usage: true });
+		const bytes = Buffer.byteLength(JSON.stringify(sent));
+		expect(bytes).toBeGreaterThan(call.bytes);
+		const estimate = Math.ceil(bytes / 4) + Math.ceil(Buffer.byteLength(noUsageStream) / 4);
 		expect((await budgetOf(id)).usedTokens).toBe(2 * perCall + estimate);
 	});
 

@@ -120,6 +120,47 @@ describe("UsageTap", () => {
 		});
 	});
 
+	// Gemini's usageMetadata was never read (an attacker's review: an answer of 70,001 tokens raised
+	// the budget by about 80, the bytes' estimate).
+	it("reads Gemini's usageMetadata: streamed (running totals), JSON, and the JSON array of a stream without alt=sse", () => {
+		const chunk = (text: string, usageMetadata: object) => ({
+			candidates: [{ content: { parts: [{ text }], role: "model" } }],
+			usageMetadata,
+			modelVersion: "gemini-z",
+		});
+		const first = chunk("a", {
+			promptTokenCount: 1200,
+			cachedContentTokenCount: 1000,
+			candidatesTokenCount: 3,
+			totalTokenCount: 1203,
+		});
+		const last = chunk("b", {
+			promptTokenCount: 1200,
+			cachedContentTokenCount: 1000,
+			candidatesTokenCount: 40,
+			thoughtsTokenCount: 500,
+			totalTokenCount: 1740,
+		});
+		// Thinking tokens are output (billed so), the cached part apart from the input.
+		const figures = { input: 200, output: 540, cacheRead: 1000, cacheWrite: 0, model: "gemini-z" };
+		expect(read("text/event-stream", sse([first, last], false))).toEqual(figures);
+		expect(read("application/json", JSON.stringify(last))).toEqual(figures);
+		expect(read("application/json", JSON.stringify([first, last]), [5, 100])).toEqual(figures);
+		// A total beyond the parts (a tool-use prompt, a field the tap does not know) counts as output.
+		const totalOnly = read("application/json", JSON.stringify({ usageMetadata: { totalTokenCount: 70001 } }));
+		expect(totalTokens(totalOnly)).toBe(70001);
+		const toolUse = {
+			promptTokenCount: 10,
+			toolUsePromptTokenCount: 90,
+			candidatesTokenCount: 5,
+			totalTokenCount: 105,
+		};
+		expect(read("application/json", JSON.stringify({ usageMetadata: toolUse }))).toMatchObject({
+			input: 100,
+			output: 5,
+		});
+	});
+
 	it("reads the same figures however the stream is cut: at every byte, inside a multi-byte character, CRLF lines", () => {
 		for (const [text, whole] of [
 			[openaiChatStream, read("text/event-stream", openaiChatStream)],

@@ -14,11 +14,18 @@ export interface RelaySink {
 
 const highest = new WeakMap<RelayRoute, ModelCost | undefined>();
 
+/** pi-ai's prices by the call's input size (Gemini 2.5 Pro's above 200,000 tokens), where a model has them. */
+type Tiered = ModelCost & { tiers?: (ModelCost & { inputTokensAbove: number })[] };
+const tiersOf = (cost: ModelCost) => {
+	const tiers = (cost as Tiered).tiers;
+	return Array.isArray(tiers) ? tiers.filter((t) => typeof t?.inputTokensAbove === "number") : [];
+};
+
 /** The highest price the route knows, field by field; undefined when it knows none. */
 function highestPrice(route: RelayRoute): ModelCost | undefined {
 	if (highest.has(route)) return highest.get(route);
 	let top: ModelCost | undefined;
-	for (const cost of route.costs.values())
+	for (const cost of [...route.costs.values()].flatMap((c) => [c, ...tiersOf(c)]))
 		top = {
 			input: Math.max(top?.input ?? 0, cost.input),
 			output: Math.max(top?.output ?? 0, cost.output),
@@ -29,14 +36,34 @@ function highestPrice(route: RelayRoute): ModelCost | undefined {
 	return top;
 }
 
+/** The prices of `model` on the route: its own entry, else its undated one (`o3-pro-2025-06-10` → `o3-pro`). */
+export function priceOf(route: RelayRoute, model: string | undefined): ModelCost | undefined {
+	if (!model) return undefined;
+	const own = route.costs.get(model);
+	if (own) return own;
+	// A dated snapshot the answer names: -YYYY-MM-DD (OpenAI), -YYYYMMDD (Anthropic).
+	const undated = model.replace(/-(?:\d{4}-\d{2}-\d{2}|\d{8})$/, "");
+	return undated === model ? undefined : route.costs.get(undated);
+}
+
 /**
- * A call's cost in USD: at the prices of the model the answer names, else the one asked for, else
- * (a model the route has no price for) the highest price the route knows, so an unpriced model is
- * never free against a cost budget. 0 only on a route without any price.
+ * A call's cost in USD: at the prices of the model the answer names, else the one the request's
+ * top level asks for (request-body.ts), else (a model unknown, or one the route has no price for)
+ * the highest price the route knows, so no call is cheap by a name it chose. 0 only on a route
+ * without any price.
  */
 export function costOf(route: RelayRoute, usage: CallUsage, requested: string | undefined): number {
-	const cost = route.costs.get(usage.model ?? "") ?? route.costs.get(requested ?? "") ?? highestPrice(route);
-	if (!cost) return 0;
+	const base = priceOf(route, usage.model) ?? priceOf(route, requested) ?? highestPrice(route);
+	if (!base) return 0;
+	// The tier of the largest threshold the call's input passes, as pi-ai prices it.
+	const input = usage.input + usage.cacheRead + usage.cacheWrite;
+	let cost = base;
+	let threshold = -1;
+	for (const tier of tiersOf(base))
+		if (input > tier.inputTokensAbove && tier.inputTokensAbove > threshold) {
+			cost = tier;
+			threshold = tier.inputTokensAbove;
+		}
 	const usd =
 		(usage.input * cost.input +
 			usage.output * cost.output +
@@ -48,12 +75,13 @@ export function costOf(route: RelayRoute, usage: CallUsage, requested: string | 
 
 /**
  * One call's accounting, from the moment the relay sends it: the request's bytes (and the model it
- * names), the answer's status, bytes and figures. `settle` counts the call once, whichever comes
+ * asks for), the answer's status, bytes and figures. `settle` counts the call once, whichever comes
  * first (the answer's end, an error, a cut) and frees its slot (`done`).
  */
 export class CallMeter {
 	#requestBytes = 0;
-	#head = "";
+	/** The model the request's top level asks for (the answer's own name may carry a date the price list lacks). */
+	#requested: string | undefined;
 	/** The provider was handed the whole request. */
 	#sent = false;
 	#status = 0;
@@ -72,10 +100,10 @@ export class CallMeter {
 		this.done = done;
 	}
 
-	request(chunk: Buffer): void {
-		this.#requestBytes += chunk.length;
-		// The model asked for (the answer's own name may carry a date the price list lacks).
-		if (this.#head.length < 64 * 1024) this.#head += chunk.toString("utf8", 0, Math.min(chunk.length, 64 * 1024));
+	/** The request as sent: its size, and the model it asks for. */
+	request(bytes: number, model: string | undefined): void {
+		this.#requestBytes = bytes;
+		this.#requested = model;
 	}
 
 	sent(): void {
@@ -107,8 +135,7 @@ export class CallMeter {
 		try {
 			const usage = this.usage(ended);
 			const tokens = totalTokens(usage);
-			const requested = /"model"\s*:\s*"([^"]{1,200})"/.exec(this.#head)?.[1];
-			if (tokens > 0) this.sink.counted(tokens, costOf(this.route, usage, requested));
+			if (tokens > 0) this.sink.counted(tokens, costOf(this.route, usage, this.#requested));
 		} finally {
 			this.done();
 		}

@@ -13,15 +13,18 @@ import { dirname } from "node:path";
 import type { RelayPlan } from "./credentials.ts";
 import { allowed, dropped, outgoing, plainPath, Refused } from "./gate.ts";
 import { CallMeter, type RelaySink } from "./metering.ts";
+import { type ModelRequest, readModelRequest } from "./request-body.ts";
 
 /**
  * The relay: one HTTP server per sandboxed pi, on a unix socket only that sandbox is given. A call
  * to `/<route>/<path>` goes to the route's real base URL + `<path>`, with each placeholder of that
- * route (in a header or the query) swapped for the key it stands for. The answer is piped back as
- * it comes (a stream is never held), and a copy of each chunk feeds the call's meter: the session's
- * budget counts every call once, from the provider's own figures (else an estimate), and a call
- * made once it is spent is refused here (403, in the error shapes OpenAI's and Anthropic's SDKs
- * read), which pi shows as a failed turn. At most `relayLimits.calls` are in flight at once.
+ * route (in a header or the query) swapped for the key it stands for. The request is read whole
+ * first (request-body.ts: the model it asks for, no background call, a stream's usage asked for);
+ * the answer is piped back as it comes (a stream is never held), and a copy of each chunk feeds
+ * the call's meter: the session's budget counts every call once, from the provider's own figures
+ * (else an estimate), and a call made once it is spent is refused here (403, in the error shapes
+ * OpenAI's and Anthropic's SDKs read), which pi shows as a failed turn. At most
+ * `relayLimits.calls` are in flight at once.
  */
 
 const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
@@ -43,6 +46,14 @@ function problem(
 	res.end(body);
 }
 
+/** A call refused before anything is sent (a body past its cap: the connection is closed, not read on). */
+function refuse(req: IncomingMessage, res: ServerResponse, error: unknown): void {
+	req.resume();
+	const refused =
+		error instanceof Refused ? error : new Refused(502, "relay_key_unavailable", (error as Error).message);
+	problem(res, refused.status, refused.code, refused.message, refused.status === 413 ? { connection: "close" } : {});
+}
+
 /** One session's relay: its routes, its budget, the calls it has in flight. */
 interface Relay {
 	plan: RelayPlan;
@@ -56,11 +67,6 @@ async function forward(req: IncomingMessage, res: ServerResponse, relay: Relay):
 	const route = match ? plan.routes.get(decodeURIComponent(match[1] as string)) : undefined;
 	if (!match || !route)
 		return problem(res, 404, "relay_route_unknown", "No provider of the gateway's relay at this path");
-	const refusal = sink.refusal({ priced: route.costs.size > 0 });
-	if (refusal) {
-		req.resume();
-		return problem(res, 403, refusal.code, refusal.message);
-	}
 	const path = match[2] ?? "";
 	let target: URL;
 	let headers: OutgoingHttpHeaders;
@@ -73,19 +79,28 @@ async function forward(req: IncomingMessage, res: ServerResponse, relay: Relay):
 		target = new URL(route.upstream.replace(/\/+$/, "") + path + out.query);
 		headers = out.headers;
 	} catch (error) {
-		req.resume();
-		const refused =
-			error instanceof Refused ? error : new Refused(502, "relay_key_unavailable", (error as Error).message);
-		return problem(res, refused.status, refused.code, refused.message);
+		return refuse(req, res, error);
 	}
-	// A slot for the call, taken with no wait between the check and the count: parallel calls are
-	// checked against the budget only as each starts, so the slots bound how far past it they go.
+	// A slot for the call, taken before its body is read (so a session holds at most `calls` bodies)
+	// and before the budget's check, with no wait between that check and the call's start: parallel
+	// calls are checked against the budget only as each starts, so the slots bound how far past it they go.
 	if (relay.inFlight >= relayLimits.calls) {
 		req.resume();
 		const message = `A session's relay carries at most ${relayLimits.calls} model calls at once; retry once one has ended`;
 		return problem(res, 429, "relay_calls_limit", message, { "retry-after": "1" });
 	}
 	relay.inFlight++;
+	let body: ModelRequest;
+	try {
+		// The request is read whole before it is sent (what it asks for is known first); the answer never is.
+		body = await readModelRequest(req, route, path);
+		const refusal = sink.refusal({ priced: route.costs.size > 0 });
+		if (refusal) throw new Refused(403, refusal.code, refusal.message);
+	} catch (error) {
+		relay.inFlight--;
+		return refuse(req, res, error);
+	}
+	if (body.bytes.length > 0 || headers["content-length"] !== undefined) headers["content-length"] = body.bytes.length;
 	let drain: NodeJS.Timeout | undefined;
 	const meter = new CallMeter(route, sink, () => {
 		relay.inFlight--;
@@ -101,7 +116,7 @@ async function forward(req: IncomingMessage, res: ServerResponse, relay: Relay):
 	});
 	// Nagle off: a request's last small write (a chunked body's end) is not held for the previous one's ACK.
 	upstream.setNoDelay(true);
-	req.on("data", (chunk: Buffer) => meter.request(chunk));
+	meter.request(body.bytes.length, body.model);
 	upstream.on("finish", () => meter.sent());
 	let answer: IncomingMessage | undefined;
 	let left = false;
@@ -150,7 +165,7 @@ async function forward(req: IncomingMessage, res: ServerResponse, relay: Relay):
 		left = true;
 		abandon();
 	});
-	req.pipe(upstream);
+	upstream.end(body.bytes);
 }
 
 const servers = new Map<string, Server>();

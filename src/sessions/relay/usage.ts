@@ -1,10 +1,11 @@
 /**
  * The usage of one model call, read from the provider's answer as it passes through the relay
  * (never buffered on the way: the tap sees a copy of each chunk). OpenAI chat completions and
- * responses, Anthropic messages, and the APIs shaped like them, streamed (SSE) or not (JSON):
- * wherever an answer or an event carries `usage` (or `response.usage`, `message.usage`), the
- * largest figure of each field seen wins, which reads Anthropic's running `message_delta` counts
- * and OpenAI's final chunk alike.
+ * responses, Anthropic messages, Gemini's generateContent and the APIs shaped like them, streamed
+ * (SSE) or not (JSON, a JSON array for Gemini's stream without `alt=sse`): wherever an answer or an
+ * event carries `usage` (or `response.usage`, `message.usage`) or Gemini's `usageMetadata`, the
+ * largest figure of each field seen wins, which reads Anthropic's running `message_delta` counts,
+ * OpenAI's final chunk and Gemini's running totals alike.
  */
 export interface CallUsage {
 	input: number;
@@ -20,13 +21,29 @@ const maxJsonBytes = 8 * 1024 * 1024;
 /** An SSE line longer than this is skipped (its chunk is still passed on whole). */
 const maxLineBytes = 1024 * 1024;
 
-const usageKey = Buffer.from('"usage"');
+/** Both `"usage"` and Gemini's `"usageMetadata"` start so. */
+const usageKey = Buffer.from('"usage');
 const empty = Buffer.alloc(0);
 
 const n = (value: unknown) => (typeof value === "number" && Number.isFinite(value) && value > 0 ? value : 0);
 
+/**
+ * Gemini's `usageMetadata`, as pi-ai reads it (input without the cached part; the thinking tokens
+ * are output, billed as such), with the tool-use prompt as input and whatever `totalTokenCount`
+ * holds beyond the parts as output: the call counts at least the total Google gives.
+ */
+function geminiUsage(usage: Record<string, unknown>): Omit<CallUsage, "model"> {
+	const cached = n(usage.cachedContentTokenCount);
+	const input = Math.max(0, n(usage.promptTokenCount) - cached) + n(usage.toolUsePromptTokenCount);
+	const output = n(usage.candidatesTokenCount) + n(usage.thoughtsTokenCount);
+	const beyond = Math.max(0, n(usage.totalTokenCount) - input - output - cached);
+	return { input, output: output + beyond, cacheRead: cached, cacheWrite: 0 };
+}
+
 /** The usage fields of one provider object, normalised: input without the cached part, as pi counts. */
 export function normaliseUsage(usage: Record<string, unknown>): Omit<CallUsage, "model"> {
+	if (["promptTokenCount", "candidatesTokenCount", "totalTokenCount"].some((key) => key in usage))
+		return geminiUsage(usage);
 	const details = (usage.prompt_tokens_details ?? usage.input_tokens_details) as Record<string, unknown> | undefined;
 	const cached = n(details?.cached_tokens);
 	if ("prompt_tokens" in usage || "completion_tokens" in usage)
@@ -114,7 +131,7 @@ export class UsageTap {
 		if (!text.startsWith("data:")) return;
 		const data = text.slice(5).trim();
 		// Only an event that carries a figure is parsed: the text deltas between pass untouched.
-		if (!data.startsWith("{") || !data.includes('"usage"')) return;
+		if (!data.startsWith("{") || !data.includes('"usage')) return;
 		try {
 			this.#read(JSON.parse(data));
 		} catch {}
@@ -122,13 +139,19 @@ export class UsageTap {
 
 	#read(value: unknown): void {
 		if (!value || typeof value !== "object") return;
+		// Gemini's streamGenerateContent without alt=sse: one JSON array of the stream's chunks.
+		if (Array.isArray(value)) {
+			for (const item of value) if (item && typeof item === "object" && !Array.isArray(item)) this.#read(item);
+			return;
+		}
 		const object = value as Record<string, unknown>;
 		const nested = [object, object.response, object.message].filter(
 			(o): o is Record<string, unknown> => !!o && typeof o === "object",
 		);
 		for (const holder of nested) {
-			if (typeof holder.model === "string" && !this.usage.model) this.usage.model = holder.model;
-			const usage = holder.usage;
+			const model = holder.model ?? holder.modelVersion;
+			if (typeof model === "string" && !this.usage.model) this.usage.model = model;
+			const usage = holder.usage ?? holder.usageMetadata;
 			if (!usage || typeof usage !== "object") continue;
 			this.figured = true;
 			const figures = normaliseUsage(usage as Record<string, unknown>);
