@@ -20,6 +20,8 @@ let other: Server;
 let echo: TcpServer;
 const port = (s: Server | TcpServer) => (s.address() as { port: number }).port;
 const seen: string[] = [];
+/** The Host each path of `web` was asked with. */
+const hostOf = new Map<string, string | undefined>();
 const otherSeen: string[] = [];
 
 const listen = async <S extends Server | TcpServer>(server: S) => {
@@ -31,6 +33,7 @@ beforeAll(async () => {
 	web = await listen(
 		createHttpServer((req, res) => {
 			seen.push(req.url ?? "");
+			hostOf.set(req.url ?? "", req.headers.host);
 			res.end(`hello ${req.url}\n`);
 		}),
 	);
@@ -97,6 +100,8 @@ describe("tool egress", () => {
 				'echo "env=$HTTP_PROXY $HTTPS_PROXY $http_proxy $https_proxy no=$NO_PROXY"',
 				`${curl} http://127.0.0.1:${port(web)}/plain`,
 				`${curl} -p http://127.0.0.1:${port(web)}/tunnel`,
+				// Domain fronting: a Host of another site, behind the address allowed.
+				`${curl} -H 'Host: attacker-site.example.net' http://127.0.0.1:${port(web)}/fronted`,
 				// A CONNECT by hand to the echo server, its first bytes sent with the request.
 				`exec 3<>/dev/tcp/127.0.0.1/4318; printf '${connect}' >&3; timeout 20 head -n 3 <&3; exec 3>&-`,
 			].join("; "),
@@ -107,7 +112,9 @@ describe("tool egress", () => {
 		expect(out).toContain("hello /tunnel");
 		expect(out).toContain("HTTP/1.1 200 Connection Established");
 		expect(out).toContain("ping-through");
-		expect(seen).toEqual(expect.arrayContaining(["/plain", "/tunnel"]));
+		expect(seen).toEqual(expect.arrayContaining(["/plain", "/tunnel", "/fronted"]));
+		// The Host sent is the target checked, never the client's own.
+		expect(hostOf.get("/fronted")).toBe(`127.0.0.1:${port(web)}`);
 	});
 
 	it("refuses what is not listed with 403, an egress_denied event and the metric", async () => {

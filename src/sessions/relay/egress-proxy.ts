@@ -1,12 +1,12 @@
-import { lookup } from "node:dns/promises";
 import { chmodSync, mkdirSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from "node:http";
-import { connect, isIP, type Socket } from "node:net";
+import { connect, type Socket } from "node:net";
 import { networkInterfaces } from "node:os";
 import { dirname } from "node:path";
 import { defaultRefusal } from "../../net/address-ranges.ts";
 import { type AllowEntry, addressListed, allowedBy, normalHost } from "../../net/egress-allow.ts";
 import { embeddedIPv4 } from "../../net/embedded-ipv4.ts";
+import { EgressLookups } from "./egress-lookup.ts";
 
 /**
  * The egress proxy of one sandboxed pi's tools (docs/security.md): an HTTP proxy on a unix socket
@@ -15,7 +15,8 @@ import { embeddedIPv4 } from "../../net/embedded-ipv4.ts";
  * CONNECT go out only to a host:port the operator's --sandbox-allow-hosts lists, and only to
  * addresses the gateway resolved itself and checked (a loopback, private, link-local or metadata
  * address, or this host's own, only where an entry names that address); the connection goes to
- * the address checked, never to a second DNS answer. Anything else is 403, and reported.
+ * the address checked, never to a second DNS answer, and a plain request's Host is the target's
+ * (egress-lookup.ts resolves, off libuv's thread pool). Anything else is 403, and reported.
  */
 export type EgressDenialReason = "not_allowed" | "private_address" | "bad_request";
 export const egressDenialReasons: readonly EgressDenialReason[] = ["not_allowed", "private_address", "bad_request"];
@@ -48,17 +49,37 @@ class Denied extends Error {
 	}
 }
 
-/** The address to connect to for `host`:`port`, checked; throws Denied, or an Error when it does not resolve. */
-async function destination(entries: readonly AllowEntry[], rawHost: string, port: number): Promise<string> {
+/** What one sandbox's proxy goes by: the allow list, and its own lookups. */
+interface Egress {
+	entries: readonly AllowEntry[];
+	lookups: EgressLookups;
+}
+
+/** A signal that aborts once `stream` closes (its client gone: a lookup waiting for it is dropped). */
+function whileOpen(stream: { once(event: "close", listener: () => void): unknown }): AbortSignal {
+	const open = new AbortController();
+	stream.once("close", () => open.abort());
+	return open.signal;
+}
+
+/**
+ * The address to connect to for `host`:`port`, checked; throws Denied, or an Error when it does not
+ * resolve. `left` aborts when the client goes.
+ */
+async function destination(
+	{ entries, lookups }: Egress,
+	rawHost: string,
+	port: number,
+	left: AbortSignal,
+): Promise<string> {
 	const host = normalHost(rawHost);
 	const deny = (reason: EgressDenialReason, detail: string) => new Denied({ host, port, reason, detail });
 	if (!host || !Number.isInteger(port) || port < 1 || port > 65535)
 		throw deny("bad_request", "The request names no host and port the proxy can use");
 	if (!allowedBy(entries, host, port))
 		throw deny("not_allowed", `${host}:${port} is not in the operator's --sandbox-allow-hosts`);
-	const answers = isIP(host) ? [{ address: host }] : await lookup(host, { all: true, verbatim: true });
-	if (answers.length === 0) throw new Error(`${host} does not resolve`);
-	for (const { address: raw } of answers) {
+	const answers = await lookups.addresses(host, left);
+	for (const raw of answers) {
 		const address = raw.replace(/%.*$/, "");
 		if (addressListed(entries, address, port)) continue;
 		for (const inner of [address, ...embeddedIPv4(address)]) {
@@ -71,7 +92,7 @@ async function destination(entries: readonly AllowEntry[], rawHost: string, port
 				);
 		}
 	}
-	return (answers[0] as { address: string }).address;
+	return answers[0] as string;
 }
 
 function refuse(res: ServerResponse, status: number, text: string): void {
@@ -81,7 +102,7 @@ function refuse(res: ServerResponse, status: number, text: string): void {
 
 const hopByHop = ["connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer", "upgrade"];
 
-async function plain(req: IncomingMessage, res: ServerResponse, entries: readonly AllowEntry[]): Promise<void> {
+async function plain(req: IncomingMessage, res: ServerResponse, egress: Egress): Promise<void> {
 	let url: URL;
 	try {
 		url = new URL(req.url ?? "");
@@ -91,9 +112,11 @@ async function plain(req: IncomingMessage, res: ServerResponse, entries: readonl
 		throw new Denied({ host: "", port: 0, reason: "bad_request", detail });
 	}
 	const port = url.port ? Number(url.port) : 80;
-	const address = await destination(entries, url.hostname, port);
+	const address = await destination(egress, url.hostname, port, whileOpen(res));
 	const headers = { ...req.headers };
 	for (const name of hopByHop) delete headers[name];
+	// The host checked, never the client's own Host (domain fronting: another site behind an allowed CDN).
+	headers.host = url.host;
 	const upstream = request({
 		host: address,
 		port,
@@ -122,11 +145,11 @@ async function plain(req: IncomingMessage, res: ServerResponse, entries: readonl
 	req.pipe(upstream);
 }
 
-async function tunnel(req: IncomingMessage, client: Socket, head: Buffer, entries: readonly AllowEntry[]) {
+async function tunnel(req: IncomingMessage, client: Socket, head: Buffer, egress: Egress) {
 	const match = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(req.url ?? "");
 	if (!match) throw new Denied({ host: "", port: 0, reason: "bad_request", detail: "CONNECT needs host:port" });
 	const port = Number(match[2]);
-	const address = await destination(entries, match[1] as string, port);
+	const address = await destination(egress, match[1] as string, port, whileOpen(client));
 	const upstream = connect({ host: address, port, timeout: connectTimeoutMs });
 	upstream.on("connect", () => {
 		upstream.setTimeout(0);
@@ -158,8 +181,8 @@ function failure(error: unknown, sink: EgressSink): { status: number; text: stri
 	return { status, text: `Refused by the gateway's egress proxy: ${error.denial.detail}` };
 }
 
-/** Each socket's server and its open tunnels (a CONNECT's socket leaves the server's own count). */
-const servers = new Map<string, { server: Server; tunnels: Set<Socket> }>();
+/** Each socket's server, its open tunnels (a CONNECT's socket leaves the server's own count) and its lookups. */
+const servers = new Map<string, { server: Server; tunnels: Set<Socket>; lookups: EgressLookups }>();
 
 /** Listens on `socket` for one sandbox's tools (a server already there is replaced). */
 export function openEgressProxy(socket: string, entries: readonly AllowEntry[], sink: EgressSink): void {
@@ -167,8 +190,9 @@ export function openEgressProxy(socket: string, entries: readonly AllowEntry[], 
 	mkdirSync(dirname(socket), { recursive: true, mode: 0o700 });
 	rmSync(socket, { force: true });
 	const options = { headersTimeout: egressLimits.headersMs, connectionsCheckingInterval: 1_000 };
+	const egress: Egress = { entries, lookups: new EgressLookups() };
 	const server = createServer(options, (req, res) => {
-		plain(req, res, entries).catch((error) => {
+		plain(req, res, egress).catch((error) => {
 			req.resume();
 			const { status, text } = failure(error, sink);
 			if (res.headersSent) res.destroy();
@@ -180,7 +204,7 @@ export function openEgressProxy(socket: string, entries: readonly AllowEntry[], 
 		client.on("error", () => {});
 		tunnels.add(client);
 		client.on("close", () => tunnels.delete(client));
-		tunnel(req, client, head, entries).catch((error) => {
+		tunnel(req, client, head, egress).catch((error) => {
 			const { status, text } = failure(error, sink);
 			client.end(statusLine(status, text));
 		});
@@ -188,7 +212,7 @@ export function openEgressProxy(socket: string, entries: readonly AllowEntry[], 
 	server.maxConnections = egressLimits.connections;
 	server.on("error", () => {});
 	server.listen(socket);
-	servers.set(socket, { server, tunnels });
+	servers.set(socket, { server, tunnels, lookups: egress.lookups });
 	try {
 		chmodSync(socket, 0o600);
 	} catch {}
@@ -201,5 +225,6 @@ export function closeEgressProxy(socket: string): void {
 	open.server.close();
 	open.server.closeAllConnections();
 	for (const client of open.tunnels) client.destroy();
+	open.lookups.close();
 	rmSync(socket, { force: true });
 }
