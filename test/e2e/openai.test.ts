@@ -8,6 +8,7 @@ import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/reso
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { parseText } from "../helpers/sse.ts";
 
 // Issue 44 items 1 and 2: the official `openai` client, unchanged, pointed at a real gateway (real
 // pi, the demo model, README's layout): models, chat completions plain and streamed, a client tool
@@ -242,8 +243,10 @@ describe("OpenAI's SDK against the gateway", () => {
 		const answered = await gw.api(url, { method: "POST", json: { value: "Block" }, headers: as(keys.alice) });
 		expect(answered.status).toBe(200);
 		for (let part = await reader.read(); !part.done; part = await reader.read()) seen += part.value;
-		const text = [...seen.matchAll(/^data: (\{.*\})$/gm)]
-			.map((m) => JSON.parse(m[1] as string).choices[0]?.delta.content ?? "")
+		// The SDK reads this stream too (above); here the frames come from the one SSE parser.
+		const text = parseText(seen)
+			.filter((frame) => frame.data.startsWith("{"))
+			.map((frame) => JSON.parse(frame.data).choices[0]?.delta.content ?? "")
 			.join("");
 		expect(text).toBe("The command finished. Output:\nBlocked by the permission gate (Block)");
 		expect(seen.endsWith("data: [DONE]\n\n")).toBe(true);

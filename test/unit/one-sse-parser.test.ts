@@ -22,7 +22,8 @@ const signatures: [name: string, pattern: RegExp][] = [
 	["splits text at blank lines", /\bsplit\(\s*\/[^/\n]*\\n\\n[^/\n]*\//],
 	["tests a line for a field", /\bstartsWith\(\s*["'`](?:data|event|id|retry):/],
 	["looks for a field's line", /\b(?:indexOf|lastIndexOf|includes)\(\s*["'`]\\n(?:data|event|id|retry):/],
-	["matches a field's line", /\/\^(?:data|event|id|retry):/],
+	// (A data: URL, `/^data:(image\/…`, is not a field's line.)
+	["matches a field's line", /\/\^(?:data|event|id|retry):(?!\(?[a-z]+\\?\/)/],
 	["dispatches on a field's name", /\b(?:field|name|key)\s*===\s*["'`](?:data|event|retry)["'`]/],
 ];
 
