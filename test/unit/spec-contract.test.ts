@@ -12,6 +12,7 @@ import { createKey, KeyStore } from "../../src/http/auth/keys.ts";
 import { portablePattern } from "../../src/pi/patterns.ts";
 import { SessionRegistry } from "../../src/sessions/registry/registry.ts";
 import { sqliteSessions } from "../../src/store/sqlite/sessions.ts";
+import { errorCode, errorMediaType } from "../helpers/method-matrix.ts";
 import { OpenApiValidator } from "../helpers/openapi-validate.ts";
 
 // What generators and validators read in openapi.yaml must be what the gateway does: patterns
@@ -154,8 +155,9 @@ describe("security", () => {
 				gateway.request(concrete(path), { method: method.toUpperCase(), headers: { authorization: `Bearer ${key}` } });
 			const denied = await call(without.get(declared));
 			expect(denied.status, `${method} ${path} declares ${declared}, a key without it`).toBe(403);
-			expect(denied.headers.get("content-type")).toContain("application/problem+json");
-			expect(((await denied.json()) as { code: string }).code).toBe("insufficient_scope");
+			// problem+json, or the error shape of the protocol the path speaks (OpenAI's), as it declares.
+			expect(denied.headers.get("content-type")).toContain(errorMediaType(spec, path));
+			expect(errorCode(await denied.json())).toBe("insufficient_scope");
 			const allowed = await call(only.get(declared));
 			expect([401, 403], `${method} ${path} declares ${declared}, a key with only it`).not.toContain(allowed.status);
 			checked++;
