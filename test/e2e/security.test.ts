@@ -12,6 +12,7 @@ import { bundledPiCli } from "../../src/sessions/process/spawn.ts";
 import { SessionRegistry } from "../../src/sessions/registry/registry.ts";
 import { sqliteSessions } from "../../src/store/sqlite/sessions.ts";
 import { fixtures, startTestGateway, stdinRecord, type TestGateway } from "../helpers/gateway.ts";
+import { errorCode, errorMediaType } from "../helpers/method-matrix.ts";
 import { specPath } from "../helpers/openapi-validate.ts";
 import { readFrames } from "../helpers/sse.ts";
 
@@ -55,11 +56,12 @@ describe("bearer token", () => {
 			Object.keys(ops).map((method) => [
 				method.toUpperCase(),
 				path.replace("{id}", id).replace("{approvalId}", "apr_1"),
+				path,
 			]),
 		);
 		expect(operations.length).toBeGreaterThan(40);
 		const open = ["/healthz", "/readyz"];
-		for (const [method, path] of operations) {
+		for (const [method, path, template] of operations) {
 			for (const auth of [undefined, "Bearer wrong-token-0123456789", `Basic ${token}`, token]) {
 				const res = await fetch(gw.url + path, { method, headers: as(auth) });
 				if (open.includes(path as string)) {
@@ -67,9 +69,13 @@ describe("bearer token", () => {
 					continue;
 				}
 				expect(res.status, `${method} ${path} ${auth}`).toBe(401);
-				expect(res.headers.get("content-type")).toBe("application/problem+json");
+				// problem+json, or the error shape of the protocol the path speaks (OpenAI's), as it declares.
+				const type = errorMediaType(doc, template as string);
+				expect(res.headers.get("content-type")).toBe(type);
 				expect(res.headers.get("www-authenticate")).toBe('Bearer realm="pi-gateway"');
-				expect(await res.json()).toMatchObject({ status: 401, code: "unauthorized" });
+				const body = await res.json();
+				if (type === "application/problem+json") expect(body).toMatchObject({ status: 401, code: "unauthorized" });
+				else expect(errorCode(body)).toBe("unauthorized");
 			}
 		}
 		for (const path of ["/nope", "/v1/sessions/ses_unknown", "/metrics"]) {
