@@ -103,7 +103,7 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
 			{ name: "webhooks", description: "Signed event deliveries (Standard Webhooks) with a durable outbox" },
 			{ name: "workspace", description: "A session's folder: files in and out, search, archive, what runs changed" },
 			{ name: "mcp", description: "The MCP server (Streamable HTTP) for MCP clients: docs/mcp.md" },
-			{ name: "openai", description: "OpenAI-compatible Chat Completions and models (docs/openai.md)" },
+			{ name: "openai", description: "OpenAI-compatible models, Chat Completions and Responses (docs/openai.md)" },
 			{ name: "system", description: "Health, info, metrics, docs" },
 		],
 	});

@@ -1672,6 +1672,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/responses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * OpenAI Responses (a subset): a run of a session that the next response can go on in
+         * @description The first response starts a session with the caller's key (as a chat completion does: `instructions` appended to pi's system prompt, `tools` its client tools), later ones name it by `previous_response_id` and prompt the same pi session. The session is kept (`store: false` deletes it once answered). Calls to `tools` end the response with `function_call` items; the next response's `function_call_output` items answer them and the same run goes on. `stream: true`: OpenAI's events, each with its `sequence_number`. docs/openai.md
+         *
+         *     Requires the `sessions:write` scope.
+         */
+        post: operations["openaiResponsesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/{response_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One response, as it is now
+         * @description A response of this gateway process (the last 1000 are kept in memory), to a key that may read its session: another principal's, or one forgotten, is 404.
+         *
+         *     Requires the `sessions:read` scope.
+         */
+        get: operations["openaiResponsesGet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -5233,6 +5277,261 @@ export interface components {
                 /** @description Ignored: pi checks the arguments against the schema */
                 strict?: boolean | null;
             };
+        };
+        /**
+         * @description OpenAI's `Response`: what a response said and did
+         * @example {
+         *       "id": "resp_ses_Qm9wYXJ0aWFs.x7Kq",
+         *       "object": "response",
+         *       "created_at": 1764583200,
+         *       "status": "completed",
+         *       "model": "pi-gateway-demo/demo",
+         *       "output": [
+         *         {
+         *           "type": "message",
+         *           "id": "msg_x7Kq_0",
+         *           "status": "completed",
+         *           "role": "assistant",
+         *           "content": [
+         *             {
+         *               "type": "output_text",
+         *               "text": "hello",
+         *               "annotations": []
+         *             }
+         *           ]
+         *         }
+         *       ],
+         *       "output_text": "hello",
+         *       "previous_response_id": null,
+         *       "instructions": null,
+         *       "metadata": {},
+         *       "incomplete_details": null,
+         *       "error": null,
+         *       "usage": {
+         *         "input_tokens": 2,
+         *         "input_tokens_details": {
+         *           "cached_tokens": 0
+         *         },
+         *         "output_tokens": 2,
+         *         "output_tokens_details": {
+         *           "reasoning_tokens": 0
+         *         },
+         *         "total_tokens": 4
+         *       },
+         *       "store": true
+         *     }
+         */
+        OpenAIResponse: {
+            /** @description `resp_`, the session's id and a suffix: `previous_response_id` of the next response */
+            id: string;
+            /**
+             * @description Always `response`
+             * @enum {string}
+             */
+            object: "response";
+            /** @description Unix seconds */
+            created_at: number;
+            /**
+             * @description `incomplete` when `max_output_tokens` cut the answer
+             * @enum {string}
+             */
+            status: "completed" | "incomplete" | "in_progress" | "failed";
+            /** @description The session's model, `provider/id` */
+            model: string;
+            /** @description The answer's text, and calls to the request's `tools` */
+            output: {
+                /**
+                 * @description `message` or `function_call`
+                 * @enum {string}
+                 */
+                type: "message" | "function_call";
+                /** @description The item's id */
+                id: string;
+                /** @description `completed` (or `in_progress` while streaming) */
+                status: string;
+                /**
+                 * @description A message's role
+                 * @enum {string}
+                 */
+                role?: "assistant";
+                /** @description A message's parts */
+                content?: {
+                    /**
+                     * @description Always `output_text`
+                     * @enum {string}
+                     */
+                    type: "output_text";
+                    /** @description The text */
+                    text: string;
+                    /** @description Always empty */
+                    annotations: unknown[];
+                }[];
+                /** @description A call's id: answer it with a `function_call_output` of this id */
+                call_id?: string;
+                /** @description A call's function */
+                name?: string;
+                /** @description A call's arguments, as JSON text */
+                arguments?: string;
+            }[];
+            /** @description The text of every `output_text`, joined */
+            output_text: string;
+            /** @description As requested */
+            previous_response_id: string | null;
+            /** @description As requested */
+            instructions: string | null;
+            /** @description As requested */
+            metadata: {
+                [key: string]: string;
+            };
+            /** @description Why the answer is incomplete */
+            incomplete_details: {
+                /** @description `max_output_tokens` */
+                reason: string;
+            } | null;
+            /** @description A failed response's error */
+            error: {
+                /** @description The code */
+                code: string;
+                /** @description What went wrong */
+                message: string;
+            } | null;
+            /** @description Usage of the model calls this response took (pi's `usage`, added up) */
+            usage: {
+                /** @description Input tokens, cache included */
+                input_tokens: number;
+                /** @description Input in detail */
+                input_tokens_details: {
+                    /** @description Read from the provider's cache */
+                    cached_tokens: number;
+                };
+                /** @description Output tokens */
+                output_tokens: number;
+                /** @description Output in detail */
+                output_tokens_details: {
+                    /** @description Always 0: pi counts them as output */
+                    reasoning_tokens: number;
+                };
+                /** @description The two added */
+                total_tokens: number;
+            };
+            /** @description Whether its session is kept */
+            store: boolean;
+        };
+        /** @description One event of a streamed response: `response.created`, `response.in_progress`, `response.output_item.added`, `response.content_part.added`, `response.output_text.delta`, `response.output_text.done`, `response.content_part.done`, `response.function_call_arguments.delta`, `response.function_call_arguments.done`, `response.output_item.done`, then `response.completed` (or `response.incomplete`, `response.failed`), with OpenAI's fields */
+        OpenAIResponseStreamEvent: {
+            /** @description OpenAI's event name, also the frame's `event:` */
+            type: string;
+            /** @description 0, 1, 2, … in the order sent */
+            sequence_number: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description OpenAI's `ResponseCreateParams`, the subset docs/openai.md lists
+         * @example {
+         *       "model": "pi-gateway-demo/demo",
+         *       "input": "echo: hello"
+         *     }
+         */
+        OpenAIResponseCreateRequest: {
+            /** @description One of `GET /v1/models` */
+            model: string;
+            /** @description The user's message, or items: messages, earlier calls and their outputs */
+            input: string | ({
+                /**
+                 * @description `message` (the default), `function_call` (an earlier call) or `function_call_output` (its result)
+                 * @enum {string}
+                 */
+                type?: "message" | "function_call" | "function_call_output";
+                /**
+                 * @description A message's role
+                 * @enum {string}
+                 */
+                role?: "user" | "assistant" | "system" | "developer";
+                /** @description A message's text, or its parts */
+                content?: string | ({
+                    /**
+                     * @description `input_text`, `output_text` or `input_image`
+                     * @enum {string}
+                     */
+                    type: "input_text" | "output_text" | "input_image";
+                    /** @description The text (`input_text`, `output_text`) */
+                    text?: string;
+                    /** @description `input_image`: a `data:image/…;base64,…` URL */
+                    image_url?: string;
+                } & {
+                    [key: string]: unknown;
+                })[];
+                /** @description The call a `function_call` made or a `function_call_output` answers */
+                call_id?: string;
+                /** @description A `function_call`'s function */
+                name?: string;
+                /** @description A `function_call`'s arguments, as JSON text */
+                arguments?: string;
+                /** @description A `function_call_output`'s result */
+                output?: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            /** @description Added to pi's system prompt when the response starts a session (ignored when it continues one) */
+            instructions?: string | null;
+            /** @description Go on in that response's session: same pi session, same conversation */
+            previous_response_id?: string | null;
+            /** @description `true`: OpenAI's events as Server-Sent Events */
+            stream?: boolean | null;
+            /** @description Functions the model may call: the session's client tools (fixed when the session starts) */
+            tools?: {
+                /**
+                 * @description Only `function`
+                 * @enum {string}
+                 */
+                type: "function";
+                /** @description The function's name */
+                name: string;
+                /** @description What it does */
+                description?: string | null;
+                /** @description A JSON Schema of its arguments */
+                parameters?: {
+                    [key: string]: unknown;
+                } | null;
+                /** @description Ignored */
+                strict?: boolean | null;
+            }[];
+            /** @description `format` of the text */
+            text?: {
+                /** @description The answer's format */
+                format?: {
+                    /**
+                     * @description `json_schema`: structured output
+                     * @enum {string}
+                     */
+                    type: "text" | "json_object" | "json_schema";
+                    /** @description The schema's name */
+                    name?: string;
+                    /** @description The JSON Schema: the run's `outputSchema` */
+                    schema?: {
+                        [key: string]: unknown;
+                    };
+                    /** @description Ignored */
+                    strict?: boolean | null;
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            };
+            /** @description As Chat Completions' `max_tokens` */
+            max_output_tokens?: number | null;
+            /** @description Kept with the response, as given */
+            metadata?: {
+                [key: string]: string;
+            } | null;
+            /** @description `false`: the session is deleted once the response is complete (it cannot be continued) */
+            store?: boolean | null;
+            /** @description Only `false`: background responses are not served yet */
+            background?: boolean | null;
+        } & {
+            [key: string]: unknown;
         };
         /** @description The answer a client posted; null while pending or when nobody answered */
         ApprovalAnswerObject: {
@@ -15419,6 +15718,220 @@ export interface operations {
             };
             /** @description The run did not end within the gateway's wait limit (--wait-timeout-ms): it was aborted */
             504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    openaiResponsesCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OpenAIResponseCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The response (JSON), or with `stream: true` its events (`event: <type>`, `data: <event>`) */
+            200: {
+                headers: {
+                    /** @description The session the response ran in (GET /v1/sessions/{id}, the console) */
+                    "X-Pi-Gateway-Session"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIResponse"];
+                    "text/event-stream": components["schemas"]["OpenAIResponseStreamEvent"];
+                };
+            };
+            /** @description The request is not one the gateway can run (`param` names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong API key (the gateway's token or a key from --keys-file) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such model, or no such response for this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (requests, sessions, live pi processes); `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway failed */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The model or pi failed during the run */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The run did not end within the gateway's wait limit (--wait-timeout-ms): it was aborted */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    openaiResponsesGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A response's id */
+                response_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIResponse"];
+                };
+            };
+            /** @description Missing or wrong API key (the gateway's token or a key from --keys-file) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such model, or no such response for this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (requests, sessions, live pi processes); `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway is shutting down */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

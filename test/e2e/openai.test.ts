@@ -12,7 +12,8 @@ import { parseText } from "../helpers/sse.ts";
 
 // Issue 44 items 1 and 2: the official `openai` client, unchanged, pointed at a real gateway (real
 // pi, the demo model, README's layout): models, chat completions plain and streamed, a client tool
-// round trip, OpenAI's error shape, and two principals who cannot reach each other's runs.
+// round trip, OpenAI's error shape, responses that go on in one pi session, and two principals who
+// cannot reach each other's runs.
 let gw: TestGateway;
 let dir: string;
 const keys: Record<string, string> = {};
@@ -253,6 +254,95 @@ describe("OpenAI's SDK against the gateway", () => {
 	});
 });
 
+describe("OpenAI's Responses API through the SDK", () => {
+	const sessionOf = (id: string) => /^resp_(ses_[^.]+)\./.exec(id)?.[1] as string;
+
+	it("goes on in the same pi session with previous_response_id, and GET answers the response", async () => {
+		const alice = client(keys.alice);
+		const first = await alice.responses.create({ model: demo, input: "echo: one", instructions: "Be brief." });
+		expect(first).toMatchObject({ object: "response", status: "completed", output_text: "one", model: demo });
+		expect(first.usage?.output_tokens).toBeGreaterThan(0);
+		const second = await alice.responses.create({ model: demo, input: "echo: two", previous_response_id: first.id });
+		expect(second.output_text).toBe("two");
+		expect(sessionOf(second.id)).toBe(sessionOf(first.id));
+		// One pi session holds both turns: the REST API shows the conversation.
+		const { body } = await gw.api(`/v1/sessions/${sessionOf(first.id)}/messages`, { headers: as(keys.alice) });
+		const said = body.messages
+			.filter((m: { role: string }) => m.role === "user")
+			.map((m: { content: { text: string }[] }) => m.content[0]?.text);
+		expect(said).toEqual(["echo: one", "echo: two"]);
+		expect(await alice.responses.retrieve(first.id)).toMatchObject({ id: first.id, output_text: "one" });
+	});
+
+	it("streams OpenAI's events with sequence numbers; the SDK's stream helper reads them", async () => {
+		const stream = await client().responses.create({ model: demo, input: "count: 3", stream: true });
+		const events = [];
+		for await (const event of stream) events.push(event);
+		expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+		expect(events.map((e) => e.type)).toEqual([
+			"response.created",
+			"response.in_progress",
+			"response.output_item.added",
+			"response.content_part.added",
+			"response.output_text.delta",
+			"response.output_text.delta",
+			"response.output_text.delta",
+			"response.output_text.done",
+			"response.content_part.done",
+			"response.output_item.done",
+			"response.completed",
+		]);
+		const helper = client().responses.stream({ model: demo, input: "echo: streamed" });
+		expect((await helper.finalResponse()).output_text).toBe("streamed");
+	});
+
+	it("answers function calls with function_call_output; text.format json_schema and max_output_tokens map", async () => {
+		const tools = [{ type: "function" as const, name: "lookup_price", parameters: { type: "object" }, strict: false }];
+		const asked = await client().responses.create({ model: demo, input: 'tool: lookup_price {"sku": "R-1"}', tools });
+		const call = asked.output.find((item) => item.type === "function_call");
+		expect(call).toMatchObject({ name: "lookup_price", arguments: '{"sku":"R-1"}' });
+		const answered = await client().responses.create({
+			model: demo,
+			previous_response_id: asked.id,
+			input: [{ type: "function_call_output", call_id: (call as { call_id: string }).call_id, output: "7 EUR" }],
+		});
+		expect(answered.output_text).toBe("7 EUR");
+		const shaped = await client().responses.create({
+			model: demo,
+			input: 'echo: {"n": 7}',
+			text: { format: { type: "json_schema", name: "n", schema: { type: "object", required: ["n"] } } },
+		});
+		expect(JSON.parse(shaped.output_text)).toEqual({ n: 7 });
+		const cut = await client().responses.create({ model: demo, input: "count: 40", max_output_tokens: 4 });
+		expect(cut).toMatchObject({
+			status: "incomplete",
+			output_text: "1 2 3 4",
+			incomplete_details: { reason: "max_output_tokens" },
+		});
+	});
+
+	it("keeps principals apart: bob gets 404 for alice's response and cannot continue it", async () => {
+		const hers = await client(keys.alice).responses.create({ model: demo, input: "echo: hers" });
+		const bob = client(keys.bob);
+		const got = await bob.responses.retrieve(hers.id).then(
+			() => undefined,
+			(error: unknown) => error,
+		);
+		expect(got).toBeInstanceOf(OpenAI.NotFoundError);
+		expect(got).toMatchObject({ code: "response_not_found" });
+		const continued = await bob.responses
+			.create({ model: demo, input: "echo: his", previous_response_id: hers.id })
+			.then(
+				() => undefined,
+				(error: unknown) => error,
+			);
+		expect(continued).toBeInstanceOf(OpenAI.NotFoundError);
+		expect(continued).toMatchObject({ code: "previous_response_not_found", param: "previous_response_id" });
+		const { body } = await gw.api(`/v1/sessions/${sessionOf(hers.id)}/messages`, { headers: as(keys.alice) });
+		expect(body.messages.filter((m: { role: string }) => m.role === "user")).toHaveLength(1);
+	});
+});
+
 // The Python `openai` package, unchanged, from the wheels pip finds on these machines (PyPI itself is
 // not reachable: --retries 0 keeps pip from waiting on it), in a venv of its own.
 const python = `
@@ -274,6 +364,8 @@ try:
     client.chat.completions.create(model="no-such-model", messages=[{"role": "user", "content": "hi"}])
 except NotFoundError as error:
     out["error"] = [error.status_code, error.code, error.param]
+first = client.responses.create(model="pi-gateway-demo/demo", input="echo: r1")
+out["responses"] = [first.output_text, client.responses.create(model="pi-gateway-demo/demo", input="echo: r2", previous_response_id=first.id).output_text]
 print(json.dumps(out))
 `;
 
@@ -296,6 +388,7 @@ describe("OpenAI's Python SDK against the gateway", () => {
 			streamed: "1 2 3",
 			tool: ["lookup_price", '{"sku":"P-3"}', "3 EUR"],
 			error: [404, "model_not_found", "model"],
+			responses: ["r1", "r2"],
 		});
 	}, 60_000);
 });

@@ -141,6 +141,9 @@ __all__ = [
     "OpenAIChatCompletionRequest",
     "OpenAIChatMessage",
     "OpenAIChatTool",
+    "OpenAIResponse",
+    "OpenAIResponseStreamEvent",
+    "OpenAIResponseCreateRequest",
     "ApprovalAnswerObject",
     "HealthResponse",
     "ReadyResponse",
@@ -1815,6 +1818,75 @@ class OpenAIChatTool(TypedDict):
     type: Literal["function"]
     # The function
     function: Dict[str, Any]
+
+
+class OpenAIResponse(TypedDict):
+    """OpenAI's `Response`: what a response said and did"""
+    # `resp_`, the session's id and a suffix: `previous_response_id` of the next response
+    id: str
+    # Always `response`
+    object: Literal["response"]
+    # Unix seconds
+    created_at: int
+    # `incomplete` when `max_output_tokens` cut the answer
+    status: Literal["completed", "incomplete", "in_progress", "failed"]
+    # The session's model, `provider/id`
+    model: str
+    # The answer's text, and calls to the request's `tools`
+    output: List[Dict[str, Any]]
+    # The text of every `output_text`, joined
+    output_text: str
+    # As requested
+    previous_response_id: Union[str, None]
+    # As requested
+    instructions: Union[str, None]
+    # As requested
+    metadata: Dict[str, str]
+    # Why the answer is incomplete
+    incomplete_details: Union[Dict[str, Any], None]
+    # A failed response's error
+    error: Union[Dict[str, Any], None]
+    # Usage of the model calls this response took (pi's `usage`, added up)
+    usage: Dict[str, Any]
+    # Whether its session is kept
+    store: bool
+
+
+class OpenAIResponseStreamEvent(TypedDict):
+    """One event of a streamed response: `response.created`, `response.in_progress`, `response.output_item.added`, `response.content_part.added`, `response.output_text.delta`, `response.output_text.done`, `response.content_part.done`, `response.function_call_arguments.delta`, `response.function_call_arguments.done`, `response.output_item.done`, then `response.completed` (or `response.incomplete`, `response.failed`), with OpenAI's fields"""
+    # OpenAI's event name, also the frame's `event:`
+    type: str
+    # 0, 1, 2, … in the order sent
+    sequence_number: int
+
+
+class _OpenAIResponseCreateRequestRequired(TypedDict):
+    # One of `GET /v1/models`
+    model: str
+    # The user's message, or items: messages, earlier calls and their outputs
+    input: Union[str, List[Dict[str, Any]]]
+
+
+class OpenAIResponseCreateRequest(_OpenAIResponseCreateRequestRequired, total=False):
+    """OpenAI's `ResponseCreateParams`, the subset docs/openai.md lists"""
+    # Added to pi's system prompt when the response starts a session (ignored when it continues one)
+    instructions: Union[str, None]
+    # Go on in that response's session: same pi session, same conversation
+    previous_response_id: Union[str, None]
+    # `true`: OpenAI's events as Server-Sent Events
+    stream: Union[bool, None]
+    # Functions the model may call: the session's client tools (fixed when the session starts)
+    tools: List[Dict[str, Any]]
+    # `format` of the text
+    text: Dict[str, Any]
+    # As Chat Completions' `max_tokens`
+    max_output_tokens: Union[int, None]
+    # Kept with the response, as given
+    metadata: Union[Dict[str, str], None]
+    # `false`: the session is deleted once the response is complete (it cannot be continued)
+    store: Union[bool, None]
+    # Only `false`: background responses are not served yet
+    background: Union[bool, None]
 
 
 class ApprovalAnswerObject(TypedDict, total=False):

@@ -56,7 +56,7 @@ export function timedOut(run: ChatRun): ApiError {
 	return new ApiError(
 		504,
 		"run_timeout",
-		`The run did not end within the gateway's wait limit (--wait-timeout-ms); it was aborted and its session ${run.sessionId} deleted. A run that waits for an approval can be followed with stream: true`,
+		`The run of session ${run.sessionId} did not end within the gateway's wait limit (--wait-timeout-ms) and was aborted. A run that may wait for an approval should be streamed (stream: true)`,
 	);
 }
 

@@ -1,7 +1,16 @@
 import { GatewayError as ClientError, type PiGateway, type StreamEvent } from "../../../client/index.ts";
+import { ApiError } from "../../transport/problem.ts";
 import { inner } from "./caller.ts";
 import type { ChatPlan } from "./chat-input.ts";
 import { follow, type Piece, RunTally } from "./run-follow.ts";
+
+/** A `previous_response_id` whose session the key cannot see (another principal's, or gone). */
+function previousNotFound(error: unknown): unknown {
+	if (!(error instanceof ApiError) || (error.status !== 404 && error.status !== 410)) return error;
+	return new ApiError(404, "previous_response_not_found", "No such previous response for this key", {
+		param: "previous_response_id",
+	} as never);
+}
 
 /** How long a session whose run waits for the client's tool results is kept for the next request. */
 export const toolPauseMs = 10 * 60_000;
@@ -43,10 +52,14 @@ export class ChatSessions {
 			const resumed = await this.#resume(gw, plan, signal);
 			if (resumed) return resumed;
 		}
-		const session = await inner(gw.createSession(plan.create), createFields);
+		const session = plan.continueIn
+			? await inner(gw.getSession(plan.continueIn, { signal })).catch((error) => {
+					throw previousNotFound(error);
+				})
+			: await inner(gw.createSession(plan.create), createFields);
 		const events = gw.promptStream(session.id, plan.prompt, { signal })[Symbol.asyncIterator]();
 		const opened = await inner(events.next(), promptFields).catch(async (error) => {
-			await this.#delete(gw, session.id);
+			if (!plan.continueIn) await this.#delete(gw, session.id);
 			throw error;
 		});
 		const runId = String((opened.value as { runId?: string } | undefined)?.runId ?? "");
@@ -114,7 +127,7 @@ export class ChatSessions {
 			if (settled) return;
 			settled = true;
 			void events.return?.(undefined);
-			if (outcome === "paused") this.#pause(gw, sessionId);
+			if (outcome === "paused") this.#pause(gw, sessionId, plan.store);
 			else if (outcome === "abandoned")
 				void gw
 					.abort(sessionId)
@@ -125,14 +138,14 @@ export class ChatSessions {
 		return { sessionId, runId, model, pieces, tally, settle };
 	}
 
-	#pause(gw: PiGateway, sessionId: string): void {
+	#pause(gw: PiGateway, sessionId: string, store: boolean): void {
 		this.#unpause(sessionId);
 		const timer = setTimeout(() => {
 			this.#paused.delete(sessionId);
 			void gw
 				.abort(sessionId)
 				.catch(() => {})
-				.then(() => this.#delete(gw, sessionId));
+				.then(() => (store ? undefined : this.#delete(gw, sessionId)));
 		}, toolPauseMs);
 		timer.unref();
 		this.#paused.set(sessionId, timer);

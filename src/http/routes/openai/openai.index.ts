@@ -5,7 +5,8 @@ import { chunkStream, completion, timedOut } from "./chat-answer.ts";
 import { planChat } from "./chat-input.ts";
 import { ChatSessions } from "./chat-run.ts";
 import { ModelCatalog, modelNotFound, resolveModel } from "./models.ts";
-import { createChatCompletion, getModel, listModels } from "./openai.routes.ts";
+import { createChatCompletion, createResponse, getModel, getResponse, listModels } from "./openai.routes.ts";
+import { Responses } from "./responses.handlers.ts";
 
 export { openaiErrorShape } from "./openai.errors.ts";
 
@@ -17,6 +18,7 @@ export { openaiErrorShape } from "./openai.errors.ts";
 export function openaiRouter({ config }: Deps, appFetch: AppFetch) {
 	const catalog = new ModelCatalog(config);
 	const chats = new ChatSessions();
+	const responses = new Responses();
 	return createRouter()
 		.openapi(listModels, async (c) => {
 			const data = await inner(catalog.list(callerGateway(c, appFetch)));
@@ -58,5 +60,15 @@ export function openaiRouter({ config }: Deps, appFetch: AppFetch) {
 				clearTimeout(deadline);
 				c.req.raw.signal.removeEventListener("abort", clientLeft);
 			}
+		})
+		.openapi(createResponse, async (c) => {
+			const body = c.req.valid("json");
+			const gw = callerGateway(c, appFetch);
+			const model = await resolveModel(catalog, gw, body.model);
+			return (await responses.create(c, gw, chats, body, model, config.waitTimeoutMs)) as never;
+		})
+		.openapi(getResponse, async (c) => {
+			const response = await responses.get(callerGateway(c, appFetch), c.req.valid("param").response_id);
+			return c.json(response, 200);
 		});
 }

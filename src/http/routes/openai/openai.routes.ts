@@ -4,6 +4,7 @@ import { ChatCompletionRequest } from "./chat.schemas.ts";
 import { ChatCompletion, ChatCompletionChunk } from "./chat-answer.schemas.ts";
 import { ModelParams, OpenAIModel, OpenAIModelList } from "./models.schemas.ts";
 import { openaiErrors } from "./openai.errors.ts";
+import { OpenAIResponse, ResponseCreateRequest, ResponseParams, ResponseStreamEvent } from "./responses.schemas.ts";
 
 export const listModels = createRoute({
 	operationId: "openai.models.list",
@@ -58,5 +59,47 @@ export const createChatCompletion = createRoute({
 			},
 		},
 		...openaiErrors(400, 401, 403, 404, 413, 415, 429, 500, 502, 503, 504),
+	},
+});
+
+export const createResponse = createRoute({
+	operationId: "openai.responses.create",
+	method: "post",
+	path: "/v1/responses",
+	tags: ["openai"],
+	summary: "OpenAI Responses (a subset): a run of a session that the next response can go on in",
+	description:
+		"The first response starts a session with the caller's key (as a chat completion does: `instructions` appended to pi's system prompt, `tools` its client tools), later ones name it by `previous_response_id` and prompt the same pi session. The session is kept (`store: false` deletes it once answered). Calls to `tools` end the response with `function_call` items; the next response's `function_call_output` items answer them and the same run goes on. `stream: true`: OpenAI's events, each with its `sequence_number`. docs/openai.md",
+	request: { body: jsonBody(ResponseCreateRequest) },
+	responses: {
+		200: {
+			description: "The response (JSON), or with `stream: true` its events (`event: <type>`, `data: <event>`)",
+			headers: {
+				"X-Pi-Gateway-Session": {
+					description: "The session the response ran in (GET /v1/sessions/{id}, the console)",
+					schema: { type: "string" as const },
+				},
+			},
+			content: {
+				"application/json": { schema: OpenAIResponse },
+				"text/event-stream": { schema: ResponseStreamEvent },
+			},
+		},
+		...openaiErrors(400, 401, 403, 404, 413, 415, 429, 500, 502, 503, 504),
+	},
+});
+
+export const getResponse = createRoute({
+	operationId: "openai.responses.get",
+	method: "get",
+	path: "/v1/responses/{response_id}",
+	tags: ["openai"],
+	summary: "One response, as it is now",
+	description:
+		"A response of this gateway process (the last 1000 are kept in memory), to a key that may read its session: another principal's, or one forgotten, is 404.",
+	request: { params: ResponseParams },
+	responses: {
+		200: json(OpenAIResponse, "The response"),
+		...openaiErrors(401, 403, 404, 429, 503),
 	},
 });

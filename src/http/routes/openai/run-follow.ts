@@ -125,7 +125,10 @@ export async function* follow(
 		} else if (event.type === "message_end" && (event.message as Message)?.role === "assistant") {
 			last = event.message as Message;
 			tally.add(last.usage);
-		} else if (event.type === "tool_call_requested" && options.toolNames.has(event.name as string)) {
+		} else if (event.type === "tool_call_requested") {
+			// Every such call is a client tool's: one declared when the session started counts even
+			// when this request (a later response in the session) did not repeat the tools.
+			options.toolNames.add(event.name as string);
 			const id = event.toolCallId as string;
 			const result = options.results.get(id);
 			if (result === undefined) return yield { kind: "calls", calls: calls(last, options) };
