@@ -1703,13 +1703,41 @@ export interface paths {
         };
         /**
          * One response, as it is now
-         * @description A response of this gateway process (the last 1000 are kept in memory), to a key that may read its session: another principal's, or one forgotten, is 404.
+         * @description A response of this gateway process to the principal that made it (each principal's last 1000 are kept in memory), while its session is one the key may read: another principal's, one forgotten or deleted, is 404. A background response is `in_progress` until its run ends.
          *
          *     Requires the `sessions:read` scope.
          */
         get: operations["openaiResponsesGet"];
         put?: never;
         post?: never;
+        /**
+         * Forget a response
+         * @description The gateway forgets the response (a background one still running is cancelled first); later GETs are 404. Its session, and pi's session file, stay: `DELETE /v1/sessions/{id}` deletes them.
+         *
+         *     Requires the `sessions:write` scope.
+         */
+        delete: operations["openaiResponsesDelete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/{response_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a background response
+         * @description Cancels the run of a response made with `background: true` and answers once it stopped (`status: cancelled`, with what was said until then). A response that already ended is answered as it is; one not made in the background is 400 `not_background`. Its session stays.
+         *
+         *     Requires the `sessions:write` scope.
+         */
+        post: operations["openaiResponsesCancel"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5318,7 +5346,9 @@ export interface components {
          *         },
          *         "total_tokens": 4
          *       },
-         *       "store": true
+         *       "store": true,
+         *       "background": false,
+         *       "conversation": null
          *     }
          */
         OpenAIResponse: {
@@ -5332,10 +5362,10 @@ export interface components {
             /** @description Unix seconds */
             created_at: number;
             /**
-             * @description `incomplete` when `max_output_tokens` cut the answer
+             * @description `incomplete` when `max_output_tokens` cut the answer; `cancelled`: a background response cancelled
              * @enum {string}
              */
-            status: "completed" | "incomplete" | "in_progress" | "failed";
+            status: "completed" | "incomplete" | "in_progress" | "failed" | "cancelled";
             /** @description The session's model, `provider/id` */
             model: string;
             /** @description The answer's text, and calls to the request's `tools` */
@@ -5416,6 +5446,13 @@ export interface components {
             };
             /** @description Whether its session is kept */
             store: boolean;
+            /** @description As requested */
+            background: boolean;
+            /** @description As requested: the session it went on in */
+            conversation: {
+                /** @description The session's id */
+                id: string;
+            } | null;
         };
         /** @description One event of a streamed response: `response.created`, `response.in_progress`, `response.output_item.added`, `response.content_part.added`, `response.output_text.delta`, `response.output_text.done`, `response.content_part.done`, `response.function_call_arguments.delta`, `response.function_call_arguments.done`, `response.output_item.done`, then `response.completed` (or `response.incomplete`, `response.failed`), with OpenAI's fields */
         OpenAIResponseStreamEvent: {
@@ -5528,10 +5565,37 @@ export interface components {
             } | null;
             /** @description `false`: the session is deleted once the response is complete (it cannot be continued) */
             store?: boolean | null;
-            /** @description Only `false`: background responses are not served yet */
+            /** @description A gateway session's id (`ses_…`: one of `GET /v1/sessions`, or the `X-Pi-Gateway-Session` of an earlier response): the response goes on in that session. Not with `previous_response_id` */
+            conversation?: string | {
+                /** @description The session's id */
+                id: string;
+            } | null;
+            /** @description `true`: answered at once (`status: in_progress`); the run goes on without the request, `GET /v1/responses/{id}` reads it, `POST …/cancel` stops it. Not with `stream` or `store: false` */
             background?: boolean | null;
         } & {
             [key: string]: unknown;
+        };
+        /**
+         * @description A response forgotten: its session stays
+         * @example {
+         *       "id": "resp_ses_Qm9wYXJ0aWFs.x7Kq",
+         *       "object": "response",
+         *       "deleted": true
+         *     }
+         */
+        OpenAIDeletedResponse: {
+            /** @description The response's id */
+            id: string;
+            /**
+             * @description Always `response`
+             * @enum {string}
+             */
+            object: "response";
+            /**
+             * @description Always `true`
+             * @enum {boolean}
+             */
+            deleted: true;
         };
         /** @description The answer a client posted; null while pending or when nobody answered */
         ApprovalAnswerObject: {
@@ -15886,6 +15950,166 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OpenAIResponse"];
+                };
+            };
+            /** @description Missing or wrong API key (the gateway's token or a key from --keys-file) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such model, or no such response for this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (requests, sessions, live pi processes); `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    openaiResponsesDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A response's id */
+                response_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Forgotten */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIDeletedResponse"];
+                };
+            };
+            /** @description Missing or wrong API key (the gateway's token or a key from --keys-file) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such model, or no such response for this key */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (requests, sessions, live pi processes); `Retry-After` says when to retry */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    openaiResponsesCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A response's id */
+                response_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The response, as it ended */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIResponse"];
+                };
+            };
+            /** @description The request is not one the gateway can run (`param` names the field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAIErrorResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or wrong API key (the gateway's token or a key from --keys-file) */

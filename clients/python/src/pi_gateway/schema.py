@@ -144,6 +144,7 @@ __all__ = [
     "OpenAIResponse",
     "OpenAIResponseStreamEvent",
     "OpenAIResponseCreateRequest",
+    "OpenAIDeletedResponse",
     "ApprovalAnswerObject",
     "HealthResponse",
     "ReadyResponse",
@@ -1828,8 +1829,8 @@ class OpenAIResponse(TypedDict):
     object: Literal["response"]
     # Unix seconds
     created_at: int
-    # `incomplete` when `max_output_tokens` cut the answer
-    status: Literal["completed", "incomplete", "in_progress", "failed"]
+    # `incomplete` when `max_output_tokens` cut the answer; `cancelled`: a background response cancelled
+    status: Literal["completed", "incomplete", "in_progress", "failed", "cancelled"]
     # The session's model, `provider/id`
     model: str
     # The answer's text, and calls to the request's `tools`
@@ -1850,6 +1851,10 @@ class OpenAIResponse(TypedDict):
     usage: Dict[str, Any]
     # Whether its session is kept
     store: bool
+    # As requested
+    background: bool
+    # As requested: the session it went on in
+    conversation: Union[Dict[str, Any], None]
 
 
 class OpenAIResponseStreamEvent(TypedDict):
@@ -1885,8 +1890,20 @@ class OpenAIResponseCreateRequest(_OpenAIResponseCreateRequestRequired, total=Fa
     metadata: Union[Dict[str, str], None]
     # `false`: the session is deleted once the response is complete (it cannot be continued)
     store: Union[bool, None]
-    # Only `false`: background responses are not served yet
+    # A gateway session's id (`ses_…`: one of `GET /v1/sessions`, or the `X-Pi-Gateway-Session` of an earlier response): the response goes on in that ses...
+    conversation: Union[str, Dict[str, Any], None]
+    # `true`: answered at once (`status: in_progress`); the run goes on without the request, `GET /v1/responses/{id}` reads it, `POST …/cancel` stops it....
     background: Union[bool, None]
+
+
+class OpenAIDeletedResponse(TypedDict):
+    """A response forgotten: its session stays"""
+    # The response's id
+    id: str
+    # Always `response`
+    object: Literal["response"]
+    # Always `true`
+    deleted: Literal[True]
 
 
 class ApprovalAnswerObject(TypedDict, total=False):

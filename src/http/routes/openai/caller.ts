@@ -15,8 +15,10 @@ export function callerGateway(c: Context<AppEnv>, appFetch: AppFetch): PiGateway
 	const headers: Record<string, string> = { "x-request-id": c.get("requestId") };
 	const authorization = c.req.header("authorization");
 	if (authorization) headers.authorization = authorization;
-	const inProcess = (input: string | URL | Request, init?: RequestInit) =>
-		Promise.resolve(appFetch(new Request(input, init), c.env));
+	const inProcess = async (input: string | URL | Request, init?: RequestInit) => {
+		const res = await appFetch(new Request(input, init), c.env);
+		return init?.signal ? endsOnAbort(res, init.signal) : res;
+	};
 	return new PiGateway({
 		baseUrl: new URL(c.req.url).origin,
 		headers,
@@ -24,6 +26,39 @@ export function callerGateway(c: Context<AppEnv>, appFetch: AppFetch): PiGateway
 		// In-process nothing cuts a stream but the run's own end (pi's exit): no reconnect.
 		reconnect: { maxAttempts: 0, delayMs: 0 },
 	});
+}
+
+/**
+ * A body that fails with the signal's reason once it aborts, as fetch's does (an in-process
+ * Response knows nothing of the caller's signal): a run followed in-process stops being read when
+ * its request's client leaves, its wait runs out or it is cancelled, and the app's stream is
+ * cancelled as for a client that went away.
+ */
+function endsOnAbort(res: Response, signal: AbortSignal): Response {
+	if (!res.body) return res;
+	const reader = res.body.getReader();
+	let stop: () => void = () => {};
+	const body = new ReadableStream<Uint8Array>({
+		start(controller) {
+			stop = () => {
+				controller.error(signal.reason);
+				void reader.cancel(signal.reason).catch(() => {});
+			};
+			if (signal.aborted) stop();
+			else signal.addEventListener("abort", stop, { once: true });
+		},
+		async pull(controller) {
+			const { done, value } = await reader.read();
+			if (!done) return controller.enqueue(value);
+			signal.removeEventListener("abort", stop);
+			controller.close();
+		},
+		cancel(reason) {
+			signal.removeEventListener("abort", stop);
+			return reader.cancel(reason);
+		},
+	});
+	return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
 }
 
 /**

@@ -9,8 +9,10 @@ type Image = { type: "image"; data: string; mimeType: string };
 export interface ChatPlan {
 	/** The trailing `tool` messages answer calls of this session's run, which waits for them. */
 	resume?: { sessionId: string; results: Map<string, string> };
-	/** A Responses call's `previous_response_id`: the prompt goes to this session, none is made. */
+	/** A Responses call's `previous_response_id` or `conversation`: the prompt goes to this session, none is made. */
 	continueIn?: string;
+	/** Which of the two named it (the field a 404 blames). */
+	continueBy?: "previous_response_id" | "conversation";
 	/** The session a new run gets (used as well when `resume`'s session is gone); its model is added once resolved. */
 	create: CreateBody;
 	prompt: { message: string; images?: Image[]; outputSchema?: Record<string, unknown> };

@@ -4,9 +4,13 @@ import { inner } from "./caller.ts";
 import type { ChatPlan } from "./chat-input.ts";
 import { follow, type Piece, RunTally } from "./run-follow.ts";
 
-/** A `previous_response_id` whose session the key cannot see (another principal's, or gone). */
-function previousNotFound(error: unknown): unknown {
+/** A `previous_response_id` or `conversation` whose session the key cannot see (another principal's, or gone). */
+function previousNotFound(error: unknown, by: ChatPlan["continueBy"]): unknown {
 	if (!(error instanceof ApiError) || (error.status !== 404 && error.status !== 410)) return error;
+	if (by === "conversation")
+		return new ApiError(404, "conversation_not_found", "No such conversation (session) for this key", {
+			param: "conversation",
+		} as never);
 	return new ApiError(404, "previous_response_not_found", "No such previous response for this key", {
 		param: "previous_response_id",
 	} as never);
@@ -54,7 +58,7 @@ export class ChatSessions {
 		}
 		const session = plan.continueIn
 			? await inner(gw.getSession(plan.continueIn, { signal })).catch((error) => {
-					throw previousNotFound(error);
+					throw previousNotFound(error, plan.continueBy);
 				})
 			: await inner(gw.createSession(plan.create), createFields);
 		const events = gw.promptStream(session.id, plan.prompt, { signal })[Symbol.asyncIterator]();

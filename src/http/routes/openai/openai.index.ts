@@ -5,7 +5,15 @@ import { chunkStream, completion, timedOut } from "./chat-answer.ts";
 import { planChat } from "./chat-input.ts";
 import { ChatSessions } from "./chat-run.ts";
 import { ModelCatalog, modelNotFound, resolveModel } from "./models.ts";
-import { createChatCompletion, createResponse, getModel, getResponse, listModels } from "./openai.routes.ts";
+import {
+	cancelResponse,
+	createChatCompletion,
+	createResponse,
+	deleteResponse,
+	getModel,
+	getResponse,
+	listModels,
+} from "./openai.routes.ts";
 import { Responses } from "./responses.handlers.ts";
 
 export { openaiErrorShape } from "./openai.errors.ts";
@@ -68,7 +76,12 @@ export function openaiRouter({ config }: Deps, appFetch: AppFetch) {
 			return (await responses.create(c, gw, chats, body, model, config.waitTimeoutMs)) as never;
 		})
 		.openapi(getResponse, async (c) => {
-			const response = await responses.get(callerGateway(c, appFetch), c.req.valid("param").response_id);
+			const response = await responses.get(c, callerGateway(c, appFetch), c.req.valid("param").response_id);
 			return c.json(response, 200);
-		});
+		})
+		.openapi(cancelResponse, async (c) => {
+			const response = await responses.cancel(c, callerGateway(c, appFetch), c.req.valid("param").response_id);
+			return c.json(response, 200);
+		})
+		.openapi(deleteResponse, async (c) => c.json(await responses.delete(c, c.req.valid("param").response_id), 200));
 }

@@ -4,7 +4,13 @@ import { ChatCompletionRequest } from "./chat.schemas.ts";
 import { ChatCompletion, ChatCompletionChunk } from "./chat-answer.schemas.ts";
 import { ModelParams, OpenAIModel, OpenAIModelList } from "./models.schemas.ts";
 import { openaiErrors } from "./openai.errors.ts";
-import { OpenAIResponse, ResponseCreateRequest, ResponseParams, ResponseStreamEvent } from "./responses.schemas.ts";
+import {
+	DeletedResponse,
+	OpenAIResponse,
+	ResponseCreateRequest,
+	ResponseParams,
+	ResponseStreamEvent,
+} from "./responses.schemas.ts";
 
 export const listModels = createRoute({
 	operationId: "openai.models.list",
@@ -96,10 +102,40 @@ export const getResponse = createRoute({
 	tags: ["openai"],
 	summary: "One response, as it is now",
 	description:
-		"A response of this gateway process (the last 1000 are kept in memory), to a key that may read its session: another principal's, or one forgotten, is 404.",
+		"A response of this gateway process to the principal that made it (each principal's last 1000 are kept in memory), while its session is one the key may read: another principal's, one forgotten or deleted, is 404. A background response is `in_progress` until its run ends.",
 	request: { params: ResponseParams },
 	responses: {
 		200: json(OpenAIResponse, "The response"),
+		...openaiErrors(401, 403, 404, 429, 503),
+	},
+});
+
+export const cancelResponse = createRoute({
+	operationId: "openai.responses.cancel",
+	method: "post",
+	path: "/v1/responses/{response_id}/cancel",
+	tags: ["openai"],
+	summary: "Cancel a background response",
+	description:
+		"Cancels the run of a response made with `background: true` and answers once it stopped (`status: cancelled`, with what was said until then). A response that already ended is answered as it is; one not made in the background is 400 `not_background`. Its session stays.",
+	request: { params: ResponseParams },
+	responses: {
+		200: json(OpenAIResponse, "The response, as it ended"),
+		...openaiErrors(400, 401, 403, 404, 429, 503),
+	},
+});
+
+export const deleteResponse = createRoute({
+	operationId: "openai.responses.delete",
+	method: "delete",
+	path: "/v1/responses/{response_id}",
+	tags: ["openai"],
+	summary: "Forget a response",
+	description:
+		"The gateway forgets the response (a background one still running is cancelled first); later GETs are 404. Its session, and pi's session file, stay: `DELETE /v1/sessions/{id}` deletes them.",
+	request: { params: ResponseParams },
+	responses: {
+		200: json(DeletedResponse, "Forgotten"),
 		...openaiErrors(401, 403, 404, 429, 503),
 	},
 });

@@ -2,6 +2,7 @@ import { ApiError } from "../../transport/problem.ts";
 import type { OpenAIChatToolCall } from "./chat.schemas.ts";
 import type { ChatRun } from "./chat-run.ts";
 import type { OpenAIResponse, ResponseCreateRequest } from "./responses.schemas.ts";
+import { conversationOf } from "./responses-input.ts";
 import type { Piece } from "./run-follow.ts";
 
 type Event = { type: string; [key: string]: unknown };
@@ -57,6 +58,8 @@ export class ResponseBuilder {
 				total_tokens,
 			}))(this.#run.tally.usage()),
 			store: this.#body.store !== false,
+			background: this.#body.background === true,
+			conversation: conversationOf(this.#body) ?? null,
 		};
 	}
 
@@ -90,6 +93,12 @@ export class ResponseBuilder {
 	finish(): Event {
 		this.#status = this.#incomplete ? "incomplete" : "completed";
 		return this.#event(`response.${this.#status}`, { response: this.snapshot() });
+	}
+
+	/** A background response whose run was cancelled (POST /v1/responses/{id}/cancel, DELETE). */
+	cancelled(): void {
+		this.#closeText();
+		this.#status = "cancelled";
 	}
 
 	fail(error: unknown): Event {

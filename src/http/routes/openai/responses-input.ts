@@ -13,6 +13,12 @@ export function sessionOfResponse(id: string): string | undefined {
 	return /^resp_(ses_[A-Za-z0-9_-]{1,64})\.[A-Za-z0-9_-]{1,32}$/.exec(id)?.[1];
 }
 
+/** `conversation`: a gateway session's id (`ses_…`, or `{id}`), which the response goes on in. */
+export function conversationOf(body: ResponseCreateRequest): { id: string } | undefined {
+	const id = typeof body.conversation === "string" ? body.conversation : body.conversation?.id;
+	return id === undefined || id === null ? undefined : { id };
+}
+
 export const responseNotFound = (param: string | null = null) =>
 	new ApiError(404, "response_not_found", "No such response for this key", { param } as never);
 
@@ -54,11 +60,30 @@ function messagesOf(items: ResponseInputItem[]): ChatMessage[] {
  * (`store`, true by default), so that the next response can go on in it.
  */
 export function planResponse(body: ResponseCreateRequest): ChatPlan {
-	if (body.background)
-		throw new ApiError(400, "unsupported_parameter", "Background responses are not served yet", {
-			param: "background",
+	if (body.background && body.stream)
+		throw new ApiError(
+			400,
+			"unsupported_parameter",
+			"A background response is not streamed: poll GET /v1/responses/{id}",
+			{
+				param: "stream",
+			} as never,
+		);
+	if (body.background && body.store === false)
+		throw new ApiError(400, "invalid_request", "A background response must be stored (`store: false` is refused)", {
+			param: "store",
 		} as never);
-	const continueIn = body.previous_response_id ? sessionOfResponse(body.previous_response_id) : undefined;
+	if (body.previous_response_id && body.conversation)
+		throw new ApiError(
+			400,
+			"invalid_request",
+			"`previous_response_id` and `conversation` name where to go on: give one",
+			{
+				param: "conversation",
+			} as never,
+		);
+	const conversation = conversationOf(body);
+	const continueIn = body.previous_response_id ? sessionOfResponse(body.previous_response_id) : conversation?.id;
 	if (body.previous_response_id && !continueIn) throw responseNotFound("previous_response_id");
 	const items = typeof body.input === "string" ? [{ role: "user" as const, content: body.input }] : body.input;
 	const messages = messagesOf(items);
@@ -86,5 +111,11 @@ export function planResponse(body: ResponseCreateRequest): ChatPlan {
 	};
 	const plan = planChat(chat);
 	plan.create.name = "openai: response";
-	return { ...plan, ...(continueIn && { continueIn }) };
+	return {
+		...plan,
+		...(continueIn && {
+			continueIn,
+			continueBy: conversation ? ("conversation" as const) : ("previous_response_id" as const),
+		}),
+	};
 }

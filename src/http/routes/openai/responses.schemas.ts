@@ -91,7 +91,23 @@ export const ResponseCreateRequest = z
 			.nullable()
 			.optional()
 			.describe("`false`: the session is deleted once the response is complete (it cannot be continued)"),
-		background: z.boolean().nullable().optional().describe("Only `false`: background responses are not served yet"),
+		conversation: z
+			.union([
+				z.string().min(1).max(300),
+				z.object({ id: z.string().min(1).max(300).describe("The session's id") }).describe("A conversation by id"),
+			])
+			.nullable()
+			.optional()
+			.describe(
+				"A gateway session's id (`ses_…`: one of `GET /v1/sessions`, or the `X-Pi-Gateway-Session` of an earlier response): the response goes on in that session. Not with `previous_response_id`",
+			),
+		background: z
+			.boolean()
+			.nullable()
+			.optional()
+			.describe(
+				"`true`: answered at once (`status: in_progress`); the run goes on without the request, `GET /v1/responses/{id}` reads it, `POST …/cancel` stops it. Not with `stream` or `store: false`",
+			),
 	})
 	.openapi("OpenAIResponseCreateRequest", {
 		description: "OpenAI's `ResponseCreateParams`, the subset docs/openai.md lists",
@@ -129,8 +145,8 @@ export const OpenAIResponse = z
 		object: z.literal("response").describe("Always `response`"),
 		created_at: z.number().int().describe("Unix seconds"),
 		status: z
-			.enum(["completed", "incomplete", "in_progress", "failed"])
-			.describe("`incomplete` when `max_output_tokens` cut the answer"),
+			.enum(["completed", "incomplete", "in_progress", "failed", "cancelled"])
+			.describe("`incomplete` when `max_output_tokens` cut the answer; `cancelled`: a background response cancelled"),
 		model: z.string().describe("The session's model, `provider/id`"),
 		output: z.array(OutputItem).describe("The answer's text, and calls to the request's `tools`"),
 		output_text: z.string().describe("The text of every `output_text`, joined"),
@@ -159,6 +175,11 @@ export const OpenAIResponse = z
 			})
 			.describe("Usage of the model calls this response took (pi's `usage`, added up)"),
 		store: z.boolean().describe("Whether its session is kept"),
+		background: z.boolean().describe("As requested"),
+		conversation: z
+			.object({ id: z.string().describe("The session's id") })
+			.nullable()
+			.describe("As requested: the session it went on in"),
 	})
 	.openapi("OpenAIResponse", {
 		description: "OpenAI's `Response`: what a response said and did",
@@ -191,6 +212,8 @@ export const OpenAIResponse = z
 				total_tokens: 4,
 			},
 			store: true,
+			background: false,
+			conversation: null,
 		},
 	});
 export type OpenAIResponse = z.infer<typeof OpenAIResponse>;
@@ -217,3 +240,14 @@ export const ResponseParams = z.object({
 			example: "resp_ses_Qm9wYXJ0aWFs.x7Kq",
 		}),
 });
+
+export const DeletedResponse = z
+	.object({
+		id: z.string().describe("The response's id"),
+		object: z.literal("response").describe("Always `response`"),
+		deleted: z.literal(true).describe("Always `true`"),
+	})
+	.openapi("OpenAIDeletedResponse", {
+		description: "A response forgotten: its session stays",
+		example: { id: "resp_ses_Qm9wYXJ0aWFs.x7Kq", object: "response", deleted: true },
+	});
