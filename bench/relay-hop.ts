@@ -1,9 +1,11 @@
 /**
  * The relay's own hop, without pi or the sandbox (the second table of the relay section): a plain
- * HTTP client streams the same answer from the scripted model directly, and through the path a
- * sandboxed pi's call takes (the forwarder, loaded into the client's process as it is into pi's, →
- * the relay's unix socket in another process, as in the gateway → the model). The model and the
- * relay each run in a process of their own; rounds alternate which path goes first.
+ * HTTP client streams the same answer from the scripted model directly, and through the relay in
+ * another process, as in the gateway: by the path a sandboxed pi's call takes (the forwarder,
+ * loaded into the client's process as it is into pi's, → the relay's unix socket) and by the unix
+ * socket itself (what the forwarder's copy costs). The model and the relay each run in a process
+ * of their own; rounds turn which path goes first. Relay − direct is paired per round, with a
+ * 95 % interval.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -12,7 +14,8 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { root } from "./lib.ts";
+import { procStats, root } from "./lib.ts";
+import { median, pairedMedian } from "./relay.ts";
 import { tokenText } from "./scripted-openai.ts";
 
 // The relay as the gateway opens it for a sandboxed pi: its plan from a models.json naming the
@@ -56,9 +59,15 @@ function freePort(): Promise<number> {
 }
 
 const agent = new Agent({ keepAlive: true });
+const socketAgent = new Agent({ keepAlive: true });
 
 /** One streamed answer of `tokens` tokens from `url`: ms to the first token's bytes, tokens/s after it. */
-function stream(url: string, tokens: number, key: string): Promise<{ firstMs: number; rate: number }> {
+function stream(
+	url: string,
+	tokens: number,
+	key: string,
+	socketPath?: string,
+): Promise<{ firstMs: number; rate: number }> {
 	const body = JSON.stringify({
 		model: "scripted",
 		stream: true,
@@ -73,7 +82,12 @@ function stream(url: string, tokens: number, key: string): Promise<{ firstMs: nu
 		let tail = "";
 		const req = request(
 			url,
-			{ method: "POST", agent, headers: { "content-type": "application/json", authorization: `Bearer ${key}` } },
+			{
+				method: "POST",
+				agent: socketPath ? socketAgent : agent,
+				socketPath,
+				headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+			},
 			(res) => {
 				res.setEncoding("utf8");
 				res.on("data", (chunk: string) => {
@@ -96,12 +110,6 @@ function stream(url: string, tokens: number, key: string): Promise<{ firstMs: nu
 	});
 }
 
-const median = (values: number[]) => {
-	const sorted = [...values].sort((a, b) => a - b);
-	const mid = sorted.length >> 1;
-	return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-};
-
 export async function relayHop(rounds: number, tokens: number): Promise<Record<string, string | number>[]> {
 	const dir = mkdtempSync(join(tmpdir(), "pi-bench-relay-hop-"));
 	const socket = join(dir, "relay.sock");
@@ -122,40 +130,75 @@ export async function relayHop(rounds: number, tokens: number): Promise<Record<s
 		forwarder.searchParams.set("port", String(port));
 		await import(forwarder.href);
 		const paths = [
+			{ name: "direct", url: `${baseUrl}/chat/completions`, key: "sk-bench-hop" },
 			{
 				name: "relay hop (forwarder → unix socket → relay)",
 				url: `http://127.0.0.1:${port}/bench/chat/completions`,
 				key: placeholder,
 			},
-			{ name: "direct", url: `${baseUrl}/chat/completions`, key: "sk-bench-hop" },
+			{
+				name: "relay by its unix socket (no forwarder)",
+				url: "http://relay/bench/chat/completions",
+				key: placeholder,
+				socketPath: socket,
+			},
+		];
+		const orders = [
+			[0, 1, 2],
+			[2, 1, 0],
+			[1, 2, 0],
+			[0, 2, 1],
+			[1, 0, 2],
+			[2, 0, 1],
 		];
 		const samples = paths.map(() => ({ first: [] as number[], rate: [] as number[] }));
+		const relayPid = relay.pid as number;
+		let relayCpu = 0;
 		for (let round = -2; round < rounds; round++) {
-			const order = round % 2 === 0 ? [0, 1] : [1, 0];
-			for (const i of order) {
+			for (const i of orders[(round + 6) % 6] as number[]) {
 				const path = paths[i] as (typeof paths)[number];
-				const result = await stream(path.url, tokens, path.key);
+				const cpu = procStats(relayPid).cpuSeconds;
+				const result = await stream(path.url, tokens, path.key, path.socketPath);
 				if (round < 0) continue;
+				if (i > 0) relayCpu += procStats(relayPid).cpuSeconds - cpu;
 				samples[i]?.first.push(result.firstMs);
 				samples[i]?.rate.push(result.rate);
 			}
 		}
-		const [hop, direct] = samples as [(typeof samples)[number], (typeof samples)[number]];
+		const direct = samples[0] as (typeof samples)[number];
 		const rows: Record<string, string | number>[] = paths.map((path, i) => ({
 			path: path.name,
 			rounds,
 			"first token p50 (ms)": median(samples[i]?.first ?? []),
 			"tokens/s p50": Math.round(median(samples[i]?.rate ?? [])),
 		}));
+		for (const [i, path] of paths.entries()) {
+			if (i === 0) continue;
+			const s = samples[i] as (typeof samples)[number];
+			rows.push({
+				path: `${path.name} − direct / ÷ direct (paired, 95% interval)`,
+				rounds,
+				"first token p50 (ms)": pairedMedian(
+					s.first.map((v, r) => v - (direct.first[r] as number)),
+					2,
+					true,
+				),
+				"tokens/s p50": pairedMedian(
+					s.rate.map((v, r) => v / (direct.rate[r] as number)),
+					3,
+				),
+			});
+		}
 		rows.push({
-			path: "relay hop − direct / ÷ direct",
+			path: "the relay's CPU per answer, mean (ms)",
 			rounds,
-			"first token p50 (ms)": `+${(median(hop.first) - median(direct.first)).toFixed(2)} (paired ${median(hop.first.map((v, i) => v - (direct.first[i] as number))).toFixed(2)})`,
-			"tokens/s p50": `${(median(hop.rate) / median(direct.rate)).toFixed(3)} (paired ${median(hop.rate.map((v, i) => v / (direct.rate[i] as number))).toFixed(3)})`,
+			"first token p50 (ms)": ((relayCpu * 1000) / (2 * rounds)).toFixed(1),
+			"tokens/s p50": "",
 		});
 		return rows;
 	} finally {
 		agent.destroy();
+		socketAgent.destroy();
 		relay?.kill();
 		model.kill();
 		rmSync(dir, { recursive: true, force: true });

@@ -2,18 +2,65 @@
  * The relay's cost (issue 42 item 1: "first delta within 5 ms, tokens/s the same within 5 %"): one
  * scripted OpenAI-compatible server on 127.0.0.1 streams the same long answer to two gateways with
  * the same models.json, one sandboxed (pi's calls go forwarder → unix socket → relay → provider)
- * and one with --sandbox off (pi calls the provider itself). Rounds alternate which side goes first;
- * each side keeps one warmed session. A client of each gateway times the answer's text deltas
- * (prompt sent → first delta; tokens/s from first to last delta). Medians, and relay/direct as a
- * ratio and a difference, with the load average, since a busy 2-core machine moves both.
+ * and one with --sandbox off (pi calls the provider itself). Rounds alternate which side goes
+ * first; each side keeps one warmed session. A client of each gateway times the answer's text
+ * deltas (prompt sent → first delta; tokens/s from first to last delta). Medians, relay/direct
+ * paired per round with a 95 % interval, and the load average, since a busy 2-core machine moves
+ * both sides by more than the relay costs.
  */
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { api, openSse, procStats, readSse, startGatewayProcess } from "./lib.ts";
+import { pathToFileURL } from "node:url";
+import { api, openSse, procStats, readSse, root, startGatewayProcess } from "./lib.ts";
 import { treeCpuSeconds } from "./peers-proc.ts";
 import { deltaClock, type PromptTiming, piAgentDir } from "./peers-servers.ts";
-import { answerText, scriptedModelId, startScriptedModel } from "./scripted-openai.ts";
+import { answerText, scriptedModelId } from "./scripted-openai.ts";
+
+/**
+ * The scripted model in a process of its own, as relay-hop.ts runs it: not on the event loop of
+ * the client that reads both gateways' events. It prints its address, then the hrtime each chat
+ * call arrived at.
+ */
+const modelHost = `
+import { startScriptedModel } from ${JSON.stringify(pathToFileURL(join(root, "bench/scripted-openai.ts")).href)};
+const model = await startScriptedModel();
+const push = model.requests.push.bind(model.requests);
+model.requests.push = (...calls) => {
+	for (const call of calls) process.stdout.write(\`at \${call.at}\\n\`);
+	return push(...calls);
+};
+console.log(model.baseUrl);
+process.on("SIGTERM", () => process.exit(0));
+`;
+
+async function startModel(): Promise<{ baseUrl: string; requests: { at: bigint }[]; close(): Promise<void> }> {
+	const child = spawn(process.execPath, ["--input-type=module", "-e", modelHost], {
+		stdio: ["ignore", "pipe", "inherit"],
+	});
+	const requests: { at: bigint }[] = [];
+	let seen = "";
+	const baseUrl = await new Promise<string>((resolve, reject) => {
+		child.stdout.on("data", (chunk: Buffer) => {
+			seen += chunk.toString("utf8");
+			let end = seen.indexOf("\n");
+			for (; end !== -1; end = seen.indexOf("\n")) {
+				const line = seen.slice(0, end);
+				seen = seen.slice(end + 1);
+				if (line.startsWith("at ")) requests.push({ at: BigInt(line.slice(3)) });
+				else resolve(line);
+			}
+		});
+		child.once("exit", (code) => reject(new Error(`the scripted model exited with ${code}`)));
+	});
+	const close = () =>
+		new Promise<void>((resolve) => {
+			child.once("exit", () => resolve());
+			child.kill();
+		});
+	return { baseUrl, requests, close };
+}
 
 interface Side {
 	name: string;
@@ -84,7 +131,19 @@ interface Sample {
 	piCpu: number[];
 }
 
-const median = (values: number[]) => {
+/**
+ * The median of paired figures and the interval that holds the true median with ≥ 95 % (the order
+ * statistics a sign test gives): on a busy machine one run's median moves by more than the relay costs.
+ */
+export function pairedMedian(values: number[], digits: number, signed = false): string {
+	const sorted = [...values].sort((a, b) => a - b);
+	const n = sorted.length;
+	const k = Math.max(0, Math.floor((n - 1.96 * Math.sqrt(n)) / 2));
+	const f = (v: number) => `${signed && v >= 0 ? "+" : ""}${v.toFixed(digits)}`;
+	return `${f(median(sorted))} [${f(sorted[k] as number)}, ${f(sorted[n - 1 - k] as number)}]`;
+}
+
+export const median = (values: number[]) => {
 	const sorted = [...values].sort((a, b) => a - b);
 	const mid = sorted.length >> 1;
 	return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
@@ -97,7 +156,7 @@ export interface RelayBench {
 
 /** `rounds` interleaved rounds of one `tokens`-token streamed answer on each side (plus one warm-up each). */
 export async function relayBench(rounds: number, tokens: number): Promise<RelayBench> {
-	const model = await startScriptedModel();
+	const model = await startModel();
 	const sides: Side[] = [];
 	const loadBefore = loadavg()[0] ?? 0;
 	try {
@@ -130,6 +189,7 @@ export async function relayBench(rounds: number, tokens: number): Promise<RelayB
 			}
 		}
 		const [relay, direct] = sides.map((s) => samples.get(s.name) as Sample) as [Sample, Sample];
+		const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
 		const rows: Record<string, string | number>[] = sides.map((side) => {
 			const s = samples.get(side.name) as Sample;
 			return {
@@ -139,23 +199,31 @@ export async function relayBench(rounds: number, tokens: number): Promise<RelayB
 				"first delta min (ms)": Math.min(...s.first),
 				"of it to the provider p50 (ms)": median(s.toProvider),
 				"tokens/s p50": Math.round(median(s.rate)),
-				"gateway CPU / answer p50 (ms)": median(s.cpu),
-				"pi CPU / answer p50 (ms)": median(s.piCpu),
+				"gateway CPU / answer, mean (ms)": mean(s.cpu),
+				"pi CPU / answer, mean (ms)": mean(s.piCpu),
 			};
 		});
-		const firstDiff = median(relay.first) - median(direct.first);
-		// Paired per round: each relay round against the direct round beside it.
-		const pairedFirst = median(relay.first.map((v, i) => v - (direct.first[i] as number)));
-		const pairedRate = median(relay.rate.map((v, i) => v / (direct.rate[i] as number)));
+		// Paired per round: each relay round against the direct round beside it, with the interval.
 		rows.push({
-			side: "relay − direct / relay ÷ direct",
+			side: "relay − direct (paired, 95% interval) / relay ÷ direct",
 			rounds,
-			"first delta p50 (ms)": `${firstDiff >= 0 ? "+" : ""}${firstDiff.toFixed(2)} (paired ${pairedFirst >= 0 ? "+" : ""}${pairedFirst.toFixed(2)})`,
+			"first delta p50 (ms)": pairedMedian(
+				relay.first.map((v, i) => v - (direct.first[i] as number)),
+				2,
+				true,
+			),
 			"first delta min (ms)": `${(Math.min(...relay.first) - Math.min(...direct.first)).toFixed(2)}`,
-			"of it to the provider p50 (ms)": `${(median(relay.toProvider) - median(direct.toProvider)).toFixed(2)}`,
-			"tokens/s p50": `${(median(relay.rate) / median(direct.rate)).toFixed(3)} (paired ${pairedRate.toFixed(3)})`,
-			"gateway CPU / answer p50 (ms)": `+${(median(relay.cpu) - median(direct.cpu)).toFixed(0)}`,
-			"pi CPU / answer p50 (ms)": `+${(median(relay.piCpu) - median(direct.piCpu)).toFixed(0)}`,
+			"of it to the provider p50 (ms)": pairedMedian(
+				relay.toProvider.map((v, i) => v - (direct.toProvider[i] as number)),
+				2,
+				true,
+			),
+			"tokens/s p50": pairedMedian(
+				relay.rate.map((v, i) => v / (direct.rate[i] as number)),
+				3,
+			),
+			"gateway CPU / answer, mean (ms)": `+${(mean(relay.cpu) - mean(direct.cpu)).toFixed(1)}`,
+			"pi CPU / answer, mean (ms)": `+${(mean(relay.piCpu) - mean(direct.piCpu)).toFixed(1)}`,
 		});
 		const note = `${tokens}-token streamed answer (one SSE chunk a token), ${rounds} interleaved rounds · load average ${loadBefore.toFixed(1)} before, ${(loadavg()[0] ?? 0).toFixed(1)} after`;
 		return { rows, note };

@@ -1,33 +1,30 @@
 import { chmodSync, mkdirSync, rmSync } from "node:fs";
 import {
 	createServer,
-	Agent as HttpAgent,
-	request as httpRequest,
 	type IncomingMessage,
 	type OutgoingHttpHeaders,
 	type Server,
 	type ServerResponse,
 } from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { dirname } from "node:path";
 import type { RelayPlan } from "./credentials.ts";
 import { allowed, dropped, outgoing, plainPath, Refused } from "./gate.ts";
+import { type AnswerHead, listOf } from "./http1.ts";
 import { CallMeter, type RelaySink } from "./metering.ts";
 import { type ModelRequest, readModelRequest } from "./request-body.ts";
+import { UpstreamCall } from "./upstream.ts";
 
 /**
  * The relay: one HTTP server per sandboxed pi, on a unix socket only that sandbox is given. A call
  * to `/<route>/<path>` goes to the route's real base URL + `<path>`, with each placeholder of that
  * route (in a header or the query) swapped for the key it stands for. The request is read whole
  * first (request-body.ts: the model it asks for, no background call, a stream's usage asked for);
- * the answer is piped back as it comes (a stream is never held), and a copy of each chunk feeds
- * the call's meter: the session's budget counts every call once, from the provider's own figures
- * (else an estimate), and a call made once it is spent is refused here (403, in the error shapes
- * OpenAI's and Anthropic's SDKs read), which pi shows as a failed turn. At most
- * `relayLimits.calls` are in flight at once.
+ * the answer is passed back as it comes, a read of it at a time (upstream.ts: a stream is never
+ * held), and a copy of each read feeds the call's meter: the session's budget counts every call
+ * once, from the provider's own figures (else an estimate), and a call made once it is spent is
+ * refused here (403, in the error shapes OpenAI's and Anthropic's SDKs read), which pi shows as a
+ * failed turn. At most `relayLimits.calls` are in flight at once.
  */
-
-const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
 
 function problem(
 	res: ServerResponse,
@@ -108,19 +105,46 @@ async function forward(req: IncomingMessage, res: ServerResponse, relay: Relay):
 	});
 	// Plain bytes back, so the tap reads the usage (the hop to pi is local: nothing to save).
 	headers["accept-encoding"] = "identity";
-	const secure = target.protocol === "https:";
-	const upstream = (secure ? httpsRequest : httpRequest)(target, {
-		method: req.method,
-		headers,
-		agent: secure ? agents.https : agents.http,
-	});
-	// Nagle off: a request's last small write (a chunked body's end) is not held for the previous one's ACK.
-	upstream.setNoDelay(true);
 	meter.request(body.bytes.length, body.model);
-	upstream.on("finish", () => meter.sent());
-	let answer: IncomingMessage | undefined;
+	let answer: AnswerHead | undefined;
+	/** The answer goes on to the caller (not once the caller left). */
+	let piped = true;
 	let left = false;
-	const streamed = () => /text\/event-stream/i.test(answer?.headers["content-type"] ?? "");
+	let wrote = false;
+	const streamed = () => listOf(answer?.headers["content-type"]).some((v) => /text\/event-stream/i.test(v));
+	const upstream = new UpstreamCall(target, req.method ?? "GET", headers, body.bytes, {
+		sent: () => meter.sent(),
+		head(head) {
+			answer = head;
+			const type = head.headers["content-type"];
+			meter.answer(head.status, Array.isArray(type) ? type[0] : type);
+			if (left) return abandon();
+			const out: OutgoingHttpHeaders = {};
+			for (const [name, value] of Object.entries(head.headers)) if (!dropped.has(name)) out[name] = value;
+			res.writeHead(head.status, out);
+			// The head leaves with the body's first bytes when they came in the same read, else alone.
+			process.nextTick(() => {
+				if (!wrote && !res.writableEnded) res.flushHeaders();
+			});
+		},
+		// One read of the answer at a time, unchanged (a stream's many small chunks in one).
+		data(bytes) {
+			wrote = true;
+			meter.data(bytes);
+			if (piped && !res.write(bytes)) {
+				upstream.pause();
+				res.once("drain", () => upstream.resume());
+			}
+		},
+		end() {
+			meter.settle(true);
+			if (piped) res.end();
+		},
+		error(error) {
+			meter.settle(false);
+			problem(res, 502, "relay_upstream_failed", `The provider could not be reached: ${error.message}`);
+		},
+	});
 	const stop = () => {
 		upstream.destroy();
 		meter.settle(false);
@@ -134,38 +158,15 @@ async function forward(req: IncomingMessage, res: ServerResponse, relay: Relay):
 	const abandon = () => {
 		if (meter.settled) return;
 		if (!meter.wholeRequest || (answer && streamed())) return stop();
-		answer?.unpipe(res);
-		answer?.resume();
+		piped = false;
+		upstream.resume();
 		drain ??= setTimeout(stop, relayLimits.drainMs).unref();
 	};
-	upstream.on("response", (incoming) => {
-		answer = incoming;
-		meter.answer(incoming.statusCode ?? 502, incoming.headers["content-type"]);
-		incoming.on("data", (chunk: Buffer) => meter.data(chunk));
-		incoming.on("end", () => meter.settle(true));
-		incoming.on("close", () => meter.settle(false));
-		if (left) return abandon();
-		const out: OutgoingHttpHeaders = {};
-		for (const [name, value] of Object.entries(incoming.headers))
-			if (!dropped.has(name) && value !== undefined) out[name] = value;
-		res.writeHead(incoming.statusCode ?? 502, out);
-		res.flushHeaders();
-		incoming.on("error", () => res.destroy());
-		incoming.pipe(res);
-	});
-	upstream.on("error", (error) => {
-		meter.settle(false);
-		problem(res, 502, "relay_upstream_failed", `The provider could not be reached: ${error.message}`);
-	});
-	upstream.on("close", () => {
-		if (!answer) meter.settle(false);
-	});
 	res.on("close", () => {
 		if (res.writableFinished) return;
 		left = true;
 		abandon();
 	});
-	upstream.end(body.bytes);
 }
 
 const servers = new Map<string, Server>();
