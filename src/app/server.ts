@@ -18,12 +18,8 @@ import { ApprovalHistory, loadPolicyFile, PolicyEngine, PolicySet } from "../ses
 import type { SandboxStatus } from "../sessions/process/index.ts";
 import { sandboxLogFields, startSandbox } from "../sessions/process/index.ts";
 import { SessionAccess, SessionRegistry } from "../sessions/registry/index.ts";
-import { PostgresClusterStore } from "../store/postgres/cluster.ts";
-import { PostgresNotices } from "../store/postgres/notifications.ts";
-import { PostgresRunArchive } from "../store/postgres/run-archive.ts";
-import { PostgresStore, redact } from "../store/postgres/sessions.ts";
-import { PostgresOutbox } from "../store/postgres/webhook-outbox.ts";
-import { PostgresWebhooks } from "../store/postgres/webhooks.ts";
+import { PostgresDatabase } from "../store/postgres/database.ts";
+import { redact } from "../store/postgres/sessions.ts";
 import type { WebhookService } from "../webhooks/service.ts";
 import { startWebhooks } from "../webhooks/start.ts";
 import { gitSettled } from "../workspace/git.ts";
@@ -112,9 +108,10 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	keys?.watch();
 	// PostgreSQL is reached (and migrated) before anything else starts: a wrong URL fails the start.
 	const nodeId = config.nodeName ?? `${hostname()}-${randomBytes(3).toString("hex")}`;
-	const postgres = config.databaseUrl
-		? await PostgresStore.connect(config.databaseUrl, config.dataDir, nodeId)
+	const database = config.databaseUrl
+		? await PostgresDatabase.connect(config.databaseUrl, config.dataDir, nodeId)
 		: undefined;
+	const postgres = database?.sessions;
 	if (postgres && config.databaseUrl)
 		log.info({ database: redact(config.databaseUrl), node: nodeId }, "cluster mode: sessions in PostgreSQL");
 	const backend = sessionBackend(config, postgres);
@@ -128,21 +125,15 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	let idempotency: IdempotencyKeys;
 	let stores: ReturnType<typeof recordStores>;
 	try {
-		stores = recordStores(db, config, log, postgres);
+		stores = recordStores(db, config, log, database);
 		// Cluster mode: webhook definitions and Idempotency-Key answers are the cluster's, in PostgreSQL.
-		idempotency = await idempotencyKeys(db, config, log, postgres);
-		webhooks = await startWebhooks(
-			config,
-			registry,
-			stores.webhooks,
-			log,
-			postgres && new PostgresWebhooks(postgres.pool, nodeId),
-		);
+		idempotency = await idempotencyKeys(db, config, log, database);
+		webhooks = await startWebhooks(config, registry, stores.webhooks, log, database?.webhooks());
 		// Undelivered messages outlive their node: recorded in PostgreSQL, adopted by a live node within a lease.
-		if (postgres) {
-			webhooks.handOver(new PostgresOutbox(postgres.pool, nodeId), config.leaseTtlMs);
+		if (database) {
+			webhooks.handOver(database.outbox(), config.leaseTtlMs);
 			// A stopping node gives them up once its sessions have stopped (their last events queued).
-			postgres.beforeClose(() => webhooks.release());
+			database.sessions.beforeClose(() => webhooks.release());
 		}
 	} catch (error) {
 		await registry.retention.stop();
@@ -165,7 +156,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		keys,
 		access,
 		audit: new AuditLog(stores.audit, config.maxAuditEntries),
-		workspaceRuns: postgres && new PostgresRunArchive(postgres.pool),
+		workspaceRuns: database?.runArchive(),
 	});
 	const connections = new ConnectionGuard(config, log);
 	// A start that fails after this point undoes what it started, in reverse.
@@ -207,14 +198,14 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	const port = (server.address() as AddressInfo).port;
 	const host = config.host.includes(":") && !config.host.startsWith("[") ? `[${config.host}]` : config.host;
 	const url = `http://${host}:${port}`;
-	if (postgres) {
+	if (database) {
 		// Other nodes reach this one at its advertised URL: a wildcard address names no host.
 		const reachable = /^(0\.0\.0\.0|::|\[::\])$/.test(config.host) ? url.replace(host, hostname()) : url;
 		try {
 			cluster = await Cluster.start({
 				config,
-				store: new PostgresClusterStore(postgres),
-				notices: new PostgresNotices(config.databaseUrl as string, postgres.pool, log.child({ node: nodeId })),
+				store: database.cluster(),
+				notices: database.notices(config.databaseUrl as string, log.child({ node: nodeId })),
 				forwardKey: (keysOfCluster as { forward: Buffer }).forward,
 				registry,
 				access,

@@ -4,9 +4,9 @@ import type { IdempotencyKeys } from "../http/idempotency/key-store.ts";
 import type { AuditStore } from "../http/observability/audit.ts";
 import type { ApprovalHistoryStore, RulesStore } from "../sessions/dialogs/index.ts";
 import type { AccessStore, OpenStore } from "../sessions/registry/index.ts";
-import { PostgresIdempotencyStore } from "../store/postgres/idempotency.ts";
+import type { PostgresDatabase } from "../store/postgres/database.ts";
 import type { PostgresStore } from "../store/postgres/sessions.ts";
-import { SharedApprovalHistory, SharedAuditLog, SharedRecords } from "../store/postgres/shared-records.ts";
+import { SharedApprovalHistory, SharedAuditLog } from "../store/postgres/shared-records.ts";
 import { SqliteAccessStore } from "../store/sqlite/access.ts";
 import { SqliteApprovalHistory } from "../store/sqlite/approval-history.ts";
 import { SqliteAuditLog } from "../store/sqlite/audit.ts";
@@ -47,7 +47,7 @@ export function recordStores(
 	db: DatabaseSync,
 	config: Config,
 	log: Logger,
-	postgres: PostgresStore | undefined,
+	database: PostgresDatabase | undefined,
 ): {
 	webhooks: WebhookStore;
 	rules: RulesStore;
@@ -58,7 +58,7 @@ export function recordStores(
 	const auditShare = shareOf(config.maxAuditEntries, config.maxAuditEntriesPerPrincipal);
 	const historyShare = shareOf(config.maxApprovalHistory, config.maxApprovalHistoryPerPrincipal);
 	const shared = (table: "approval_history" | "audit_log", max: number, share?: number) =>
-		postgres && new SharedRecords(postgres.pool, table, max, log, share);
+		database?.records(table, max, log, share);
 	// The node's own tables are made (and pruned) in cluster mode too, as a gateway.db always holds them.
 	const history = new SqliteApprovalHistory(db, config.approvalHistoryMs, config.maxApprovalHistory, historyShare);
 	const audit = new SqliteAuditLog(db, config.maxAuditEntries, auditShare);
@@ -78,17 +78,10 @@ export async function idempotencyKeys(
 	db: DatabaseSync,
 	config: Config,
 	log: Logger,
-	postgres: PostgresStore | undefined,
+	database: PostgresDatabase | undefined,
 ): Promise<IdempotencyKeys> {
 	const keyShare = shareOf(config.maxIdempotencyKeys, config.maxIdempotencyKeysPerPrincipal);
-	return postgres
-		? await PostgresIdempotencyStore.open(
-				postgres.pool,
-				postgres.node,
-				config.idempotencyTtlMs,
-				config.maxIdempotencyKeys,
-				log,
-				keyShare,
-			)
+	return database
+		? await database.idempotency(config.idempotencyTtlMs, config.maxIdempotencyKeys, log, keyShare)
 		: new IdempotencyStore(db, config.idempotencyTtlMs, config.maxIdempotencyKeys, keyShare);
 }

@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { migrate, migrations, PostgresStore } from "../../src/store/postgres/sessions.ts";
+import { PostgresDatabase } from "../../src/store/postgres/database.ts";
+import { migrate, migrations } from "../../src/store/postgres/sessions.ts";
 import { lease, query, startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 import { storedSession } from "../helpers/stored-session.ts";
 
@@ -46,7 +47,7 @@ describe("PostgresStore", () => {
 	it("writes fail soft: a failed write is kept, reported, and replayed by retry()", async () => {
 		const url = await server.freshDatabase();
 		const events: string[] = [];
-		const store = await PostgresStore.connect(url, dir, "n1");
+		const store = (await PostgresDatabase.connect(url, dir, "n1")).sessions;
 		await lease(url, "n1", 600);
 		store.attach({ writeFailed: () => events.push("failed"), writable: () => events.push("writable") });
 		store.restore();
@@ -78,7 +79,7 @@ describe("PostgresStore", () => {
 		const file = join(dir, "pi-sessions", "f1", "2026_abc.jsonl");
 		mkdirSync(dirname(file), { recursive: true });
 		writeFileSync(file, '{"type":"session"}\n{"type":"message"}\n');
-		const store = await PostgresStore.connect(url, dir, "n1");
+		const store = (await PostgresDatabase.connect(url, dir, "n1")).sessions;
 		await lease(url, "n1", 600);
 		store.restore();
 		store.save(record("c", true, "2026-01-01T00:00:00.000Z"));
@@ -97,15 +98,15 @@ describe("PostgresStore", () => {
 		const url = new URL(await server.freshDatabase());
 		url.password = "secret-word";
 		url.port = "1"; // nothing listens there
-		await expect(PostgresStore.connect(url.toString(), dir, "n1")).rejects.toThrow(
+		await expect(PostgresDatabase.connect(url.toString(), dir, "n1")).rejects.toThrow(
 			/Cannot use the database postgres:\/\/postgres:\*\*\*@/,
 		);
 	});
 
 	it("claims: a session no live node holds is taken, one a live node holds is named, a released one is taken clean", async () => {
 		const url = await server.freshDatabase();
-		const a = await PostgresStore.connect(url, join(dir, "a"), "a");
-		const b = await PostgresStore.connect(url, join(dir, "b"), "b");
+		const a = (await PostgresDatabase.connect(url, join(dir, "a"), "a")).sessions;
+		const b = (await PostgresDatabase.connect(url, join(dir, "b"), "b")).sessions;
 		await lease(url, "a", 600);
 		await lease(url, "b", 600);
 		try {
@@ -135,8 +136,10 @@ describe("PostgresStore", () => {
 	it("fences writes: a node whose lease ran out, or whose session moved, changes nothing and hears lost", async () => {
 		const url = await server.freshDatabase();
 		const lost: string[] = [];
-		const a = (await PostgresStore.connect(url, join(dir, "a"), "a")).attach({ lost: (id) => lost.push(id) });
-		const b = await PostgresStore.connect(url, join(dir, "b"), "b");
+		const a = (await PostgresDatabase.connect(url, join(dir, "a"), "a")).sessions.attach({
+			lost: (id) => lost.push(id),
+		});
+		const b = (await PostgresDatabase.connect(url, join(dir, "b"), "b")).sessions;
 		await lease(url, "a", 600);
 		await lease(url, "b", 600);
 		try {

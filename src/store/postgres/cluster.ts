@@ -1,3 +1,4 @@
+import type pg from "pg";
 import type { ClusterStore, RowQuery } from "../../cluster/cluster-store.ts";
 import type { StoredSession, Tombstone } from "../../sessions/registry/index.ts";
 import { claimView } from "./claims.ts";
@@ -13,13 +14,15 @@ import type { PostgresStore } from "./sessions.ts";
  */
 export class PostgresClusterStore implements ClusterStore {
 	readonly #store: PostgresStore;
+	readonly #pool: pg.Pool;
 	readonly membership: PostgresMembership;
 	readonly folders: PostgresFolderStore;
 
-	constructor(store: PostgresStore) {
+	constructor(store: PostgresStore, pool: pg.Pool) {
 		this.#store = store;
-		this.membership = new PostgresMembership(store.pool);
-		this.folders = new PostgresFolderStore(store.pool, store.node);
+		this.#pool = pool;
+		this.membership = new PostgresMembership(pool);
+		this.folders = new PostgresFolderStore(pool, store.node);
 	}
 
 	get node() {
@@ -35,12 +38,12 @@ export class PostgresClusterStore implements ClusterStore {
 	}
 
 	claimView(id: string) {
-		return needDatabase(`Session ${id} cannot be looked up`, () => claimView(this.#store.pool, id));
+		return needDatabase(`Session ${id} cannot be looked up`, () => claimView(this.#pool, id));
 	}
 
 	async ownerState(id: string) {
 		type Row = { owner: string | null; live: boolean | null };
-		const { rows } = await this.#store.pool
+		const { rows } = await this.#pool
 			.query<Row>(
 				"SELECT s.owner, n.lease_until > now() AS live FROM sessions s LEFT JOIN nodes n ON n.id = s.owner WHERE s.id = $1",
 				[id],
@@ -50,7 +53,7 @@ export class PostgresClusterStore implements ClusterStore {
 	}
 
 	async ownsNow(id: string) {
-		const { rowCount } = await this.#store.pool.query(
+		const { rowCount } = await this.#pool.query(
 			"SELECT 1 FROM sessions WHERE id = $1 AND owner = $2 AND EXISTS (SELECT 1 FROM nodes WHERE id = $2 AND lease_until > now())",
 			[id, this.#store.node],
 		);
@@ -58,11 +61,11 @@ export class PostgresClusterStore implements ClusterStore {
 	}
 
 	async ping() {
-		await this.#store.pool.query("SELECT 1");
+		await this.#pool.query("SELECT 1");
 	}
 
 	storedRows(query: RowQuery) {
-		return needDatabase("Sessions cannot be listed", () => storedRows(this.#store.pool, query));
+		return needDatabase("Sessions cannot be listed", () => storedRows(this.#pool, query));
 	}
 
 	bury(id: string, reason: Tombstone["reason"]) {

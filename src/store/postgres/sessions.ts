@@ -4,13 +4,13 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { DatabaseSync } from "node:sqlite";
-import pg from "pg";
+import type pg from "pg";
 import type { Claim } from "../../cluster/cluster-store.ts";
 import type { SessionStore, StoredSession, StoreEvents, Tombstone } from "../../sessions/registry/index.ts";
 import { tombstoneMs } from "../../sessions/registry/index.ts";
-import { SqliteStore } from "../sqlite/sessions.ts";
+import type { SqliteStore } from "../sqlite/sessions.ts";
 import { claimSession, ownerOf } from "./claims.ts";
-import { migrate, redact, transaction } from "./schema.ts";
+import { transaction } from "./schema.ts";
 
 /**
  * The session registry in PostgreSQL (`--database-url`): cluster mode, where several nodes share
@@ -57,27 +57,9 @@ export class PostgresStore implements SessionStore {
 		this.#node = node;
 	}
 
-	/**
-	 * Connects and migrates the schema, for the node `node` (its row in `nodes` is the membership's
-	 * to write). Throws (the gateway does not start) when the server is not there.
-	 */
-	static async connect(url: string, dataDir: string, node: string): Promise<PostgresStore> {
-		// query_timeout: a server that stops answering (not refusing) must not hold a write or a claim forever.
-		const pool = new pg.Pool({ connectionString: url, max: 6, connectionTimeoutMillis: 5000, query_timeout: 15_000 });
-		// An idle client losing its server must not crash the process: the next write fails soft.
-		pool.on("error", () => {});
-		try {
-			await migrate(pool);
-			// Earlier versions kept the cluster's secret here, where any reader of the database could sign
-			// tickets and forwards with it; the nodes hold it now (src/cluster/credentials.ts). At every
-			// start, not as a numbered migration: nothing else changes, and it must go whatever the version.
-			await pool.query("DELETE FROM meta WHERE key = 'cluster_secret'");
-			const local = new SqliteStore(dataDir);
-			return new PostgresStore(pool, local, node);
-		} catch (error) {
-			await pool.end().catch(() => {});
-			throw new Error(`Cannot use the database ${redact(url)}: ${(error as Error).message}`);
-		}
+	/** The session store over the database's pool (PostgresDatabase.connect makes both): its close ends the pool. */
+	static over(pool: pg.Pool, local: SqliteStore, node: string): PostgresStore {
+		return new PostgresStore(pool, local, node);
 	}
 
 	/** The journal's events (the registry opens the store through an OpenStore function). */
@@ -94,11 +76,6 @@ export class PostgresStore implements SessionStore {
 	/** Runs `last` when the store closes, after the sessions' writes and while this node is still a member. */
 	beforeClose(last: () => Promise<void>): void {
 		this.#beforeClose.push(last);
-	}
-
-	/** For the other PostgreSQL stores, which the composition root opens over this pool (cluster.ts, webhooks.ts, …). */
-	get pool(): pg.Pool {
-		return this.#pool;
 	}
 
 	get node(): string {
