@@ -38,6 +38,7 @@ import { consolePaths, consoleRouter } from "../http/routes/console/console.inde
 import type { Deps } from "../http/routes/deps.ts";
 import { eventsRouter } from "../http/routes/events/events.index.ts";
 import { mcpRouter } from "../http/routes/mcp/mcp.index.ts";
+import { oauthDiscoveryPaths, oauthDiscoveryRouter } from "../http/routes/mcp/oauth-discovery.ts";
 import { openaiErrorShape, openaiRouter } from "../http/routes/openai/openai.index.ts";
 import { runsRouter } from "../http/routes/runs/runs.index.ts";
 import { runStreamsRouter } from "../http/routes/runs/streams.index.ts";
@@ -71,7 +72,7 @@ import type { RunArchive } from "../workspace/run-archive.ts";
 import { startChangeTracker } from "../workspace/start.ts";
 
 // The API description and its docs page are public (they ship in the package); the API is not.
-const openPaths = new Set(["/healthz", "/readyz", ...specPaths, ...docsPaths, ...consolePaths]);
+const openPaths = new Set(["/healthz", "/readyz", ...specPaths, ...docsPaths, ...consolePaths, ...oauthDiscoveryPaths]);
 
 export function openApiDocument(app: ReturnType<typeof createRouter>) {
 	app.openAPIRegistry.register("StreamEvent", StreamEvent);
@@ -264,6 +265,8 @@ export function createApp(
 	);
 	// Its tools call this app as the caller: the same checks, audit and limits as over the network.
 	app.route("/", mcpRouter(deps, { app: (request, env) => app.fetch(request, env as never), version: gatewayVersion }));
+	// Where MCP clients look for OAuth after a 401: a 404 that names the bearer header instead.
+	app.route("/", oauthDiscoveryRouter());
 	// OpenAI's protocol, translated to the routes above and run by this app in-process with the caller's key.
 	app.route(
 		"/",

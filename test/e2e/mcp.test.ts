@@ -209,7 +209,7 @@ describe("docs/mcp.md", () => {
 		expect(script.split("\n").length).toBeLessThan(20);
 		const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], {
 			cwd: join(import.meta.dirname, "../.."),
-			env: { ...process.env, PI_GATEWAY_URL: gw.url, PI_GATEWAY_TOKEN: gw.config.token },
+			env: { ...process.env, PI_GATEWAY_URL: gw.url, PI_GATEWAY_KEY: gw.config.token },
 		});
 		expect(stdout.trimEnd()).toBe(shown);
 	});
