@@ -5510,7 +5510,7 @@ export interface components {
             } & {
                 [key: string]: unknown;
             })[];
-            /** @description Added to pi's system prompt when the response starts a session (ignored when it continues one) */
+            /** @description Added to pi's system prompt when the response starts a session (ignored when it continues one); at most 100,000 characters */
             instructions?: string | null;
             /** @description Go on in that response's session: same pi session, same conversation */
             previous_response_id?: string | null;
@@ -5559,7 +5559,7 @@ export interface components {
             };
             /** @description As Chat Completions' `max_tokens` */
             max_output_tokens?: number | null;
-            /** @description Kept with the response, as given */
+            /** @description Kept with the response, as given: at most 16 pairs, keys of at most 64 characters, values of at most 512 */
             metadata?: {
                 [key: string]: string;
             } | null;

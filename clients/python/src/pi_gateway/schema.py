@@ -1874,7 +1874,7 @@ class _OpenAIResponseCreateRequestRequired(TypedDict):
 
 class OpenAIResponseCreateRequest(_OpenAIResponseCreateRequestRequired, total=False):
     """OpenAI's `ResponseCreateParams`, the subset docs/openai.md lists"""
-    # Added to pi's system prompt when the response starts a session (ignored when it continues one)
+    # Added to pi's system prompt when the response starts a session (ignored when it continues one); at most 100,000 characters
     instructions: Union[str, None]
     # Go on in that response's session: same pi session, same conversation
     previous_response_id: Union[str, None]
@@ -1886,7 +1886,7 @@ class OpenAIResponseCreateRequest(_OpenAIResponseCreateRequestRequired, total=Fa
     text: Dict[str, Any]
     # As Chat Completions' `max_tokens`
     max_output_tokens: Union[int, None]
-    # Kept with the response, as given
+    # Kept with the response, as given: at most 16 pairs, keys of at most 64 characters, values of at most 512
     metadata: Union[Dict[str, str], None]
     # `false`: the session is deleted once the response is complete (it cannot be continued)
     store: Union[bool, None]

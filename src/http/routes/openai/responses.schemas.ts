@@ -32,6 +32,21 @@ export const ResponseInputItem = z
 	.describe("One item of `input`");
 export type ResponseInputItem = z.infer<typeof ResponseInputItem>;
 
+/**
+ * OpenAI's bounds on `metadata`: the store keeps it with each of a principal's last 1000 responses,
+ * in memory, so unbounded it let one principal hold gigabytes of the gateway's memory (8 MiB bodies).
+ */
+const Metadata = z
+	.record(z.string(), z.string())
+	.refine(
+		(m) => {
+			const pairs = Object.entries(m);
+			return pairs.length <= 16 && pairs.every(([key, value]) => key.length <= 64 && value.length <= 512);
+		},
+		{ message: "At most 16 pairs, keys of at most 64 characters and values of at most 512" },
+	)
+	.describe("Kept with the response, as given: at most 16 pairs, keys of at most 64 characters, values of at most 512");
+
 export const ResponseCreateRequest = z
 	.looseObject({
 		model: z.string().min(1).describe("One of `GET /v1/models`"),
@@ -40,9 +55,12 @@ export const ResponseCreateRequest = z
 			.describe("The user's message, or items: messages, earlier calls and their outputs"),
 		instructions: z
 			.string()
+			.max(100_000)
 			.nullable()
 			.optional()
-			.describe("Added to pi's system prompt when the response starts a session (ignored when it continues one)"),
+			.describe(
+				"Added to pi's system prompt when the response starts a session (ignored when it continues one); at most 100,000 characters",
+			),
 		previous_response_id: z
 			.string()
 			.nullable()
@@ -85,7 +103,7 @@ export const ResponseCreateRequest = z
 			.optional()
 			.describe("`format` of the text"),
 		max_output_tokens: z.number().int().min(1).nullable().optional().describe("As Chat Completions' `max_tokens`"),
-		metadata: z.record(z.string(), z.string()).nullable().optional().describe("Kept with the response, as given"),
+		metadata: Metadata.nullable().optional(),
 		store: z
 			.boolean()
 			.nullable()
