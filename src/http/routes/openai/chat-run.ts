@@ -50,6 +50,22 @@ const promptFields = { message: "messages", images: "messages", outputSchema: "r
  */
 export class ChatSessions {
 	readonly #paused = new Map<string, NodeJS.Timeout>();
+	readonly #stop: (sessionId: string) => Promise<void>;
+
+	/**
+	 * `stop`: the gateway's own abort of a run it follows for a caller, for when the caller's abort is
+	 * refused 401 (its key was revoked mid-run: its streams end at once, and the run it can no longer
+	 * follow or cancel must not go on unseen, a background response's included).
+	 */
+	constructor(stop: (sessionId: string) => Promise<void> = async () => {}) {
+		this.#stop = stop;
+	}
+
+	#abort(gw: PiGateway, sessionId: string): Promise<void> {
+		return gw.abort(sessionId).catch(async (error) => {
+			if (error instanceof ClientError && error.status === 401) await this.#stop(sessionId).catch(() => {});
+		});
+	}
 
 	async start(gw: PiGateway, plan: ChatPlan, signal: AbortSignal): Promise<ChatRun> {
 		if (plan.resume) {
@@ -122,7 +138,7 @@ export class ChatSessions {
 				structured: plan.prompt.outputSchema !== undefined,
 				results,
 				answer: (callId, output) => inner(gw.toolCalls.answer({ id: callId, sessionId }, { output })).then(() => {}),
-				abort: () => gw.abort(sessionId).catch(() => {}),
+				abort: () => this.#abort(gw, sessionId),
 			},
 			tally,
 		);
@@ -133,10 +149,7 @@ export class ChatSessions {
 			void events.return?.(undefined);
 			if (outcome === "paused") this.#pause(gw, sessionId, plan.store);
 			else if (outcome === "abandoned")
-				void gw
-					.abort(sessionId)
-					.catch(() => {})
-					.then(() => (plan.store ? undefined : this.#delete(gw, sessionId)));
+				void this.#abort(gw, sessionId).then(() => (plan.store ? undefined : this.#delete(gw, sessionId)));
 			else if (!plan.store) void this.#delete(gw, sessionId);
 		};
 		return { sessionId, runId, model, pieces, tally, settle };
@@ -146,10 +159,7 @@ export class ChatSessions {
 		this.#unpause(sessionId);
 		const timer = setTimeout(() => {
 			this.#paused.delete(sessionId);
-			void gw
-				.abort(sessionId)
-				.catch(() => {})
-				.then(() => (store ? undefined : this.#delete(gw, sessionId)));
+			void this.#abort(gw, sessionId).then(() => (store ? undefined : this.#delete(gw, sessionId)));
 		}, toolPauseMs);
 		timer.unref();
 		this.#paused.set(sessionId, timer);

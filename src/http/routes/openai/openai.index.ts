@@ -23,9 +23,10 @@ export { openaiErrorShape } from "./openai.errors.ts";
  * called in-process with the caller's Authorization (callerGateway), so every check of that API
  * holds and every completion is an ordinary session run. `appFetch` is the app itself.
  */
-export function openaiRouter({ config }: Deps, appFetch: AppFetch) {
+export function openaiRouter({ config, registry }: Deps, appFetch: AppFetch) {
 	const catalog = new ModelCatalog(config);
-	const chats = new ChatSessions();
+	// Only ever a session this router started or went on in for a caller (chat-run.ts).
+	const chats = new ChatSessions(async (id) => void (await registry.get(id).request({ type: "abort" })));
 	const responses = new Responses();
 	return createRouter()
 		.openapi(listModels, async (c) => {

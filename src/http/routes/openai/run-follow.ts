@@ -141,6 +141,8 @@ export async function* follow(
 		} else if (event.type === "run_output") output = event;
 		else if (event.type === "agent_settled") return yield* ending(last, cut, output, options);
 		else if (event.type === "session_exit") throw new ApiError(502, "pi_exited", "pi exited before the run ended");
+		else if (event.type === "revoked")
+			throw new ApiError(401, "access_revoked", String(event.detail ?? "The caller's access was revoked"));
 	}
 	throw new ApiError(502, "run_lost", "The run's events ended before the run did");
 }
