@@ -177,9 +177,18 @@ export const ConfigSchema = z.object({
 	maxLiveSessions: int(1)
 		.default(32)
 		.describe("pi processes at most; past it the least recently used idle session is hibernated"),
+	// A minute: an idle pi holds ~75 MB and waking it is one cold start (~1 s); a run, a dialog
+	// waiting for an answer or a client tool call is never idle (Session.isQuiet).
 	idleTimeoutMs: int(0)
+		.default(60_000)
+		.describe(
+			"Hibernate a persistent session's pi after this long without activity: its next command starts pi again on its file (0: never). A run, a pending approval or a client tool call is activity; an open event stream is not (it gets session_exit, resumable)",
+		),
+	ephemeralIdleTimeoutMs: int(0)
 		.default(1_800_000)
-		.describe("Stop pi after this long without activity: hibernated, or reaped if ephemeral (0: never)"),
+		.describe(
+			"Stop an ephemeral session (persist:false) after this long without activity: it cannot hibernate, so it is reaped (410 session_gone) (0: never)",
+		),
 	warmPool: int(0)
 		.optional()
 		.describe(

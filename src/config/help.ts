@@ -71,6 +71,7 @@ export const sections: readonly { title: string; intro: string; keys: readonly K
 			"maxSessions",
 			"maxLiveSessions",
 			"idleTimeoutMs",
+			"ephemeralIdleTimeoutMs",
 			"warmPool",
 			"autoResume",
 			"maxQueued",

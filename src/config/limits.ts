@@ -27,6 +27,7 @@ export const gatewayLimitKeys = [
 	"maxSessions",
 	"maxLiveSessions",
 	"idleTimeoutMs",
+	"ephemeralIdleTimeoutMs",
 	"warmPool",
 	"maxImageBytes",
 	"streamTicketTtlMs",

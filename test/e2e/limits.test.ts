@@ -121,7 +121,11 @@ describe("limits", () => {
 describe("idle lifetime", () => {
 	let idle: TestGateway;
 	beforeAll(async () => {
-		idle = await startTestGateway({ piCommand: [process.execPath, stub, "ok"], idleTimeoutMs: 400 });
+		idle = await startTestGateway({
+			piCommand: [process.execPath, stub, "ok"],
+			idleTimeoutMs: 400,
+			ephemeralIdleTimeoutMs: 400,
+		});
 	});
 	afterAll(() => idle?.stop());
 

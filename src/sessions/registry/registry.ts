@@ -21,7 +21,7 @@ import { type CreateSessionBody, planSpawn, type SpawnPlan } from "../process/sp
 import { attachRelay } from "../relay/index.ts";
 import type { Session, SessionInit, SessionLimits, SpawnCommand } from "../session/session.ts";
 import { assertContinuable, resumeFileFor } from "./continuable.ts";
-import { reapIdle } from "./idle-reaper.ts";
+import { reapEveryMs, reapIdle } from "./idle-reaper.ts";
 import { Journal, type StoreHealth, unsafeSeqMargin } from "./journal.ts";
 import { journalOnEvents } from "./journal-events.ts";
 import { LiveCap, type LiveShare } from "./live-cap.ts";
@@ -137,7 +137,7 @@ export class SessionRegistry {
 			this.#journal.save(session);
 		}
 		if (this.#sessions.size > 0) this.#logger.info({ sessions: this.#sessions.size }, "sessions restored (stopped)");
-		const idle = this.#config.idleTimeoutMs;
+		const idle = { persistent: this.#config.idleTimeoutMs, ephemeral: this.#config.ephemeralIdleTimeoutMs };
 		this.#timers.push(setInterval(() => this.#journal.flush(), flushEveryMs).unref());
 		const reap = () =>
 			reapIdle(
@@ -149,7 +149,8 @@ export class SessionRegistry {
 					this.#journal.bury(id, "idle");
 				},
 			);
-		if (idle > 0) this.#timers.push(setInterval(reap, Math.min(Math.max(idle / 4, 50), 30_000)).unref());
+		const every = reapEveryMs(idle);
+		if (every !== undefined) this.#timers.push(setInterval(reap, every).unref());
 		this.pool?.fill();
 	}
 
@@ -369,7 +370,7 @@ export class SessionRegistry {
 			const why =
 				gone.reason === "restart"
 					? `did not survive the gateway restart at ${gone.at}`
-					: `was stopped at ${gone.at} after ${this.#config.idleTimeoutMs} ms without activity`;
+					: `was stopped at ${gone.at} after ${this.#config.ephemeralIdleTimeoutMs} ms without activity`;
 			throw new GatewayError(410, "session_gone", `Session ${id} was ephemeral (persist:false) and ${why}`);
 		}
 		throw new GatewayError(404, "session_not_found", `No session ${id}`);
