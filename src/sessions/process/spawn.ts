@@ -16,7 +16,7 @@ import { type Area, areaAgentDir, areaCompileCache, areaOf, areaOfCwd, confineTo
 import { agentDir, confinedByConfig, wrapCommand } from "./sandbox.ts";
 import { SandboxReadable, sandboxEnv, sessionReadable } from "./sandbox-view.ts";
 import { sealedRunner } from "./sealed-node.ts";
-import { folderFor, newSessionFolder } from "./session-files.ts";
+import { folderFor, newSessionFolder, ownFolder } from "./session-files.ts";
 
 // pi's argument parser takes a flag's next argument whatever it looks like, so a value cannot turn
 // into a flag; names share one schema (SessionName) with PUT …/name.
@@ -206,9 +206,15 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 	// Each pi process keeps its files in a folder of its own (session-files.ts): the one of the file
 	// it starts on, or a new one.
 	let sessionDir: string | undefined;
-	let sessionFile = at.restore ?? at.resume;
+	// pi writes its file once there is something to keep: a session stopped before its first prompt
+	// (hibernated when idle, a gateway restart) has none, and a pi told to open it failed that
+	// prompt (ENOENT). It starts anew, in its own folder (the registry checked that a file it saw is
+	// still there: continuable.ts).
+	const unwritten = at.restore !== undefined && !existsSync(at.restore) ? ownFolder(config, at.restore) : undefined;
+	let sessionFile = unwritten ? undefined : (at.restore ?? at.resume);
 	if (sessionFile !== undefined && existsSync(sessionFile))
 		({ folder: sessionDir, file: sessionFile } = folderFor(config, sessionFile));
+	else if (unwritten && existsSync(unwritten)) sessionDir = unwritten;
 	else if (body.persist) sessionDir = newSessionFolder(config);
 	if (sessionDir && (body.persist || sessionFile)) args.push("--session-dir", sessionDir);
 	else args.push("--no-session");

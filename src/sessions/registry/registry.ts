@@ -318,6 +318,8 @@ export class SessionRegistry {
 	async #adoptPooled(session: Session, body: CreateSessionBody): Promise<Session> {
 		// Started before the caller asked: listed (and paged) by when it was created, not spawned.
 		session.createdAt = new Date();
+		// And idle from now: a pooled pi may have waited longer than --idle-timeout-ms for its create.
+		session.lastActivityAt = session.createdAt.getTime();
 		this.#adopt(session, body);
 		this.#cluster?.started(session);
 		if (body.name) {
