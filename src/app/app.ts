@@ -43,6 +43,7 @@ import { openaiErrorShape, openaiRouter } from "../http/routes/openai/openai.ind
 import { runsRouter } from "../http/routes/runs/runs.index.ts";
 import { runStreamsRouter } from "../http/routes/runs/streams.index.ts";
 import { budgetRouter } from "../http/routes/sessions/budget.index.ts";
+import { forkRouter } from "../http/routes/sessions/fork.index.ts";
 import { sessionsRouter } from "../http/routes/sessions/sessions.index.ts";
 import { uiRouter } from "../http/routes/sessions/ui.index.ts";
 import { docsPaths, docsRouter } from "../http/routes/system/docs.index.ts";
@@ -188,7 +189,7 @@ export function createApp(
 				registry,
 				config.maxBodyBytes,
 				(method, path) => method === "PUT" && isUpload(path),
-				(method, path) => scopedRoutes.find(method, path),
+				(method, path) => scopedRoutes.onSession(method, path),
 			),
 		);
 		app.use(durableAnswers(registry), durableFolders(extras.cluster, registry));
@@ -244,6 +245,7 @@ export function createApp(
 	app.route("/", consoleRouter());
 	app.route("/", sessionsRouter(deps));
 	app.route("/", budgetRouter(deps));
+	app.route("/", forkRouter(deps));
 	app.route("/", runsRouter(deps));
 	app.route("/", runStreamsRouter(deps));
 	app.route("/", commandsRouter(deps));

@@ -69,6 +69,25 @@ export class PiGateway {
 		return this.#http.json("POST", "/v1/sessions", { body, ...options });
 	}
 
+	/**
+	 * A new session of the caller's from this one: its conversation up to `entryId` (inclusive; all of
+	 * it without one) and a copy of its folder. The original is only read. `idempotencyKey` makes a
+	 * retry answer the same new session.
+	 */
+	forkSession(
+		id: string,
+		body: Schemas["ForkSession"] = {},
+		options: Signal & { idempotencyKey?: string } = {},
+	): Promise<Schemas["ForkedSession"]> {
+		const headers = options.idempotencyKey === undefined ? undefined : { "idempotency-key": options.idempotencyKey };
+		return this.#http.json("POST", "/v1/sessions/{id}/fork-session", {
+			path: { id },
+			body,
+			headers,
+			signal: options.signal,
+		});
+	}
+
 	getSession(id: string, options: Signal = {}): Promise<Schemas["Session"]> {
 		return this.#http.json("GET", "/v1/sessions/{id}", { path: { id }, ...options });
 	}

@@ -278,6 +278,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/fork-session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fork into a new session: a new id, the conversation up to an entry, a copy of the folder
+         * @description Makes a new session, the caller's, that continues this one's conversation up to `entryId` (inclusive; absent: all of it) in a copy of its folder; this session (its pi, its pi session file, its folder) is only read. Unlike `POST …/fork` and `…/clone`, which branch pi's conversation inside this same session. Anyone who may read this session may fork it (another principal's session is 404, as for GET); the new session counts against the caller's sessions and live slots like a create (429) and keeps this session's model, tools, extensions, prompts, client tools, policies and budget limits (its usage starts at zero). Its folder is `<caller's area>/<new id>`: files, folders and symlinks that stay inside the folder are copied, a symlink that leads out is left out (listed in `folderCopy.skippedPaths`); a folder over --workspace-max-fork-bytes (or 100,000 entries) is 413 `folder_too_large` before anything is made. docs/api.md says why a route of its own
+         *
+         *     Requires the `sessions:write` scope.
+         */
+        post: operations["sessionsForkSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/prompt": {
         parameters: {
             query?: never;
@@ -3490,6 +3512,200 @@ export interface components {
         SessionShare: {
             /** @description Every principal the session is shared with and what it may do (replaces the list): `read`, `write` (reading included) or `answer` (its approvals only) */
             grants: components["schemas"]["SessionGrant"][];
+        };
+        /**
+         * @description The new session, and what it was made from
+         * @example {
+         *       "id": "ses_Rm9ya2VkT25l",
+         *       "name": "demo",
+         *       "status": "idle",
+         *       "node": null,
+         *       "pid": 4242,
+         *       "cwd": "/var/lib/pi-gateway/workspaces/ses_Rm9ya2VkT25l",
+         *       "persist": true,
+         *       "resumable": true,
+         *       "createdAt": "2026-12-01T10:00:00.000Z",
+         *       "lastActivityAt": "2026-12-01T10:00:05.000Z",
+         *       "piSessionId": "0b6f1c2e-4a7d-4e0b-9c1a-3f5e2d8b7a61",
+         *       "piSessionFile": "/var/lib/pi-gateway/agent/sessions/2026-12-01T10-00-00.jsonl",
+         *       "model": {
+         *         "provider": "pi-gateway-demo",
+         *         "id": "demo"
+         *       },
+         *       "thinkingLevel": "off",
+         *       "currentRunId": null,
+         *       "queuedCommands": 0,
+         *       "pendingApprovals": 0,
+         *       "pendingToolCalls": 0,
+         *       "budget": {
+         *         "maxTokens": 1000000,
+         *         "maxCostUsd": null,
+         *         "usedTokens": 48213,
+         *         "usedCostUsd": 0.41,
+         *         "exhausted": null
+         *       },
+         *       "lastEventId": 12,
+         *       "folderRestore": null,
+         *       "exit": null,
+         *       "forkedFrom": {
+         *         "sessionId": "ses_Qm9wYXJ0aWFs",
+         *         "entryId": "a1b2c3d4"
+         *       },
+         *       "folderCopy": {
+         *         "files": 12,
+         *         "folders": 3,
+         *         "links": 1,
+         *         "bytes": 48213,
+         *         "skipped": 1,
+         *         "skippedPaths": [
+         *           {
+         *             "path": "secrets",
+         *             "why": "a link that leads out of the folder"
+         *           }
+         *         ]
+         *       }
+         *     }
+         */
+        ForkedSession: {
+            /**
+             * @description The session's id
+             * @example ses_Qm9wYXJ0aWFs
+             */
+            id: string;
+            /** @description Its display name; null until one is set */
+            name: string | null;
+            status: components["schemas"]["SessionStatus"];
+            /** @description Cluster mode: the node whose pi runs this session (its `--node-name`, as in `/v1/info` and the cluster metrics); null while it is stopped (no node holds it: the next command starts it on the node that receives it). Always null on a single gateway (no cluster) */
+            node: string | null;
+            /** @description The pi process's id; null while no pi runs */
+            pid: number | null;
+            /** @description The folder pi works in (the session's folder) */
+            cwd: string;
+            /** @description pi keeps a session file, so the session can be resumed (false: ephemeral) */
+            persist: boolean;
+            /** @description pi can be started again on this session's file (POST …/resume); false for persist:false */
+            resumable: boolean;
+            /**
+             * Format: date-time
+             * @description When it was created
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When a command or event last went through it
+             */
+            lastActivityAt: string;
+            /** @description pi's own session id; null until pi reported it */
+            piSessionId: string | null;
+            /** @description pi's session file; null for an ephemeral session */
+            piSessionFile: string | null;
+            /** @description The model in use; null until pi reported it */
+            model: {
+                /** @description The model's provider */
+                provider: string;
+                /** @description The model's id at that provider */
+                id: string;
+            } | null;
+            /** @description The thinking level in use; null until pi reported it */
+            thinkingLevel: string | null;
+            /** @description Run id of the prompt that started the active run */
+            currentRunId: string | null;
+            /** @description Commands waiting in the session's queue */
+            queuedCommands: number;
+            /** @description Dialogs waiting for an answer */
+            pendingApprovals: number;
+            /** @description Client tool calls waiting for the program's answer (GET …/tool-calls?status=pending) */
+            pendingToolCalls: number;
+            budget: components["schemas"]["Budget"];
+            /** @description Sequence number of the newest event */
+            lastEventId: number;
+            /** @description Cluster mode: the session's folder as the node running it found it when it took the session over from another node (restored from PostgreSQL under this node's workspace root; `complete: false` names what is missing). Null when no folder was restored here (the session started here, or its folder is on a shared --workspace-root) */
+            folderRestore: {
+                /** @description Everything was restored */
+                complete: boolean;
+                /**
+                 * Format: date-time
+                 * @description When it was restored
+                 */
+                at: string;
+                /** @description The node whose stored copy was restored (null: none was stored) */
+                from: string | null;
+                /** @description Files, folders and links restored */
+                restored: number;
+                /** @description Paths that could not be restored (at most 100) */
+                missing: string[];
+                /** @description How many paths could not be restored */
+                missingCount: number;
+                /** @description Files of a folder other sessions may share that differ from the stored copy, left as this node had them (at most 100) */
+                kept: string[];
+                /** @description Why it is not complete */
+                detail: string | null;
+            } | null;
+            /** @description How pi last exited; null while it runs or never did */
+            exit: {
+                /** @description pi's exit code; null when a signal ended it */
+                code: number | null;
+                /** @description The signal that ended it; null when it exited */
+                signal: string | null;
+                /**
+                 * Format: date-time
+                 * @description When it exited
+                 */
+                at: string;
+                /** @description The last lines pi wrote to stderr */
+                stderrTail: string;
+            } | null;
+            /** @description Where the new session came from */
+            forkedFrom: {
+                /** @description The session forked */
+                sessionId: string;
+                /** @description The entry its conversation ends at; null: the whole conversation */
+                entryId: string | null;
+            };
+            folderCopy: components["schemas"]["FolderCopy"];
+        };
+        /** @description What the fork's copy of the original's folder holds */
+        FolderCopy: {
+            /** @description Files copied */
+            files: number;
+            /** @description Folders copied */
+            folders: number;
+            /** @description Symlinks copied (as links; only those that stay inside the folder) */
+            links: number;
+            /** @description Bytes of file content copied */
+            bytes: number;
+            /** @description Entries left out: links that lead out of the folder, FIFOs, sockets, devices, unreadable ones */
+            skipped: number;
+            /** @description The first 100 entries left out, each with why */
+            skippedPaths: components["schemas"]["SkippedPath"][];
+        };
+        /** @description An entry of the folder the copy left out */
+        SkippedPath: {
+            /** @description Its path in the folder */
+            path: string;
+            /** @description Why it was left out */
+            why: string;
+        };
+        /**
+         * @description Which part of the conversation the new session starts with; every field is optional
+         * @example {
+         *       "entryId": "a1b2c3d4",
+         *       "name": "refactor-auth, second try"
+         *     }
+         */
+        ForkSession: {
+            /**
+             * @description The entry the fork's conversation ends at, inclusive: one of `GET …/entries` (or `…/tree`), or a user message of `GET …/fork-messages`. Absent: the whole conversation, every branch, continuing where the original would. 404 `entry_not_found` when the conversation has no such entry
+             * @example a1b2c3d4
+             */
+            entryId?: string;
+            /**
+             * @description The new session's display name (default: the original's)
+             * @example refactor-auth, second try
+             */
+            name?: string;
+            /** @description The new session's budget (default: the original's limits; its usage starts at zero) */
+            budget?: components["schemas"]["SessionBudget"];
         };
         /**
          * @description A run that settled (wait mode): what it said and did
@@ -7247,6 +7463,165 @@ export interface operations {
                 headers: {
                     /** @description Seconds to wait before retrying (cluster-mode 503s) */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    sessionsForkSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe (IETF httpapi Idempotency-Key draft): the same key with the same request within the window (24 h by default) gets the first answer again, status and body, with `Idempotent-Replayed: true`, and nothing reaches pi twice. The same key with another request → 422; while the first request still runs → 409; a key the gateway cannot store (its disk is full) → 507, and nothing runs. Keys are the caller's own: another principal's request with the same key is a request of its own. Kept in fair shares: each principal keeps up to its share (--max-idempotency-keys-per-principal, by default a tenth of --max-idempotency-keys), past which its own oldest finished keys go first; past the cap the principal that holds the most gives up its oldest, so another principal's flood of keys never evicts yours. 1-255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "entryId": "a1b2c3d4"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ForkSession"];
+            };
+        };
+        responses: {
+            /** @description The new session, ready for commands */
+            201: {
+                headers: {
+                    Location: string;
+                    /** @description `true` when this is the stored answer to an earlier request with the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForkedSession"];
+                };
+            };
+            /** @description Invalid input; nothing reached pi */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope, or a path lies outside the allowed roots */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `session_not_found`: no such session, or another principal's; `entry_not_found`: the conversation has no entry `entryId` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `conversation_not_kept`: the session keeps no pi session file (persist:false); `conversation_unreadable`: its file has no header, or is not a plain file; `folder_replaced`: its folder is no longer the folder it was given */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `folder_too_large`: the folder holds more than --workspace-max-fork-bytes of files or 100,000 entries; `conversation_too_large`: the pi session file is over 128 MiB; `body_too_large`: the request's body */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description This Idempotency-Key was used with a different request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A limit was reached (sessions, live pi processes, queued commands, subscribers) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description pi exited, crashed or could not start (the tail of its stderr is in `stderr`) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The gateway cannot write its session registry (disk full or unwritable); live sessions go on */
+            507: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

@@ -338,6 +338,11 @@ export const ConfigSchema = z.object({
 	workspaceMaxArchiveBytes: int(1)
 		.default(512 * 1024 * 1024)
 		.describe("Largest folder (bytes of its files) GET …/archive sends; past it 413"),
+	workspaceMaxForkBytes: int(0)
+		.default(256 * 1024 * 1024)
+		.describe(
+			"Largest folder (bytes of its files) POST …/fork-session copies into the new session's folder; past it 413 folder_too_large, before anything is made",
+		),
 	workspaceMaxSearchResults: int(1).default(200).describe("Matches one workspace search returns at most"),
 	workspaceSearchTimeoutMs: int(100).default(5_000).describe("Time one workspace search may take"),
 	workspaceRipgrep: z

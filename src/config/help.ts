@@ -131,6 +131,7 @@ export const sections: readonly { title: string; intro: string; keys: readonly K
 			"workspaceRetentionDays",
 			"workspaceMaxUploadBytes",
 			"workspaceMaxArchiveBytes",
+			"workspaceMaxForkBytes",
 			"workspaceMaxSearchResults",
 			"workspaceSearchTimeoutMs",
 			"workspaceRipgrep",

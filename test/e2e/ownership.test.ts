@@ -54,6 +54,7 @@ describe("ownership", () => {
 			["GET", `/v1/sessions/${bobs}/messages`, undefined],
 			["POST", `/v1/sessions/${bobs}/prompt`, { message: "not yours" }],
 			["POST", `/v1/sessions/${bobs}/events/ticket`, undefined],
+			["POST", `/v1/sessions/${bobs}/fork-session`, {}],
 			["PUT", `/v1/sessions/${bobs}/access`, { grants: [{ principal: "alice", can: ["write"] }] }],
 			["DELETE", `/v1/sessions/${bobs}`, undefined],
 		] as const) {
@@ -155,6 +156,9 @@ describe("ownership", () => {
 			json: { message: "not an approver's job" },
 		});
 		expect(prompt.status).toBe(404);
+		// Nor fork it into a session of her own: a fork reads the session, and her share does not.
+		const fork = await gw.api(`/v1/sessions/${bobs}/fork-session`, { method: "POST", headers: as("carol"), json: {} });
+		expect([fork.status, fork.body.code]).toEqual([404, "session_not_found"]);
 		// Her key cannot read sessions at all: the scope answers first, and says nothing about the id.
 		expect((await gw.api(`/v1/sessions/${bobs}/messages`, { headers: as("carol") })).status).toBe(403);
 		const answered = await gw.api(`/v1/sessions/${bobs}/approvals/${pending.id}`, {

@@ -43,7 +43,7 @@ export function sessionOwnership(access: SessionAccess, routes: ScopedRoutes): M
 	return async function sessionOwnershipMiddleware(c, next) {
 		const principal = c.get("principal");
 		const raw = sessionPath.exec(c.req.path)?.[1];
-		const scope = routes.find(c.req.method, c.req.path);
+		const scope = routes.onSession(c.req.method, c.req.path);
 		if (!principal || raw === undefined || !scope) return next();
 		// An id that does not decode names no session (pathEncoding answers 400 before this).
 		const id = decodedSegment(raw);

@@ -54,6 +54,13 @@ export function declareScopes(document: Document): void {
 }
 
 /**
+ * Operations that only read the session their path names, whatever scope they need: a fork
+ * (`POST …/fork-session`) makes a session of the caller's (sessions:write) from one the caller may
+ * read. The ownership check asks for the right of sessions:read on that session.
+ */
+export const readsItsSession: ReadonlySet<string> = new Set(["sessions.forkSession"]);
+
+/**
  * The scope of each operation, read back from the document (what the spec says is what is enforced).
  * An operation any credential may call (`[{bearer: []}]`) is listed without a scope: it has an
  * operation id for the audit log (POST /mcp changes things) and no scope to check.
@@ -83,6 +90,12 @@ export class ScopedRoutes {
 	/** The scope of the operation `method` runs on `path` (HEAD runs GET's: the same scope, the same owner check). */
 	find(method: string, path: string): Scope | undefined {
 		return this.#route(method, path)?.scope;
+	}
+
+	/** The scope whose right the caller needs on the session the path names (ownership.ts): the operation's own, but for readsItsSession. */
+	onSession(method: string, path: string): Scope | undefined {
+		const route = this.#route(method, path);
+		return route && readsItsSession.has(route.operationId) ? "sessions:read" : route?.scope;
 	}
 
 	/** The operationId of an authenticated operation (the audit log's action). */

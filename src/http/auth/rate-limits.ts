@@ -33,8 +33,10 @@ export function requestLimit(limit: number, windowMs: number): MiddlewareHandler
  * deleted) so that nobody else could create one. Admins, the operator, are held only to
  * --max-sessions. (The live share, --max-live-sessions-per-principal, is the registry's: a create
  * and a wake-up alike, live-cap.ts.) It also notes which principals are admins, whose sessions
- * are held to no share when they wake.
+ * are held to no share when they wake. A fork (`POST …/fork-session`) makes a session too.
  */
+const makesSession = /^\/v1\/sessions(\/[^/]+\/fork-session)?$/;
+
 export function sessionLimits(
 	maxStored: number,
 	registry: SessionRegistry,
@@ -44,7 +46,7 @@ export function sessionLimits(
 	return async function sessionLimitsMiddleware(c, next) {
 		const principal = c.get("principal");
 		if (principal && hasScope(principal, "admin")) admins.add(principal.name);
-		if (principal && !hasScope(principal, "admin") && c.req.method === "POST" && c.req.path === "/v1/sessions") {
+		if (principal && !hasScope(principal, "admin") && c.req.method === "POST" && makesSession.test(c.req.path)) {
 			const owned = registry.list().filter((s) => access.get(s.id).owner === principal.name);
 			if (maxStored > 0 && owned.length >= maxStored)
 				throw new ApiError(

@@ -18,6 +18,7 @@ export const idempotentOperations = new Set([
 	"sessions.bash",
 	"sessions.compact",
 	"sessions.fork",
+	"sessions.forkSession",
 	"approvals.answer",
 ]);
 

@@ -8,9 +8,13 @@ import { routePattern } from "./route-pattern.ts";
  * read theirs). An operation not named waits: a new route is on the safe side until it says otherwise.
  */
 
-/** Change no file of the folder: DELETE stops the snapshot in progress instead (tracker.forget); an abort (or a run's cancel) must not wait behind git. */
+/**
+ * Change no file of the folder: DELETE stops the snapshot in progress instead (tracker.forget); an
+ * abort (or a run's cancel) must not wait behind git; a fork only reads the folder.
+ */
 export const changeNoFile = new Set([
 	"sessions.delete",
+	"sessions.forkSession",
 	"sessions.abort",
 	"sessions.abortRetry",
 	"sessions.abortBash",

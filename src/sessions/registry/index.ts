@@ -9,6 +9,7 @@ export {
 	SessionGrant,
 	type SessionRight,
 } from "./access.ts";
+export { ForkSessionBody, forkOptions, forkSeed } from "./fork.ts";
 export { liveShare } from "./live-cap.ts";
 export { parseStoredRecord, tombstoneMs } from "./records.ts";
 export { SessionRegistry } from "./registry.ts";

@@ -5,8 +5,9 @@
 // (warm-start.ts), restored records (stored-restore.ts), continuing a file (continuable.ts),
 // idle reaping (idle-reaper.ts), what is written when (journal-events.ts), the disk (journal.ts
 // over the SessionStore server.ts opens), spawning (spawn.ts), paths (guard.ts), folder
-// retention (retention.ts).
-import { existsSync, mkdirSync } from "node:fs";
+// retention (retention.ts), a fork's folder and conversation (fork.ts).
+import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import type { Logger } from "pino";
 import type { Config } from "../../config/config.ts";
 import { pickLimits, sessionLimitKeys } from "../../config/limits.ts";
@@ -15,12 +16,13 @@ import type { UiRequest } from "../../pi/protocol.ts";
 import { GatewayError } from "../../shared/errors.ts";
 import type { Approval } from "../dialogs/approvals.ts";
 import type { LoggedEvent } from "../events/event-log.ts";
-import { type Area, areaOf } from "../process/areas.ts";
-import { piSessionDir } from "../process/session-files.ts";
+import { type Area, areaOf, ensureArea } from "../process/areas.ts";
+import { ownFolder, piSessionDir } from "../process/session-files.ts";
 import { type CreateSessionBody, planSpawn, type SpawnPlan } from "../process/spawn.ts";
 import { attachRelay } from "../relay/index.ts";
 import type { Session, SessionInit, SessionLimits, SpawnCommand } from "../session/session.ts";
 import { assertContinuable, resumeFileFor } from "./continuable.ts";
+import type { Seed } from "./fork.ts";
 import { reapEveryMs, reapIdle } from "./idle-reaper.ts";
 import { Journal, type StoreHealth, unsafeSeqMargin } from "./journal.ts";
 import { journalOnEvents } from "./journal-events.ts";
@@ -205,8 +207,11 @@ export class SessionRegistry {
 		this.#cluster = hooks;
 	}
 
-	/** `caller` decides which sessions a `resume` may find (default: an admin, who sees them all). */
-	async create(body: CreateSessionBody, caller: Caller = anyCaller): Promise<Session> {
+	/**
+	 * `caller` decides which sessions a `resume` may find (default: an admin, who sees them all). A
+	 * `seed` (fork.ts) fills the new session's own folder and gives the file pi starts on.
+	 */
+	async create(body: CreateSessionBody, caller: Caller = anyCaller, seed?: Seed): Promise<Session> {
 		if (this.#closing) throw shuttingDown();
 		await this.#cluster?.assertCanCreate();
 		if (this.#sessions.size >= this.#config.maxSessions) {
@@ -226,7 +231,7 @@ export class SessionRegistry {
 		const release = await this.#live.admit(caller.share);
 		let session: Session;
 		try {
-			session = await this.#start(body, caller, area, resume);
+			session = await this.#start(body, caller, area, resume, seed);
 		} finally {
 			release();
 		}
@@ -234,20 +239,30 @@ export class SessionRegistry {
 		return session;
 	}
 
-	async #start(body: CreateSessionBody, caller: Caller, area: Area, resume: string | undefined): Promise<Session> {
-		const plain = isDefaultRequest(body) && resume === undefined;
+	async #start(
+		body: CreateSessionBody,
+		caller: Caller,
+		area: Area,
+		resume: string | undefined,
+		seed: Seed | undefined,
+	): Promise<Session> {
+		const plain = isDefaultRequest(body) && resume === undefined && seed === undefined;
 		const warm = plain ? await this.pool?.take(area) : undefined;
 		if (warm) return this.#adoptPooled(warm, body);
 		const id = newSessionId();
-		const plan = planSpawn(this.#config, body, { id, resume, area: caller.area });
-		// Registered before start so that shutdown() also stops a child that is still starting.
-		const session = this.#register(id, body, plan.cwd);
+		const seeded = seed ? await this.#seed(seed, id, area) : undefined;
+		let session: Session | undefined;
 		try {
+			const plan = planSpawn(this.#config, body, { id, resume, area: caller.area, ...seeded });
+			// Registered before start so that shutdown() also stops a child that is still starting.
+			session = this.#register(id, body, plan.cwd);
 			await this.#launch(session, plan);
 		} catch (error) {
-			this.#forget(id);
+			if (session) this.#forget(id);
+			if (seeded) await this.#unseed(seeded);
 			throw error;
 		}
+		if (seeded && body.name) await this.#name(session, body.name);
 		if (!this.#journal.save(session)) {
 			// A session the registry cannot hold would vanish at the next restart: refuse it now.
 			await session.stop();
@@ -257,6 +272,24 @@ export class SessionRegistry {
 		// Once this start is done (it competes for the CPU): one process ready for the area's next.
 		if (plain) this.pool?.warm(area);
 		return session;
+	}
+
+	/** A seeded session's own folder, `<area>/<id>` whatever --default-cwd says, filled by the seed; undone if it fails. */
+	async #seed(seed: Seed, id: string, area: Area): Promise<{ cwd: string; restore?: string }> {
+		const cwd = join(ensureArea(area), id);
+		try {
+			return { cwd, ...(await seed(id, cwd)) };
+		} catch (error) {
+			await this.#unseed({ cwd });
+			throw error;
+		}
+	}
+
+	/** What a seed made for a session that did not start: its folder (as a purge removes one) and its file's folder. */
+	async #unseed({ cwd, restore }: { cwd: string; restore?: string }): Promise<void> {
+		await this.retention.purge(cwd, () => this.list().map((s) => s.cwd));
+		const files = ownFolder(this.#config, restore);
+		if (files) rmSync(files, { recursive: true, force: true });
 	}
 
 	/** New sessions need the registry's disk: with writes failing they are refused (507), live ones go on. */
@@ -322,14 +355,19 @@ export class SessionRegistry {
 		session.lastActivityAt = session.createdAt.getTime();
 		this.#adopt(session, body);
 		this.#cluster?.started(session);
-		if (body.name) {
-			session.name = body.name;
-			const named = await session.request({ type: "set_session_name", name: body.name });
-			if (!named.success)
-				this.#logger.warn({ sessionId: session.id, error: named.error }, "warm session: naming failed");
-		}
+		if (body.name) await this.#name(session, body.name);
 		this.#journal.save(session);
 		return session;
+	}
+
+	/** A name pi was not started with (a pooled pi, a fork's file that carries another). */
+	async #name(session: Session, name: string): Promise<void> {
+		session.name = name;
+		const named = await session.request({ type: "set_session_name", name }).catch((error: Error) => ({
+			success: false,
+			error: error.message,
+		}));
+		if (!named.success) this.#logger.warn({ sessionId: session.id, error: named.error }, "naming the session failed");
 	}
 
 	#register(
@@ -424,6 +462,11 @@ export class SessionRegistry {
 		this.#forget(id, "keep the row");
 		session.kill("SIGKILL", true);
 		this.#logger.warn({ sessionId: id, why }, "session dropped: this node no longer owns it");
+	}
+
+	/** The options a session was created with (a fork starts from them: fork.ts). */
+	optionsOf(id: string): CreateSessionBody | undefined {
+		return this.#options.get(id);
 	}
 
 	/** The approval policies a session was created with (policy-engine.ts reads them). */

@@ -108,6 +108,15 @@ class AsyncPiGateway:
     async def create_session(self, body: Optional[s.CreateSession] = None) -> s.Session:
         return cast(s.Session, await self._http.json("POST", "/v1/sessions", body=body or {}))
 
+    async def fork_session(self, session_id: str, entry_id: Optional[str] = None, name: Optional[str] = None,
+                           idempotency_key: Optional[str] = None) -> s.ForkedSession:
+        """A new session of the caller's from this one: its conversation up to ``entry_id`` (inclusive;
+        all of it when None) and a copy of its folder. The original is only read."""
+        body = {k: v for k, v in {"entryId": entry_id, "name": name}.items() if v is not None}
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key is not None else None
+        return cast(s.ForkedSession, await self._http.json(
+            "POST", "/v1/sessions/{id}/fork-session", params={"id": session_id}, body=body, headers=headers))
+
     async def get_session(self, session_id: str) -> s.Session:
         return cast(s.Session, await self._http.json("GET", "/v1/sessions/{id}", params={"id": session_id}))
 

@@ -60,6 +60,16 @@ class PiGateway:
     def create_session(self, body: Optional[s.CreateSession] = None, signal: Optional[AbortSignal] = None) -> s.Session:
         return cast(s.Session, self._http.json("POST", "/v1/sessions", body=body or {}, signal=signal))
 
+    def fork_session(self, session_id: str, entry_id: Optional[str] = None, name: Optional[str] = None,
+                     idempotency_key: Optional[str] = None, signal: Optional[AbortSignal] = None) -> s.ForkedSession:
+        """A new session of the caller's from this one: its conversation up to ``entry_id`` (inclusive;
+        all of it when None) and a copy of its folder. The original is only read."""
+        body = {k: v for k, v in {"entryId": entry_id, "name": name}.items() if v is not None}
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key is not None else None
+        return cast(s.ForkedSession, self._http.json(
+            "POST", "/v1/sessions/{id}/fork-session", params={"id": session_id}, body=body, headers=headers,
+            signal=signal))
+
     def get_session(self, session_id: str, signal: Optional[AbortSignal] = None) -> s.Session:
         return cast(s.Session, self._http.json("GET", "/v1/sessions/{id}", params={"id": session_id}, signal=signal))
 

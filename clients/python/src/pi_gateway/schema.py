@@ -81,6 +81,10 @@ __all__ = [
     "SessionGrant",
     "SessionRight",
     "SessionShare",
+    "ForkedSession",
+    "FolderCopy",
+    "SkippedPath",
+    "ForkSession",
     "RunResult",
     "RunAccepted",
     "ImageContent",
@@ -1144,6 +1148,89 @@ class SessionShare(TypedDict):
     """Whom to share the session with (the whole list)"""
     # Every principal the session is shared with and what it may do (replaces the list): `read`, `write` (reading included) or `answer` (its approvals only)
     grants: List["SessionGrant"]
+
+
+class ForkedSession(TypedDict):
+    """The new session, and what it was made from"""
+    # The session's id
+    id: str
+    # Its display name; null until one is set
+    name: Union[str, None]
+    status: "SessionStatus"
+    # Cluster mode: the node whose pi runs this session (its `--node-name`, as in `/v1/info` and the cluster metrics); null while it is stopped (no node ...
+    node: Union[str, None]
+    # The pi process's id; null while no pi runs
+    pid: Union[int, None]
+    # The folder pi works in (the session's folder)
+    cwd: str
+    # pi keeps a session file, so the session can be resumed (false: ephemeral)
+    persist: bool
+    # pi can be started again on this session's file (POST …/resume); false for persist:false
+    resumable: bool
+    # When it was created
+    createdAt: str
+    # When a command or event last went through it
+    lastActivityAt: str
+    # pi's own session id; null until pi reported it
+    piSessionId: Union[str, None]
+    # pi's session file; null for an ephemeral session
+    piSessionFile: Union[str, None]
+    # The model in use; null until pi reported it
+    model: Union[Dict[str, Any], None]
+    # The thinking level in use; null until pi reported it
+    thinkingLevel: Union[str, None]
+    # Run id of the prompt that started the active run
+    currentRunId: Union[str, None]
+    # Commands waiting in the session's queue
+    queuedCommands: int
+    # Dialogs waiting for an answer
+    pendingApprovals: int
+    # Client tool calls waiting for the program's answer (GET …/tool-calls?status=pending)
+    pendingToolCalls: int
+    budget: "Budget"
+    # Sequence number of the newest event
+    lastEventId: int
+    # Cluster mode: the session's folder as the node running it found it when it took the session over from another node (restored from PostgreSQL under ...
+    folderRestore: Union[Dict[str, Any], None]
+    # How pi last exited; null while it runs or never did
+    exit: Union[Dict[str, Any], None]
+    # Where the new session came from
+    forkedFrom: Dict[str, Any]
+    folderCopy: "FolderCopy"
+
+
+class FolderCopy(TypedDict):
+    """What the fork's copy of the original's folder holds"""
+    # Files copied
+    files: int
+    # Folders copied
+    folders: int
+    # Symlinks copied (as links; only those that stay inside the folder)
+    links: int
+    # Bytes of file content copied
+    bytes: int
+    # Entries left out: links that lead out of the folder, FIFOs, sockets, devices, unreadable ones
+    skipped: int
+    # The first 100 entries left out, each with why
+    skippedPaths: List["SkippedPath"]
+
+
+class SkippedPath(TypedDict):
+    """An entry of the folder the copy left out"""
+    # Its path in the folder
+    path: str
+    # Why it was left out
+    why: str
+
+
+class ForkSession(TypedDict, total=False):
+    """Which part of the conversation the new session starts with; every field is optional"""
+    # The entry the fork's conversation ends at, inclusive: one of `GET …/entries` (or `…/tree`), or a user message of `GET …/fork-messages`. Absent: the...
+    entryId: str
+    # The new session's display name (default: the original's)
+    name: str
+    # The new session's budget (default: the original's limits; its usage starts at zero)
+    budget: "SessionBudget"
 
 
 class _RunResultRequired(TypedDict):
