@@ -1,6 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey, revokeKeys } from "../../src/http/auth/keys.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
@@ -22,7 +25,8 @@ beforeAll(async () => {
 	keys.alice = createKey(keysFile, "alice", [...full]).secret;
 	keys.bob = createKey(keysFile, "bob", [...full]).secret;
 	keys.bobReads = createKey(keysFile, "bob", ["sessions:read"]).secret;
-	gw = await startTestGateway({ keysFile });
+	// Few subscribers a session: a stream held open by a refused request shows at once.
+	gw = await startTestGateway({ keysFile, maxSubscribers: 4 });
 });
 afterAll(async () => {
 	await gw?.stop();
@@ -92,6 +96,62 @@ describe("bob's guessed and crafted ids", () => {
 	});
 });
 
+describe("a session alice shares with bob to read", () => {
+	it("his tool messages for her paused call answer nothing and hold none of her session's streams", async () => {
+		const tools = [{ type: "function", name: "lookup", parameters: { type: "object", properties: {} } }];
+		const paused = await post("/v1/responses", keys.alice, { model: demo, input: "tool: lookup {}", tools });
+		const call = (paused.body.output as { type: string; call_id: string }[]).find((o) => o.type === "function_call");
+		const session = sessionOf(paused.body.id);
+		const grants = [{ principal: "bob", can: ["read"] }];
+		const shared = await gw.api(`/v1/sessions/${session}/access`, {
+			method: "PUT",
+			headers: as(keys.alice),
+			json: { grants },
+		});
+		expect(shared.status).toBe(200);
+		const chatTools = [{ type: "function", function: { name: "lookup", parameters: { type: "object" } } }];
+		for (let i = 0; i < 6; i++) {
+			const his = await post("/v1/chat/completions", keys.bob, {
+				model: demo,
+				tools: chatTools,
+				messages: [
+					{ role: "user", content: "tool: lookup {}" },
+					{ role: "tool", tool_call_id: call?.call_id, content: "forged" },
+				],
+			});
+			expect(his.status).toBeGreaterThanOrEqual(400);
+		}
+		const pending = await gw.api(`/v1/sessions/${session}/tool-calls?status=pending`, { headers: as(keys.alice) });
+		expect(pending.body.toolCalls).toHaveLength(1);
+		// Her own stream of her session opens: bob's refused requests left no subscription behind.
+		const res = await gw.fetch(`/v1/sessions/${session}/events`, { headers: as(keys.alice) });
+		expect(res.status).toBe(200);
+		await res.body?.cancel();
+		await gw.api(`/v1/sessions/${session}?purge=true`, { method: "DELETE", headers: as(keys.alice) });
+	});
+});
+
+describe("bob's fork of his own session, its folder made hostile by his agent", () => {
+	it("copies files only: a FIFO, /proc links and links out are left out and named, and nothing hangs", async () => {
+		const id = (await post("/v1/sessions", keys.bob)).body.id as string;
+		const command = "mkfifo pipe; ln -s /proc/self/root root; ln -s /proc/1/environ env; ln -s .. up; echo x > f";
+		const run = await post(`/v1/sessions/${id}/prompt?wait=true`, keys.bob, { message: `bash: ${command}` });
+		expect(run.status).toBe(200);
+		const forked = await post(`/v1/sessions/${id}/fork-session`, keys.bob);
+		expect(forked.status).toBe(201);
+		const out = "a link that leads out of the folder";
+		expect(forked.body.folderCopy.skippedPaths).toEqual([
+			{ path: "env", why: out },
+			{ path: "pipe", why: "not a file, folder or link (a FIFO, socket or device)" },
+			{ path: "root", why: out },
+			{ path: "up", why: out },
+		]);
+		expect(forked.body.folderCopy).toMatchObject({ files: 1, links: 0 });
+		for (const s of [id, forked.body.id])
+			await gw.api(`/v1/sessions/${s}?purge=true`, { method: "DELETE", headers: as(keys.bob) });
+	});
+});
+
 describe("a key with only sessions:read", () => {
 	it("runs nothing through the OpenAI routes: no completion, no response, no resume of its own paused run", async () => {
 		const chat = await post("/v1/chat/completions", keys.bobReads, {
@@ -118,6 +178,33 @@ describe("a key with only sessions:read", () => {
 		const pending = await gw.api(`/v1/sessions/${session}/tool-calls?status=pending`, { headers: as(keys.bob) });
 		expect(pending.body.toolCalls).toHaveLength(1);
 		await gw.api(`/v1/sessions/${session}?purge=true`, { method: "DELETE", headers: as(keys.bob) });
+	});
+});
+
+describe("a key with only sessions:read, through /mcp", () => {
+	it("opens an MCP session, yet its tools start and prompt nothing: the REST API's 403", async () => {
+		const transport = new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), {
+			requestInit: { headers: as(keys.bobReads) },
+		});
+		const client = new Client({ name: "protocols-attacker", version: "1.0.0" });
+		await client.connect(transport);
+		try {
+			const before = (await gw.api("/v1/sessions", { headers: as(keys.bob) })).body.sessions.length;
+			const started = (await client.callTool({ name: "start_session", arguments: {} })) as CallToolResult;
+			expect(started.isError).toBe(true);
+			expect((started.content[0] as { text: string }).text).toMatch(/^403 insufficient_scope/);
+			expect((await gw.api("/v1/sessions", { headers: as(keys.bob) })).body.sessions).toHaveLength(before);
+			// His own session, made with his writing key: the reading key prompts nothing in it either.
+			const own = (await post("/v1/sessions", keys.bob)).body.id as string;
+			const prompt = { name: "prompt", arguments: { sessionId: own, message: "echo: read" } };
+			const prompted = (await client.callTool(prompt)) as CallToolResult;
+			expect((prompted.content[0] as { text: string }).text).toMatch(/^403 insufficient_scope/);
+			const messages = await gw.api(`/v1/sessions/${own}/messages`, { headers: as(keys.bob) });
+			expect(messages.body.messages).toEqual([]);
+			await gw.api(`/v1/sessions/${own}?purge=true`, { method: "DELETE", headers: as(keys.bob) });
+		} finally {
+			await client.close();
+		}
 	});
 });
 

@@ -108,12 +108,18 @@ export class ChatSessions {
 			await events.return?.(undefined);
 			return undefined;
 		}
-		this.#unpause(sessionId);
 		const left = new Map(results);
 		for (const call of waiting) {
 			left.delete(call.id);
-			await inner(gw.toolCalls.answer(call, { output: results.get(call.id) as string }, signal));
+			await inner(gw.toolCalls.answer(call, { output: results.get(call.id) as string }, signal)).catch(
+				async (error) => {
+					await events.return?.(undefined);
+					throw error;
+				},
+			);
 		}
+		// Only now: a caller who may read the session but not answer it (a read share) ends no pause.
+		this.#unpause(sessionId);
 		const model = session.model ? `${session.model.provider}/${session.model.id}` : String(plan.create.model);
 		return this.#run(gw, plan, sessionId, waiting[0]?.runId ?? "", model, events, left);
 	}
