@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { sandboxFix } from "../sessions/process/index.ts";
+import { ownKeyProblems, readProviderKeys } from "../sessions/relay/index.ts";
 import type { Gateway } from "./server.ts";
 import { tokenNotice } from "./token.ts";
 
@@ -34,6 +35,7 @@ export function startupNotices(gateway: Gateway): string[] {
 				? `pi-gateway: API keys from ${keysFile.path} (${count(keysFile.keys, "key")})`
 				: `pi-gateway: API keys: none yet; \`pi-gateway keys create\` writes them to ${keysFile.path}, taken without a restart`,
 		);
+	lines.push(...ownKeyNotices(gateway));
 	if (approvalPoliciesFile)
 		lines.push(
 			`pi-gateway: approval policies from ${approvalPoliciesFile.path} (${count(approvalPoliciesFile.rules, "rule")})`,
@@ -43,5 +45,28 @@ export function startupNotices(gateway: Gateway): string[] {
 	lines.push(
 		`pi-gateway: listening on ${gateway.url}; API reference ${gateway.url}/docs, console ${gateway.url}/console`,
 	);
+	return lines;
+}
+
+/**
+ * Principals' own provider keys (issue 42 item 5) the gateway cannot read now: where each should be
+ * and what is wrong, never a key. Their principals' calls fail until fixed; none uses the operator's.
+ */
+function ownKeyNotices(gateway: Gateway): string[] {
+	const { keysFile } = gateway.config;
+	let keys: ReturnType<typeof readProviderKeys>;
+	try {
+		keys = readProviderKeys(keysFile);
+	} catch (error) {
+		return [
+			`pi-gateway: PROVIDER KEYS: ${(error as Error).message}; sessions of key principals are refused until it is fixed`,
+		];
+	}
+	const lines = ownKeyProblems(keys).map((problem) => `pi-gateway: PROVIDER KEY: ${problem}`);
+	const owners = Object.keys(keys).filter((name) => Object.keys(keys[name] ?? {}).length > 0);
+	if (owners.length > 0 && gateway.sandbox.state === "unconfined")
+		lines.push(
+			`pi-gateway: PROVIDER KEYS of ${owners.join(", ")} need the sandbox's relay: with the sandbox ${gateway.sandbox.state}, their sessions are refused (503 provider_keys_need_sandbox)`,
+		);
 	return lines;
 }

@@ -6,16 +6,20 @@ import { closest } from "../config/names.ts";
 import { readSettings } from "../config/sources.ts";
 import { createKey, KeyRecord, readKeysFile, revokeKeys } from "../http/auth/keys.ts";
 import { Scope, scopes } from "../http/auth/principals.ts";
+import { listProviderKeys, parseProviderKey, providerKeyUsage, setProviderKeys } from "./provider-keys.ts";
 
 export const keysUsage = [
 	"Usage: pi-gateway keys create --principal NAME --scopes SCOPE[,SCOPE] [--expires-in-days N]",
+	"                              [--provider-key PROVIDER=SOURCE ...]",
 	"       pi-gateway keys list [--json]",
 	"       pi-gateway keys revoke ID|PRINCIPAL",
+	...providerKeyUsage.slice(0, 1),
 	"  each also takes [--keys-file F] [--data-dir D] [--config FILE]",
 	"",
 	"  create   adds a key and prints its secret on stdout, the only time it is shown",
 	"  list     every key: id, principal, scopes, created, expires (never a secret or its hash)",
 	"  revoke   removes the key with this id, or every key of this principal",
+	...providerKeyUsage.slice(1),
 	"",
 	"A running gateway reads the same file and takes a created or revoked key from its next request, without",
 	"a restart (a request with a key reads a changed file first; open streams see it within a second).",
@@ -29,6 +33,7 @@ const options = {
 	principal: { type: "string" },
 	scopes: { type: "string" },
 	"expires-in-days": { type: "string" },
+	"provider-key": { type: "string", multiple: true },
 	"keys-file": { type: "string" },
 	"data-dir": { type: "string" },
 	config: { type: "string" },
@@ -65,6 +70,14 @@ export function keysCommand(argv: string[], env: NodeJS.ProcessEnv = process.env
 	}
 	const file = keysFile(text("keys-file"), text("data-dir"), text("config"), env);
 	if (verb === undefined) throw wrong("which keys command? create, list or revoke");
+	const providerKeys = (values["provider-key"] ?? []) as (string | boolean)[];
+	if (providerKeys.some((v) => typeof v !== "string")) throw wrong("--provider-key needs PROVIDER=SOURCE");
+	if (verb === "provider-key") {
+		if (!name || extra.length === 0)
+			throw wrong("keys provider-key needs a principal and PROVIDER=SOURCE (e.g. alice openai=env:ALICE_OPENAI_KEY)");
+		setProviderKeys(file, principalName(name), extra.map(String));
+		return;
+	}
 	if (verb === "list") {
 		if (name) throw wrong(`keys list takes no argument (got ${JSON.stringify(name)})`);
 		listKeys(file, values.json === true);
@@ -85,16 +98,28 @@ export function keysCommand(argv: string[], env: NodeJS.ProcessEnv = process.env
 		return;
 	}
 	if (verb !== "create")
-		throw wrong(`unknown keys command ${JSON.stringify(verb)}: the commands are create, list, revoke`);
+		throw wrong(`unknown keys command ${JSON.stringify(verb)}: the commands are create, list, revoke, provider-key`);
 	if (name) throw wrong(`keys create takes no argument (got ${JSON.stringify(name)}); name the owner with --principal`);
-	create(file, text("principal"), text("scopes"), text("expires-in-days"));
+	create(file, text("principal"), text("scopes"), text("expires-in-days"), providerKeys as string[]);
 }
 
-function create(file: string, principal?: string, scopeList?: string, expires?: string): void {
-	if (!principal) throw wrong("keys create needs --principal NAME: who the key is for (e.g. --principal erin)");
+function principalName(principal: string): string {
 	const owner = KeyRecord.shape.principal.safeParse(principal);
 	if (!owner.success)
 		throw wrong(`--principal ${JSON.stringify(principal)}: ${owner.error.issues.map((i) => i.message).join("; ")}`);
+	return owner.data;
+}
+
+function create(
+	file: string,
+	principal?: string,
+	scopeList?: string,
+	expires?: string,
+	providerKeys: string[] = [],
+): void {
+	if (!principal) throw wrong("keys create needs --principal NAME: who the key is for (e.g. --principal erin)");
+	const owner = { data: principalName(principal) };
+	for (const entry of providerKeys) parseProviderKey(entry);
 	if (!scopeList) throw wrong(`keys create needs --scopes: one or more of ${scopes.join(", ")}, comma-separated`);
 	const requested = scopeList
 		.split(",")
@@ -119,6 +144,7 @@ function create(file: string, principal?: string, scopeList?: string, expires?: 
 		`pi-gateway: key ${record.id} for ${record.principal} (${record.scopes.join(",")}) added to ${file}; a running gateway reading that file accepts it from its next request. The secret below is shown only now`,
 	);
 	console.log(secret);
+	if (providerKeys.length > 0) setProviderKeys(file, record.principal, providerKeys);
 }
 
 /** Where the gateway reads its keys with the same flags, env and config file: so a new key works there. */
@@ -157,4 +183,5 @@ function listKeys(file: string, json: boolean): void {
 					.trimEnd(),
 			);
 	}
+	if (!json) listProviderKeys(file, false);
 }

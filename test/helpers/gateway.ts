@@ -42,7 +42,8 @@ export interface TestGateway extends Gateway {
  */
 export type Layout = "default" | "shared-root";
 
-export type TestGatewayOptions = Partial<ConfigInput> & { layout?: Layout };
+/** `logLines`: every line the gateway logs (debug and up) is kept there, for a test that reads its log. */
+export type TestGatewayOptions = Partial<ConfigInput> & { layout?: Layout; logLines?: string[] };
 
 /**
  * A gateway on 127.0.0.1:0 with its own data dir and pi config dir, all temporary, in `layout`
@@ -50,6 +51,7 @@ export type TestGatewayOptions = Partial<ConfigInput> & { layout?: Layout };
  */
 export async function startTestGateway({
 	layout = "default",
+	logLines,
 	...overrides
 }: TestGatewayOptions = {}): Promise<TestGateway> {
 	const root = mkdtempSync(join(tmpdir(), "pi-gateway-test-"));
@@ -80,7 +82,11 @@ export async function startTestGateway({
 			logLevel: "silent",
 			...overrides,
 		},
-		overrides.logLevel === undefined ? errorLog : undefined,
+		logLines
+			? pino({ level: "debug" }, { write: (line: string) => void logLines.push(line) })
+			: overrides.logLevel === undefined
+				? errorLog
+				: undefined,
 	).catch((error) => {
 		rmSync(root, { recursive: true, force: true });
 		throw error;

@@ -13,6 +13,7 @@ import { dirname } from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { PrincipalName } from "../../sessions/registry/index.ts";
+import { ProviderKeys } from "../../sessions/relay/index.ts";
 import { jwtPrefix } from "./jwt-names.ts";
 import { type Principal, Scope } from "./principals.ts";
 
@@ -34,15 +35,25 @@ export const KeyRecord = z.object({
 	createdAt: z.iso.datetime({ offset: true }).optional(),
 });
 export type KeyRecord = z.infer<typeof KeyRecord>;
-export const KeysFile = z.object({ keys: z.array(KeyRecord) });
+/**
+ * `providerKeys`: principals' own provider keys, by where each is (`env:NAME`, `file:/path`), never
+ * the key itself (sessions/relay/own-keys.ts). A bad entry makes the whole file invalid.
+ */
+export const KeysFile = z.object({ keys: z.array(KeyRecord), providerKeys: ProviderKeys.optional() });
+type KeysFileData = z.infer<typeof KeysFile>;
 
 export const hashKey = (secret: string) => `sha256:${createHash("sha256").update(secret).digest("hex")}`;
 
 export function readKeysFile(path: string): KeyRecord[] {
-	if (!existsSync(path)) return [];
+	return readWholeKeysFile(path).keys;
+}
+
+/** The keys file with its principals' own provider keys. */
+export function readWholeKeysFile(path: string): KeysFileData {
+	if (!existsSync(path)) return { keys: [] };
 	const text = readFileSync(path, "utf8");
 	try {
-		return KeysFile.parse(JSON.parse(text)).keys;
+		return KeysFile.parse(JSON.parse(text));
 	} catch (error) {
 		const reason = error instanceof z.ZodError ? z.prettifyError(error) : (error as Error).message;
 		throw new Error(`The keys file ${path} is invalid: ${reason}`);
@@ -60,7 +71,7 @@ export function createKey(
 	keyScopes: Scope[],
 	expiresAt?: Date,
 ): { secret: string; record: KeyRecord } {
-	const keys = readKeysFile(path);
+	const file = readWholeKeysFile(path);
 	const id = `key_${randomBytes(6).toString("hex")}`;
 	const secret = `pgk_${randomBytes(32).toString("base64url")}`;
 	const record = KeyRecord.parse({
@@ -71,7 +82,7 @@ export function createKey(
 		...(expiresAt ? { expiresAt: expiresAt.toISOString() } : {}),
 		createdAt: new Date().toISOString(),
 	});
-	writeKeysFile(path, [...keys, record]);
+	writeKeysFile(path, { ...file, keys: [...file.keys, record] });
 	return { secret, record };
 }
 
@@ -81,9 +92,9 @@ export function createKey(
  * owner of the file it replaces, else of its folder: a 0600 file of root's is one the gateway's own
  * user (systemd's DynamicUser) cannot read, and every key in it would be a 401.
  */
-function writeKeysFile(path: string, keys: KeyRecord[]): void {
+function writeKeysFile(path: string, file: KeysFileData): void {
 	const temporary = `${path}.${process.pid}.tmp`;
-	writeFileSync(temporary, `${JSON.stringify({ keys }, null, 2)}\n`, { mode: 0o600 });
+	writeFileSync(temporary, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
 	if (process.getuid?.() === 0) {
 		const owner = statSync(path, { throwIfNoEntry: false }) ?? statSync(dirname(path));
 		if (owner.uid !== 0) chownSync(temporary, owner.uid, owner.gid);
@@ -97,14 +108,27 @@ function writeKeysFile(path: string, keys: KeyRecord[]): void {
  * poll interval (KeyStore.watch), so the secret stops working without a restart.
  */
 export function revokeKeys(path: string, name: string): KeyRecord[] {
-	const keys = readKeysFile(path);
-	const gone = keys.filter((key) => key.id === name || key.principal === name);
-	if (gone.length > 0)
-		writeKeysFile(
-			path,
-			keys.filter((key) => !gone.includes(key)),
-		);
+	const file = readWholeKeysFile(path);
+	const gone = file.keys.filter((key) => key.id === name || key.principal === name);
+	if (gone.length > 0) writeKeysFile(path, { ...file, keys: file.keys.filter((key) => !gone.includes(key)) });
 	return gone;
+}
+
+/**
+ * Sets (or, with `source` undefined, removes) `principal`'s own key for `provider`: where it is,
+ * `env:NAME` or `file:/path`. The secret is never written here. A running gateway uses it from the
+ * principal's next session start (a live session keeps the keys it started with).
+ */
+export function setProviderKey(path: string, principal: string, provider: string, source?: string): void {
+	const file = readWholeKeysFile(path);
+	const all = new Map(Object.entries(file.providerKeys ?? {}));
+	const own = new Map(Object.entries(all.get(principal) ?? {}));
+	if (source === undefined) own.delete(provider);
+	else own.set(provider, source);
+	if (own.size > 0) all.set(principal, Object.fromEntries(own));
+	else all.delete(principal);
+	const providerKeys = ProviderKeys.parse(Object.fromEntries(all));
+	writeKeysFile(path, { ...file, providerKeys });
 }
 
 /**

@@ -4,7 +4,7 @@ import { z } from "@hono/zod-openapi";
 import type { Config } from "../../config/config.ts";
 import { type ReadableGuard, readableProblem } from "../../config/layout-check.ts";
 import { GatewayError } from "../../shared/errors.ts";
-import { operatorAgentDir } from "../relay/index.ts";
+import { operatorAgentDir, ownKeyFiles } from "../relay/index.ts";
 
 /**
  * What a sandbox shows of the host (pi's and the workspace's confined tools alike): an allowlist,
@@ -138,7 +138,8 @@ export function gatewayNode(): { show: string; bin: string } | undefined {
  * The files the gateway reads a secret from, those that exist: the token file, the keys file (only
  * hashes, but who holds which scopes is not the agent's business), the database URL's (its
  * password), the cluster secret's, the webhooks' (their signing secrets) and the config file (it
- * may hold any of them, `token:` included). pi's sandbox and the workspace's tools cover each.
+ * may hold any of them, `token:` included), and the files principals' own provider keys are read
+ * from (relay/own-keys.ts). pi's sandbox and the workspace's tools cover each.
  */
 export function secretFiles(
 	config: Pick<
@@ -147,9 +148,9 @@ export function secretFiles(
 	>,
 ): string[] {
 	const { tokenFile, keysFile, databaseUrlFile, clusterSecretFile, webhooksFile, configFile } = config;
-	return [tokenFile, keysFile, databaseUrlFile, clusterSecretFile, webhooksFile, configFile].filter(
-		(file): file is string => file !== undefined && existsSync(file),
-	);
+	return [tokenFile, keysFile, databaseUrlFile, clusterSecretFile, webhooksFile, configFile]
+		.filter((file): file is string => file !== undefined && existsSync(file))
+		.concat(ownKeyFiles(keysFile));
 }
 
 /**

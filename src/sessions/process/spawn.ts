@@ -13,6 +13,7 @@ import { PolicySet } from "../dialogs/policies.ts";
 import { type SandboxRelay, SessionAllowHosts, sandboxRelay, sessionAllowHosts } from "../relay/index.ts";
 import { SessionBudget } from "../session/budget.ts";
 import { type Area, areaAgentDir, areaCompileCache, areaOf, areaOfCwd, confineToArea, ensureArea } from "./areas.ts";
+import { keyOwner } from "./key-owner.ts";
 import { agentDir, confinedByConfig, wrapCommand } from "./sandbox.ts";
 import { SandboxReadable, sandboxEnv, sessionReadable } from "./sandbox-view.ts";
 import { sealedRunner } from "./sealed-node.ts";
@@ -164,6 +165,8 @@ export interface SpawnAt {
 	cwd?: string;
 	/** A warm pool's pi: started ahead of any create, so it can load what its first prompt needs (warm-up.ts). */
 	pooled?: boolean;
+	/** A session that exists: its owner, whose own provider keys its relay may use (key-owner.ts). */
+	owner?: string;
 }
 
 /**
@@ -267,6 +270,7 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 			...(clientTools.length > 0 ? { [clientToolsEnv]: JSON.stringify(clientTools) } : {}),
 		},
 	});
+	const owner = keyOwner(config, at, cwd, confined);
 	if (!confined) return { command: command as string, args, env, cwd };
 	// A private /tmp as TMPDIR, an empty HOME, the gateway's node on PATH (sandbox-view.ts).
 	sandboxEnv(env);
@@ -275,7 +279,7 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 	env.NODE_COMPILE_CACHE = compileCache;
 	// No key, no network: model calls go through the relay, tools' requests the egress proxy (relay/).
 	const egress = { ...config, sandboxAllowHosts: sessionAllowHosts(config, body.sandboxAllowHosts) };
-	const relay = sandboxRelay(egress, at.id, env, isNode(command as string) ? args : [], nodeOptions.length);
+	const relay = sandboxRelay(egress, at.id, env, isNode(command as string) ? args : [], nodeOptions.length, owner);
 	// Shown read-only where a hide would take it away: what pi runs and loads (its files, the
 	// node_modules its bundle and the extensions import from), pi's node (sealed-node.ts: a copy).
 	const runner = command === process.execPath ? sealedRunner() : (command as string);

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
 import { hopByHopHeaders } from "../../net/hop-headers.ts";
 import { placeholderPrefix, type RelayRoute } from "./credentials.ts";
+import { ownKeyProblem } from "./own-keys.ts";
 import { resolveSecret } from "./resolve.ts";
 
 /**
@@ -110,6 +111,13 @@ export const dropped = new Set([
 async function real(route: RelayRoute, placeholder: string): Promise<string> {
 	const secret = route.secrets.get(placeholder);
 	const value = secret ? await resolveSecret(secret) : undefined;
+	// A principal's own key that is missing fails the call: the operator's is not used in its place.
+	if (value === undefined && secret?.own) {
+		const { principal, provider, source } = secret.own;
+		const why = ownKeyProblem(source) ?? "it did not resolve";
+		const message = `${principal}'s own key for ${provider} (${source}) is unavailable: ${why}; the gateway does not use the operator's key instead. Ask the operator to fix it`;
+		throw new Refused(403, "relay_own_key_unavailable", message);
+	}
 	if (value === undefined)
 		throw new Refused(502, "relay_key_unavailable", `the key for ${route.provider} did not resolve`);
 	return value;

@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { readFile } from "node:fs/promises";
 import type { Secret } from "./credentials.ts";
 
 /**
@@ -68,6 +69,16 @@ export async function resolveSecret(
 	secret: Secret,
 	source: NodeJS.ProcessEnv = process.env,
 ): Promise<string | undefined> {
+	if (secret.file !== undefined) return readKeyFile(secret.file);
 	if (secret.value.startsWith("!")) return runCommand(secret.value.slice(1));
 	return resolveTemplate(secret.value, { ...source, ...secret.env });
+}
+
+/** A principal's own key from its file (own-keys.ts): the trimmed text, or undefined if unreadable or empty. */
+async function readKeyFile(path: string): Promise<string | undefined> {
+	try {
+		return (await readFile(path, "utf8")).trim() || undefined;
+	} catch {
+		return undefined;
+	}
 }
