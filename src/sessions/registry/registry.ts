@@ -335,7 +335,10 @@ export class SessionRegistry {
 		if (file && session.piState.fileSeen && !existsSync(file)) await this.#journal.restoreConversation(session);
 		assertContinuable(this.#config, session, this.#sessions);
 		const options = this.#options.get(session.id) as CreateSessionBody;
-		await this.#launch(session, planSpawn(this.#config, options, { id: session.id, restore: file, cwd: session.cwd }));
+		// Its owner (the live share's) for the relay: a principal's own provider keys go to its sessions only.
+		const owner = this.#liveShares?.(session.id)?.owner;
+		const at = { id: session.id, restore: file, cwd: session.cwd, owner };
+		await this.#launch(session, planSpawn(this.#config, options, at));
 		this.#logger.info({ sessionId: session.id, pid: session.pid }, "session resumed");
 		this.#journal.save(session);
 	}
