@@ -239,6 +239,23 @@ describe("what a response keeps", () => {
 	});
 });
 
+describe("a pathological text.format.schema", () => {
+	it("is refused as the prompt route refuses it (2^40 ways to check one place), and leaves no session", async () => {
+		const $defs = Object.fromEntries(
+			Array.from({ length: 40 }, (_, i) => [
+				`d${i}`,
+				{ anyOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] },
+			]),
+		);
+		const schema = { $defs: { ...$defs, d40: { type: "string" } }, $ref: "#/$defs/d0" };
+		const before = (await gw.api("/v1/sessions", { headers: as(keys.bob) })).body.sessions.length;
+		const text = { format: { type: "json_schema", name: "bomb", schema } };
+		const r = await post("/v1/responses", keys.bob, { model: demo, input: "echo: {}", text });
+		expect(shape(r)).toMatchObject({ status: 400, code: "invalid_output_schema" });
+		expect((await gw.api("/v1/sessions", { headers: as(keys.bob) })).body.sessions).toHaveLength(before);
+	});
+});
+
 describe("a revoked key", () => {
 	it("its background response fails and its run stops", async () => {
 		const temp = createKey(keysFile, "bob", [...full]);
