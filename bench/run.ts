@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { runClusterBenchmarks } from "./cluster-suite.ts";
 import { consoleFirstLoad } from "./console.ts";
 import { fanout, idleSubscribers, latency, throughput } from "./events.ts";
+import { idleWake } from "./idle-wake.ts";
 import { latencyTail } from "./latency-tail.ts";
 import { startGatewayProcess, stubPi, table } from "./lib.ts";
 import { fullPeerOptions, peers, smokePeerOptions } from "./peers.ts";
@@ -154,6 +155,15 @@ if (want("prompt-life")) {
 	// Smoke: 20 prompts (about 7 s); the figures need 200.
 	const prompts = smoke ? 20 : 200;
 	console.log(promptLifeTables(await promptLife(prompts), prompts, table));
+}
+
+if (want("idle-wake")) {
+	// Smoke: 2 sessions and a 1 s idle timeout; the figures need 16 sessions left 90 s in the default start.
+	const { memory, wake } = await idleWake(
+		smoke ? { sessions: 2, idleMs: 3000, args: ["--idle-timeout-ms", "1000"] } : { sessions: 16, idleMs: 90_000 },
+	);
+	console.log(table("16. Idle sessions past the idle timeout (default start, real pi, demo model)", memory));
+	console.log(table("16b. A woken session's first delta against a live one's (same session, back to back)", wake));
 }
 
 if (want("workspace"))
