@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { OpenAIResponse } from "../../src/http/routes/openai/responses.schemas.ts";
-import { keptPerPrincipal, ResponseStore } from "../../src/http/routes/openai/responses.store.ts";
+import {
+	keptCharsPerPrincipal,
+	keptPerPrincipal,
+	ResponseStore,
+} from "../../src/http/routes/openai/responses.store.ts";
 
 const response = (id: string) => ({ id, status: "completed" }) as OpenAIResponse;
 
@@ -30,5 +34,28 @@ describe("ResponseStore", () => {
 		store.delete("alice", "resp_1");
 		store.update("alice", { ...response("resp_1"), status: "cancelled" });
 		expect(store.get("alice", "resp_1")).toBeUndefined();
+	});
+});
+
+describe("ResponseStore's bound on size", () => {
+	const large = (id: string) =>
+		({ id, status: "completed", output_text: "x".repeat(4 * 1024 * 1024) }) as OpenAIResponse;
+
+	it("keeps a principal's responses within keptCharsPerPrincipal, dropping its own oldest", () => {
+		const store = new ResponseStore();
+		store.save("alice", large("resp_alice"));
+		for (let i = 0; i < 12; i++) store.save("bob", large(`resp_bob_${i}`));
+		expect(store.get("alice", "resp_alice")).toBeDefined();
+		const kept = Array.from({ length: 12 }, (_, i) => store.get("bob", `resp_bob_${i}`)).filter(Boolean);
+		expect(kept.length * 4 * 1024 * 1024).toBeLessThanOrEqual(keptCharsPerPrincipal);
+		expect(store.get("bob", "resp_bob_11")).toBeDefined();
+		expect(store.get("bob", "resp_bob_0")).toBeUndefined();
+	});
+
+	it("never drops a response whose background run still goes", () => {
+		const store = new ResponseStore();
+		store.save("bob", large("resp_running"), { cancel() {}, ended: new Promise(() => {}) });
+		for (let i = 0; i < 12; i++) store.save("bob", large(`resp_bob_${i}`));
+		expect(store.get("bob", "resp_running")).toBeDefined();
 	});
 });

@@ -102,7 +102,7 @@ export const getResponse = createRoute({
 	tags: ["openai"],
 	summary: "One response, as it is now",
 	description:
-		"A response of this gateway process to the principal that made it (each principal's last 1000 are kept in memory), while its session is one the key may read: another principal's, one forgotten or deleted, is 404. A background response is `in_progress` until its run ends.",
+		"A response of this gateway process to the principal that made it (each principal's last 1000, within 32 Mi characters of JSON, are kept in memory), while its session is one the key may read: another principal's, one forgotten or deleted, is 404. A background response is `in_progress` until its run ends.",
 	request: { params: ResponseParams },
 	responses: {
 		200: json(OpenAIResponse, "The response"),
