@@ -2,8 +2,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startupNotices } from "../../src/app/startup-notices.ts";
 import { createKey, setProviderKey } from "../../src/http/auth/keys.ts";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { hasCommand } from "../helpers/host.ts";
 import { type ScriptedProvider, startScriptedProvider } from "../helpers/scripted-provider.ts";
 
@@ -165,6 +166,25 @@ describe.runIf(hasCommand("bwrap"))("a principal's own provider keys", () => {
 			});
 		for (const r of provider.requests.slice(before)) expect(r.headers.authorization).not.toContain(aliceFileKey);
 		expect(keyFor("bob asks groq")).toBeUndefined();
+	});
+
+	it("stay alice's when her session's pi is started again after a crash", async () => {
+		const alice = await session("alice", { provider: "openai", model: "scripted" });
+		await prompt("alice", alice, "alice before the crash");
+		const { pid } = (await gw.api(`/v1/sessions/${alice}`, { headers: as("alice") })).body;
+		process.kill(pid, "SIGKILL");
+		await until(async () => (await gw.api(`/v1/sessions/${alice}`, { headers: as("alice") })).body.pid !== pid);
+		const resumed = await gw.api(`/v1/sessions/${alice}/resume`, { method: "POST", headers: as("alice") });
+		expect(resumed.status).toBe(200);
+		expect((await prompt("alice", alice, "alice after the crash")).text).toBe("echo: alice after the crash");
+		expect(keyFor("alice after the crash")).toBe(`Bearer ${aliceEnvKey}`);
+	});
+
+	it("are named at start-up when their source is missing", () => {
+		const notices = startupNotices(gw).join("\n");
+		expect(notices).toContain("PROVIDER KEY: carol's own key for openai (file:");
+		expect(notices).toContain("cannot be read (ENOENT)");
+		expect(notices).not.toContain("alice's own key");
 	});
 
 	it("fail carol's turn when her key is missing, without using the operator's", async () => {
