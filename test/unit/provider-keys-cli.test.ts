@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -64,6 +65,16 @@ describe("pi-gateway keys and principals' own provider keys", () => {
 
 		run("provider-key", "alice", "groq=");
 		expect([...ownKeysOf(file, "alice").keys()]).toEqual(["openai", "anthropic"]);
+	});
+
+	it("leaves the key out of --print-config", () => {
+		const printed = execFileSync(process.execPath, ["src/main.ts", "--print-config", "--keys-file", file], {
+			cwd: join(import.meta.dirname, "../.."),
+			env: { ...process.env, PGW_TEST_UNSET_KEY: pasted, HOME: dir },
+			encoding: "utf8",
+		});
+		expect(printed).toContain(file);
+		expect(printed).not.toContain(pasted);
 	});
 
 	it("refuses a key given in place of its source, without repeating it", () => {
