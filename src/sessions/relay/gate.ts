@@ -1,7 +1,6 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
 import { hopByHopHeaders } from "../../net/hop-headers.ts";
 import { placeholderPrefix, type RelayRoute } from "./credentials.ts";
-import { ownKeyProblem } from "./own-keys.ts";
 import { resolveSecret } from "./resolve.ts";
 
 /**
@@ -112,10 +111,11 @@ async function real(route: RelayRoute, placeholder: string): Promise<string> {
 	const secret = route.secrets.get(placeholder);
 	const value = secret ? await resolveSecret(secret) : undefined;
 	// A principal's own key that is missing fails the call: the operator's is not used in its place.
+	// The message goes to the agent and to everyone the session is shared with: it does not say
+	// where the key is (a file's path, a variable's name of the gateway's), only who is to fix it.
 	if (value === undefined && secret?.own) {
-		const { principal, provider, source } = secret.own;
-		const why = ownKeyProblem(source) ?? "it did not resolve";
-		const message = `${principal}'s own key for ${provider} (${source}) is unavailable: ${why}; the gateway does not use the operator's key instead. Ask the operator to fix it`;
+		const { principal, provider } = secret.own;
+		const message = `${principal}'s own key for ${provider} is unavailable; the gateway does not use the operator's key instead. Ask the operator to fix it (\`pi-gateway keys list\` says what is wrong)`;
 		throw new Refused(403, "relay_own_key_unavailable", message);
 	}
 	if (value === undefined)
