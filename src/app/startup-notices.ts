@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
+import { ownKeyProblems, readProviderKeys } from "../config/own-keys.ts";
 import { sandboxFix } from "../sessions/process/index.ts";
-import { ownKeyProblems, readProviderKeys } from "../sessions/relay/index.ts";
 import type { Gateway } from "./server.ts";
 import { tokenNotice } from "./token.ts";
 

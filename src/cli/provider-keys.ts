@@ -1,5 +1,5 @@
+import { ownKeyProblem, ProviderKeys } from "../config/own-keys.ts";
 import { readWholeKeysFile, setProviderKey } from "../http/auth/keys.ts";
-import { ownKeyProblem, ProviderKeys } from "../sessions/relay/index.ts";
 
 /**
  * `pi-gateway keys`' part for principals' own provider keys (issue 42 item 5): `--provider-key

@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { keysCommand } from "../../src/cli/keys.ts";
+import { ownKeysOf } from "../../src/config/own-keys.ts";
 import { readKeysFile } from "../../src/http/auth/keys.ts";
-import { ownKeysOf } from "../../src/sessions/relay/index.ts";
 
 // Issue 42 item 5: `pi-gateway keys` records where a principal's own provider key is (never the
 // key), says what is wrong with a source as it sets or lists it, and refuses a key pasted in

@@ -12,8 +12,8 @@ import {
 import { dirname } from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
+import { ProviderKeys } from "../../config/own-keys.ts";
 import { PrincipalName } from "../../sessions/registry/index.ts";
-import { ProviderKeys } from "../../sessions/relay/index.ts";
 import { jwtPrefix } from "./jwt-names.ts";
 import { type Principal, Scope } from "./principals.ts";
 
@@ -37,7 +37,7 @@ export const KeyRecord = z.object({
 export type KeyRecord = z.infer<typeof KeyRecord>;
 /**
  * `providerKeys`: principals' own provider keys, by where each is (`env:NAME`, `file:/path`), never
- * the key itself (sessions/relay/own-keys.ts). A bad entry makes the whole file invalid.
+ * the key itself (config/own-keys.ts). A bad entry makes the whole file invalid.
  */
 export const KeysFile = z.object({ keys: z.array(KeyRecord), providerKeys: ProviderKeys.optional() });
 type KeysFileData = z.infer<typeof KeysFile>;

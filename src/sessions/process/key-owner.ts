@@ -1,11 +1,11 @@
 import type { Config } from "../../config/config.ts";
+import { ownKeysOf } from "../../config/own-keys.ts";
 import { GatewayError } from "../../shared/errors.ts";
 import { isInside } from "../../shared/paths.ts";
-import { ownKeysOf } from "../relay/index.ts";
 import { areaOf } from "./areas.ts";
 
 /**
- * Whose own provider keys (issue 42 item 5, relay/own-keys.ts) a session's relay uses: its owner's
+ * Whose own provider keys (issue 42 item 5, config/own-keys.ts) a session's relay uses: its owner's
  * (the creator at create, `owner` at a later start), when the session works in that principal's own
  * area, `<root>/@<name>`, which every session of a principal without the admin scope does. An
  * admin's session working in the whole root, or one an admin started in another's area, uses the

@@ -3,8 +3,9 @@ import { basename, dirname, isAbsolute, join, relative } from "node:path";
 import { z } from "@hono/zod-openapi";
 import type { Config } from "../../config/config.ts";
 import { type ReadableGuard, readableProblem } from "../../config/layout-check.ts";
+import { ownKeyFiles } from "../../config/own-keys.ts";
 import { GatewayError } from "../../shared/errors.ts";
-import { operatorAgentDir, ownKeyFiles } from "../relay/index.ts";
+import { operatorAgentDir } from "../relay/index.ts";
 
 /**
  * What a sandbox shows of the host (pi's and the workspace's confined tools alike): an allowlist,
@@ -139,7 +140,7 @@ export function gatewayNode(): { show: string; bin: string } | undefined {
  * hashes, but who holds which scopes is not the agent's business), the database URL's (its
  * password), the cluster secret's, the webhooks' (their signing secrets) and the config file (it
  * may hold any of them, `token:` included), and the files principals' own provider keys are read
- * from (relay/own-keys.ts). pi's sandbox and the workspace's tools cover each.
+ * from (config/own-keys.ts). pi's sandbox and the workspace's tools cover each.
  */
 export function secretFiles(
 	config: Pick<

@@ -25,7 +25,7 @@ export interface Secret {
 	 * placeholder>` and the upstream got the real key in a header it shows.
 	 */
 	headers?: Set<string>;
-	/** A principal's own key kept in a file (own-keys.ts): read at each call, `value` unused. */
+	/** A principal's own key kept in a file (config/own-keys.ts): read at each call, `value` unused. */
 	file?: string;
 	/** A principal's own key (own-key-plan.ts): where it is, said when it does not resolve. */
 	own?: { principal: string; provider: string; source: string };

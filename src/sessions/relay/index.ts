@@ -4,7 +4,6 @@ export { attachRelay } from "./attach.ts";
 export { placeholderPrefix, type RelayPlan, relayPlan } from "./credentials.ts";
 export { closeEgressProxy, type EgressDenial, egressDenialReasons, openEgressProxy } from "./egress-proxy.ts";
 export type { RelaySink } from "./metering.ts";
-export { ownKeyFiles, ownKeyProblem, ownKeyProblems, ownKeysOf, ProviderKeys, readProviderKeys } from "./own-keys.ts";
 export {
 	operatorAgentDir,
 	proxyPort,

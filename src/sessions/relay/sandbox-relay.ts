@@ -4,10 +4,10 @@ import { homedir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Config } from "../../config/config.ts";
+import { ownKeysOf } from "../../config/own-keys.ts";
 import { type AllowEntry, parseAllowHosts } from "../../net/egress-allow.ts";
 import { type RelayPlan, relayPlan } from "./credentials.ts";
 import { applyOwnKeys, withOwnKeyVariables } from "./own-key-plan.ts";
-import { ownKeysOf } from "./own-keys.ts";
 
 /**
  * What a sandboxed pi needs to call its model through the relay: the socket bound into the sandbox
@@ -106,7 +106,7 @@ export function operatorAgentDir(config: Pick<Config, "piAgentDir">): string {
  * and `env` names it in HTTP(S)_PROXY (the relay's own address left out in NO_PROXY); without, no
  * proxy variable of the gateway's own environment is left (nothing it names is reachable).
  * `principal`: the session's owner when it works in that principal's own area (spawn.ts), whose
- * own provider keys (own-keys.ts) the relay uses where it would use the operator's.
+ * own provider keys (config/own-keys.ts) the relay uses where it would use the operator's.
  */
 export function sandboxRelay(
 	config: Pick<Config, "dataDir" | "piAgentDir" | "passEnv" | "sandboxAllowHosts" | "keysFile">,
@@ -119,7 +119,7 @@ export function sandboxRelay(
 	const socket = relaySocket(config.dataDir, sessionId);
 	const base = `http://127.0.0.1:${relayPort}`;
 	// `env` as pi got it (placeholders for the keys it reads) serves a later read as well. The
-	// principal's own keys (own-keys.ts) are read again at each read, as the operator's files are.
+	// principal's own keys (config/own-keys.ts) are read again at each read, as the operator's files are.
 	const read = () => {
 		const own = ownKeysOf(config.keysFile, principal);
 		const { source, childEnv } = withOwnKeyVariables(process.env, env, own);

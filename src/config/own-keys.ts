@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import { z } from "zod";
-import { GatewayError } from "../../shared/errors.ts";
+import { GatewayError } from "../shared/errors.ts";
 
 /**
  * A principal's own provider keys (issue 42 item 5): the operator names, per principal and
