@@ -3,13 +3,17 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync,
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ConfigSchema } from "../../src/config/config.ts";
 import { createKey } from "../../src/http/auth/keys.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { type GatewayProcess, killAll, launchGateway } from "../helpers/gateway-process.ts";
 
 // The CLI as a user meets it: what --help promises, and the lines printed at start about the token.
+// Each test runs the bin (a node process reading the whole src/) several times: 2 s each on a quiet
+// machine, 4–5 s while the rest of the suite loads both cores, so 30 s is a bound a busy run misses.
+vi.setConfig({ testTimeout: 120_000 });
+
 const repo = resolve(import.meta.dirname, "../..");
 const run = promisify(execFile);
 const main = (args: string[]) => run(process.execPath, ["src/main.ts", ...args], { cwd: repo });
