@@ -26,10 +26,14 @@ afterAll(async () => {
 	rmSync(root, { recursive: true, force: true });
 });
 
-/** Every file under `dir` but the node's own database (what a claim would add: the conversation). */
+/**
+ * Every file under `dir` but the node's own database and pi's caches in the agent dirs (what a claim
+ * would add is the conversation; a warm-pool pi starting meanwhile writes models-store.json into
+ * its agent dir whatever a caller does).
+ */
 function files(dir: string): string[] {
 	return readdirSync(dir, { recursive: true, withFileTypes: true })
-		.filter((e) => e.isFile() && !/gateway\.db/.test(e.name))
+		.filter((e) => e.isFile() && !/gateway\.db/.test(e.name) && e.name !== "models-store.json")
 		.map((e) => join(e.parentPath, e.name))
 		.sort();
 }
