@@ -61,8 +61,10 @@ export class ChatSessions {
 		this.#stop = stop;
 	}
 
-	#abort(gw: PiGateway, sessionId: string): Promise<void> {
-		return gw.abort(sessionId).catch(async (error) => {
+	/** Stops this run only (run cancel by id); the whole session's abort only when the run's id is unknown. */
+	#abort(gw: PiGateway, sessionId: string, runId = ""): Promise<void> {
+		const stop = runId ? gw.cancelRun(sessionId, runId).then(() => {}) : gw.abort(sessionId).then(() => {});
+		return stop.catch(async (error) => {
 			if (error instanceof ClientError && error.status === 401) await this.#stop(sessionId).catch(() => {});
 		});
 	}
@@ -144,7 +146,7 @@ export class ChatSessions {
 				structured: plan.prompt.outputSchema !== undefined,
 				results,
 				answer: (callId, output) => inner(gw.toolCalls.answer({ id: callId, sessionId }, { output })).then(() => {}),
-				abort: () => this.#abort(gw, sessionId),
+				abort: () => this.#abort(gw, sessionId, runId),
 			},
 			tally,
 		);
@@ -155,7 +157,7 @@ export class ChatSessions {
 			void events.return?.(undefined);
 			if (outcome === "paused") this.#pause(gw, sessionId, plan.store);
 			else if (outcome === "abandoned")
-				void this.#abort(gw, sessionId).then(() => (plan.store ? undefined : this.#delete(gw, sessionId)));
+				void this.#abort(gw, sessionId, runId).then(() => (plan.store ? undefined : this.#delete(gw, sessionId)));
 			else if (!plan.store) void this.#delete(gw, sessionId);
 		};
 		return { sessionId, runId, model, pieces, tally, settle };
