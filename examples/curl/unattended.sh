@@ -36,7 +36,7 @@ say "History: who answered what, also after a restart"
 curl -s -H "$AUTH" "$GW/v1/approvals/history?status=answered&sessionId=$ID" | jq -e -c '.approvals[] | {resolvedBy, answer}'
 
 say "The webhook's delivery log (signed requested → resolved → settled)"
-for i in $(seq 50); do curl -s -H "$AUTH" $GW/v1/webhooks/$HID/deliveries | jq -e '.deliveries[0].state != "pending"' >/dev/null && break; sleep 0.2; done
+for i in $(seq 300); do curl -s -H "$AUTH" $GW/v1/webhooks/$HID/deliveries | jq -e '(.deliveries[0].state // "pending") != "pending"' >/dev/null && break; sleep 0.2; done
 for _ in $(seq 100); do
 	[ "$(curl -s -H "$AUTH" $GW/v1/webhooks/$HID/deliveries | jq '[.deliveries[] | select(.state == "delivered")] | length')" -ge 3 ] && break
 	sleep 0.1
