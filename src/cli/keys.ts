@@ -164,11 +164,23 @@ function keysFile(
 	return resolve(input.keysFile ?? join(input.dataDir ?? join(homedir(), ".pi-gateway"), "keys.json"));
 }
 
-/** One line per key (or a JSON array with --json); the hash stays in the file. */
+/**
+ * One line per key (or a JSON array with --json); the hash stays in the file. With --json each key
+ * carries its principal's own provider keys (where each is and what is wrong with it, never the
+ * key), so a script sees what the table's "provider key" lines say.
+ */
 function listKeys(file: string, json: boolean): void {
 	const keys = readKeysFile(file).map(({ hash: _hash, ...key }) => key);
-	if (json) console.log(JSON.stringify(keys, null, 2));
-	else if (keys.length === 0) console.error(`pi-gateway: no keys in ${file}`);
+	if (json) {
+		const own = listProviderKeys(file, true) as { principal: string; problem?: string }[];
+		const withOwn = keys.map((key) => ({
+			...key,
+			providerKeys: own
+				.filter((row) => row.principal === key.principal)
+				.map(({ principal: _p, ...row }) => ({ ...row, problem: row.problem ?? null })),
+		}));
+		console.log(JSON.stringify(withOwn, null, 2));
+	} else if (keys.length === 0) console.error(`pi-gateway: no keys in ${file}`);
 	else {
 		const rows = [
 			["ID", "PRINCIPAL", "SCOPES", "CREATED", "EXPIRES"],

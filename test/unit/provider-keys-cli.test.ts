@@ -63,6 +63,30 @@ describe("pi-gateway keys and principals' own provider keys", () => {
 		);
 		expect(listed).not.toContain("sk-in-a-file");
 
+		out = [];
+		run("list", "--json");
+		const rows = JSON.parse(out.join("\n")) as { principal: string; providerKeys: unknown[] }[];
+		expect(rows.map((k) => [k.principal, k.providerKeys])).toEqual([
+			[
+				"alice",
+				[
+					{
+						provider: "openai",
+						source: "env:PGW_TEST_UNSET_KEY",
+						problem: "the variable PGW_TEST_UNSET_KEY is not set in the gateway's environment",
+					},
+					{ provider: "anthropic", source: `file:${secretFile}`, problem: null },
+					{
+						provider: "groq",
+						source: "file:/nonexistent/pgw-key",
+						problem: "the file /nonexistent/pgw-key cannot be read (ENOENT)",
+					},
+				],
+			],
+			["bob", []],
+		]);
+		expect(out.join("\n")).not.toContain("sk-in-a-file");
+
 		run("provider-key", "alice", "groq=");
 		expect([...ownKeysOf(file, "alice").keys()]).toEqual(["openai", "anthropic"]);
 	});
