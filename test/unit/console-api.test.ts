@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { gzipSync } from "node:zlib";
+import { brotliDecompressSync, gunzipSync, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { firstLoadBudgetBytes } from "../../console/budget.ts";
 import { createKey } from "../../src/http/auth/keys.ts";
@@ -73,13 +73,27 @@ describe("the console's build", () => {
 				[resolve("node_modules/vite/bin/vite.js"), "build", "-c", "console/vite.config.ts", "--outDir", out],
 				{ stdio: "pipe" },
 			);
-			expect(readdirSync(out).sort()).toEqual(["console-review.js", "console.css", "console.js", "index.html"]);
+			// Each file with its brotli and gzip copies, made once at build for the gateway to send as they are.
+			expect(readdirSync(out).sort()).toEqual(
+				["console-review.js", "console.css", "console.js", "index.html"]
+					.flatMap((f) => [f, `${f}.br`, `${f}.gz`])
+					.sort(),
+			);
+			for (const f of ["console.js", "index.html"]) {
+				expect(brotliDecompressSync(readFileSync(join(out, `${f}.br`)))).toEqual(readFileSync(join(out, f)));
+				expect(gunzipSync(readFileSync(join(out, `${f}.gz`)))).toEqual(readFileSync(join(out, f)));
+			}
 			const gz = (f: string) => gzipSync(readFileSync(join(out, f)), { level: 9 }).length;
 			const total = gz("console.js") + gz("console.css") + gz("index.html");
 			expect(total).toBeLessThanOrEqual(firstLoadBudgetBytes);
 			// The diff views and the highlighter are fetched only on the changes view, never on the first load.
 			const main = readFileSync(join(out, "console.js"), "utf8");
-			expect(main).toContain("./console-review.js");
+			// Named with the build's id, as the page names the script and stylesheet: a new build, a new URL.
+			const id = /console\.js\?v=([\w-]{12})"/.exec(readFileSync(join(out, "index.html"), "utf8"))?.[1];
+			expect(id).toBeTruthy();
+			expect(main).toContain(`./console-review.js?v=${id}`);
+			expect(readFileSync(join(out, "index.html"), "utf8")).toContain(`./console.css?v=${id}`);
+			expect(readFileSync(join(out, "console-review.js"), "utf8")).not.toMatch(/\.\/console\.js["'`]/);
 			expect(main).not.toContain("hljs-");
 			// No inline script or style for the CSP to allow.
 			const html = readFileSync(join(out, "index.html"), "utf8");
