@@ -2849,7 +2849,7 @@ export interface components {
          * @description About this gateway
          * @example {
          *       "name": "pi-gateway",
-         *       "version": "0.2.0",
+         *       "version": "0.3.0",
          *       "piVersion": "1.6.0",
          *       "node": "v22.19.0",
          *       "demo": true,
