@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -9,7 +9,9 @@ import { alive, until } from "../helpers/gateway.ts";
 // The package as a user gets it: `npm pack` (its prepack script builds dist/), then `npm i -g` of the
 // tarball into a temporary prefix, then the installed `pi-gateway` binary, which must run from
 // under node_modules, where Node refuses to strip TypeScript types. The dependencies come from
-// npm's cache (filled by `npm ci`) wherever it has them.
+// npm's cache (filled by `npm ci`) wherever it has them. These are README.md's install commands
+// ("Installing the package": the package is not on the registry, so the tarball is the way), and
+// the installed `pi-gateway acp` is run as docs/editors.md's Zed entry says.
 const run = promisify(execFile);
 const repo = resolve(import.meta.dirname, "../..");
 const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}` };
@@ -75,6 +77,13 @@ describe("the npm package", () => {
 			expect(files, file).toContain(file);
 		}
 		expect(files.filter((f) => f.startsWith("package/src/") || f.startsWith("package/test/"))).toEqual([]);
+	});
+
+	it("is the tarball README.md's install commands name", () => {
+		const readme = readFileSync(join(repo, "README.md"), "utf8");
+		const block = /## Installing the package[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)?.[1] ?? "";
+		const commands = block.split("\n").map((line) => line.replace(/\s+#.*$/, ""));
+		expect(commands.slice(0, 2)).toEqual(["npm pack", `npm install -g ./${tarball.split("/").pop()}`]);
 	});
 
 	it("runs no install script of its own (npm 11 lists each one a user must approve)", async () => {
@@ -150,9 +159,26 @@ describe("the npm package", () => {
 	}, 120_000);
 });
 
-/** `pi-gateway acp` from the installed package, as an editor speaks to it: initialize, session/new, one prompt. */
+/** docs/editors.md's Zed entry: the command the editor runs and its arguments. */
+function editorEntry(): { command: string; args: string[] } {
+	const page = readFileSync(join(repo, "docs/editors.md"), "utf8");
+	const json = /```json\n([\s\S]*?)```/.exec(page)?.[1] ?? "{}";
+	const servers = (JSON.parse(json) as { agent_servers: Record<string, { command: string; args: string[] }> })
+		.agent_servers;
+	return Object.values(servers)[0] as { command: string; args: string[] };
+}
+
+/**
+ * `pi-gateway acp` from the installed package, as an editor speaks to it (the command and arguments
+ * of docs/editors.md's entry, the gateway's URL in place of its example): initialize, session/new,
+ * one prompt.
+ */
 async function bridgePrompt(url: string, token: string, message: string) {
-	const child = spawn(bin, ["acp", "--url", url], {
+	const entry = editorEntry();
+	expect(entry.command).toBe("pi-gateway");
+	const args = entry.args.map((a) => (a === "https://gw.example" ? url : a));
+	expect(args).toContain(url);
+	const child = spawn(bin, args, {
 		env: { ...env, PI_GATEWAY_TOKEN: token },
 		stdio: ["pipe", "pipe", "pipe"],
 	});
