@@ -2,6 +2,7 @@ import type { DatabaseSync } from "node:sqlite";
 import { shareOf } from "../../config/config.ts";
 import type { Approval, ApprovalHistoryQuery, ApprovalHistoryStore } from "../../sessions/dialogs/index.ts";
 import { FairShare } from "./fair-share.ts";
+import { migrate } from "./migrations.ts";
 import { recordPage } from "./record-page.ts";
 import { accessTable, approvalHistoryIndexes, approvalHistoryTable, type CountedRows } from "./schema.ts";
 
@@ -27,8 +28,10 @@ const ownerOf = "COALESCE((SELECT owner FROM session_access WHERE session_id = ?
 function addPrincipal(db: DatabaseSync): void {
 	const columns = db.prepare("SELECT name FROM pragma_table_info('approval_history')").all() as { name: string }[];
 	if (columns.some((c) => c.name === "principal")) return;
-	db.exec("ALTER TABLE approval_history ADD COLUMN principal TEXT NOT NULL DEFAULT 'admin'");
-	db.exec(`UPDATE approval_history SET principal = ${ownerOf.replace("?", "approval_history.session_id")}`);
+	migrate(db, "approval_history.principal", () => {
+		db.exec("ALTER TABLE approval_history ADD COLUMN principal TEXT NOT NULL DEFAULT 'admin'");
+		db.exec(`UPDATE approval_history SET principal = ${ownerOf.replace("?", "approval_history.session_id")}`);
+	});
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { DatabaseSync } from "node:sqlite";
 import { shareFor } from "../../config/config.ts";
+import { migrate } from "./migrations.ts";
 import { type CountedRows, fairShareRecount, fairShareTables, fairShareTriggers } from "./schema.ts";
 
 /** Rounds of eviction one trim does at most; each removes at least one row, so a trim after one insert needs one or two. */
@@ -24,15 +25,10 @@ export class FairShare {
 			.get(`fair1_${rows.store}_insert`);
 		if (known) return;
 		// New triggers (an older gateway.db, or a table made again): the counts start from the rows there.
-		db.exec("BEGIN");
-		try {
+		migrate(db, `fair_counts.${rows.store}`, () => {
 			db.exec(fairShareTriggers(rows));
 			db.exec(fairShareRecount(rows));
-			db.exec("COMMIT");
-		} catch (error) {
-			db.exec("ROLLBACK");
-			throw error;
-		}
+		});
 	}
 
 	/** How many counted rows `principal` holds in `scope`. */

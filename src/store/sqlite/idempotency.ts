@@ -3,6 +3,7 @@ import { shareOf } from "../../config/config.ts";
 import type { IdempotencyKeys, KeyRecord, ScopedKey, StoredAnswer } from "../../http/idempotency/key-store.ts";
 import { storedOr507 } from "../storage-full.ts";
 import { FairShare } from "./fair-share.ts";
+import { migrate } from "./migrations.ts";
 import { idempotencyTable } from "./schema.ts";
 
 /**
@@ -12,7 +13,8 @@ import { idempotencyTable } from "./schema.ts";
  */
 function dropUnscopedTable(db: DatabaseSync): void {
 	const columns = db.prepare("SELECT name FROM pragma_table_info('idempotency_keys')").all() as { name: string }[];
-	if (columns.length > 0 && !columns.some((c) => c.name === "principal")) db.exec("DROP TABLE idempotency_keys");
+	if (columns.length > 0 && !columns.some((c) => c.name === "principal"))
+		migrate(db, "idempotency_keys.scoped", () => db.exec("DROP TABLE idempotency_keys"));
 }
 
 /** A JSON pair, not a joined string: no principal/key split can collide with another. */

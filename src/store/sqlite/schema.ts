@@ -7,8 +7,21 @@
  * column is added in place to an older table and filled from session_access (webhooks.ts), as is
  * approval history's (approval-history.ts), and the fair-share counts are made from the rows
  * already there when their triggers are new (fair-share.ts).
+ * Each of these changes in place is recorded, once it has run, in `migrations` (migrations.ts).
  * PostgreSQL's tables (cluster mode) are the numbered list in ../postgres/schema.ts.
  */
+
+/**
+ * What changed gateway.db in place (migrations.ts): one row per change, named after what it did
+ * (`approval_history.principal`), with the gateway version that made it and when. A file made by
+ * a gateway that already had the change has no row for it: nothing had to move.
+ */
+export const migrationsTable = `
+CREATE TABLE IF NOT EXISTS migrations (
+	name TEXT PRIMARY KEY,
+	gateway_version TEXT NOT NULL,
+	applied_at TEXT NOT NULL
+);`;
 
 /** The session registry (SqliteStore, sessions.ts): records, tombstones, the clean-stop mark. */
 export const registryTables = `

@@ -3,6 +3,7 @@ import { shareOf } from "../../config/config.ts";
 import type { Delivery, DeliveryAttempt, Webhook, WebhookEventType } from "../../webhooks/schemas.ts";
 import type { StoredWebhook, WebhookStore } from "../../webhooks/store.ts";
 import { FairShare } from "./fair-share.ts";
+import { migrate } from "./migrations.ts";
 import { accessTable, type CountedRows, webhookIndexes, webhookTables } from "./schema.ts";
 
 /** Webhooks and their outbox live in gateway.db next to the session registry, in tables of their own. */
@@ -58,9 +59,11 @@ function sessionOf(payload: unknown): string | null {
 function addPrincipal(db: DatabaseSync): void {
 	const columns = db.prepare("SELECT name FROM pragma_table_info('webhook_outbox')").all() as { name: string }[];
 	if (columns.some((c) => c.name === "principal")) return;
-	db.exec("ALTER TABLE webhook_outbox ADD COLUMN principal TEXT NOT NULL DEFAULT 'admin'");
-	db.exec(`UPDATE webhook_outbox SET principal = COALESCE((SELECT owner FROM session_access WHERE session_id =
-		CASE WHEN json_valid(webhook_outbox.payload) THEN json_extract(webhook_outbox.payload, '$.data.sessionId') END), 'admin')`);
+	migrate(db, "webhook_outbox.principal", () => {
+		db.exec("ALTER TABLE webhook_outbox ADD COLUMN principal TEXT NOT NULL DEFAULT 'admin'");
+		db.exec(`UPDATE webhook_outbox SET principal = COALESCE((SELECT owner FROM session_access WHERE session_id =
+			CASE WHEN json_valid(webhook_outbox.payload) THEN json_extract(webhook_outbox.payload, '$.data.sessionId') END), 'admin')`);
+	});
 }
 
 /**
