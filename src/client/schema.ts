@@ -2437,6 +2437,10 @@ export interface components {
              *     }
              */
             arguments?: unknown;
+            /** @description The tool's `parameters` (JSON Schema) as the session declared it, so whoever answers by hand sees what the call is about (the console checks the arguments against it); absent where the declaration is not known */
+            parameters?: {
+                [key: string]: unknown;
+            };
             status: components["schemas"]["ToolCallStatus"];
             /**
              * Format: date-time
@@ -3042,7 +3046,12 @@ export interface components {
          *       },
          *       "lastEventId": 12,
          *       "folderRestore": null,
-         *       "exit": null
+         *       "exit": null,
+         *       "preview": {
+         *         "role": "assistant",
+         *         "text": "The tests pass now: 42 of 42."
+         *       },
+         *       "lastError": null
          *     }
          */
         Session: {
@@ -3071,7 +3080,7 @@ export interface components {
             createdAt: string;
             /**
              * Format: date-time
-             * @description When a command or event last went through it
+             * @description When a command that changes the session or one of its events last went through it (reads such as `GET …/messages` or `…/models` do not count, so looking at a session does not make it recent)
              */
             lastActivityAt: string;
             /** @description pi's own session id; null until pi reported it */
@@ -3133,6 +3142,23 @@ export interface components {
                 at: string;
                 /** @description The last lines pi wrote to stderr */
                 stderrTail: string;
+            } | null;
+            /** @description The last message said in the session, or the tool it runs right now (bash as `$ command`), for a list of sessions; null when none was seen since its pi started under this gateway */
+            preview: {
+                /**
+                 * @description Who said it, or `tool`: a tool running now
+                 * @enum {string}
+                 */
+                role: "user" | "assistant" | "tool";
+                /** @description The message's text on one line, or the running tool's command or path (at most 160 characters) */
+                text: string;
+            } | null;
+            /** @description The last run ended with this error (after pi's retries); null when it did not, or once a new prompt is sent */
+            lastError: {
+                /** @description The provider's or pi's error message */
+                message: string;
+                /** @description How many times pi retried the call before giving up (its auto-retry) */
+                retries: number;
             } | null;
         };
         /**
@@ -3410,7 +3436,12 @@ export interface components {
          *           },
          *           "lastEventId": 12,
          *           "folderRestore": null,
-         *           "exit": null
+         *           "exit": null,
+         *           "preview": {
+         *             "role": "assistant",
+         *             "text": "The tests pass now: 42 of 42."
+         *           },
+         *           "lastError": null
          *         }
          *       ],
          *       "nextCursor": null,
@@ -3547,6 +3578,11 @@ export interface components {
          *       "lastEventId": 12,
          *       "folderRestore": null,
          *       "exit": null,
+         *       "preview": {
+         *         "role": "assistant",
+         *         "text": "The tests pass now: 42 of 42."
+         *       },
+         *       "lastError": null,
          *       "forkedFrom": {
          *         "sessionId": "ses_Qm9wYXJ0aWFs",
          *         "entryId": "a1b2c3d4"
@@ -3592,7 +3628,7 @@ export interface components {
             createdAt: string;
             /**
              * Format: date-time
-             * @description When a command or event last went through it
+             * @description When a command that changes the session or one of its events last went through it (reads such as `GET …/messages` or `…/models` do not count, so looking at a session does not make it recent)
              */
             lastActivityAt: string;
             /** @description pi's own session id; null until pi reported it */
@@ -3654,6 +3690,23 @@ export interface components {
                 at: string;
                 /** @description The last lines pi wrote to stderr */
                 stderrTail: string;
+            } | null;
+            /** @description The last message said in the session, or the tool it runs right now (bash as `$ command`), for a list of sessions; null when none was seen since its pi started under this gateway */
+            preview: {
+                /**
+                 * @description Who said it, or `tool`: a tool running now
+                 * @enum {string}
+                 */
+                role: "user" | "assistant" | "tool";
+                /** @description The message's text on one line, or the running tool's command or path (at most 160 characters) */
+                text: string;
+            } | null;
+            /** @description The last run ended with this error (after pi's retries); null when it did not, or once a new prompt is sent */
+            lastError: {
+                /** @description The provider's or pi's error message */
+                message: string;
+                /** @description How many times pi retried the call before giving up (its auto-retry) */
+                retries: number;
             } | null;
             /** @description Where the new session came from */
             forkedFrom: {

@@ -59,6 +59,8 @@ describe("a client tool round trip", () => {
 			runId: expect.any(String),
 			name: "lookup_price",
 			arguments: { sku: "A-1" },
+			// The tool's declaration, for whoever answers by hand (the console checks the arguments against it).
+			parameters: lookupPrice.parameters,
 			status: "pending",
 			createdAt: expect.any(String),
 			answeredAt: null,

@@ -31,6 +31,8 @@ const session = {
 	lastEventId: 3,
 	exit: null,
 	folderRestore: null,
+	preview: null,
+	lastError: null,
 };
 const json = "application/json";
 

@@ -88,6 +88,10 @@ export const ToolCall = z
 			description: "The model's arguments, as pi checked them against the tool's `parameters`",
 			example: { sku: "A-1" },
 		}),
+		parameters: z.record(z.string(), z.unknown()).optional().openapi({
+			description:
+				"The tool's `parameters` (JSON Schema) as the session declared it, so whoever answers by hand sees what the call is about (the console checks the arguments against it); absent where the declaration is not known",
+		}),
 		status: ToolCallStatus,
 		createdAt: z.string().openapi({ format: "date-time", description: "When the model called the tool" }),
 		answeredAt: z
@@ -135,12 +139,19 @@ export class ToolCalls {
 	/** Calls pending at once at most (--max-pending-dialogs): past it a new one is refused as it comes. */
 	readonly #maxPending: number;
 	#pending = 0;
+	/** The declared tools' parameters, by name (declare). */
+	#parameters = new Map<string, Record<string, unknown>>();
 
 	constructor(sessionId: string, events: ToolCallEvents, timeoutMs = 0, maxPending = Number.POSITIVE_INFINITY) {
 		this.#sessionId = sessionId;
 		this.#events = events;
 		this.#timeoutMs = timeoutMs;
 		this.#maxPending = maxPending;
+	}
+
+	/** The session's client tools as created: each call carries its tool's parameters. */
+	declare(tools: readonly { name: string; parameters: Record<string, unknown> }[]): void {
+		this.#parameters = new Map(tools.map((t) => [t.name, t.parameters]));
 	}
 
 	get pendingCount(): number {
@@ -159,6 +170,7 @@ export class ToolCalls {
 			runId: runId ?? null,
 			name: request.name,
 			arguments: request.arguments,
+			...(this.#parameters.has(request.name) && { parameters: this.#parameters.get(request.name) }),
 			status: "pending",
 			createdAt: new Date().toISOString(),
 			answeredAt: null,

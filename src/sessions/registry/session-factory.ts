@@ -4,6 +4,7 @@ import type { Config } from "../../config/config.ts";
 import type { Dialect } from "../../pi/dialect.ts";
 import type { UiRequest } from "../../pi/protocol.ts";
 import { GatewayError } from "../../shared/errors.ts";
+import { trackActivity } from "../events/index.ts";
 import { ownFolder } from "../process/session-files.ts";
 import type { CreateSessionBody } from "../process/spawn.ts";
 import { Session, type SessionInit, type SessionLimits } from "../session/session.ts";
@@ -66,5 +67,7 @@ export function buildSession(
 		},
 	});
 	session.quietDialog = (request) => host.quietDialog(id, request);
+	session.toolCalls.declare(options.clientTools ?? []);
+	trackActivity(session, (listener) => session.events.subscribe(listener));
 	return session;
 }

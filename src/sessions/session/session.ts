@@ -332,14 +332,17 @@ export class Session {
 	async request(command: PiCommand): Promise<PiResponse> {
 		this.#legacy.assertSupported(command.type);
 		const checked = this.#init.guard ? this.#init.guard(command, this) : command;
-		this.lastActivityAt = Date.now();
+		// Reading a session (its messages, models, state) is not activity: a person looking at it
+		// must not make it the most recent one (the console's list is ordered by this).
+		const touches = commandKind(command.type) !== "read";
+		if (touches) this.lastActivityAt = Date.now();
 		this.#openRequests++;
 		try {
 			await this.#ensureRunning();
 			return await this.#send(checked);
 		} finally {
 			this.#openRequests--;
-			this.lastActivityAt = Date.now();
+			if (touches) this.lastActivityAt = Date.now();
 		}
 	}
 
@@ -406,7 +409,8 @@ export class Session {
 			return;
 		}
 		const { record } = read;
-		this.lastActivityAt = Date.now();
+		// A response's command touched the session already, or was a read (request()).
+		if (record.type !== "response") this.lastActivityAt = Date.now();
 		if (record.type === "response") this.#onResponse(record as unknown as PiResponse, line);
 		else if (record.type === "extension_ui_request") {
 			if (this.#answerQuietly(record as unknown as UiRequest)) return;

@@ -692,6 +692,8 @@ class ToolCall(_ToolCallRequired, total=False):
     """A call the model made to one of the session's client tools, and its answer"""
     # The model's arguments, as pi checked them against the tool's `parameters`
     arguments: Any
+    # The tool's `parameters` (JSON Schema) as the session declared it, so whoever answers by hand sees what the call is about (the console checks the ar...
+    parameters: Dict[str, Any]
 
 
 ToolCallResult = Union[Dict[str, Any], None]
@@ -993,7 +995,7 @@ class Session(TypedDict):
     resumable: bool
     # When it was created
     createdAt: str
-    # When a command or event last went through it
+    # When a command that changes the session or one of its events last went through it (reads such as `GET …/messages` or `…/models` do not count, so lo...
     lastActivityAt: str
     # pi's own session id; null until pi reported it
     piSessionId: Union[str, None]
@@ -1018,6 +1020,10 @@ class Session(TypedDict):
     folderRestore: Union[Dict[str, Any], None]
     # How pi last exited; null while it runs or never did
     exit: Union[Dict[str, Any], None]
+    # The last message said in the session, or the tool it runs right now (bash as `$ command`), for a list of sessions; null when none was seen since it...
+    preview: Union[Dict[str, Any], None]
+    # The last run ended with this error (after pi's retries); null when it did not, or once a new prompt is sent
+    lastError: Union[Dict[str, Any], None]
 
 
 class Budget(TypedDict):
@@ -1169,7 +1175,7 @@ class ForkedSession(TypedDict):
     resumable: bool
     # When it was created
     createdAt: str
-    # When a command or event last went through it
+    # When a command that changes the session or one of its events last went through it (reads such as `GET …/messages` or `…/models` do not count, so lo...
     lastActivityAt: str
     # pi's own session id; null until pi reported it
     piSessionId: Union[str, None]
@@ -1194,6 +1200,10 @@ class ForkedSession(TypedDict):
     folderRestore: Union[Dict[str, Any], None]
     # How pi last exited; null while it runs or never did
     exit: Union[Dict[str, Any], None]
+    # The last message said in the session, or the tool it runs right now (bash as `$ command`), for a list of sessions; null when none was seen since it...
+    preview: Union[Dict[str, Any], None]
+    # The last run ended with this error (after pi's retries); null when it did not, or once a new prompt is sent
+    lastError: Union[Dict[str, Any], None]
     # Where the new session came from
     forkedFrom: Dict[str, Any]
     folderCopy: "FolderCopy"

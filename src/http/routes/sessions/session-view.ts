@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { activityOf } from "../../../sessions/events/index.ts";
 import type { StoredSession } from "../../../sessions/registry/index.ts";
 import { BudgetView } from "../../../sessions/runs/index.ts";
 import type { Session } from "../../../sessions/session/index.ts";
@@ -28,6 +29,8 @@ export const sessionExample = {
 	lastEventId: 12,
 	folderRestore: null,
 	exit: null,
+	preview: { role: "assistant", text: "The tests pass now: 42 of 42." },
+	lastError: null,
 };
 
 export const SessionView = z
@@ -46,9 +49,11 @@ export const SessionView = z
 			description: "pi can be started again on this session's file (POST …/resume); false for persist:false",
 		}),
 		createdAt: z.string().openapi({ format: "date-time", description: "When it was created" }),
-		lastActivityAt: z
-			.string()
-			.openapi({ format: "date-time", description: "When a command or event last went through it" }),
+		lastActivityAt: z.string().openapi({
+			format: "date-time",
+			description:
+				"When a command that changes the session or one of its events last went through it (reads such as `GET …/messages` or `…/models` do not count, so looking at a session does not make it recent)",
+		}),
 		piSessionId: z.string().nullable().describe("pi's own session id; null until pi reported it"),
 		piSessionFile: z.string().nullable().describe("pi's session file; null for an ephemeral session"),
 		model: z
@@ -99,6 +104,28 @@ export const SessionView = z
 			})
 			.nullable()
 			.describe("How pi last exited; null while it runs or never did"),
+		preview: z
+			.object({
+				role: z.enum(["user", "assistant", "tool"]).describe("Who said it, or `tool`: a tool running now"),
+				text: z
+					.string()
+					.describe("The message's text on one line, or the running tool's command or path (at most 160 characters)"),
+			})
+			.nullable()
+			.openapi({
+				description:
+					"The last message said in the session, or the tool it runs right now (bash as `$ command`), for a list of sessions; null when none was seen since its pi started under this gateway",
+			}),
+		lastError: z
+			.object({
+				message: z.string().describe("The provider's or pi's error message"),
+				retries: z.number().int().describe("How many times pi retried the call before giving up (its auto-retry)"),
+			})
+			.nullable()
+			.openapi({
+				description:
+					"The last run ended with this error (after pi's retries); null when it did not, or once a new prompt is sent",
+			}),
 	})
 	.openapi("Session", {
 		description: "A gateway session: one pi process (or its stored state) and what the gateway knows of it",
@@ -132,6 +159,7 @@ export function viewOf(session: Session, node?: string): SessionView {
 		lastEventId: session.events.lastSeq,
 		folderRestore: session.folderRestore ?? null,
 		exit: exit ? { code: exit.code, signal: exit.signal, at: exit.at, stderrTail: exit.stderrTail } : null,
+		...activityOf(session),
 	};
 }
 
@@ -181,5 +209,7 @@ export function storedViewOf(record: StoredSession): SessionView {
 		lastEventId: record.lastSeq,
 		folderRestore: null,
 		exit: null,
+		preview: null,
+		lastError: null,
 	};
 }
