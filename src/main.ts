@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { setFlagsFromString } from "node:v8";
 import { ZodError } from "zod";
 import type { startGateway } from "./app/server.ts";
-import { startupNotices } from "./app/startup-notices.ts";
+import { listenRefusal, startupNotices } from "./app/startup-notices.ts";
 import { keysCommand } from "./cli/keys.ts";
 import { databaseUrlOnArgv, hasPassword } from "./cluster/credentials.ts";
 import { parseConfig } from "./config/config.ts";
@@ -74,7 +74,9 @@ async function main(): Promise<void> {
 		});
 	} catch (error) {
 		const message =
-			error instanceof ZodError && settings ? explainConfigError(error, settings.sources) : (error as Error).message;
+			error instanceof ZodError && settings
+				? explainConfigError(error, settings.sources)
+				: (listenRefusal(error, settings?.sources) ?? (error as Error).message);
 		console.error(`pi-gateway: ${message}`);
 		process.exit(2);
 	}

@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { ownKeyProblems, readProviderKeys } from "../config/own-keys.ts";
+import type { Settings } from "../config/sources.ts";
 import { sandboxFix } from "../sessions/process/index.ts";
 import type { Gateway } from "./server.ts";
 import { tokenNotice } from "./token.ts";
@@ -69,4 +70,26 @@ function ownKeyNotices(gateway: Gateway): string[] {
 			`pi-gateway: PROVIDER KEYS of ${owners.join(", ")} need the sandbox's relay: with the sandbox ${gateway.sandbox.state}, their sessions are refused (503 provider_keys_need_sandbox)`,
 		);
 	return lines;
+}
+
+/**
+ * A listen that failed on the port or the address (the port taken, a port below 1024 without the
+ * right), said in one line with the setting that chose it and how to choose another: Node's own
+ * message names only the errno. Undefined for any other error.
+ */
+export function listenRefusal(error: unknown, sources?: Settings["sources"]): string | undefined {
+	const { code, address, port } = error as NodeJS.ErrnoException & { address?: string; port?: number };
+	if (code !== "EADDRINUSE" && code !== "EACCES") return undefined;
+	const source = sources?.get("port");
+	const chosen =
+		source === undefined || source.from === "default"
+			? "the default port"
+			: source.from === "file"
+				? `port: in ${source.path}`
+				: source.name;
+	const where = `port ${port} on ${address}`;
+	const fix = `choose another with --port N, PI_GATEWAY_PORT=N or port: N in the config file (0 takes a free one)`;
+	return code === "EADDRINUSE"
+		? `${where} (${chosen}) is already in use, by another pi-gateway or another program: stop that one, or ${fix}`
+		: `${where} (${chosen}) needs privileges this user lacks (ports below 1024): ${fix}`;
 }

@@ -1,5 +1,7 @@
 import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -405,6 +407,31 @@ describe("errors that say what to do", () => {
 			env: { ...process.env, PI_GATEWAY_MAX_SESSIONS: "lots" },
 		}).catch((e) => e);
 		expect(env.stderr).toContain('PI_GATEWAY_MAX_SESSIONS="lots": not a number.');
+	});
+
+	it("a port already in use: one line naming the port, the setting that chose it and the fix; exit 2", async () => {
+		const taken = createServer();
+		await new Promise<void>((r) => taken.listen(0, "127.0.0.1", r));
+		const port = (taken.address() as AddressInfo).port;
+		try {
+			const dataDir = join(root, "port-in-use");
+			const lastLine = (stderr: string) => stderr.trim().split("\n").at(-1);
+			const byFlag = await fails(["--port", String(port), "--data-dir", dataDir, "--sandbox", "off"]);
+			expect(lastLine(byFlag)).toBe(
+				`pi-gateway: port ${port} on 127.0.0.1 (--port) is already in use, by another pi-gateway or another program: stop that one, or choose another with --port N, PI_GATEWAY_PORT=N or port: N in the config file (0 takes a free one)`,
+			);
+			const byEnv = await run(process.execPath, ["src/main.ts", "--data-dir", dataDir, "--sandbox", "off"], {
+				cwd: repo,
+				env: { ...process.env, PI_GATEWAY_PORT: String(port) },
+			}).catch((e) => e);
+			expect(byEnv.code).toBe(2);
+			expect(lastLine(byEnv.stderr)).toContain(`port ${port} on 127.0.0.1 (PI_GATEWAY_PORT) is already in use`);
+			// Nothing else about it: no stack, no bare errno line, no JSON log on stdout.
+			expect(`${byFlag}${byEnv.stderr}`).not.toMatch(/EADDRINUSE|\n\s+at /);
+			expect(byEnv.stdout).toBe("");
+		} finally {
+			taken.close();
+		}
 	});
 
 	it("keys: what was wrong, then the usage; a bad principal in words, not zod's JSON", async () => {
