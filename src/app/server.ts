@@ -26,6 +26,7 @@ import { gitSettled } from "../workspace/git.ts";
 import { createApp } from "./app.ts";
 import { idempotencyKeys, recordStores, sessionBackend } from "./stores.ts";
 import { keepToken, resolveToken, type TokenSource } from "./token.ts";
+import { warmNewPrincipals } from "./warm-new-principals.ts";
 
 export interface Gateway {
 	url: string;
@@ -223,6 +224,9 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	}
 	// Written once nothing can refuse the start any more: a refused start leaves no token behind.
 	keepToken(tokenSource);
+	// Once listening: /healthz answers while the pool's pis start (registry.warm).
+	registry.warm();
+	warmNewPrincipals(config, keys, registry);
 	const tokenFile = "path" in tokenSource ? tokenSource.path : undefined;
 	const loaded: LoadedFiles = {};
 	if (config.keysFile && keys) loaded.keysFile = { path: config.keysFile, keys: keys.size };

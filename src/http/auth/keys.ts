@@ -192,6 +192,18 @@ export class KeyStore {
 		return false;
 	}
 
+	/** Each principal with a key that has not expired, and the scopes of its keys together. */
+	principals(now = Date.now()): Map<string, Set<string>> {
+		const principals = new Map<string, Set<string>>();
+		for (const key of this.#byHash.values()) {
+			if (key.expiresAt && Date.parse(key.expiresAt) <= now) continue;
+			const scopes = principals.get(key.principal) ?? new Set<string>();
+			for (const scope of key.scopes) scopes.add(scope);
+			principals.set(key.principal, scopes);
+		}
+		return principals;
+	}
+
 	watch(intervalMs = 500): void {
 		if (this.#watching) return;
 		this.#watching = true;

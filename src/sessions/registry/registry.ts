@@ -27,17 +27,17 @@ import { reapEveryMs, reapIdle } from "./idle-reaper.ts";
 import { Journal, type StoreHealth, unsafeSeqMargin } from "./journal.ts";
 import { journalOnEvents } from "./journal-events.ts";
 import { LiveCap, type LiveShare } from "./live-cap.ts";
+import { fitModel, isPoolable } from "./pooled-model.ts";
 import type { Caller } from "./resume-lookup.ts";
 import { FolderRetention, ownFolderOf } from "./retention.ts";
 import { buildSession, newSessionId, type SessionHost, shuttingDown } from "./session-factory.ts";
 import type { OpenStore, SessionStore, StoredSession } from "./session-store.ts";
 import { restoredAtStart, restoredByTakeover, restoreKept, type Takeover } from "./stored-restore.ts";
 import { WarmPools } from "./warm-pool.ts";
-import { isDefaultRequest, startPooled } from "./warm-start.ts";
+import { startPooled } from "./warm-start.ts";
 
 export type { Caller } from "./resume-lookup.ts";
 export type { Takeover } from "./stored-restore.ts";
-export { isDefaultRequest } from "./warm-start.ts";
 
 export type HubListener = (sessionId: string, event: LoggedEvent) => void;
 
@@ -153,6 +153,14 @@ export class SessionRegistry {
 			);
 		const every = reapEveryMs(idle);
 		if (every !== undefined) this.#timers.push(setInterval(reap, every).unref());
+	}
+
+	/**
+	 * Starts the operator's warm pool. startGateway calls it once it listens: each pooled pi's spawn
+	 * holds the event loop for a few ms and its start takes a core for ≈ 0.3 s, which the start
+	 * itself (and the first requests) need more; a create before it is up starts cold.
+	 */
+	warm(): void {
 		this.pool?.fill();
 	}
 
@@ -246,8 +254,9 @@ export class SessionRegistry {
 		resume: string | undefined,
 		seed: Seed | undefined,
 	): Promise<Session> {
-		const plain = isDefaultRequest(body) && resume === undefined && seed === undefined;
-		const warm = plain ? await this.pool?.take(area) : undefined;
+		// A model named by provider and id is set on a pooled pi, not pooled per model (pooled-model.ts).
+		const plain = isPoolable(body) && resume === undefined && seed === undefined;
+		const warm = plain ? await this.pool?.take(area, (pooled) => fitModel(pooled, body)) : undefined;
 		if (warm) return this.#adoptPooled(warm, body);
 		const id = newSessionId();
 		const seeded = seed ? await this.#seed(seed, id, area) : undefined;

@@ -153,7 +153,7 @@ class AreaPool {
 	 * A ready session; else, when one is starting, that one once it is up (sooner than a cold start,
 	 * and one pi start instead of two); else undefined (the caller starts one cold).
 	 */
-	async take(): Promise<Session | undefined> {
+	async take(): Promise<Pooled | undefined> {
 		const ready = this.#takeReady(true);
 		const starting = [...this.#starting][0];
 		if (ready || !starting) return ready;
@@ -161,7 +161,7 @@ class AreaPool {
 		return this.#takeReady(false);
 	}
 
-	#takeReady(count: boolean): Session | undefined {
+	#takeReady(count: boolean): Pooled | undefined {
 		let pooled = this.#ready.shift();
 		while (pooled && !this.#usable(pooled)) pooled = this.#ready.shift();
 		// Creates come faster than it refills: hold more. After a quiet while, back to its size. (A
@@ -174,7 +174,7 @@ class AreaPool {
 		pooled?.session.onStatusChange(() => {});
 		// Spawning blocks the event loop for a few ms: refill after this session's answer is out.
 		setTimeout(() => this.fill(), 25).unref();
-		return pooled?.session;
+		return pooled;
 	}
 
 	fill(): void {
@@ -240,6 +240,11 @@ class AreaPool {
 		pooled.session.onStatusChange(() => {});
 		void this.#discard(pooled);
 		return false;
+	}
+
+	/** Stops a pooled process taken out that did not fit its create (pooled-model.ts). */
+	async discard(pooled: Pooled): Promise<void> {
+		await this.#discard(pooled);
 	}
 
 	async #discard(pooled: Pooled): Promise<void> {
@@ -324,6 +329,11 @@ export class WarmPools {
 			.filter((pid): pid is number => pid !== undefined);
 	}
 
+	/** The pids ready in one area's pool (by the area's path), for tests and benchmarks. */
+	readyPidsIn(areaPath: string): number[] {
+		return (this.#pools.get(areaPath)?.ready ?? []).flatMap(({ session }) => session.pid ?? []);
+	}
+
 	/** What the operator's pool fills to now (grown by a burst of creates). */
 	get target(): number {
 		return this.#pools.get(this.#admin.path)?.target ?? this.#size;
@@ -334,18 +344,26 @@ export class WarmPools {
 		this.#pool(this.#admin).fill();
 	}
 
-	/** A ready session for a plain create in `area`, or undefined (the caller starts one cold). */
-	async take(area: Area): Promise<Session | undefined> {
+	/**
+	 * A ready session for a plain create in `area`, made to fit it by `fitting` (a model set on it:
+	 * pooled-model.ts), or undefined (the caller starts one cold; one that did not fit is stopped).
+	 */
+	async take(area: Area, fitting?: (pooled: Pooled) => Promise<boolean>): Promise<Session | undefined> {
 		const pool = this.#pools.get(area.path);
 		if (!pool) return undefined;
-		const session = await pool.take();
-		if (session && !fitsArea(area, session, this.#ownFolders)) {
+		const pooled = await pool.take();
+		if (!pooled) return undefined;
+		const { session } = pooled;
+		if (!fitsArea(area, session, this.#ownFolders)) {
 			// Never: each pool starts its processes in its own area. Refuse rather than trust it.
 			this.#logger.error({ sessionId: session.id, area: area.path }, "warm pool: a process of another area");
 			void session.stop("shutdown");
 			return undefined;
 		}
-		return session;
+		const fits = fitting ? await fitting(pooled).catch(() => false) : true;
+		if (fits) return session;
+		await pool.discard(pooled);
+		return undefined;
 	}
 
 	/** After a plain create in another principal's area: keep one process ready for its next. */

@@ -9,11 +9,6 @@ import { agentDirStamp, type Pooled, removeEmpty } from "./warm-pool.ts";
 
 export const defaultBody: CreateSessionBody = { persist: true };
 
-/** A create request a warm-pool process can serve: nothing but (optionally) a name. */
-export function isDefaultRequest(body: CreateSessionBody): boolean {
-	return Object.entries(body).every(([key, value]) => (key === "persist" ? value === true : key === "name"));
-}
-
 /**
  * A pool process: a session of `area` started with the default options, not yet in the registry.
  * Its own folders go again when it fails to start; an area itself (--default-cwd root) never does.
