@@ -64,7 +64,9 @@ describe.each([
 		// the archive holds the token, keys.json and gateway.db.
 		writeFileSync(archive, "old");
 		chmodSync(archive, 0o644);
-		await cli("backup", archive, ...where);
+		// One line on stderr, what it did: no ExperimentalWarning from node:sqlite (issue 47 item 6).
+		const backedUp = await cli("backup", archive, ...where);
+		expect(backedUp.stderr).toMatch(/^pi-gateway: backed up [^\n]*; restore with: pi-gateway restore [^\n]*\n$/);
 		expect(statSync(archive).mode & 0o777).toBe(0o600);
 		// Never through a link at FILE: the archive would land where it points.
 		const target = join(first.root, "elsewhere.tar");
@@ -75,7 +77,8 @@ describe.each([
 		if (outside) rmSync(root, { recursive: true, force: true });
 		expect(existsSync(join(folder, "notes.txt"))).toBe(false);
 
-		await cli("restore", archive, ...where);
+		const restored = await cli("restore", archive, ...where);
+		expect(restored.stderr).toMatch(/^pi-gateway: restored [^\n]*\n$/);
 		expect(readFileSync(join(folder, "notes.txt"), "utf8")).toBe("remember me\n");
 		// pi's compile cache (made by the sandboxed pi that just stopped) is a cache: not in the archive.
 		if (first.config.sandbox === "on") expect(existsSync(join(dataDir, "compile-cache"))).toBe(false);
