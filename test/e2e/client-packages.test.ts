@@ -1,5 +1,14 @@
 import { execFile } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import {
+	copyFileSync,
+	existsSync,
+	mkdirSync,
+	mkdtempSync,
+	readdirSync,
+	readFileSync,
+	rmSync,
+	writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -11,7 +20,9 @@ import { hasCommand } from "../helpers/host.ts";
 // and packed as its own npm package, installed into an empty project and run (by the oldest Node
 // the machine has: Debian's, when it is there); the Python client built into a wheel by pip with no
 // package index (its own standard-library build backend), installed into a fresh venv of Debian's
-// python3, and run. Each runs a prompt in wait mode against a live gateway (real pi, demo model).
+// python3, and run. Each runs a prompt in wait mode against a live gateway (real pi, demo model),
+// and the example of its README (clients/typescript/README.md, clients/python/README.md) as written,
+// with only the gateway's address changed: it must import, print what it says and exit.
 const run = promisify(execFile);
 const repo = resolve(import.meta.dirname, "../..");
 const work = mkdtempSync(join(tmpdir(), "client-packages-"));
@@ -28,6 +39,15 @@ afterAll(async () => {
 const systemNode = existsSync("/usr/bin/node") ? "/usr/bin/node" : process.execPath;
 const debianPython = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
 const live = () => ({ ...process.env, GATEWAY_URL: gw.url, GATEWAY_TOKEN: gw.config.token ?? "" });
+
+/** The first fenced block of `lang` in a client's README, pointed at the test gateway. */
+function readmeExample(file: string, lang: string, nth = 0): string {
+	const text = readFileSync(join(repo, file), "utf8");
+	const block = [...text.matchAll(new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``, "g"))][nth]?.[1];
+	if (!block) throw new Error(`${file} has no ${lang} block`);
+	expect(block).toContain("http://127.0.0.1:8787");
+	return block.replaceAll("http://127.0.0.1:8787", gw.url);
+}
 
 describe("the TypeScript client as its own package", () => {
 	it("builds, packs with only its own files, installs into an empty project without a warning and runs", async () => {
@@ -72,6 +92,18 @@ await gw.deleteSession(session.id);
 		);
 		const { stdout } = await run(systemNode, ["main.js"], { cwd: project, env: live(), timeout: 60_000 });
 		expect(stdout).toMatch(/^v\d+ hello from the package\n$/);
+
+		// The README's example, run as it stands (it is JavaScript too) by the oldest Node: it imports the
+		// package by its own name, answers the permission gate's dialog and exits (its long-poll stopped).
+		writeFileSync(join(project, "readme.mjs"), readmeExample("clients/typescript/README.md", "ts"));
+		const before = (await gw.api("/v1/sessions")).body.sessions.length;
+		const example = await run(systemNode, ["readme.mjs"], {
+			cwd: project,
+			env: { ...live(), PI_GATEWAY_TOKEN: gw.config.token ?? "" },
+			timeout: 60_000,
+		});
+		expect(example.stdout).toBe('The command finished. Output:\nremoved\nanswered: {"value":"Allow"}\n');
+		expect((await gw.api("/v1/sessions")).body.sessions.length).toBe(before);
 	}, 180_000);
 });
 
@@ -103,5 +135,20 @@ describe.skipIf(!hasCommand("python3"))("the Python client as a wheel", () => {
 		].join("\n");
 		const { stdout } = await run(python, ["-c", script], { cwd: work, env: live(), timeout: 60_000 });
 		expect(stdout).toBe("hello from the wheel\n");
+
+		// The README's two examples as written: each text once (the streamed one, then the waited one).
+		const env = { ...live(), PI_GATEWAY_TOKEN: gw.config.token ?? "" };
+		const sync = await run(python, ["-c", readmeExample("clients/python/README.md", "python")], {
+			cwd: work,
+			env,
+			timeout: 60_000,
+		});
+		expect(sync.stdout).toBe("hello\n");
+		const aio = await run(python, ["-c", readmeExample("clients/python/README.md", "python", 1)], {
+			cwd: work,
+			env,
+			timeout: 60_000,
+		});
+		expect(aio.stdout).toBe("1 2 3 4 5\nwaited\n");
 	}, 240_000);
 });
