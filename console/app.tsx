@@ -1,8 +1,9 @@
 import { useCallback, useEffect, useState } from "preact/hooks";
-import { get, useCredential } from "./api/client.ts";
+import { ApiError, get, useCredential } from "./api/client.ts";
+import { useReach } from "./api/health.ts";
 import type { Whoami } from "./api/types.ts";
 import { Inbox } from "./approvals/inbox.tsx";
-import { usePendingApprovals } from "./approvals/pending.ts";
+import { usePending } from "./approvals/pending.ts";
 import { forgetCredential, storeCredential, storedCredential } from "./auth/credential.ts";
 import { can } from "./auth/scopes.ts";
 import { SignIn } from "./auth/signin.tsx";
@@ -11,6 +12,7 @@ import { SandboxBanner } from "./sandbox.tsx";
 import { SessionView } from "./session/view.tsx";
 import { CreateSession } from "./sessions/create.tsx";
 import { SessionsList, useSessions } from "./sessions/list.tsx";
+import { ReachBanner } from "./status-banner.tsx";
 
 export function App() {
 	const [token, setToken] = useState(storedCredential);
@@ -31,7 +33,13 @@ export function App() {
 				storeCredential(token);
 				setMe(who);
 			})
-			.catch((e: Error) => signOut(e.message));
+			.catch((e: Error) => {
+				// A gateway that does not answer has not refused the credential: keep it for the next try.
+				if (e instanceof ApiError && e.code === "unreachable") {
+					setToken(undefined);
+					setError(`${e.message} Start it (npm start), then sign in again.`);
+				} else signOut(e.message);
+			});
 	}, [token, signOut]);
 
 	if (!token || !me) return <SignIn busy={token !== undefined} error={error} onToken={setToken} />;
@@ -41,14 +49,15 @@ export function App() {
 function Console({ me, onSignOut }: { me: Whoami; onSignOut: () => void }) {
 	const route = useRoute();
 	const wide = useWide();
-	const pending = usePendingApprovals(can(me, "approvals:read"));
+	const pending = usePending(can(me, "approvals:read"), can(me, "sessions:read"));
+	const reach = useReach();
 	const sessions = useSessions(me);
 	const mayList = can(me, "sessions:read");
 	const current = route.screen === "session" ? route.id : undefined;
 	// A desktop shows the sessions beside the open screen; a phone one screen at a time, the list first.
 	const listOnly = mayList && !wide && route.screen === "sessions";
 	const names = new Map((sessions.sessions ?? []).map((s) => [s.id, s.name ?? s.id]));
-	const list = mayList && <SessionsList me={me} state={sessions} current={current} />;
+	const list = mayList && <SessionsList me={me} state={sessions} current={current} page={listOnly} />;
 	return (
 		<>
 			<header class="top">
@@ -64,9 +73,9 @@ function Console({ me, onSignOut }: { me: Whoami; onSignOut: () => void }) {
 					{can(me, "approvals:read") && (
 						<a href="#/approvals" aria-current={route.screen === "approvals" ? "page" : undefined}>
 							Approvals{" "}
-							{pending.approvals.length > 0 && (
+							{pending.count > 0 && (
 								<span class="badge warn solid">
-									{pending.approvals.length}
+									{pending.count}
 									<span class="sr"> pending</span>
 								</span>
 							)}
@@ -81,11 +90,12 @@ function Console({ me, onSignOut }: { me: Whoami; onSignOut: () => void }) {
 					Sign out
 				</button>
 			</header>
+			<ReachBanner reach={reach} />
 			<SandboxBanner />
 			{listOnly ? (
-				<main class="list-only">{list}</main>
+				<main class={reach === "offline" ? "list-only stale" : "list-only"}>{list}</main>
 			) : (
-				<div class={wide && mayList ? "layout split" : "layout"}>
+				<div class={`${wide && mayList ? "layout split" : "layout"}${reach === "offline" ? " stale" : ""}`}>
 					{wide && list}
 					<main>
 						{route.screen === "approvals" && <Inbox me={me} pending={pending} names={names} />}

@@ -1,3 +1,4 @@
+import { reportReach } from "./health.ts";
 import type { Problem } from "./types.ts";
 
 /** The gateway's root, relative to this page (…/console/), so a proxy's path prefix survives. */
@@ -32,14 +33,35 @@ export async function call<T>(method: string, path: string, options: Options = {
 	const headers: Record<string, string> = { Accept: "application/json", ...options.headers };
 	if (credential) headers.Authorization = `Bearer ${credential.token}`;
 	if (options.json !== undefined) headers["Content-Type"] = "application/json";
-	const res = await fetch(apiRoot + path, {
-		method,
-		headers,
-		body: options.json === undefined ? options.raw : JSON.stringify(options.json),
-		signal: options.signal,
-		credentials: "omit",
-		cache: "no-store",
-	});
+	let res: Response;
+	try {
+		res = await fetch(apiRoot + path, {
+			method,
+			headers,
+			body: options.json === undefined ? options.raw : JSON.stringify(options.json),
+			signal: options.signal,
+			credentials: "omit",
+			cache: "no-store",
+		});
+	} catch (e) {
+		if (options.signal?.aborted) throw e;
+		// No HTTP answer at all: the browser says only "Failed to fetch"; say what it means.
+		reportReach(false);
+		throw new ApiError(
+			0,
+			"unreachable",
+			`The gateway cannot be reached at ${new URL(apiRoot).host}: it may be stopped, or the network is down.`,
+		);
+	}
+	// A proxy in front that answers for a gateway it cannot reach is no answer from the gateway.
+	const proxied = (res.status === 502 || res.status === 504) && !res.headers.get("content-type")?.includes("problem");
+	reportReach(!proxied);
+	if (proxied)
+		throw new ApiError(
+			res.status,
+			"unreachable",
+			`The gateway cannot be reached (${res.status} from the proxy in front of it).`,
+		);
 	if (res.status === 401) credential?.onUnauthorized();
 	if (!res.ok) {
 		const problem = (await res.json().catch(() => ({}))) as Partial<Problem>;

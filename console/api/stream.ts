@@ -61,7 +61,9 @@ export function sessionStream(id: string, handlers: StreamHandlers, after = 0): 
 			return;
 		}
 		batch.push({ seq, type, data });
-		if (type === "session_exit") {
+		// The session's pi exited now: its stream ends. An exit replayed from before (a hibernation
+		// the session was resumed from) is history like any other event.
+		if (type === "session_exit" && seq >= joinedAt) {
 			flush();
 			handlers.onLink("ended");
 			return close();

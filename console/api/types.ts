@@ -21,3 +21,5 @@ export type WorkspaceEntry = S["WorkspaceEntry"];
 export type WorkspaceChanges = S["WorkspaceChanges"];
 export type WorkspaceFileChange = S["WorkspaceFileChange"];
 export type Problem = S["Problem"];
+export type ToolCall = S["ToolCall"];
+export type ToolCallList = S["ToolCallList"];

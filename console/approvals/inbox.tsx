@@ -7,12 +7,15 @@ import { Changes } from "../workspace/changes.tsx";
 import { Dialog } from "./dialog.tsx";
 import { askNotifications, canAskNotifications } from "./notify.ts";
 import type { Pending } from "./pending.ts";
+import { ToolCallCard, useSettledCalls } from "./tool-call.tsx";
 
 /** Every pending dialog across sessions; one settled here stays shown with its outcome. */
 export function Inbox({ me, pending, names }: { me: Whoami; pending: Pending; names: Map<string, string> }) {
 	const settled = useSettled(pending.approvals);
+	const settledCalls = useSettledCalls(pending.toolCalls);
 	const [askable, setAskable] = useState(canAskNotifications);
 	const shown = [...pending.approvals, ...settled];
+	const calls = [...pending.toolCalls, ...settledCalls];
 	return (
 		<section aria-labelledby="inbox-title">
 			<div class="bar">
@@ -23,8 +26,20 @@ export function Inbox({ me, pending, names }: { me: Whoami; pending: Pending; na
 					</button>
 				)}
 			</div>
-			{shown.length === 0 && <p class="muted">Nothing waits for an answer.</p>}
+			{shown.length === 0 && calls.length === 0 && <p class="muted">Nothing waits for an answer.</p>}
 			<ul class="plain">
+				{calls.map((call) => (
+					<li key={`call:${call.id}`}>
+						<ToolCallCard call={call} me={me} onDone={pending.refresh} sessionName={names.get(call.sessionId)} />
+						{can(me, "sessions:read") && (
+							<p class="meta">
+								<a href={sessionHref(call.sessionId)}>
+									Open session <span class="mono">{names.get(call.sessionId) ?? call.sessionId}</span>
+								</a>
+							</p>
+						)}
+					</li>
+				))}
 				{shown.map((approval) => (
 					<li key={approval.id}>
 						<ApprovalWithContext

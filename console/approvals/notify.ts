@@ -1,5 +1,3 @@
-import type { Approval } from "../api/types.ts";
-
 /**
  * A dialog that opens while the tab is hidden: a browser notification (when the person allowed
  * them) and a count in the tab's title, cleared when the tab is seen again.
@@ -14,13 +12,14 @@ document.addEventListener("visibilitychange", () => {
 	}
 });
 
-export function announce(approval: Approval): void {
+/** `title`: the agent's text (an approval's title), or what a tool call is. */
+export function announce(title: string, tag: string): void {
 	if (document.visibilityState === "visible") return;
 	unseen++;
 	document.title = `(${unseen}) ${baseTitle}`;
 	if ("Notification" in globalThis && Notification.permission === "granted") {
 		// The title is the agent's text: a notification shows it as plain text.
-		new Notification("Approval needed", { body: approval.title.slice(0, 200), tag: approval.id });
+		new Notification("Approval needed", { body: title.slice(0, 200), tag });
 	}
 }
 

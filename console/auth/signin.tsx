@@ -1,8 +1,9 @@
 import { useState } from "preact/hooks";
+import { storedCredential } from "./credential.ts";
 
 /** The credential is typed here, kept for this tab only (sessionStorage), sent as a bearer header. */
 export function SignIn(props: { busy: boolean; error?: string; onToken: (token: string) => void }) {
-	const [value, setValue] = useState("");
+	const [value, setValue] = useState(storedCredential() ?? "");
 	return (
 		<main class="signin">
 			<h1>

@@ -10,9 +10,12 @@ export type Block = { type: "text" | "thinking"; text: string };
 
 export type Item =
 	| { kind: "user"; id: string; text: string }
-	| { kind: "assistant"; id: string; blocks: Block[]; streaming: boolean; error?: string }
+	/** `retries`: pi retried the call this many times before this error (auto-retry), shown as one error. */
+	| { kind: "assistant"; id: string; blocks: Block[]; streaming: boolean; error?: string; retries?: number }
 	| { kind: "tool"; id: string; name: string; args: unknown; output: string; status: "running" | "done" | "error" }
 	| { kind: "notice"; id: string; text: string; level: "info" | "warning" | "error" }
+	/** A dialog's answer where it was given: "Answered Allow by admin". */
+	| { kind: "answer"; id: string; title: string; outcome: string; tone: "ok" | "bad" | "muted" }
 	/** A call of a tool the calling program runs (clientTools): pending until that program answers. */
 	| { kind: "client-tool"; id: string; name: string; args: unknown; status: string; output?: string; isError?: boolean }
 	/** A run's structured output (outputSchema): the value, or why none validated. */
@@ -54,6 +57,12 @@ export interface Transcript {
 	/** Events the log no longer held when this stream joined it. */
 	lost: number;
 	ended: boolean;
+	/** The last run ended with this error (after pi's retries); cleared by the next prompt. */
+	failure?: { message: string; retries: number };
+	/** pi is retrying: the attempt under way and the failed message it replaces. */
+	retry?: { attempt: number; of: string };
+	/** How pi last exited, as session_exit said. */
+	exit?: { reason: string; code: number | null; signal: string | null; stderrTail: string };
 }
 
 export interface StreamEvent {
@@ -86,8 +95,18 @@ function apply(t: Transcript, { seq, type, data }: StreamEvent): Transcript {
 	switch (type) {
 		case "session_status":
 			return { ...t, status: String(data.status) };
-		case "session_exit":
-			return { ...t, status: data.status ?? "exited", ended: true };
+		case "session_exit": {
+			const exit = {
+				reason: String(data.reason ?? "exited"),
+				code: typeof data.code === "number" ? data.code : null,
+				signal: typeof data.signal === "string" ? data.signal : null,
+				stderrTail: String(data.stderrTail ?? ""),
+			};
+			// The session's status as the API says it after such an exit.
+			const asleep = ["idle", "lru", "shutdown", "lost"].includes(exit.reason) && data.resumable !== false;
+			const status = exit.reason === "crashed" ? "crashed" : asleep ? "stopped" : "exited";
+			return { ...t, status, ended: true, exit };
+		}
 		case "message_start":
 			return messageStart(t, seq, data.message);
 		case "message_update":
@@ -115,8 +134,18 @@ function apply(t: Transcript, { seq, type, data }: StreamEvent): Transcript {
 			const a = data.approval ?? {};
 			if (typeof a.id !== "string") return t;
 			const ref = { id: a.id, status: String(a.status), title: String(a.title ?? "") };
-			return { ...t, approvals: { ...t.approvals, [a.id]: ref } };
+			const next = { ...t, approvals: { ...t.approvals, [a.id]: ref } };
+			return type === "approval_resolved" ? upsert(next, answerItem(a)) : next;
 		}
+		case "extension_ui_request":
+			// An extension's notification ("Allowed: rm -rf ./x") sits where it was said.
+			if (data.method !== "notify" || typeof data.message !== "string") return t;
+			return upsert(t, {
+				kind: "notice",
+				id: `n:${seq}`,
+				text: data.message,
+				level: data.notifyType === "error" ? "error" : data.notifyType === "warning" ? "warning" : "info",
+			});
 		case "run_changes": {
 			if (t.runs.some((r) => r.runId === data.runId)) return t;
 			const files = Array.isArray(data.files) ? data.files : [];
@@ -125,7 +154,7 @@ function apply(t: Transcript, { seq, type, data }: StreamEvent): Transcript {
 			return { ...t, runs: [...t.runs, run], started: rest };
 		}
 		case "agent_start":
-			return { ...t, started: [...t.started, {}] };
+			return { ...t, started: [...t.started, {}], ended: false, exit: undefined };
 		case "gap": {
 			// What started before the gap may never be matched: name only what is seen whole.
 			return { ...t, lost: t.lost + Number(data.lost ?? 0), started: [] };
@@ -191,13 +220,21 @@ function apply(t: Transcript, { seq, type, data }: StreamEvent): Transcript {
 				text: String(data.error ?? "extension error"),
 				level: "error",
 			});
-		case "auto_retry_start":
-			return upsert(t, {
-				kind: "notice",
-				id: `n:${seq}`,
-				text: `Retrying: ${data.errorMessage ?? ""}`,
-				level: "warning",
-			});
+		case "auto_retry_start": {
+			// One line that counts the attempts, in place of an error per attempt.
+			const failed = [...t.items].reverse().find((i) => i.kind === "assistant" && i.error);
+			const note = {
+				kind: "notice" as const,
+				id: "n:retry",
+				text: `Retrying after an error (attempt ${data.attempt ?? "?"} of ${data.maxAttempts ?? "?"}): ${data.errorMessage ?? ""}`,
+				level: "warning" as const,
+			};
+			return { ...upsert(t, note), retry: { attempt: Number(data.attempt ?? 1), of: failed?.id ?? "" } };
+		}
+		case "auto_retry_end": {
+			const items = t.items.filter((i) => i.id !== "n:retry" && (!data.success || i.id !== t.retry?.of));
+			return { ...t, items, retry: undefined };
+		}
 		default:
 			return t;
 	}
@@ -214,7 +251,7 @@ function messageStart(t: Transcript, seq: number, message: Message): Transcript 
 		// The run's first prompt names it (a steer or follow-up inside it does not).
 		const last = t.started.at(-1);
 		const started = last && last.text === undefined ? [...t.started.slice(0, -1), { text, at }] : t.started;
-		return { ...upsert(t, { kind: "user", id, text }), currentUser: id, started };
+		return { ...upsert(t, { kind: "user", id, text }), currentUser: id, started, failure: undefined };
 	}
 	if (message?.role !== "assistant") return t;
 	return { ...upsert(t, { kind: "assistant", id, blocks: blocksOf(message.content), streaming: true }), current: id };
@@ -264,8 +301,32 @@ function messageEnd(t: Transcript, seq: number, message: Message): Transcript {
 	const id = t.current ?? `m:${seq}`;
 	const error =
 		message.stopReason === "error" || message.errorMessage ? String(message.errorMessage ?? "error") : undefined;
-	const item: Item = { kind: "assistant", id, blocks: blocksOf(message.content), streaming: false, error };
-	return { ...upsert(t, item), current: undefined };
+	// A retry's error takes the place of the one before it: one error, with the count of retries.
+	const retries = error && t.retry ? t.retry.attempt : undefined;
+	const base = retries ? { ...t, items: t.items.filter((i) => i.id !== t.retry?.of) } : t;
+	const item: Item = { kind: "assistant", id, blocks: blocksOf(message.content), streaming: false, error, retries };
+	const retry = t.retry && error ? { ...t.retry, of: id } : t.retry;
+	const failure = error ? { message: error, retries: retries ?? 0 } : undefined;
+	return { ...upsert(base, item), current: undefined, retry, failure };
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: the approval resource as the event carries it
+function answerItem(a: any): Item {
+	const answer = a.answer as { value?: string; confirmed?: boolean; cancelled?: boolean } | null | undefined;
+	const title = String(a.title ?? "").split("\n")[0] ?? "";
+	const by = a.resolvedBy ? ` by ${a.resolvedBy}` : "";
+	if (a.status === "answered" && answer && !answer.cancelled) {
+		const what = answer.value ?? (answer.confirmed === undefined ? "answered" : answer.confirmed ? "Yes" : "No");
+		const refused = /^(block|deny|no|reject|refuse|decline)\b/i.test(what);
+		return { kind: "answer", id: `a:${a.id}`, title, outcome: `Answered ${what}${by}`, tone: refused ? "bad" : "ok" };
+	}
+	return {
+		kind: "answer",
+		id: `a:${a.id}`,
+		title,
+		outcome: `${a.status === "answered" ? "Dismissed" : String(a.status)}${by}`,
+		tone: "muted",
+	};
 }
 
 function patchTool(t: Transcript, toolCallId: unknown, patch: Partial<Extract<Item, { kind: "tool" }>>): Transcript {

@@ -25,7 +25,7 @@ const toEnd = () => {
  * readers). While it grows, a reader at the end is kept there; one who scrolled up is left where
  * they are and offered "Jump to latest" instead.
  */
-export function TranscriptView({ transcript }: { transcript: Transcript }) {
+export function TranscriptView({ transcript, empty }: { transcript: Transcript; empty?: string }) {
 	const following = useRef(true);
 	const [behind, setBehind] = useState(false);
 	const count = transcript.items.length;
@@ -38,9 +38,16 @@ export function TranscriptView({ transcript }: { transcript: Transcript }) {
 		const onSent = () => jump();
 		addEventListener("scroll", onScroll, { passive: true });
 		addEventListener(followEvent, onSent);
+		// The docked dialogs and composer grow and shrink (a dialog comes, an answer goes): a reader at
+		// the end stays there, so the dock sits below the last entry instead of over it.
+		const resized = new ResizeObserver(() => {
+			if (following.current) toEnd();
+		});
+		resized.observe(document.body);
 		return () => {
 			removeEventListener("scroll", onScroll);
 			removeEventListener(followEvent, onSent);
+			resized.disconnect();
 		};
 	}, []);
 	useLayoutEffect(() => {
@@ -55,7 +62,7 @@ export function TranscriptView({ transcript }: { transcript: Transcript }) {
 	return (
 		<section class="transcript" role="log" aria-label="Transcript">
 			{transcript.lost > 0 && <p class="muted">{transcript.lost} earlier events are no longer in the gateway's log.</p>}
-			{count === 0 && <p class="muted empty">Nothing said yet. Write a message below to start.</p>}
+			{count === 0 && <p class="muted empty">{empty ?? "Nothing said yet. Write a message below to start."}</p>}
 			{transcript.items.map((item) => (
 				<Entry key={item.id} item={item} />
 			))}
@@ -95,7 +102,12 @@ function Entry({ item }: { item: Item }) {
 							<Markdown key={i} text={b.text} />
 						) : null,
 					)}
-					{item.error && <p class="error">{item.error}</p>}
+					{item.error && (
+						<p class="error">
+							{item.retries ? `Failed after ${item.retries} ${item.retries === 1 ? "retry" : "retries"}: ` : "Failed: "}
+							{item.error}
+						</p>
+					)}
 				</div>
 			);
 		case "tool":
@@ -126,6 +138,12 @@ function Entry({ item }: { item: Item }) {
 					) : (
 						<Folded label="Output" text={JSON.stringify(item.output, null, 2)} />
 					)}
+				</div>
+			);
+		case "answer":
+			return (
+				<div class="answer-record">
+					<span class={`badge ${item.tone}`}>{item.outcome}</span> <span class="muted">{item.title}</span>
 				</div>
 			);
 		case "notice":

@@ -4,7 +4,10 @@ import type { UiState } from "../api/types.ts";
 
 const everyMs = 1500;
 
-/** The extensions' fire-and-forget UI (title, statuses, widgets, notifications), re-read as events arrive. */
+/**
+ * The extensions' fire-and-forget UI (title, statuses, widgets), re-read as events arrive. Their
+ * notifications ("Allowed: …") are the transcript's, each where it was said (reducer.ts).
+ */
 export function UiPanel({ id, at }: { id: string; at: number }) {
 	const [ui, setUi] = useState<UiState>();
 	const [readAt, setReadAt] = useState(-Infinity);
@@ -22,8 +25,7 @@ export function UiPanel({ id, at }: { id: string; at: number }) {
 	if (!ui) return null;
 	const statuses = Object.entries(ui.statuses);
 	const widgets = Object.entries(ui.widgets);
-	const notes = ui.notifications.slice(-5);
-	if (!ui.title && statuses.length === 0 && widgets.length === 0 && notes.length === 0) return null;
+	if (!ui.title && statuses.length === 0 && widgets.length === 0) return null;
 	return (
 		<aside class="ui card" aria-label="Extension status">
 			{ui.title && <p class="ui-title">{ui.title}</p>}
@@ -35,15 +37,6 @@ export function UiPanel({ id, at }: { id: string; at: number }) {
 			{widgets.map(([key, w]) => (
 				<pre key={key}>{w.lines.join("\n")}</pre>
 			))}
-			{notes.length > 0 && (
-				<ul class="plain notes">
-					{notes.map((n) => (
-						<li key={n.at + n.message} class={n.level === "info" ? "" : n.level}>
-							{n.message}
-						</li>
-					))}
-				</ul>
-			)}
 		</aside>
 	);
 }

@@ -4,6 +4,7 @@ import { type Link, sessionStream } from "../api/stream.ts";
 import type { Session, Whoami } from "../api/types.ts";
 import { ApprovalWithContext } from "../approvals/inbox.tsx";
 import type { Pending } from "../approvals/pending.ts";
+import { ToolCallCard } from "../approvals/tool-call.tsx";
 import { can } from "../auth/scopes.ts";
 import { StatusBadge } from "../sessions/status.tsx";
 import { Changes } from "../workspace/changes.tsx";
@@ -11,6 +12,7 @@ import { Files } from "../workspace/files.tsx";
 import { Composer } from "./composer.tsx";
 import { Controls } from "./controls.tsx";
 import { emptyTranscript, type RunRef, reduceAll, type StreamEvent } from "./reducer.ts";
+import { Stopped } from "./stopped.tsx";
 import { TranscriptView } from "./transcript.tsx";
 import { UiPanel } from "./ui-state.tsx";
 
@@ -37,12 +39,15 @@ export function SessionView(props: { id: string; me: Whoami; pending: Pending; w
 	}, [id]);
 	useEffect(load, [load]);
 	const live = session !== undefined && session.pid !== null;
+	const known = session !== undefined;
 	useEffect(() => {
-		if (!live) return;
+		// A session that does not run still has its earlier events in the gateway's log: they are
+		// read too (a crashed session shows what it said before it stopped).
+		if (!known) return;
 		return sessionStream(id, {
 			onEvents: (events: StreamEvent[]) => {
 				dispatch(events);
-				if (events.some((e) => e.type.startsWith("approval_"))) pending.refresh();
+				if (events.some((e) => e.type.startsWith("approval_") || e.type.startsWith("tool_call_"))) pending.refresh();
 				// The session and the sidebar's line for it say the new status at once, not at the list's next poll.
 				if (events.some((e) => e.type === "session_status" || e.type === "session_exit")) {
 					load();
@@ -51,7 +56,7 @@ export function SessionView(props: { id: string; me: Whoami; pending: Pending; w
 			},
 			onLink: setLink,
 		});
-	}, [id, live, epoch]);
+	}, [id, known, live, epoch]);
 	const back = !props.wide && can(me, "sessions:read") && (
 		<a class="back" href="#/">
 			← Sessions
@@ -68,7 +73,10 @@ export function SessionView(props: { id: string; me: Whoami; pending: Pending; w
 		);
 	if (!session) return <p class="muted">Loading…</p>;
 	const status = transcript.status ?? session.status;
+	// The stream knows best once it has spoken; before, the session's own record of its last run.
+	const failure = transcript.lastSeq > 0 ? transcript.failure : (session.lastError ?? undefined);
 	const dialogs = pending.approvals.filter((a) => a.sessionId === id);
+	const calls = pending.toolCalls.filter((c) => c.sessionId === id);
 	const name = session.name ?? session.id;
 	const resume = () =>
 		post<Session>(`/v1/sessions/${seg(id)}/resume`)
@@ -88,10 +96,13 @@ export function SessionView(props: { id: string; me: Whoami; pending: Pending; w
 			.catch((e: Error) => setError(e.message));
 	};
 	// A dialog waits where the person's eyes are: docked above the composer, as the conversation scrolls.
-	const waiting = dialogs.length > 0 && (
+	const waiting = (dialogs.length > 0 || calls.length > 0) && (
 		<section aria-label="Waiting for an answer" class="dialogs">
 			{dialogs.map((a) => (
 				<ApprovalWithContext key={a.id} approval={a} me={me} onDone={pending.refresh} inSession sessionName={name} />
+			))}
+			{calls.map((c) => (
+				<ToolCallCard key={c.id} call={c} me={me} onDone={pending.refresh} sessionName={name} />
 			))}
 		</section>
 	);
@@ -102,16 +113,11 @@ export function SessionView(props: { id: string; me: Whoami; pending: Pending; w
 				{back}
 				<div class="bar">
 					<h1 id="session-title">{name}</h1>
-					<StatusBadge status={status} />
+					<StatusBadge status={status} failed={Boolean(failure)} />
 					<span class="muted" role="status">
 						{live ? linkText[link] : "Not running"}
 					</span>
 					<span class="grow" />
-					{!live && session.resumable && can(me, "sessions:write") && (
-						<button type="button" onClick={resume}>
-							Resume session
-						</button>
-					)}
 					{can(me, "sessions:write") && (
 						<button type="button" class="danger small" onClick={remove}>
 							Delete <span class="sr">{name}</span>
@@ -134,7 +140,19 @@ export function SessionView(props: { id: string; me: Whoami; pending: Pending; w
 			</div>
 			{can(me, "approvals:read") && <UiPanel id={id} at={transcript.lastSeq} />}
 			{tab !== "transcript" && waiting}
-			{tab === "transcript" && <TranscriptView transcript={transcript} />}
+			{tab === "transcript" && (
+				<TranscriptView
+					transcript={transcript}
+					empty={
+						live
+							? undefined
+							: "Nothing of this session is in the gateway's log (pi's session file keeps it: Resume reads it again)."
+					}
+				/>
+			)}
+			{tab === "transcript" && !live && (
+				<Stopped session={session} exit={transcript.exit} mayResume={can(me, "sessions:write")} onResume={resume} />
+			)}
 			{tab === "files" && <Files sessionId={id} />}
 			{tab === "changes" && <RunChanges id={id} runs={transcript.runs} />}
 			{tab === "transcript" && (waiting || composer) && (

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState } from "preact/hooks";
-import { get, post, seg } from "../api/client.ts";
+import { type ApiError, get, post, seg } from "../api/client.ts";
 import type { Session, SessionList, Whoami } from "../api/types.ts";
 import { can } from "../auth/scopes.ts";
 import { sessionHref } from "../router.ts";
@@ -27,9 +27,13 @@ async function firstPages(pages: number): Promise<{ sessions: Session[]; hasMore
 /** The status filter: what a person looks for, each a test on a session. */
 export const filters = {
 	all: { label: "All sessions", test: () => true },
-	answer: { label: "Waiting for an answer", test: (s: Session) => s.pendingApprovals > 0 || s.status === "waiting" },
+	answer: {
+		label: "Waiting for an answer",
+		test: (s: Session) => s.pendingApprovals > 0 || s.pendingToolCalls > 0 || s.status === "waiting",
+	},
 	running: { label: "Running", test: (s: Session) => s.status === "running" || s.status === "starting" },
 	idle: { label: "Idle", test: (s: Session) => s.status === "idle" },
+	failed: { label: "Failed or crashed", test: (s: Session) => s.lastError !== null || s.status === "crashed" },
 	stopped: { label: "Stopped or ended", test: (s: Session) => s.pid === null },
 } satisfies Record<string, { label: string; test: (s: Session) => boolean }>;
 type Filter = keyof typeof filters;
@@ -41,6 +45,8 @@ export interface SessionsState {
 	sessions?: Session[];
 	hasMore: boolean;
 	error?: string;
+	/** The last poll got no answer from the gateway. */
+	unreachable?: boolean;
 	more: () => void;
 	reload: () => void;
 }
@@ -50,7 +56,7 @@ export function useSessions(me: Whoami): SessionsState {
 	const [sessions, setSessions] = useState<Session[]>();
 	const [pages, setPages] = useState(1);
 	const [hasMore, setHasMore] = useState(false);
-	const [error, setError] = useState<string>();
+	const [error, setError] = useState<ApiError>();
 	const reload = useCallback(() => {
 		firstPages(pages)
 			.then((list) => {
@@ -58,7 +64,7 @@ export function useSessions(me: Whoami): SessionsState {
 				setHasMore(list.hasMore);
 				setError(undefined);
 			})
-			.catch((e: Error) => setError(e.message));
+			.catch((e: ApiError) => setError(e));
 	}, [pages]);
 	useEffect(() => {
 		if (!can(me, "sessions:read")) return;
@@ -66,21 +72,31 @@ export function useSessions(me: Whoami): SessionsState {
 		const timer = setInterval(reload, pollMs);
 		return () => clearInterval(timer);
 	}, [me, reload]);
-	return { sessions, hasMore, error, reload, more: () => setPages((n) => n + 1) };
+	return {
+		sessions,
+		hasMore,
+		error: error?.message,
+		unreachable: error?.code === "unreachable",
+		reload,
+		more: () => setPages((n) => n + 1),
+	};
 }
 
 /**
  * The sessions list: beside the open session on a desktop, the whole screen on a phone. Newest
  * activity first, each with its status, last activity and pending approvals; filtered by status.
  */
-export function SessionsList({ me, state, current }: { me: Whoami; state: SessionsState; current?: string }) {
+export function SessionsList(props: { me: Whoami; state: SessionsState; current?: string; page?: boolean }) {
+	const { me, state, current } = props;
+	// On a phone the list is the page: its heading is the page's.
+	const Heading = props.page ? "h1" : "h2";
 	const [filter, setFilter] = useState<Filter>("all");
 	const now = useNow();
 	const shown = state.sessions?.filter(filters[filter].test);
 	return (
 		<nav class="sidebar" aria-labelledby="sessions-title">
 			<div class="side-head">
-				<h2 id="sessions-title">Sessions</h2>
+				<Heading id="sessions-title">Sessions</Heading>
 				{can(me, "sessions:write") && (
 					<a class="button primary" href="#/new">
 						New session
@@ -97,7 +113,8 @@ export function SessionsList({ me, state, current }: { me: Whoami; state: Sessio
 					))}
 				</select>
 			</label>
-			{state.error && (
+			{/* A gateway that does not answer is the banner's to say, once. */}
+			{state.error && !state.unreachable && (
 				<p role="alert" class="error">
 					{state.error}
 				</p>
@@ -136,7 +153,7 @@ function SessionRow(props: { session: Session; me: Whoami; now: number; current:
 			<a href={sessionHref(session.id)} aria-current={props.current ? "page" : undefined}>
 				<span class="name">{label}</span>
 				<span class="line2">
-					<StatusBadge status={session.status} />
+					<StatusBadge status={session.status} failed={session.lastError !== null} />
 					<Ago at={session.lastActivityAt} now={props.now} />
 					{session.pendingApprovals > 0 && (
 						<span class="badge warn solid">
@@ -144,7 +161,20 @@ function SessionRow(props: { session: Session; me: Whoami; now: number; current:
 							<span class="sr"> approval{session.pendingApprovals === 1 ? "" : "s"}</span>
 						</span>
 					)}
+					{session.pendingToolCalls > 0 && (
+						<span class="badge warn solid">
+							{session.pendingToolCalls} tool call{session.pendingToolCalls === 1 ? "" : "s"}
+							<span class="sr"> waiting</span>
+						</span>
+					)}
+					{session.lastError && (
+						<span class="badge bad" title={session.lastError.message}>
+							error
+							<span class="sr">: {session.lastError.message}</span>
+						</span>
+					)}
 				</span>
+				<Preview session={session} />
 			</a>
 			{stopped && can(me, "sessions:write") && (
 				<button type="button" class="small" disabled={busy} onClick={resume}>
@@ -153,5 +183,24 @@ function SessionRow(props: { session: Session; me: Whoami; now: number; current:
 			)}
 			{error && <p class="error">{error}</p>}
 		</li>
+	);
+}
+
+/** The last thing said in the session, or the command it runs now: what it is about, at a glance. */
+function Preview({ session }: { session: Session }) {
+	const p = session.preview;
+	if (!p) return null;
+	if (p.role === "tool")
+		return (
+			<span class="preview">
+				<span class="sr">Running: </span>
+				<code>{p.text}</code>
+			</span>
+		);
+	return (
+		<span class="preview">
+			{p.role === "user" ? "You: " : ""}
+			{p.text}
+		</span>
 	);
 }

@@ -6,8 +6,11 @@ const tone: Record<string, string> = {
 	crashed: "bad",
 	exited: "muted",
 	stopped: "muted",
+	failed: "bad",
 };
 
-export function StatusBadge({ status }: { status: string }) {
-	return <span class={`badge ${tone[status] ?? "muted"}`}>{status}</span>;
+/** A session's status; an idle one whose last run ended in an error says "failed", never a green idle. */
+export function StatusBadge({ status, failed }: { status: string; failed?: boolean }) {
+	const shown = failed && status === "idle" ? "failed" : status;
+	return <span class={`badge ${tone[shown] ?? "muted"}`}>{shown}</span>;
 }
