@@ -32,6 +32,8 @@ import { describe, expect, it } from "vitest";
  *                                  each with one door, index.ts, the only file the rest of src imports)
  *   workspace src/workspace/**     (a session's folder: paths, files, search, archive, snapshots and changes)
  *   webhooks  src/webhooks/**      (deliveries: they follow sessions' events, HTTP routes manage them)
+ *   schedules src/schedules/**     (scheduled runs: timing, the service, the ticker; a tick is fired through
+ *                                  a function the composition root hands in, the app's own prompt route)
  *   cluster   src/cluster/**       (membership, fence, forwarding: where a session lives among nodes)
  *   http      src/http/**          (transport/, auth/, idempotency/, observability/, cluster/ routing,
  *                                  streams/ (SSE), and routes/<feature>/)
@@ -49,6 +51,7 @@ const layers = [
 	"sessions",
 	"workspace",
 	"webhooks",
+	"schedules",
 	"cluster",
 	"http",
 	"store",
@@ -68,6 +71,7 @@ const folderLayer: Record<string, Layer> = {
 	sessions: "sessions",
 	workspace: "workspace",
 	webhooks: "webhooks",
+	schedules: "schedules",
 	cluster: "cluster",
 	http: "http",
 	store: "store",

@@ -5,6 +5,7 @@ import { PostgresClusterStore } from "./cluster.ts";
 import { PostgresIdempotencyStore } from "./idempotency.ts";
 import { PostgresNotices } from "./notifications.ts";
 import { PostgresRunArchive } from "./run-archive.ts";
+import { PostgresSchedules } from "./schedules.ts";
 import { migrate, redact } from "./schema.ts";
 import { PostgresStore } from "./sessions.ts";
 import { SharedRecords } from "./shared-records.ts";
@@ -64,6 +65,10 @@ export class PostgresDatabase {
 
 	outbox(): PostgresOutbox {
 		return new PostgresOutbox(this.#pool, this.#node);
+	}
+
+	schedules(): PostgresSchedules {
+		return new PostgresSchedules(this.#pool);
 	}
 
 	runArchive(): PostgresRunArchive {

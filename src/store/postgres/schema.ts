@@ -188,6 +188,18 @@ INSERT INTO fair_counts SELECT 'approval_history', principal, count(*) FROM appr
 INSERT INTO fair_totals SELECT 'approval_history', count(*) FROM approval_history;
 CREATE INDEX approval_history_principal ON approval_history (principal, seq);`,
 	},
+	{
+		version: 14,
+		// src/store/postgres/schedules.ts: a tick is claimed by moving next_run_at from its time (one node
+		// wins); its row in schedule_runs records it. A session's schedules go with its row.
+		name: "scheduled runs, each tick claimed once in the cluster",
+		sql: `
+CREATE TABLE schedules (id text PRIMARY KEY, session_id text NOT NULL REFERENCES sessions (id) ON DELETE CASCADE, principal text NOT NULL, record text NOT NULL, next_run_at bigint);
+CREATE INDEX schedules_session ON schedules (session_id);
+CREATE INDEX schedules_principal ON schedules (principal);
+CREATE INDEX schedules_due ON schedules (next_run_at) WHERE next_run_at IS NOT NULL;
+CREATE TABLE schedule_runs (schedule_id text NOT NULL REFERENCES schedules (id) ON DELETE CASCADE, tick_at bigint NOT NULL, status text NOT NULL, run_id text, detail text, node text NOT NULL, PRIMARY KEY (schedule_id, tick_at));`,
+	},
 ];
 
 /** An arbitrary constant: the advisory lock every node takes while it migrates. */

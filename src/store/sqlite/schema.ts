@@ -101,6 +101,36 @@ CREATE INDEX IF NOT EXISTS webhook_outbox_due ON webhook_outbox (state, next_at)
 CREATE INDEX IF NOT EXISTS webhook_outbox_principal ON webhook_outbox (webhook_id, principal, state, created_at);
 CREATE INDEX IF NOT EXISTS webhook_outbox_principal_due ON webhook_outbox (state, principal, next_at);`;
 
+/**
+ * Schedules and their latest ticks (ScheduleStore, schedules.ts). `next_run_at` is ms since the
+ * epoch, null while disabled; a tick's row is written when it is claimed and given its outcome after.
+ * A session's row leaving the registry's table (deleted, or an ephemeral one buried) takes its schedules.
+ */
+export const scheduleTables = `
+CREATE TABLE IF NOT EXISTS schedules (
+	id TEXT PRIMARY KEY,
+	session_id TEXT NOT NULL,
+	principal TEXT NOT NULL,
+	record TEXT NOT NULL,
+	next_run_at INTEGER
+);
+CREATE INDEX IF NOT EXISTS schedules_session ON schedules (session_id);
+CREATE INDEX IF NOT EXISTS schedules_principal ON schedules (principal);
+CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_run_at);
+CREATE TABLE IF NOT EXISTS schedule_runs (
+	schedule_id TEXT NOT NULL,
+	tick_at INTEGER NOT NULL,
+	status TEXT NOT NULL,
+	run_id TEXT,
+	detail TEXT,
+	node TEXT NOT NULL,
+	PRIMARY KEY (schedule_id, tick_at)
+);
+CREATE TRIGGER IF NOT EXISTS schedules_follow_session AFTER DELETE ON sessions BEGIN
+	DELETE FROM schedule_runs WHERE schedule_id IN (SELECT id FROM schedules WHERE session_id = OLD.id);
+	DELETE FROM schedules WHERE session_id = OLD.id;
+END;`;
+
 /** Idempotency-Key answers, per principal (IdempotencyStore, idempotency.ts). */
 export const idempotencyTable = `
 CREATE TABLE IF NOT EXISTS idempotency_keys (

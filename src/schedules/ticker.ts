@@ -1,0 +1,98 @@
+import type { Logger } from "pino";
+import { timingOf } from "./service.ts";
+import type { ScheduleStore, StoredSchedule, TickOutcome } from "./store.ts";
+import { planTick } from "./timing.ts";
+
+/** What firing a tick came to; `sessionGone`: the session no longer exists, so its schedules go. */
+export type Fired = TickOutcome & { sessionGone?: boolean };
+
+/** Sends one tick's prompt (as its principal, wherever the session runs) and says what became of it. */
+export type FireTick = (schedule: StoredSchedule, tickAt: number) => Promise<Fired>;
+
+/** Due schedules read per look, and ticks in flight at once on one node. */
+const batch = 50;
+const maxInFlight = 8;
+
+/**
+ * Every `everyMs` this node looks for due schedules and claims each due tick in the store
+ * (claim(): one node in the cluster wins it), then fires the ones it won. A tick found late is
+ * run once or recorded as missed, as its schedule says (timing.ts planTick); either way the next
+ * tick is computed from now, so a gateway that was down does not make up every tick it slept
+ * through. A tick whose prompt fails is recorded as failed; the schedule goes on.
+ */
+export class ScheduleTicker {
+	readonly #store: ScheduleStore;
+	readonly #node: string;
+	readonly #fire: FireTick;
+	readonly #logger: Logger;
+	readonly #inFlight = new Set<Promise<void>>();
+	#timer: NodeJS.Timeout | undefined;
+	#stopped = true;
+	#warned = false;
+
+	constructor(store: ScheduleStore, node: string, fire: FireTick, logger: Logger) {
+		this.#store = store;
+		this.#node = node;
+		this.#fire = fire;
+		this.#logger = logger;
+	}
+
+	start(everyMs: number): void {
+		this.#stopped = false;
+		const loop = async () => {
+			await this.check().catch((error: Error) => {
+				// Logged once until it works again: a database away for minutes must not flood the log.
+				if (!this.#warned) this.#logger.warn({ err: error }, "schedules: cannot read due schedules; retrying");
+				this.#warned = true;
+			});
+			if (!this.#stopped) this.#timer = setTimeout(loop, everyMs).unref();
+		};
+		this.#timer = setTimeout(loop, 0).unref();
+	}
+
+	/** Stops looking; ticks already sent are waited for (their outcome is written). */
+	async stop(): Promise<void> {
+		this.#stopped = true;
+		clearTimeout(this.#timer);
+		await Promise.allSettled([...this.#inFlight]);
+	}
+
+	/** One look: claims and fires what is due now. */
+	async check(now = Date.now()): Promise<void> {
+		if (this.#inFlight.size >= maxInFlight) return;
+		const due = await this.#store.due(now, batch);
+		this.#warned = false;
+		for (const schedule of due) {
+			if (this.#stopped || this.#inFlight.size >= maxInFlight) return;
+			const tickAt = schedule.nextRunAt as number;
+			const plan = planTick(timingOf(schedule), tickAt, now, schedule.missed);
+			const won = await this.#store.claim(schedule.id, tickAt, plan.next, this.#node, plan.fire ? "pending" : "missed");
+			if (!won) continue;
+			if (!plan.fire) {
+				this.#logger.info({ scheduleId: schedule.id, tickAt }, "schedule: a tick missed while down was skipped");
+				continue;
+			}
+			const firing: Promise<void> = this.#run(schedule, tickAt).finally(() => this.#inFlight.delete(firing));
+			this.#inFlight.add(firing);
+		}
+	}
+
+	async #run(schedule: StoredSchedule, tickAt: number): Promise<void> {
+		const log = { scheduleId: schedule.id, sessionId: schedule.sessionId, tickAt: new Date(tickAt).toISOString() };
+		let fired: Fired;
+		try {
+			fired = await this.#fire(schedule, tickAt);
+		} catch (error) {
+			fired = { status: "failed", detail: (error as Error).message };
+		}
+		const { sessionGone, ...outcome } = fired;
+		if (outcome.status === "failed") this.#logger.warn({ ...log, detail: outcome.detail }, "schedule: tick failed");
+		else this.#logger.info({ ...log, status: outcome.status, runId: outcome.runId }, "schedule: tick fired");
+		try {
+			if (sessionGone) await this.#store.removeSession(schedule.sessionId);
+			else await this.#store.finish(schedule.id, tickAt, outcome);
+		} catch (error) {
+			this.#logger.warn({ ...log, err: error }, "schedule: cannot record the tick's outcome");
+		}
+	}
+}
