@@ -46,8 +46,10 @@ afterAll(async () => {
 		gateway.kill("SIGKILL");
 		await exited;
 	}
+	// The global install under tmp is the package and its whole dependency tree (22,000 files, 243 MB):
+	// at a load of 27 on 2 cores this hook ran out of the default 30 s removing it, after every test passed.
 	if (tmp) rmSync(tmp, { recursive: true, force: true });
-});
+}, 180_000);
 
 describe("the npm package", () => {
 	it("ships compiled JavaScript, the extensions and the spec, not the TypeScript sources", async () => {
