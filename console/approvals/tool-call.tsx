@@ -1,15 +1,18 @@
-import { Validator } from "@cfworker/json-schema";
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, get, post, seg } from "../api/client.ts";
 import type { ToolCall, Whoami } from "../api/types.ts";
 import { can } from "../auth/scopes.ts";
 
-/** The arguments against the tool's declared parameters: pi checked them too, this shows it to the person. */
-export function checkArguments(call: Pick<ToolCall, "arguments" | "parameters">): string[] | undefined {
+/**
+ * The arguments against the tool's declared parameters: pi checked them too, this shows it to the
+ * person. The validator is fetched the first time a tool call is shown (a chunk of its own, out of
+ * the first load).
+ */
+export async function checkArguments(call: Pick<ToolCall, "arguments" | "parameters">): Promise<string[] | undefined> {
 	if (!call.parameters) return undefined;
 	try {
-		const result = new Validator(call.parameters as object, "2020-12", false).validate(call.arguments ?? {});
-		return result.valid ? [] : result.errors.map((e) => `${e.instanceLocation.replace(/^#/, "") || "/"}: ${e.error}`);
+		const { schemaProblems } = await import("./schema-check.ts");
+		return schemaProblems(call.parameters, call.arguments ?? {});
 	} catch (e) {
 		return [`the parameters could not be read: ${(e as Error).message}`];
 	}
@@ -36,7 +39,10 @@ export function ToolCallCard(props: { call: ToolCall; me: Whoami; onDone: () => 
 	const { call, me, onDone } = props;
 	const [text, setText] = useState("");
 	const [state, setState] = useState<{ busy?: boolean; result?: ToolCall; error?: string }>({});
-	const problems = useMemo(() => checkArguments(call), [call]);
+	const [problems, setProblems] = useState<string[]>();
+	useEffect(() => {
+		checkArguments(call).then(setProblems, () => setProblems(undefined));
+	}, [call.id, call.parameters]);
 	const shown = state.result ?? call;
 	const open = shown.status === "pending";
 	const mayAnswer = can(me, "sessions:write") && open;

@@ -75,7 +75,7 @@ describe("the console's build", () => {
 			);
 			// Each file with its brotli and gzip copies, made once at build for the gateway to send as they are.
 			expect(readdirSync(out).sort()).toEqual(
-				["console-review.js", "console.css", "console.js", "index.html"]
+				["console-review.js", "console-schema-check.js", "console.css", "console.js", "index.html"]
 					.flatMap((f) => [f, `${f}.br`, `${f}.gz`])
 					.sort(),
 			);

@@ -88,6 +88,8 @@ describe("the console's transcript reducer", () => {
 				output: "removed x\n",
 				status: "done",
 			},
+			// The answer where it was given: after the command it asks about, before what followed.
+			{ kind: "answer", id: "a:ap1", title: "Allow this bash command?", outcome: "Answered Allow", tone: "ok" },
 			{
 				kind: "assistant",
 				id: "m:16",
@@ -229,5 +231,61 @@ describe("the console's transcript reducer", () => {
 		]);
 		// Replayed whole: the same transcript.
 		expect(reduceAll(t, events)).toBe(t);
+	});
+
+	it("shows pi's retries of one error as one error that counts them, and an extension's notification in its place", () => {
+		seq = 100;
+		const failed = (n: number) => ({
+			role: "assistant",
+			content: [],
+			stopReason: "error",
+			errorMessage: "529 overloaded",
+			n,
+		});
+		const events: StreamEvent[] = [
+			ev("agent_start"),
+			ev("message_start", { message: user("go") }),
+			ev("message_end", { message: user("go") }),
+			ev("extension_ui_request", { id: "u1", method: "notify", message: "Allowed: ls", notifyType: "info" }),
+			ev("message_start", { message: { role: "assistant", content: [] } }),
+			ev("message_end", { message: failed(0) }),
+		];
+		for (const attempt of [1, 2, 3]) {
+			events.push(ev("auto_retry_start", { attempt, maxAttempts: 3, delayMs: 1, errorMessage: "529 overloaded" }));
+			events.push(ev("message_start", { message: { role: "assistant", content: [] } }));
+			events.push(ev("message_end", { message: failed(attempt) }));
+		}
+		const during = reduceAll(emptyTranscript, events);
+		expect(during.items.filter((i) => i.kind === "notice").map((i) => (i as { text: string }).text)).toEqual([
+			"Allowed: ls",
+			"Retrying after an error (attempt 3 of 3): 529 overloaded",
+		]);
+		events.push(ev("auto_retry_end", { success: false, attempt: 3, finalError: "529 overloaded" }));
+		const t = reduceAll(emptyTranscript, events);
+		const errors = t.items.filter((i) => i.kind === "assistant" && i.error);
+		expect(errors).toEqual([expect.objectContaining({ error: "529 overloaded", retries: 3 })]);
+		expect(t.items.map((i) => i.kind)).toEqual(["user", "notice", "assistant"]);
+		expect(t.failure).toEqual({ message: "529 overloaded", retries: 3 });
+		// A new prompt: the failure is history.
+		const next = reduceAll(t, [ev("message_start", { message: user("again") })]);
+		expect(next.failure).toBeUndefined();
+	});
+
+	it("a retry that succeeds leaves no error behind; an exit says why pi stopped", () => {
+		seq = 200;
+		const t = reduceAll(emptyTranscript, [
+			ev("message_start", { message: user("go") }),
+			ev("message_start", { message: { role: "assistant", content: [] } }),
+			ev("message_end", { message: { role: "assistant", content: [], stopReason: "error", errorMessage: "503" } }),
+			ev("auto_retry_start", { attempt: 1, maxAttempts: 3, errorMessage: "503" }),
+			ev("message_start", { message: { role: "assistant", content: [] } }),
+			ev("message_end", { message: assistant("fine") }),
+			ev("auto_retry_end", { success: true, attempt: 1 }),
+			ev("session_exit", { code: null, signal: "SIGKILL", reason: "crashed", stderrTail: "boom" }),
+		]);
+		expect(t.items.map((i) => i.kind)).toEqual(["user", "assistant"]);
+		expect(t.failure).toBeUndefined();
+		expect(t.status).toBe("crashed");
+		expect(t.exit).toEqual({ reason: "crashed", code: null, signal: "SIGKILL", stderrTail: "boom" });
 	});
 });

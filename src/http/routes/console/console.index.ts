@@ -31,6 +31,8 @@ const files: Record<string, { file: string; type: string }> = {
 	"/console/console.css": { file: "console.css", type: "text/css; charset=utf-8" },
 	// The changes review, a chunk the page imports only when changes are shown (console/vite.config.ts).
 	"/console/console-review.js": { file: "console-review.js", type: "text/javascript; charset=utf-8" },
+	// The JSON Schema validator, imported only when a client tool call is shown (approvals/tool-call.tsx).
+	"/console/console-schema-check.js": { file: "console-schema-check.js", type: "text/javascript; charset=utf-8" },
 };
 
 export const consolePaths = ["/console", ...Object.keys(files)];
