@@ -42,6 +42,8 @@ import { oauthDiscoveryPaths, oauthDiscoveryRouter } from "../http/routes/mcp/oa
 import { openaiErrorShape, openaiRouter } from "../http/routes/openai/openai.index.ts";
 import { runsRouter } from "../http/routes/runs/runs.index.ts";
 import { runStreamsRouter } from "../http/routes/runs/streams.index.ts";
+import { schedulesRouter } from "../http/routes/schedules/schedules.index.ts";
+import { scheduleTicks } from "../http/routes/schedules/ticks.ts";
 import { budgetRouter } from "../http/routes/sessions/budget.index.ts";
 import { forkRouter } from "../http/routes/sessions/fork.index.ts";
 import { sessionsRouter } from "../http/routes/sessions/sessions.index.ts";
@@ -64,6 +66,7 @@ import { accessLog, hostCheck, pathEncoding, requestId } from "../http/transport
 import { type AppEnv, createRouter, invalid } from "../http/transport/openapi.ts";
 import { ApiError, type Problem, toProblem } from "../http/transport/problem.ts";
 import { singleQueryParameters } from "../http/transport/query-params.ts";
+import type { ScheduleService } from "../schedules/service.ts";
 import type { ApprovalHistory, PolicyEngine } from "../sessions/dialogs/index.ts";
 import type { SessionRegistry } from "../sessions/registry/index.ts";
 import { liveShare, SessionAccess } from "../sessions/registry/index.ts";
@@ -103,6 +106,10 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
 			{ name: "approvals", description: "Extension dialogs as resources, and UI state" },
 			{ name: "tool-calls", description: "Client tools: calls the model makes to tools the calling program runs" },
 			{ name: "webhooks", description: "Signed event deliveries (Standard Webhooks) with a durable outbox" },
+			{
+				name: "schedules",
+				description: "Prompts a session runs on its own, on an interval or a cron (docs/schedules.md)",
+			},
 			{ name: "workspace", description: "A session's folder: files in and out, search, archive, what runs changed" },
 			{ name: "mcp", description: "The MCP server (Streamable HTTP) for MCP clients: docs/mcp.md" },
 			{ name: "openai", description: "OpenAI-compatible models, Chat Completions and Responses (docs/openai.md)" },
@@ -139,6 +146,8 @@ export function createApp(
 		workspaceRuns?: RunArchive;
 		/** The key of stream tickets (cluster mode: the same on every node). */
 		ticketKey?: Buffer;
+		/** Scheduled runs (in gateway.db, or PostgreSQL in cluster mode). */
+		schedules?: ScheduleService;
 	} = {},
 ) {
 	const deps: Deps = {
@@ -172,7 +181,11 @@ export function createApp(
 	// The one thing before authentication in cluster mode: a stream ticket's late reconnect, for the node that bound it.
 	if (extras.cluster) app.use(ticketReconnects(extras.cluster, deps.tickets));
 	const jwt = config.jwtJwksUrl ? new JwtVerifier(config) : undefined;
-	app.use(bearerAuth({ token: config.token, keys: extras.keys, jwt }, openPaths, deps.tickets));
+	// A schedule's tick runs as the schedule's principal (ticks.ts); every other request shows a credential.
+	const schedules = extras.schedules;
+	if (schedules) app.use(scheduleTicks((id, at) => schedules.pendingTick(id, at), extras.cluster, extras.keys));
+	const bearer = bearerAuth({ token: config.token, keys: extras.keys, jwt }, openPaths, deps.tickets);
+	app.use((c, next) => (c.get("principal") ? next() : bearer(c, next)));
 	const scopedRoutes = new ScopedRoutes();
 	if (config.rateLimitRequests > 0) app.use(requestLimit(config.rateLimitRequests, config.rateLimitWindowMs));
 	const allowedMethods = new AllowedMethods();
@@ -264,6 +277,10 @@ export function createApp(
 	app.route(
 		"/",
 		webhooksRouter(() => extras.webhooks),
+	);
+	app.route(
+		"/",
+		schedulesRouter(deps, () => extras.schedules),
 	);
 	// Its tools call this app as the caller: the same checks, audit and limits as over the network.
 	app.route("/", mcpRouter(deps, { app: (request, env) => app.fetch(request, env as never), version: gatewayVersion }));

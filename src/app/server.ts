@@ -24,6 +24,7 @@ import type { WebhookService } from "../webhooks/service.ts";
 import { startWebhooks } from "../webhooks/start.ts";
 import { gitSettled } from "../workspace/git.ts";
 import { createApp } from "./app.ts";
+import { scheduleService, startTicker } from "./schedules.ts";
 import { idempotencyKeys, recordStores, sessionBackend } from "./stores.ts";
 import { keepToken, resolveToken, type TokenSource } from "./token.ts";
 import { warmNewPrincipals } from "./warm-new-principals.ts";
@@ -147,6 +148,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	history.start(registry);
 	const access = new SessionAccess(stores.access, postgres);
 	let cluster: Cluster | undefined;
+	const schedules = scheduleService(stores.schedules, config);
 	const app = createApp(config, registry, log, undefined, {
 		cluster: postgres && (() => cluster),
 		ticketKey: keysOfCluster?.tickets,
@@ -158,6 +160,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		access,
 		audit: new AuditLog(stores.audit, config.maxAuditEntries),
 		workspaceRuns: database?.runArchive(),
+		schedules,
 	});
 	const connections = new ConnectionGuard(config, log);
 	// A start that fails after this point undoes what it started, in reverse.
@@ -222,6 +225,8 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 			return await abandon(error);
 		}
 	}
+	const appFetch = (request: Request, env: unknown) => app.fetch(request, env as never);
+	const ticker = startTicker(stores.schedules, config, nodeId, appFetch, url, log);
 	// Written once nothing can refuse the start any more: a refused start leaves no token behind.
 	keepToken(tokenSource);
 	// Once listening: /healthz answers while the pool's pis start (registry.warm).
@@ -255,6 +260,8 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	let closing: Promise<void> | undefined;
 	const close = (options: { drain?: boolean } = {}) => {
 		closing ??= (async () => {
+			// No tick starts a run from here on; those already sent are answered first.
+			await ticker.stop();
 			// Runs in progress settle first, the server answering: /readyz and new runs 503 (cluster mode:
 			// this node's sessions go elsewhere, 421 to the node that forwarded, 503 to a direct caller).
 			if (cluster || options.drain) await registry.drain(config.drainTimeoutMs);

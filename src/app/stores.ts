@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { type Config, shareOf } from "../config/config.ts";
 import type { IdempotencyKeys } from "../http/idempotency/key-store.ts";
 import type { AuditStore } from "../http/observability/audit.ts";
+import type { ScheduleStore } from "../schedules/store.ts";
 import type { ApprovalHistoryStore, RulesStore } from "../sessions/dialogs/index.ts";
 import type { AccessStore, OpenStore } from "../sessions/registry/index.ts";
 import type { PostgresDatabase } from "../store/postgres/database.ts";
@@ -12,6 +13,7 @@ import { SqliteApprovalHistory } from "../store/sqlite/approval-history.ts";
 import { SqliteAuditLog } from "../store/sqlite/audit.ts";
 import type { DatabaseSync } from "../store/sqlite/driver.ts";
 import { IdempotencyStore } from "../store/sqlite/idempotency.ts";
+import { SqliteScheduleStore } from "../store/sqlite/schedules.ts";
 import { SqliteRulesStore } from "../store/sqlite/session-rules.ts";
 import { SqliteStore } from "../store/sqlite/sessions.ts";
 import { SqliteWebhookStore } from "../store/sqlite/webhooks.ts";
@@ -42,7 +44,7 @@ export function sessionBackend(config: Config, postgres: PostgresStore | undefin
 	return { open, database };
 }
 
-/** The per-node tables of gateway.db; in cluster mode history and audit log are the cluster's, read whole through any node. */
+/** The per-node tables of gateway.db; in cluster mode history, audit log and schedules are the cluster's, read whole through any node. */
 export function recordStores(
 	db: DatabaseSync,
 	config: Config,
@@ -54,6 +56,7 @@ export function recordStores(
 	history: ApprovalHistoryStore;
 	access: AccessStore;
 	audit: AuditStore;
+	schedules: ScheduleStore;
 } {
 	const auditShare = shareOf(config.maxAuditEntries, config.maxAuditEntriesPerPrincipal);
 	const historyShare = shareOf(config.maxApprovalHistory, config.maxApprovalHistoryPerPrincipal);
@@ -70,6 +73,8 @@ export function recordStores(
 		history: sharedHistory ? new SharedApprovalHistory(sharedHistory, config.approvalHistoryMs, history) : history,
 		access: new SqliteAccessStore(db),
 		audit: sharedAudit ? new SharedAuditLog(sharedAudit) : audit,
+		// Cluster mode: the cluster's, so that each tick is claimed once whichever nodes are up.
+		schedules: database ? database.schedules() : new SqliteScheduleStore(db),
 	};
 }
 

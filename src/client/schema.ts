@@ -1606,6 +1606,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The session's schedules, oldest first
+         * @description Requires the `sessions:read` scope.
+         */
+        get: operations["schedulesList"];
+        put?: never;
+        /**
+         * Run a prompt in this session every N seconds or on a cron (as the session's owner, within its budget)
+         * @description Each tick sends `message` as `POST …/prompt` would, as the session's owner: that principal's scopes, budget, limits and audit apply, and a hibernated session wakes. In cluster mode each tick runs once, on whichever nodes are up (docs/schedules.md).
+         *
+         *     Requires the `sessions:write` scope.
+         */
+        post: operations["schedulesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/schedules/{scheduleId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One schedule and its latest ticks (20, newest first)
+         * @description Requires the `sessions:read` scope.
+         */
+        get: operations["schedulesGet"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove a schedule and its ticks (a run it started goes on)
+         * @description Requires the `sessions:write` scope.
+         */
+        delete: operations["schedulesDelete"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a schedule: its message, timing, policies, or pause it (enabled: false)
+         * @description Requires the `sessions:write` scope.
+         */
+        patch: operations["schedulesUpdate"];
+        trace?: never;
+    };
     "/mcp": {
         parameters: {
             query?: never;
@@ -5003,6 +5057,244 @@ export interface components {
          * @enum {string}
          */
         WebhookDeliveryState: "pending" | "delivered" | "failed" | "dropped";
+        /**
+         * @description A prompt its session runs on its own
+         * @example {
+         *       "id": "sch_Zt3kq0d1v8uY",
+         *       "sessionId": "3f1c2a9e-8d7b-4c6a-9e5f-1a2b3c4d5e6f",
+         *       "message": "Summarise what changed since yesterday",
+         *       "intervalSeconds": null,
+         *       "cron": "0 7 * * *",
+         *       "timezone": "Europe/Paris",
+         *       "enabled": true,
+         *       "missed": "run-once",
+         *       "whenBusy": "skip",
+         *       "nextRunAt": "2026-12-08T06:00:00.000Z",
+         *       "createdAt": "2026-12-07T10:00:00.000Z",
+         *       "updatedAt": "2026-12-07T10:00:00.000Z"
+         *     }
+         */
+        Schedule: {
+            /**
+             * @description The schedule's id
+             * @example sch_Zt3kq0d1v8uY
+             */
+            id: string;
+            /** @description The session it prompts */
+            sessionId: string;
+            /** @description The prompt each tick sends */
+            message: string;
+            /** @description Seconds between ticks; null with a cron */
+            intervalSeconds: number | null;
+            /** @description The cron expression; null with an interval */
+            cron: string | null;
+            /** @description The cron's IANA time zone; null with an interval */
+            timezone: string | null;
+            /** @description False: paused, it never fires (nextRunAt is null) */
+            enabled: boolean;
+            missed: components["schemas"]["ScheduleMissedPolicy"];
+            whenBusy: components["schemas"]["ScheduleBusyPolicy"];
+            /**
+             * Format: date-time
+             * @description When it fires next; null while disabled
+             */
+            nextRunAt: string | null;
+            /**
+             * Format: date-time
+             * @description When it was made
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When it was last changed (PATCH)
+             */
+            updatedAt: string;
+        };
+        /**
+         * @description A tick found more than 60 s late (every node was down, or the gateway stopped, at its time): `run-once` runs it once, however many ticks passed, and goes on from now; `skip` records it as `missed` and waits for the next
+         * @enum {string}
+         */
+        ScheduleMissedPolicy: "run-once" | "skip";
+        /**
+         * @description A tick that finds the session running: `queue` sends the message as a follow-up (pi runs it when the current run ends); `skip` records the tick as `skipped` and sends nothing
+         * @enum {string}
+         */
+        ScheduleBusyPolicy: "queue" | "skip";
+        /**
+         * @description A prompt the session runs on its own: `intervalSeconds` or `cron` (with `timezone`), exactly one
+         * @example {
+         *       "message": "Summarise what changed since yesterday",
+         *       "cron": "0 7 * * *",
+         *       "timezone": "Europe/Paris"
+         *     }
+         */
+        CreateScheduleBody: {
+            /**
+             * @description The prompt each tick sends, as POST …/prompt would
+             * @example Summarise what changed
+             */
+            message: string;
+            /**
+             * @description Run every this many seconds, the first one interval after the schedule is made (at least --schedule-min-interval-seconds, 60 by default). Either this or `cron`
+             * @example 3600
+             */
+            intervalSeconds?: number;
+            /**
+             * @description A 5-field cron expression (minute hour day-of-month month day-of-week), read in `timezone`. Either this or `intervalSeconds`
+             * @example 0 7 * * 1-5
+             */
+            cron?: string;
+            /**
+             * @description The IANA time zone the cron expression is read in (default UTC); only with `cron`
+             * @example Europe/Paris
+             */
+            timezone?: string;
+            /**
+             * @description A disabled schedule keeps its place and never fires
+             * @default true
+             */
+            enabled?: boolean;
+            missed?: components["schemas"]["ScheduleMissedPolicy"];
+            whenBusy?: components["schemas"]["ScheduleBusyPolicy"];
+        };
+        /**
+         * @description A session's schedules
+         * @example {
+         *       "schedules": [
+         *         {
+         *           "id": "sch_Zt3kq0d1v8uY",
+         *           "sessionId": "3f1c2a9e-8d7b-4c6a-9e5f-1a2b3c4d5e6f",
+         *           "message": "Summarise what changed since yesterday",
+         *           "intervalSeconds": null,
+         *           "cron": "0 7 * * *",
+         *           "timezone": "Europe/Paris",
+         *           "enabled": true,
+         *           "missed": "run-once",
+         *           "whenBusy": "skip",
+         *           "nextRunAt": "2026-12-08T06:00:00.000Z",
+         *           "createdAt": "2026-12-07T10:00:00.000Z",
+         *           "updatedAt": "2026-12-07T10:00:00.000Z"
+         *         }
+         *       ]
+         *     }
+         */
+        ScheduleList: {
+            /** @description The session's schedules, oldest first */
+            schedules: components["schemas"]["Schedule"][];
+        };
+        /**
+         * @description A schedule and its latest ticks
+         * @example {
+         *       "id": "sch_Zt3kq0d1v8uY",
+         *       "sessionId": "3f1c2a9e-8d7b-4c6a-9e5f-1a2b3c4d5e6f",
+         *       "message": "Summarise what changed since yesterday",
+         *       "intervalSeconds": null,
+         *       "cron": "0 7 * * *",
+         *       "timezone": "Europe/Paris",
+         *       "enabled": true,
+         *       "missed": "run-once",
+         *       "whenBusy": "skip",
+         *       "nextRunAt": "2026-12-08T06:00:00.000Z",
+         *       "createdAt": "2026-12-07T10:00:00.000Z",
+         *       "updatedAt": "2026-12-07T10:00:00.000Z",
+         *       "runs": [
+         *         {
+         *           "runId": "c17",
+         *           "at": "2026-12-07T06:00:00.000Z",
+         *           "status": "started",
+         *           "detail": null
+         *         }
+         *       ]
+         *     }
+         */
+        ScheduleDetail: {
+            /**
+             * @description The schedule's id
+             * @example sch_Zt3kq0d1v8uY
+             */
+            id: string;
+            /** @description The session it prompts */
+            sessionId: string;
+            /** @description The prompt each tick sends */
+            message: string;
+            /** @description Seconds between ticks; null with a cron */
+            intervalSeconds: number | null;
+            /** @description The cron expression; null with an interval */
+            cron: string | null;
+            /** @description The cron's IANA time zone; null with an interval */
+            timezone: string | null;
+            /** @description False: paused, it never fires (nextRunAt is null) */
+            enabled: boolean;
+            missed: components["schemas"]["ScheduleMissedPolicy"];
+            whenBusy: components["schemas"]["ScheduleBusyPolicy"];
+            /**
+             * Format: date-time
+             * @description When it fires next; null while disabled
+             */
+            nextRunAt: string | null;
+            /**
+             * Format: date-time
+             * @description When it was made
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When it was last changed (PATCH)
+             */
+            updatedAt: string;
+            /** @description Its latest ticks, newest first (20 at most) */
+            runs: components["schemas"]["ScheduleRun"][];
+        };
+        /** @description One tick of a schedule */
+        ScheduleRun: {
+            /** @description The run the tick started or joined; null when none */
+            runId: string | null;
+            /**
+             * Format: date-time
+             * @description The tick's time (when it was due)
+             */
+            at: string;
+            status: components["schemas"]["ScheduleRunStatus"];
+            /** @description Why it failed or was skipped; null otherwise */
+            detail: string | null;
+        };
+        /**
+         * @description `pending`: claimed, not answered yet; `started`: the prompt started a run; `queued`: it waits behind the running one (whenBusy queue); `skipped`: the session was busy (whenBusy skip); `missed`: late and the schedule says skip; `failed`: refused (budget, limits, key revoked, session gone…), `detail` says why
+         * @enum {string}
+         */
+        ScheduleRunStatus: "pending" | "started" | "queued" | "skipped" | "missed" | "failed";
+        /**
+         * @description The fields to change; the others stay. `intervalSeconds` replaces a cron and `cron` an interval; a change of timing or re-enabling computes the next run from now
+         * @example {
+         *       "enabled": false
+         *     }
+         */
+        PatchScheduleBody: {
+            /**
+             * @description The prompt each tick sends, as POST …/prompt would
+             * @example Summarise what changed
+             */
+            message?: string;
+            /**
+             * @description Run every this many seconds, the first one interval after the schedule is made (at least --schedule-min-interval-seconds, 60 by default). Either this or `cron`
+             * @example 3600
+             */
+            intervalSeconds?: number;
+            /**
+             * @description A 5-field cron expression (minute hour day-of-month month day-of-week), read in `timezone`. Either this or `intervalSeconds`
+             * @example 0 7 * * 1-5
+             */
+            cron?: string;
+            /**
+             * @description The IANA time zone the cron expression is read in (default UTC); only with `cron`
+             * @example Europe/Paris
+             */
+            timezone?: string;
+            /** @description Pause (false) or resume (true) the schedule */
+            enabled?: boolean;
+            missed?: components["schemas"]["ScheduleMissedPolicy"];
+            whenBusy?: components["schemas"]["ScheduleBusyPolicy"];
+        };
         /**
          * @description A JSON-RPC 2.0 message of the Model Context Protocol (revision 2025-11-25): a request, a notification or a response
          * @example {
@@ -15750,6 +16042,445 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    schedulesList: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedules */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleList"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or schedule: another principal's session (or its schedules) is not there for you, as for an id that never existed */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    schedulesCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "message": "Summarise what changed",
+                 *       "cron": "0 7 * * *",
+                 *       "timezone": "Europe/Paris"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateScheduleBody"];
+            };
+        };
+        responses: {
+            /** @description The schedule, with its first run */
+            201: {
+                headers: {
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description Invalid input, nothing stored: `intervalSeconds` and `cron` both or neither, an interval under --schedule-min-interval-seconds, a cron that is not 5 fields or does not parse, or an unknown time zone; `issues` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or schedule: another principal's session (or its schedules) is not there for you, as for an id that never existed */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `too_many_schedules`: the session has --max-schedules-per-session (10) or its owner --max-schedules-per-principal (100) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    schedulesGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
+                id: string;
+                /** @description The schedule's id, as `POST …/schedules` answered it */
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule and its ticks */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleDetail"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or schedule: another principal's session (or its schedules) is not there for you, as for an id that never existed */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    schedulesDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
+                id: string;
+                /** @description The schedule's id, as `POST …/schedules` answered it */
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or schedule: another principal's session (or its schedules) is not there for you, as for an id that never existed */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    schedulesUpdate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The session's id, as `POST /v1/sessions` answered it */
+                id: string;
+                /** @description The schedule's id, as `POST …/schedules` answered it */
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["PatchScheduleBody"];
+            };
+        };
+        responses: {
+            /** @description The schedule as now set */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description Invalid input, nothing stored: `intervalSeconds` and `cron` both or neither, an interval under --schedule-min-interval-seconds, a cron that is not 5 fields or does not parse, or an unknown time zone; `issues` names the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing or wrong bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The credential lacks this operation's scope */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such session or schedule: another principal's session (or its schedules) is not there for you, as for an id that never existed */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body or an image in it too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal sent too many requests (--rate-limit-requests) */
+            429: {
+                headers: {
+                    /** @description Seconds until the principal's request window resets (rate_limited only) */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Retry after `Retry-After` seconds (on any node): the gateway is shutting down (`shutting_down`), or in cluster mode the database is out of reach (`database_unavailable`), the node running the session cannot be reached (`owner_unreachable`) or the session moved (`node_lost`). Nothing of a refused request reached pi, except `owner_unreachable` for a command that was sent before its node stopped answering */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before retrying (cluster-mode 503s) */
                     "Retry-After"?: number;
                     [name: string]: unknown;
                 };

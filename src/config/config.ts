@@ -332,6 +332,18 @@ export const ConfigSchema = z.object({
 		.describe(
 			"Undelivered messages of one principal's sessions kept per webhook; past it that principal's own oldest are dropped",
 		),
+	scheduleMinIntervalSeconds: int(1)
+		.default(60)
+		.describe(
+			"Shortest intervalSeconds a schedule may have (POST …/schedules); a cron expression fires at most once a minute anyway. Lower only for tests",
+		),
+	maxSchedulesPerSession: int(1).default(10).describe("Schedules one session may have"),
+	maxSchedulesPerPrincipal: int(1)
+		.default(100)
+		.describe("Schedules one principal may have across its sessions; past it 429, whatever others hold"),
+	scheduleCheckMs: int(100)
+		.default(1000)
+		.describe("How often each node looks for schedules that are due (cluster mode: in PostgreSQL)"),
 	workspaceMaxUploadBytes: int(1)
 		.default(64 * 1024 * 1024)
 		.describe("Largest file uploaded to a session's folder (PUT …/files/content), streamed to disk"),

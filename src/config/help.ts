@@ -158,6 +158,11 @@ export const sections: readonly { title: string; intro: string; keys: readonly K
 		],
 	},
 	{
+		title: "Schedules",
+		intro: "prompts a session runs on its own, every N seconds or on a cron (docs/schedules.md)",
+		keys: ["scheduleMinIntervalSeconds", "maxSchedulesPerSession", "maxSchedulesPerPrincipal", "scheduleCheckMs"],
+	},
+	{
 		title: "Webhooks",
 		intro: "HTTP callbacks on session events (docs/webhooks.md)",
 		keys: [

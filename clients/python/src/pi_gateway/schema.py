@@ -134,6 +134,15 @@ __all__ = [
     "WebhookDeliveryList",
     "WebhookDelivery",
     "WebhookDeliveryState",
+    "Schedule",
+    "ScheduleMissedPolicy",
+    "ScheduleBusyPolicy",
+    "CreateScheduleBody",
+    "ScheduleList",
+    "ScheduleDetail",
+    "ScheduleRun",
+    "ScheduleRunStatus",
+    "PatchScheduleBody",
     "McpMessage",
     "OpenAIModelList",
     "OpenAIModel",
@@ -1770,6 +1779,112 @@ class WebhookDelivery(TypedDict):
     log: List[Dict[str, Any]]
 
 
+class Schedule(TypedDict):
+    """A prompt its session runs on its own"""
+    # The schedule's id
+    id: str
+    # The session it prompts
+    sessionId: str
+    # The prompt each tick sends
+    message: str
+    # Seconds between ticks; null with a cron
+    intervalSeconds: Union[int, None]
+    # The cron expression; null with an interval
+    cron: Union[str, None]
+    # The cron's IANA time zone; null with an interval
+    timezone: Union[str, None]
+    # False: paused, it never fires (nextRunAt is null)
+    enabled: bool
+    missed: "ScheduleMissedPolicy"
+    whenBusy: "ScheduleBusyPolicy"
+    # When it fires next; null while disabled
+    nextRunAt: Union[str, None]
+    # When it was made
+    createdAt: str
+    # When it was last changed (PATCH)
+    updatedAt: str
+
+
+class _CreateScheduleBodyRequired(TypedDict):
+    # The prompt each tick sends, as POST …/prompt would
+    message: str
+
+
+class CreateScheduleBody(_CreateScheduleBodyRequired, total=False):
+    """A prompt the session runs on its own: `intervalSeconds` or `cron` (with `timezone`), exactly one"""
+    # Run every this many seconds, the first one interval after the schedule is made (at least --schedule-min-interval-seconds, 60 by default). Either th...
+    intervalSeconds: int
+    # A 5-field cron expression (minute hour day-of-month month day-of-week), read in `timezone`. Either this or `intervalSeconds`
+    cron: str
+    # The IANA time zone the cron expression is read in (default UTC); only with `cron`
+    timezone: str
+    # A disabled schedule keeps its place and never fires
+    enabled: bool
+    missed: "ScheduleMissedPolicy"
+    whenBusy: "ScheduleBusyPolicy"
+
+
+class ScheduleList(TypedDict):
+    """A session's schedules"""
+    # The session's schedules, oldest first
+    schedules: List["Schedule"]
+
+
+class ScheduleDetail(TypedDict):
+    """A schedule and its latest ticks"""
+    # The schedule's id
+    id: str
+    # The session it prompts
+    sessionId: str
+    # The prompt each tick sends
+    message: str
+    # Seconds between ticks; null with a cron
+    intervalSeconds: Union[int, None]
+    # The cron expression; null with an interval
+    cron: Union[str, None]
+    # The cron's IANA time zone; null with an interval
+    timezone: Union[str, None]
+    # False: paused, it never fires (nextRunAt is null)
+    enabled: bool
+    missed: "ScheduleMissedPolicy"
+    whenBusy: "ScheduleBusyPolicy"
+    # When it fires next; null while disabled
+    nextRunAt: Union[str, None]
+    # When it was made
+    createdAt: str
+    # When it was last changed (PATCH)
+    updatedAt: str
+    # Its latest ticks, newest first (20 at most)
+    runs: List["ScheduleRun"]
+
+
+class ScheduleRun(TypedDict):
+    """One tick of a schedule"""
+    # The run the tick started or joined; null when none
+    runId: Union[str, None]
+    # The tick's time (when it was due)
+    at: str
+    status: "ScheduleRunStatus"
+    # Why it failed or was skipped; null otherwise
+    detail: Union[str, None]
+
+
+class PatchScheduleBody(TypedDict, total=False):
+    """The fields to change; the others stay. `intervalSeconds` replaces a cron and `cron` an interval; a change of timing or re-enabling computes the next run from now"""
+    # The prompt each tick sends, as POST …/prompt would
+    message: str
+    # Run every this many seconds, the first one interval after the schedule is made (at least --schedule-min-interval-seconds, 60 by default). Either th...
+    intervalSeconds: int
+    # A 5-field cron expression (minute hour day-of-month month day-of-week), read in `timezone`. Either this or `intervalSeconds`
+    cron: str
+    # The IANA time zone the cron expression is read in (default UTC); only with `cron`
+    timezone: str
+    # Pause (false) or resume (true) the schedule
+    enabled: bool
+    missed: "ScheduleMissedPolicy"
+    whenBusy: "ScheduleBusyPolicy"
+
+
 class _McpMessageRequired(TypedDict):
     # Always `2.0`
     jsonrpc: Literal["2.0"]
@@ -2242,6 +2357,15 @@ WebhookEventType = Literal["approval.requested", "approval.resolved", "tool_call
 
 
 WebhookDeliveryState = Literal["pending", "delivered", "failed", "dropped"]
+
+
+ScheduleMissedPolicy = Literal["run-once", "skip"]
+
+
+ScheduleBusyPolicy = Literal["queue", "skip"]
+
+
+ScheduleRunStatus = Literal["pending", "started", "queued", "skipped", "missed", "failed"]
 
 
 OpenAIChatMessage = Dict[str, Any]
