@@ -201,7 +201,8 @@ export async function startPiGateway(baseUrl: string): Promise<AgentServer> {
 	return {
 		name: "pi-gateway",
 		pid: gateway.pid,
-		create: async () => (await api(`${gateway.url}/v1/sessions`, "POST", {})).id,
+		// Naming the model, as API clients do (the OpenAI routes, SDKs): served by the warm pool too.
+		create: async () => (await api(`${gateway.url}/v1/sessions`, "POST", { provider, model: scriptedModelId })).id,
 		async prompt(id, tokens) {
 			const clock = deltaClock();
 			const res = await openSse(`${gateway.url}/v1/sessions/${id}/prompt`, {

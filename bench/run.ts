@@ -13,6 +13,7 @@ import { latencyTail } from "./latency-tail.ts";
 import { startGatewayProcess, stubPi, table } from "./lib.ts";
 import { fullPeerOptions, peers, smokePeerOptions } from "./peers.ts";
 import { optionSets, piMemory } from "./pi-memory.ts";
+import { poolCreate } from "./pool-create.ts";
 import { promptLife, promptLifeTables } from "./prompt-life.ts";
 import { fullRun, scale, sessionStart } from "./real-pi.ts";
 import { relayBench } from "./relay.ts";
@@ -164,6 +165,12 @@ if (want("idle-wake")) {
 	);
 	console.log(table("16. Idle sessions past the idle timeout (default start, real pi, demo model)", memory));
 	console.log(table("16b. A woken session's first delta against a live one's (same session, back to back)", wake));
+}
+
+if (want("pool-create")) {
+	// Real pi: each create waits for the pool to be full again, so this is what a pooled create costs.
+	const rows = await poolCreate(smoke ? 2 : 10, smoke ? 1 : 5);
+	console.log(table("17. Create → ready from the warm pool, by kind of create, and start → healthy (real pi)", rows));
 }
 
 if (want("workspace"))
