@@ -59,6 +59,8 @@ auth=(-H "Authorization: Bearer $token")
 sandbox=$(curl -sf "${auth[@]}" "$url/v1/info" | jq -r .sandbox.state)
 [ "$sandbox" = sandboxed ] || { say "FAILED: the sandbox is $sandbox"; exit 1; }
 say "sandbox: $sandbox (bubblewrap runs each pi inside the container)"
+# /docs serves the Swagger UI the image keeps.
+curl -sf -o /dev/null "$url/docs/swagger-ui-bundle.js" && say "/docs: ok"
 # The image's own HEALTHCHECK command, run inside it.
 check=$(podman image inspect "$image" | jq -r '.[0] | (.Healthcheck // .Config.Healthcheck).Test[-1]')
 podman exec "$name" node -e "$check" && say "healthcheck: ok"
