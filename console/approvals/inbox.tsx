@@ -4,6 +4,7 @@ import type { Approval, Whoami } from "../api/types.ts";
 import { can } from "../auth/scopes.ts";
 import { sessionHref } from "../router.ts";
 import { Changes } from "../workspace/changes.tsx";
+import { reviewHref } from "../workspace/runs.tsx";
 import { Dialog } from "./dialog.tsx";
 import { askNotifications, canAskNotifications } from "./notify.ts";
 import type { Pending } from "./pending.ts";
@@ -77,6 +78,9 @@ export function ApprovalWithContext(props: {
 			{can(me, "sessions:read") && (
 				<details class="changes">
 					<summary>What the agent changed</summary>
+					<a class="to-review" href={reviewHref(approval.sessionId)}>
+						Open in the review
+					</a>
 					<Changes sessionId={approval.sessionId} />
 				</details>
 			)}

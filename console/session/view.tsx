@@ -7,11 +7,11 @@ import type { Pending } from "../approvals/pending.ts";
 import { ToolCallCard } from "../approvals/tool-call.tsx";
 import { can } from "../auth/scopes.ts";
 import { StatusBadge } from "../sessions/status.tsx";
-import { Changes } from "../workspace/changes.tsx";
 import { Files } from "../workspace/files.tsx";
+import { RunChanges, useReviewLink } from "../workspace/runs.tsx";
 import { Composer } from "./composer.tsx";
 import { Controls } from "./controls.tsx";
-import { emptyTranscript, type RunRef, reduceAll, type StreamEvent } from "./reducer.ts";
+import { emptyTranscript, reduceAll, type StreamEvent } from "./reducer.ts";
 import { Stopped } from "./stopped.tsx";
 import { TranscriptView } from "./transcript.tsx";
 import { UiPanel } from "./ui-state.tsx";
@@ -31,7 +31,9 @@ export function SessionView(props: { id: string; me: Whoami; pending: Pending; w
 	const [transcript, dispatch] = useReducer(reduceAll, emptyTranscript);
 	const [link, setLink] = useState<Link>("connecting");
 	const [epoch, setEpoch] = useState(0);
-	const [tab, setTab] = useState<"transcript" | "files" | "changes">("transcript");
+	const linked = useReviewLink();
+	const [tab, setTab] = useState<"transcript" | "files" | "changes">(linked ? "changes" : "transcript");
+	useEffect(() => void (linked && setTab("changes")), [linked]);
 	const load = useCallback(() => {
 		get<Session>(`/v1/sessions/${seg(id)}`)
 			.then(setSession)
@@ -154,7 +156,7 @@ export function SessionView(props: { id: string; me: Whoami; pending: Pending; w
 				<Stopped session={session} exit={transcript.exit} mayResume={can(me, "sessions:write")} onResume={resume} />
 			)}
 			{tab === "files" && <Files sessionId={id} />}
-			{tab === "changes" && <RunChanges id={id} runs={transcript.runs} />}
+			{tab === "changes" && <RunChanges key={linked} id={id} runs={transcript.runs} whole={linked > 0} />}
 			{tab === "transcript" && (waiting || composer) && (
 				<div class="dock">
 					{waiting}
@@ -166,36 +168,5 @@ export function SessionView(props: { id: string; me: Whoami; pending: Pending; w
 				</div>
 			)}
 		</article>
-	);
-}
-
-/** A run as people know it: when its prompt was sent and what it said (its id is for programs). */
-export function runName(run: RunRef, index: number): string {
-	const when = run.at
-		? new Date(run.at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
-		: `Run ${index + 1}`;
-	const prompt = run.prompt?.replace(/\s+/g, " ").trim();
-	return prompt ? `${when} · ${prompt.length > 60 ? `${prompt.slice(0, 59)}…` : prompt}` : when;
-}
-
-function RunChanges({ id, runs }: { id: string; runs: readonly RunRef[] }) {
-	const [runId, setRunId] = useState<string | undefined>(runs.at(-1)?.runId);
-	return (
-		<section aria-label="Changes" class="changes-view">
-			<label class="filter">
-				<span>Changes of</span>
-				<select value={runId ?? ""} onChange={(e) => setRunId(e.currentTarget.value || undefined)}>
-					<option value="">the whole session</option>
-					{runs
-						.map((r, i) => (
-							<option key={r.runId} value={r.runId}>
-								{runName(r, i)}
-							</option>
-						))
-						.reverse()}
-				</select>
-			</label>
-			<Changes sessionId={id} runId={runId} />
-		</section>
 	);
 }

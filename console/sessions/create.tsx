@@ -1,13 +1,16 @@
 import { useEffect, useState } from "preact/hooks";
 import { get, post, seg } from "../api/client.ts";
 import type { CreateSession as Body, Info, Models, Session } from "../api/types.ts";
+import "../create.css";
 import { FolderPicker } from "./folders.tsx";
 
 type Model = Models["models"][number];
 
 /**
  * A new session: name, model (from the models the gateway's pi offers), working folder (its own new
- * folder, or one picked or made in the caller's area) and extensions from the gateway's allow-list.
+ * folder, or a real one picked, typed or made in the caller's area) and extensions from the
+ * gateway's allow-list; then its first prompt, sent once it exists (POST …/prompt: the create
+ * operation takes none), so the session opens with its first run going.
  */
 export function CreateSession({ sessions, onCreated }: { sessions: Session[]; onCreated: (s: Session) => void }) {
 	const [extensions, setExtensions] = useState<string[]>([]);
@@ -44,12 +47,18 @@ export function CreateSession({ sessions, onCreated }: { sessions: Session[]; on
 			} else body.model = model;
 		}
 		if (chosen.size > 0) body.extensions = [...chosen];
+		const prompt = String(data.get("prompt") ?? "").trim();
 		setBusy(true);
 		setError(undefined);
+		let created: Session | undefined;
 		try {
-			onCreated(await post<Session>("/v1/sessions", body));
+			created = await post<Session>("/v1/sessions", body);
+			if (prompt) await post(`/v1/sessions/${seg(created.id)}/prompt`, { message: prompt });
+			onCreated(created);
 		} catch (e) {
-			setError((e as Error).message);
+			// Made, but its prompt was refused: open it all the same (the message box is there), saying why.
+			if (created) onCreated(created);
+			else setError((e as Error).message);
 		} finally {
 			setBusy(false);
 		}
@@ -66,6 +75,13 @@ export function CreateSession({ sessions, onCreated }: { sessions: Session[]; on
 			>
 				<label for="new-name">Name</label>
 				<input id="new-name" name="name" maxLength={200} placeholder="e.g. fix the login test" />
+				<label for="new-prompt">First prompt</label>
+				<textarea
+					id="new-prompt"
+					name="prompt"
+					rows={3}
+					placeholder="What should the agent do? (optional: without one, the session waits for your message)"
+				/>
 				<label for="new-model">Model</label>
 				{models && models.length > 0 ? (
 					<select id="new-model" name="model">

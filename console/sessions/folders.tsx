@@ -6,11 +6,13 @@ import type { Session, WorkspaceListing } from "../api/types.ts";
  * Where a new session works. A `cwd` is relative to the caller's area of the workspace root; the API
  * lists and writes folders only through a session (…/files), so the area is read off the caller's
  * own sessions (one made with a folder of its own works in `<area>/<its id>`), and a folder is
- * browsed, and made, through the session whose folder holds it. Made means: an empty `.keep` file
- * written into it (PUT …/files/content creates the folders on its path), never replacing a file.
+ * browsed, and made, through a session that works in it. Only real folders are offered: a session's
+ * own folder (`<area>/ses_…`) is that session's, never a place to start another one, so it is
+ * neither a place to look in nor listed, and no session id is shown. Made means: an empty `.keep`
+ * file written into it (PUT …/files/content creates the folders on its path), never replacing a file.
  */
 interface Root {
-	/** The session's folder, relative to the area ("" is the area itself). */
+	/** The folder, relative to the area ("" is the area itself). */
 	rel: string;
 	sessionId: string;
 	label: string;
@@ -18,8 +20,10 @@ interface Root {
 
 const dirname = (p: string) => p.slice(0, Math.max(0, p.lastIndexOf("/")));
 const join = (a: string, b: string) => [a, b].filter(Boolean).join("/");
+/** A session's own folder's name, as the gateway makes it (`ses_` and the id's base64url). */
+export const sessionFolder = (name: string) => /^ses_[\w-]+$/.test(name);
 
-/** The caller's area and the folders its sessions work in, as relative paths. */
+/** The caller's area and the real folders (not sessions' own) its sessions work in, as relative paths. */
 export function areaRoots(sessions: readonly Session[]): { area?: string; roots: Root[] } {
 	const votes = new Map<string, number>();
 	for (const s of sessions)
@@ -30,7 +34,8 @@ export function areaRoots(sessions: readonly Session[]): { area?: string; roots:
 	for (const s of sessions) {
 		if (s.cwd !== area && !s.cwd.startsWith(`${area}/`)) continue;
 		const rel = s.cwd.slice(area.length + 1);
-		if (!roots.has(rel)) roots.set(rel, { rel, sessionId: s.id, label: `${rel || "my area"} (${s.name ?? s.id})` });
+		if (rel.split("/").some(sessionFolder)) continue;
+		if (!roots.has(rel)) roots.set(rel, { rel, sessionId: s.id, label: rel || "my area" });
 	}
 	return { area, roots: [...roots.values()].sort((a, b) => a.rel.localeCompare(b.rel)) };
 }
@@ -59,23 +64,25 @@ export function FolderPicker(props: { sessions: Session[]; value?: string; onCha
 				<input type="radio" name="folder-mode" checked={mode === "pick"} onChange={() => setMode("pick")} />A folder in
 				my area
 			</label>
-			{mode === "pick" &&
-				(roots.length === 0 ? (
-					<div class="picker">
-						<p class="muted">
-							Your area's folders are browsed through your sessions' folders, and you have none yet. Type a folder
-							relative to your area, or start a session in a folder of its own first.
+			{mode === "pick" && (
+				<>
+					{roots.length === 0 ? (
+						<p class="muted picker">
+							None of your sessions works in a folder of your area yet (only in folders of their own), so there is none
+							to browse: type one that exists, relative to your area.
 						</p>
-						<label for="new-cwd">Folder</label>
-						<input
-							id="new-cwd"
-							value={props.value ?? ""}
-							onInput={(e) => props.onChange(e.currentTarget.value.trim() || undefined)}
-						/>
-					</div>
-				) : (
-					<Browser roots={roots} value={props.value} onChange={props.onChange} />
-				))}
+					) : (
+						<Browser roots={roots} value={props.value} onChange={props.onChange} />
+					)}
+					<label for="new-cwd">Folder, relative to my area</label>
+					<input
+						id="new-cwd"
+						value={props.value ?? ""}
+						placeholder="e.g. projects/web"
+						onInput={(e) => props.onChange(e.currentTarget.value.trim() || undefined)}
+					/>
+				</>
+			)}
 		</fieldset>
 	);
 }
@@ -93,7 +100,8 @@ function Browser({ roots, value, onChange }: { roots: Root[]; value?: string; on
 		setDirs(undefined);
 		setError(undefined);
 		get<WorkspaceListing>(`/v1/sessions/${seg(root.sessionId)}/files?path=${seg(sub)}`)
-			.then((l) => setDirs(l.entries.filter((e) => e.type === "dir").map((e) => e.name)))
+			// Sessions' own folders (in the area itself) are theirs: not listed.
+			.then((l) => setDirs(l.entries.filter((e) => e.type === "dir" && !sessionFolder(e.name)).map((e) => e.name)))
 			.catch((e: Error) => setError(e.message));
 	}, [root.sessionId, sub, epoch]);
 	const create = async () => {

@@ -2,10 +2,13 @@ import { useEffect, useState } from "preact/hooks";
 import { get, seg } from "../api/client.ts";
 import type { WorkspaceChanges } from "../api/types.ts";
 
-type ReviewModule = typeof import("./review.tsx");
-/** The review (diff views, the highlighter and its grammars) is a chunk of its own, fetched the first time changes are shown. */
+export type ReviewModule = typeof import("./review.tsx");
+/**
+ * The review (diff views, the highlighter and its grammars) is a chunk of its own, fetched the
+ * first time changes are shown or a file is opened in the Files view.
+ */
 let loading: Promise<ReviewModule> | undefined;
-const loadReview = () => {
+export const loadReview = () => {
 	loading ??= import("./review.tsx").catch((e) => {
 		loading = undefined;
 		throw e;
@@ -49,7 +52,7 @@ export function Changes({ sessionId, runId }: { sessionId: string; runId?: strin
 	return (
 		<>
 			{unread}
-			<review.Review changes={changes} />
+			<review.Review changes={changes} sessionId={sessionId} />
 		</>
 	);
 }

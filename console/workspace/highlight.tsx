@@ -68,29 +68,56 @@ export function languageOf(path: string): string | undefined {
 	return language && lowlight.registered(language) ? language : undefined;
 }
 
-/** One line of code with its tokens coloured; plain text when there is no grammar or it throws. */
-export function Code({ text, language }: { text: string; language?: string }): ComponentChildren {
-	if (!language || text.length > 2000) return text;
-	let tree: Root;
-	try {
-		tree = lowlight.highlight(language, text);
-	} catch {
-		return text;
+/**
+ * One line of code with its tokens coloured, and the ranges `marks` names (what changed inside the
+ * line: intraline.ts) wrapped in <mark>; plain text when there is no grammar or it throws.
+ */
+export function Code({
+	text,
+	language,
+	marks,
+}: {
+	text: string;
+	language?: string;
+	marks?: readonly (readonly [number, number])[];
+}): ComponentChildren {
+	let children: (Root["children"][number] | ElementContent)[] = [{ type: "text", value: text }];
+	if (language && text.length <= 2000) {
+		try {
+			children = lowlight.highlight(language, text).children;
+		} catch {}
 	}
-	return tree.children.map(toNode);
-}
-
-function toNode(node: Root["children"][number] | ElementContent, i: number): ComponentChildren {
-	if (node.type === "text") return node.value;
-	if (node.type !== "element") return null;
-	const el = node as Element;
-	const names = el.properties.className;
-	const className = Array.isArray(names)
-		? names.filter((n) => typeof n === "string" && /^hljs-[\w-]+$/.test(n)).join(" ")
-		: "";
-	return (
-		<span key={i} class={className || undefined}>
-			{el.children.map(toNode)}
-		</span>
-	);
+	let at = 0;
+	const cut = (value: string): ComponentChildren => {
+		const start = at;
+		at += value.length;
+		if (!marks || marks.length === 0) return value;
+		const pieces: ComponentChildren[] = [];
+		let from = start;
+		for (const [a, b] of marks) {
+			const s = Math.max(a, from);
+			const e = Math.min(b, at);
+			if (e <= s) continue;
+			if (s > from) pieces.push(value.slice(from - start, s - start));
+			pieces.push(<mark class="chg">{value.slice(s - start, e - start)}</mark>);
+			from = e;
+		}
+		if (from < at) pieces.push(value.slice(from - start));
+		return pieces;
+	};
+	const toNode = (node: Root["children"][number] | ElementContent, i: number): ComponentChildren => {
+		if (node.type === "text") return cut(node.value);
+		if (node.type !== "element") return null;
+		const el = node as Element;
+		const names = el.properties.className;
+		const className = Array.isArray(names)
+			? names.filter((n) => typeof n === "string" && /^hljs-[\w-]+$/.test(n)).join(" ")
+			: "";
+		return (
+			<span key={i} class={className || undefined}>
+				{el.children.map(toNode)}
+			</span>
+		);
+	};
+	return children.map(toNode);
 }

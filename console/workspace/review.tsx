@@ -1,31 +1,57 @@
-import { useMemo, useState } from "preact/hooks";
-import type { WorkspaceChanges, WorkspaceFileChange } from "../api/types.ts";
-import { Code, languageOf } from "./highlight.tsx";
-import { type Line, parseUnified, type Side, splitRows } from "./unified.ts";
+import "../review.css";
+import { useEffect, useMemo, useState } from "preact/hooks";
+import type { WorkspaceChanges } from "../api/types.ts";
+import { FileDiff, type View } from "./file-diff.tsx";
+import { principal } from "./read.ts";
+import { detectRenames, type Entry } from "./renames.ts";
+import { isViewed, setViewed, viewedKey } from "./viewed.ts";
 
-/** A file whose diff has more lines than this starts collapsed ("Show diff"). */
-const largeLines = 400;
+export { CodeFile } from "./code-file.tsx";
 
-type View = "unified" | "split";
+/** A run's label's counts as the review shows them: a moved file is one file (runs.tsx). */
+export function summarize(files: WorkspaceChanges["files"]): { files: number; added: number; removed: number } {
+	const entries = detectRenames(files);
+	return {
+		files: entries.length,
+		added: entries.reduce((n, e) => n + (e.parsed?.added ?? 0), 0),
+		removed: entries.reduce((n, e) => n + (e.parsed?.removed ?? 0), 0),
+	};
+}
 
 /**
- * What changed, read like a pull request's files: a list with each file's added/removed counts,
- * then each file's diff in a unified or split view with line numbers on both sides and syntax
- * colours. Large files and binaries start collapsed. Loaded only on this view (a chunk of its own).
+ * What changed, read like a pull request's files: a list with each file's added/removed counts and
+ * its "Viewed" mark, each a link to its file; then each file's diff in a unified or split view with
+ * line numbers on both sides, syntax colours, the changed characters of a changed line marked and
+ * the lines between hunks there to open. A moved file is one entry (renames.ts). Large files and
+ * binaries start collapsed, viewed ones folded. Loaded only on this view (a chunk of its own).
  */
-export function Review({ changes }: { changes: WorkspaceChanges }) {
+export function Review({ changes, sessionId }: { changes: WorkspaceChanges; sessionId: string }) {
 	const [view, setView] = useState<View>(() => (matchMedia("(min-width: 1100px)").matches ? "split" : "unified"));
-	const files = useMemo(
-		() => changes.files.map((file) => ({ file, parsed: file.diff ? parseUnified(file.diff) : undefined })),
-		[changes],
+	const entries = useMemo(() => detectRenames(changes.files), [changes]);
+	const [me, setMe] = useState<string>();
+	const [epoch, setEpoch] = useState(0);
+	useEffect(() => {
+		void principal().then(setMe, () => setMe(""));
+	}, []);
+	const keyOf = (e: Entry) =>
+		me === undefined ? undefined : viewedKey(me, sessionId, e.file.path, `${e.from ?? ""}\n${e.file.diff ?? ""}`);
+	// Read again when a mark changes (epoch).
+	const viewed = useMemo(
+		() => entries.map((e) => (keyOf(e) ? isViewed(keyOf(e) as string) : false)),
+		[entries, me, epoch],
 	);
-	const added = files.reduce((n, f) => n + (f.parsed?.added ?? 0), 0);
-	const removed = files.reduce((n, f) => n + (f.parsed?.removed ?? 0), 0);
+	const added = entries.reduce((n, e) => n + (e.parsed?.added ?? 0), 0);
+	const removed = entries.reduce((n, e) => n + (e.parsed?.removed ?? 0), 0);
+	const seen = viewed.filter(Boolean).length;
 	return (
 		<div class="review">
 			<div class="review-bar">
 				<p class="summary">
-					{files.length} file{files.length === 1 ? "" : "s"} changed <Counts added={added} removed={removed} />
+					{entries.length} file{entries.length === 1 ? "" : "s"} changed <Counts added={added} removed={removed} />
+					<span class="muted viewed-count">
+						{" "}
+						· {seen} of {entries.length} viewed
+					</span>
 				</p>
 				<fieldset class="segmented">
 					<legend class="sr">Diff view</legend>
@@ -38,23 +64,42 @@ export function Review({ changes }: { changes: WorkspaceChanges }) {
 			</div>
 			<nav aria-label="Changed files">
 				<ul class="plain file-list">
-					{files.map(({ file, parsed }, i) => (
-						<li key={file.path}>
-							<a href={`#${anchor(i)}`} onClick={(e) => jumpTo(e, anchor(i))}>
-								<span class={`status ${file.status}`}>{statusLetter[file.status]}</span>
-								<span class="mono path">{file.path}</span>
-								{parsed ? (
-									<Counts added={parsed.added} removed={parsed.removed} />
+					{entries.map((e, i) => (
+						<li key={e.file.path} class={viewed[i] ? "is-viewed" : undefined}>
+							<a href={`#${anchor(i)}`} onClick={(ev) => jumpTo(ev, anchor(i))}>
+								<span class={`status ${e.from ? "renamed" : e.file.status}`}>
+									{e.from ? "R" : statusLetter[e.file.status]}
+								</span>
+								<span class="mono path">{e.from ? `${e.from} → ${e.file.path}` : e.file.path}</span>
+								{e.parsed ? (
+									<Counts added={e.parsed.added} removed={e.parsed.removed} />
 								) : (
-									<span class="muted">{file.binary ? "binary" : "large"}</span>
+									<span class="muted">{e.file.binary ? "binary" : "large"}</span>
+								)}
+								{viewed[i] && (
+									<span class="viewed-mark" title="Viewed">
+										✓<span class="sr"> viewed</span>
+									</span>
 								)}
 							</a>
 						</li>
 					))}
 				</ul>
 			</nav>
-			{files.map(({ file, parsed }, i) => (
-				<FileDiff key={file.path} id={anchor(i)} file={file} lines={parsed?.lines} view={view} />
+			{entries.map((e, i) => (
+				<FileDiff
+					key={e.file.path}
+					id={anchor(i)}
+					entry={e}
+					view={view}
+					sessionId={sessionId}
+					viewed={viewed[i] ?? false}
+					onViewed={(v) => {
+						const key = keyOf(e);
+						if (key) setViewed(key, v);
+						setEpoch((n) => n + 1);
+					}}
+				/>
 			))}
 			{changes.truncated && <p class="muted">More changed than is listed here.</p>}
 		</div>
@@ -64,10 +109,12 @@ export function Review({ changes }: { changes: WorkspaceChanges }) {
 const statusLetter = { added: "A", modified: "M", deleted: "D" } as const;
 const anchor = (i: number) => `changed-file-${i}`;
 
-// The page's routes live in the hash: a file is scrolled to, not navigated to.
+// The page's routes live in the hash: a file is scrolled to and focused, not navigated to.
 function jumpTo(e: Event, id: string) {
 	e.preventDefault();
-	document.getElementById(id)?.scrollIntoView({ block: "start" });
+	const target = document.getElementById(id);
+	target?.scrollIntoView({ block: "start" });
+	target?.focus({ preventScroll: true });
 }
 
 function Counts({ added, removed }: { added: number; removed: number }) {
@@ -79,128 +126,5 @@ function Counts({ added, removed }: { added: number; removed: number }) {
 				({added} added, {removed} removed lines)
 			</span>
 		</span>
-	);
-}
-
-function FileDiff(props: { id: string; file: WorkspaceFileChange; lines?: Line[]; view: View }) {
-	const { file, lines } = props;
-	const large = (lines?.length ?? 0) > largeLines;
-	const [open, setOpen] = useState(!large);
-	const language = languageOf(file.path);
-	return (
-		<section class="file-diff" id={props.id} aria-label={`Changes to ${file.path}`}>
-			<header class="file-head">
-				<span class={`status ${file.status}`}>{file.status}</span>
-				<span class="mono path">{file.path}</span>
-				{lines && large && (
-					<button type="button" class="small" aria-expanded={open} onClick={() => setOpen(!open)}>
-						{open ? "Hide diff" : `Show diff (${lines.length} lines)`}
-					</button>
-				)}
-			</header>
-			{!lines ? (
-				<p class="muted collapsed">
-					{file.binary ? "Binary file: not shown." : "Diff left out: larger than the gateway shows."}
-				</p>
-			) : !open ? (
-				<p class="muted collapsed">Large diff, collapsed.</p>
-			) : props.view === "unified" ? (
-				<Unified lines={lines} language={language} path={file.path} />
-			) : (
-				<Split lines={lines} language={language} path={file.path} />
-			)}
-		</section>
-	);
-}
-
-const sign = { add: "+", del: "-", context: " " } as const;
-
-function Unified({ lines, language, path }: { lines: Line[]; language?: string; path: string }) {
-	return (
-		<div class="diff-scroll">
-			<table class="diff unified" aria-label={`Unified diff of ${path}`}>
-				<colgroup>
-					<col class="ln-col" />
-					<col class="ln-col" />
-					<col />
-				</colgroup>
-				<thead class="sr">
-					<tr>
-						<th scope="col">Old line</th>
-						<th scope="col">New line</th>
-						<th scope="col">Line</th>
-					</tr>
-				</thead>
-				<tbody>
-					{lines.map((line, i) =>
-						line.kind === "hunk" ? (
-							<tr key={i} class="hunk">
-								<td colSpan={3}>{line.text}</td>
-							</tr>
-						) : (
-							<tr key={i} class={line.kind}>
-								<td class="ln">{line.old ?? ""}</td>
-								<td class="ln">{line.new ?? ""}</td>
-								<td class="code">
-									<span class="sign">{sign[line.kind]}</span>
-									<Code text={line.text} language={language} />
-								</td>
-							</tr>
-						),
-					)}
-				</tbody>
-			</table>
-		</div>
-	);
-}
-
-function Split({ lines, language, path }: { lines: Line[]; language?: string; path: string }) {
-	const rows = useMemo(() => splitRows(lines), [lines]);
-	const half = (side: Side, which: "old" | "new") => {
-		if (!side) return [<td key="n" class="ln empty" />, <td key="c" class="code empty" />];
-		const kind = side.kind === "context" ? "context" : side.kind;
-		return [
-			<td key="n" class={`ln ${kind}`}>
-				{side[which] ?? ""}
-			</td>,
-			<td key="c" class={`code ${kind}`}>
-				<span class="sign">{sign[side.kind]}</span>
-				<Code text={side.text} language={language} />
-			</td>,
-		];
-	};
-	return (
-		<div class="diff-scroll">
-			<table class="diff split" aria-label={`Split diff of ${path}`}>
-				<colgroup>
-					<col class="ln-col" />
-					<col />
-					<col class="ln-col" />
-					<col />
-				</colgroup>
-				<thead class="sr">
-					<tr>
-						<th scope="col">Old line</th>
-						<th scope="col">Before</th>
-						<th scope="col">New line</th>
-						<th scope="col">After</th>
-					</tr>
-				</thead>
-				<tbody>
-					{rows.map((row, i) =>
-						row.kind === "hunk" ? (
-							<tr key={i} class="hunk">
-								<td colSpan={4}>{row.text}</td>
-							</tr>
-						) : (
-							<tr key={i}>
-								{half(row.left, "old")}
-								{half(row.right, "new")}
-							</tr>
-						),
-					)}
-				</tbody>
-			</table>
-		</div>
 	);
 }

@@ -5,7 +5,7 @@
  */
 
 export type Line =
-	| { kind: "hunk"; text: string }
+	| { kind: "hunk"; text: string; oldStart?: number; newStart?: number }
 	| { kind: "context" | "add" | "del"; text: string; old?: number; new?: number };
 
 export interface Parsed {
@@ -29,7 +29,7 @@ export function parseUnified(diff: string): Parsed {
 			oldNo = Number(header[1]);
 			newNo = Number(header[2]);
 			inHunk = true;
-			lines.push({ kind: "hunk", text: raw });
+			lines.push({ kind: "hunk", text: raw, oldStart: oldNo, newStart: newNo });
 			continue;
 		}
 		// The file header (diff --git, index, ---, +++) comes before the first hunk.
@@ -53,11 +53,16 @@ export function parseUnified(diff: string): Parsed {
 }
 
 export type Side = Extract<Line, { kind: "context" | "add" | "del" }> | undefined;
-export type SplitRow = { kind: "hunk"; text: string } | { kind: "pair"; left: Side; right: Side };
+export type SplitRow = Extract<Line, { kind: "hunk" }> | { kind: "pair"; left: Side; right: Side };
 
-/** Side by side: context on both sides; a run of deletions paired line for line with the additions after it. */
-export function splitRows(lines: readonly Line[]): SplitRow[] {
-	const rows: SplitRow[] = [];
+/**
+ * Side by side: context on both sides; a run of deletions paired line for line with the additions
+ * after it. Any other row (a hunk's header, a gap of hidden lines: context.ts) is passed through.
+ */
+export function splitRows(lines: readonly Line[]): SplitRow[];
+export function splitRows<O extends { kind: "gap" }>(lines: readonly (Line | O)[]): (SplitRow | O)[];
+export function splitRows<O extends { kind: "gap" }>(lines: readonly (Line | O)[]): (SplitRow | O)[] {
+	const rows: (SplitRow | O)[] = [];
 	let dels: Side[] = [];
 	let adds: Side[] = [];
 	const flush = () => {
@@ -73,7 +78,8 @@ export function splitRows(lines: readonly Line[]): SplitRow[] {
 		} else if (line.kind === "add") adds.push(line);
 		else {
 			flush();
-			rows.push(line.kind === "hunk" ? line : { kind: "pair", left: line, right: line });
+			// Not add or del here: a context line, or a row of another kind passed through.
+			rows.push(line.kind === "context" ? { kind: "pair", left: line, right: line } : (line as SplitRow | O));
 		}
 	}
 	flush();

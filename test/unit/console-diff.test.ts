@@ -25,7 +25,7 @@ describe("the console's unified diff reading", () => {
 		expect(parsed.added).toBe(2);
 		expect(parsed.removed).toBe(2);
 		expect(parsed.lines).toEqual([
-			{ kind: "hunk", text: "@@ -1,3 +1,4 @@ heading" },
+			{ kind: "hunk", text: "@@ -1,3 +1,4 @@ heading", oldStart: 1, newStart: 1 },
 			{ kind: "context", text: "line one", old: 1, new: 1 },
 			{ kind: "del", text: "line two", old: 2 },
 			{ kind: "del", text: "line 2b", old: 3 },
