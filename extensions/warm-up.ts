@@ -53,11 +53,11 @@ export function chunksDir(entry: string | undefined = process.argv[1]): string |
 
 export default function (pi: ExtensionAPI) {
 	const warmed = new Set<string>();
-	const warm = (api: string | undefined) => {
+	const warm = (api: string | undefined, later: boolean) => {
 		if (!api || warmed.has(api)) return;
 		warmed.add(api);
 		// After the handler returns: the session's start does not wait for it.
-		setImmediate(() => {
+		const load = () => {
 			const dir = chunksDir();
 			if (!dir) return;
 			let chunk: string | undefined;
@@ -67,8 +67,13 @@ export default function (pi: ExtensionAPI) {
 				return;
 			}
 			if (chunk) import(pathToFileURL(join(dir, chunk)).href).catch(() => {});
-		});
+		};
+		// A model set on a pooled pi (a create naming one: the gateway's set_model) is followed by the
+		// create's own commands (get_state, the model check): the import, ≈ 40 ms of pi's loop under
+		// load, comes after them, not in the create's answer. A prompt sent sooner has pi import it itself.
+		if (later) setTimeout(load, 100);
+		else setImmediate(load);
 	};
-	pi.on("session_start", (_event, ctx) => warm(ctx.model?.api));
-	pi.on("model_select", (event) => warm(event.model.api));
+	pi.on("session_start", (_event, ctx) => warm(ctx.model?.api, false));
+	pi.on("model_select", (event) => warm(event.model.api, true));
 }
