@@ -64,6 +64,12 @@ export interface ScheduleStore {
 	finish(id: string, tickAt: number, outcome: TickOutcome): Promise<void>;
 	/** The schedule's latest ticks, newest first. */
 	runs(id: string, limit: number): Promise<ScheduleRun[]>;
+	/**
+	 * Records as failed (`detail`) the ticks still pending that nobody will answer: claimed by a node
+	 * that is gone (PostgreSQL: its lease ran out), or on one node (SQLite) any that is not among
+	 * `inFlight` (`<scheduleId> <tickAt>`: what this gateway is sending now). Returns how many.
+	 */
+	abandon(inFlight: ReadonlySet<string>, detail: string): Promise<number>;
 	/** The tick at `tickAt` if it is claimed and not answered yet, with its schedule (a forwarded tick is checked with it). */
 	pendingTick(id: string, tickAt: number): Promise<StoredSchedule | undefined>;
 }

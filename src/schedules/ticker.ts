@@ -12,6 +12,9 @@ export type FireTick = (schedule: StoredSchedule, tickAt: number) => Promise<Fir
 /** Due schedules read per look, and ticks in flight at once on one node. */
 const batch = 50;
 const maxInFlight = 8;
+/** How often ticks left pending by a node that is gone are recorded as failed (and at start). */
+const abandonEveryMs = 60_000;
+const abandoned = "its node stopped before the prompt was answered: it may or may not have run";
 
 /**
  * Every `everyMs` this node looks for due schedules and claims each due tick in the store
@@ -26,6 +29,9 @@ export class ScheduleTicker {
 	readonly #fire: FireTick;
 	readonly #logger: Logger;
 	readonly #inFlight = new Set<Promise<void>>();
+	/** The ticks being sent now, as `<scheduleId> <tickAt>`. */
+	readonly #sending = new Set<string>();
+	#lastAbandon = 0;
 	#timer: NodeJS.Timeout | undefined;
 	#stopped = true;
 	#warned = false;
@@ -59,6 +65,11 @@ export class ScheduleTicker {
 
 	/** One look: claims and fires what is due now. */
 	async check(now = Date.now()): Promise<void> {
+		if (now - this.#lastAbandon >= abandonEveryMs) {
+			this.#lastAbandon = now;
+			const n = await this.#store.abandon(this.#sending, abandoned);
+			if (n > 0) this.#logger.warn({ ticks: n }, "schedules: ticks whose node stopped before answering are failed");
+		}
 		if (this.#inFlight.size >= maxInFlight) return;
 		const due = await this.#store.due(now, batch);
 		this.#warned = false;
@@ -72,7 +83,12 @@ export class ScheduleTicker {
 				this.#logger.info({ scheduleId: schedule.id, tickAt }, "schedule: a tick missed while down was skipped");
 				continue;
 			}
-			const firing: Promise<void> = this.#run(schedule, tickAt).finally(() => this.#inFlight.delete(firing));
+			const key = `${schedule.id} ${tickAt}`;
+			this.#sending.add(key);
+			const firing: Promise<void> = this.#run(schedule, tickAt).finally(() => {
+				this.#inFlight.delete(firing);
+				this.#sending.delete(key);
+			});
 			this.#inFlight.add(firing);
 		}
 	}

@@ -55,6 +55,8 @@ interface Backend {
 	stores(n: number): Promise<ScheduleStore[]>;
 	addSession(id: string): Promise<void>;
 	dropSession(id: string): Promise<void>;
+	/** A node whose lease runs (cluster mode's `nodes` row; nothing on one node). */
+	aliveNode(id: string): Promise<void>;
 }
 
 const sqlite = async (): Promise<Backend> => {
@@ -66,6 +68,7 @@ const sqlite = async (): Promise<Backend> => {
 		stores: async (n) => Array.from({ length: n }, () => store),
 		addSession: async (id) => void db.prepare("INSERT INTO sessions (id, record) VALUES (?, '{}')").run(id),
 		dropSession: async (id) => void db.prepare("DELETE FROM sessions WHERE id = ?").run(id),
+		aliveNode: async () => {},
 	};
 };
 
@@ -83,6 +86,11 @@ const postgres = async (): Promise<Backend> => {
 		stores: async (n) => Array.from({ length: n }, () => new PostgresSchedules(pool())),
 		addSession: async (id) => void (await admin.query("INSERT INTO sessions (id, record) VALUES ($1, '{}')", [id])),
 		dropSession: async (id) => void (await admin.query("DELETE FROM sessions WHERE id = $1", [id])),
+		aliveNode: async (id) =>
+			void (await admin.query(
+				"INSERT INTO nodes (id, name, url, lease_until) VALUES ($1, $1, 'http://127.0.0.1:1', now() + interval '1 hour')",
+				[id],
+			)),
 	};
 };
 
@@ -129,6 +137,24 @@ describe.each([
 		const runs = (await stores[3]?.runs("t1", 20)) ?? [];
 		expect(runs.length).toBe(5);
 		expect(runs.at(-1)).toEqual({ runId: "r1", at: new Date(1000).toISOString(), status: "started", detail: null });
+	});
+
+	it("a tick left pending by a node that is gone is recorded as failed; one still being sent stays pending", async () => {
+		const b = await backend();
+		const [store] = (await b.stores(1)) as [ScheduleStore];
+		await b.addSession("s1");
+		await b.aliveNode("alive");
+		await store.create(schedule("p1", "s1", "alice", 0), { perSession: 10, perPrincipal: 10 });
+		expect(await store.claim("p1", 0, 1, "gone", "pending")).toBe(true);
+		expect(await store.claim("p1", 1, 2, "alive", "pending")).toBe(true);
+		expect(await store.abandon(new Set(["p1 1"]), "its node stopped")).toBe(1);
+		const runs = await store.runs("p1", 20);
+		expect(runs.map((r) => [r.at, r.status, r.detail])).toEqual([
+			[new Date(1).toISOString(), "pending", null],
+			[new Date(0).toISOString(), "failed", "its node stopped"],
+		]);
+		expect(await store.pendingTick("p1", 0)).toBeUndefined();
+		expect((await store.pendingTick("p1", 1))?.id).toBe("p1");
 	});
 
 	it("keeps a schedule's 20 newest ticks; a disabled one is never due; a session's schedules go with its row", async () => {

@@ -136,6 +136,16 @@ export class PostgresSchedules implements ScheduleStore {
 		return rows.map(runOf);
 	}
 
+	async abandon(_inFlight: ReadonlySet<string>, detail: string): Promise<number> {
+		// A node that is gone answers none of its ticks; a live node's are its own to answer.
+		const { rowCount } = await this.#pool.query(
+			`UPDATE schedule_runs SET status = 'failed', detail = $1
+			 WHERE status = 'pending' AND node NOT IN (SELECT id FROM nodes WHERE lease_until > now())`,
+			[detail],
+		);
+		return rowCount ?? 0;
+	}
+
 	async pendingTick(id: string, tickAt: number): Promise<StoredSchedule | undefined> {
 		const { rows } = await this.#pool.query<ScheduleRow>(
 			`SELECT ${columns.replace(/(\w+)/g, "s.$1")} FROM schedules s JOIN schedule_runs r ON r.schedule_id = s.id

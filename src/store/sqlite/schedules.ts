@@ -123,6 +123,19 @@ export class SqliteScheduleStore implements ScheduleStore {
 		return rows.map(runOf);
 	}
 
+	async abandon(inFlight: ReadonlySet<string>, detail: string): Promise<number> {
+		if (!this.#db.isOpen) return 0;
+		const pending = this.#db
+			.prepare("SELECT schedule_id, tick_at FROM schedule_runs WHERE status = 'pending'")
+			.all() as { schedule_id: string; tick_at: number }[];
+		const stale = pending.filter((row) => !inFlight.has(`${row.schedule_id} ${row.tick_at}`));
+		const fail = this.#db.prepare(
+			"UPDATE schedule_runs SET status = 'failed', detail = ? WHERE schedule_id = ? AND tick_at = ? AND status = 'pending'",
+		);
+		for (const row of stale) fail.run(detail, row.schedule_id, row.tick_at);
+		return stale.length;
+	}
+
 	async pendingTick(id: string, tickAt: number): Promise<StoredSchedule | undefined> {
 		const row = this.#db
 			.prepare("SELECT status FROM schedule_runs WHERE schedule_id = ? AND tick_at = ?")
