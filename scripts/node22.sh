@@ -10,6 +10,9 @@ if ! _pi_gw_node_ok; then
 	if [ ! -x "$_pi_gw_dir/node_modules/.bin/node" ]; then
 		echo "pi-gateway: Node >= 22.19 needed; installing node@22.23.3 into $_pi_gw_dir" >&2
 		mkdir -p "$_pi_gw_dir"
+		# node@22 puts its binary in place with a preinstall script: allowed by name, so npm 11 lists
+		# nothing to review and npm 12, which runs no unlisted install script, still installs a node.
+		[ -f "$_pi_gw_dir/package.json" ] || printf '{"private":true,"allowScripts":{"node":true}}\n' >"$_pi_gw_dir/package.json"
 		npm install --prefix "$_pi_gw_dir" --no-audit --no-fund --loglevel=error node@22.23.3 >&2
 	fi
 	export PATH="$_pi_gw_dir/node_modules/.bin:$PATH"
