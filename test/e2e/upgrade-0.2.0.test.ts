@@ -11,7 +11,7 @@ import { fixtures, startTestGateway, type TestGateway } from "../helpers/gateway
 // this version: alice's session (its conversation and folder) and the admin's gated one, alice's API
 // key, the webhook and its deliveries, the answered approval and the audit log are all there, the
 // sessions go on, and gateway.db records the changes it went through (`migrations`, with this
-// version). Schedules came after 0.2.0, so a 0.2.0 data dir has none to keep.
+// version). Schedules came after 0.2.0: a 0.2.0 data dir has none to keep, and takes new ones.
 //
 // Records hold absolute paths (a session's cwd, its pi session file), so the copy goes back where
 // 0.2.0 wrote it: /tmp/pi-gateway-upgrade-0.2.0.
@@ -75,6 +75,15 @@ describe("a data dir written by 0.2.0", () => {
 			json: { message: "echo: after the upgrade" },
 		});
 		expect([more.status, more.body.text], JSON.stringify(more.body)).toEqual([200, "after the upgrade"]);
+		// Schedules came after 0.2.0: the upgraded data dir takes one on alice's session, hers.
+		const schedule = await g.api(`/v1/sessions/${made.aliceSession}/schedules`, {
+			method: "POST",
+			headers: asAlice,
+			json: { message: "echo: every hour", intervalSeconds: 3600 },
+		});
+		expect(schedule.status, JSON.stringify(schedule.body)).toBe(201);
+		const listed = await g.api(`/v1/sessions/${made.aliceSession}/schedules`, { headers: asAlice });
+		expect(listed.body.schedules.map((x: { id: string }) => x.id)).toEqual([schedule.body.id]);
 		// The admin's session is not alice's to see.
 		expect((await g.api(`/v1/sessions/${made.gatedSession}`, { headers: asAlice })).status).toBe(404);
 	});
@@ -125,6 +134,9 @@ describe("a data dir written by 0.2.0", () => {
 			for (const row of owners)
 				expect(row.principal, row.session).toBe(row.session === made.aliceSession ? "alice" : "admin");
 			expect(owners.some((r) => r.principal === "alice")).toBe(true);
+			// The schedule made after the upgrade is in gateway.db, with its session.
+			const schedules = db.prepare("SELECT session_id, principal FROM schedules").all();
+			expect(schedules.map((r) => ({ ...r }))).toEqual([{ session_id: made.aliceSession, principal: "alice" }]);
 			// The gated session keeps its extensions for its next start.
 			const gated = db.prepare("SELECT record FROM sessions WHERE id = ?").get(made.gatedSession) as { record: string };
 			expect(JSON.parse(gated.record).options.extensions).toEqual(["permission-gate"]);
