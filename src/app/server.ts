@@ -226,7 +226,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 		}
 	}
 	const appFetch = (request: Request, env: unknown) => app.fetch(request, env as never);
-	const ticker = startTicker(stores.schedules, config, nodeId, appFetch, url, log);
+	const ticker = startTicker(stores.schedules, config, nodeId, appFetch, url, log, webhooks);
 	// Written once nothing can refuse the start any more: a refused start leaves no token behind.
 	keepToken(tokenSource);
 	// Once listening: /healthz answers while the pool's pis start (registry.warm).

@@ -4850,10 +4850,10 @@ export interface components {
             secret: string;
         };
         /**
-         * @description What a webhook can be told of: a dialog or client tool call asked or settled, a run settled, pi exited or crashed
+         * @description What a webhook can be told of: a dialog or client tool call asked or settled, a run settled, pi exited or crashed, a schedule's tick fired (a run started or was queued) or failed (docs/schedules.md)
          * @enum {string}
          */
-        WebhookEventType: "approval.requested" | "approval.resolved" | "tool_call.requested" | "tool_call.resolved" | "run.settled" | "session.exited" | "session.crashed";
+        WebhookEventType: "approval.requested" | "approval.resolved" | "tool_call.requested" | "tool_call.resolved" | "run.settled" | "session.exited" | "session.crashed" | "schedule.fired" | "schedule.failed";
         /**
          * @description A webhook to register
          * @example {

@@ -9,6 +9,9 @@ export type Fired = TickOutcome & { sessionGone?: boolean };
 /** Sends one tick's prompt (as its principal, wherever the session runs) and says what became of it. */
 export type FireTick = (schedule: StoredSchedule, tickAt: number) => Promise<Fired>;
 
+/** Told of each fired tick's outcome once it is recorded (webhooks schedule.fired / schedule.failed). */
+export type TickReport = (schedule: StoredSchedule, tickAt: number, outcome: TickOutcome) => void;
+
 /** Due schedules read per look, and ticks in flight at once on one node. */
 const batch = 50;
 const maxInFlight = 8;
@@ -28,6 +31,7 @@ export class ScheduleTicker {
 	readonly #node: string;
 	readonly #fire: FireTick;
 	readonly #logger: Logger;
+	readonly #report: TickReport;
 	readonly #inFlight = new Set<Promise<void>>();
 	/** The ticks being sent now, as `<scheduleId> <tickAt>`. */
 	readonly #sending = new Set<string>();
@@ -36,8 +40,9 @@ export class ScheduleTicker {
 	#stopped = true;
 	#warned = false;
 
-	constructor(store: ScheduleStore, node: string, fire: FireTick, logger: Logger) {
+	constructor(store: ScheduleStore, node: string, fire: FireTick, logger: Logger, report: TickReport = () => {}) {
 		this.#store = store;
+		this.#report = report;
 		this.#node = node;
 		this.#fire = fire;
 		this.#logger = logger;
@@ -110,5 +115,7 @@ export class ScheduleTicker {
 		} catch (error) {
 			this.#logger.warn({ ...log, err: error }, "schedule: cannot record the tick's outcome");
 		}
+		// A busy session's skipped tick is the schedule doing what it says: no message.
+		if (!sessionGone && outcome.status !== "skipped") this.#report(schedule, tickAt, outcome);
 	}
 }

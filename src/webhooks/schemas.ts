@@ -8,10 +8,12 @@ export const webhookEventTypes = [
 	"run.settled",
 	"session.exited",
 	"session.crashed",
+	"schedule.fired",
+	"schedule.failed",
 ] as const;
 export const WebhookEventType = z.enum(webhookEventTypes).openapi("WebhookEventType", {
 	description:
-		"What a webhook can be told of: a dialog or client tool call asked or settled, a run settled, pi exited or crashed",
+		"What a webhook can be told of: a dialog or client tool call asked or settled, a run settled, pi exited or crashed, a schedule's tick fired (a run started or was queued) or failed (docs/schedules.md)",
 });
 export type WebhookEventType = z.infer<typeof WebhookEventType>;
 

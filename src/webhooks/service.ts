@@ -197,6 +197,12 @@ export class WebhookService {
 		return requeued;
 	}
 
+	/** A message that is no session event (a schedule's tick), queued for the webhooks that want it. */
+	notify(sessionId: string, type: WebhookEventType, data: Record<string, unknown>): void {
+		if (this.#definitions.size === 0 || !this.#store.open) return;
+		this.#enqueue(sessionId, type, data);
+	}
+
 	#onEvent(sessionId: string, event: LoggedEvent): void {
 		if (this.#definitions.size === 0 || !this.#store.open) return;
 		try {

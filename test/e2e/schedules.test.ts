@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { startReceiver } from "../helpers/receiver.ts";
 
 // Scheduled runs (issue 47 item 1) on one node (SQLite), real pi with the demo model. The minimum
 // interval is lowered to 1 s (--schedule-min-interval-seconds, for tests) and the ticker looks every
@@ -14,7 +15,9 @@ let dir: string;
 let gw: TestGateway;
 let alice: string;
 let bob: string;
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
 beforeAll(async () => {
+	receiver = await startReceiver();
 	dir = mkdtempSync(join(tmpdir(), "pi-gateway-schedules-"));
 	const keysFile = join(dir, "keys.json");
 	alice = createKey(keysFile, "alice", ["sessions:read", "sessions:write"]).secret;
@@ -25,10 +28,18 @@ beforeAll(async () => {
 		scheduleCheckMs: 200,
 		maxSchedulesPerPrincipal: 4,
 		maxSchedulesPerSession: 3,
+		webhookAllow: ["loopback"],
 	});
+	// The admin's token registers a webhook for the ticks (webhooks need the admin scope).
+	const hook = await gw.api("/v1/webhooks", {
+		method: "POST",
+		json: { url: receiver.url, events: ["schedule.fired", "schedule.failed"] },
+	});
+	expect(hook.status).toBe(201);
 });
 afterAll(async () => {
 	await gw?.stop();
+	await receiver?.close();
 	rmSync(dir, { recursive: true, force: true });
 });
 
@@ -82,7 +93,11 @@ describe("schedules", () => {
 			const { body } = await call(alice, `/v1/sessions/${id}/messages`);
 			return body.messages.filter((m: any) => m.role === "user").length >= 2;
 		});
-		// Audited under alice, the session's owner.
+		// A webhook hears of each fired tick.
+		const told = await until(() =>
+			receiver.of("schedule.fired").find((r) => r.json.data.runId === (started[0] as { runId: string }).runId),
+		);
+		expect(told.json.data).toMatchObject({ sessionId: id, scheduleId: sid, status: "started" });
 		const listed = await call(alice, `/v1/sessions/${id}/schedules`);
 		expect(listed.body.schedules.map((s: { id: string }) => s.id)).toEqual([sid]);
 
@@ -250,6 +265,13 @@ describe("schedules", () => {
 		);
 		expect(failed.runs.find((r: any) => r.status === "failed").detail).toMatch(/budget_exhausted/);
 		expect(failed.enabled).toBe(true);
+		const told = await until(() => receiver.of("schedule.failed").find((r) => r.json.data.scheduleId === sid));
+		expect(told.json.data).toMatchObject({
+			sessionId: id,
+			status: "failed",
+			runId: null,
+			error: "409 budget_exhausted",
+		});
 	});
 });
 

@@ -2353,7 +2353,7 @@ QueueMode = Literal["all", "one-at-a-time"]
 ApprovalAnswer = Dict[str, Any]
 
 
-WebhookEventType = Literal["approval.requested", "approval.resolved", "tool_call.requested", "tool_call.resolved", "run.settled", "session.exited", "session.crashed"]
+WebhookEventType = Literal["approval.requested", "approval.resolved", "tool_call.requested", "tool_call.resolved", "run.settled", "session.exited", "session.crashed", "schedule.fired", "schedule.failed"]
 
 
 WebhookDeliveryState = Literal["pending", "delivered", "failed", "dropped"]
