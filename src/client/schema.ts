@@ -16099,6 +16099,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The principal sent too many requests (--rate-limit-requests) */
             429: {
                 headers: {
@@ -16185,6 +16194,15 @@ export interface operations {
             };
             /** @description No such session or schedule: another principal's session (or its schedules) is not there for you, as for an id that never existed */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16284,6 +16302,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The principal sent too many requests (--rate-limit-requests) */
             429: {
                 headers: {
@@ -16349,6 +16376,15 @@ export interface operations {
             };
             /** @description No such session or schedule: another principal's session (or its schedules) is not there for you, as for an id that never existed */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -16441,6 +16477,15 @@ export interface operations {
             };
             /** @description No such session or schedule: another principal's session (or its schedules) is not there for you, as for an id that never existed */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Gone: the approval expired or was cancelled (or was pending on a cluster node that died), or the ephemeral session did not survive a restart or idle reaping */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -48,7 +48,7 @@ export const createSchedule = createRoute({
 			}),
 		},
 		400: badTiming,
-		...problems(401, 413, 415),
+		...problems(401, 410, 413, 415),
 		404: notFound,
 		429: problem(
 			"`too_many_schedules`: the session has --max-schedules-per-session (10) or its owner --max-schedules-per-principal (100)",
@@ -70,7 +70,7 @@ export const listSchedules = createRoute({
 				.openapi("ScheduleList", { description: "A session's schedules", example: { schedules: [scheduleExample] } }),
 			"The schedules",
 		),
-		...problems(401),
+		...problems(401, 410),
 		404: notFound,
 	},
 });
@@ -82,7 +82,7 @@ export const getSchedule = createRoute({
 	tags: ["schedules"],
 	summary: "One schedule and its latest ticks (20, newest first)",
 	request: { params: ScheduleParams },
-	responses: { 200: json(ScheduleDetail, "The schedule and its ticks"), ...problems(401), 404: notFound },
+	responses: { 200: json(ScheduleDetail, "The schedule and its ticks"), ...problems(401, 410), 404: notFound },
 });
 
 export const patchSchedule = createRoute({
@@ -95,7 +95,7 @@ export const patchSchedule = createRoute({
 	responses: {
 		200: json(Schedule, "The schedule as now set"),
 		400: badTiming,
-		...problems(401, 413, 415),
+		...problems(401, 410, 413, 415),
 		404: notFound,
 	},
 });
@@ -107,5 +107,5 @@ export const deleteSchedule = createRoute({
 	tags: ["schedules"],
 	summary: "Remove a schedule and its ticks (a run it started goes on)",
 	request: { params: ScheduleParams },
-	responses: { 204: { description: "Removed" }, ...problems(401), 404: notFound },
+	responses: { 204: { description: "Removed" }, ...problems(401, 410), 404: notFound },
 });
