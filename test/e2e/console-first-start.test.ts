@@ -105,7 +105,7 @@ describe("README's npm start on a fresh clone (no dist/)", () => {
 			expect(page.headers.get("content-security-policy")).toContain("default-src 'self'");
 			const text = await page.text();
 			expect(text).toContain("The console is not built");
-			expect(text).toContain("npm run build:console");
+			expect(text).toContain("bash scripts/build-console.sh");
 			expect(text).not.toContain("console_not_built");
 			// The API is there all the same.
 			expect((await fetch(`${gw.url}/healthz`)).status).toBe(200);
