@@ -65,13 +65,18 @@ curl -sf -o /dev/null "$url/docs/swagger-ui-bundle.js" && say "/docs: ok"
 check=$(podman image inspect "$image" | jq -r '.[0] | (.Healthcheck // .Config.Healthcheck).Test[-1]')
 podman exec "$name" node -e "$check" && say "healthcheck: ok"
 id=$(curl -sf "${auth[@]}" --json '{}' "$url/v1/sessions" | jq -r .id)
-answer=$(curl -sf "${auth[@]}" --json '{"message":"bash: echo $(id -un) in $(pwd)"}' "$url/v1/sessions/$id/prompt?wait=60" | jq -r .text)
+answer=$(curl -sf "${auth[@]}" --json '{"message":"bash: echo smoke-mark > note.txt; echo $(id -un) in $(pwd)"}' "$url/v1/sessions/$id/prompt?wait=60" | jq -r .text)
 say "prompt: $answer"
 case $answer in *pi-gateway*/data/workspaces/*) ;; *)
 	say "FAILED: the prompt did not run as pi-gateway under /data/workspaces"
 	exit 1
 	;;
 esac
+# What changed (git on a shadow repository) and search (ripgrep) see the file the agent wrote.
+curl -sf "${auth[@]}" "$url/v1/sessions/$id/changes" | jq -e 'tostring | contains("note.txt")' >/dev/null &&
+	say "changes (git): note.txt" || { say "FAILED: /changes does not list note.txt"; exit 1; }
+curl -sf "${auth[@]}" "$url/v1/sessions/$id/files/search?q=smoke-mark" | jq -e 'tostring | contains("note.txt")' >/dev/null &&
+	say "search (ripgrep): note.txt" || { say "FAILED: search does not find note.txt"; exit 1; }
 owner=$(podman exec "$name" stat -c '%u:%g' "/data/workspaces/$id" 2>/dev/null || podman exec "$name" sh -c "stat -c '%u:%g' /data/workspaces/*/$id 2>/dev/null || stat -c '%u:%g' /data/workspaces")
 say "session folder owner: $owner"
 [ "$owner" = 10001:10001 ] || { say "FAILED: expected 10001:10001"; exit 1; }
