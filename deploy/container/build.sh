@@ -107,7 +107,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 	exit 1
 fi
 if [ "$check" = true ]; then
-	say "check done: a build would run buildah build --format docker --layers=false ${secret[*]} -t $tag (commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo "none: the folder as it is"))"
+	what=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo "none: the folder as it is")
+	[ "$worktree" = false ] || what="the folder as it is"
+	say "isolation: decided when building (buildah's default runtime if it runs a container here, else --isolation chroot)"
+	say "check done: a build would run buildah build --format docker --layers=false ${secret[*]} -t $tag (commit: $what)"
 	exit 0
 fi
 
