@@ -345,8 +345,9 @@ describe("a new session", () => {
 		await page.getByLabel("A folder in my area").check();
 		const lookIn = page.getByLabel("Look in");
 		await lookIn.waitFor({ timeout: 10_000 });
-		const roots = await lookIn.locator("option").allInnerTexts();
-		expect(roots).toEqual(["my area", "proj-x"]);
+		// Once the page's list of sessions has the two just made (it polls every 3 s).
+		await until(async () => (await lookIn.locator("option").allInnerTexts()).join() === "my area,proj-x", 15_000);
+		await lookIn.selectOption({ label: "my area" });
 		// The area itself: its real folders, none of the sessions' own (ses_…).
 		const folders = page.getByRole("list", { name: "Folders" });
 		await folders.getByRole("button", { name: "proj-x/" }).waitFor({ timeout: 10_000 });
@@ -369,6 +370,12 @@ describe("a new session", () => {
 	}, 120_000);
 
 	it("shows the model's whole name in the composer's picker", async () => {
+		// A page and a session of its own: this test does not lean on the others having run.
+		const own = await gw.session({ name: "model picker" });
+		const page = await browser.newPage();
+		await signIn(page);
+		await page.goto(`${gw.url}/console/#/sessions/${own}`);
+		await page.getByRole("heading", { name: "model picker", level: 1 }).waitFor({ timeout: 20_000 });
 		// On a desktop (on a phone the composer keeps to two lines: the name gets what is left).
 		for (const size of [desktop]) {
 			await page.setViewportSize(size);
@@ -398,6 +405,6 @@ describe("a new session", () => {
 			expect(cut.width, `${cut.text} at ${size.width}px`).toBeLessThanOrEqual(cut.room);
 		}
 		await checkScreen(page, "composer-model", "phone");
-		await page.setViewportSize(desktop);
+		await page.close();
 	}, 60_000);
 });
