@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { createKey } from "../../src/http/auth/keys.ts";
+import { createKey, revokeKeys } from "../../src/http/auth/keys.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { startReceiver } from "../helpers/receiver.ts";
 
@@ -15,13 +15,16 @@ let dir: string;
 let gw: TestGateway;
 let alice: string;
 let bob: string;
+let carol: string;
+let keysFile: string;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 beforeAll(async () => {
 	receiver = await startReceiver();
 	dir = mkdtempSync(join(tmpdir(), "pi-gateway-schedules-"));
-	const keysFile = join(dir, "keys.json");
+	keysFile = join(dir, "keys.json");
 	alice = createKey(keysFile, "alice", ["sessions:read", "sessions:write"]).secret;
 	bob = createKey(keysFile, "bob", ["sessions:read", "sessions:write"]).secret;
+	carol = createKey(keysFile, "carol", ["sessions:read", "sessions:write"]).secret;
 	gw = await startTestGateway({
 		keysFile,
 		scheduleMinIntervalSeconds: 1,
@@ -272,6 +275,21 @@ describe("schedules", () => {
 			runId: null,
 			error: "409 budget_exhausted",
 		});
+	});
+});
+
+describe("schedules of a principal whose keys are revoked", () => {
+	it("stop running: each tick fails with principal_revoked", async () => {
+		const id = await session(carol);
+		const sid = (await schedule(carol, id, { message: "echo: carol", intervalSeconds: 1 })).body.id;
+		await whenSchedule(carol, id, sid, (s) => s.runs.some((r: any) => r.status === "started"));
+		revokeKeys(keysFile, "carol");
+		// Read with the admin's token: carol has no key to read with any more.
+		const failed = await until(async () => {
+			const { body } = await gw.api(`/v1/sessions/${id}/schedules/${sid}`);
+			return body.runs.find((r: any) => r.status === "failed");
+		}, 60_000);
+		expect(failed.detail).toMatch(/403 principal_revoked/);
 	});
 });
 
