@@ -169,13 +169,15 @@ describe("the changes review, on a par with a pull request", () => {
 
 	it("marks the changed characters inside a changed line, in both views", async () => {
 		const file = page.getByRole("region", { name: "Changes to calc.py" });
-		for (const view of ["Unified", "Split"]) {
-			await page.getByRole("button", { name: view, exact: true }).click();
-			const marked = await file.locator("mark.chg").allInnerTexts();
-			expect(marked, view).toEqual(expect.arrayContaining(["+", "*", "sum", "product"]));
-			// Only the words that changed: the rest of the line is not marked.
-			expect(marked.join("")).not.toContain("return");
-		}
+		for (const size of [phone, desktop])
+			for (const view of ["Unified", "Split"]) {
+				await page.setViewportSize(size);
+				await page.getByRole("button", { name: view, exact: true }).click();
+				const marked = await file.locator("mark.chg").allInnerTexts();
+				expect(marked, `${view} at ${size.width}px`).toEqual(expect.arrayContaining(["+", "*", "sum", "product"]));
+				// Only the words that changed: the rest of the line is not marked.
+				expect(marked.join("")).not.toContain("return");
+			}
 		await checkScreen(page, "review-pr", "desktop", () =>
 			page
 				.getByText(/^3 files changed/)
