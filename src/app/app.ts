@@ -173,7 +173,9 @@ export function createApp(
 		const pool = registry.pool;
 		metrics.setWarmPoolSource(() => pool.readyCount);
 	}
-	app.use(hostCheck([...config.allowedHosts, config.host]));
+	// A node's peers reach it at its --advertise-url (cluster mode): that host is its own, like --host.
+	const advertised = config.advertiseUrl ? [new URL(config.advertiseUrl).hostname] : [];
+	app.use(hostCheck([...config.allowedHosts, config.host, ...advertised]));
 	app.use(pathEncoding(), singleQueryParameters());
 	// Built once the spec exists: browser JS may read every response header the spec documents.
 	let corsMiddleware: MiddlewareHandler<AppEnv> | undefined;

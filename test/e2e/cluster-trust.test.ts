@@ -1,5 +1,6 @@
 import { createHash, createHmac } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
@@ -171,6 +172,24 @@ describe("cluster mode: a ticket's reconnect through another node", () => {
 		await late.body?.cancel();
 		expect(late.status).toBe(401);
 		expect((await query(databaseUrl, "SELECT owner FROM sessions WHERE id = $1", [id]))[0]?.owner).toBeNull();
+	});
+});
+
+describe("cluster mode: a node on another machine", () => {
+	it("accepts its own --advertise-url's host (how its peers reach it), and still no other", async () => {
+		const { nodes: started } = await cluster(["a"], { extra: ["--advertise-url=http://pgw-node-a.test:8787"] });
+		const port = new URL((started[0] as ClusterNode).url).port;
+		const asked = (host: string) =>
+			new Promise<number>((done, fail) => {
+				const req = httpRequest({ host: "127.0.0.1", port, path: "/readyz", headers: { host } }, (res) => {
+					res.resume();
+					done(res.statusCode as number);
+				});
+				req.on("error", fail).end();
+			});
+		expect(await asked("pgw-node-a.test:8787")).toBe(200);
+		expect(await asked("pgw-node-a.test")).toBe(200);
+		expect(await asked("attacker.test:8787")).toBe(421);
 	});
 });
 
