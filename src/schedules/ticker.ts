@@ -15,6 +15,13 @@ export type TickReport = (schedule: StoredSchedule, tickAt: number, outcome: Tic
 /** Due schedules read per look, and ticks in flight at once on one node. */
 const batch = 50;
 const maxInFlight = 8;
+/**
+ * Ticks in flight at once for one principal: a tick waits for pi's answer (up to
+ * --command-timeout-ms), and an agent can stop its own pi, so without this one principal's ticks
+ * would hold every slot and nobody else's schedule would fire. Its ticks over this are skipped.
+ */
+const maxInFlightPerPrincipal = 2;
+const crowded = `its principal has ${maxInFlightPerPrincipal} ticks waiting for an answer already`;
 /** How often ticks left pending by a node that is gone are recorded as failed (and at start). */
 const abandonEveryMs = 60_000;
 const abandoned = "its node stopped before the prompt was answered: it may or may not have run";
@@ -35,6 +42,8 @@ export class ScheduleTicker {
 	readonly #inFlight = new Set<Promise<void>>();
 	/** The ticks being sent now, as `<scheduleId> <tickAt>`. */
 	readonly #sending = new Set<string>();
+	/** Ticks in flight per principal. */
+	readonly #perPrincipal = new Map<string, number>();
 	#lastAbandon = 0;
 	#timer: NodeJS.Timeout | undefined;
 	#stopped = true;
@@ -88,11 +97,21 @@ export class ScheduleTicker {
 				this.#logger.info({ scheduleId: schedule.id, tickAt }, "schedule: a tick missed while down was skipped");
 				continue;
 			}
+			const who = schedule.principal;
+			const held = this.#perPrincipal.get(who) ?? 0;
+			if (held >= maxInFlightPerPrincipal) {
+				await this.#store.finish(schedule.id, tickAt, { status: "skipped", detail: crowded });
+				continue;
+			}
 			const key = `${schedule.id} ${tickAt}`;
 			this.#sending.add(key);
+			this.#perPrincipal.set(who, held + 1);
 			const firing: Promise<void> = this.#run(schedule, tickAt).finally(() => {
 				this.#inFlight.delete(firing);
 				this.#sending.delete(key);
+				const left = (this.#perPrincipal.get(who) ?? 1) - 1;
+				if (left > 0) this.#perPrincipal.set(who, left);
+				else this.#perPrincipal.delete(who);
 			});
 			this.#inFlight.add(firing);
 		}
