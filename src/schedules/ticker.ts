@@ -18,9 +18,13 @@ const maxInFlight = 8;
 /**
  * Ticks in flight at once for one principal: a tick waits for pi's answer (up to
  * --command-timeout-ms), and an agent can stop its own pi, so without this one principal's ticks
- * would hold every slot and nobody else's schedule would fire. Its ticks over this are skipped.
+ * would hold every slot and nobody else's schedule would fire. A due tick over it waits for the
+ * next look, unclaimed (several schedules due at the same minute all run); once the principal's
+ * oldest tick has waited `stuckMs` for its answer, its due ticks are recorded as skipped instead,
+ * so that they do not stay due and fill the looks' batches either.
  */
 const maxInFlightPerPrincipal = 2;
+const stuckMs = 10_000;
 const crowded = `its principal has ${maxInFlightPerPrincipal} ticks waiting for an answer already`;
 /** How often ticks left pending by a node that is gone are recorded as failed (and at start). */
 const abandonEveryMs = 60_000;
@@ -42,8 +46,8 @@ export class ScheduleTicker {
 	readonly #inFlight = new Set<Promise<void>>();
 	/** The ticks being sent now, as `<scheduleId> <tickAt>`. */
 	readonly #sending = new Set<string>();
-	/** Ticks in flight per principal. */
-	readonly #perPrincipal = new Map<string, number>();
+	/** When each tick in flight was sent, oldest first, per principal. */
+	readonly #perPrincipal = new Map<string, number[]>();
 	#lastAbandon = 0;
 	#timer: NodeJS.Timeout | undefined;
 	#stopped = true;
@@ -90,6 +94,10 @@ export class ScheduleTicker {
 		for (const schedule of due) {
 			if (this.#stopped || this.#inFlight.size >= maxInFlight) return;
 			const tickAt = schedule.nextRunAt as number;
+			const who = schedule.principal;
+			const held = this.#perPrincipal.get(who) ?? [];
+			const full = held.length >= maxInFlightPerPrincipal;
+			if (full && now - (held[0] as number) < stuckMs) continue;
 			const plan = planTick(timingOf(schedule), tickAt, now, schedule.missed);
 			const won = await this.#store.claim(schedule.id, tickAt, plan.next, this.#node, plan.fire ? "pending" : "missed");
 			if (!won) continue;
@@ -97,21 +105,20 @@ export class ScheduleTicker {
 				this.#logger.info({ scheduleId: schedule.id, tickAt }, "schedule: a tick missed while down was skipped");
 				continue;
 			}
-			const who = schedule.principal;
-			const held = this.#perPrincipal.get(who) ?? 0;
-			if (held >= maxInFlightPerPrincipal) {
+			if (full) {
 				await this.#store.finish(schedule.id, tickAt, { status: "skipped", detail: crowded });
 				continue;
 			}
 			const key = `${schedule.id} ${tickAt}`;
+			const sent = now;
 			this.#sending.add(key);
-			this.#perPrincipal.set(who, held + 1);
+			held.push(sent);
+			this.#perPrincipal.set(who, held);
 			const firing: Promise<void> = this.#run(schedule, tickAt).finally(() => {
 				this.#inFlight.delete(firing);
 				this.#sending.delete(key);
-				const left = (this.#perPrincipal.get(who) ?? 1) - 1;
-				if (left > 0) this.#perPrincipal.set(who, left);
-				else this.#perPrincipal.delete(who);
+				held.splice(held.indexOf(sent), 1);
+				if (held.length === 0 && this.#perPrincipal.get(who) === held) this.#perPrincipal.delete(who);
 			});
 			this.#inFlight.add(firing);
 		}

@@ -9,7 +9,7 @@ import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts
 // his schedule sends as a follow-up waits for an answer that never comes (until --command-timeout-ms,
 // 2 minutes). The ticker has 8 ticks in flight at most for the whole node: before the fix bob's one
 // schedule took all 8 and alice's schedules did not fire at all.
-vi.setConfig({ testTimeout: 120_000, hookTimeout: 60_000 });
+vi.setConfig({ testTimeout: 150_000, hookTimeout: 60_000 });
 
 let dir: string;
 let gw: TestGateway;
@@ -36,6 +36,27 @@ const session = async (secret: string) => {
 };
 const runsOf = async (secret: string, id: string, sid: string) =>
 	(await call(secret, `/v1/sessions/${id}/schedules/${sid}`)).body.runs as { status: string }[];
+
+it("three schedules of one principal due at the same minute all run (the per-principal bound defers, it does not drop)", async () => {
+	const made: [string, string][] = [];
+	for (let i = 0; i < 3; i++) {
+		const id = await session(alice);
+		const created = await call(alice, `/v1/sessions/${id}/schedules`, {
+			method: "POST",
+			json: { message: `echo: minute ${i}`, cron: "* * * * *" },
+		});
+		expect(created.status).toBe(201);
+		made.push([id, created.body.id]);
+	}
+	for (const [id, sid] of made) {
+		const runs = await until(async () => {
+			const all = await runsOf(alice, id, sid);
+			return all.some((r) => r.status !== "pending") && all;
+		}, 90_000);
+		expect(runs.map((r) => r.status)).toContain("started");
+		await call(alice, `/v1/sessions/${id}`, { method: "DELETE" });
+	}
+});
 
 it("bob's ticks that never get an answer cannot take every slot: alice's schedule still fires", async () => {
 	const his = await session(bob);
