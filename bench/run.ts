@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { runClusterBenchmarks } from "./cluster-suite.ts";
 import { consoleFirstLoad } from "./console.ts";
 import { fanout, idleSubscribers, latency, throughput } from "./events.ts";
+import { fleet } from "./fleet.ts";
 import { idleWake } from "./idle-wake.ts";
 import { latencyTail } from "./latency-tail.ts";
 import { startGatewayProcess, stubPi, table } from "./lib.ts";
@@ -165,6 +166,16 @@ if (want("idle-wake")) {
 	);
 	console.log(table("16. Idle sessions past the idle timeout (default start, real pi, demo model)", memory));
 	console.log(table("16b. A woken session's first delta against a live one's (same session, back to back)", wake));
+}
+
+if (want("fleet")) {
+	// Real pi, the default start: 1,000 sessions take a pi start each (the pool's refill), so a
+	// full run is long (≈ 1.5 s of a core a create); the smoke pass grows a fleet of 4 to 6.
+	const { rows, flat } = await fleet(
+		smoke ? { sizes: [4, 6], active: 2, lists: 3 } : { sizes: [100, 300, 1000], active: 20, lists: 20 },
+	);
+	console.log(table("18. A fleet on one machine: sessions grown to each size, 20 of them in use (real pi)", rows));
+	console.log(table("18b. Flat cost: the largest fleet against the smallest", flat));
 }
 
 if (want("pool-create")) {
