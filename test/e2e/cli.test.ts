@@ -180,7 +180,8 @@ describe("keys", () => {
 			expect(table).not.toContain("sha256:");
 			const listed = JSON.parse((await main(["keys", "list", "--json", "--keys-file", file])).stdout);
 			expect(listed.map((k: { principal: string }) => k.principal)).toEqual(["alice", "bob"]);
-			expect(Object.keys(listed[0]).sort()).toEqual(["createdAt", "id", "principal", "scopes"]);
+			expect(Object.keys(listed[0]).sort()).toEqual(["createdAt", "id", "principal", "providerKeys", "scopes"]);
+			expect(listed[0].providerKeys).toEqual([]);
 
 			const revoked = await main(["keys", "revoke", "alice", "--keys-file", file]);
 			expect(revoked.stderr).toContain(`key ${listed[0].id} of alice revoked in ${file}`);
