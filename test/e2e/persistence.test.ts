@@ -131,6 +131,16 @@ describe("hibernation", () => {
 		expect(woken.pid).not.toBe(pid);
 		await gw.api(`/v1/sessions/${id}`, { method: "DELETE" });
 	});
+});
+
+// Apart from the idle delay above: with it, a session idle past 1.2 s on a busy machine went "idle"
+// before the next create could evict it, and the eviction (reason "lru") was never seen.
+describe("the live cap", () => {
+	let gw: TestGateway;
+	beforeAll(async () => {
+		gw = await startTestGateway({ idleTimeoutMs: 0, maxLiveSessions: 1 });
+	});
+	afterAll(() => gw?.stop());
 
 	it("past maxLiveSessions the least recently used session hibernates, and comes back when used", async () => {
 		const a = await gw.session({ name: "a" });
