@@ -85,6 +85,7 @@ describe("a gateway on PostgreSQL (--database-url)", () => {
 			{ version: 11 },
 			{ version: 12 },
 			{ version: 13 },
+			{ version: 14 },
 		]);
 		// The node gave its sessions up and left the cluster as it stopped.
 		expect(await rows(databaseUrl, "SELECT owner FROM sessions")).toEqual([{ owner: null }]);
