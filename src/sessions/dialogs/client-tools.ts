@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { type CostLimits, SchemaRefusal, schemaCost } from "../schemas/schema-cost.ts";
+import { type CostLimits, SchemaRefusal, schemaCost, uniqueItemsRefusal } from "../schemas/schema-cost.ts";
 
 /**
  * Client tools: tools a session declares at create and the calling program runs. The gateway's
@@ -89,21 +89,10 @@ export const toolSchemaLimits: CostLimits = {
 	maxDepth: 128,
 };
 
-/**
- * `uniqueItems: true` anywhere in the schema (the definitions: at most 64 KiB): refused, as for
- * outputSchema (run-output.ts). Every checker compares each pair of items for it, pi's and the
- * console's (15,000 items took the console's check 9 s), on arguments the model writes.
- */
-function uniqueItemsProblem(schema: unknown): string | undefined {
-	const stack: unknown[] = [schema];
-	while (stack.length > 0) {
-		const node = stack.pop();
-		if (node === null || typeof node !== "object") continue;
-		if (!Array.isArray(node) && (node as Record<string, unknown>).uniqueItems === true)
-			return "parameters: uniqueItems is not supported (checking it takes time quadratic in the array's length)";
-		stack.push(...(Array.isArray(node) ? node : Object.values(node)));
-	}
-	return undefined;
+/** Refused as for outputSchema (schema-cost.ts uniqueItemsRefusal), named as the field. */
+function unique(schema: unknown): string | undefined {
+	const refusal = uniqueItemsRefusal(schema);
+	return refusal && `parameters: ${refusal}`;
 }
 
 /** Why the cost of checking arguments against `schema` is over a bound, or undefined. */
@@ -137,7 +126,7 @@ export const ClientTool = z
 					ctx.addIssue({ code: "custom", message: 'a JSON Schema of an object: `"type": "object"`' });
 					return;
 				}
-				const problem = schemaProblem(schema, "parameters", 0) ?? uniqueItemsProblem(schema) ?? costProblem(schema);
+				const problem = schemaProblem(schema, "parameters", 0) ?? unique(schema) ?? costProblem(schema);
 				if (problem) ctx.addIssue({ code: "custom", message: problem });
 			})
 			.openapi({

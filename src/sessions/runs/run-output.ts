@@ -1,7 +1,14 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from "ajv/dist/2020.js";
 import { RE2JS } from "re2js";
 import { GatewayError } from "../../shared/errors.ts";
-import { answerCost, type CostLimits, type SchemaCost, SchemaRefusal, schemaCost } from "../schemas/schema-cost.ts";
+import {
+	answerCost,
+	type CostLimits,
+	type SchemaCost,
+	SchemaRefusal,
+	schemaCost,
+	uniqueItemsRefusal,
+} from "../schemas/schema-cost.ts";
 
 /**
  * Structured output (issue 31 item 2): a caller's JSON Schema, checked as a schema before anything
@@ -111,8 +118,8 @@ export function compileOutputSchema(schema: unknown): OutputSpec {
 		if (!metaAjv.validateSchema(schema)) throw invalid(metaAjv.errorsText(metaAjv.errors, { dataVar: "schema" }));
 	}
 	// ajv compares every pair of items for it: a 300 KB answer held the event loop for 25 s.
-	if (hasTrue(schema, "uniqueItems"))
-		throw invalid("uniqueItems is not supported (checking it takes time quadratic in the array's length)");
+	const unique = uniqueItemsRefusal(schema);
+	if (unique) throw invalid(unique);
 	let cost: SchemaCost;
 	try {
 		cost = schemaCost(schema, outputSchemaLimits);
@@ -171,18 +178,6 @@ export function checkAnswer(spec: OutputSpec, text: string | null): Checked {
 		return { ok: false, problem: "the JSON could not be checked against the schema" };
 	}
 	return { ok: false, problem: `the JSON does not validate: ${describeErrors(spec.validate.errors ?? [])}` };
-}
-
-/** Whether `key: true` appears anywhere in a JSON value (the schema: at most 64 KiB). */
-function hasTrue(value: unknown, key: string): boolean {
-	const stack: unknown[] = [value];
-	while (stack.length > 0) {
-		const node = stack.pop();
-		if (node === null || typeof node !== "object") continue;
-		if (!Array.isArray(node) && (node as Record<string, unknown>)[key] === true) return true;
-		for (const child of Array.isArray(node) ? node : Object.values(node)) stack.push(child);
-	}
-	return false;
 }
 
 function jsonCandidates(text: string): string[] {

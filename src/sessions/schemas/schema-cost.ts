@@ -223,3 +223,20 @@ export function answerCost(cost: SchemaCost, value: unknown, budget: number): An
 	}
 	return { steps };
 }
+
+/**
+ * Why a schema asking for `uniqueItems: true` anywhere (at most 64 KiB) is refused, or undefined:
+ * every checker (ajv, pi's, the console's) compares each pair of items for it, so its cost is
+ * quadratic in the length of an array the model writes. outputSchema and client tools' parameters.
+ */
+export function uniqueItemsRefusal(schema: unknown): string | undefined {
+	const stack: unknown[] = [schema];
+	while (stack.length > 0) {
+		const node = stack.pop();
+		if (node === null || typeof node !== "object") continue;
+		if (!Array.isArray(node) && (node as Record<string, unknown>).uniqueItems === true)
+			return "uniqueItems is not supported (checking it takes time quadratic in the array's length)";
+		for (const child of Array.isArray(node) ? node : Object.values(node)) stack.push(child);
+	}
+	return undefined;
+}
