@@ -9,20 +9,18 @@
  * gateway alone and of its whole tree after a full GC. "Flat" is the p50 at the largest size over
  * the p50 at the smallest (the issue's goal: within 1.5×).
  */
-import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import {
 	api,
 	auth,
+	countPrompt,
 	type GatewayProcess,
 	now,
-	openSse,
 	percentile,
-	readSse,
 	settledMemory,
 	startGatewayProcess,
 } from "./lib.ts";
-import { treePssBytes } from "./peers-proc.ts";
+import { pssBytes, treePssBytes } from "./peers-proc.ts";
 
 const ms = (from: bigint) => Number(now() - from) / 1e6;
 const mb = (bytes: number) => bytes / 2 ** 20;
@@ -32,21 +30,6 @@ const p50 = (values: number[]) =>
 		50,
 	);
 
-/** prompt → first text_delta and → agent_settled of one `count: 20` run, from the prompt's own stream. */
-async function promptOnce(gateway: GatewayProcess, id: string): Promise<{ first: number; settled: number }> {
-	const started = now();
-	let first = 0;
-	const res = await openSse(`${gateway.url}/v1/sessions/${id}/prompt`, {
-		method: "POST",
-		body: { message: "count: 20" },
-	});
-	await readSse(res, (event, data) => {
-		if (!first && event === "message_update" && data.includes('"text_delta"')) first = ms(started);
-		return event === "agent_settled";
-	});
-	return { first, settled: ms(started) };
-}
-
 /** Sessions with a pi now (every status but stopped, exited and crashed), from /metrics. */
 async function liveCount(gateway: GatewayProcess): Promise<number> {
 	const text = await (await fetch(`${gateway.url}/metrics`, { headers: auth })).text();
@@ -54,11 +37,6 @@ async function liveCount(gateway: GatewayProcess): Promise<number> {
 	for (const [, status, n] of text.matchAll(/^pi_gateway_sessions\{status="(\w+)"\} (\d+)/gm))
 		if (!["stopped", "exited", "crashed"].includes(status as string)) live += Number(n);
 	return live;
-}
-
-/** PSS of one process alone (bytes). */
-function pssOf(pid: number): number {
-	return Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"))?.[1] ?? 0) * 1024;
 }
 
 export interface FleetOptions {
@@ -95,10 +73,10 @@ export async function fleet({ sizes, active, lists, args = [] }: FleetOptions) {
 			const again: number[] = [];
 			const settled: number[] = [];
 			for (const id of ids.slice(0, active)) {
-				found.push((await promptOnce(gateway, id)).first);
-				const live = await promptOnce(gateway, id);
-				again.push(live.first);
-				settled.push(live.settled);
+				found.push((await countPrompt(gateway, id)).firstDeltaMs);
+				const live = await countPrompt(gateway, id);
+				again.push(live.firstDeltaMs);
+				settled.push(live.totalMs);
 			}
 			await settledMemory(gateway);
 			const tree = treePssBytes(gateway.pid);
@@ -114,7 +92,7 @@ export async function fleet({ sizes, active, lists, args = [] }: FleetOptions) {
 				"first delta, live p50 ms": p50(again),
 				"prompt → settled, live p50 ms": p50(settled),
 				"live pi": await liveCount(gateway),
-				"gateway PSS (MB)": mb(pssOf(gateway.pid)),
+				"gateway PSS (MB)": mb(pssBytes(gateway.pid)),
 				"tree PSS (MB)": mb(tree),
 				"tree PSS / session (MB)": mb(tree) / size,
 				"load before → after": `${loadBefore.toFixed(1)} → ${(loadavg()[0] ?? 0).toFixed(1)}`,

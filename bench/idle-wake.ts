@@ -10,51 +10,16 @@
  * text_delta, pi's cold start included), the second finds it live; the pair is on the same session
  * under the same load, so their difference is the wake's.
  */
-import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
-import {
-	api,
-	auth,
-	type GatewayProcess,
-	now,
-	openSse,
-	percentile,
-	readSse,
-	settledMemory,
-	startGatewayProcess,
-} from "./lib.ts";
-import { treePssBytes } from "./peers-proc.ts";
+import { api, auth, countPrompt, type GatewayProcess, percentile, settledMemory, startGatewayProcess } from "./lib.ts";
+import { pssBytes, treePssBytes } from "./peers-proc.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const mb = (bytes: number) => bytes / 2 ** 20;
 
-/** prompt → first text_delta of one `count: 20` run, read from the prompt's own stream (ms). */
-async function firstDelta(gateway: GatewayProcess, id: string): Promise<number> {
-	const started = now();
-	let first = 0n;
-	const res = await openSse(`${gateway.url}/v1/sessions/${id}/prompt`, {
-		method: "POST",
-		body: { message: "count: 20" },
-	});
-	await readSse(res, (event, data) => {
-		if (!first && event === "message_update" && data.includes('"text_delta"')) first = now();
-		return event === "agent_settled";
-	});
-	return Number(first - started) / 1e6;
-}
-
 async function poolSize(gateway: GatewayProcess): Promise<number> {
 	const text = await (await fetch(`${gateway.url}/metrics`, { headers: auth })).text();
 	return Number(/^pi_gateway_warm_pool_size (\d+)/m.exec(text)?.[1] ?? 0);
-}
-
-/** PSS of one process alone (bytes; 0 once it is gone). */
-function pssOf(pid: number): number {
-	try {
-		return Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"))?.[1] ?? 0) * 1024;
-	} catch {
-		return 0;
-	}
 }
 
 interface TreeMemory {
@@ -75,7 +40,7 @@ async function settledTree(gateway: GatewayProcess): Promise<TreeMemory> {
 	const listed = await api(`${gateway.url}/v1/sessions?limit=100`, "GET");
 	const pids = (listed.sessions as { pid: number | null }[]).flatMap((s) => (s.pid ? [s.pid] : []));
 	const tree = treePssBytes(gateway.pid);
-	const gatewayOnly = pssOf(gateway.pid);
+	const gatewayOnly = pssBytes(gateway.pid);
 	const sessions = pids.reduce((sum, pid) => sum + treePssBytes(pid), 0);
 	return {
 		tree,
@@ -119,8 +84,8 @@ export async function idleWake({ sessions, idleMs, args = [] }: IdleWakeOptions)
 		const woken: number[] = [];
 		const warm: number[] = [];
 		for (const id of ids) {
-			woken.push(await firstDelta(gateway, id));
-			warm.push(await firstDelta(gateway, id));
+			woken.push((await countPrompt(gateway, id)).firstDeltaMs);
+			warm.push((await countPrompt(gateway, id)).firstDeltaMs);
 		}
 		const diffs = woken.map((w, i) => w - (warm[i] as number)).sort((a, b) => a - b);
 		woken.sort((a, b) => a - b);

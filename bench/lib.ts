@@ -235,3 +235,24 @@ export async function settledMemory(gateway: GatewayProcess): Promise<{ rssBytes
 	const heapBytes = Number(/^nodejs_heap_size_used_bytes (\d+)/m.exec(text)?.[1] ?? Number.NaN);
 	return { rssBytes: procStats(gateway.pid).rssBytes, heapBytes };
 }
+
+/**
+ * One `count: 20` prompt of a session, read from the prompt's own SSE stream: prompt sent → the
+ * first text_delta, and → agent_settled (ms).
+ */
+export async function countPrompt(
+	gateway: GatewayProcess,
+	id: string,
+): Promise<{ firstDeltaMs: number; totalMs: number }> {
+	const started = now();
+	let first = 0n;
+	const res = await openSse(`${gateway.url}/v1/sessions/${id}/prompt`, {
+		method: "POST",
+		body: { message: "count: 20" },
+	});
+	await readSse(res, (event, data) => {
+		if (!first && event === "message_update" && data.includes('"text_delta"')) first = now();
+		return event === "agent_settled";
+	});
+	return { firstDeltaMs: Number(first - started) / 1e6, totalMs: Number(now() - started) / 1e6 };
+}

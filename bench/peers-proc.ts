@@ -59,13 +59,16 @@ export function treeCpuSeconds(root: number): number {
 	return ticks / 100;
 }
 
+/** Proportional set size of one process in bytes (0 once it is gone). */
+export function pssBytes(pid: number): number {
+	try {
+		return Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"))?.[1] ?? 0) * 1024;
+	} catch {
+		return 0;
+	}
+}
+
 /** Proportional set size of the tree in bytes: shared pages divided among the processes that share them. */
 export function treePssBytes(root: number): number {
-	let kib = 0;
-	for (const pid of processTree(root)) {
-		try {
-			kib += Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"))?.[1] ?? 0);
-		} catch {}
-	}
-	return kib * 1024;
+	return processTree(root).reduce((sum, pid) => sum + pssBytes(pid), 0);
 }

@@ -1,6 +1,7 @@
 import {
 	api,
 	auth,
+	countPrompt,
 	type GatewayProcess,
 	now,
 	openSse,
@@ -13,23 +14,6 @@ import {
 } from "./lib.ts";
 
 const ms = (ns: bigint) => Number(ns) / 1e6;
-
-async function timeToFirstDelta(
-	gateway: GatewayProcess,
-	id: string,
-): Promise<{ firstDeltaMs: number; totalMs: number }> {
-	const started = now();
-	let first = 0n;
-	const res = await openSse(`${gateway.url}/v1/sessions/${id}/prompt`, {
-		method: "POST",
-		body: { message: "count: 20" },
-	});
-	await readSse(res, (event, data) => {
-		if (!first && event === "message_update" && data.includes('"text_delta"')) first = now();
-		return event === "agent_settled";
-	});
-	return { firstDeltaMs: ms(first - started), totalMs: ms(now() - started) };
-}
 
 /** Waits (at most `ms`) until the gateway's warm pool holds a ready pi, as its /metrics says. */
 async function poolReady(gateway: GatewayProcess, ms: number): Promise<void> {
@@ -52,7 +36,7 @@ export async function sessionStart(gateway: GatewayProcess, samples: number, lab
 		// An empty body: the default options, which a warm pool serves.
 		const session = await api(`${gateway.url}/v1/sessions`, "POST", {});
 		starts.push(ms(now() - t0));
-		firsts.push((await timeToFirstDelta(gateway, session.id)).firstDeltaMs);
+		firsts.push((await countPrompt(gateway, session.id)).firstDeltaMs);
 		await api(`${gateway.url}/v1/sessions/${session.id}`, "DELETE");
 	}
 	starts.sort((a, b) => a - b);
