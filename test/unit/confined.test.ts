@@ -23,6 +23,7 @@ let base: string;
 let dataDir: string;
 let work: string;
 let fakeBin: string;
+let savedPath: string | undefined;
 let confinement: Confinement;
 const secret = "s3cr3t-token-value";
 
@@ -48,12 +49,15 @@ beforeAll(() => {
 	].join("\n");
 	writeFileSync(join(fakeBin, "rg"), `${probe}\n`);
 	chmodSync(join(fakeBin, "rg"), 0o755);
+	savedPath = process.env.PATH;
 	process.env.PATH = `${fakeBin}:${process.env.PATH}`;
 	process.env.LEAKED = "from-the-gateway";
 	confinement = { sandbox: true, hide: [dataDir], cover: [] };
 });
 afterAll(() => {
 	delete process.env.LEAKED;
+	// The test files after this one share its worker (vitest.config.ts: isolate false).
+	process.env.PATH = savedPath;
 	rmSync(base, { recursive: true, force: true });
 });
 

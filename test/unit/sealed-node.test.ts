@@ -5,8 +5,14 @@ import { afterAll, describe, expect, it } from "vitest";
 import { prepareSealedNode, sealedNodeDir, sealedRunner } from "../../src/sessions/process/sealed-node.ts";
 
 const cache = mkdtempSync(join(tmpdir(), "pi-gateway-sealed-"));
+// The test files after this one share its worker (vitest.config.ts: isolate false): put it back.
+const savedCache = process.env.XDG_CACHE_HOME;
 process.env.XDG_CACHE_HOME = cache;
-afterAll(() => rmSync(cache, { recursive: true, force: true }));
+afterAll(() => {
+	if (savedCache === undefined) delete process.env.XDG_CACHE_HOME;
+	else process.env.XDG_CACHE_HOME = savedCache;
+	rmSync(cache, { recursive: true, force: true });
+});
 
 describe("the sealed node", () => {
 	it("is an execute-only copy of the gateway's node in the cache folder, made again if it goes", () => {
