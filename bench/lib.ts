@@ -207,7 +207,12 @@ export function procStats(pid: number): { cpuSeconds: number; rssBytes: number }
 	return { cpuSeconds: ticks / 100, rssBytes: rssKb * 1024 };
 }
 
+/** When the last table was made: a smoke pass says what each table took, so CI's minutes can be read. */
+let lastTable = performance.now();
+
 export function table(title: string, rows: Record<string, string | number>[]): string {
+	const took = ((performance.now() - lastTable) / 1000).toFixed(1);
+	lastTable = performance.now();
 	const cols = Object.keys(rows[0] ?? {});
 	const fmt = (v: string | number) => (typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toFixed(3)) : v);
 	const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => fmt(r[c] ?? "").length)));
@@ -217,6 +222,7 @@ export function table(title: string, rows: Record<string, string | number>[]): s
 		line(cols),
 		`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`,
 		...rows.map((r) => line(cols.map((c) => fmt(r[c] ?? "")))),
+		...(process.argv.includes("--smoke") ? [`\n(smoke: ${took} s since the table before)`] : []),
 	].join("\n");
 }
 
