@@ -15,9 +15,12 @@ const atEnd = () => {
 };
 /** Dispatched on the window when the person sends a message: the transcript follows again. */
 export const followEvent = "pi-console-follow";
+/** Where the page was last seen scrolled to, by a scroll event or by toEnd itself. */
+let lastTop = 0;
 const toEnd = () => {
 	const root = scroller();
 	root.scrollTop = root.scrollHeight;
+	lastTop = root.scrollTop;
 };
 
 /**
@@ -30,12 +33,20 @@ export function TranscriptView({ transcript, empty }: { transcript: Transcript; 
 	const [behind, setBehind] = useState(false);
 	const count = transcript.items.length;
 	useEffect(() => {
+		// Only the reader moving up stops the following. A scroll event is dispatched a frame after
+		// the scroll: the one toEnd caused can arrive once a dialog or entry has made the page taller,
+		// when the page is no longer at its end though nobody moved it; judged by atEnd alone it
+		// stopped the following, and the dock then covered the command it asks about.
 		const onScroll = () => {
-			following.current = atEnd();
+			const top = scroller().scrollTop;
+			if (atEnd()) following.current = true;
+			else if (top < lastTop) following.current = false;
+			lastTop = top;
 			if (following.current) setBehind(false);
 		};
 		// The person sent a message: they want to see it and what answers it (composer.tsx).
 		const onSent = () => jump();
+		lastTop = scroller().scrollTop;
 		addEventListener("scroll", onScroll, { passive: true });
 		addEventListener(followEvent, onSent);
 		// The docked dialogs and composer grow and shrink (a dialog comes, an answer goes): a reader at
