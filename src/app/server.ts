@@ -27,7 +27,7 @@ import { createApp } from "./app.ts";
 import { scheduleService, startTicker } from "./schedules.ts";
 import { idempotencyKeys, recordStores, sessionBackend } from "./stores.ts";
 import { keepToken, resolveToken, type TokenSource } from "./token.ts";
-import { warmNewPrincipals } from "./warm-new-principals.ts";
+import { warmNewPrincipals, warmRecentPrincipals } from "./warm-new-principals.ts";
 
 export interface Gateway {
 	url: string;
@@ -231,6 +231,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	keepToken(tokenSource);
 	// Once listening: /healthz answers while the pool's pis start (registry.warm).
 	registry.warm();
+	warmRecentPrincipals(config, keys, registry, access);
 	warmNewPrincipals(config, keys, registry);
 	const tokenFile = "path" in tokenSource ? tokenSource.path : undefined;
 	const loaded: LoadedFiles = {};

@@ -17,6 +17,7 @@ let root: string;
 let provider: ScriptedProvider;
 let keysFile: string;
 const keys: Record<string, string> = {};
+const leftovers: string[] = [];
 const saved = process.env.OPENAI_API_KEY;
 const pooledPids = () => new Set(gw.registry.pool?.readyPids ?? []);
 const as = (who?: string): Record<string, string> => (who ? { authorization: `Bearer ${keys[who]}` } : {});
@@ -56,6 +57,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
 	await gw?.stop();
+	for (const dir of leftovers) rmSync(dir, { recursive: true, force: true });
 	await provider?.close();
 	if (saved === undefined) delete process.env.OPENAI_API_KEY;
 	else process.env.OPENAI_API_KEY = saved;
@@ -168,5 +170,33 @@ describe("principals", () => {
 		const run = await asked;
 		expect(run.status).toBe(200);
 		expect(run.body.text).toMatch(/^done: /);
+	});
+
+	it("after a restart, the principals whose sessions are the newest find a pooled pi at their first create", {
+		timeout: 180_000,
+	}, async () => {
+		keys.dave = createKey(keysFile, "dave", ["sessions:read", "sessions:write"]).secret;
+		// The newest sessions, oldest first: dave's, bob's, alice's. The pool keeps two principals'
+		// pools (--warm-pool 2): alice's and bob's after the restart, not dave's.
+		for (const who of ["dave", "bob", "alice"]) expect((await create(who, {})).status).toBe(201);
+		const before = gw;
+		await before.close();
+		gw = await startTestGateway({
+			keysFile,
+			piAgentDir: join(root, "agent"),
+			dataDir: before.config.dataDir,
+			warmPool: 2,
+		});
+		// Its data dir is the new gateway's: removed after it (afterAll).
+		leftovers.push(before.root);
+		const workspace = realpathSync(gw.workspace);
+		const readyIn = (who: string) => gw.registry.pool?.readyPidsIn(join(workspace, `@${who}`)) ?? [];
+		await until(() => readyIn("alice").length === 1 && readyIn("bob").length === 1, 60_000);
+		expect(readyIn("dave")).toEqual([]);
+		const pooled = pooledPids();
+		const res = await create("alice", {});
+		expect(res.status, JSON.stringify(res.body)).toBe(201);
+		expect(pooled.has(res.body.pid)).toBe(true);
+		expect((await prompt("alice", res.body.id, "after the restart")).body.text).toMatch(/said: after the restart$/);
 	});
 });
