@@ -136,7 +136,9 @@ describe("cluster mode: undelivered webhook messages outlive their node", () => 
 		expect(second.headers["webhook-id"]).toBe(messageId);
 		expect(verified(hook.secret, second)).toMatchObject({ type: "run.settled", data: { sessionId: id } });
 		// B's log reaches this side through a pipe, which a busy machine can deliver after the message.
-		await until(() => b.logs.some((l) => l.msg === "webhooks: adopted the undelivered messages of a node that is gone"));
+		await until(() =>
+			b.logs.some((l) => l.msg === "webhooks: adopted the undelivered messages of a node that is gone"),
+		);
 		const onB = (await b.api(`/v1/webhooks/${hook.id}/deliveries`)).body.deliveries;
 		expect(onB).toEqual([expect.objectContaining({ id: messageId, state: "delivered", attempts: 2 })]);
 		expect(onB[0].log.map((attempt: { status: number }) => attempt.status)).toEqual([503, 204]);
