@@ -87,8 +87,11 @@ describe("cluster mode: webhooks are shared by every node", () => {
 		expect((await prompt(c, id, "echo: one")).status).toBe(200);
 		const delivered = await until(() => first.of("run.settled").find((r) => r.json.data.sessionId === id));
 		expect(verified(hook.secret, delivered)).toMatchObject({ type: "run.settled", data: { sessionId: id } });
-		// The outbox is the owner's: B's delivery log has it.
-		const log = (await b.api(`/v1/webhooks/${hook.id}/deliveries`)).body.deliveries;
+		// The outbox is the owner's: B's delivery log has it (marked delivered once the receiver's answer is back).
+		const log = await until(async () => {
+			const deliveries = (await b.api(`/v1/webhooks/${hook.id}/deliveries`)).body.deliveries;
+			return deliveries[0]?.state === "delivered" && deliveries;
+		});
 		expect(log).toEqual([expect.objectContaining({ id: delivered.headers["webhook-id"], state: "delivered" })]);
 
 		// Deleted through C: B hears of it without being asked (its log says so) and sends no more.
@@ -97,6 +100,11 @@ describe("cluster mode: webhooks are shared by every node", () => {
 		// A second webhook, made after the delete, shows when the next run's event has gone out.
 		const next = await a.api("/v1/webhooks", { method: "POST", json: { url: second.url, events: ["run.settled"] } });
 		expect(next.status).toBe(201);
+		// B fires it once it has heard of it (docs/webhooks.md: LISTEN/NOTIFY, at once; a busy machine
+		// showed a run settling first, whose event then went to no second webhook).
+		await until(() =>
+			b.logs.some((l) => l.msg === "webhooks: reloaded" && (l.added as string[])?.includes(next.body.id)),
+		);
 		expect((await prompt(a, id, "echo: two")).status).toBe(200);
 		const after = await until(() => second.of("run.settled").find((r) => r.json.data.sessionId === id));
 		expect(verified(next.body.secret, after)).toBeTruthy();
