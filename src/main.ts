@@ -70,9 +70,12 @@ async function main(): Promise<void> {
 		// The server's code is compiled once per data dir and its bytecode kept there (not in the shared
 		// /tmp, where another user could plant some): a restart reaches listening on ≈ 15 % less CPU.
 		// NODE_COMPILE_CACHE, when set, has turned a cache on already and wins.
-		const compileCache = join(config.dataDir, "compile-cache", "gateway");
-		mkdirSync(compileCache, { recursive: true, mode: 0o700 });
-		enableCompileCache(compileCache);
+		// Only a speed-up: a data dir it cannot make is the start's to report, in its own words.
+		try {
+			const compileCache = join(config.dataDir, "compile-cache", "gateway");
+			mkdirSync(compileCache, { recursive: true, mode: 0o700 });
+			enableCompileCache(compileCache);
+		} catch {}
 		// Loaded only to start: --help, --print-config, keys and a bad flag answer without the server's code.
 		const server = await import("./app/server.ts");
 		gateway = await server.startGateway(settings.input, undefined, {
