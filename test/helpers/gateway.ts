@@ -188,14 +188,24 @@ export function stdinRecord(name: string) {
 	const path = join(tmpdir(), `pi-stdin-${name}-${process.pid}-${Date.now()}.jsonl`);
 	writeFileSync(path, "");
 	const text = () => readFileSync(path, "utf8");
+	const commands = (): Record<string, unknown>[] =>
+		text()
+			.split("\n")
+			.filter(Boolean)
+			.map((l) => JSON.parse(l));
+	// The gateway opens every pi it starts with a `get_state` (its first id, gw_1); the warm pool starts pi
+	// whenever it refills, so those lines appear in a shared record at any time.
+	const opening = (c: Record<string, unknown>) =>
+		c.type === "get_state" && c.id === "gw_1" && Object.keys(c).length === 2;
 	return {
 		path,
 		text,
-		commands: () =>
-			text()
-				.split("\n")
-				.filter(Boolean)
-				.map((l) => JSON.parse(l)),
+		commands,
+		/** Marks the record now; the function returned gives what reached pi since, pi starts left out. */
+		mark() {
+			const before = commands().length;
+			return () => commands().slice(before).filter((c) => !opening(c));
+		},
 	};
 }
 
