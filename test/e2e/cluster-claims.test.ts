@@ -51,6 +51,8 @@ describe("cluster mode: claiming needs a right", () => {
 				root,
 				token,
 				leaseTtlMs: 5000,
+				// Claims with the operator's pool: a pooled pi adopted on one node is a claim too.
+				pool: "default",
 				extra: [`--keys-file=${keysFile}`],
 			});
 			nodes.push(node);

@@ -55,7 +55,7 @@ beforeAll(async () => {
 				root,
 				token,
 				leaseTtlMs,
-				extra: [`--keys-file=${keysFile}`, "--warm-pool=0"],
+				extra: [`--keys-file=${keysFile}`],
 			}),
 		);
 	}

@@ -35,12 +35,12 @@ afterAll(async () => {
 	await server?.stop();
 });
 
-async function cluster(names: string[], extra: string[] = [], ttl = leaseTtlMs) {
+async function cluster(names: string[], extra: string[] = [], ttl = leaseTtlMs, pool?: "default") {
 	root = mkdtempSync(join(tmpdir(), "pi-gateway-cluster-"));
 	const databaseUrl = await server.freshDatabase();
 	const started: ClusterNode[] = [];
 	for (const name of names) {
-		const node = await startNode({ name, databaseUrl, root, token, leaseTtlMs: ttl, extra });
+		const node = await startNode({ name, databaseUrl, root, token, leaseTtlMs: ttl, extra, pool });
 		nodes.push(node);
 		started.push(node);
 	}
@@ -58,9 +58,10 @@ const prompt = (node: ClusterNode, id: string, message: string) =>
 
 describe("cluster mode: any node serves any request", () => {
 	it("creates on A, prompts through B, streams through C with Last-Event-ID, lists everywhere", async () => {
+		// The operator's pool here: the session A hands out is a pooled pi, adopted into the cluster.
 		const {
 			nodes: [a, b, c],
-		} = await cluster(["a", "b", "c"]);
+		} = await cluster(["a", "b", "c"], [], leaseTtlMs, "default");
 		const id = await create(a as ClusterNode, { name: "shared" });
 		const run = await prompt(b as ClusterNode, id, "echo: through b");
 		expect(run.status).toBe(200);
