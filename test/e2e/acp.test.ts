@@ -11,7 +11,7 @@ import {
 	type SessionNotification,
 } from "@agentclientprotocol/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fixtures, sleep, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { fixtures, noPool, sleep, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.ts";
 
 /**
@@ -139,7 +139,11 @@ function assertMonotonic(updates: SessionNotification[]) {
 let gw: TestGateway;
 
 beforeAll(async () => {
-	gw = await startTestGateway({ token, extensions: { dialogs: join(fixtures, "extensions/dialogs.ts") } } as never);
+	gw = await startTestGateway({
+		...noPool,
+		token,
+		extensions: { dialogs: join(fixtures, "extensions/dialogs.ts") },
+	} as never);
 });
 
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fixtures, sleep, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { fixtures, noPool, sleep, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { collect } from "../helpers/sse.ts";
 
 // How approvals end: answered late past the command deadline, pi's own timeout, a run that settles
@@ -10,7 +10,7 @@ let gw: TestGateway;
 let id: string;
 
 beforeAll(async () => {
-	gw = await startTestGateway({ extensions: { dialogs }, commandTimeoutMs: 1000 });
+	gw = await startTestGateway({ ...noPool, extensions: { dialogs }, commandTimeoutMs: 1000 });
 	id = await gw.session({ extensions: ["dialogs"] });
 });
 afterAll(() => gw?.stop());
@@ -227,7 +227,7 @@ describe("pi exits", () => {
 
 describe("the gateway's approval timeout (approvalTimeoutMs)", () => {
 	it("cancels an unanswered dialog so nothing hangs forever", async () => {
-		const policed = await startTestGateway({ extensions: { dialogs }, approvalTimeoutMs: 800 });
+		const policed = await startTestGateway({ ...noPool, extensions: { dialogs }, approvalTimeoutMs: 800 });
 		try {
 			const sid = await policed.session({ extensions: ["dialogs"] });
 			const confirm = prompt("/confirm", sid, policed);

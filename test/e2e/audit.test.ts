@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 
 // The audit trail of a full flow on real pi: created, prompted, answered, deleted, by whom,
@@ -31,6 +31,7 @@ afterAll(async () => {
 
 const start = () =>
 	startTestGateway({
+		...noPool,
 		keysFile: join(dir, "keys.json"),
 		dataDir: join(dir, "data"),
 		workspaceRoot: join(dir, "ws"),
@@ -104,7 +105,7 @@ describe.each(stores)("audit log in fair shares (%s)", (_name, database) => {
 	beforeAll(async () => {
 		const databaseUrl = await database();
 		const cluster = databaseUrl ? { databaseUrl, clusterSecret: "audit-fair-shares-secret-of-32-chars!" } : {};
-		shared = await startTestGateway({ keysFile: join(dir, "keys.json"), maxAuditEntries: 40, ...cluster });
+		shared = await startTestGateway({ ...noPool, keysFile: join(dir, "keys.json"), maxAuditEntries: 40, ...cluster });
 	});
 	afterAll(async () => {
 		await shared?.stop();

@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, symli
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // docs/deployment.md's backup and restore, in README's layout (the workspaces inside the data dir) and
 // with --workspace-root elsewhere: back up a stopped gateway with the CLI, wipe everything, restore,
@@ -33,7 +33,7 @@ describe.each([
 	{ layout: "shared-root" as const, outside: true },
 ])("backup and restore ($layout layout)", ({ layout, outside }) => {
 	it("brings back the conversation, its files and the session's ability to go on", async () => {
-		const first = await startTestGateway({ layout });
+		const first = await startTestGateway({ ...noPool, layout });
 		started.push(first);
 		const dataDir = first.config.dataDir;
 		const root = first.config.workspaceRoot;
@@ -88,6 +88,7 @@ describe.each([
 		expect(again.stderr).toMatch(/is not empty; restore into an empty or missing data dir/);
 
 		const second = await startTestGateway({
+			...noPool,
 			layout,
 			dataDir,
 			piAgentDir: first.config.piAgentDir,

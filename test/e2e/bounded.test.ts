@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sleep, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, sleep, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { collect } from "../helpers/sse.ts";
 
 // Issue 29, "bounded and fair": what a hostile (or just busy) agent can make the gateway keep.
@@ -14,7 +14,7 @@ const diskBytes = (path: string) => Number(execFileSync("du", ["-sb", path], { e
 describe("the shadow repository stays bounded", () => {
 	let gw: TestGateway;
 	beforeAll(async () => {
-		gw = await startTestGateway({ workspaceRoot: undefined });
+		gw = await startTestGateway({ ...noPool, workspaceRoot: undefined });
 	});
 	afterAll(async () => {
 		await gw?.stop();
@@ -55,7 +55,7 @@ describe("the shadow repository stays bounded", () => {
 describe("a session's snapshots stop at --workspace-max-snapshot-bytes", () => {
 	let gw: TestGateway;
 	beforeAll(async () => {
-		gw = await startTestGateway({ workspaceRoot: undefined, workspaceMaxSnapshotBytes: 8 * MiB });
+		gw = await startTestGateway({ ...noPool, workspaceRoot: undefined, workspaceMaxSnapshotBytes: 8 * MiB });
 	});
 	afterAll(async () => {
 		await gw?.stop();
@@ -97,7 +97,7 @@ describe("DELETE keeps the session's folder; --workspace-retention-days removes 
 	// Two seconds: the sweep runs every second.
 	const retention = 2 / 86_400;
 	beforeAll(async () => {
-		gw = await startTestGateway({ workspaceRoot: undefined, workspaceRetentionDays: retention });
+		gw = await startTestGateway({ ...noPool, workspaceRoot: undefined, workspaceRetentionDays: retention });
 	});
 	afterAll(async () => {
 		await gw?.stop();
@@ -164,7 +164,7 @@ describe("DELETE keeps the session's folder; --workspace-retention-days removes 
 
 describe("the retention sweep at start", () => {
 	it("removes folders whose retention ran out while the gateway was stopped", async () => {
-		const first = await startTestGateway({ workspaceRoot: undefined });
+		const first = await startTestGateway({ ...noPool, workspaceRoot: undefined });
 		const dataDir = join(first.root, "data");
 		const id = await first.session();
 		const folder = join(first.config.workspaceRoot, id);
@@ -176,7 +176,7 @@ describe("the retention sweep at start", () => {
 		expect(kept).toMatchObject([{ id, path: folder }]);
 		const longAgo = new Date(Date.now() - 31 * 86_400_000).toISOString();
 		writeFileSync(list, JSON.stringify(kept.map((k) => ({ ...k, deletedAt: longAgo }))));
-		const second = await startTestGateway({ workspaceRoot: undefined, dataDir });
+		const second = await startTestGateway({ ...noPool, workspaceRoot: undefined, dataDir });
 		try {
 			await until(() => !existsSync(folder), 10_000);
 		} finally {
@@ -190,7 +190,7 @@ describe("images per command are bounded (64)", () => {
 	let gw: TestGateway;
 	let id: string;
 	beforeAll(async () => {
-		gw = await startTestGateway({ workspaceRoot: undefined });
+		gw = await startTestGateway({ ...noPool, workspaceRoot: undefined });
 		id = await gw.session();
 	});
 	afterAll(async () => {

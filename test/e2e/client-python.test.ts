@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { className, eventTypes, generateEvents } from "../../clients/python/generate-events.ts";
 import { generate } from "../../clients/python/generate-types.ts";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // The first-party Python client (clients/python, standard library only): its typed schema and event
 // classes are what the generator makes of openapi.yaml, every event type has its class, pip installs
@@ -88,7 +88,7 @@ it.skipIf(!python)("every event type of openapi.yaml has a class of its own in t
 describe.skipIf(!python)("the Python client against a live gateway", () => {
 	let gw: TestGateway;
 	beforeAll(async () => {
-		gw = await startTestGateway({ token });
+		gw = await startTestGateway({ ...noPool, token });
 	});
 	afterAll(() => gw?.stop());
 

@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PiGateway, type ToolCall } from "../../src/client/index.ts";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { fixtures, noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { startReceiver } from "../helpers/receiver.ts";
 import { collect } from "../helpers/sse.ts";
 
@@ -21,7 +21,7 @@ const lookupPrice = {
 };
 
 beforeAll(async () => {
-	gw = await startTestGateway();
+	gw = await startTestGateway(noPool);
 	id = await gw.session({ clientTools: [lookupPrice] });
 });
 afterAll(() => gw?.stop());
@@ -192,6 +192,7 @@ describe("the agent", () => {
 
 	it("cannot forge a call: a client-tool dialog that matches no client tool pi runs is dismissed, never a call or an approval", async () => {
 		const gwForge = await startTestGateway({
+			...noPool,
 			extensions: { forge: join(fixtures, "extensions/forge-client-tool.ts") },
 		});
 		try {
@@ -228,7 +229,7 @@ describe("the agent", () => {
 describe("webhooks", () => {
 	it("deliver tool_call.requested and tool_call.resolved, thin: ids, name and status, never the arguments or output", async () => {
 		const receiver = await startReceiver();
-		const hooked = await startTestGateway({ webhookAllow: ["loopback"] });
+		const hooked = await startTestGateway({ ...noPool, webhookAllow: ["loopback"] });
 		try {
 			const created = await hooked.api("/v1/webhooks", {
 				method: "POST",
@@ -341,7 +342,7 @@ describe("the Python client", () => {
 
 describe("nobody answers", () => {
 	it("past --approval-timeout-ms the model gets an error result that says so; a late answer is 410", async () => {
-		const timed = await startTestGateway({ approvalTimeoutMs: 300 });
+		const timed = await startTestGateway({ ...noPool, approvalTimeoutMs: 300 });
 		try {
 			const sid = await timed.session({ clientTools: [lookupPrice] });
 			const run = await timed.api(`/v1/sessions/${sid}/prompt?wait=true`, {
@@ -403,14 +404,14 @@ describe("a gateway restart", () => {
 		mkdirSync(join(root, "agent"));
 		const dirs = { dataDir: join(root, "data"), piAgentDir: join(root, "agent") };
 		try {
-			const first = await startTestGateway(dirs);
+			const first = await startTestGateway({ ...noPool, ...dirs });
 			const sid = await first.session({ clientTools: [lookupPrice] });
 			expect(
 				(await first.api(`/v1/sessions/${sid}/prompt?wait=true`, { method: "POST", json: { message: "echo: hi" } }))
 					.status,
 			).toBe(200);
 			await first.stop();
-			const second = await startTestGateway(dirs);
+			const second = await startTestGateway({ ...noPool, ...dirs });
 			try {
 				const run = second.api(`/v1/sessions/${sid}/prompt?wait=true`, {
 					method: "POST",
@@ -440,7 +441,7 @@ describe("principals", () => {
 		const alice = { authorization: `Bearer ${createKey(keysFile, "alice", [...full]).secret}` };
 		const bob = { authorization: `Bearer ${createKey(keysFile, "bob", [...full]).secret}` };
 		const reader = { authorization: `Bearer ${createKey(keysFile, "reader", ["sessions:read"]).secret}` };
-		const keyed = await startTestGateway({ keysFile });
+		const keyed = await startTestGateway({ ...noPool, keysFile });
 		try {
 			const created = await keyed.api("/v1/sessions", {
 				method: "POST",

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { plantInNewSessionFolders, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, plantInNewSessionFolders, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { hasCommand } from "../helpers/host.ts";
 
 // The examples in examples/ run as their users run them: as processes, against a live gateway
@@ -17,7 +17,7 @@ const token = "clients-test-token-0123456789";
 
 let gw: TestGateway;
 beforeAll(async () => {
-	gw = await startTestGateway({ token });
+	gw = await startTestGateway({ ...noPool, token });
 });
 afterAll(() => gw?.stop());
 
@@ -137,7 +137,7 @@ describe.skipIf(!hasCommand("curl") || !hasCommand("jq"))("curl walkthrough (the
 		// A gateway of its own: the walkthrough shows metrics, which count everything the gateway did.
 		// No token given: the gateway generates one in its data dir, and the script reads it from
 		// there, as a user who typed `npm start` would.
-		const own = await startTestGateway();
+		const own = await startTestGateway(noPool);
 		try {
 			const { PI_GATEWAY_TOKEN: _, ...rest } = env(own);
 			const scriptEnv = { ...rest, PI_GATEWAY_DATA_DIR: own.config.dataDir };

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { openRaw, parseFrames } from "../helpers/raw-sse.ts";
 import { collect, type Frame } from "../helpers/sse.ts";
 
@@ -13,7 +13,7 @@ describe("a small log (50 events) and at most 2 subscribers", () => {
 	let gw: TestGateway;
 	let id: string;
 	beforeAll(async () => {
-		gw = await startTestGateway({ eventLogMaxEvents: 50, maxSubscribers: 2 });
+		gw = await startTestGateway({ ...noPool, eventLogMaxEvents: 50, maxSubscribers: 2 });
 		id = await gw.session({ persist: false });
 	});
 	afterAll(() => gw?.stop());
@@ -76,6 +76,7 @@ describe("a reader that stops reading (1 MiB buffer)", () => {
 	beforeAll(async () => {
 		// A long heartbeat also gives the stalled socket a long grace to take its final frame.
 		gw = await startTestGateway({
+			...noPool,
 			sseMaxBufferedBytes: 1024 * 1024,
 			sseHeartbeatMs: 60_000,
 			eventLogMaxEvents: 100_000,
@@ -134,7 +135,7 @@ describe("a reader that stops reading (1 MiB buffer)", () => {
 
 describe("gateway shutdown", () => {
 	it("ends every open stream: the session's with session_exit, the all-sessions one with shutdown", async () => {
-		const gw = await startTestGateway();
+		const gw = await startTestGateway(noPool);
 		try {
 			const id = await gw.session({ persist: false });
 			const sessionFrames = collect(await open(gw, `/v1/sessions/${id}/events`));

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/app/server.ts";
 import type { SessionRegistry } from "../../src/sessions/registry/registry.ts";
 import type { SqliteStore } from "../../src/store/sqlite/sessions.ts";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // Issue 10 items 10, 12 and 13: faults from outside the API (a crash, a full disk, a broken
 // registry) must give the documented answers and never take the gateway down. Real pi throughout.
@@ -42,7 +42,7 @@ async function busy(g: TestGateway, id: string) {
 
 describe("item 12: commands caught by a crash or a delete get the documented answers", () => {
 	it("queued commands of a session whose pi crashed get 502 pi_crashed, not 500", async () => {
-		gw = await startTestGateway({ token });
+		gw = await startTestGateway({ ...noPool, token });
 		const id = await gw.session();
 		const pending = await busy(gw, id);
 		gw.registry.get(id).kill("SIGKILL");
@@ -54,7 +54,7 @@ describe("item 12: commands caught by a crash or a delete get the documented ans
 	});
 
 	it("commands in flight or queued on a session being deleted get 410 session_deleted", async () => {
-		gw = await startTestGateway({ token, shutdownGraceMs: 200 });
+		gw = await startTestGateway({ ...noPool, token, shutdownGraceMs: 200 });
 		const id = await gw.session();
 		const pending = await busy(gw, id);
 		expect((await gw.api(`/v1/sessions/${id}`, { method: "DELETE" })).status).toBe(204);
@@ -68,7 +68,7 @@ describe("item 12: commands caught by a crash or a delete get the documented ans
 
 describe("item 10: a full disk fails soft", () => {
 	it("registry writes that fail are logged and surfaced (readyz 503, metrics, 507 on create); live sessions go on; it recovers", async () => {
-		gw = await startTestGateway({ token });
+		gw = await startTestGateway({ ...noPool, token });
 		const live = await gw.session({ name: "live" });
 		const store = sqlite(gw.registry);
 		if (!store) throw new Error("no store");
@@ -132,7 +132,7 @@ describe("item 10: a full disk fails soft", () => {
 
 describe("item 13: registry fragility", () => {
 	it("a malformed row is named in the log and skipped; the other sessions come back", async () => {
-		gw = await startTestGateway({ token });
+		gw = await startTestGateway({ ...noPool, token });
 		const a = await gw.session({ name: "a" });
 		const b = await gw.session({ name: "b" });
 		const db = sqlite(gw.registry)?.database;
@@ -190,7 +190,7 @@ describe("item 13: registry fragility", () => {
 	});
 
 	it("a session whose pi session file is gone fails to resume with session_file_missing", async () => {
-		gw = await startTestGateway({ token });
+		gw = await startTestGateway({ ...noPool, token });
 		const id = await gw.session({ name: "forgetful" });
 		await gw.api(`/v1/sessions/${id}/prompt?wait=true`, { method: "POST", json: { message: "echo: remember me" } });
 		const file = (await gw.api(`/v1/sessions/${id}`)).body.piSessionFile as string;

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // JWTs from an identity provider, checked against its JWKS served here on 127.0.0.1:0: the
 // principal and scopes come from the token's claims; a rotated key is fetched; expired tokens,
@@ -39,6 +39,7 @@ beforeAll(async () => {
 	const keysFile = join(dir, "keys.json");
 	danaKey = createKey(keysFile, "dana", ["sessions:read", "sessions:write"]).secret;
 	gw = await startTestGateway({
+		...noPool,
 		keysFile,
 		jwtJwksUrl: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks.json`,
 		jwtIssuer: issuer,

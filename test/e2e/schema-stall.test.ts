@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
 import { compileOutputSchema, maxCheckSteps } from "../../src/sessions/runs/run-output.ts";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { anyOfChain, hostileOutputSchemas, hostileToolParameters } from "../helpers/hostile-schemas.ts";
 
 // Issue 41 item 3, "No request holds the event loop": bob's outputSchema of 21 $defs (each an anyOf
@@ -21,7 +21,7 @@ beforeAll(async () => {
 	keysFile = join(dir, "keys.json");
 	alice = createKey(keysFile, "alice", ["sessions:read", "sessions:write"]).secret;
 	bob = createKey(keysFile, "bob", ["sessions:read", "sessions:write"]).secret;
-	gw = await startTestGateway({ keysFile });
+	gw = await startTestGateway({ ...noPool, keysFile });
 });
 afterAll(async () => {
 	await gw?.stop();

@@ -4,7 +4,7 @@ import { basename, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config/config.ts";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // A session owns its pi session files (issue 20, "A session can be pointed at another principal's
 // conversation"): bob cannot switch, parent or resume onto alice's file, not even across a gateway
@@ -15,7 +15,7 @@ const key = { alice: "", bob: "" };
 const open: TestGateway[] = [];
 
 async function gateway(overrides: Partial<ConfigInput> = {}): Promise<TestGateway> {
-	const gw = await startTestGateway({ ...dirs, ...overrides });
+	const gw = await startTestGateway({ ...noPool, ...dirs, ...overrides });
 	open.push(gw);
 	return gw;
 }

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // GET /v1/sessions pages (limit/cursor, oldest first) and filters (status, node, principal), on
 // one node with real pi.
@@ -23,7 +23,7 @@ beforeAll(async () => {
 	const keysFile = join(dir, "keys.json");
 	key.alice = createKey(keysFile, "alice", ["sessions:read", "sessions:write"]).secret;
 	key.bob = createKey(keysFile, "bob", ["sessions:read", "sessions:write"]).secret;
-	gw = await startTestGateway({ keysFile });
+	gw = await startTestGateway({ ...noPool, keysFile });
 	for (const who of ["alice", "bob", "alice", "bob", "alice"] as const) {
 		const res = await gw.api("/v1/sessions", { method: "POST", headers: as(who), json: {} });
 		expect(res.status).toBe(201);

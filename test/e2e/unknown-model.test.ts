@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { alive, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { alive, noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // Issue 25: a model pi cannot run is refused at create (422 with the models pi offers), not
 // accepted and failed at the first prompt with pi's "Use /login" (real pi, the demo model).
 let gw: TestGateway;
 beforeAll(async () => {
-	gw = await startTestGateway();
+	gw = await startTestGateway(noPool);
 });
 afterAll(() => gw?.stop());
 

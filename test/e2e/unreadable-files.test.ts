@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { agentRun, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { agentRun, noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { collect } from "../helpers/sse.ts";
 
 // README's layout. The sandboxed git that takes snapshots holds CAP_DAC_READ_SEARCH (confined.ts):
@@ -8,7 +8,7 @@ import { collect } from "../helpers/sse.ts";
 // snapshot). What git still cannot read as a file — a FIFO, a socket — is named in `unreadable`.
 let gw: TestGateway;
 beforeAll(async () => {
-	gw = await startTestGateway();
+	gw = await startTestGateway(noPool);
 });
 afterAll(async () => {
 	await gw?.stop();

@@ -4,7 +4,7 @@ import { join, resolve } from "node:path";
 import { Webhook } from "standardwebhooks";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config/config.ts";
-import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { fixtures, noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { type Received, startReceiver } from "../helpers/receiver.ts";
 
 const gate = resolve(import.meta.dirname, "../../extensions/permission-gate.ts");
@@ -32,7 +32,7 @@ describe("webhooks", () => {
 	it("deliver a signed approval.requested; an answer through the API brings approval.resolved and run.settled", async () => {
 		const receiver = await startReceiver();
 		cleanup.push(receiver.close);
-		const gw = await startTestGateway({ extensions: { gate }, webhookAllow: ["loopback"] });
+		const gw = await startTestGateway({ ...noPool, extensions: { gate }, webhookAllow: ["loopback"] });
 		cleanup.push(() => gw.stop());
 		const hook = await subscribe(gw, {
 			url: receiver.url,
@@ -135,7 +135,7 @@ describe("webhooks", () => {
 			webhookAllow: ["127.0.0.1"],
 			webhookRetryBaseMs: 300,
 		};
-		const first = await startTestGateway(dirs);
+		const first = await startTestGateway({ ...noPool, ...dirs });
 		let firstStopped = false;
 		cleanup.push(() => firstStopped || first.stop());
 		const hook = await subscribe(first, { url: receiver.url, events: ["run.settled"] });
@@ -149,7 +149,7 @@ describe("webhooks", () => {
 		const seenBeforeRestart = receiver.received.length;
 		expect(seenBeforeRestart).toBeLessThan(4);
 
-		const second = await startTestGateway(dirs);
+		const second = await startTestGateway({ ...noPool, ...dirs });
 		cleanup.push(() => second.stop());
 		await until(async () => {
 			const { body } = await second.api(`/v1/webhooks/${hook.id}/deliveries`);
@@ -168,6 +168,7 @@ describe("webhooks", () => {
 		const receiver = await startReceiver();
 		cleanup.push(receiver.close);
 		const gw = await startTestGateway({
+			...noPool,
 			piCommand: [process.execPath, join(fixtures, "stub-pi.mjs"), "ok"],
 			webhookAllow: ["loopback"],
 		});
@@ -192,7 +193,7 @@ describe("webhooks", () => {
 	});
 
 	it("refuse metadata, link-local and (unless allowed) loopback destinations", async () => {
-		const gw = await startTestGateway();
+		const gw = await startTestGateway(noPool);
 		cleanup.push(() => gw.stop());
 		for (const url of [
 			"http://169.254.169.254/latest/meta-data",
@@ -222,7 +223,7 @@ describe("webhooks", () => {
 			file,
 			JSON.stringify([{ id: "ops", url: "https://hooks.example.com/pi", events: ["session.crashed"], secret }]),
 		);
-		const gw = await startTestGateway({ webhooksFile: file });
+		const gw = await startTestGateway({ ...noPool, webhooksFile: file });
 		cleanup.push(() => gw.stop());
 		const { body } = await gw.api("/v1/webhooks/ops");
 		expect(body).toMatchObject({ id: "ops", static: true, events: ["session.crashed"] });
