@@ -1,10 +1,11 @@
 import { mkdirSync } from "node:fs";
-import { createRequire, enableCompileCache } from "node:module";
+import { createRequire, enableCompileCache, getCompileCacheDir } from "node:module";
 import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import { ZodError } from "zod";
 import type { startGateway } from "./app/server.ts";
 import { listenRefusal, startupNotices } from "./app/startup-notices.ts";
+import { cacheStrippedTypes } from "./app/stripped-types-cache.ts";
 import { keysCommand } from "./cli/keys.ts";
 import { databaseUrlOnArgv, hasPassword } from "./cluster/credentials.ts";
 import { parseConfig } from "./config/config.ts";
@@ -75,6 +76,8 @@ async function main(): Promise<void> {
 			const compileCache = join(config.dataDir, "compile-cache", "gateway");
 			mkdirSync(compileCache, { recursive: true, mode: 0o700 });
 			enableCompileCache(compileCache);
+			if (import.meta.url.endsWith(".ts"))
+				cacheStrippedTypes(join(getCompileCacheDir() ?? compileCache, "stripped"), import.meta.dirname);
 		} catch {}
 		// Loaded only to start: --help, --print-config, keys and a bad flag answer without the server's code.
 		const server = await import("./app/server.ts");
