@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
 import { launchChromium } from "../helpers/chromium.ts";
 import { buildConsole } from "../helpers/console-build.ts";
-import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // The changes review on a par with a pull request, and the new-session form (issue 46 items 4 and
 // 5), in Debian's Chromium with real pi and the demo model, at desktop and phone size: the review
@@ -37,7 +37,7 @@ beforeAll(async () => {
 	keysDir = mkdtempSync(join(tmpdir(), "pi-gateway-review-keys-"));
 	const keysFile = join(keysDir, "keys.json");
 	alice = createKey(keysFile, "alice", ["admin"]).secret;
-	gw = await startTestGateway({ ...noPool, token, keysFile });
+	gw = await startTestGateway({ token, keysFile });
 	chrome = await launchChromium(desktop);
 	browser = chrome.browser;
 	const elsewhere = process.env.PI_GW_CONSOLE_DIR;
