@@ -1,5 +1,5 @@
 import { mkdirSync } from "node:fs";
-import { createRequire, enableCompileCache, getCompileCacheDir } from "node:module";
+import { createRequire, enableCompileCache } from "node:module";
 import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import { ZodError } from "zod";
@@ -76,8 +76,8 @@ async function main(): Promise<void> {
 			const compileCache = join(config.dataDir, "compile-cache", "gateway");
 			mkdirSync(compileCache, { recursive: true, mode: 0o700 });
 			enableCompileCache(compileCache);
-			if (import.meta.url.endsWith(".ts"))
-				cacheStrippedTypes(join(getCompileCacheDir() ?? compileCache, "stripped"), import.meta.dirname);
+			// Always the data dir's: NODE_COMPILE_CACHE may name a shared folder, and this is read back as code.
+			if (import.meta.url.endsWith(".ts")) cacheStrippedTypes(join(compileCache, "stripped"), import.meta.dirname);
 		} catch {}
 		// Loaded only to start: --help, --print-config, keys and a bad flag answer without the server's code.
 		const server = await import("./app/server.ts");
