@@ -11,7 +11,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { type ClusterNode, startNode } from "../test/helpers/cluster.ts";
 import { startTestPostgres, type TestPostgres } from "../test/helpers/postgres.ts";
-import { now, percentile, procStats } from "./lib.ts";
+import { keepCompileCache, now, percentile, procStats, seedCompileCache, settleMs } from "./lib.ts";
 
 const gcOnSignal = join(import.meta.dirname, "gc-on-signal.cjs");
 export const ms = (ns: bigint) => Number(ns) / 1e6;
@@ -46,11 +46,14 @@ export class BenchCluster {
 	/** Starts a node; `startMs` is process spawn to its "listening" log line. Names are unique per run. */
 	async node(name: string, databaseUrl: string, spec: NodeSpec = {}): Promise<{ node: ClusterNode; startMs: number }> {
 		const t0 = now();
+		const unique = `${name}-${++this.#names}`;
+		// The smoke pass's carried compile cache (lib.ts), in the folder startNode makes its data dir.
+		seedCompileCache(join(this.#root, unique, "data"));
 		// startNode spawns before its first await: the node (only) gets the GC preload.
 		const inherited = process.env.NODE_OPTIONS;
 		process.env.NODE_OPTIONS = [inherited, "--expose-gc", `--require "${gcOnSignal}"`].filter(Boolean).join(" ");
 		const starting = startNode({
-			name: `${name}-${++this.#names}`,
+			name: unique,
 			databaseUrl,
 			root: this.#root,
 			token: this.token,
@@ -78,6 +81,7 @@ export class BenchCluster {
 		const late = setTimeout(() => node.signal("SIGKILL"), 20_000);
 		try {
 			await node.stop();
+			keepCompileCache(node.dataDir);
 		} finally {
 			clearTimeout(late);
 			this.#nodes.delete(node);
@@ -148,7 +152,7 @@ export class BenchCluster {
 	 */
 	async memory(node: ClusterNode): Promise<{ heapBytes: number; rssBytes: number }> {
 		node.signal("SIGUSR2");
-		await sleep(500);
+		await sleep(settleMs);
 		const text = await (await node.fetch("/metrics")).text();
 		const heap = Number(/^nodejs_heap_size_used_bytes (\d+)/m.exec(text)?.[1] ?? Number.NaN);
 		return { heapBytes: heap, rssBytes: procStats(node.pid).rssBytes };

@@ -14,7 +14,9 @@ async function conversations(h: BenchCluster, node: ClusterNode, count: number):
 	const ids: string[] = [];
 	for (let i = 0; i < count; i++) {
 		const id = (await h.ok(node, "POST", "/v1/sessions", {}, 201)).id as string;
-		if ((await echo(h, node, id, `first ${i}`)).status !== 200) throw new Error("the first prompt failed");
+		const first = await echo(h, node, id, `first ${i}`);
+		if (first.status !== 200)
+			throw new Error(`the first prompt failed: HTTP ${first.status} ${JSON.stringify(first.json)}`);
 		ids.push(id);
 	}
 	return ids;

@@ -31,15 +31,15 @@ export async function runClusterBenchmarks(smoke: boolean, want: (name: string) 
 	process.once("SIGTERM", interrupted);
 	try {
 		if (want("cluster-latency")) {
-			const rows = await commandLatency(h, smoke ? 20 : 400);
+			const rows = smoke ? await commandLatency(h, 10, 2) : await commandLatency(h, 400);
 			console.log(table("C1. Cluster: a command through the owner vs through another node", rows));
 		}
 		if (want("cluster-events")) {
-			const rows = await eventLatency(h, smoke ? 400 : 10_000, 1000);
+			const rows = smoke ? await eventLatency(h, 400, 1000, 200) : await eventLatency(h, 10_000, 1000);
 			console.log(table("C1b. Cluster: SSE events read from the owner vs from another node (200 B events)", rows));
 		}
 		if (want("cluster-resume")) {
-			const rows = await resume(h, smoke ? 2 : 20, !smoke);
+			const rows = await resume(h, smoke ? 1 : 20, !smoke);
 			console.log(
 				table("C2. Cluster: resume on node B of a session stopped on node A (its first prompt, `echo:`)", rows),
 			);

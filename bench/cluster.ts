@@ -10,8 +10,11 @@ import type { ClusterNode } from "../test/helpers/cluster.ts";
 import { type BenchCluster, echo, ms, type Row, stats } from "./cluster-harness.ts";
 import { now, readSse, stubPi } from "./lib.ts";
 
-/** 1. A cheap read and a short run, each sent alternately to the owner and to the other node. */
-export async function commandLatency(h: BenchCluster, samples: number): Promise<Row[]> {
+/**
+ * 1. A cheap read and a short run, each sent alternately to the owner and to the other node, after
+ * `warmUp` of each (not counted; the smoke pass sends 2).
+ */
+export async function commandLatency(h: BenchCluster, samples: number, warmUp = 5): Promise<Row[]> {
 	const db = await h.database();
 	const { node: a } = await h.node("owner", db);
 	const { node: b } = await h.node("other", db);
@@ -23,7 +26,7 @@ export async function commandLatency(h: BenchCluster, samples: number): Promise<
 	const rows: Row[] = [];
 	for (const [command, n, send] of commands) {
 		const times = { owner: [] as number[], other: [] as number[] };
-		for (let i = -5; i < n; i++) {
+		for (let i = -warmUp; i < n; i++) {
 			// Alternating which goes first, so neither path always follows the other.
 			const order: ["owner" | "other", ClusterNode][] =
 				i % 2
@@ -38,7 +41,7 @@ export async function commandLatency(h: BenchCluster, samples: number): Promise<
 			for (const [path, via] of order) {
 				const res = await send(via, i);
 				if (res.status !== 200) throw new Error(`${command} via ${path}: HTTP ${res.status}`);
-				if (i >= 0) times[path].push(res.ms); // the first five of each are warm-up
+				if (i >= 0) times[path].push(res.ms); // the first `warmUp` of each are warm-up
 			}
 		}
 		const owner = stats(times.owner);
@@ -94,8 +97,11 @@ async function ownerLookup(db: string, id: string, samples: number): Promise<num
 	}
 }
 
-/** 1b. Per-event latency of one session's SSE stream read from its owner and from the other node. */
-export async function eventLatency(h: BenchCluster, events: number, rate: number): Promise<Row[]> {
+/**
+ * 1b. Per-event latency of one session's SSE stream read from its owner and from the other node,
+ * after `warmUp` events through each (not counted; at 1,000 events/s the default is 2 s a path).
+ */
+export async function eventLatency(h: BenchCluster, events: number, rate: number, warmUp = 2000): Promise<Row[]> {
 	const db = await h.database();
 	const stub = { extra: [`--pi-command=${process.execPath} ${stubPi}`] };
 	const { node: a } = await h.node("owner", db, stub);
@@ -120,8 +126,8 @@ export async function eventLatency(h: BenchCluster, events: number, rate: number
 		return latencies;
 	};
 	// Warm-up (discarded): the first frames through a fresh process pay for lazy compilation.
-	await run(a, 2000);
-	await run(b, 2000);
+	await run(a, warmUp);
+	await run(b, warmUp);
 	const rows: Row[] = [];
 	const measured = { owner: [] as number[], other: [] as number[] };
 	// Short rounds, alternating: a busy moment of the machine lands on both paths alike.

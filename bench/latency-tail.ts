@@ -147,7 +147,13 @@ function figures(deliveries: Delivery[]) {
 	return { events: ms.length, p50: at(0.5), p99: at(0.99), p999: at(0.999), max: ms.at(-1) ?? Number.NaN };
 }
 
-export async function latencyTail(rate: number, seconds: number, warmUpMs: number, usePerf = perfAvailable()) {
+export async function latencyTail(
+	rate: number,
+	seconds: number,
+	warmUpMs: number,
+	usePerf = perfAvailable(),
+	warmUpFlood = 3000,
+) {
 	const dir = mkdtempSync(join(tmpdir(), "pi-bench-tail-"));
 	const gcLog = join(dir, "gc.log");
 	const gateway = await startGatewayProcess(["--pi-command", `${process.execPath} ${stubPi}`], {
@@ -159,7 +165,7 @@ export async function latencyTail(rate: number, seconds: number, warmUpMs: numbe
 	const who: Record<string, string | number>[] = [];
 	try {
 		// Warm, as table 1: a flood and a paced run first, not counted.
-		await viaGateway(gateway, { count: 3000, rate: 0, size: 200 });
+		await viaGateway(gateway, { count: warmUpFlood, rate: 0, size: 200 });
 		await viaGateway(gateway, { count: warmUpMs, rate: 1000, size: 200 });
 		for (const path of ["pipe", "gateway"] as const) {
 			const perfFile = join(dir, `${path}.perf`);

@@ -1,12 +1,13 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { type IncomingMessage, request } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { LineParser } from "../src/client/sse.ts";
 import { bundledPiCli, demoExtensionPath } from "../src/sessions/process/spawn.ts";
+import { treeCpuSeconds } from "./peers-proc.ts";
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const stubPi = join(root, "bench", "stub-pi.mjs");
@@ -15,6 +16,9 @@ export const now = () => process.hrtime.bigint();
 const token = randomBytes(24).toString("base64url");
 export const auth = { authorization: `Bearer ${token}` };
 
+/** A smoke pass (`--smoke`): each table tiny, its figures only a sign that it still runs. */
+export const smokeRun = process.argv.includes("--smoke");
+
 export interface GatewayProcess {
 	url: string;
 	pid: number;
@@ -22,13 +26,42 @@ export interface GatewayProcess {
 	stop(): Promise<void>;
 }
 
-/** The gateway as its own process (as users run it), so its CPU and memory are its own. */
+/**
+ * The smoke pass carries the compile caches a gateway leaves in its data dir (`compile-cache/`: the
+ * gateway's stripped and compiled sources, each area's pi bytecode) to the next benchmark gateway's
+ * fresh data dir. Without it every one of the pass's ≈ 40 gateways and cluster nodes strips and
+ * compiles the gateway anew and its first pi compiles pi's bundle from scratch (≈ 0.3 s and ≈ 0.5 s
+ * of a core). A full run gives each gateway a cold data dir, as its figures say.
+ */
+const carriedCache = smokeRun ? mkdtempSync(join(tmpdir(), "pi-bench-compile-cache-")) : undefined;
+if (carriedCache) process.once("exit", () => rmSync(carriedCache, { recursive: true, force: true }));
+
+/** Smoke pass: a data dir without a compile cache gets the one carried so far. */
+export function seedCompileCache(dataDir: string): void {
+	const to = join(dataDir, "compile-cache");
+	if (!carriedCache || existsSync(to) || !existsSync(join(carriedCache, "gateway"))) return;
+	mkdirSync(dataDir, { recursive: true });
+	cpSync(carriedCache, to, { recursive: true });
+}
+
+/** Smoke pass: what a stopped gateway's compile cache holds joins the one carried to the next. */
+export function keepCompileCache(dataDir: string): void {
+	const from = join(dataDir, "compile-cache");
+	if (carriedCache && existsSync(from)) cpSync(from, carriedCache, { recursive: true, force: true });
+}
+
+/**
+ * The gateway as its own process (as users run it), so its CPU and memory are its own. `coldCache`:
+ * not even the smoke pass puts a compile cache in its data dir (a start that is timed as a first one).
+ */
 export async function startGatewayProcess(
 	args: string[],
-	extra: { nodeArgs?: string[]; env?: Record<string, string> } = {},
+	extra: { nodeArgs?: string[]; env?: Record<string, string>; coldCache?: boolean } = {},
 ): Promise<GatewayProcess> {
 	// Each gateway its own data directory (one gateway per directory; none in the user's home).
 	if (!args.includes("--data-dir")) args = [...args, "--data-dir", mkdtempSync(join(tmpdir(), "pi-bench-data-"))];
+	const dataDir = args[args.lastIndexOf("--data-dir") + 1] as string;
+	if (!extra.coldCache) seedCompileCache(dataDir);
 	const child = spawn(
 		process.execPath,
 		[
@@ -71,7 +104,10 @@ export async function startGatewayProcess(
 		child,
 		stop: () =>
 			new Promise((resolve) => {
-				child.once("exit", () => resolve());
+				child.once("exit", () => {
+					keepCompileCache(dataDir);
+					resolve();
+				});
 				child.kill("SIGTERM");
 			}),
 	};
@@ -207,12 +243,38 @@ export function procStats(pid: number): { cpuSeconds: number; rssBytes: number }
 	return { cpuSeconds: ticks / 100, rssBytes: rssKb * 1024 };
 }
 
-/** When the last table was made: a smoke pass says what each table took, so CI's minutes can be read. */
-let lastTable = performance.now();
+/** CPU seconds the whole machine has spent busy (not idle, not waiting for I/O), from /proc/stat. */
+function machineCpuSeconds(): number {
+	const [, ...ticks] = (readFileSync("/proc/stat", "utf8").split("\n")[0] as string).trim().split(/\s+/);
+	// user nice system idle iowait irq softirq steal (guest time is in user already)
+	const [user, nice, system, , , irq, softirq, steal] = ticks.map(Number) as number[];
+	return ((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0)) / 100;
+}
+
+/**
+ * When the last table was made, and the CPU spent by then: a smoke pass says what each table took,
+ * so CI's minutes can be read. Two CPU figures: the bench's own process tree (this process, the
+ * gateways, pi, the peers; steady on a shared machine, but it misses what is not reaped inside the
+ * tree: a sandboxed pi whose bwrap is killed, PostgreSQL's daemon), and the whole machine's (all of
+ * it, and all of everything else running: the figure on a CI machine that runs the bench alone).
+ */
+const mark = () => ({ wall: performance.now(), cpu: treeCpuSeconds(process.pid), machine: machineCpuSeconds() });
+const benchStarted = mark();
+let lastTable = benchStarted;
+
+/** "12.3 s wall; CPU 8.0 s (process tree), 15.0 s (machine)" since `since`. */
+export function took(since: ReturnType<typeof mark>): string {
+	const at = mark();
+	const s = (seconds: number) => `${seconds.toFixed(1)} s`;
+	return `${s((at.wall - since.wall) / 1000)} wall; CPU ${s(at.cpu - since.cpu)} (bench's process tree), ${s(at.machine - since.machine)} (machine)`;
+}
+
+/** The whole run's wall and CPU (run.ts prints it last). */
+export const tookInAll = () => took(benchStarted);
 
 export function table(title: string, rows: Record<string, string | number>[]): string {
-	const took = ((performance.now() - lastTable) / 1000).toFixed(1);
-	lastTable = performance.now();
+	const since = took(lastTable);
+	lastTable = mark();
 	const cols = Object.keys(rows[0] ?? {});
 	const fmt = (v: string | number) => (typeof v === "number" ? (Number.isInteger(v) ? String(v) : v.toFixed(3)) : v);
 	const widths = cols.map((c) => Math.max(c.length, ...rows.map((r) => fmt(r[c] ?? "").length)));
@@ -222,9 +284,15 @@ export function table(title: string, rows: Record<string, string | number>[]): s
 		line(cols),
 		`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`,
 		...rows.map((r) => line(cols.map((c) => fmt(r[c] ?? "")))),
-		...(process.argv.includes("--smoke") ? [`\n(smoke: ${took} s since the table before)`] : []),
+		...(smokeRun ? [`\nsmoke: ${since} since the table before`] : []),
 	].join("\n");
 }
+
+/**
+ * How long a process is given after a full GC before its memory is read (ms): V8 hands freed pages
+ * back lazily. A smoke pass's memory figures are not kept, so it waits less.
+ */
+export const settleMs = smokeRun ? 100 : 500;
 
 /**
  * The gateway's RSS (from /proc) and used JS heap (from its own /metrics: prom-client's default
@@ -235,7 +303,7 @@ export async function settledMemory(gateway: GatewayProcess): Promise<{ rssBytes
 	// Twice: V8 returns freed pages to the system lazily, after a collection that finds little to do.
 	for (let i = 0; i < 2; i++) {
 		process.kill(gateway.pid, "SIGUSR2");
-		await new Promise((r) => setTimeout(r, 500));
+		await new Promise((r) => setTimeout(r, settleMs));
 	}
 	const text = await (await fetch(`${gateway.url}/metrics`, { headers: auth })).text();
 	const heapBytes = Number(/^nodejs_heap_size_used_bytes (\d+)/m.exec(text)?.[1] ?? Number.NaN);

@@ -58,6 +58,8 @@ export interface PeerOptions {
 	stepTimeoutMs: number;
 	/** Longest wait for the tree to go quiet before each memory reading and around the long answer's CPU reading. */
 	settleMs: number;
+	/** The servers started (and stopped) at once rather than one after another: their starts are not measured. */
+	together?: boolean;
 }
 
 export const fullPeerOptions: PeerOptions = {
@@ -77,6 +79,7 @@ export const smokePeerOptions: PeerOptions = {
 	concurrentTokens: 50,
 	stepTimeoutMs: 30_000,
 	settleMs: 200,
+	together: true,
 };
 
 interface Figures {
@@ -228,18 +231,20 @@ export async function peers(o: PeerOptions, log: (line: string) => void = () => 
 	};
 	process.once("exit", killAll);
 	try {
-		await start("pi-gateway", () => startPiGateway(model.baseUrl));
+		const starts: [Name, () => Promise<AgentServer>][] = [["pi-gateway", () => startPiGateway(model.baseUrl)]];
 		if (typeof install.opencode === "string") {
 			const binary = install.opencode;
-			await start("opencode", () => startOpencode(binary, model.baseUrl));
+			starts.push(["opencode", () => startOpencode(binary, model.baseUrl)]);
 		} else missing.set("opencode", `not installed: ${install.opencode.missing}`);
 		if (typeof install.sandboxAgent !== "string")
 			missing.set("sandbox-agent", `not installed: ${install.sandboxAgent.missing}`);
 		else if (typeof install.piAcp !== "string") missing.set("sandbox-agent", `not installed: ${install.piAcp.missing}`);
 		else {
 			const [binary, piAcp] = [install.sandboxAgent, install.piAcp];
-			await start("sandbox-agent", () => startSandboxAgent(binary, piAcp, model.baseUrl));
+			starts.push(["sandbox-agent", () => startSandboxAgent(binary, piAcp, model.baseUrl)]);
 		}
+		if (o.together) await Promise.all(starts.map(([name, how]) => start(name, how)));
+		else for (const [name, how] of starts) await start(name, how);
 		for (let round = 0; round < o.rounds; round++) {
 			const order = names.map((_, i) => names[(i + round) % names.length] as Name);
 			for (const name of order) {
@@ -270,12 +275,14 @@ export async function peers(o: PeerOptions, log: (line: string) => void = () => 
 		process.off("SIGINT", interrupted);
 		process.off("SIGTERM", interrupted);
 		process.off("exit", killAll);
-		for (const server of servers.values()) {
+		const stop = async (server: AgentServer) => {
 			const note = server.note?.();
 			if (note) notes.push(note);
 			log(`stopping ${server.name}`);
 			await server.stop().catch(() => {});
-		}
+		};
+		if (o.together) await Promise.all([...servers.values()].map(stop));
+		else for (const server of servers.values()) await stop(server);
 		await model.close();
 	}
 	return { rows: rows(results, missing, o, pipe), header: header(install, o, `${commit}${dirty}`), notes };

@@ -17,7 +17,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createKey } from "../src/http/auth/keys.ts";
-import { auth, type GatewayProcess, percentile, startGatewayProcess } from "./lib.ts";
+import { auth, type GatewayProcess, percentile, smokeRun, startGatewayProcess } from "./lib.ts";
 import { scriptedModelId, startScriptedModel } from "./scripted-openai.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -28,9 +28,15 @@ async function readyInPool(gateway: GatewayProcess): Promise<number> {
 	return Number(/^pi_gateway_warm_pool_size (\d+)/m.exec(text)?.[1] ?? 0);
 }
 
+/**
+ * Every 20 ms (a smoke pass: 100 ms, each poll is a /metrics the gateway renders, and it polls
+ * through seconds of pool fills on a busy machine).
+ */
+const pollMs = smokeRun ? 100 : 20;
+
 /** Polls until the pool holds `count` ready pis (false after `ms`: the figure is then taken anyway). */
 async function poolReady(gateway: GatewayProcess, count: number, ms = 60_000): Promise<boolean> {
-	for (const deadline = Date.now() + ms; Date.now() < deadline; await sleep(20))
+	for (const deadline = Date.now() + ms; Date.now() < deadline; await sleep(pollMs))
 		if ((await readyInPool(gateway)) >= count) return true;
 	return false;
 }
@@ -52,7 +58,16 @@ const p50 = (values: number[]) =>
 	);
 const fixed = (ms: number) => (ms < 10 ? ms.toFixed(1) : ms.toFixed(0));
 
-export async function poolCreate(sessions: number, starts: number): Promise<Record<string, string | number>[]> {
+/**
+ * `shared` (the smoke pass, one start): two gateways instead of four. The one start → healthy
+ * sample is a first start in the restart data dir (empty then, as a fresh one), and the creates are
+ * timed on it; then the restart sample there.
+ */
+export async function poolCreate(
+	sessions: number,
+	starts: number,
+	shared = false,
+): Promise<Record<string, string | number>[]> {
 	const model = await startScriptedModel();
 	const root = mkdtempSync(join(tmpdir(), "pi-bench-pool-create-"));
 	const agent = join(root, "agent");
@@ -66,94 +81,125 @@ export async function poolCreate(sessions: number, starts: number): Promise<Reco
 	const scopes: ("sessions:read" | "sessions:write")[] = ["sessions:read", "sessions:write"];
 	const atStart = Array.from({ length: sessions }, (_, i) => createKey(keysFile, `early${i}`, scopes).secret);
 	const args = ["--pi-agent-dir", agent, "--warm-pool", "2", "--keys-file", keysFile];
-	const rows: Record<string, string | number>[] = [];
-	try {
-		// Start → healthy, and → the pool ready, over fresh gateways (a data dir each).
-		const healthy: number[] = [];
-		const pooled: number[] = [];
-		for (let i = 0; i < starts; i++) {
-			const t0 = performance.now();
-			const gateway = await startGatewayProcess([...args]);
-			try {
-				while ((await fetch(`${gateway.url}/healthz`).catch(() => undefined))?.status !== 200) await sleep(5);
-				healthy.push(performance.now() - t0);
-				await poolReady(gateway, 2);
-				pooled.push(performance.now() - t0);
-			} finally {
-				await gateway.stop();
-			}
-		}
-		// A restart: the same data dir, whose compile cache (main.ts) the first start wrote.
-		const restartDir = mkdtempSync(join(tmpdir(), "pi-bench-restart-"));
-		const restarted: number[] = [];
-		for (let i = 0; i <= starts; i++) {
-			const t0 = performance.now();
-			const gateway = await startGatewayProcess([...args, "--data-dir", restartDir]);
-			try {
-				while ((await fetch(`${gateway.url}/healthz`).catch(() => undefined))?.status !== 200) await sleep(5);
-				if (i > 0) restarted.push(performance.now() - t0);
-			} finally {
-				await gateway.stop();
-			}
-		}
-		rmSync(restartDir, { recursive: true, force: true });
-		const gateway = await startGatewayProcess([...args]);
+	const healthyAfter = async (gateway: GatewayProcess) => {
+		while ((await fetch(`${gateway.url}/healthz`).catch(() => undefined))?.status !== 200) await sleep(5);
+	};
+	const healthy: number[] = [];
+	const pooled: number[] = [];
+	const restarted: number[] = [];
+	/** Start → healthy, and → the pool ready, in a fresh data dir (a new one unless given); left running. */
+	const firstStart = async (dataDir?: string) => {
+		const t0 = performance.now();
+		// A first start: not even the smoke pass gives it a compile cache (lib.ts).
+		const gateway = await startGatewayProcess(dataDir ? [...args, "--data-dir", dataDir] : [...args], {
+			coldCache: true,
+		});
 		try {
+			await healthyAfter(gateway);
+			healthy.push(performance.now() - t0);
 			await poolReady(gateway, 2);
-			const base: number[] = [];
-			const named: number[] = [];
-			const newcomer: number[] = [];
-			const known: number[] = [];
-			for (let i = 0; i < sessions; i++) {
-				await poolReady(gateway, 2);
-				base.push(await createMs(gateway, {}));
-				await poolReady(gateway, 2);
-				named.push(await createMs(gateway, { provider, model: scriptedModelId }));
-			}
-			for (let i = 0; i < sessions; i++) {
-				// The principals' pools: at most 2 (--warm-pool), each one pi, plus the operator's 2.
-				const expected = 2 + Math.min(i + 1, 2);
-				const secret = createKey(keysFile, `late${i}`, scopes).secret;
-				// Its first request reads the keys file again at once (else the poll, within 500 ms), which
-				// starts its area's pi (and closes the least recent principal's pool): then it is waited for.
-				await fetch(`${gateway.url}/v1/sessions`, { headers: { authorization: `Bearer ${secret}` } });
-				await poolReady(gateway, expected);
-				newcomer.push(await createMs(gateway, {}, secret));
-				await poolReady(gateway, expected);
-				known.push(await createMs(gateway, {}, atStart[i]));
-			}
-			const load = loadavg()[0]?.toFixed(1) ?? "?";
-			const base50 = p50(base);
-			const row = (kind: string, values: number[]) => ({
-				"create kind": kind,
-				"create → ready p50 (ms)": fixed(p50(values)),
-				"× default": (p50(values) / base50).toFixed(2),
-				creates: values.length,
-				load,
-			});
-			rows.push(row("default model, the operator's pool", base));
-			rows.push(row(`naming ${provider}/${scriptedModelId} (not the default), from the pool`, named));
-			rows.push(row("a principal's first create, key made while running", newcomer));
-			rows.push(row("a principal's first create, key there at start (cold)", known));
-			rows.push({
-				"create kind": "start → healthy / → pool of 2 ready",
-				"create → ready p50 (ms)": `${fixed(p50(healthy))} / ${fixed(p50(pooled))}`,
-				"× default": "",
-				creates: starts,
-				load,
-			});
-			rows.push({
-				"create kind": "restart → healthy (the same data dir)",
-				"create → ready p50 (ms)": fixed(p50(restarted)),
-				"× default": "",
-				creates: restarted.length,
-				load,
-			});
+			pooled.push(performance.now() - t0);
+			return gateway;
+		} catch (error) {
+			await gateway.stop();
+			throw error;
+		}
+	};
+	// A restart: the same data dir, whose compile cache (main.ts) the first start wrote.
+	const restartDir = mkdtempSync(join(tmpdir(), "pi-bench-restart-"));
+	const restart = async (counted: boolean) => {
+		const t0 = performance.now();
+		const gateway = await startGatewayProcess([...args, "--data-dir", restartDir]);
+		try {
+			await healthyAfter(gateway);
+			if (counted) restarted.push(performance.now() - t0);
 		} finally {
 			await gateway.stop();
 		}
+	};
+	/** Each kind of create, `sessions` times, every one served by a full pool. */
+	const creates = async (gateway: GatewayProcess) => {
+		await poolReady(gateway, 2);
+		const base: number[] = [];
+		const named: number[] = [];
+		const newcomer: number[] = [];
+		const known: number[] = [];
+		for (let i = 0; i < sessions; i++) {
+			await poolReady(gateway, 2);
+			base.push(await createMs(gateway, {}));
+			await poolReady(gateway, 2);
+			named.push(await createMs(gateway, { provider, model: scriptedModelId }));
+		}
+		for (let i = 0; i < sessions; i++) {
+			// The principals' pools: at most 2 (--warm-pool), each one pi, plus the operator's 2.
+			const expected = 2 + Math.min(i + 1, 2);
+			const secret = createKey(keysFile, `late${i}`, scopes).secret;
+			// Its first request reads the keys file again at once (else the poll, within 500 ms), which
+			// starts its area's pi (and closes the least recent principal's pool): then it is waited for.
+			await fetch(`${gateway.url}/v1/sessions`, { headers: { authorization: `Bearer ${secret}` } });
+			await poolReady(gateway, expected);
+			newcomer.push(await createMs(gateway, {}, secret));
+			await poolReady(gateway, expected);
+			known.push(await createMs(gateway, {}, atStart[i]));
+		}
+		return { base, named, newcomer, known, load: loadavg()[0]?.toFixed(1) ?? "?" };
+	};
+	let timed: Awaited<ReturnType<typeof creates>>;
+	try {
+		if (shared) {
+			// The smoke pass (one start): the first start, in the restart data dir, is the gateway the
+			// creates are timed on; then one restart there. Two gateways and one pool filled, not four.
+			const gateway = await firstStart(restartDir);
+			try {
+				timed = await creates(gateway);
+			} finally {
+				await gateway.stop();
+			}
+			await restart(true);
+		} else {
+			// Start → healthy over fresh gateways (a data dir each); then restarts, after one that
+			// writes the restart data dir's compile cache; then the creates on a gateway of their own.
+			for (let i = 0; i < starts; i++) await (await firstStart()).stop();
+			for (let i = 0; i <= starts; i++) await restart(i > 0);
+			const gateway = await startGatewayProcess([...args]);
+			try {
+				timed = await creates(gateway);
+			} finally {
+				await gateway.stop();
+			}
+		}
 	} finally {
 		await model.close();
+		rmSync(restartDir, { recursive: true, force: true });
 	}
+	const { base, named, newcomer, known, load } = timed;
+	const base50 = p50(base);
+	const row = (kind: string, values: number[]) => ({
+		"create kind": kind,
+		"create → ready p50 (ms)": fixed(p50(values)),
+		"× default": (p50(values) / base50).toFixed(2),
+		creates: values.length,
+		load,
+	});
+	const rows: Record<string, string | number>[] = [
+		row("default model, the operator's pool", base),
+		row(`naming ${provider}/${scriptedModelId} (not the default), from the pool`, named),
+		row("a principal's first create, key made while running", newcomer),
+		row("a principal's first create, key there at start (cold)", known),
+		{
+			"create kind": "start → healthy / → pool of 2 ready",
+			"create → ready p50 (ms)": `${fixed(p50(healthy))} / ${fixed(p50(pooled))}`,
+			"× default": "",
+			creates: starts,
+			load,
+		},
+		{
+			"create kind": "restart → healthy (the same data dir)",
+			"create → ready p50 (ms)": fixed(p50(restarted)),
+			"× default": "",
+			creates: restarted.length,
+			load,
+		},
+	];
 	return rows;
 }

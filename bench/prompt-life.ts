@@ -123,10 +123,11 @@ async function promptAlone(child: ChildProcess, i: number, message: string) {
 	};
 }
 
-export async function promptLife(prompts: number, bigPrompt = 3) {
+/** `args`: more gateway flags (the smoke pass gives `--warm-pool 0`: a pool is pi started for nothing here). */
+export async function promptLife(prompts: number, bigPrompt = 3, args: string[] = []) {
 	const dataDir = mkdtempSync(join(tmpdir(), "pi-bench-life-"));
 	const aloneDir = mkdtempSync(join(tmpdir(), "pi-bench-life-alone-"));
-	const gateway = await startGatewayProcess(["--data-dir", dataDir]);
+	const gateway = await startGatewayProcess(["--data-dir", dataDir, ...args]);
 	const alone = await startAlone(aloneDir);
 	const samples: Sample[] = [];
 	try {
@@ -269,10 +270,18 @@ export function promptLifeTables(result: Awaited<ReturnType<typeof promptLife>>,
 	].join("\n");
 }
 
+/**
+ * The smoke pass: 6 prompts (a first window of 3 around the 20 MB prompt, a last one of 3, sizes
+ * after prompts 1, 3 and 6), on a gateway without a warm pool; the figures need 200.
+ */
+export const smokePrompts = 6;
+export const smokeArgs = ["--warm-pool", "0"];
+
 type TableFn = (title: string, rows: Record<string, string | number>[]) => string;
 
 if (import.meta.url === `file://${process.argv[1]}`) {
 	const { table } = await import("./lib.ts");
-	const prompts = process.argv.includes("--smoke") ? 20 : 200;
-	console.log(promptLifeTables(await promptLife(prompts), prompts, table));
+	const smoke = process.argv.includes("--smoke");
+	const prompts = smoke ? smokePrompts : 200;
+	console.log(promptLifeTables(await promptLife(prompts, 3, smoke ? smokeArgs : []), prompts, table));
 }

@@ -10,6 +10,7 @@ import {
 	readPipe,
 	readSse,
 	settledMemory,
+	smokeRun,
 	spawnDemoPi,
 } from "./lib.ts";
 
@@ -20,7 +21,8 @@ async function poolReady(gateway: GatewayProcess, ms: number): Promise<void> {
 	for (const deadline = Date.now() + ms; Date.now() < deadline; ) {
 		const text = await (await fetch(`${gateway.url}/metrics`, { headers: auth })).text();
 		if (Number(/^pi_gateway_warm_pool_size (\d+)/m.exec(text)?.[1] ?? 0) > 0) return;
-		await new Promise((r) => setTimeout(r, 50));
+		// Each poll is a /metrics the gateway renders (≈ 4 ms of a core): a smoke pass polls less often.
+		await new Promise((r) => setTimeout(r, smokeRun ? 100 : 50));
 	}
 }
 

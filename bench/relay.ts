@@ -154,14 +154,24 @@ export interface RelayBench {
 	note: string;
 }
 
-/** `rounds` interleaved rounds of one `tokens`-token streamed answer on each side (plus one warm-up each). */
-export async function relayBench(rounds: number, tokens: number): Promise<RelayBench> {
+/**
+ * `rounds` interleaved rounds of one `tokens`-token streamed answer on each side (plus one warm-up
+ * each). `startTogether` (the smoke pass) starts both gateways at once: their starts are not measured.
+ */
+export async function relayBench(rounds: number, tokens: number, startTogether = false): Promise<RelayBench> {
 	const model = await startModel();
 	const sides: Side[] = [];
 	const loadBefore = loadavg()[0] ?? 0;
 	try {
-		sides.push(await startSide("relay (sandboxed)", model.baseUrl, []));
-		sides.push(await startSide("direct (--sandbox off)", model.baseUrl, ["--sandbox", "off"]));
+		const starts: [string, string[]][] = [
+			["relay (sandboxed)", []],
+			["direct (--sandbox off)", ["--sandbox", "off"]],
+		];
+		if (startTogether) {
+			const started = await Promise.allSettled(starts.map(([name, extra]) => startSide(name, model.baseUrl, extra)));
+			for (const side of started) if (side.status === "fulfilled") sides.push(side.value);
+			for (const side of started) if (side.status === "rejected") throw side.reason;
+		} else for (const [name, extra] of starts) sides.push(await startSide(name, model.baseUrl, extra));
 		const expected = answerText(tokens).trim();
 		const samples = new Map<string, Sample>(
 			sides.map((s) => [s.name, { first: [], toProvider: [], rate: [], cpu: [], piCpu: [] }]),

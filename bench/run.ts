@@ -11,11 +11,11 @@ import { fanout, idleSubscribers, latency, throughput } from "./events.ts";
 import { fleet } from "./fleet.ts";
 import { idleWake } from "./idle-wake.ts";
 import { latencyTail } from "./latency-tail.ts";
-import { startGatewayProcess, stubPi, table } from "./lib.ts";
+import { startGatewayProcess, stubPi, table, tookInAll } from "./lib.ts";
 import { fullPeerOptions, peers, smokePeerOptions } from "./peers.ts";
 import { optionSets, piMemory } from "./pi-memory.ts";
 import { poolCreate } from "./pool-create.ts";
-import { promptLife, promptLifeTables } from "./prompt-life.ts";
+import { promptLife, promptLifeTables, smokeArgs, smokePrompts } from "./prompt-life.ts";
 import { fullRun, scale, sessionStart } from "./real-pi.ts";
 import { relayBench } from "./relay.ts";
 import { relayHop } from "./relay-hop.ts";
@@ -47,7 +47,12 @@ const stubGateway = await startGatewayProcess([
 	"--sse-max-buffered-bytes",
 	String(256 * 2 ** 20),
 ]);
+// Table 3b wants a fresh gateway: after the floods of 1–3 its heap has room to spare, which hides
+// growth. The smoke pass measures it first, on the stub gateway while that is still fresh, and
+// starts no gateway for it; a full run starts one of its own after the floods.
+const idleTitle = "3b. Memory per idle SSE subscriber (fresh gateway)";
 try {
+	if (smoke && want("idle")) console.log(table(idleTitle, await idleSubscribers(stubGateway, 20)));
 	if (want("latency")) {
 		const rows = await latency(
 			stubGateway,
@@ -65,8 +70,7 @@ try {
 		const rows = await fanout(stubGateway, smoke ? [1, 10] : [1, 10, 100], 5000, smoke ? 500 : 25_000);
 		console.log(table("3. Fan-out: one session, N SSE subscribers at 5k events/s", rows));
 	}
-	if (want("idle")) {
-		// A fresh gateway: after the floods above its heap has room to spare, which hides growth.
+	if (!smoke && want("idle")) {
 		const fresh = await startGatewayProcess([
 			"--pi-command",
 			`${process.execPath} ${stubPi}`,
@@ -74,8 +78,7 @@ try {
 			"1000",
 		]);
 		try {
-			const rows = await idleSubscribers(fresh, smoke ? 20 : 500);
-			console.log(table("3b. Memory per idle SSE subscriber (fresh gateway)", rows));
+			console.log(table(idleTitle, await idleSubscribers(fresh, 500)));
 		} finally {
 			await fresh.stop();
 		}
@@ -84,7 +87,11 @@ try {
 	await stubGateway.stop();
 }
 
+// Real pi from here. The smoke pass starts fewer gateways (a start is ≈ 1.5 s of a core, a
+// sandboxed pi about 1 s): this one without a warm pool serves table 4's cold row and table 5 as
+// well (a full run gives each its own fresh gateway), and its pool would only be pi started for nothing.
 const piGateway = await startGatewayProcess([
+	...(smoke ? ["--warm-pool", "0"] : []),
 	"--max-live-sessions",
 	"100",
 	"--max-sessions",
@@ -100,32 +107,35 @@ try {
 			["cold (--warm-pool 0)", ["--warm-pool", "0"]],
 			["defaults (warm pool sized for the machine)", []],
 		] as const) {
-			const gateway = await startGatewayProcess([
-				...args,
-				"--data-dir",
-				mkdtempSync(join(tmpdir(), "pi-bench-start-")),
-			]);
+			const cold = args.length > 0;
+			const gateway =
+				smoke && cold
+					? piGateway
+					: await startGatewayProcess([...args, "--data-dir", mkdtempSync(join(tmpdir(), "pi-bench-start-"))]);
 			try {
-				rows.push(await sessionStart(gateway, smoke ? 2 : 10, label, args.length > 0 ? 0 : 1500));
+				// Smoke: one sample, a pause of 1 ms (a sample only waits until the pool holds a pi again).
+				rows.push(await sessionStart(gateway, smoke ? 1 : 10, label, cold ? 0 : smoke ? 1 : 1500));
 			} finally {
-				await gateway.stop();
+				if (gateway !== piGateway) await gateway.stop();
 			}
 		}
 		console.log(table("4. Session start (real pi, demo model)", rows));
 	}
 	if (want("scale")) {
-		// A fresh gateway, so its memory before the sessions is its own baseline.
-		const fresh = await startGatewayProcess([
-			"--max-live-sessions",
-			"100",
-			"--data-dir",
-			mkdtempSync(join(tmpdir(), "pi-bench-scale-")),
-		]);
+		// A fresh gateway, so its memory before the sessions is its own baseline (smoke: the one above).
+		const fresh = smoke
+			? piGateway
+			: await startGatewayProcess([
+					"--max-live-sessions",
+					"100",
+					"--data-dir",
+					mkdtempSync(join(tmpdir(), "pi-bench-scale-")),
+				]);
 		let rows: Record<string, string | number>[];
 		try {
-			rows = [await scale(fresh, smoke ? 3 : 50)];
+			rows = [await scale(fresh, smoke ? 2 : 50)];
 		} finally {
-			await fresh.stop();
+			if (fresh !== piGateway) await fresh.stop();
 		}
 		console.log(table("5. Scale: concurrent sessions, each running a prompt (real pi, demo model)", rows));
 	}
@@ -139,14 +149,17 @@ try {
 
 if (want("tail")) {
 	// Smoke: tiny and without perf (CI proves the bench runs; the attribution needs the 10 s run).
-	const { rows, who } = await latencyTail(1000, smoke ? 0.2 : 10, smoke ? 100 : 3000, smoke ? false : undefined);
+	const { rows, who } = smoke ? await latencyTail(1000, 0.2, 100, false, 200) : await latencyTail(1000, 10, 3000);
 	console.log(table("11. Where the slow events of the 1k events/s run come from (200 B, stub pi → client)", rows));
 	if (who.length > 0) console.log(table("11b. What held the CPUs while a thread of the chain waited for one", who));
 }
 
 if (want("pi-memory")) {
-	// Smoke: the default set once, so CI proves the bench runs; the figures need all sets, 5+ samples.
-	const { memory, cost } = await piMemory(smoke ? 1 : 5, smoke ? optionSets.slice(0, 1) : optionSets);
+	// Smoke: the default set once, idle 0.3 s instead of 2 s and a `count: 200` long run, so CI proves
+	// the bench runs; the figures need all sets, 5+ samples.
+	const { memory, cost } = smoke
+		? await piMemory(1, optionSets.slice(0, 1), { idleMs: 300, longCount: 200 })
+		: await piMemory(5, optionSets);
 	console.log(
 		table("9. Memory of one live pi under Node option sets (--pi-node-options; real pi, demo model)", memory),
 	);
@@ -154,15 +167,17 @@ if (want("pi-memory")) {
 }
 
 if (want("prompt-life")) {
-	// Smoke: 20 prompts (about 7 s); the figures need 200.
-	const prompts = smoke ? 20 : 200;
-	console.log(promptLifeTables(await promptLife(prompts), prompts, table));
+	const prompts = smoke ? smokePrompts : 200;
+	console.log(promptLifeTables(await promptLife(prompts, 3, smoke ? smokeArgs : []), prompts, table));
 }
 
 if (want("idle-wake")) {
-	// Smoke: 2 sessions and a 1 s idle timeout; the figures need 16 sessions left 90 s in the default start.
+	// Smoke: 1 session, a 1 s idle timeout, idle until it is hibernated (at most 3 s); the figures
+	// need 16 sessions left 90 s in the default start.
 	const { memory, wake } = await idleWake(
-		smoke ? { sessions: 2, idleMs: 3000, args: ["--idle-timeout-ms", "1000"] } : { sessions: 16, idleMs: 90_000 },
+		smoke
+			? { sessions: 1, idleMs: 3000, args: ["--idle-timeout-ms", "1000"], untilHibernated: true }
+			: { sessions: 16, idleMs: 90_000 },
 	);
 	console.log(table("16. Idle sessions past the idle timeout (default start, real pi, demo model)", memory));
 	console.log(table("16b. A woken session's first delta against a live one's (same session, back to back)", wake));
@@ -170,9 +185,9 @@ if (want("idle-wake")) {
 
 if (want("fleet")) {
 	// Real pi, the default start: 1,000 sessions take a pi start each (the pool's refill), so a
-	// full run is long (≈ 1.5 s of a core a create); the smoke pass grows a fleet of 4 to 6.
+	// full run is long (≈ 1.5 s of a core a create); the smoke pass grows a fleet of 2 to 3, one in use.
 	const { rows, flat } = await fleet(
-		smoke ? { sizes: [4, 6], active: 2, lists: 3 } : { sizes: [100, 300, 1000], active: 20, lists: 20 },
+		smoke ? { sizes: [2, 3], active: 1, lists: 3 } : { sizes: [100, 300, 1000], active: 20, lists: 20 },
 	);
 	console.log(table("18. A fleet on one machine: sessions grown to each size, 20 of them in use (real pi)", rows));
 	console.log(table("18b. Flat cost: the largest fleet against the smallest", flat));
@@ -180,7 +195,8 @@ if (want("fleet")) {
 
 if (want("pool-create")) {
 	// Real pi: each create waits for the pool to be full again, so this is what a pooled create costs.
-	const rows = await poolCreate(smoke ? 2 : 10, smoke ? 1 : 5);
+	// Smoke: one create of each kind, one start and one restart, on two gateways instead of four.
+	const rows = await poolCreate(smoke ? 1 : 10, smoke ? 1 : 5, smoke);
 	console.log(table("17. Create → ready from the warm pool, by kind of create, and start → healthy (real pi)", rows));
 }
 
@@ -196,22 +212,26 @@ if (want("console")) console.log(table("8. Console first load (what GET /console
 
 if (want("list")) {
 	const count = smoke ? 300 : 10_000;
-	const rows = await sessionList(count, smoke ? 3 : 20);
+	const rows = smoke ? await sessionList(count, 3, ["--warm-pool", "0"]) : await sessionList(count, 20);
 	console.log(table(`10. GET /v1/sessions on one gateway (SQLite) holding ${count} stopped sessions`, rows));
 }
 
 if (want("schema-stall")) {
-	// Smoke: 2 s a phase, one loop of each kind; the figures need 20 s a phase in 5 turns, four of each.
-	const rows = await schemaStall(smoke ? 2 : 20, smoke ? 1 : 4, smoke ? 1 : 4, smoke ? 1 : 5);
+	// Smoke: 0.25 s a phase, one loop of each kind, alice with one session, no warm pool; the figures
+	// need 20 s a phase in 5 turns, four of each.
+	const rows = smoke
+		? await schemaStall(0.25, 1, 1, 1, { aliceSessions: 1, args: ["--warm-pool", "0"] })
+		: await schemaStall(20, 4, 4, 5);
 	console.log(
 		table("14. One principal's worst schemas against another's GET /v1/sessions (real pi, demo model)", rows),
 	);
 }
 
 if (want("relay")) {
-	// Smoke: 2 rounds of 200 tokens; the figures need 15 rounds of a short answer and of a long one.
+	// Smoke: 1 round of 200 tokens (after the warm-up round), both gateways started at once; the
+	// figures need 15 rounds of a short answer and of a long one.
 	for (const tokens of smoke ? [200] : [200, 5000]) {
-		const { rows, note } = await relayBench(smoke ? 2 : 15, tokens);
+		const { rows, note } = await relayBench(smoke ? 1 : 15, tokens, smoke);
 		console.log(
 			table(`15. The model relay (sandboxed pi) against a direct call (--sandbox off), ${tokens} tokens`, rows),
 		);
@@ -234,3 +254,4 @@ if (want("peers")) {
 }
 
 await runClusterBenchmarks(smoke, want);
+if (smoke) console.log(`\nsmoke: every table together took ${tookInAll()}`);

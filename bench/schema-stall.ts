@@ -77,22 +77,27 @@ const mb = (bytes: number) => Math.round(bytes / 2 ** 20);
 type Phase = { name: string; requests: (() => Promise<Answer>)[]; runLoops: number; schemas: boolean };
 const emptyTally = () => ({ refused: 0, other: 0, runs: 0, checks: 0, cpuSeconds: 0, wallSeconds: 0 });
 
-/** `seconds` per phase in `rounds` slices; `loops` of refused schemas, `runLoops` of runs. */
+/**
+ * `seconds` per phase in `rounds` slices; `loops` of refused schemas, `runLoops` of runs. The smoke
+ * pass gives alice one session instead of three and the gateway `--warm-pool 0` (`args`): each is
+ * a pi start, and neither is what the table measures.
+ */
 export async function schemaStall(
 	seconds: number,
 	loops: number,
 	runLoops: number,
 	rounds: number,
+	{ aliceSessions = 3, args = [] as string[] } = {},
 ): Promise<Record<string, string | number>[]> {
 	const dir = mkdtempSync(join(tmpdir(), "pi-bench-schema-stall-"));
 	const keysFile = join(dir, "keys.json");
 	const aliceKey = createKey(keysFile, "alice", ["sessions:read", "sessions:write"]).secret;
 	const bobKey = createKey(keysFile, "bob", ["sessions:read", "sessions:write"]).secret;
-	const gateway = await startGatewayProcess(["--keys-file", keysFile, "--data-dir", join(dir, "data")]);
+	const gateway = await startGatewayProcess(["--keys-file", keysFile, "--data-dir", join(dir, "data"), ...args]);
 	const alice = caller(gateway.url, aliceKey);
 	const bob = caller(gateway.url, bobKey);
 	try {
-		for (let i = 0; i < 3; i++) await alice("/v1/sessions", "POST", { name: `alice ${i}` });
+		for (let i = 0; i < aliceSessions; i++) await alice("/v1/sessions", "POST", { name: `alice ${i}` });
 		const bobSession = (await bob("/v1/sessions", "POST", { name: "bob" })).body.id as string;
 		const runSessions: string[] = [];
 		for (let i = 0; i < runLoops; i++)
@@ -158,7 +163,7 @@ export async function schemaStall(
 			const lister = async () => {
 				while (going) {
 					const { status, body, ms } = await alice("/v1/sessions");
-					if (status !== 200 || body.sessions.length !== 3) throw new Error(`alice's list: ${status}`);
+					if (status !== 200 || body.sessions.length !== aliceSessions) throw new Error(`alice's list: ${status}`);
 					tally.latencies.push(ms);
 					peak = Math.max(peak, procStats(gateway.pid).rssBytes);
 					await new Promise((r) => setTimeout(r, 10));

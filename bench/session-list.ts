@@ -18,9 +18,14 @@ async function timed(url: string): Promise<{ body: any; ms: number; bytes: numbe
 	return { body, ms: ms(now() - t0), bytes: Buffer.byteLength(JSON.stringify(body)) };
 }
 
-export async function sessionList(count: number, lists: number): Promise<Record<string, string | number>[]> {
+/** `extra`: more gateway flags (the smoke pass: `--warm-pool 0`, a pool here is pi started for nothing). */
+export async function sessionList(
+	count: number,
+	lists: number,
+	extra: string[] = [],
+): Promise<Record<string, string | number>[]> {
 	const dataDir = mkdtempSync(join(tmpdir(), "pi-bench-list-"));
-	const args = ["--data-dir", dataDir, "--max-sessions", String(count + 10)];
+	const args = ["--data-dir", dataDir, "--max-sessions", String(count + 10), ...extra];
 	const seed = await startGatewayProcess(args);
 	try {
 		const { id } = await api(`${seed.url}/v1/sessions`, "POST", { name: "seed" });
