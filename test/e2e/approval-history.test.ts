@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ConfigInput } from "../../src/config/config.ts";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 const gate = resolve(import.meta.dirname, "../../extensions/permission-gate.ts");
 const root = mkdtempSync(join(tmpdir(), "pi-gateway-history-"));
@@ -22,7 +22,7 @@ afterAll(async () => {
 
 describe("approval history", () => {
 	it("lists resolved approvals by status with who, when and what, also after a gateway restart", async () => {
-		const gw = await startTestGateway(dirs);
+		const gw = await startTestGateway({ ...noPool, ...dirs });
 		open.add(gw);
 		const id = await gw.session({ extensions: ["gate"] });
 		for (const [n, answer] of [
@@ -43,7 +43,7 @@ describe("approval history", () => {
 		await gw.close();
 		open.delete(gw);
 
-		const again = await startTestGateway(dirs);
+		const again = await startTestGateway({ ...noPool, ...dirs });
 		open.add(again);
 		// The restored session's own list starts empty; the history holds what happened.
 		expect((await again.api(`/v1/sessions/${id}/approvals`)).body.approvals).toEqual([]);

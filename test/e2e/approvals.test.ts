@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { fixtures, noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { collect } from "../helpers/sse.ts";
 
 // The permission gate shipped in extensions/, on real pi with the demo model, over real HTTP/SSE.
@@ -12,7 +12,7 @@ let folder: string;
 const gate = resolve(import.meta.dirname, "../../extensions/permission-gate.ts");
 
 beforeAll(async () => {
-	gw = await startTestGateway({ extensions: { gate, dialogs: join(fixtures, "extensions/dialogs.ts") } });
+	gw = await startTestGateway({ ...noPool, extensions: { gate, dialogs: join(fixtures, "extensions/dialogs.ts") } });
 	id = await gw.session({ extensions: ["gate", "dialogs"] });
 	folder = await gw.folder(id);
 });

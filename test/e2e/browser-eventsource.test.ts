@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { launchChromium } from "../helpers/chromium.ts";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.ts";
 
 // A real browser's native EventSource on a stream ticket, cut off after the ticket expired: its own
@@ -48,7 +48,12 @@ beforeAll(async () => {
 	page = createServer((_req, res) => res.writeHead(200, { "content-type": "text/html" }).end(html));
 	await new Promise<void>((resolve) => page.listen(0, "127.0.0.1", resolve));
 	const origin = `http://127.0.0.1:${(page.address() as { port: number }).port}`;
-	gw = await startTestGateway({ token: "browser-test-token", streamTicketTtlMs: ttlMs, corsOrigins: [origin] });
+	gw = await startTestGateway({
+		...noPool,
+		token: "browser-test-token",
+		streamTicketTtlMs: ttlMs,
+		corsOrigins: [origin],
+	});
 	proxy = await startProxy(Number(new URL(gw.url).port));
 	chrome = await launchChromium();
 	browser = chrome.browser;

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runEnded, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, runEnded, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // Issue 41 item 4: a session's budget counts every model call the session makes, not only a run's
 // assistant messages: compactions (by route, by /rpc, and pi's own on a context overflow), repair
@@ -17,7 +17,7 @@ beforeAll(async () => {
 	mkdirSync(join(root, "agent"));
 	// A tiny keep-recent budget lets pi compact these short conversations.
 	writeFileSync(join(root, "agent", "settings.json"), JSON.stringify({ compaction: { keepRecentTokens: 5 } }));
-	gw = await startTestGateway({ dataDir: join(root, "data"), piAgentDir: join(root, "agent") });
+	gw = await startTestGateway({ ...noPool, dataDir: join(root, "data"), piAgentDir: join(root, "agent") });
 });
 afterAll(async () => {
 	await gw?.stop();

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runEnded, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, runEnded, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // Issue 31 item 3: a session's budget across runs, against real pi and the offline demo model, in
 // README's layout. The demo model reports one output token per delta (`count: 30` is 30 of them)
@@ -14,7 +14,7 @@ const dirs = () => ({ dataDir: join(root, "data"), piAgentDir: join(root, "agent
 beforeAll(async () => {
 	root = mkdtempSync(join(tmpdir(), "pi-gateway-budget-"));
 	mkdirSync(join(root, "agent"));
-	gw = await startTestGateway(dirs());
+	gw = await startTestGateway({ ...noPool, ...dirs() });
 });
 afterAll(async () => {
 	await gw?.stop();
@@ -79,7 +79,7 @@ describe("a session budget", () => {
 		// A restart keeps the usage: the session comes back stopped and still refuses.
 		const used = spent.body.usedTokens;
 		await gw.stop();
-		gw = await startTestGateway(dirs());
+		gw = await startTestGateway({ ...noPool, ...dirs() });
 		const back = await gw.api(`/v1/sessions/${id}`);
 		expect(back.body.status).toBe("stopped");
 		expect(back.body.budget).toMatchObject({ maxTokens: 20, usedTokens: used, exhausted: "tokens" });

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { hasCommand } from "../helpers/host.ts";
 
 // The first-party clients as a user gets them, without the gateway: the TypeScript client built
@@ -29,7 +29,7 @@ const work = mkdtempSync(join(tmpdir(), "client-packages-"));
 let gw: TestGateway;
 
 beforeAll(async () => {
-	gw = await startTestGateway();
+	gw = await startTestGateway(noPool);
 });
 afterAll(async () => {
 	await gw?.stop();

@@ -3,7 +3,7 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GatewayError, PiGateway } from "../../src/client/index.ts";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // Issue 31 items 2 and 3 from both first-party clients: outputSchema and limits go in, output,
 // outputError and limit come back; a spent budget is the client's GatewayError. Real pi, the demo
@@ -16,7 +16,7 @@ const schema = { type: "object", properties: { n: { type: "integer" } }, require
 let gw: TestGateway;
 let client: PiGateway;
 beforeAll(async () => {
-	gw = await startTestGateway({ token });
+	gw = await startTestGateway({ ...noPool, token });
 	client = new PiGateway({ baseUrl: gw.url, token });
 });
 afterAll(() => gw?.stop());

@@ -1,6 +1,6 @@
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { OpenApiValidator } from "../helpers/openapi-validate.ts";
 import { collect, type Frame, readFrames } from "../helpers/sse.ts";
 
@@ -118,7 +118,7 @@ describe("the response checker", () => {
 describe("system routes, live", () => {
 	let gw: TestGateway;
 	beforeAll(async () => {
-		gw = await startTestGateway({ token: "conformance-token-0123456" });
+		gw = await startTestGateway({ ...noPool, token: "conformance-token-0123456" });
 	});
 	afterAll(() => gw?.stop());
 
@@ -143,7 +143,7 @@ describe("event streams, live", () => {
 	let gw: TestGateway;
 	const gate = join(resolve(import.meta.dirname, "../.."), "examples/fixtures/confirm-gate.ts");
 	beforeAll(async () => {
-		gw = await startTestGateway({ extensions: { gate } });
+		gw = await startTestGateway({ ...noPool, extensions: { gate } });
 	});
 	afterAll(() => gw?.stop());
 
@@ -187,7 +187,7 @@ describe("event streams, live", () => {
 
 describe("bodies a client gets wrong", () => {
 	it("come back as clear problem+json: not JSON, not an object, a misfit answer", async () => {
-		const gw = await startTestGateway();
+		const gw = await startTestGateway(noPool);
 		try {
 			const id = await gw.session({ persist: false });
 			const asText = await gw.api(`/v1/sessions/${id}/prompt`, {

@@ -5,7 +5,7 @@ import type { BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "../helpers/chromium.ts";
 import { buildConsole } from "../helpers/console-build.ts";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // The console as a product (issue 32), in Debian's Chromium with real pi and the demo model: the
 // sessions sidebar beside the open session (a list, then a full-screen session on a phone), the
@@ -26,7 +26,7 @@ const phone = { width: 390, height: 844 };
 beforeAll(async () => {
 	buildConsole();
 	mkdirSync(artifacts, { recursive: true });
-	gw = await startTestGateway({ token });
+	gw = await startTestGateway({ ...noPool, token });
 	chrome = await launchChromium(desktop);
 	browser = chrome.browser;
 	page = await browser.newPage();

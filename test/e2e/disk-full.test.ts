@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
 import type { SqliteStore } from "../../src/store/sqlite/sessions.ts";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // Issue 20, "500s": with the data disk full, a request with an Idempotency-Key and PUT …/access
 // must answer a problem (507 insufficient_storage) and leave nothing half-applied: no command
@@ -33,7 +33,7 @@ beforeAll(async () => {
 	mounted = true;
 	const keysFile = join(dir, "keys.json");
 	bob = createKey(keysFile, "bob", ["sessions:read", "sessions:write"]).secret;
-	gw = await startTestGateway({ dataDir: data, keysFile, token: "disk-full-token-0123456789" });
+	gw = await startTestGateway({ ...noPool, dataDir: data, keysFile, token: "disk-full-token-0123456789" });
 	ballast = join(data, "ballast");
 });
 afterAll(async () => {

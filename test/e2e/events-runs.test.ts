@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fixtures, runEnded, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { fixtures, noPool, runEnded, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { frameReader } from "../helpers/raw-sse.ts";
 import { collect, type Frame } from "../helpers/sse.ts";
 
@@ -9,7 +9,7 @@ let gw: TestGateway;
 let id: string;
 
 beforeAll(async () => {
-	gw = await startTestGateway({ extensions: { stream: join(fixtures, "extensions/stream-ext.ts") } });
+	gw = await startTestGateway({ ...noPool, extensions: { stream: join(fixtures, "extensions/stream-ext.ts") } });
 	id = await gw.session({ name: "runs", persist: false, extensions: ["stream"] });
 });
 afterAll(() => gw?.stop());

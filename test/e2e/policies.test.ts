@@ -4,7 +4,7 @@ import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/app/server.ts";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // Real pi with the shipped permission gate: rules answer dialogs with nobody watching.
 const gate = resolve(import.meta.dirname, "../../extensions/permission-gate.ts");
@@ -35,7 +35,7 @@ beforeAll(async () => {
 	);
 	const keysFile = join(policyDir, "keys.json");
 	writer = createKey(keysFile, "bob", ["sessions:read", "sessions:write"]).secret;
-	gw = await startTestGateway({ extensions: { gate }, approvalPoliciesFile: file, keysFile });
+	gw = await startTestGateway({ ...noPool, extensions: { gate }, approvalPoliciesFile: file, keysFile });
 });
 afterAll(async () => {
 	await gw?.stop();

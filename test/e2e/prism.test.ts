@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { freePort } from "../helpers/host.ts";
 import { OpenApiValidator } from "../helpers/openapi-validate.ts";
 import { parseText } from "../helpers/sse.ts";
@@ -26,7 +26,7 @@ let base = "";
 let prismLog = "";
 
 beforeAll(async () => {
-	gw = await startTestGateway({ token });
+	gw = await startTestGateway({ ...noPool, token });
 	const port = await freePort();
 	prism = spawn(
 		join(repo, "node_modules/.bin/prism"),

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
 import { eventJson } from "../../src/sessions/events/event-log.ts";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // POST /v1/sessions/{id}/runs/{runId}/cancel with real pi and the demo model: a run in progress is
 // aborted, a command still in the session's queue never reaches pi, a settled run is 409, and
@@ -19,7 +19,7 @@ beforeAll(async () => {
 	const keysFile = join(dir, "keys.json");
 	alice = createKey(keysFile, "alice", ["sessions:read", "sessions:write"]).secret;
 	bob = createKey(keysFile, "bob", ["sessions:read", "sessions:write"]).secret;
-	gw = await startTestGateway({ keysFile });
+	gw = await startTestGateway({ ...noPool, keysFile });
 });
 afterAll(async () => {
 	await gw?.stop();

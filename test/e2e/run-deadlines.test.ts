@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { collect } from "../helpers/sse.ts";
 
 // Issue 25: what a waited prompt says at its deadline when a dialog holds the run, and an abort
@@ -9,7 +9,7 @@ let gw: TestGateway;
 const gate = resolve(import.meta.dirname, "../../extensions/permission-gate.ts");
 
 beforeAll(async () => {
-	gw = await startTestGateway({ extensions: { gate } });
+	gw = await startTestGateway({ ...noPool, extensions: { gate } });
 });
 afterAll(() => gw?.stop());
 

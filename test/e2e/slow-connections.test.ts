@@ -1,7 +1,7 @@
 import { readdirSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { readFrames } from "../helpers/sse.ts";
 
 // Issue 10 item 11: thousands of unauthenticated connections that never finish their headers
@@ -13,6 +13,7 @@ const sockets: Socket[] = [];
 
 beforeAll(async () => {
 	gw = await startTestGateway({
+		...noPool,
 		token,
 		maxConnections: 500,
 		maxHalfOpenConnections: 200,
@@ -95,7 +96,7 @@ describe("item 11: slowloris", () => {
 	});
 
 	it("past --max-connections with every slot holding a live request, a newcomer gets a raw 503 problem", async () => {
-		const small = await startTestGateway({ token, maxConnections: 3 });
+		const small = await startTestGateway({ ...noPool, token, maxConnections: 3 });
 		const controllers: AbortController[] = [];
 		try {
 			for (let i = 0; i < 3; i++) {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { collect } from "../helpers/sse.ts";
 
 // Issue 31 item 2: outputSchema on a run, against real pi and the offline demo model, in README's
@@ -8,7 +8,7 @@ import { collect } from "../helpers/sse.ts";
 let gw: TestGateway;
 
 beforeAll(async () => {
-	gw = await startTestGateway();
+	gw = await startTestGateway(noPool);
 });
 afterAll(() => gw?.stop());
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // /metrics counts tokens and cost per principal from pi's own usage (real pi; the demo model
 // reports its tokens and prices them, so the figures are real numbers).
@@ -19,7 +19,7 @@ beforeAll(async () => {
 	// A tiny keep-recent budget lets pi compact these short conversations.
 	mkdirSync(join(dir, "agent"));
 	writeFileSync(join(dir, "agent", "settings.json"), JSON.stringify({ compaction: { keepRecentTokens: 5 } }));
-	gw = await startTestGateway({ keysFile, piAgentDir: join(dir, "agent") });
+	gw = await startTestGateway({ ...noPool, keysFile, piAgentDir: join(dir, "agent") });
 	const res = await gw.api("/v1/sessions", {
 		method: "POST",
 		headers: { authorization: `Bearer ${aliceKey}` },

@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 
 // The workspace examples against a live gateway (real pi, demo model): each uploads a file, runs
 // a prompt that changes it, and prints the diff.
@@ -11,7 +11,7 @@ const examples = resolve(import.meta.dirname, "../../examples");
 let gw: TestGateway;
 
 beforeAll(async () => {
-	gw = await startTestGateway();
+	gw = await startTestGateway(noPool);
 });
 afterAll(() => gw?.stop());
 

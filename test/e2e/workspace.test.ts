@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { startReceiver } from "../helpers/receiver.ts";
 import { collect } from "../helpers/sse.ts";
 
@@ -21,6 +21,7 @@ beforeAll(async () => {
 	receiver = await startReceiver();
 	// A JSON body limit far below the upload limit: uploads are bounded on their own.
 	gw = await startTestGateway({
+		...noPool,
 		webhookAllow: ["loopback"],
 		maxBodyBytes: 64 * 1024,
 		workspaceMaxUploadBytes: 1024 * 1024,
