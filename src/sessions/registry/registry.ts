@@ -31,6 +31,7 @@ import { fitModel, isPoolable } from "./pooled-model.ts";
 import type { Caller } from "./resume-lookup.ts";
 import { FolderRetention, ownFolderOf } from "./retention.ts";
 import { buildSession, newSessionId, type SessionHost, shuttingDown } from "./session-factory.ts";
+import { SessionOrder } from "./session-order.ts";
 import type { OpenStore, SessionStore, StoredSession } from "./session-store.ts";
 import { restoredAtStart, restoredByTakeover, restoreKept, type Takeover } from "./stored-restore.ts";
 import { WarmPools } from "./warm-pool.ts";
@@ -71,6 +72,8 @@ export class SessionRegistry {
 	readonly dialect: Dialect;
 	readonly #logger: Logger;
 	readonly #sessions = new Map<string, Session>();
+	/** The same sessions in list order (session-order.ts): changed only beside #sessions, in #adopt and #forget. */
+	readonly #order = new SessionOrder();
 	readonly #options = new Map<string, CreateSessionBody>();
 	readonly #waking = new Map<string, Promise<void>>();
 	readonly #hub = new Set<HubListener>();
@@ -403,7 +406,10 @@ export class SessionRegistry {
 	#adopt(session: Session, options: CreateSessionBody): Session {
 		const id = session.id;
 		if (options.budget) session.budget.limits = options.budget;
+		const previous = this.#sessions.get(id);
+		if (previous) this.#order.remove(previous);
 		this.#sessions.set(id, session);
+		this.#order.add(session);
 		this.#options.set(id, options);
 		const journal = journalOnEvents(session, this.#journal, () => this.#cluster?.exited(id));
 		// One listener, the hub first: as the event log drops a listener that throws, both go together.
@@ -430,6 +436,11 @@ export class SessionRegistry {
 
 	list(): Session[] {
 		return [...this.#sessions.values()];
+	}
+
+	/** The sessions oldest first (then by id), from just past (ms, id) when given: a page's walk. */
+	inListOrder(ms?: number, id?: string): Iterable<Session> {
+		return this.#order.after(ms, id);
 	}
 
 	/** This node holds the session (in cluster mode: owns it). */
@@ -511,6 +522,8 @@ export class SessionRegistry {
 
 	/** The session leaves this registry; its row goes too, unless it lives on elsewhere (cluster mode). */
 	#forget(id: string, row: "delete the row" | "keep the row" = "delete the row"): void {
+		const session = this.#sessions.get(id);
+		if (session) this.#order.remove(session);
 		this.#sessions.delete(id);
 		this.#options.delete(id);
 		if (row === "keep the row") this.#journal.drop(id);

@@ -1,8 +1,8 @@
 import type { SessionAccess, SessionRegistry } from "../../../sessions/registry/index.ts";
 import type { Session } from "../../../sessions/session/index.ts";
 import { mayAccess } from "../../auth/ownership.ts";
-import type { Principal } from "../../auth/principals.ts";
-import { comparePositions, decodeCursor, type Position, type SessionListQuery } from "./session-page.ts";
+import { hasScope, type Principal } from "../../auth/principals.ts";
+import { decodeCursor, invalidCursor, type SessionListQuery } from "./session-page.ts";
 import { type SessionView, viewOf } from "./session-view.ts";
 
 /**
@@ -18,16 +18,19 @@ export function localCandidates(
 	node: string | undefined,
 ): SessionView[] {
 	const after = decodeCursor(query.cursor);
-	const matching: { session: Session; at: Position }[] = [];
-	for (const session of registry.list()) {
+	const afterMs = after ? Date.parse(after.createdAt) : undefined;
+	if (Number.isNaN(afterMs)) throw invalidCursor();
+	// An admin sees every session: no access record to look up per session.
+	const restricted = principal && !hasScope(principal, "admin") ? principal : undefined;
+	const page: Session[] = [];
+	// In list order from the cursor on (session-order.ts): the walk stops once the page is full.
+	for (const session of registry.inListOrder(afterMs, after?.id)) {
 		if (query.status !== undefined && session.status !== query.status) continue;
 		if (query.node !== undefined && (node !== query.node || session.status === "stopped")) continue;
 		if (query.principal !== undefined && access.get(session.id).owner !== query.principal) continue;
-		if (principal && !mayAccess(access, principal, session.id, "sessions:read")) continue;
-		const at = { createdAt: session.createdAt.toISOString(), id: session.id };
-		if (after && comparePositions(at, after) <= 0) continue;
-		matching.push({ session, at });
+		if (restricted && !mayAccess(access, restricted, session.id, "sessions:read")) continue;
+		page.push(session);
+		if (page.length > query.limit) break;
 	}
-	matching.sort((a, b) => comparePositions(a.at, b.at));
-	return matching.slice(0, query.limit + 1).map(({ session }) => viewOf(session, node));
+	return page.map((session) => viewOf(session, node));
 }

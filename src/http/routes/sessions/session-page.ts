@@ -59,10 +59,13 @@ export function encodeCursor(at: Position): string {
 	return Buffer.from(`${at.createdAt} ${at.id}`).toString("base64url");
 }
 
+export const invalidCursor = () =>
+	new ApiError(400, "invalid_cursor", "cursor is not a nextCursor this gateway handed out");
+
 export function decodeCursor(cursor: string | undefined): Position | undefined {
 	if (cursor === undefined) return undefined;
 	const match = /^(\d{4}-\d\d-\d\dT[\d:.]+Z) (\S{1,200})$/.exec(Buffer.from(cursor, "base64url").toString());
-	if (!match) throw new ApiError(400, "invalid_cursor", "cursor is not a nextCursor this gateway handed out");
+	if (!match) throw invalidCursor();
 	return { createdAt: match[1] as string, id: match[2] as string };
 }
 
