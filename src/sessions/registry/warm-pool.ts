@@ -287,6 +287,12 @@ export class WarmPools {
 	readonly #admin: Area;
 	/** Pools of areas that fell out of use, still stopping: shutdown waits for them too. */
 	readonly #closing = new Set<Promise<void>>();
+	/**
+	 * Once closed, no pool is made or filled again: a create answered during shutdown asks to warm
+	 * its principal's area, and a pool made then started a pi after the gateway had exited, which
+	 * bubblewrap's --die-with-parent missed (an orphan the suite's leak check found, sandbox-view).
+	 */
+	#closed = false;
 
 	constructor(
 		size: number,
@@ -341,6 +347,7 @@ export class WarmPools {
 
 	/** Starts the operator's pool. */
 	fill(): void {
+		if (this.#closed) return;
 		this.#pool(this.#admin).fill();
 	}
 
@@ -368,6 +375,7 @@ export class WarmPools {
 
 	/** After a plain create in another principal's area: keep one process ready for its next. */
 	warm(area: Area): void {
+		if (this.#closed) return;
 		if (area.admin || this.#pools.has(area.path)) {
 			this.#touch(area.path);
 			return;
@@ -394,6 +402,7 @@ export class WarmPools {
 	}
 
 	async close(): Promise<void> {
+		this.#closed = true;
 		const pools = [...this.#pools.values()];
 		this.#pools.clear();
 		await Promise.all([...pools.map((pool) => pool.close()), ...this.#closing]);
