@@ -124,7 +124,9 @@ describe("idle lifetime", () => {
 		idle = await startTestGateway({
 			piCommand: [process.execPath, stub, "ok"],
 			idleTimeoutMs: 400,
-			ephemeralIdleTimeoutMs: 400,
+			// Long enough that a loaded machine opens the session's stream before it is reaped (at 400 ms a
+			// clean-clone run's stream found it gone already: 410, no frames).
+			ephemeralIdleTimeoutMs: 1500,
 		});
 	});
 	afterAll(() => idle?.stop());
@@ -141,7 +143,7 @@ describe("idle lifetime", () => {
 		expect(gone.body.code).toBe("session_gone");
 		expect(gone.body.detail).toMatch(
 			new RegExp(
-				`^Session ${eph} was ephemeral \\(persist:false\\) and was stopped at .* after 400 ms without activity$`,
+				`^Session ${eph} was ephemeral \\(persist:false\\) and was stopped at .* after 1500 ms without activity$`,
 			),
 		);
 		expect(() => process.kill(pid, 0)).toThrow();
