@@ -59,6 +59,17 @@ describe("GET /v1/sessions", () => {
 		expect(pages).toBe(3);
 	});
 
+	it("pages one principal's own sessions among another's: each page from its cursor, none of bob's", async () => {
+		const seen: string[] = [];
+		let cursor: string | null = null;
+		do {
+			const page: Page = await list(`?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, "alice");
+			seen.push(...page.sessions.map((s) => s.id));
+			cursor = page.nextCursor;
+		} while (cursor);
+		expect(seen).toEqual(ids.alice);
+	});
+
 	it("answers an unpaged call with the first page (default limit 100) and says it is the last", async () => {
 		const page = await list();
 		expect(page.sessions.map((s) => s.id)).toEqual(all());
@@ -95,6 +106,12 @@ describe("GET /v1/sessions", () => {
 
 	it("refuses a cursor it did not hand out and a limit out of range (400)", async () => {
 		expect((await gw.api("/v1/sessions?cursor=nonsense")).status).toBe(400);
+		// The shape of a cursor, with a time that is no time: the same 400, as problem+json.
+		const notATime = Buffer.from(`2026-99-99T99:99:99.999Z ${ids.alice[0]}`).toString("base64url");
+		const refused = await gw.fetch(`/v1/sessions?cursor=${notATime}`);
+		expect(refused.status).toBe(400);
+		expect(refused.headers.get("content-type")).toContain("application/problem+json");
+		expect(((await refused.json()) as { code: string }).code).toBe("invalid_cursor");
 		expect((await gw.api("/v1/sessions?limit=0")).status).toBe(400);
 		expect((await gw.api("/v1/sessions?limit=501")).status).toBe(400);
 	});
