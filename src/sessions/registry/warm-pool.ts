@@ -289,8 +289,8 @@ export class WarmPools {
 	readonly #closing = new Set<Promise<void>>();
 	/**
 	 * Once closed, no pool is made or filled again: a create answered during shutdown asks to warm
-	 * its principal's area, and a pool made then started a pi after the gateway had exited, which
-	 * bubblewrap's --die-with-parent missed (an orphan the suite's leak check found, sandbox-view).
+	 * its principal's area, and a pool made after close() is one nothing stops (its pi would outlive
+	 * the gateway's shutdown).
 	 */
 	#closed = false;
 
