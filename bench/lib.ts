@@ -56,7 +56,7 @@ export function keepCompileCache(dataDir: string): void {
  */
 export async function startGatewayProcess(
 	args: string[],
-	extra: { nodeArgs?: string[]; env?: Record<string, string>; coldCache?: boolean } = {},
+	extra: { nodeArgs?: string[]; env?: Record<string, string>; coldCache?: boolean; entry?: string } = {},
 ): Promise<GatewayProcess> {
 	// Each gateway its own data directory (one gateway per directory; none in the user's home).
 	if (!args.includes("--data-dir")) args = [...args, "--data-dir", mkdtempSync(join(tmpdir(), "pi-bench-data-"))];
@@ -71,7 +71,8 @@ export async function startGatewayProcess(
 			join(root, "bench", "gc-on-signal.cjs"),
 			...(process.env.GW_NODE_ARGS ?? "").split(" ").filter(Boolean),
 			...(extra.nodeArgs ?? []),
-			join(root, "src/main.ts"),
+			// `npm start`'s sources unless told (pool-create.ts times the bin's bundle beside them).
+			extra.entry ?? join(root, "src/main.ts"),
 			"--port",
 			"0",
 			"--log-level",

@@ -1,5 +1,5 @@
 import { mkdirSync } from "node:fs";
-import { createRequire, enableCompileCache } from "node:module";
+import { enableCompileCache } from "node:module";
 import { join } from "node:path";
 import { setFlagsFromString } from "node:v8";
 import { ZodError } from "zod";
@@ -11,9 +11,9 @@ import { databaseUrlOnArgv, hasPassword } from "./cluster/credentials.ts";
 import { parseConfig } from "./config/config.ts";
 import { help } from "./config/help.ts";
 import { explainConfigError, printConfig, readSettings, type Settings, settingsReport } from "./config/sources.ts";
+import { gatewayVersion } from "./shared/package-files.ts";
 
-/** package.json sits one folder up from both src/main.ts (npm start) and dist/main.js (the bin). */
-const version: string = createRequire(import.meta.url)("../package.json").version;
+const version = gatewayVersion;
 
 /** A signal within this long after the first is the same one delivered twice, not a second. */
 const sameSignalMs = 200;
@@ -23,7 +23,7 @@ async function main(): Promise<void> {
 		// The ACP bridge (src/acp/): stdout is the protocol's, so errors go to stderr only.
 		const { acpCommand } = await import("./acp/cli.ts");
 		try {
-			await acpCommand(process.argv.slice(3));
+			await acpCommand(process.argv.slice(3), version);
 		} catch (error) {
 			console.error(`pi-gateway acp: ${(error as Error).message}`);
 			process.exit(2);

@@ -1,4 +1,3 @@
-import { createRequire } from "node:module";
 import { Readable, Writable } from "node:stream";
 import { ndJsonStream } from "@agentclientprotocol/sdk";
 import { createBridge } from "./agent.ts";
@@ -9,8 +8,7 @@ import { connectGateway } from "./gateway.ts";
  * `pi-gateway acp`: the ACP agent on stdio (JSON-RPC lines, as editors launch agents), every
  * session on the gateway at --url. stdout is the protocol's alone: logs go to stderr.
  */
-export async function acpCommand(argv: string[]): Promise<void> {
-	const version: string = createRequire(import.meta.url)("../../package.json").version;
+export async function acpCommand(argv: string[], version: string): Promise<void> {
 	// Asked for, the usage goes to stdout like any --help: no editor is on the other end then.
 	if (argv.includes("--help") || argv.includes("-h")) {
 		process.stdout.write(`${acpUsage}\n`);

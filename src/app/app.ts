@@ -74,6 +74,7 @@ import { GatewayError } from "../shared/errors.ts";
 import type { WebhookService } from "../webhooks/service.ts";
 import type { RunArchive } from "../workspace/run-archive.ts";
 import { startChangeTracker } from "../workspace/start.ts";
+import { prebuiltDocument } from "./prebuilt-document.ts";
 
 // The API description and its docs page are public (they ship in the package); the API is not.
 const openPaths = new Set(["/healthz", "/readyz", ...specPaths, ...docsPaths, ...consolePaths, ...oauthDiscoveryPaths]);
@@ -130,6 +131,11 @@ export function openApiDocument(app: ReturnType<typeof createRouter>) {
  * many gateways; test/unit/spec-per-config.test.ts holds the premise.
  */
 let builtDocument: ReturnType<typeof openApiDocument> | undefined;
+
+/** The document createApp built (or the bundle carried): scripts/bundle.ts puts it in the bundle. */
+export function builtApiDocument(): SpecDocument | undefined {
+	return builtDocument;
+}
 
 /** Builds the whole HTTP app; listening is main.ts's job, so tests can drive it directly. */
 export function createApp(
@@ -302,7 +308,7 @@ export function createApp(
 		openaiRouter(deps, (request, env) => app.fetch(request, env as never)),
 	);
 
-	builtDocument ??= openApiDocument(app);
+	builtDocument ??= (prebuiltDocument() as SpecDocument | undefined) ?? openApiDocument(app);
 	const document = builtDocument;
 	bodyRoutes.load(document as never);
 	scopedRoutes.load(document as never);

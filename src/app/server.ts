@@ -18,6 +18,7 @@ import { ApprovalHistory, loadPolicyFile, PolicyEngine, PolicySet } from "../ses
 import type { SandboxStatus } from "../sessions/process/index.ts";
 import { sandboxLogFields, startSandbox } from "../sessions/process/index.ts";
 import { SessionAccess, SessionRegistry } from "../sessions/registry/index.ts";
+import { warmSchemaChecks } from "../sessions/runs/index.ts";
 import { PostgresDatabase } from "../store/postgres/database.ts";
 import { redact } from "../store/postgres/sessions.ts";
 import type { WebhookService } from "../webhooks/service.ts";
@@ -231,6 +232,7 @@ export async function startGateway(input: ConfigInput, logger?: Logger, options:
 	keepToken(tokenSource);
 	// Once listening: /healthz answers while the pool's pis start (registry.warm).
 	registry.warm();
+	setImmediate(warmSchemaChecks);
 	warmRecentPrincipals(config, keys, registry, access);
 	warmNewPrincipals(config, keys, registry);
 	const tokenFile = "path" in tokenSource ? tokenSource.path : undefined;

@@ -1,12 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { extname } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { Logger } from "pino";
+import { moduleFile } from "../shared/package-files.ts";
 
-// fence-watchdog.ts beside this file (fence-watchdog.js in the built package).
-const watchdogPath = fileURLToPath(
-	new URL(`./fence-watchdog${extname(fileURLToPath(import.meta.url))}`, import.meta.url),
-);
+const watchdogPath = moduleFile("cluster/fence-watchdog");
 
 /**
  * Stops this node's pi processes when its lease runs out, even if the gateway itself cannot run

@@ -2,9 +2,9 @@
 // land in (DESIGN: "one zod schema for every setting"); split up, a setting would have two homes.
 import { freemem, homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { parseAllowHosts } from "../net/egress-allow.ts";
+import { packageFile } from "../shared/package-files.ts";
 import { checkPassEnvName, defaultPiNodeOptions, nodeFlagsProblem } from "./child-env.ts";
 import { refuseOverlap } from "./layout-check.ts";
 
@@ -467,7 +467,7 @@ export function autoWarmPoolMax(maxLiveSessions: number, customPi: boolean, free
 	return Math.max(size, Math.min(8, Math.floor(maxLiveSessions / 4), byMemory));
 }
 
-const permissionGatePath = fileURLToPath(new URL("../../extensions/permission-gate.ts", import.meta.url));
+const permissionGatePath = packageFile("extensions/permission-gate.ts");
 
 export function parseConfig(input: ConfigInput): Config {
 	const parsed = ConfigSchema.parse(input);

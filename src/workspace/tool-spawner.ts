@@ -1,4 +1,5 @@
 import { Worker } from "node:worker_threads";
+import { moduleFile } from "../shared/package-files.ts";
 import { errorOf, runTool, ToolError, type ToolFailure, type ToolJob, type ToolOutput } from "./tool-run.ts";
 
 /**
@@ -19,9 +20,7 @@ const pending = new Map<
 function thread(): Worker | undefined {
 	if (worker || broken) return worker;
 	try {
-		// Run from source (.ts) or from dist (.js): the thread's file sits beside this one.
-		const file = import.meta.url.endsWith(".ts") ? "./tool-thread.ts" : "./tool-thread.js";
-		const started = new Worker(new URL(file, import.meta.url));
+		const started = new Worker(moduleFile("workspace/tool-thread"));
 		started.on("message", ({ id, output, failure }: { id: number; output?: ToolOutput; failure?: ToolFailure }) => {
 			const job = pending.get(id);
 			pending.delete(id);

@@ -12,6 +12,7 @@ import {
 } from "@agentclientprotocol/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fixtures, noPool, sleep, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { gatewayEntry } from "../helpers/gateway-entry.ts";
 import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.ts";
 
 /**
@@ -41,7 +42,7 @@ interface Editor {
 const editors = new Set<Editor>();
 
 async function launch(url: string, extra: string[] = [], capabilities: Record<string, unknown> = {}): Promise<Editor> {
-	const child = spawn(process.execPath, ["src/main.ts", "acp", "--url", url, ...extra], {
+	const child = spawn(process.execPath, [gatewayEntry, "acp", "--url", url, ...extra], {
 		cwd: repo,
 		env: { ...process.env, PI_GATEWAY_TOKEN: token },
 		stdio: ["pipe", "pipe", "pipe"],
@@ -165,7 +166,7 @@ describe("pi-gateway acp", () => {
 	});
 
 	it("stdout is JSON-RPC lines only, even with a session and a run (raw stdio, as an editor reads it)", async () => {
-		const child = spawn(process.execPath, ["src/main.ts", "acp", "--url", gw.url], {
+		const child = spawn(process.execPath, [gatewayEntry, "acp", "--url", gw.url], {
 			cwd: repo,
 			env: { ...process.env, PI_GATEWAY_TOKEN: token },
 			stdio: ["pipe", "pipe", "pipe"],

@@ -4,13 +4,14 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { gatewayEntry } from "../helpers/gateway-entry.ts";
 
 // docs/deployment.md's backup and restore, in README's layout (the workspaces inside the data dir) and
 // with --workspace-root elsewhere: back up a stopped gateway with the CLI, wipe everything, restore,
 // start again on the restored folders: the conversation, its pi session file and its folder's
 // files are back, and the session goes on.
 const run = promisify(execFile);
-const main = resolve(import.meta.dirname, "../../src/main.ts");
+const main = gatewayEntry;
 const cli = (...args: string[]) => run(process.execPath, [main, ...args], { timeout: 120_000 });
 const refused = (...args: string[]) =>
 	cli(...args).then(

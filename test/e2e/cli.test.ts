@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ConfigSchema } from "../../src/config/config.ts";
 import { createKey } from "../../src/http/auth/keys.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { gatewayEntry } from "../helpers/gateway-entry.ts";
 import { type GatewayProcess, killAll, launchGateway } from "../helpers/gateway-process.ts";
 
 // The CLI as a user meets it: what --help promises, and the lines printed at start about the token.
@@ -18,7 +19,7 @@ vi.setConfig({ testTimeout: 120_000 });
 
 const repo = resolve(import.meta.dirname, "../..");
 const run = promisify(execFile);
-const main = (args: string[]) => run(process.execPath, ["src/main.ts", ...args], { cwd: repo });
+const main = (args: string[]) => run(process.execPath, [gatewayEntry, ...args], { cwd: repo });
 
 let gw: TestGateway;
 let root: string;
@@ -54,7 +55,7 @@ async function launch(
 	viaNpm = false,
 	listening = '"pi-gateway listening"',
 ): Promise<{ out: string; err: string }> {
-	const [command, ...prefix] = viaNpm ? ["npm", "start", "--silent", "--"] : [process.execPath, "src/main.ts"];
+	const [command, ...prefix] = viaNpm ? ["npm", "start", "--silent", "--"] : [process.execPath, gatewayEntry];
 	const child = spawn(command as string, [...prefix, "--port", "0", ...args], {
 		cwd: repo,
 		env: { ...process.env, ...env },
@@ -371,7 +372,7 @@ describe("the config file", () => {
 		writeFileSync(file, "keys-file: gw-keys.json\n");
 		const created = await run(
 			process.execPath,
-			["src/main.ts", "keys", "create", "--principal", "dana", "--scopes", "sessions:read"],
+			[gatewayEntry, "keys", "create", "--principal", "dana", "--scopes", "sessions:read"],
 			{
 				cwd: repo,
 				env: { ...process.env, PI_GATEWAY_CONFIG: file },
@@ -403,7 +404,7 @@ describe("errors that say what to do", () => {
 		expect(await fails(["--demo=yes"])).toContain("--demo is a switch and takes no value: write --demo or --no-demo");
 		expect(await fails(["--port"])).toContain("--port needs a value");
 		expect(await fails(["serve"])).toContain('unexpected argument "serve"');
-		const env = await run(process.execPath, ["src/main.ts"], {
+		const env = await run(process.execPath, [gatewayEntry], {
 			cwd: repo,
 			env: { ...process.env, PI_GATEWAY_MAX_SESSIONS: "lots" },
 		}).catch((e) => e);
@@ -421,7 +422,7 @@ describe("errors that say what to do", () => {
 			expect(lastLine(byFlag)).toBe(
 				`pi-gateway: port ${port} on 127.0.0.1 (--port) is already in use, by another pi-gateway or another program: stop that one, or choose another with --port N, PI_GATEWAY_PORT=N or port: N in the config file (0 takes a free one)`,
 			);
-			const byEnv = await run(process.execPath, ["src/main.ts", "--data-dir", dataDir, "--sandbox", "off"], {
+			const byEnv = await run(process.execPath, [gatewayEntry, "--data-dir", dataDir, "--sandbox", "off"], {
 				cwd: repo,
 				env: { ...process.env, PI_GATEWAY_PORT: String(port) },
 			}).catch((e) => e);

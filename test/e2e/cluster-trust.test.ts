@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { createKey } from "../../src/http/auth/keys.ts";
 import { StreamTickets } from "../../src/http/auth/tickets.ts";
 import { type ClusterNode, type NodeOptions, startNode } from "../helpers/cluster.ts";
+import { gatewayEntry } from "../helpers/gateway-entry.ts";
 import { query, startTestPostgres, type TestPostgres } from "../helpers/postgres.ts";
 
 // Several gateway processes and real pi per test: a busy machine needs room.
@@ -208,7 +209,7 @@ describe("cluster mode: no password on a command line", () => {
 		}
 		for (const node of nodes) {
 			const argv = readFileSync(`/proc/${node.pid}/cmdline`, "utf8");
-			expect(argv).toContain("main.ts");
+			expect(argv).toContain(gatewayEntry);
 			expect(argv).not.toContain(password);
 			expect((await node.api("/readyz")).status).toBe(200);
 		}

@@ -5,6 +5,7 @@ import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { gatewayEntry } from "../helpers/gateway-entry.ts";
 
 // The layout README gives a newcomer: no --workspace-root, no --default-cwd, keys made with the
 // CLI. Everything here was an escape in that layout (issue 29) while the suite, run with an
@@ -22,7 +23,7 @@ beforeAll(async () => {
 	for (const who of ["alice", "bob"]) {
 		const scopes = "sessions:read,sessions:write,approvals:read,approvals:answer";
 		const args = ["keys", "create", "--principal", who, "--scopes", scopes, "--keys-file", join(keys, "keys.json")];
-		key[who] = (await run(process.execPath, ["src/main.ts", ...args], { cwd: repo })).stdout.trim();
+		key[who] = (await run(process.execPath, [gatewayEntry, ...args], { cwd: repo })).stdout.trim();
 	}
 	gw = await startTestGateway({ workspaceRoot: undefined, keysFile: join(keys, "keys.json") });
 });

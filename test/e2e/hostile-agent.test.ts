@@ -19,6 +19,7 @@ import { createGunzip } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Gateway, startGateway } from "../../src/app/server.ts";
 import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { gatewayEntry } from "../helpers/gateway-entry.ts";
 
 // Issue 29, item 6: the hostile-agent battery. A gateway started as README starts it (no
 // --workspace-root, keys made with the CLI, real pi with its demo model, the sandbox on as root),
@@ -374,7 +375,7 @@ beforeAll(async () => {
 	for (const who of ["alice", "bob"]) {
 		const scopes = "sessions:read,sessions:write,approvals:read,approvals:answer";
 		const args = ["keys", "create", "--principal", who, "--scopes", scopes, "--keys-file", keysFile];
-		key[who] = (await run(process.execPath, ["src/main.ts", ...args], { cwd: repo })).stdout.trim();
+		key[who] = (await run(process.execPath, [gatewayEntry, ...args], { cwd: repo })).stdout.trim();
 	}
 	gw = await startTestGateway({ workspaceRoot: undefined, keysFile });
 	current = gw;

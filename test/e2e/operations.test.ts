@@ -12,6 +12,7 @@ import { Metrics } from "../../src/http/observability/prometheus.ts";
 import { SessionRegistry } from "../../src/sessions/registry/registry.ts";
 import { sqliteSessions } from "../../src/store/sqlite/sessions.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { gatewayEntry } from "../helpers/gateway-entry.ts";
 import { readFrames } from "../helpers/sse.ts";
 
 // Operations: /metrics, /docs, request ids in answers and logs, and --help.
@@ -250,7 +251,7 @@ describe("request ids", () => {
 describe("pi-gateway --help", () => {
 	it("documents every setting with its flag, environment variable and default", async () => {
 		// src/main.ts, not bin/: the package test rebuilds dist/ (npm pack) while this file runs.
-		const { stdout } = await promisify(execFile)(process.execPath, [join(repo, "src/main.ts"), "--help"]);
+		const { stdout } = await promisify(execFile)(process.execPath, [gatewayEntry, "--help"]);
 		const kebab = (key: string) => key.replace(/[A-Z]/g, (ch) => `-${ch.toLowerCase()}`);
 		for (const key of Object.keys(ConfigSchema.shape)) {
 			const flag = kebab(key);

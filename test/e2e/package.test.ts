@@ -1,9 +1,19 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import {
+	copyFileSync,
+	existsSync,
+	mkdirSync,
+	mkdtempSync,
+	readdirSync,
+	readFileSync,
+	rmSync,
+	symlinkSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import { alive, until } from "../helpers/gateway.ts";
 
 // The package as a user gets it: `npm pack` (its prepack script builds dist/), then `npm i -g` of the
@@ -23,7 +33,21 @@ let gateway: ChildProcess | undefined;
 
 beforeAll(async () => {
 	tmp = mkdtempSync(join(tmpdir(), "pi-gateway-package-"));
-	await run("npm", ["pack", "--silent", "--pack-destination", tmp], { cwd: repo, env, timeout: 240_000 });
+	// Packed from a copy of the checkout (its files, with node_modules linked): prepack's build
+	// starts with `rm -rf dist`, and the rest of the suite runs this checkout's dist/ meanwhile (the
+	// bin's bundle, the console).
+	const checkout = join(tmp, "checkout");
+	const listed = await run("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
+		cwd: repo,
+		maxBuffer: 64 * 1024 * 1024,
+	});
+	for (const file of listed.stdout.split("\0").filter(Boolean)) {
+		if (!existsSync(join(repo, file))) continue;
+		mkdirSync(dirname(join(checkout, file)), { recursive: true });
+		copyFileSync(join(repo, file), join(checkout, file));
+	}
+	symlinkSync(join(repo, "node_modules"), join(checkout, "node_modules"));
+	await run("npm", ["pack", "--silent", "--pack-destination", tmp], { cwd: checkout, env, timeout: 240_000 });
 	const name = readdirSync(tmp).find((f) => f.endsWith(".tgz"));
 	if (!name) throw new Error("npm pack made no tarball");
 	tarball = join(tmp, name);
@@ -57,7 +81,11 @@ describe("the npm package", () => {
 		const files = stdout.trim().split("\n");
 		for (const file of [
 			"package/bin/pi-gateway.js",
-			"package/dist/main.js",
+			// What the bin runs: the whole server in one file (scripts/bundle.ts), and the worker
+			// threads it starts from tsc's output beside it.
+			"package/dist/pi-gateway.mjs",
+			"package/dist/workspace/tool-thread.js",
+			"package/dist/cluster/fence-watchdog.js",
 			"package/dist/sessions/process/spawn.js",
 			// The client the ACP bridge and the cluster hub read the gateway with, and pi-gateway/client.
 			"package/dist/client/index.js",
@@ -143,6 +171,15 @@ describe("the npm package", () => {
 		expect(created.body.model).toEqual({ provider: "pi-gateway-demo", id: "demo" });
 		const waited = await api(`/v1/sessions/${created.body.id}/prompt?wait=true`, { message: "echo: from the package" });
 		expect([waited.status, waited.body.text]).toEqual([200, "from the package"]);
+		// The bundle carries the API document its build generated: the same as the routes give
+		// (openapi.yaml, checked against them by spec:check), but for the origin it is served from.
+		const served = (await (await fetch(`${url}/openapi.json`)).json()) as { servers: unknown };
+		const spec = parse(readFileSync(join(repo, "openapi.yaml"), "utf8")) as { servers: unknown };
+		expect(served.servers).toEqual([{ url }]);
+		expect({ ...served, servers: [] }).toEqual({ ...spec, servers: [] });
+		// The docs page, from swagger-ui-dist (which stays a dependency outside the bundle).
+		const docs = await fetch(`${url}/docs/swagger-ui-bundle.js`);
+		expect([docs.status, (await docs.text()).length > 100_000]).toEqual([200, true]);
 		// The console the package ships, served with its CSP, no token needed for the page itself.
 		const page = await fetch(`${url}/console/`);
 		expect(page.status).toBe(200);

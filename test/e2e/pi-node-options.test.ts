@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { defaultPiNodeOptions } from "../../src/config/child-env.ts";
 import { type ConfigInput, parseConfig } from "../../src/config/config.ts";
 import { fixtures, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { gatewayEntry } from "../helpers/gateway-entry.ts";
 
 // Node's flags for pi children (--pi-node-options), read from inside pi: an extension in pi's agent
 // dir (auto-loaded by every pi, warm pool included) reports process.execArgv. pi renames its
@@ -59,7 +60,7 @@ async function cli(args: string[], env: NodeJS.ProcessEnv) {
 	const token = "node-options-token-0123456789";
 	const child = spawn(
 		process.execPath,
-		["src/main.ts", "--port", "0", "--data-dir", join(root, "data"), "--pi-agent-dir", agent, ...args],
+		[gatewayEntry, "--port", "0", "--data-dir", join(root, "data"), "--pi-agent-dir", agent, ...args],
 		{
 			cwd: resolve(import.meta.dirname, "../.."),
 			env: { ...process.env, PI_GATEWAY_TOKEN: token, ...env },

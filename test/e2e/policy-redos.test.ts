@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { until } from "../helpers/gateway.ts";
+import { gatewayEntry } from "../helpers/gateway-entry.ts";
 
 // Issue 20's reproducer: a key with only sessions:write puts `\w*\w*\w*\w*!` (13 characters, no
 // groups) in a session policy and one long dialog title pinned the event loop (/healthz unanswered,
@@ -21,7 +22,7 @@ beforeAll(async () => {
 	child = spawn(
 		process.execPath,
 		[
-			"src/main.ts",
+			gatewayEntry,
 			"--port",
 			"0",
 			"--host",

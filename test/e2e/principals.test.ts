@@ -6,12 +6,13 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey } from "../../src/http/auth/keys.ts";
 import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { gatewayEntry } from "../helpers/gateway-entry.ts";
 
 // Principals from --keys-file, as a team meets them: keys made with the CLI, each with its
 // scopes, checked on every request against real pi; the token stays the admin.
 const repo = resolve(import.meta.dirname, "../..");
 const run = promisify(execFile);
-const keysCreate = (args: string[]) => run(process.execPath, ["src/main.ts", "keys", "create", ...args], { cwd: repo });
+const keysCreate = (args: string[]) => run(process.execPath, [gatewayEntry, "keys", "create", ...args], { cwd: repo });
 
 let gw: TestGateway;
 let dir: string;

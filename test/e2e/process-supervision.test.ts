@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { alive, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { gatewayEntry } from "../helpers/gateway-entry.ts";
 import { collect, readFrames } from "../helpers/sse.ts";
 
 // Real pi, and the gateway as its own OS process (node src/main.ts) so it can be signalled.
@@ -29,7 +30,7 @@ interface Launched {
 /** Starts `node src/main.ts` on a free port and waits for its "listening" log line. */
 async function launch(name: string): Promise<Launched> {
 	const d = dirs(name);
-	const args = ["src/main.ts", "--port", "0", "--shutdown-grace-ms", "1000", "--log-level", "info"];
+	const args = [gatewayEntry, "--port", "0", "--shutdown-grace-ms", "1000", "--log-level", "info"];
 	// No drain: SIGTERM stops a run at once here (drain.test.ts lets one settle).
 	args.push("--drain-timeout-ms", "0");
 	args.push("--workspace-root", d.workspaceRoot, "--data-dir", d.dataDir, "--pi-agent-dir", d.piAgentDir);

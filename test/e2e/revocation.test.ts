@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sleep, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { gatewayEntry } from "../helpers/gateway-entry.ts";
 import { type Frame, readFrames } from "../helpers/sse.ts";
 
 // Issue 29, "what users were told": taking a share back or revoking a key ends the streams it
@@ -19,7 +20,7 @@ let keysFile: string;
 const key: Record<string, string> = {};
 const as = (who: string) => ({ authorization: `Bearer ${key[who]}` });
 const cli = (...args: string[]) =>
-	run(process.execPath, ["src/main.ts", "keys", ...args, "--keys-file", keysFile], { cwd: repo });
+	run(process.execPath, [gatewayEntry, "keys", ...args, "--keys-file", keysFile], { cwd: repo });
 
 beforeAll(async () => {
 	keysDir = mkdtempSync(join(tmpdir(), "pi-gateway-revoke-keys-"));

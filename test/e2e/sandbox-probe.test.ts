@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/app/server.ts";
+import { gatewayEntry } from "../helpers/gateway-entry.ts";
 import { weakBwrapScript } from "../helpers/host.ts";
 
 // The start-up probe asks whether the sandbox HOLDS, not whether bwrap runs: a bwrap that runs
@@ -19,7 +20,7 @@ chmodSync(join(shimDir, "bwrap"), 0o755);
 const shimPath = `${shimDir}:${process.env.PATH}`;
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const main = resolve(import.meta.dirname, "../../src/main.ts");
+const main = gatewayEntry;
 /** The CLI, with the shim first on PATH: its exit code and what it printed, once it exits or listens. */
 function runCli(sandbox: string): Promise<{ code: number | null; stderr: string }> {
 	const args = [main, "--port", "0", "--host", "127.0.0.1", "--sandbox", sandbox, "--data-dir", join(dir, sandbox)];

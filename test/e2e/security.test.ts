@@ -12,6 +12,7 @@ import { bundledPiCli } from "../../src/sessions/process/spawn.ts";
 import { SessionRegistry } from "../../src/sessions/registry/registry.ts";
 import { sqliteSessions } from "../../src/store/sqlite/sessions.ts";
 import { fixtures, startTestGateway, stdinRecord, type TestGateway } from "../helpers/gateway.ts";
+import { gatewayEntry } from "../helpers/gateway-entry.ts";
 import { errorCode, errorMediaType } from "../helpers/method-matrix.ts";
 import { specPath } from "../helpers/openapi-validate.ts";
 import { readFrames } from "../helpers/sse.ts";
@@ -215,7 +216,7 @@ describe("host and origin", () => {
 		await expect(
 			startGateway({ host: "0.0.0.0", port: 0, auth: false, dataDir: join(gw.root, "lan2") }),
 		).rejects.toThrow("Refusing to listen on 0.0.0.0 with --no-auth: a token is required beyond loopback");
-		const cli = spawnSync(process.execPath, ["src/main.ts", "--host", "0.0.0.0", "--no-auth"], {
+		const cli = spawnSync(process.execPath, [gatewayEntry, "--host", "0.0.0.0", "--no-auth"], {
 			cwd: resolve(import.meta.dirname, "../.."),
 			encoding: "utf8",
 			env: { ...process.env, PI_GATEWAY_TOKEN: "", PI_GATEWAY_DATA_DIR: join(gw.root, "cli") },

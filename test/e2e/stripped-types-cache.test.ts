@@ -19,7 +19,7 @@ afterAll(() => {
 async function startAndStop(): Promise<void> {
 	// The suite's shared compile cache (NODE_COMPILE_CACHE, a folder every test process writes) is
 	// set: the stripped JavaScript, read back as code, still goes to the data dir only.
-	const gateway = await launchGateway({ root, port: 0, token });
+	const gateway = await launchGateway({ root, port: 0, token, sources: true });
 	started.push(gateway);
 	expect((await gateway.fetch("/healthz")).status).toBe(200);
 	gateway.child.kill("SIGTERM");

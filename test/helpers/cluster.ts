@@ -1,11 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { specCheckedApi } from "./gateway.ts";
-
-const main = resolve(import.meta.dirname, "../../src/main.ts");
+import { gatewayEntry } from "./gateway-entry.ts";
 
 /** One gateway node as its own process (as operators run it), so a test can SIGKILL, SIGSTOP or SIGTERM it. */
 export interface ClusterNode {
@@ -85,7 +84,7 @@ export async function startNode(options: NodeOptions): Promise<ClusterNode> {
 	const child: ChildProcess = spawn(
 		process.execPath,
 		[
-			main,
+			gatewayEntry,
 			"--host=127.0.0.1",
 			"--port=0",
 			...database,

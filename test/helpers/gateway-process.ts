@@ -2,10 +2,11 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
+import { gatewayEntry } from "./gateway-entry.ts";
 
-const main = resolve(import.meta.dirname, "../../src/main.ts");
+const sources = resolve(import.meta.dirname, "../../src/main.ts");
 
-/** A gateway as its own OS process (`node src/main.ts`), so a test can SIGKILL or SIGTERM it. */
+/** A gateway as its own OS process (gateway-entry.ts: the bin's bundle or `node src/main.ts`), so a test can SIGKILL or SIGTERM it. */
 export interface GatewayProcess {
 	child: ChildProcess;
 	url: string;
@@ -34,11 +35,13 @@ export interface GatewayProcessOptions {
 	 * is `<root>/.pi-gateway`, the workspace root in it).
 	 */
 	readme?: boolean;
+	/** `node src/main.ts`, as `npm start` runs it, whatever gateway-entry.ts picks. */
+	sources?: boolean;
 	/** Over this process's environment (a PATH without bwrap: test/helpers/host.ts bareMachinePath). */
 	env?: Record<string, string>;
 }
 
-/** Starts `node src/main.ts` and resolves once it logs "pi-gateway listening". */
+/** Starts a gateway process and resolves once it logs "pi-gateway listening"; README's layout runs `npm start`'s `node src/main.ts`. */
 export async function launchGateway(options: GatewayProcessOptions): Promise<GatewayProcess> {
 	const layout = options.readme
 		? []
@@ -51,7 +54,7 @@ export async function launchGateway(options: GatewayProcessOptions): Promise<Gat
 	if (!options.readme)
 		for (const dir of ["workspace", "agent"]) mkdirSync(join(options.root, dir), { recursive: true });
 	const args = [
-		main,
+		options.readme || options.sources ? sources : gatewayEntry,
 		"--host=127.0.0.1",
 		`--port=${options.port}`,
 		...layout,

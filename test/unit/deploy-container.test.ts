@@ -34,9 +34,9 @@ describe("the container recipe", () => {
 		expect(listed).not.toContain("node_modules");
 		expect(listed).not.toContain("src");
 		for (const path of listed) expect(existsSync(join(repo, path)), path).toBe(true);
-		// The bin runs dist/main.js, which `npm run build` writes.
+		// The bin runs dist/pi-gateway.mjs, which `npm run build` writes.
 		expect(buildStage).toMatch(/npm run build/);
-		expect(readFileSync(join(repo, "bin/pi-gateway.js"), "utf8")).toMatch(/dist\/main\.js/);
+		expect(readFileSync(join(repo, "bin/pi-gateway.js"), "utf8")).toMatch(/dist\/pi-gateway\.mjs/);
 	});
 
 	it("runs as uid and gid 10001, with /data as data dir, home and volume, and a health check on /readyz", () => {

@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vites
 import { keysCommand } from "../../src/cli/keys.ts";
 import { ownKeysOf } from "../../src/config/own-keys.ts";
 import { readKeysFile } from "../../src/http/auth/keys.ts";
+import { gatewayEntry } from "../helpers/gateway-entry.ts";
 
 // Issue 42 item 5: `pi-gateway keys` records where a principal's own provider key is (never the
 // key), says what is wrong with a source as it sets or lists it, and refuses a key pasted in
@@ -92,7 +93,7 @@ describe("pi-gateway keys and principals' own provider keys", () => {
 	});
 
 	it("leaves the key out of --print-config", () => {
-		const printed = execFileSync(process.execPath, ["src/main.ts", "--print-config", "--keys-file", file], {
+		const printed = execFileSync(process.execPath, [gatewayEntry, "--print-config", "--keys-file", file], {
 			cwd: join(import.meta.dirname, "../.."),
 			env: { ...process.env, PGW_TEST_UNSET_KEY: pasted, HOME: dir },
 			encoding: "utf8",

@@ -7,6 +7,7 @@ import type { Config } from "../../config/config.ts";
 import { dialectOf, hasNameFlag, piPackageOf } from "../../pi/dialect.ts";
 import { SessionName, ThinkingLevel } from "../../pi/protocol.ts";
 import { GatewayError } from "../../shared/errors.ts";
+import { packageFile } from "../../shared/package-files.ts";
 import { isInside } from "../../shared/paths.ts";
 import { ClientTools, clientToolsEnv } from "../dialogs/client-tools.ts";
 import { PolicySet } from "../dialogs/policies.ts";
@@ -102,10 +103,9 @@ export interface SpawnPlan {
 	bindFolder?: { path: string; root: string };
 }
 
-const here = dirname(fileURLToPath(import.meta.url));
-export const demoExtensionPath = resolve(here, "../../../extensions/demo-model.ts");
+export const demoExtensionPath = packageFile("extensions/demo-model.ts");
 /** Holds a run's first tool call until its start snapshot is taken (src/workspace/snapshot-gate.ts). */
-export const snapshotGatePath = resolve(here, "../../../extensions/snapshot-gate.ts");
+export const snapshotGatePath = packageFile("extensions/snapshot-gate.ts");
 
 /**
  * Whether pi gets the snapshot gate, so a prompt need not wait for its snapshot: with change
@@ -117,7 +117,7 @@ export function gatesSnapshots(config: Config): boolean {
 }
 
 /** Imports the code for the session's model API once a pooled pi is up, not at its first prompt (the bundled pi). */
-export const warmUpPath = resolve(here, "../../../extensions/warm-up.ts");
+export const warmUpPath = packageFile("extensions/warm-up.ts");
 
 /** Whether pi is the bundled one, or a --pi-command into pi 1.x: the one whose layout warm-up.ts knows. */
 function isPi1(config: Config): boolean {
@@ -125,7 +125,7 @@ function isPi1(config: Config): boolean {
 }
 
 /** Registers a session's client tools in pi (src/sessions/dialogs/client-tools.ts). */
-export const clientToolsExtensionPath = resolve(here, "../../../extensions/client-tools.ts");
+export const clientToolsExtensionPath = packageFile("extensions/client-tools.ts");
 
 /** The installed pi package's folder (its package.json is not exported, so found from its main entry). */
 export function piPackageDir(): string {

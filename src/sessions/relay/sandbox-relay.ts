@@ -1,11 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, constants, fstatSync, openSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
-import { basename, dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { basename, dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
 import type { Config } from "../../config/config.ts";
 import { ownKeysOf } from "../../config/own-keys.ts";
 import { type AllowEntry, parseAllowHosts } from "../../net/egress-allow.ts";
+import { packageFile } from "../../shared/package-files.ts";
 import { type RelayPlan, relayPlan } from "./credentials.ts";
 import { applyOwnKeys, withOwnKeyVariables } from "./own-key-plan.ts";
 
@@ -40,10 +41,7 @@ export const relayPort = 4317;
 export const proxyPort = 4318;
 const proxyNames = ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"];
 const otherProxyNames = ["ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"];
-export const forwarderPath = resolve(
-	dirname(fileURLToPath(import.meta.url)),
-	"../../../extensions/relay-forwarder.mjs",
-);
+export const forwarderPath = packageFile("extensions/relay-forwarder.mjs");
 
 /** The longest path a unix socket takes (108 bytes with its NUL on Linux). */
 const maxSocketPath = 107;

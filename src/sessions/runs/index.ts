@@ -8,6 +8,7 @@ export { BudgetView, SessionBudget } from "../session/budget.ts";
 export type { RunCommand } from "./run-accept.ts";
 export { type CancelAnswer, cancelRun } from "./run-cancel.ts";
 export { LimitHit } from "./run-limits.ts";
+export { warmSchemaChecks } from "./run-output.ts";
 export { type PreparedRun, prepareRun, type RunAnswer } from "./run-service.ts";
 export { type RunSpan, spanAt } from "./run-spans.ts";
 export { type CommandStreamSink, streamCommandEvents } from "./run-stream.ts";

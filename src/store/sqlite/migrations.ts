@@ -1,9 +1,6 @@
-import { createRequire } from "node:module";
 import type { DatabaseSync } from "node:sqlite";
+import { gatewayVersion } from "../../shared/package-files.ts";
 import { migrationsTable } from "./schema.ts";
-
-/** package.json sits three folders up from both src/store/sqlite/ and dist/store/sqlite/. */
-const gatewayVersion: string = createRequire(import.meta.url)("../../../package.json").version;
 
 /** One change gateway.db went through, as `migrations` records it. */
 export interface Migration {

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { brotliCompressSync, gzipSync } from "node:zlib";
 import { Hono } from "hono";
+import { packageFile } from "../../../shared/package-files.ts";
 import type { AppEnv } from "../../transport/openapi.ts";
 import { ApiError } from "../../transport/problem.ts";
 import { chooseEncoding, type Encoding } from "./encoding.ts";
@@ -22,8 +22,8 @@ import { notBuiltPage } from "./not-built.ts";
  * on the same ETag), so a new build is seen at once.
  */
 
-/** From src/http/routes/console and dist/http/routes/console alike: the package root's dist/console. */
-const defaultDir = fileURLToPath(new URL("../../../../dist/console/", import.meta.url));
+/** The package root's dist/console, whichever layout runs (package-files.ts). */
+const defaultDir = `${packageFile("dist/console")}/`;
 
 const files: Record<string, { file: string; type: string }> = {
 	"/console/": { file: "index.html", type: "text/html; charset=utf-8" },

@@ -1,16 +1,15 @@
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { join } from "node:path";
 import type { Cluster } from "../../../cluster/cluster.ts";
 import { infoLimitKeys, pickLimits } from "../../../config/limits.ts";
 import { piPackageDir, resolveSandbox, sandboxFix, sandboxUnavailable } from "../../../sessions/process/index.ts";
+import { gatewayVersion } from "../../../shared/package-files.ts";
 import { createRouter } from "../../transport/openapi.ts";
 import { ApiError } from "../../transport/problem.ts";
 import type { Deps } from "../deps.ts";
 import { healthz, info, readyz } from "./system.routes.ts";
 
-const require = createRequire(import.meta.url);
-export const gatewayVersion: string = require("../../../../package.json").version;
+export { gatewayVersion };
 export const piVersion: string = JSON.parse(readFileSync(join(piPackageDir(), "package.json"), "utf8")).version;
 
 export function systemRouter({ registry, config, cluster }: Deps) {

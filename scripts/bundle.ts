@@ -1,0 +1,71 @@
+/**
+ * Bundles the built server (dist/main.js and what it imports, its dependencies included) into one
+ * file, dist/pi-gateway.mjs, which the bin runs (`npm run build` ends with this). Loading one file
+ * instead of ~600 modules, and carrying the API document instead of generating it, roughly halves a
+ * start: BENCHMARKS.md table 17.
+ *
+ * Left outside, loaded from node_modules as before:
+ * - pi (@earendil-works/*): it imports its own files by paths relative to itself;
+ * - pino and its transports: pino-pretty runs in a worker that loads its files by name;
+ * - swagger-ui-dist: the docs page serves its folder;
+ * - optional native add-ons a dependency may try (pg-native, koffi).
+ * Worker threads and the cluster's watchdog run from dist/ beside the bundle (src/shared/package-files.ts).
+ */
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import pino from "pino";
+import { build } from "rolldown";
+import { builtApiDocument, createApp } from "../src/app/app.ts";
+import { parseConfig } from "../src/config/config.ts";
+import { SessionRegistry } from "../src/sessions/registry/registry.ts";
+import { sqliteSessions } from "../src/store/sqlite/sessions.ts";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+export const bundleFile = join(root, "dist/pi-gateway.mjs");
+const documentModule = join(root, "dist/app/prebuilt-document.js");
+
+/** The document the routes generate, as every gateway built from these sources would. */
+function apiDocument(): unknown {
+	const dataDir = mkdtempSync(join(tmpdir(), "pi-gateway-bundle-"));
+	try {
+		const config = parseConfig({ dataDir });
+		const logger = pino({ level: "silent" });
+		createApp(config, new SessionRegistry(config, logger, sqliteSessions(config.dataDir)), logger);
+		const document = builtApiDocument();
+		if (!document) throw new Error("createApp built no API document");
+		return document;
+	} finally {
+		rmSync(dataDir, { recursive: true, force: true });
+	}
+}
+
+const external = [
+	/^node:/,
+	/^@earendil-works\//,
+	/^pino(-|$|\/)/,
+	/^thread-stream/,
+	/^swagger-ui-dist/,
+	"pg-native",
+	/^koffi/,
+];
+
+const document = JSON.stringify(apiDocument());
+await build({
+	input: join(root, "dist/main.js"),
+	platform: "node",
+	external,
+	plugins: [
+		{
+			name: "prebuilt-document",
+			load(id) {
+				if (id !== documentModule) return null;
+				return `export function prebuiltDocument() { return JSON.parse(${JSON.stringify(document)}); }`;
+			},
+		},
+	],
+	output: { file: bundleFile, format: "esm", codeSplitting: false },
+	logLevel: "warn",
+});
+console.log(`wrote ${bundleFile.slice(root.length + 1)} (${(statSync(bundleFile).size / 1e6).toFixed(1)} MB)`);
