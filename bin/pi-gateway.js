@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Runs the compiled JavaScript in dist/: Node refuses to strip TypeScript types under
 // node_modules, so an installed package (from the registry, a tarball or git) must ship JS. It runs
-// dist/pi-gateway.mjs, the whole server in one file (scripts/bundle.ts), which starts in about half
-// the time of tsc's ~300 files and their dependencies' (BENCHMARKS.md table 17).
+// dist/pi-gateway.mjs, the server bundled with its dependencies (scripts/bundle.ts), which starts in
+// under half the time of tsc's ~300 files and their dependencies' (BENCHMARKS.md table 17).
 // `npm pack`, `npm publish` and a git install build dist/ (the `prepack` script); in a checkout
 // `npm run build` does; `npm start` runs the sources directly.
 // The Node version is checked first, in syntax every Node since 12 parses: on an older Node the

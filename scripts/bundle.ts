@@ -1,8 +1,10 @@
 /**
- * Bundles the built server (dist/main.js and what it imports, its dependencies included) into one
- * file, dist/pi-gateway.mjs, which the bin runs (`npm run build` ends with this). Loading one file
- * instead of ~600 modules, and carrying the API document instead of generating it, roughly halves a
- * start: BENCHMARKS.md table 17.
+ * Bundles the built server (dist/main.js and what it imports, its dependencies included) into
+ * dist/pi-gateway.mjs, which the bin runs (`npm run build` ends with this), and the chunks in
+ * dist/chunks/ that main.ts imports only when needed: the server itself (loaded once the data dir's
+ * compile cache is on, as from the sources), the ACP bridge, backup. `--help`, `keys` or `acp` load
+ * neither the server nor pi's libraries. Loading a few files instead of ~900 modules, and carrying
+ * the API document instead of generating it, roughly halves a start: BENCHMARKS.md table 17.
  *
  * Left outside, loaded from node_modules as before:
  * - pi (@earendil-works/*): it imports its own files by paths relative to itself;
@@ -11,7 +13,7 @@
  * - optional native add-ons a dependency may try (pg-native, koffi).
  * Worker threads and the cluster's watchdog run from dist/ beside the bundle (src/shared/package-files.ts).
  */
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,6 +26,7 @@ import { sqliteSessions } from "../src/store/sqlite/sessions.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const bundleFile = join(root, "dist/pi-gateway.mjs");
+const chunks = join(root, "dist/chunks");
 const documentModule = join(root, "dist/app/prebuilt-document.js");
 
 /** The document the routes generate, as every gateway built from these sources would. */
@@ -52,6 +55,7 @@ const external = [
 ];
 
 const document = JSON.stringify(apiDocument());
+rmSync(chunks, { recursive: true, force: true });
 await build({
 	input: join(root, "dist/main.js"),
 	platform: "node",
@@ -65,7 +69,15 @@ await build({
 			},
 		},
 	],
-	output: { file: bundleFile, format: "esm", codeSplitting: false },
+	output: {
+		dir: join(root, "dist"),
+		format: "esm",
+		entryFileNames: "pi-gateway.mjs",
+		chunkFileNames: "chunks/[name]-[hash].mjs",
+	},
 	logLevel: "warn",
 });
-console.log(`wrote ${bundleFile.slice(root.length + 1)} (${(statSync(bundleFile).size / 1e6).toFixed(1)} MB)`);
+const sizes = [bundleFile, ...readdirSync(chunks).map((name) => join(chunks, name))].map((f) => statSync(f).size);
+console.log(
+	`wrote ${bundleFile.slice(root.length + 1)} and ${sizes.length - 1} chunks in dist/chunks (${(sizes.reduce((a, b) => a + b) / 1e6).toFixed(1)} MB)`,
+);

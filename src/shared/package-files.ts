@@ -3,7 +3,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 // The gateway runs from three layouts: src/ (npm start, type stripping), dist/ (tsc's output, one
-// file per module) and dist/pi-gateway.mjs (the bin: the whole server in one file). A module's own
+// file per module) and dist/pi-gateway.mjs with dist/chunks/ (the bin: the server bundled). A module's own
 // URL says a different depth in each, so files that ship beside the code (package.json, extensions/,
 // the built console, worker threads) are found from the package's root instead.
 
@@ -30,10 +30,19 @@ export function moduleFile(path: string): string {
 	return runsSources ? join(packageRoot, "src", `${path}.ts`) : join(packageRoot, "dist", `${path}.js`);
 }
 
+/**
+ * The nearest package.json above this module, which must be pi-gateway's: not the nearest one
+ * named pi-gateway, since whoever can write a folder further up could then choose the worker
+ * threads and extensions the gateway runs.
+ */
 function findPackageRoot(start: string): string {
 	for (let dir = start; ; dir = dirname(dir)) {
 		const file = join(dir, "package.json");
-		if (existsSync(file) && JSON.parse(readFileSync(file, "utf8")).name === "pi-gateway") return dir;
-		if (dirname(dir) === dir) throw new Error(`pi-gateway: no package.json of pi-gateway above ${start}`);
+		if (existsSync(file)) {
+			const name = JSON.parse(readFileSync(file, "utf8")).name;
+			if (name === "pi-gateway") return dir;
+			throw new Error(`pi-gateway: ${file} is not pi-gateway's package.json (its name is ${JSON.stringify(name)})`);
+		}
+		if (dirname(dir) === dir) throw new Error(`pi-gateway: no package.json above ${start}`);
 	}
 }

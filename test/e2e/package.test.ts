@@ -81,8 +81,8 @@ describe("the npm package", () => {
 		const files = stdout.trim().split("\n");
 		for (const file of [
 			"package/bin/pi-gateway.js",
-			// What the bin runs: the whole server in one file (scripts/bundle.ts), and the worker
-			// threads it starts from tsc's output beside it.
+			// What the bin runs: the server bundled (scripts/bundle.ts; its chunks are in dist/chunks),
+			// and the worker threads it starts from tsc's output beside it.
 			"package/dist/pi-gateway.mjs",
 			"package/dist/workspace/tool-thread.js",
 			"package/dist/cluster/fence-watchdog.js",
