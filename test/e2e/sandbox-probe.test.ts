@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/app/server.ts";
 import { gatewayEntry } from "../helpers/gateway-entry.ts";
