@@ -15,7 +15,7 @@ import {
 	type StreamEvent,
 	StreamInterruptedError,
 } from "../../src/client/index.ts";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { readFrames } from "../helpers/sse.ts";
 import { startProxy, type TcpProxy } from "../helpers/tcp-proxy.ts";
 
@@ -30,7 +30,7 @@ let gw: TestGateway;
 let client: PiGateway;
 let proxy: TcpProxy;
 beforeAll(async () => {
-	gw = await startTestGateway({ token });
+	gw = await startTestGateway({ token, ...noPool });
 	client = new PiGateway({ baseUrl: gw.url, token, reconnect: { delayMs: 50 } });
 	proxy = await startProxy(Number(new URL(gw.url).port));
 });

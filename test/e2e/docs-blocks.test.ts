@@ -14,7 +14,7 @@ import {
 	scriptOf,
 	shellBlocks,
 } from "../helpers/doc-blocks.ts";
-import { startTestGateway, type TestGateway } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway } from "../helpers/gateway.ts";
 import { hasCommand } from "../helpers/host.ts";
 import { startReceiver } from "../helpers/receiver.ts";
 
@@ -96,7 +96,7 @@ describe.skipIf(!hasCommand("curl") || !hasCommand("jq"))("docs: the shell block
 	const dirs: string[] = [];
 	beforeAll(async () => {
 		receiver = await startReceiver();
-		gw = await startTestGateway({ webhookAllow: ["loopback"] });
+		gw = await startTestGateway({ webhookAllow: ["loopback"], ...noPool });
 	});
 	afterAll(async () => {
 		await gw?.stop();

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 
 // Tool processes die with their pi. pi's bash tool starts each command in a process group of its
 // own, so they used to outlive pi (re-parented to PID 1) when pi was killed, crashed or stopped.
@@ -54,7 +54,7 @@ describe.each(["on", "off"] as const)("sandbox %s", (sandbox) => {
 
 	/** A session whose bash tool is running `sleep N` (started by the model, as an agent would). */
 	async function sleeping(seconds: number): Promise<string> {
-		gw ??= await startTestGateway({ sandbox });
+		gw ??= await startTestGateway({ sandbox, ...noPool });
 		expect(gw.sandbox.enabled).toBe(sandbox === "on");
 		const id = await gw.session({});
 		const run = await gw.api(`/v1/sessions/${id}/prompt`, {

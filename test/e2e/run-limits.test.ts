@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
+import { noPool, startTestGateway, type TestGateway, until } from "../helpers/gateway.ts";
 import { collect } from "../helpers/sse.ts";
 
 // Issue 31 item 3: per-run limits against real pi and the offline demo model, in README's layout.
@@ -8,7 +8,7 @@ import { collect } from "../helpers/sse.ts";
 let gw: TestGateway;
 
 beforeAll(async () => {
-	gw = await startTestGateway();
+	gw = await startTestGateway(noPool);
 });
 afterAll(() => gw?.stop());
 
