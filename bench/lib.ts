@@ -59,7 +59,8 @@ export async function startGatewayProcess(
 	extra: { nodeArgs?: string[]; env?: Record<string, string>; coldCache?: boolean; entry?: string } = {},
 ): Promise<GatewayProcess> {
 	// Each gateway its own data directory (one gateway per directory; none in the user's home).
-	if (!args.includes("--data-dir")) args = [...args, "--data-dir", mkdtempSync(join(tmpdir(), "pi-bench-data-"))];
+	const ownDataDir = !args.includes("--data-dir");
+	if (ownDataDir) args = [...args, "--data-dir", mkdtempSync(join(tmpdir(), "pi-bench-data-"))];
 	const dataDir = args[args.lastIndexOf("--data-dir") + 1] as string;
 	if (!extra.coldCache) seedCompileCache(dataDir);
 	const child = spawn(
@@ -107,6 +108,8 @@ export async function startGatewayProcess(
 			new Promise((resolve) => {
 				child.once("exit", () => {
 					keepCompileCache(dataDir);
+					// A data dir this made is this gateway's alone (a caller's is the caller's to remove).
+					if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
 					resolve();
 				});
 				child.kill("SIGTERM");

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { SessionUpdate } from "@agentclientprotocol/sdk";
@@ -214,11 +214,16 @@ describe("prompts, commands, cwd, arguments", () => {
 		expect(() => parseAcpArgs(["--url", "http://gw", "--token", "s3cret"], {})).toThrow(/not on argv/);
 		expect(() => parseAcpArgs(["--url=http://gw", "--token=s3cret"], {})).toThrow(/not on argv/);
 		expect(parseAcpArgs(["--url", "http://gw"], { PI_GATEWAY_TOKEN: "from-env" }).token).toBe("from-env");
-		const file = join(mkdtempSync(join(tmpdir(), "acp-args-")), "token");
+		const dir = mkdtempSync(join(tmpdir(), "acp-args-"));
+		const file = join(dir, "token");
 		writeFileSync(file, "from-file\n");
-		expect(
-			parseAcpArgs(["--url", "http://gw", "--token-file", file], { PI_GATEWAY_DATA_DIR: "/nonexistent" }).token,
-		).toBe("from-file");
+		try {
+			expect(
+				parseAcpArgs(["--url", "http://gw", "--token-file", file], { PI_GATEWAY_DATA_DIR: "/nonexistent" }).token,
+			).toBe("from-file");
+		} finally {
+			rmSync(dir, { recursive: true, force: true });
+		}
 		const args = parseAcpArgs(
 			[
 				"--url",
