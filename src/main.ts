@@ -13,8 +13,6 @@ import { help } from "./config/help.ts";
 import { explainConfigError, printConfig, readSettings, type Settings, settingsReport } from "./config/sources.ts";
 import { gatewayVersion } from "./shared/package-files.ts";
 
-const version = gatewayVersion;
-
 /** A signal within this long after the first is the same one delivered twice, not a second. */
 const sameSignalMs = 200;
 
@@ -23,7 +21,7 @@ async function main(): Promise<void> {
 		// The ACP bridge (src/acp/): stdout is the protocol's, so errors go to stderr only.
 		const { acpCommand } = await import("./acp/cli.ts");
 		try {
-			await acpCommand(process.argv.slice(3), version);
+			await acpCommand(process.argv.slice(3), gatewayVersion);
 		} catch (error) {
 			console.error(`pi-gateway acp: ${(error as Error).message}`);
 			process.exit(2);
@@ -55,7 +53,7 @@ async function main(): Promise<void> {
 			process.exit(0);
 		}
 		if (command.kind === "version") {
-			console.log(version);
+			console.log(gatewayVersion);
 			process.exit(0);
 		}
 		settings = command.settings;

@@ -51,7 +51,7 @@ import { uiRouter } from "../http/routes/sessions/ui.index.ts";
 import { docsPaths, docsRouter } from "../http/routes/system/docs.index.ts";
 import { metricsRouter } from "../http/routes/system/scrape.index.ts";
 import { specPaths, specRouter } from "../http/routes/system/spec.index.ts";
-import { gatewayVersion, systemRouter } from "../http/routes/system/system.index.ts";
+import { systemRouter } from "../http/routes/system/system.index.ts";
 import { whoamiRouter } from "../http/routes/system/whoami.index.ts";
 import { toolCallsRouter } from "../http/routes/tool-calls/tool-calls.index.ts";
 import { webhooksRouter } from "../http/routes/webhooks/webhooks.index.ts";
@@ -71,6 +71,7 @@ import type { ApprovalHistory, PolicyEngine } from "../sessions/dialogs/index.ts
 import type { SessionRegistry } from "../sessions/registry/index.ts";
 import { liveShare, SessionAccess } from "../sessions/registry/index.ts";
 import { GatewayError } from "../shared/errors.ts";
+import { gatewayVersion } from "../shared/package-files.ts";
 import type { WebhookService } from "../webhooks/service.ts";
 import type { RunArchive } from "../workspace/run-archive.ts";
 import { startChangeTracker } from "../workspace/start.ts";

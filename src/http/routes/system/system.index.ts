@@ -9,7 +9,6 @@ import { ApiError } from "../../transport/problem.ts";
 import type { Deps } from "../deps.ts";
 import { healthz, info, readyz } from "./system.routes.ts";
 
-export { gatewayVersion };
 export const piVersion: string = JSON.parse(readFileSync(join(piPackageDir(), "package.json"), "utf8")).version;
 
 export function systemRouter({ registry, config, cluster }: Deps) {
