@@ -13,9 +13,10 @@
  * And start → healthy: from spawning the gateway to its first 200 on /healthz (the pool starts
  * after listening), and to its pool being ready, over `starts` starts.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { bundleFile, bundleIsCurrent } from "../scripts/bundle-current.ts";
 import { createKey } from "../src/http/auth/keys.ts";
 import { auth, type GatewayProcess, percentile, smokeRun, startGatewayProcess } from "./lib.ts";
 import { scriptedModelId, startScriptedModel } from "./scripted-openai.ts";
@@ -87,8 +88,9 @@ export async function poolCreate(
 	const healthy: number[] = [];
 	const pooled: number[] = [];
 	// The bin's start (dist/pi-gateway.mjs, what an installed pi-gateway runs), beside npm start's.
-	const bundle = join(import.meta.dirname, "../dist/pi-gateway.mjs");
-	const built = existsSync(bundle);
+	const bundle = bundleFile;
+	// Not a build older than the sources: its figures would not be this code's.
+	const built = bundleIsCurrent();
 	const healthyBin: number[] = [];
 	const pooledBin: number[] = [];
 	const restarted: number[] = [];
@@ -208,7 +210,7 @@ export async function poolCreate(
 			"create kind": "start → healthy / → pool of 2 ready, the bin (dist/pi-gateway.mjs)",
 			"create → ready p50 (ms)": built
 				? `${fixed(p50(healthyBin))} / ${fixed(p50(pooledBin))}`
-				: "not built (npm run build)",
+				: "not built, or older than src/ (npm run build)",
 			"× default": "",
 			creates: healthyBin.length,
 			load,

@@ -13,35 +13,24 @@
  * - optional native add-ons a dependency may try (pg-native, koffi).
  * Worker threads and the cluster's watchdog run from dist/ beside the bundle (src/shared/package-files.ts).
  */
-import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, rmSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import pino from "pino";
 import { build } from "rolldown";
-import { builtApiDocument, createApp } from "../src/app/app.ts";
-import { parseConfig } from "../src/config/config.ts";
-import { SessionRegistry } from "../src/sessions/registry/registry.ts";
-import { sqliteSessions } from "../src/store/sqlite/sessions.ts";
+import { builtApiDocument } from "../src/app/app.ts";
+import { bundleFile } from "./bundle-current.ts";
+import { specApp } from "./openapi.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-export const bundleFile = join(root, "dist/pi-gateway.mjs");
 const chunks = join(root, "dist/chunks");
 const documentModule = join(root, "dist/app/prebuilt-document.js");
 
 /** The document the routes generate, as every gateway built from these sources would. */
 function apiDocument(): unknown {
-	const dataDir = mkdtempSync(join(tmpdir(), "pi-gateway-bundle-"));
-	try {
-		const config = parseConfig({ dataDir });
-		const logger = pino({ level: "silent" });
-		createApp(config, new SessionRegistry(config, logger, sqliteSessions(config.dataDir)), logger);
-		const document = builtApiDocument();
-		if (!document) throw new Error("createApp built no API document");
-		return document;
-	} finally {
-		rmSync(dataDir, { recursive: true, force: true });
-	}
+	specApp();
+	const document = builtApiDocument();
+	if (!document) throw new Error("createApp built no API document");
+	return document;
 }
 
 const external = [

@@ -14,11 +14,16 @@ import { parseConfig } from "../src/config/config.ts";
 import { SessionRegistry } from "../src/sessions/registry/registry.ts";
 import { sqliteSessions } from "../src/store/sqlite/sessions.ts";
 
-/** The document the app serves at /openapi.json (or /openapi-3.0.json), as YAML: what is checked in is what is served. */
-export async function generateSpec(version: "3.1" | "3.0" = "3.1"): Promise<string> {
+/** An app on the default config, made only for its API document (here and in scripts/bundle.ts). */
+export function specApp(): ReturnType<typeof createApp> {
 	const config = parseConfig({ dataDir: join(tmpdir(), "pi-gateway-spec") });
 	const logger = pino({ level: "silent" });
-	const app = createApp(config, new SessionRegistry(config, logger, sqliteSessions(config.dataDir)), logger);
+	return createApp(config, new SessionRegistry(config, logger, sqliteSessions(config.dataDir)), logger);
+}
+
+/** The document the app serves at /openapi.json (or /openapi-3.0.json), as YAML: what is checked in is what is served. */
+export async function generateSpec(version: "3.1" | "3.0" = "3.1"): Promise<string> {
+	const app = specApp();
 	// As a gateway on the default address serves it (the served spec names its own origin).
 	const path = version === "3.1" ? "/openapi.json" : "/openapi-3.0.json";
 	const document = await (await app.request(`http://127.0.0.1:8787${path}`)).json();

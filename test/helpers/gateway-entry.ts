@@ -1,9 +1,5 @@
-import { readdirSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
-
-const repo = resolve(import.meta.dirname, "../..");
-const sources = join(repo, "src/main.ts");
-const bundle = join(repo, "dist/pi-gateway.mjs");
+import { resolve } from "node:path";
+import { bundleFile, bundleIsCurrent } from "../../scripts/bundle-current.ts";
 
 /**
  * The file a test runs as a gateway process: the bin's bundle (dist/pi-gateway.mjs, what an
@@ -16,28 +12,8 @@ const bundle = join(repo, "dist/pi-gateway.mjs");
 export const gatewayEntry: string = choose(process.env.PI_GATEWAY_TEST_ENTRY);
 
 function choose(asked: string | undefined): string {
+	const sources = resolve(import.meta.dirname, "../../src/main.ts");
 	if (asked === "src") return sources;
-	if (asked === "bundle") return bundle;
-	let built: number;
-	try {
-		built = statSync(bundle).mtimeMs;
-	} catch {
-		return sources;
-	}
-	const inputs = [join(repo, "package.json"), join(repo, "package-lock.json"), join(repo, "scripts/bundle.ts")];
-	return newest(
-		join(repo, "src"),
-		inputs.map((file) => statSync(file).mtimeMs),
-	) <= built
-		? bundle
-		: sources;
-}
-
-function newest(dir: string, found: number[]): number {
-	for (const entry of readdirSync(dir, { withFileTypes: true })) {
-		const path = join(dir, entry.name);
-		if (entry.isDirectory()) newest(path, found);
-		else found.push(statSync(path).mtimeMs);
-	}
-	return Math.max(...found);
+	if (asked === "bundle") return bundleFile;
+	return bundleIsCurrent() ? bundleFile : sources;
 }
