@@ -478,6 +478,23 @@ describe("errors that say what to do", () => {
 		expect(typo.stderr).toContain("Unknown option '--modle' (pi-gateway acp --help lists the options)");
 	});
 
+	it("a checkout without dist/ (no build yet): the bin names the file and the command that makes it", async () => {
+		// bin/pi-gateway.js alone beside its package.json, as in a clone before `npm run build`.
+		const bare = mkdtempSync(join(tmpdir(), "pi-gateway-nodist-"));
+		try {
+			mkdirSync(join(bare, "bin"));
+			writeFileSync(join(bare, "package.json"), JSON.stringify({ name: "pi-gateway", type: "module" }));
+			writeFileSync(join(bare, "bin/pi-gateway.js"), readFileSync(join(repo, "bin/pi-gateway.js")));
+			const error = await run(process.execPath, [join(bare, "bin/pi-gateway.js"), "--help"]).catch((e) => e);
+			expect([error.code, error.stderr.trim()]).toEqual([
+				2,
+				"pi-gateway: dist/pi-gateway.mjs is missing; build it with `npm run build`",
+			]);
+		} finally {
+			rmSync(bare, { recursive: true, force: true });
+		}
+	});
+
 	const system = "/usr/bin/node";
 	const old =
 		existsSync(system) && Number(execFileSync(system, ["-p", "process.versions.node.split('.')[0]"]).toString()) < 22;
