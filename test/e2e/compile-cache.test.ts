@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,7 +13,10 @@ let alice: string;
 const asAlice = () => ({ authorization: `Bearer ${alice}` });
 const cacheEntries = (area: string) => {
 	const dir = join(gw.config.dataDir, "compile-cache", area);
-	return existsSync(dir) ? readdirSync(dir).flatMap((version) => readdirSync(join(dir, version))).length : 0;
+	if (!existsSync(dir)) return 0;
+	return readdirSync(dir)
+		.filter((name) => name !== "jiti")
+		.flatMap((version) => readdirSync(join(dir, version))).length;
 };
 /** What a bash tool call prints, as the demo model reports it on the last line. */
 const bash = async (id: string, command: string, headers: Record<string, string> = {}) => {
@@ -61,5 +64,31 @@ describe("pi's compile cache in the sandbox", () => {
 		// Her own area's cache is hers to write (pi writes it as it exits).
 		expect(await bash(hers, `touch ${aliceCache}/mine && echo wrote`, asAlice())).toBe("wrote");
 		expect(existsSync(join(aliceCache, "mine"))).toBe(true);
+	});
+
+	// pi's extension loader (jiti) keeps the JavaScript it made of an extension in the temp folder,
+	// which the sandbox empties at each start: the area's copy is shown there (sandbox.ts jitiCacheIn).
+	it("keeps pi's transformed extensions per area at /tmp/jiti, written once and read by the next pi", async () => {
+		if (gw.config.sandbox !== "on") return expect.fail("README's layout sandboxes pi on this machine (bwrap is there)");
+		const adminJiti = join(gw.config.dataDir, "compile-cache", "admin", "jiti");
+		const aliceJiti = join(gw.config.dataDir, "compile-cache", "@alice", "jiti");
+		const demoModel = (dir: string) => readdirSync(dir).find((name) => name.startsWith("extensions-demo-model."));
+		const first = await gw.session();
+		expect(await bash(first, "ls /tmp/jiti | grep -c '^extensions-demo-model\\.'")).toBe("1");
+		const file = join(adminJiti, demoModel(adminJiti) as string);
+		const written = statSync(file).mtimeMs;
+		// The next pi of the area finds it: jiti writes a file only when it transformed the extension.
+		const next = await gw.api("/v1/sessions", { method: "POST", json: { persist: false } });
+		expect(next.status).toBe(201);
+		expect(await bash(next.body.id as string, "ls /tmp/jiti | grep -c '^extensions-demo-model\\.'")).toBe("1");
+		expect(statSync(file).mtimeMs).toBe(written);
+
+		// alice's /tmp/jiti is her area's: what she writes there never reaches the operator's pi.
+		const created = await gw.api("/v1/sessions", { method: "POST", json: {}, headers: asAlice() });
+		const hers = created.body.id as string;
+		expect(await bash(hers, "touch /tmp/jiti/planted && echo wrote", asAlice())).toBe("wrote");
+		expect(existsSync(join(aliceJiti, "planted"))).toBe(true);
+		expect(existsSync(join(adminJiti, "planted"))).toBe(false);
+		expect(demoModel(aliceJiti)).toBeDefined();
 	});
 });

@@ -80,6 +80,32 @@ describe("sandboxArgs", () => {
 		expect(args.slice(-5)).toEqual(["--remount-ro", "/", "--chdir", ws, "--"]);
 	});
 
+	// pi's extension loader keeps what it made of each extension in the temp folder: in the sandbox
+	// that is empty at each start, so the area's own copy is shown there (jitiCacheIn).
+	it("shows the area's copy of pi's transformed extensions at /tmp/jiti, below the sandbox's own /tmp", () => {
+		const ws = join(root, "ws-jiti");
+		const data = join(root, "data-jiti");
+		const cache = join(data, "compile-cache", "admin");
+		mkdirSync(ws, { recursive: true });
+		mkdirSync(cache, { recursive: true });
+		const config = parseConfig({ workspaceRoot: ws, dataDir: data });
+		const env = { PI_CODING_AGENT_DIR: join(root, "agent") };
+		const args = sandboxArgs(config, { cwd: ws, compileCache: cache, readable: [], env });
+		expect(mounts(args)).toEqual([
+			["--tmpfs", "/tmp"],
+			["--bind", "/tmp/jiti"],
+			["--tmpfs", data],
+			["--bind-fd 3", ws],
+			["--bind", join(root, "agent")],
+			["--bind", cache],
+		]);
+		const at = args.indexOf("/tmp/jiti");
+		expect(args.slice(at - 2, at + 1)).toEqual(["--bind", join(cache, "jiti"), "/tmp/jiti"]);
+		expect(lstatSync(join(cache, "jiti")).isDirectory()).toBe(true);
+		// Without a compile cache (none is given unconfined) there is no copy to show.
+		expect(sandboxArgs(config, { cwd: ws, readable: [], env })).not.toContain("/tmp/jiti");
+	});
+
 	it("a session in a sub-folder: the root is hidden, the sub-folder and the files pi runs put back", () => {
 		const ws = join(root, "ws2");
 		mkdirSync(join(ws, "a"), { recursive: true });
