@@ -41,15 +41,16 @@ it("an edit made in the second a snapshot read the file, same size, mtime set ba
 		utimesSync(file, old, old);
 		const rewritten = statSync(file);
 		if (Math.floor(rewritten.ctimeMs / 1000) !== Math.floor(written.ctimeMs / 1000)) {
-			// The second turned in between (a slow snapshot): git would see this one anyway. Again.
-			expect(tries).toBeLessThan(10);
+			// The second turned in between (a slow snapshot: a loaded machine makes many): git would
+			// see this one anyway. Again.
+			expect(tries).toBeLessThan(40);
 			continue;
 		}
 		expect([rewritten.size, rewritten.mtimeMs, rewritten.ino]).toEqual([written.size, written.mtimeMs, written.ino]);
 		expect(await changed()).toContain(`+evil-${tries}`);
 		return;
 	}
-}, 120_000);
+}, 240_000);
 
 it("a run's diffs each name their own file: a type change and a name that is not UTF-8 shift none onto a neighbour", async () => {
 	const id = await gw.session();

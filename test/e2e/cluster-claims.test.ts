@@ -31,9 +31,11 @@ afterAll(async () => {
  * would add is the conversation; a warm-pool pi starting meanwhile writes models-store.json into
  * its agent dir whatever a caller does).
  */
+/** What a claim could leave in a data dir: not the compile caches, which the warm pool's pi write as they start. */
 function files(dir: string): string[] {
 	return readdirSync(dir, { recursive: true, withFileTypes: true })
 		.filter((e) => e.isFile() && !/gateway\.db/.test(e.name) && e.name !== "models-store.json")
+		.filter((e) => !e.parentPath.startsWith(join(dir, "compile-cache")))
 		.map((e) => join(e.parentPath, e.name))
 		.sort();
 }
