@@ -17,6 +17,7 @@ import { pssBytes, treePssBytes } from "./peers-proc.ts";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const mb = (bytes: number) => bytes / 2 ** 20;
 
+/** The warm pool's ready pi (its gauge counts those started and not taken). */
 async function poolSize(gateway: GatewayProcess): Promise<number> {
 	const text = await (await fetch(`${gateway.url}/metrics`, { headers: auth })).text();
 	return Number(/^pi_gateway_warm_pool_size (\d+)/m.exec(text)?.[1] ?? 0);
@@ -62,9 +63,21 @@ export interface IdleWakeOptions {
 	 * 100 ms), and the gateway with its full pool left 0.5 s instead of 3 s before the baseline.
 	 */
 	untilHibernated?: boolean;
+	/**
+	 * Wake each session only once the warm pool has a ready pi (where a pooled pi can wake it: the
+	 * `--workspace-root` layout), as table 17 times creates that find the pool full: what a wake
+	 * costs when the pool has what it needs, not how fast one refills after a burst.
+	 */
+	awaitPool?: boolean;
 }
 
-export async function idleWake({ sessions, idleMs, args = [], untilHibernated = false }: IdleWakeOptions) {
+export async function idleWake({
+	sessions,
+	idleMs,
+	args = [],
+	untilHibernated = false,
+	awaitPool = false,
+}: IdleWakeOptions) {
 	const gateway = await startGatewayProcess(args);
 	try {
 		const loadBefore = loadavg()[0] ?? 0;
@@ -93,6 +106,9 @@ export async function idleWake({ sessions, idleMs, args = [], untilHibernated = 
 		const woken: number[] = [];
 		const warm: number[] = [];
 		for (const id of ids) {
+			if (awaitPool)
+				for (const deadline = Date.now() + 60_000; Date.now() < deadline && (await poolSize(gateway)) === 0; )
+					await sleep(100);
 			woken.push((await countPrompt(gateway, id)).firstDeltaMs);
 			warm.push((await countPrompt(gateway, id)).firstDeltaMs);
 		}

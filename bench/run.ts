@@ -2,7 +2,7 @@
  * `npm run bench` prints the benchmark tables; `npm run bench -- --smoke` runs each benchmark
  * tiny, so CI proves they still work without spending minutes. Figures, not pass/fail.
  */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { runClusterBenchmarks } from "./cluster-suite.ts";
@@ -181,6 +181,32 @@ if (want("idle-wake")) {
 	);
 	console.log(table("16. Idle sessions past the idle timeout (default start, real pi, demo model)", memory));
 	console.log(table("16b. A woken session's first delta against a live one's (same session, back to back)", wake));
+	// The layout --workspace-root gives (sessions in the root): a wake is served by the warm pool's pi.
+	const rootDir = mkdtempSync(join(tmpdir(), "pi-bench-root-"));
+	try {
+		const shared = await idleWake(
+			smoke
+				? {
+						sessions: 1,
+						idleMs: 3000,
+						args: ["--idle-timeout-ms", "1000", "--workspace-root", rootDir],
+						untilHibernated: true,
+						awaitPool: true,
+					}
+				: { sessions: 16, idleMs: 90_000, args: ["--workspace-root", rootDir], awaitPool: true },
+		);
+		console.log(
+			table(
+				"16c. The same with --workspace-root: sessions in the root, each woken on the warm pool's pi",
+				shared.memory,
+			),
+		);
+		console.log(
+			table("16d. A woken session's first delta against a live one's, woken on the warm pool's pi", shared.wake),
+		);
+	} finally {
+		rmSync(rootDir, { recursive: true, force: true });
+	}
 }
 
 if (want("fleet")) {

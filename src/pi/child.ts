@@ -69,9 +69,12 @@ export class PiProcess {
 	readonly #tag = newTag();
 	readonly exited: Promise<ExitInfo>;
 	#resolveExit!: (info: ExitInfo) => void;
+	/** Where pi's lines go: the session that started it, or the one it was handed to (retarget). */
+	#sink: Pick<PiProcessOptions, "onLine" | "onOverflow">;
 
 	constructor(options: PiProcessOptions) {
 		this.#options = options;
+		this.#sink = { onLine: options.onLine, onOverflow: options.onOverflow };
 		this.exited = new Promise((resolve) => {
 			this.#resolveExit = resolve;
 		});
@@ -79,6 +82,14 @@ export class PiProcess {
 
 	get pid(): number | undefined {
 		return this.#child?.pid;
+	}
+
+	/**
+	 * Sends pi's lines from now on to another session's handlers: a warm pool's pi handed to a
+	 * session that wakes (registry/pooled-wake.ts). Lines already read went to the previous ones.
+	 */
+	retarget(sink: Pick<PiProcessOptions, "onLine" | "onOverflow">): void {
+		this.#sink = sink;
 	}
 
 	get exitInfo(): ExitInfo | undefined {
@@ -135,8 +146,8 @@ export class PiProcess {
 		if (sandboxed) this.#keepBwrapStderr(child.stderr as Readable);
 		this.#stdin = stdin;
 		const decoder = new JsonlDecoder(this.#options.maxLineChars, {
-			onLine: this.#options.onLine,
-			onOverflow: this.#options.onOverflow,
+			onLine: (line) => this.#sink.onLine(line),
+			onOverflow: (chars, head) => this.#sink.onOverflow(chars, head),
 		});
 		stdout.on("data", (chunk: Buffer) => decoder.push(chunk));
 		stdout.on("end", () => {

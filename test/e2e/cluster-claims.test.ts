@@ -27,11 +27,10 @@ afterAll(async () => {
 });
 
 /**
- * Every file under `dir` but the node's own database and pi's caches in the agent dirs (what a claim
- * would add is the conversation; a warm-pool pi starting meanwhile writes models-store.json into
- * its agent dir whatever a caller does).
+ * Every file under `dir` but the node's own database and pi's caches in the agent dirs and the
+ * compile caches (what a claim would add is the conversation; a warm-pool pi starting meanwhile
+ * writes models-store.json into its agent dir and its compile cache whatever a caller does).
  */
-/** What a claim could leave in a data dir: not the compile caches, which the warm pool's pi write as they start. */
 function files(dir: string): string[] {
 	return readdirSync(dir, { recursive: true, withFileTypes: true })
 		.filter((e) => e.isFile() && !/gateway\.db/.test(e.name) && e.name !== "models-store.json")
@@ -39,6 +38,13 @@ function files(dir: string): string[] {
 		.map((e) => join(e.parentPath, e.name))
 		.sort();
 }
+
+const as = (node: ClusterNode, who: string, path: string, init: RequestInit & { json?: unknown } = {}) =>
+	node.api(path, {
+		...init,
+		headers: { authorization: who },
+		...(init.json !== undefined && { json: init.json }),
+	});
 
 describe("cluster mode: claiming needs a right", () => {
 	it("a caller with the scope but no right on an unowned session gets 404 and claims nothing; one with a right claims it", async () => {
@@ -60,13 +66,6 @@ describe("cluster mode: claiming needs a right", () => {
 			nodes.push(node);
 			return node;
 		};
-		const as = (node: ClusterNode, who: string, path: string, init: RequestInit & { json?: unknown } = {}) =>
-			node.api(path, {
-				...init,
-				headers: { authorization: who },
-				...(init.json !== undefined && { json: init.json }),
-			});
-
 		const a = await start("a");
 		const id = (await as(a, alice, "/v1/sessions", { method: "POST", json: {} })).body.id as string;
 		const run = await as(a, alice, `/v1/sessions/${id}/prompt?wait=true`, {
@@ -121,5 +120,40 @@ describe("cluster mode: claiming needs a right", () => {
 		expect((await as(b, alice, `/v1/sessions/${id}`)).status).toBe(200);
 		// Held now, it is still not bob's.
 		expect((await as(b, bob, `/v1/sessions/${id}`)).status).toBe(404);
+	});
+});
+
+describe("cluster mode: a takeover", () => {
+	// Issue 45 item 1: a session given back (hibernated) and taken over by another node wakes there on
+	// that node's warm pool pi, where one is what a cold start would be (the shared --workspace-root:
+	// an admin's session works in the root, which the operator's pool was started for).
+	it("a session taken over wakes on the new node's warm pool pi, its conversation intact", async () => {
+		const databaseUrl = await server.freshDatabase();
+		const start = async (name: string) => {
+			const node = await startNode({ name, databaseUrl, root, token, leaseTtlMs: 5000, pool: "default" });
+			nodes.push(node);
+			return node;
+		};
+		const admin = `Bearer ${token}`;
+		const a = await start("a2");
+		const id = (await as(a, admin, "/v1/sessions", { method: "POST", json: {} })).body.id as string;
+		expect(
+			(await as(a, admin, `/v1/sessions/${id}/prompt?wait=true`, { method: "POST", json: { message: "echo: one" } }))
+				.status,
+		).toBe(200);
+		await a.stop();
+		nodes.splice(nodes.indexOf(a), 1);
+
+		const b = await start("b2");
+		const run = await as(b, admin, `/v1/sessions/${id}/prompt?wait=true`, {
+			method: "POST",
+			json: { message: "echo: two" },
+		});
+		expect(run.status, JSON.stringify(run.body)).toBe(200);
+		expect(run.body.text).toBe("two");
+		const resumed = b.logs.find((line) => line.msg === "session resumed" && line.sessionId === id);
+		expect(resumed, JSON.stringify(b.logs.filter((l) => l.sessionId === id))).toMatchObject({ pooled: true });
+		const messages = (await as(b, admin, `/v1/sessions/${id}/messages`)).body.messages as { role: string }[];
+		expect(messages.filter((m) => m.role === "user")).toHaveLength(2);
 	});
 });

@@ -121,6 +121,19 @@ export class LiveCap {
 		}
 	}
 
+	/**
+	 * Runs `start` (of `session`) within its principal's share only: for a pi that already counts
+	 * against the whole cap (a warm pool's, handed to a session that wakes: pooled-wake.ts).
+	 */
+	async withinShare<T>(start: () => Promise<T>, session: Session): Promise<T> {
+		const release = await this.admit(this.#shareOf(session), session);
+		try {
+			return await start();
+		} finally {
+			release();
+		}
+	}
+
 	async #withinCap(start: () => Promise<void>): Promise<void> {
 		// A pooled process gives its slot up before anyone's session is hibernated for it.
 		const pool = this.#host.pool();

@@ -28,6 +28,7 @@ import { Journal, type StoreHealth, unsafeSeqMargin } from "./journal.ts";
 import { journalOnEvents } from "./journal-events.ts";
 import { LiveCap, type LiveShare } from "./live-cap.ts";
 import { fitModel, isPoolable } from "./pooled-model.ts";
+import { wakeArea, wakeOnPooled } from "./pooled-wake.ts";
 import type { Caller } from "./resume-lookup.ts";
 import { FolderRetention, ownFolderOf } from "./retention.ts";
 import { buildSession, newSessionId, type SessionHost, shuttingDown } from "./session-factory.ts";
@@ -349,10 +350,35 @@ export class SessionRegistry {
 		const options = this.#options.get(session.id) as CreateSessionBody;
 		// Its owner (the live share's) for the relay: a principal's own provider keys go to its sessions only.
 		const owner = this.#liveShares?.(session.id)?.owner;
-		const at = { id: session.id, restore: file, cwd: session.cwd, owner };
+		if (await this.#wakePooled(session, options, owner)) {
+			this.#logger.info({ sessionId: session.id, pid: session.pid, pooled: true }, "session resumed");
+			this.#journal.save(session);
+			return;
+		}
+		// Where it is now: a wake that did not take the pooled pi may have moved it (pooled-wake.ts).
+		const at = { id: session.id, restore: session.piState.sessionFile, cwd: session.cwd, owner };
 		await this.#launch(session, planSpawn(this.#config, options, at));
 		this.#logger.info({ sessionId: session.id, pid: session.pid }, "session resumed");
 		this.#journal.save(session);
+	}
+
+	/** On a warm pool's pi, where one is what a cold start would be (pooled-wake.ts); false: start it cold. */
+	async #wakePooled(session: Session, options: CreateSessionBody, owner: string | undefined): Promise<boolean> {
+		const pool = this.pool;
+		const area = pool && wakeArea(this.#config, session, options, owner);
+		if (!pool || !area) return false;
+		const woke = await this.#live.withinShare(async () => {
+			const pooled = await pool.takePooled(area);
+			if (!pooled) return false;
+			return wakeOnPooled(session, pooled, {
+				config: this.#config,
+				save: () => this.#journal.save(session),
+				discard: (unused) => pool.discard(unused),
+				cold: (why) => this.#logger.info({ sessionId: session.id, why }, "session wakes cold, not on a pooled pi"),
+			});
+		}, session);
+		if (woke) this.#cluster?.started(session);
+		return woke;
 	}
 
 	/** Starts a child within the live-process cap (live-cap.ts). */

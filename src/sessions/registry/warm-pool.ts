@@ -4,6 +4,7 @@ import { type Dir, lstatSync, opendirSync, readlinkSync, rmdirSync, type Stats }
 import { join } from "node:path";
 import type { Logger } from "pino";
 import type { Area } from "../process/areas.ts";
+import type { SandboxRelay } from "../relay/index.ts";
 import type { Session } from "../session/session.ts";
 
 /** A pooled pi process, and how to remove what its start made (its empty folder) once it is not used. */
@@ -19,6 +20,10 @@ export interface Pooled {
 	 * pi read of them changed, its folder's stamp does too and it is not handed out.
 	 */
 	refresh?: () => void;
+	/** Its relay (a sandboxed pi's), handed on with the pi when it wakes a session (pooled-wake.ts). */
+	relay?: SandboxRelay;
+	/** pi's own session folder (--session-dir), which its sandbox shows writable. */
+	sessionDir?: string;
 }
 
 /** Entries a stamp reads at most (the folder's own included); past it the folder has no stamp. */
@@ -356,21 +361,32 @@ export class WarmPools {
 	 * pooled-model.ts), or undefined (the caller starts one cold; one that did not fit is stopped).
 	 */
 	async take(area: Area, fitting?: (pooled: Pooled) => Promise<boolean>): Promise<Session | undefined> {
+		return (await this.takePooled(area, fitting))?.session;
+	}
+
+	/** As `take`, with what the pool knows of the process (its relay and folders: pooled-wake.ts). */
+	async takePooled(area: Area, fitting?: (pooled: Pooled) => Promise<boolean>): Promise<Pooled | undefined> {
 		const pool = this.#pools.get(area.path);
 		if (!pool) return undefined;
 		const pooled = await pool.take();
 		if (!pooled) return undefined;
 		const { session } = pooled;
 		if (!fitsArea(area, session, this.#ownFolders)) {
-			// Never: each pool starts its processes in its own area. Refuse rather than trust it.
 			this.#logger.error({ sessionId: session.id, area: area.path }, "warm pool: a process of another area");
 			void session.stop("shutdown");
 			return undefined;
 		}
 		const fits = fitting ? await fitting(pooled).catch(() => false) : true;
-		if (fits) return session;
+		if (fits) return pooled;
 		await pool.discard(pooled);
 		return undefined;
+	}
+
+	/** Stops a pooled process taken out and not used (its folders go too, when empty). */
+	async discard(pooled: Pooled): Promise<void> {
+		pooled.session.kill("SIGKILL", true);
+		await pooled.session.stop("shutdown");
+		removeEmpty(pooled.folders);
 	}
 
 	/** After a plain create in another principal's area: keep one process ready for its next. */

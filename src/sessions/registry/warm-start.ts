@@ -54,5 +54,13 @@ export async function startPooled(
 		if (again) return startPooled(config, area, build, spawned, false);
 		throw new Error(`pi's agent folder ${dir} changed while a pooled pi started`);
 	}
-	return { session, folders: own, agentDir: { path: dir, stamp }, refresh: plan.sandboxed?.relay?.refresh };
+	const relay = plan.sandboxed?.relay;
+	return {
+		session,
+		folders: own,
+		agentDir: { path: dir, stamp },
+		refresh: relay?.refresh,
+		relay,
+		...(sessionDir && plan.args.includes("--session-dir") ? { sessionDir } : {}),
+	};
 }

@@ -1,6 +1,6 @@
 /** The relay for a sandboxed pi's model calls (keys outside the sandbox, usage counted): its one door. */
 
-export { attachRelay } from "./attach.ts";
+export { attachRelay, moveRelay } from "./attach.ts";
 export { placeholderPrefix, type RelayPlan, relayPlan } from "./credentials.ts";
 export { closeEgressProxy, type EgressDenial, egressDenialReasons, openEgressProxy } from "./egress-proxy.ts";
 export type { RelaySink } from "./metering.ts";

@@ -6,7 +6,7 @@
 // pi 0.73 child needs to speak the current protocol), session-types.ts, approvals.ts,
 // client-tool-calls.ts, ui-state.ts, event-log.ts.
 import type { Logger } from "pino";
-import { type ExitInfo, PiProcess } from "../../pi/child.ts";
+import { type ExitInfo, PiProcess, type PiProcessOptions } from "../../pi/child.ts";
 import { readRecord, typeOf } from "../../pi/event-type.ts";
 import { commandKind, isDialogRequest, type PiCommand, type PiResponse, type UiRequest } from "../../pi/protocol.ts";
 import type { GatewayError } from "../../shared/errors.ts";
@@ -276,40 +276,81 @@ export class Session {
 	start(plan: SpawnCommand): Promise<void> {
 		if (this.#process) throw new Error(`Session ${this.id} already has a pi process`);
 		const { limits } = this.#init;
-		const logger = this.#logger;
 		const child: PiProcess = new PiProcess({
 			...plan,
 			cwd: this.cwd,
 			openFolder: openCheckedFolder,
 			maxLineChars: limits.maxLineChars,
 			stderrTailBytes: limits.stderrTailBytes,
+			...this.#sinkFor(() => child),
+		});
+		this.#holdProcess(child);
+		this.#ready = this.#start(child);
+		return this.#ready;
+	}
+
+	/**
+	 * Takes a pi another session started and released (`release`): a warm pool's pi, already on this
+	 * session's file, for a session that wakes (registry/pooled-wake.ts). It is usable, as after
+	 * `start`, once its get_state is answered.
+	 */
+	adopt(child: PiProcess): Promise<void> {
+		if (this.#process) throw new Error(`Session ${this.id} already has a pi process`);
+		child.retarget(this.#sinkFor(() => child));
+		this.#holdProcess(child);
+		this.#ready = this.#handshake(child);
+		return this.#ready;
+	}
+
+	/**
+	 * Lets go of its pi, unstopped, for another session to `adopt`; from then on this session has no
+	 * process and nothing of that pi reaches it. Only a started, quiet pi is given (undefined else).
+	 */
+	release(): PiProcess | undefined {
+		const child = this.#process;
+		if (!child || !this.#started || !this.isQuiet) return undefined;
+		this.#process = undefined;
+		this.#started = false;
+		return child;
+	}
+
+	/** Where a child's lines go: this session's routing, as long as the child is its current one. */
+	#sinkFor(child: () => PiProcess): Pick<PiProcessOptions, "onLine" | "onOverflow"> {
+		const logger = this.#logger;
+		return {
 			onLine: (line) => {
-				if (child === this.#process) this.#onLine(line);
+				if (child() === this.#process) this.#onLine(line);
 			},
 			onOverflow: (chars, head) => {
 				logger.warn({ chars }, "pi printed a line over the cap; dropped");
 				this.#gatewayEvent("line_dropped", { chars, reason: "line exceeds maxLineChars" });
 				this.#channel.refuseOversized(chars, head);
 			},
-		});
+		};
+	}
+
+	#holdProcess(child: PiProcess): void {
 		// Synchronously, so the registry counts this child from now on.
 		this.#process = child;
 		this.exit = undefined;
 		this.#started = false;
 		this.#setStatus("starting");
 		child.exited.then((info) => this.#onExit(child, info));
-		this.#ready = this.#start(child);
-		return this.#ready;
 	}
 
 	async #start(child: PiProcess): Promise<void> {
-		const { limits } = this.#init;
 		try {
 			await child.start();
 		} catch (error) {
 			await child.exited;
 			throw spawnError(error);
 		}
+		await this.#handshake(child);
+	}
+
+	/** pi's state once it is up: only then is the session usable. */
+	async #handshake(child: PiProcess): Promise<void> {
+		const { limits } = this.#init;
 		try {
 			const state = await this.#channel.dispatch({ type: "get_state" }, limits.startupTimeoutMs);
 			this.#takeState(state.data);
@@ -323,6 +364,17 @@ export class Session {
 		this.#started = true;
 		this.#updateStatus();
 		this.#logger.info({ pid: this.pid }, "session started");
+	}
+
+	/**
+	 * Sends a command straight to pi, outside the queue, the guard and the state refresh, for the
+	 * gateway's own use on a pi no caller holds (a pooled pi before `release`: pooled-wake.ts). A
+	 * get_state's answer becomes the session's state.
+	 */
+	async direct(command: PiCommand): Promise<PiResponse> {
+		const response = await this.#channel.dispatch(command, this.#init.limits.startupTimeoutMs);
+		if (command.type === "get_state" && response.success) this.#takeState(response.data);
+		return response;
 	}
 
 	/**
