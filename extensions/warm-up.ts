@@ -80,10 +80,7 @@ export default function (pi: ExtensionAPI) {
 			} catch {
 				return;
 			}
-			if (chunk)
-				import(pathToFileURL(join(dir, chunk)).href)
-					.catch(() => {})
-					.finally(keepBytecode);
+			if (chunk) import(pathToFileURL(join(dir, chunk)).href).catch(() => {}).finally(keepBytecode);
 			else keepBytecode();
 		};
 		// A model set on a pooled pi (a create naming one: the gateway's set_model) is followed by the

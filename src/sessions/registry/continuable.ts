@@ -7,8 +7,8 @@ import type { Session } from "../session/session.ts";
 import { guardResume } from "./guard.ts";
 import { type Caller, resumeFile } from "./resume-lookup.ts";
 
-/** The registered session whose own folder of pi session files is `folder`, if any. */
-function folderHolder(
+/** The registered session (but `except`) whose own folder of pi session files is `folder`, if any. */
+export function folderHolder(
 	config: Config,
 	sessions: Iterable<[string, Session]>,
 	folder: string | undefined,

@@ -125,6 +125,8 @@ export interface WakeSteps {
 	discard: (pooled: Pooled) => Promise<void>;
 	/** Why the session starts cold after all (for the log). */
 	cold: (why: string) => void;
+	/** Whether another registered session's file lies in `folder` (then nothing of it is moved). */
+	shared: (folder: string) => boolean;
 }
 
 /**
@@ -144,6 +146,7 @@ export async function wakeOnPooled(session: Session, pooled: Pooled, steps: Wake
 		existsSync(file) &&
 		headerCwd(file) === session.cwd &&
 		readdirSync(target).length === 0 &&
+		!steps.shared(folder) &&
 		small(folder);
 	if (!fits) return unused("its file or folder is not one a pooled pi can open");
 	// What a cold start on the file would run (pi restores the file's last model and level): the

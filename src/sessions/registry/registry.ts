@@ -21,7 +21,7 @@ import { ownFolder, piSessionDir } from "../process/session-files.ts";
 import { type CreateSessionBody, planSpawn, type SpawnPlan } from "../process/spawn.ts";
 import { attachRelay } from "../relay/index.ts";
 import type { Session, SessionInit, SessionLimits, SpawnCommand } from "../session/session.ts";
-import { assertContinuable, resumeFileFor } from "./continuable.ts";
+import { assertContinuable, folderHolder, resumeFileFor } from "./continuable.ts";
 import type { Seed } from "./fork.ts";
 import { reapEveryMs, reapIdle } from "./idle-reaper.ts";
 import { Journal, type StoreHealth, unsafeSeqMargin } from "./journal.ts";
@@ -375,6 +375,7 @@ export class SessionRegistry {
 				save: () => this.#journal.save(session),
 				discard: (unused) => pool.discard(unused),
 				cold: (why) => this.#logger.info({ sessionId: session.id, why }, "session wakes cold, not on a pooled pi"),
+				shared: (folder) => folderHolder(this.#config, this.#sessions, folder, session.id) !== undefined,
 			});
 		}, session);
 		if (woke) this.#cluster?.started(session);
