@@ -1,4 +1,4 @@
-import { closeSync, constants, openSync, readlinkSync, realpathSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readlinkSync, readSync, realpathSync } from "node:fs";
 import { isAbsolute, relative, resolve } from "node:path";
 import { GatewayError } from "./errors.ts";
 
@@ -54,4 +54,27 @@ export function openCheckedFolder(path: string, root: string): number {
 		);
 	}
 	return fd;
+}
+
+/**
+ * The first `max` bytes of a regular file an agent can write (its session file, its agent folder's
+ * settings), or undefined: never through a link, and never blocking the gateway's event loop on a
+ * FIFO put in its place (opened non-blocking, and only a regular file is read).
+ */
+export function readAgentFile(path: string, max: number): Buffer | undefined {
+	let fd: number;
+	try {
+		fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+	} catch {
+		return undefined;
+	}
+	try {
+		if (!fstatSync(fd).isFile()) return undefined;
+		const buffer = Buffer.alloc(max);
+		return buffer.subarray(0, readSync(fd, buffer, 0, max, 0));
+	} catch {
+		return undefined;
+	} finally {
+		closeSync(fd);
+	}
 }

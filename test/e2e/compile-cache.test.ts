@@ -13,10 +13,7 @@ let alice: string;
 const asAlice = () => ({ authorization: `Bearer ${alice}` });
 const cacheEntries = (area: string) => {
 	const dir = join(gw.config.dataDir, "compile-cache", area);
-	if (!existsSync(dir)) return 0;
-	return readdirSync(dir)
-		.filter((name) => name !== "jiti")
-		.flatMap((version) => readdirSync(join(dir, version))).length;
+	return existsSync(dir) ? readdirSync(dir).flatMap((version) => readdirSync(join(dir, version))).length : 0;
 };
 /** What a bash tool call prints, as the demo model reports it on the last line. */
 const bash = async (id: string, command: string, headers: Record<string, string> = {}) => {
@@ -70,8 +67,8 @@ describe("pi's compile cache in the sandbox", () => {
 	// which the sandbox empties at each start: the area's copy is shown there (sandbox.ts jitiCacheIn).
 	it("keeps pi's transformed extensions per area at /tmp/jiti, written once and read by the next pi", async () => {
 		if (gw.config.sandbox !== "on") return expect.fail("README's layout sandboxes pi on this machine (bwrap is there)");
-		const adminJiti = join(gw.config.dataDir, "compile-cache", "admin", "jiti");
-		const aliceJiti = join(gw.config.dataDir, "compile-cache", "@alice", "jiti");
+		const adminJiti = join(gw.config.dataDir, "compile-cache", "jiti", "admin");
+		const aliceJiti = join(gw.config.dataDir, "compile-cache", "jiti", "@alice");
 		const demoModel = (dir: string) => readdirSync(dir).find((name) => name.startsWith("extensions-demo-model."));
 		const first = await gw.session();
 		expect(await bash(first, "ls /tmp/jiti | grep -c '^extensions-demo-model\\.'")).toBe("1");

@@ -81,28 +81,26 @@ describe("sandboxArgs", () => {
 	});
 
 	// pi's extension loader keeps what it made of each extension in the temp folder: in the sandbox
-	// that is empty at each start, so the area's own copy is shown there (jitiCacheIn).
+	// that is empty at each start, so the area's own copy is shown there (areas.ts areaCaches).
 	it("shows the area's copy of pi's transformed extensions at /tmp/jiti, below the sandbox's own /tmp", () => {
 		const ws = join(root, "ws-jiti");
 		const data = join(root, "data-jiti");
-		const cache = join(data, "compile-cache", "admin");
+		const jiti = join(data, "compile-cache", "jiti", "admin");
 		mkdirSync(ws, { recursive: true });
-		mkdirSync(cache, { recursive: true });
+		mkdirSync(jiti, { recursive: true });
 		const config = parseConfig({ workspaceRoot: ws, dataDir: data });
 		const env = { PI_CODING_AGENT_DIR: join(root, "agent") };
-		const args = sandboxArgs(config, { cwd: ws, compileCache: cache, readable: [], env });
+		const args = sandboxArgs(config, { cwd: ws, jitiCache: jiti, readable: [], env });
 		expect(mounts(args)).toEqual([
 			["--tmpfs", "/tmp"],
 			["--bind", "/tmp/jiti"],
 			["--tmpfs", data],
 			["--bind-fd 3", ws],
 			["--bind", join(root, "agent")],
-			["--bind", cache],
 		]);
 		const at = args.indexOf("/tmp/jiti");
-		expect(args.slice(at - 2, at + 1)).toEqual(["--bind", join(cache, "jiti"), "/tmp/jiti"]);
-		expect(lstatSync(join(cache, "jiti")).isDirectory()).toBe(true);
-		// Without a compile cache (none is given unconfined) there is no copy to show.
+		expect(args.slice(at - 2, at + 1)).toEqual(["--bind", jiti, "/tmp/jiti"]);
+		// Without one (none is given unconfined) there is no copy to show.
 		expect(sandboxArgs(config, { cwd: ws, readable: [], env })).not.toContain("/tmp/jiti");
 	});
 

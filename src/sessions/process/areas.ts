@@ -93,18 +93,26 @@ export function areaOfCwd(config: Config, cwd: string): { path: string; admin: b
 }
 
 /**
- * Where a sandboxed pi keeps Node's compile cache (the bytecode of pi's bundle and of the chunks
- * it loads on its first prompt): `<data-dir>/compile-cache/<area>`, one per area like the agent
- * folder. pi turns the cache on itself, in /tmp by default, and the sandbox's /tmp is empty at each
- * start, so every sandboxed pi compiled pi from scratch (a start took ≈ 1.6× as long as with the
- * cache). pi writes it, so it is never shared between areas: one tenant's agent could otherwise
- * plant bytecode that ran in another tenant's next pi. Within an area it is as trusted as the
- * agent folder that area's agents can already write.
+ * Where a sandboxed pi keeps what it compiles, one folder of each per area like the agent folder:
+ * - `compileCache`, Node's compile cache (the bytecode of pi's bundle and of the chunks it loads on
+ *   its first prompt): `<data-dir>/compile-cache/<area>`. pi turns the cache on itself, in /tmp by
+ *   default, and the sandbox's /tmp is empty at each start, so every sandboxed pi compiled pi from
+ *   scratch (a start took ≈ 1.6× as long as with the cache).
+ * - `jitiCache`, the JavaScript pi's extension loader (jiti) makes of each extension, shown at
+ *   /tmp/jiti (sandbox.ts): `<data-dir>/compile-cache/jiti/<area>`. Not inside the compile cache: a
+ *   folder the agent can write must never hold a bind's source, or the agent swaps it for a link
+ *   (`ln -s ../../../workspace/@bob jiti`) and the next pi of its area is shown whatever the link
+ *   names, as bwrap follows it on the host (an attacker's review). Its parent is shown to no pi.
+ * pi writes both, so neither is ever shared between areas: one tenant's agent could otherwise plant
+ * code that ran in another tenant's next pi. Within an area they are as trusted as the agent folder
+ * that area's agents can already write.
  */
-export function areaCompileCache(config: Config, cwd: string): string {
-	const dir = join(config.dataDir, "compile-cache", areaOfFolder(config, cwd) ?? "admin");
-	mkdirSync(dir, { recursive: true, mode: 0o700 });
-	return dir;
+export function areaCaches(config: Config, cwd: string): { compileCache: string; jitiCache: string } {
+	const area = areaOfFolder(config, cwd) ?? "admin";
+	const compileCache = join(config.dataDir, "compile-cache", area);
+	const jitiCache = join(config.dataDir, "compile-cache", "jiti", area);
+	for (const dir of [compileCache, jitiCache]) mkdirSync(dir, { recursive: true, mode: 0o700 });
+	return { compileCache, jitiCache };
 }
 
 const real = (path: string) => {

@@ -153,8 +153,16 @@ export interface SandboxPaths {
 	cwd: string;
 	/** pi's session folder, when the session keeps a file. */
 	sessionDir?: string;
-	/** Node's compile cache for pi (areas.ts areaCompileCache), writable. */
+	/** Node's compile cache for pi (areas.ts areaCaches), writable. */
 	compileCache?: string;
+	/**
+	 * pi's extension loader (jiti) keeps the JavaScript it made of each extension in the temp folder,
+	 * which in the sandbox is empty at each start: without a kept copy every sandboxed pi loaded Babel
+	 * and transformed its extensions again (≈ 0.37 s of CPU and 0.28 s of each start here). The
+	 * area's (areas.ts areaCaches) is shown at /tmp/jiti, writable; jiti checks each file against
+	 * its extension's source hash, so an edited extension is transformed again.
+	 */
+	jitiCache?: string;
 	/** Files and folders the child runs or loads (pi itself, extensions), shown read-only. */
 	readable: string[];
 	/** The session's own read-only extras (its create body's sandboxReadable), checked already. */
@@ -169,17 +177,6 @@ const hideBytes = 1024 * 1024;
 
 /** `from`: a bind's source on the host when it is not `path` itself. */
 type Mount = { path: string; kind: "hide" | "home" | "rw" | "ro" | "null" | "cwd" | "cover"; from?: string };
-
-/**
- * Where pi's extension loader (jiti) keeps the JavaScript it made of each extension: in the temp
- * folder, which in the sandbox is empty at each start. Without a kept copy every sandboxed pi loaded
- * Babel and transformed its extensions again: ≈ 0.37 s of CPU and 0.28 s of each start here
- * (`0.80 → 0.52 s` for pi with the gateway's three extensions). It lives in the area's compile cache
- * and is shown at /tmp/jiti, so it is trusted exactly as that cache (areas.ts areaCompileCache): one
- * area's agents write it, nobody else's pi reads it. jiti keys a file by the extension's path and
- * checks the source's hash on each read, so an edited extension is transformed again.
- */
-const jitiCacheIn = (compileCache: string) => join(compileCache, "jiti");
 
 /**
  * The descriptor the child is given its folder on (stdio slot 3): bwrap binds the folder the
@@ -223,11 +220,8 @@ export function sandboxArgs(config: Config, paths: SandboxPaths): string[] {
 	mounts.push({ path: paths.cwd, kind: "cwd" });
 	for (const path of writable.slice(1)) if (existsSync(path)) mounts.push({ path, kind: "rw" });
 	// Only over the sandbox's own /tmp: a cwd at the host's /tmp shows that one, and nothing is bound into it.
-	if (paths.compileCache && hidden.includes("/tmp") && paths.cwd !== "/tmp") {
-		const jiti = jitiCacheIn(paths.compileCache);
-		mkdirSync(jiti, { recursive: true, mode: 0o700 });
-		mounts.push({ path: "/tmp/jiti", kind: "rw", from: jiti });
-	}
+	if (paths.jitiCache && hidden.includes("/tmp") && paths.cwd !== "/tmp")
+		mounts.push({ path: "/tmp/jiti", kind: "rw", from: paths.jitiCache });
 	// An empty, writable HOME where the gateway's was: tools keep their dotfiles there, for this run.
 	const home = sandboxHome(paths.env.HOME);
 	if (home !== "/tmp" && !writable.some((w) => isInside(w, home))) mounts.push({ path: home, kind: "home" });

@@ -13,7 +13,7 @@ import { ClientTools, clientToolsEnv } from "../dialogs/client-tools.ts";
 import { PolicySet } from "../dialogs/policies.ts";
 import { type SandboxRelay, SessionAllowHosts, sandboxRelay, sessionAllowHosts } from "../relay/index.ts";
 import { SessionBudget } from "../session/budget.ts";
-import { type Area, areaAgentDir, areaCompileCache, areaOf, areaOfCwd, confineToArea, ensureArea } from "./areas.ts";
+import { type Area, areaAgentDir, areaCaches, areaOf, areaOfCwd, confineToArea, ensureArea } from "./areas.ts";
 import { keyOwner } from "./key-owner.ts";
 import { agentDir, confinedByConfig, wrapCommand } from "./sandbox.ts";
 import { SandboxReadable, sandboxEnv, sessionReadable } from "./sandbox-view.ts";
@@ -275,7 +275,7 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 	// A private /tmp as TMPDIR, an empty HOME, the gateway's node on PATH (sandbox-view.ts).
 	sandboxEnv(env);
 	env.PI_CODING_AGENT_DIR = areaAgentDir(config, cwd, agentDir(env));
-	const compileCache = areaCompileCache(config, cwd);
+	const { compileCache, jitiCache } = areaCaches(config, cwd);
 	env.NODE_COMPILE_CACHE = compileCache;
 	// No key, no network: model calls go through the relay, tools' requests the egress proxy (relay/).
 	const egress = { ...config, sandboxAllowHosts: sessionAllowHosts(config, body.sandboxAllowHosts) };
@@ -284,7 +284,7 @@ export function planSpawn(config: Config, body: CreateSessionBody, at: SpawnAt):
 	// node_modules its bundle and the extensions import from), pi's node (sealed-node.ts: a copy).
 	const runner = command === process.execPath ? sealedRunner() : (command as string);
 	const readable = [runner, ...prefix, ...extensionPaths, installedModules(), relay.forwarder];
-	const paths = { cwd, sessionDir, compileCache, extraReadable, env, sockets: relay.sockets };
+	const paths = { cwd, sessionDir, compileCache, jitiCache, extraReadable, env, sockets: relay.sockets };
 	const wrapped = wrapCommand(config, { ...paths, readable: readable.filter((p) => isAbsolute(p)) }, runner, args);
 	const bindFolder = { path: cwd, root: realpathSync(config.workspaceRoot) };
 	return { ...wrapped, env, cwd, sandboxed: { command: runner, relay }, bindFolder };

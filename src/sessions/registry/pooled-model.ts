@@ -1,6 +1,7 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { PiResponse } from "../../pi/protocol.ts";
+import { readAgentFile } from "../../shared/paths.ts";
 import type { CreateSessionBody } from "../process/spawn.ts";
 import type { Session } from "../session/session.ts";
 import type { Pooled } from "./warm-pool.ts";
@@ -54,10 +55,15 @@ function levelAsCold(pooled: Pooled, session: Session, before: string | undefine
 	if (!pooled.agentDir || existsSync(join(session.cwd, ".pi"))) return false;
 	let settings: { defaultThinkingLevel?: unknown; modelThinkingLevels?: unknown } = {};
 	const file = join(pooled.agentDir.path, "settings.json");
-	try {
-		if (existsSync(file)) settings = JSON.parse(readFileSync(file, "utf8").replace(/^\uFEFF/, ""));
-	} catch {
-		return false;
+	// The agent folder is the agent's to write: never a read that could block on a FIFO or follow a link.
+	if (existsSync(file)) {
+		const text = readAgentFile(file, 1024 * 1024);
+		if (text === undefined) return false;
+		try {
+			settings = JSON.parse(text.toString("utf8").replace(/^\uFEFF/, ""));
+		} catch {
+			return false;
+		}
 	}
 	if (!settings || typeof settings !== "object") return false;
 	const perModel = settings.modelThinkingLevels;

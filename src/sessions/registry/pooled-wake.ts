@@ -1,18 +1,8 @@
-import {
-	closeSync,
-	constants,
-	existsSync,
-	fstatSync,
-	opendirSync,
-	openSync,
-	readdirSync,
-	readSync,
-	renameSync,
-	rmdirSync,
-} from "node:fs";
+import { existsSync, opendirSync, readdirSync, renameSync, rmdirSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { Config } from "../../config/config.ts";
 import { ThinkingLevel } from "../../pi/protocol.ts";
+import { readAgentFile } from "../../shared/paths.ts";
 import { type Area, areaOf } from "../process/areas.ts";
 import { ownFolder } from "../process/session-files.ts";
 import type { CreateSessionBody } from "../process/spawn.ts";
@@ -65,23 +55,16 @@ export function wakeArea(
 
 /** The cwd a pi session file's header names (its first line), or undefined. Read bounded: the agent writes the file. */
 export function headerCwd(file: string): string | undefined {
-	let fd: number | undefined;
+	const head = readAgentFile(file, 16 * 1024);
+	const end = head?.indexOf(10) ?? -1;
+	if (!head || end < 0) return undefined;
 	try {
-		// Not through a link: the folder is the agent's to write, and this runs outside the sandbox.
-		fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
-		if (!fstatSync(fd).isFile()) return undefined;
-		const buffer = Buffer.alloc(16 * 1024);
-		const read = readSync(fd, buffer, 0, buffer.length, 0);
-		const end = buffer.subarray(0, read).indexOf(10);
-		if (end < 0) return undefined;
-		const header = JSON.parse(buffer.subarray(0, end).toString("utf8")) as unknown;
+		const header = JSON.parse(head.subarray(0, end).toString("utf8")) as unknown;
 		if (typeof header !== "object" || header === null) return undefined;
 		const { type, cwd } = header as { type?: unknown; cwd?: unknown };
 		return type === "session" && typeof cwd === "string" ? cwd : undefined;
 	} catch {
 		return undefined;
-	} finally {
-		if (fd !== undefined) closeSync(fd);
 	}
 }
 
@@ -127,6 +110,8 @@ export interface WakeSteps {
 	cold: (why: string) => void;
 	/** Whether another registered session's file lies in `folder` (then nothing of it is moved). */
 	shared: (folder: string) => boolean;
+	/** Throws when the session is no longer to be started: deleted meanwhile, or the gateway stopping. */
+	assertWanted: () => void;
 }
 
 /**
@@ -135,6 +120,7 @@ export interface WakeSteps {
  * it cold, on the file where it is now).
  */
 export async function wakeOnPooled(session: Session, pooled: Pooled, steps: WakeSteps): Promise<boolean> {
+	await wanted();
 	const file = session.piState.sessionFile;
 	const folder = ownFolder(steps.config, file);
 	const target = pooled.sessionDir;
@@ -162,28 +148,34 @@ export async function wakeOnPooled(session: Session, pooled: Pooled, steps: Wake
 	}
 	session.piState = { ...session.piState, sessionFile: moved };
 	steps.save();
-	let child: ReturnType<Session["release"]>;
 	let why = "pi did not open its file";
+	let opened = false;
 	try {
 		const pi = pooled.session;
 		const switched = await pi.direct({ type: "switch_session", sessionPath: moved });
 		await pi.direct({ type: "get_state" });
 		const cancelled = (switched.data as { cancelled?: unknown } | undefined)?.cancelled === true;
-		if (
+		opened =
 			switched.success &&
 			!cancelled &&
 			pi.piState.sessionFile === moved &&
-			(await restoreModel(pi, model, thinkingLevel))
-		)
-			child = pi.release();
+			(await restoreModel(pi, model, thinkingLevel));
 	} catch (error) {
 		why = `pi did not open its file (${(error as Error).message})`;
 	}
-	if (!child) return unused(why);
+	if (!opened) return unused(why);
+	// Deleted, or the gateway stopping, while pi opened it: the pooled pi goes, nothing is started.
+	// From here to adopt() nothing awaits: the pi is the pool's or the session's at every moment,
+	// so a DELETE or a shutdown always finds it.
+	await wanted();
+	const child = pooled.session.release();
+	if (!child) return unused("the pooled pi was not quiet");
 	moveRelay(pooled.relay, session);
+	const adopted = session.adopt(child);
 	try {
-		await session.adopt(child);
+		await adopted;
 	} catch (error) {
+		steps.assertWanted();
 		steps.cold(`the pooled pi did not answer (${(error as Error).message})`);
 		return false;
 	}
@@ -193,6 +185,16 @@ export async function wakeOnPooled(session: Session, pooled: Pooled, steps: Wake
 		steps.cold(reason);
 		await steps.discard(pooled);
 		return false;
+	}
+
+	/** Throws (the pooled pi stopped first) when the session is no longer to be woken. */
+	async function wanted(): Promise<void> {
+		try {
+			steps.assertWanted();
+		} catch (error) {
+			await steps.discard(pooled);
+			throw error;
+		}
 	}
 }
 

@@ -85,6 +85,8 @@ export class SessionRegistry {
 	/** What each session asks of the registry (session-factory.ts). */
 	readonly #sessionHost: SessionHost;
 	#closing = false;
+	/** Pooled pi taken out to wake a session and not handed over yet (pooled-wake.ts). */
+	readonly #inHand = new Set<Session>();
 	#cluster: ClusterHooks | undefined;
 	readonly pool: WarmPools | undefined;
 
@@ -355,11 +357,21 @@ export class SessionRegistry {
 			this.#journal.save(session);
 			return;
 		}
+		// Deleted (or the gateway stopping) while a pooled pi was tried: nothing is started for it.
+		this.#assertWanted(session);
 		// Where it is now: a wake that did not take the pooled pi may have moved it (pooled-wake.ts).
 		const at = { id: session.id, restore: session.piState.sessionFile, cwd: session.cwd, owner };
 		await this.#launch(session, planSpawn(this.#config, options, at));
 		this.#logger.info({ sessionId: session.id, pid: session.pid }, "session resumed");
 		this.#journal.save(session);
+	}
+
+	/** Throws when `session` is no longer to be started: deleted (or taken away) meanwhile, or the gateway stopping. */
+	#assertWanted(session: Session): void {
+		if (this.#closing) throw shuttingDown();
+		if (this.#sessions.get(session.id) !== session) this.get(session.id);
+		if (this.#sessions.get(session.id) !== session)
+			throw new GatewayError(404, "session_not_found", `No session ${session.id}`);
 	}
 
 	/** On a warm pool's pi, where one is what a cold start would be (pooled-wake.ts); false: start it cold. */
@@ -370,13 +382,20 @@ export class SessionRegistry {
 		const woke = await this.#live.withinShare(async () => {
 			const pooled = await pool.takePooled(area);
 			if (!pooled) return false;
-			return wakeOnPooled(session, pooled, {
-				config: this.#config,
-				save: () => this.#journal.save(session),
-				discard: (unused) => pool.discard(unused),
-				cold: (why) => this.#logger.info({ sessionId: session.id, why }, "session wakes cold, not on a pooled pi"),
-				shared: (folder) => folderHolder(this.#config, this.#sessions, folder, session.id) !== undefined,
-			});
+			// Out of the pool and not yet the session's: shutdown and killAll stop it from here.
+			this.#inHand.add(pooled.session);
+			try {
+				return await wakeOnPooled(session, pooled, {
+					config: this.#config,
+					save: () => this.#journal.save(session),
+					discard: (unused) => pool.discard(unused),
+					cold: (why) => this.#logger.info({ sessionId: session.id, why }, "session wakes cold, not on a pooled pi"),
+					shared: (folder) => folderHolder(this.#config, this.#sessions, folder, session.id) !== undefined,
+					assertWanted: () => this.#assertWanted(session),
+				});
+			} finally {
+				this.#inHand.delete(pooled.session);
+			}
 		}, session);
 		if (woke) this.#cluster?.started(session);
 		return woke;
@@ -586,6 +605,7 @@ export class SessionRegistry {
 	async shutdown(): Promise<void> {
 		this.#closing = true;
 		for (const timer of this.#timers) clearInterval(timer);
+		for (const pooled of this.#inHand) pooled.kill("SIGKILL", true);
 		await this.pool?.close();
 		await Promise.all(this.list().map((s) => s.stop("shutdown")));
 		await this.#cluster?.closing();
@@ -595,7 +615,7 @@ export class SessionRegistry {
 
 	/** Last resort on process exit: no child may outlive the gateway unasked. Synchronous. */
 	killAll(): void {
-		for (const session of this.#sessions.values()) session.kill("SIGKILL", true);
+		for (const session of [...this.#sessions.values(), ...this.#inHand]) session.kill("SIGKILL", true);
 		this.pool?.killAll();
 	}
 }

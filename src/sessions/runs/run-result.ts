@@ -42,7 +42,10 @@ export class RunWatch {
 	/** True when `event` is the run's last. */
 	feed(event: LoggedEvent): boolean {
 		if (this.outcome) return false;
-		if (event.type === "session_exit") return this.#end("exited");
+		// Only once pi took the command: an exit before it was sent (an idle hibernation between the
+		// watch's start and the send) is followed by the wake that sends it, and an exit after it was
+		// sent fails the command itself.
+		if (event.type === "session_exit" && this.responded) return this.#end("exited");
 		if (!this.responded) {
 			if (event.type !== "response" || responseId(event) !== this.#id) return false;
 			this.responded = true;

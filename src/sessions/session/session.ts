@@ -223,6 +223,8 @@ export class Session {
 			this.#process !== undefined &&
 			this.#stopping === undefined &&
 			this.#status === "idle" &&
+			// A prompt pi accepted whose agent_start has not come yet (a loaded machine: seconds) is a run.
+			this.currentRunId === undefined &&
 			this.#openRequests === 0 &&
 			this.#channel.inFlightCount === 0 &&
 			this.queueDepth === 0 &&
@@ -333,6 +335,8 @@ export class Session {
 		// Synchronously, so the registry counts this child from now on.
 		this.#process = child;
 		this.exit = undefined;
+		// A run of the previous pi ended with it.
+		this.currentRunId = undefined;
 		this.#started = false;
 		this.#setStatus("starting");
 		child.exited.then((info) => this.#onExit(child, info));
@@ -362,6 +366,9 @@ export class Session {
 			throw startError(error, child.stderrTail);
 		}
 		this.#started = true;
+		// Idle from when it can be used: a start that took longer than --idle-timeout-ms (a loaded
+		// machine) was hibernated the moment it was up, under the request that had just made it.
+		this.lastActivityAt = Date.now();
 		this.#updateStatus();
 		this.#logger.info({ pid: this.pid }, "session started");
 	}
