@@ -14,7 +14,6 @@
  * says so for the pi installed.
  */
 import { readdirSync, realpathSync } from "node:fs";
-import { flushCompileCache } from "node:module";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { KnownApi } from "@earendil-works/pi-ai";
@@ -52,19 +51,6 @@ export function chunksDir(entry: string | undefined = process.argv[1]): string |
 	}
 }
 
-/**
- * pi turns Node's compile cache on as it starts (NODE_COMPILE_CACHE: the area's folder when
- * sandboxed), and Node writes it only when the process exits. A pooled pi lives until a session's
- * end, so every pi started before the first one exited compiled pi's bundle from scratch: on a new
- * data dir, after an upgrade, and in every short-lived gateway. Written once warm, what this pi
- * compiled (its start and its model's chunk) is there for the next pi's start.
- */
-function keepBytecode(): void {
-	try {
-		flushCompileCache?.();
-	} catch {}
-}
-
 export default function (pi: ExtensionAPI) {
 	const warmed = new Set<string>();
 	const warm = (api: string | undefined, later: boolean) => {
@@ -80,8 +66,7 @@ export default function (pi: ExtensionAPI) {
 			} catch {
 				return;
 			}
-			if (chunk) import(pathToFileURL(join(dir, chunk)).href).catch(() => {}).finally(keepBytecode);
-			else keepBytecode();
+			if (chunk) import(pathToFileURL(join(dir, chunk)).href).catch(() => {});
 		};
 		// A model set on a pooled pi (a create naming one: the gateway's set_model) is followed by the
 		// create's own commands (get_state, the model check): the import, ≈ 40 ms of pi's loop under
