@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { closeSync } from "node:fs";
 import type { Readable, Writable } from "node:stream";
-import { JsonlDecoder } from "./jsonl.ts";
+import { JsonlDecoder, type JsonlHandlers } from "./jsonl.ts";
 import {
 	childrenOf,
 	findExecutable,
@@ -28,9 +28,6 @@ export interface PiProcessOptions {
 	env: NodeJS.ProcessEnv;
 	maxLineChars: number;
 	stderrTailBytes: number;
-	/** One record as pi printed it (bytes; see JsonlDecoder). */
-	onLine(line: Buffer): void;
-	onOverflow(droppedChars: number, head: string): void;
 	/** Set when `command` is bwrap running `sandboxed.command`: the sandbox changes how pi's end looks. */
 	sandboxed?: { command: string };
 	/**
@@ -69,12 +66,14 @@ export class PiProcess {
 	readonly #tag = newTag();
 	readonly exited: Promise<ExitInfo>;
 	#resolveExit!: (info: ExitInfo) => void;
-	/** Where pi's lines go: the session that started it, or the one it was handed to (retarget). */
-	#sink: Pick<PiProcessOptions, "onLine" | "onOverflow">;
+	/**
+	 * Where pi's lines go (`route`): the session that started it, or the one it was handed to. The
+	 * decoder holds this very object, so a new route costs the per-line path nothing.
+	 */
+	readonly #sink: JsonlHandlers = { onLine: () => {}, onOverflow: () => {} };
 
 	constructor(options: PiProcessOptions) {
 		this.#options = options;
-		this.#sink = { onLine: options.onLine, onOverflow: options.onOverflow };
 		this.exited = new Promise((resolve) => {
 			this.#resolveExit = resolve;
 		});
@@ -85,11 +84,12 @@ export class PiProcess {
 	}
 
 	/**
-	 * Sends pi's lines from now on to another session's handlers: a warm pool's pi handed to a
-	 * session that wakes (registry/pooled-wake.ts). Lines already read went to the previous ones.
+	 * Where pi's lines go from now on: set by the session that starts it before start(), and again by
+	 * one it is handed to (a warm pool's pi that wakes a session: registry/pooled-wake.ts).
 	 */
-	retarget(sink: Pick<PiProcessOptions, "onLine" | "onOverflow">): void {
-		this.#sink = sink;
+	route(sink: JsonlHandlers): void {
+		this.#sink.onLine = sink.onLine;
+		this.#sink.onOverflow = sink.onOverflow;
 	}
 
 	get exitInfo(): ExitInfo | undefined {
@@ -145,10 +145,7 @@ export class PiProcess {
 		const stderr = (sandboxed ? stdio[piStderrFd] : child.stderr) as Readable;
 		if (sandboxed) this.#keepBwrapStderr(child.stderr as Readable);
 		this.#stdin = stdin;
-		const decoder = new JsonlDecoder(this.#options.maxLineChars, {
-			onLine: (line) => this.#sink.onLine(line),
-			onOverflow: (chars, head) => this.#sink.onOverflow(chars, head),
-		});
+		const decoder = new JsonlDecoder(this.#options.maxLineChars, this.#sink);
 		stdout.on("data", (chunk: Buffer) => decoder.push(chunk));
 		stdout.on("end", () => {
 			decoder.end();

@@ -6,8 +6,9 @@
 // pi 0.73 child needs to speak the current protocol), session-types.ts, approvals.ts,
 // client-tool-calls.ts, ui-state.ts, event-log.ts.
 import type { Logger } from "pino";
-import { type ExitInfo, PiProcess, type PiProcessOptions } from "../../pi/child.ts";
+import { type ExitInfo, PiProcess } from "../../pi/child.ts";
 import { readRecord, typeOf } from "../../pi/event-type.ts";
+import type { JsonlHandlers } from "../../pi/jsonl.ts";
 import { commandKind, isDialogRequest, type PiCommand, type PiResponse, type UiRequest } from "../../pi/protocol.ts";
 import type { GatewayError } from "../../shared/errors.ts";
 import { openCheckedFolder } from "../../shared/paths.ts";
@@ -278,14 +279,14 @@ export class Session {
 	start(plan: SpawnCommand): Promise<void> {
 		if (this.#process) throw new Error(`Session ${this.id} already has a pi process`);
 		const { limits } = this.#init;
-		const child: PiProcess = new PiProcess({
+		const child = new PiProcess({
 			...plan,
 			cwd: this.cwd,
 			openFolder: openCheckedFolder,
 			maxLineChars: limits.maxLineChars,
 			stderrTailBytes: limits.stderrTailBytes,
-			...this.#sinkFor(() => child),
 		});
+		child.route(this.#routeFor(child));
 		this.#holdProcess(child);
 		this.#ready = this.#start(child);
 		return this.#ready;
@@ -298,7 +299,7 @@ export class Session {
 	 */
 	adopt(child: PiProcess): Promise<void> {
 		if (this.#process) throw new Error(`Session ${this.id} already has a pi process`);
-		child.retarget(this.#sinkFor(() => child));
+		child.route(this.#routeFor(child));
 		this.#holdProcess(child);
 		this.#ready = this.#handshake(child);
 		return this.#ready;
@@ -317,11 +318,11 @@ export class Session {
 	}
 
 	/** Where a child's lines go: this session's routing, as long as the child is its current one. */
-	#sinkFor(child: () => PiProcess): Pick<PiProcessOptions, "onLine" | "onOverflow"> {
+	#routeFor(child: PiProcess): JsonlHandlers {
 		const logger = this.#logger;
 		return {
 			onLine: (line) => {
-				if (child() === this.#process) this.#onLine(line);
+				if (child === this.#process) this.#onLine(line);
 			},
 			onOverflow: (chars, head) => {
 				logger.warn({ chars }, "pi printed a line over the cap; dropped");
