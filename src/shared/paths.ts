@@ -58,7 +58,7 @@ export function openCheckedFolder(path: string, root: string): number {
 
 /**
  * The first `max` bytes of a regular file an agent can write (its session file, its agent folder's
- * settings), or undefined: never through a link, and never blocking the gateway's event loop on a
+ * settings and the relay's files in it), or undefined: never through a link, and never blocking the gateway's event loop on a
  * FIFO put in its place (opened non-blocking, and only a regular file is read).
  */
 export function readAgentFile(path: string, max: number): Buffer | undefined {
@@ -69,9 +69,10 @@ export function readAgentFile(path: string, max: number): Buffer | undefined {
 		return undefined;
 	}
 	try {
-		if (!fstatSync(fd).isFile()) return undefined;
-		const buffer = Buffer.alloc(max);
-		return buffer.subarray(0, readSync(fd, buffer, 0, max, 0));
+		const stat = fstatSync(fd);
+		if (!stat.isFile()) return undefined;
+		const buffer = Buffer.allocUnsafe(Math.min(max, stat.size));
+		return buffer.subarray(0, readSync(fd, buffer, 0, buffer.length, 0));
 	} catch {
 		return undefined;
 	} finally {

@@ -18,8 +18,17 @@ const piDefaultThinking = "medium";
 export function isPoolable(body: CreateSessionBody): boolean {
 	if ((body.provider === undefined) !== (body.model === undefined)) return false;
 	if (body.model?.includes(":")) return false;
-	const kept = new Set(["name", "provider", "model", "thinkingLevel"]);
-	return Object.entries(body).every(([key, value]) => (key === "persist" ? value === true : kept.has(key)));
+	return isPlain(body);
+}
+
+const plainKeys = new Set(["name", "provider", "model", "thinkingLevel"]);
+
+/**
+ * Created with nothing a pooled pi lacks: a name, a model and a thinking level at most (persistent).
+ * What a wake on a pooled pi needs too (pooled-wake.ts), where the model and level come from the file.
+ */
+export function isPlain(body: CreateSessionBody): boolean {
+	return Object.entries(body).every(([key, value]) => (key === "persist" ? value === true : plainKeys.has(key)));
 }
 
 /**

@@ -8,6 +8,7 @@ import { ownFolder } from "../process/session-files.ts";
 import type { CreateSessionBody } from "../process/spawn.ts";
 import { moveRelay } from "../relay/index.ts";
 import type { Session } from "../session/session.ts";
+import { isPlain } from "./pooled-model.ts";
 import type { Pooled } from "./warm-pool.ts";
 
 /**
@@ -31,9 +32,6 @@ import type { Pooled } from "./warm-pool.ts";
  * Anything else, or any step that fails, starts cold, as before.
  */
 
-/** The create options a pooled pi serves when the session wakes (spawn.ts drops model, level and name when restoring). */
-const wakeable = new Set(["name", "provider", "model", "thinkingLevel", "persist"]);
-
 /** Entries of the session's folder moved at most; past it the session starts cold. */
 const maxEntries = 64;
 
@@ -45,7 +43,7 @@ export function wakeArea(
 	owner: string | undefined,
 ): Area | undefined {
 	if (config.defaultCwd !== "root") return undefined;
-	if (!Object.keys(options).every((key) => wakeable.has(key)) || options.persist !== true) return undefined;
+	if (!isPlain(options) || options.persist !== true) return undefined;
 	// The whole root is an admin's area; a principal's is `<root>/@name` (areas.ts), its pool started for it.
 	const root = areaOf(config, owner ?? "admin", true);
 	if (session.cwd === root.path) return root;

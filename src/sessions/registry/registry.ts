@@ -369,9 +369,9 @@ export class SessionRegistry {
 	/** Throws when `session` is no longer to be started: deleted (or taken away) meanwhile, or the gateway stopping. */
 	#assertWanted(session: Session): void {
 		if (this.#closing) throw shuttingDown();
-		if (this.#sessions.get(session.id) !== session) this.get(session.id);
-		if (this.#sessions.get(session.id) !== session)
-			throw new GatewayError(404, "session_not_found", `No session ${session.id}`);
+		if (this.#sessions.get(session.id) === session) return;
+		this.get(session.id); // a session gone: its 404 or 410
+		throw new GatewayError(404, "session_not_found", `No session ${session.id}`);
 	}
 
 	/** On a warm pool's pi, where one is what a cold start would be (pooled-wake.ts); false: start it cold. */

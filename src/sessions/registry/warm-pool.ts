@@ -94,6 +94,13 @@ export function agentDirStamp(dir: string): string | undefined {
 	return walk(dir, 0) ? parts.join("\n") : undefined;
 }
 
+/** Stops a pooled process and removes its folders when empty: nothing of anyone's is in it, so no grace period. */
+async function discardPooled(pooled: Pooled): Promise<void> {
+	pooled.session.kill("SIGKILL", true);
+	await pooled.session.stop("shutdown");
+	removeEmpty(pooled.folders);
+}
+
 /** Removes the folders a pooled process was given, when nothing was put in them. */
 export function removeEmpty(folders: string[]): void {
 	for (const folder of folders)
@@ -195,7 +202,7 @@ class AreaPool {
 				this.#launching.add(session);
 			})
 				.then(async (pooled) => {
-					if (this.#closed) return this.#discard(pooled);
+					if (this.#closed) return discardPooled(pooled);
 					started = true;
 					this.#ready.push(pooled);
 					pooled.session.onStatusChange((session) => {
@@ -220,7 +227,7 @@ class AreaPool {
 		const pooled = this.#ready.pop();
 		if (!pooled) return false;
 		pooled.session.onStatusChange(() => {});
-		await this.#discard(pooled);
+		await discardPooled(pooled);
 		return true;
 	}
 
@@ -229,7 +236,7 @@ class AreaPool {
 		this.#closed = true;
 		for (const session of this.#launching) session.kill("SIGKILL", true);
 		await Promise.all([...this.#starting]);
-		await Promise.all(this.#ready.splice(0).map((pooled) => this.#discard(pooled)));
+		await Promise.all(this.#ready.splice(0).map((pooled) => discardPooled(pooled)));
 	}
 
 	killAll(): void {
@@ -243,20 +250,8 @@ class AreaPool {
 		const stamp = pooled.agentDir ? agentDirStamp(pooled.agentDir.path) : undefined;
 		if (!pooled.agentDir || (stamp !== undefined && stamp === pooled.agentDir.stamp)) return true;
 		pooled.session.onStatusChange(() => {});
-		void this.#discard(pooled);
+		void discardPooled(pooled);
 		return false;
-	}
-
-	/** Stops a pooled process taken out that did not fit its create (pooled-model.ts). */
-	async discard(pooled: Pooled): Promise<void> {
-		await this.#discard(pooled);
-	}
-
-	async #discard(pooled: Pooled): Promise<void> {
-		// Nothing of anyone's is in it: no grace period to wait out.
-		pooled.session.kill("SIGKILL", true);
-		await pooled.session.stop("shutdown");
-		removeEmpty(pooled.folders);
 	}
 
 	#drop(pooled: Pooled): void {
@@ -372,21 +367,20 @@ export class WarmPools {
 		if (!pooled) return undefined;
 		const { session } = pooled;
 		if (!fitsArea(area, session, this.#ownFolders)) {
+			// Never: each pool starts its processes in its own area. Refuse rather than trust it.
 			this.#logger.error({ sessionId: session.id, area: area.path }, "warm pool: a process of another area");
 			void session.stop("shutdown");
 			return undefined;
 		}
 		const fits = fitting ? await fitting(pooled).catch(() => false) : true;
 		if (fits) return pooled;
-		await pool.discard(pooled);
+		await discardPooled(pooled);
 		return undefined;
 	}
 
 	/** Stops a pooled process taken out and not used (its folders go too, when empty). */
-	async discard(pooled: Pooled): Promise<void> {
-		pooled.session.kill("SIGKILL", true);
-		await pooled.session.stop("shutdown");
-		removeEmpty(pooled.folders);
+	discard(pooled: Pooled): Promise<void> {
+		return discardPooled(pooled);
 	}
 
 	/** After a plain create in another principal's area: keep one process ready for its next. */

@@ -22,8 +22,9 @@ export async function startPooled(
 ): Promise<Pooled> {
 	const id = newSessionId();
 	const plan = planSpawn(config, defaultBody, { id, area, pooled: true });
-	const sessionDir = plan.args[plan.args.indexOf("--session-dir") + 1];
-	const folders = [plan.cwd, ...(sessionDir && plan.args.includes("--session-dir") ? [sessionDir] : [])];
+	const at = plan.args.indexOf("--session-dir");
+	const sessionDir = at < 0 ? undefined : plan.args[at + 1];
+	const folders = [plan.cwd, ...(sessionDir ? [sessionDir] : [])];
 	const own = config.defaultCwd === "own" ? folders : folders.slice(1);
 	// Stamped before pi starts, and checked once it is up: a folder that changed while pi read it (an
 	// agent of the area dropping an extension then) gives a pi that is not what a cold start is now.
@@ -61,6 +62,6 @@ export async function startPooled(
 		agentDir: { path: dir, stamp },
 		refresh: relay?.refresh,
 		relay,
-		...(sessionDir && plan.args.includes("--session-dir") ? { sessionDir } : {}),
+		sessionDir,
 	};
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, constants, fstatSync, openSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { closeSync, constants, openSync, renameSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -7,6 +7,7 @@ import type { Config } from "../../config/config.ts";
 import { ownKeysOf } from "../../config/own-keys.ts";
 import { type AllowEntry, parseAllowHosts } from "../../net/egress-allow.ts";
 import { packageFile } from "../../shared/package-files.ts";
+import { readAgentFile } from "../../shared/paths.ts";
 import { type RelayPlan, relayPlan } from "./credentials.ts";
 import { applyOwnKeys, withOwnKeyVariables } from "./own-key-plan.ts";
 
@@ -77,17 +78,8 @@ function writeIfChanged(path: string, value: unknown): void {
 
 /** Whether `path` is a regular file holding exactly `text` (a link, a FIFO or anything else: no). */
 function sameText(path: string, text: string): boolean {
-	let fd: number;
-	try {
-		fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-	} catch {
-		return false;
-	}
-	try {
-		return fstatSync(fd).isFile() && readFileSync(fd, "utf8") === text;
-	} finally {
-		closeSync(fd);
-	}
+	// One byte past the text: a file that holds more is not the same.
+	return readAgentFile(path, Buffer.byteLength(text) + 1)?.toString("utf8") === text;
 }
 
 /** The operator's own pi folder, where the real models.json and auth.json are (never shown to pi). */
