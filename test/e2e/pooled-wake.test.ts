@@ -114,3 +114,26 @@ describe("a hibernated session in its area's folder", () => {
 		await gw.api(`/v1/sessions/${id}`, { method: "DELETE" });
 	});
 });
+
+// The operator's --sandbox off (no bubblewrap layer, no relay): the pooled pi is handed over all the same.
+describe("with the sandbox off", () => {
+	let off: TestGateway;
+	beforeAll(async () => {
+		off = await startTestGateway({ layout: "shared-root", sandbox: "off", idleTimeoutMs: 1500, warmPool: 1 });
+	});
+	afterAll(() => off?.stop());
+
+	it("a hibernated session wakes on the pool's pi, its conversation intact", async () => {
+		const id = await off.session();
+		const ask = (message: string) =>
+			off.api(`/v1/sessions/${id}/prompt?wait=true`, { method: "POST", json: { message } });
+		expect((await ask("echo: before")).body.text).toBe("before");
+		await runEnded(off, id);
+		await until(async () => (await off.api(`/v1/sessions/${id}`)).body.status === "stopped", 60_000);
+		const pooled = await until(() => off.registry.pool?.readyPids[0], 60_000);
+		expect((await ask("echo: after")).body.text).toBe("after");
+		expect((await off.api(`/v1/sessions/${id}`)).body.pid).toBe(pooled);
+		const messages = (await off.api(`/v1/sessions/${id}/messages`)).body.messages as { role: string }[];
+		expect(messages.filter((m) => m.role === "user")).toHaveLength(2);
+	});
+});
